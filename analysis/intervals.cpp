@@ -1,0 +1,44 @@
+#include "analysis/intervals.hpp"
+
+#include <algorithm>
+
+namespace trainsim::analysis {
+
+std::vector<Interval> merge_intervals(std::vector<Interval> intervals) {
+  std::sort(intervals.begin(), intervals.end());
+  std::vector<Interval> merged;
+  for (const auto& iv : intervals) {
+    if (iv.second <= iv.first)
+      continue;
+    if (!merged.empty() && iv.first <= merged.back().second)
+      merged.back().second = std::max(merged.back().second, iv.second);
+    else
+      merged.push_back(iv);
+  }
+  return merged;
+}
+
+double total_length(const std::vector<Interval>& merged) {
+  double total = 0;
+  for (const auto& [a, b] : merged)
+    total += b - a;
+  return total;
+}
+
+double overlap_length(const std::vector<Interval>& a, const std::vector<Interval>& b) {
+  double total = 0;
+  std::size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    const double lo = std::max(a[i].first, b[j].first);
+    const double hi = std::min(a[i].second, b[j].second);
+    if (hi > lo)
+      total += hi - lo;
+    if (a[i].second < b[j].second)
+      ++i;
+    else
+      ++j;
+  }
+  return total;
+}
+
+}  // namespace trainsim::analysis

@@ -1,0 +1,81 @@
+#include "analysis/summary.hpp"
+
+#include "analysis/intervals.hpp"
+
+namespace trainsim::analysis {
+
+Summary summarize(const workloads::TaskGraph& graph, const Timeline& timeline,
+                  const workloads::ModelSpec& model, const workloads::ParallelPlan& plan,
+                  const platforms::ClusterSpec& cluster) {
+  Summary s;
+  const auto gpus = static_cast<std::size_t>(graph.gpu_count);
+  s.iteration_time_s = timeline.end_s;
+  s.task_count = graph.size();
+  s.record_count = timeline.records.size();
+  s.tokens_per_iteration = double(plan.global_batch_size) * model.seq_len;
+  s.tokens_per_s = s.iteration_time_s > 0 ? s.tokens_per_iteration / s.iteration_time_s : 0;
+
+  std::vector<std::vector<Interval>> compute(gpus), comm(gpus);
+  s.gpus.resize(gpus);
+  for (const auto& r : timeline.records) {
+    const auto& task = graph[r.task];
+    const auto g = static_cast<std::size_t>(r.gpu);
+    if (r.stream == Stream::compute) {
+      compute[g].emplace_back(r.start_s, r.end_s);
+      s.gpus[g].model_flops += task.model_flops;
+      s.gpus[g].hardware_flops += task.hardware_flops;
+    } else {
+      comm[g].emplace_back(r.start_s, r.end_s);
+      if (task.kind == workloads::TaskKind::send)
+        comm[static_cast<std::size_t>(task.peer)].emplace_back(r.start_s, r.end_s);
+    }
+  }
+
+  const double t = s.iteration_time_s;
+  s.stages.resize(static_cast<std::size_t>(plan.pp));
+  for (std::size_t g = 0; g < gpus; ++g) {
+    auto& u = s.gpus[g];
+    const int gpu = static_cast<int>(g);
+    u.gpu = gpu;
+    u.node = cluster.locate(gpu).node;
+    u.stage = plan.pp_rank_of(gpu);
+    u.gpu_type = cluster.gpu_of(gpu).name;
+    const auto c = merge_intervals(std::move(compute[g]));
+    const auto m = merge_intervals(std::move(comm[g]));
+    u.compute_s = total_length(c);
+    u.communication_s = total_length(m);
+    u.overlap_s = overlap_length(c, m);
+    u.exposed_comm_s = u.communication_s - u.overlap_s;
+    u.idle_s = std::max(0.0, t - u.compute_s - u.exposed_comm_s);
+    u.achieved_tflops = t > 0 ? u.model_flops / t / 1e12 : 0;
+
+    s.model_flops += u.model_flops;
+    s.hardware_flops += u.hardware_flops;
+    s.peak_flops += cluster.gpu_of(gpu).peak_bf16_flops;
+    if (t > 0) {
+      auto& st = s.stages[static_cast<std::size_t>(u.stage)];
+      st.compute_fraction += u.compute_s / t;
+      st.exposed_comm_fraction += u.exposed_comm_s / t;
+      st.bubble_fraction += u.idle_s / t;
+    }
+  }
+  const double per_stage = double(plan.dp) * plan.tp;
+  for (std::size_t i = 0; i < s.stages.size(); ++i) {
+    auto& st = s.stages[i];
+    st.stage = static_cast<int>(i);
+    st.compute_fraction /= per_stage;
+    st.exposed_comm_fraction /= per_stage;
+    st.bubble_fraction /= per_stage;
+    s.compute_fraction += st.compute_fraction / plan.pp;
+    s.exposed_comm_fraction += st.exposed_comm_fraction / plan.pp;
+    s.bubble_fraction += st.bubble_fraction / plan.pp;
+  }
+  if (t > 0 && s.peak_flops > 0) {
+    s.mfu = s.model_flops / (t * s.peak_flops);
+    s.hfu = s.hardware_flops / (t * s.peak_flops);
+    s.tflops_per_gpu = s.model_flops / t / 1e12 / double(gpus);
+  }
+  return s;
+}
+
+}  // namespace trainsim::analysis

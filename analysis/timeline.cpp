@@ -1,0 +1,33 @@
+#include "analysis/timeline.hpp"
+
+namespace trainsim::analysis {
+
+std::string_view to_string(Stream stream) {
+  switch (stream) {
+    case Stream::compute:
+      return "compute";
+    case Stream::tp_comm:
+      return "tp_comm";
+    case Stream::pp_comm:
+      return "pp_comm";
+    case Stream::dp_comm:
+      return "dp_comm";
+  }
+  return "?";
+}
+
+Stream stream_of(const workloads::Task& task) {
+  switch (task.comm) {
+    case workloads::CommKind::none:
+      return Stream::compute;
+    case workloads::CommKind::tp:
+      return Stream::tp_comm;
+    case workloads::CommKind::pp:
+      return Stream::pp_comm;
+    case workloads::CommKind::dp:
+      return Stream::dp_comm;
+  }
+  return Stream::compute;
+}
+
+}  // namespace trainsim::analysis

@@ -1,0 +1,195 @@
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+
+#include "platforms/gpu_spec.hpp"
+
+namespace trainsim::platforms {
+namespace {
+
+constexpr double T = 1e12, GB = 1e9, GiB = 1024.0 * 1024 * 1024;
+
+// Datasheet values, dense (no structured sparsity). NVLink figures are per
+// direction: half of the bidirectional total NVIDIA quotes. Idle power is the
+// typical nvidia-smi / rocm-smi reading of an idle SXM board in a DGX/HGX
+// chassis (not a datasheet value: it varies by +-20% with clocks and fans).
+std::vector<GpuSpec> build_catalogue() {
+  std::vector<GpuSpec> gpus;
+  // NVIDIA Tesla V100 datasheet (2020): 15.7 TF fp32, 125 TF tensor fp16,
+  // 32 GB HBM2 at 900 GB/s, NVLink 300 GB/s (bidirectional), 300 W.
+  gpus.push_back({.name = "V100-SXM2-32GB",
+                  .peak_fp32_flops = 15.7 * T,
+                  .peak_tf32_flops = 0,
+                  .peak_bf16_flops = 125 * T,
+                  .peak_fp8_flops = 0,
+                  .hbm_bytes = 32 * GiB,
+                  .hbm_bandwidth_Bps = 900 * GB,
+                  .nvlink_bandwidth_Bps = 150 * GB,
+                  .idle_power_W = 40,
+                  .max_power_W = 300,
+                  .matmul_efficiency = 0.65});
+  // NVIDIA A100 datasheet (2021): 19.5 TF fp32, 156 TF tf32, 312 TF bf16,
+  // 40 GB HBM2 at 1,555 GB/s, NVLink 600 GB/s, 400 W (SXM).
+  gpus.push_back({.name = "A100-SXM-40GB",
+                  .peak_fp32_flops = 19.5 * T,
+                  .peak_tf32_flops = 156 * T,
+                  .peak_bf16_flops = 312 * T,
+                  .peak_fp8_flops = 0,
+                  .hbm_bytes = 40 * GiB,
+                  .hbm_bandwidth_Bps = 1555 * GB,
+                  .nvlink_bandwidth_Bps = 300 * GB,
+                  .idle_power_W = 55,
+                  .max_power_W = 400,
+                  .matmul_efficiency = 0.7});
+  // Same datasheet: 80 GB HBM2e at 2,039 GB/s.
+  gpus.push_back({.name = "A100-SXM-80GB",
+                  .peak_fp32_flops = 19.5 * T,
+                  .peak_tf32_flops = 156 * T,
+                  .peak_bf16_flops = 312 * T,
+                  .peak_fp8_flops = 0,
+                  .hbm_bytes = 80 * GiB,
+                  .hbm_bandwidth_Bps = 2039 * GB,
+                  .nvlink_bandwidth_Bps = 300 * GB,
+                  .idle_power_W = 60,
+                  .max_power_W = 400,
+                  .matmul_efficiency = 0.7});
+  // NVIDIA H100 datasheet (SXM5): 67 TF fp32, 494.7 TF tf32, 989.4 TF bf16,
+  // 1,978.9 TF fp8 (dense), 80 GB HBM3 at 3.35 TB/s, NVLink 900 GB/s, 700 W.
+  gpus.push_back({.name = "H100-SXM",
+                  .peak_fp32_flops = 67 * T,
+                  .peak_tf32_flops = 494.7 * T,
+                  .peak_bf16_flops = 989.4 * T,
+                  .peak_fp8_flops = 1978.9 * T,
+                  .hbm_bytes = 80 * GiB,
+                  .hbm_bandwidth_Bps = 3350 * GB,
+                  .nvlink_bandwidth_Bps = 450 * GB,
+                  .idle_power_W = 75,
+                  .max_power_W = 700,
+                  .matmul_efficiency = 0.6});
+  // NVIDIA H200 datasheet: H100 compute, 141 GB HBM3e at 4.8 TB/s, NVLink
+  // 900 GB/s, up to 700 W.
+  gpus.push_back({.name = "H200-SXM",
+                  .peak_fp32_flops = 67 * T,
+                  .peak_tf32_flops = 494.7 * T,
+                  .peak_bf16_flops = 989.4 * T,
+                  .peak_fp8_flops = 1978.9 * T,
+                  .hbm_bytes = 141 * GB,
+                  .hbm_bandwidth_Bps = 4800 * GB,
+                  .nvlink_bandwidth_Bps = 450 * GB,
+                  .idle_power_W = 75,
+                  .max_power_W = 700,
+                  .matmul_efficiency = 0.62});
+  // NVIDIA HGX B200 datasheet (per GPU): 75 TF fp32, 1.1 PF tf32, 2.25 PF
+  // bf16, 4.5 PF fp8 (dense), 180 GB HBM3e at 7.7-8 TB/s, NVLink 5 at
+  // 1.8 TB/s, 1,000 W.
+  gpus.push_back({.name = "B200",
+                  .peak_fp32_flops = 75 * T,
+                  .peak_tf32_flops = 1100 * T,
+                  .peak_bf16_flops = 2250 * T,
+                  .peak_fp8_flops = 4500 * T,
+                  .hbm_bytes = 180 * GB,
+                  .hbm_bandwidth_Bps = 8000 * GB,
+                  .nvlink_bandwidth_Bps = 900 * GB,
+                  .idle_power_W = 120,
+                  .max_power_W = 1000,
+                  .matmul_efficiency = 0.6});
+  // AMD Instinct MI300X datasheet: 163.4 TF fp32 matrix, 653.7 TF tf32,
+  // 1,307.4 TF bf16, 2,614.9 TF fp8 (dense), 192 GB HBM3 at 5.3 TB/s,
+  // Infinity Fabric 896 GB/s aggregate (7 links x 128 GB/s), 750 W.
+  gpus.push_back({.name = "MI300X",
+                  .peak_fp32_flops = 163.4 * T,
+                  .peak_tf32_flops = 653.7 * T,
+                  .peak_bf16_flops = 1307.4 * T,
+                  .peak_fp8_flops = 2614.9 * T,
+                  .hbm_bytes = 192 * GB,
+                  .hbm_bandwidth_Bps = 5300 * GB,
+                  .nvlink_bandwidth_Bps = 448 * GB,
+                  .idle_power_W = 100,
+                  .max_power_W = 750,
+                  .matmul_efficiency = 0.5});
+  return gpus;
+}
+
+struct Alias {
+  std::string_view alias;
+  std::string_view name;
+};
+constexpr std::array<Alias, 11> kAliases{{{"V100", "V100-SXM2-32GB"},
+                                          {"V100-32GB", "V100-SXM2-32GB"},
+                                          {"A100", "A100-SXM-80GB"},
+                                          {"A100-80GB", "A100-SXM-80GB"},
+                                          {"A100-40GB", "A100-SXM-40GB"},
+                                          {"H100", "H100-SXM"},
+                                          {"H100-80GB", "H100-SXM"},
+                                          {"H200", "H200-SXM"},
+                                          {"H200-141GB", "H200-SXM"},
+                                          {"B200-180GB", "B200"},
+                                          {"MI300", "MI300X"}}};
+
+bool iequals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+}  // namespace
+
+std::string_view to_string(DType dtype) {
+  switch (dtype) {
+    case DType::fp32:
+      return "fp32";
+    case DType::tf32:
+      return "tf32";
+    case DType::bf16:
+      return "bf16";
+    case DType::fp16:
+      return "fp16";
+    case DType::fp8:
+      return "fp8";
+  }
+  return "?";
+}
+
+double GpuSpec::peak_flops(DType dtype) const {
+  switch (dtype) {
+    case DType::fp32:
+      return peak_fp32_flops;
+    case DType::tf32:
+      return peak_tf32_flops;
+    case DType::bf16:
+    case DType::fp16:
+      return peak_bf16_flops;
+    case DType::fp8:
+      return peak_fp8_flops;
+  }
+  return 0;
+}
+
+const std::vector<GpuSpec>& gpu_catalogue() {
+  static const std::vector<GpuSpec> catalogue = build_catalogue();
+  return catalogue;
+}
+
+std::optional<GpuSpec> find_gpu(std::string_view name) {
+  for (const auto& alias : kAliases)
+    if (iequals(alias.alias, name))
+      name = alias.name;
+  for (const auto& gpu : gpu_catalogue())
+    if (iequals(gpu.name, name))
+      return gpu;
+  return std::nullopt;
+}
+
+std::string gpu_names_for_message() {
+  std::string out;
+  for (const auto& gpu : gpu_catalogue())
+    out += (out.empty() ? "" : ", ") + gpu.name;
+  out += " (aliases:";
+  for (const auto& alias : kAliases)
+    out += fmt::format(" {}", alias.alias);
+  return out + ")";
+}
+
+}  // namespace trainsim::platforms

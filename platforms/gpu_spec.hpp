@@ -1,0 +1,43 @@
+#pragma once
+// One GPU model: what the cost model and the energy model need to know.
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace trainsim::platforms {
+
+// Number formats whose peak rate the catalogue records.
+enum class DType { fp32, tf32, bf16, fp16, fp8 };
+std::string_view to_string(DType dtype);
+
+struct GpuSpec {
+  std::string name;
+  // Dense (no sparsity) peak rates in FLOP/s; 0 where the GPU has no such unit.
+  double peak_fp32_flops = 0;
+  double peak_tf32_flops = 0;
+  double peak_bf16_flops = 0;  // also fp16
+  double peak_fp8_flops = 0;
+  double hbm_bytes = 0;
+  double hbm_bandwidth_Bps = 0;
+  // NVLink / Infinity Fabric bandwidth per GPU, per direction (half the
+  // datasheet's bidirectional figure).
+  double nvlink_bandwidth_Bps = 0;
+  double idle_power_W = 0;
+  double max_power_W = 0;
+  // Fraction of peak that large training matmuls reach on this GPU: the
+  // default compute efficiency of the cost model (calibrated, see docs).
+  double matmul_efficiency = 0.7;
+
+  double peak_flops(DType dtype) const;
+};
+
+// The built-in catalogue: datasheet values, sources in gpu_catalogue.cpp.
+const std::vector<GpuSpec>& gpu_catalogue();
+// Finds a GPU by name or alias, case-insensitively ("A100-80GB",
+// "a100-sxm-80gb", "H100", ...).
+std::optional<GpuSpec> find_gpu(std::string_view name);
+// The names a user may write, for error messages.
+std::string gpu_names_for_message();
+
+}  // namespace trainsim::platforms

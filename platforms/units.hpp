@@ -1,0 +1,40 @@
+#pragma once
+// The one parser of physical quantities in trainsim. Every input that carries
+// a physical quantity goes through here, so "400Gbps", "900GBps", "1.5us" and
+// "80GiB" mean the same thing in every file and on the command line.
+//
+// Conventions (as in SimGrid's xbt_parse_units): a lower-case "b" is a bit,
+// an upper-case "B" a byte; SI prefixes (k, M, G, T, P) are powers of 1000,
+// IEC prefixes (Ki, Mi, Gi, Ti, Pi) powers of 1024.
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace trainsim::units {
+
+// Thrown for text that is not a quantity of the expected kind; the message
+// says what was expected and gives examples, ready to be prefixed with the
+// file, line and key by the caller.
+class UnitError : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+// "80GiB", "1.5GB", "512B", "4KiB". Returns bytes.
+double parse_bytes(std::string_view text);
+// "400Gbps" (bits per second), "900GBps" or "900GB/s" (bytes per second).
+// Returns bytes per second.
+double parse_bandwidth_Bps(std::string_view text);
+// "1.5us", "10ms", "2s", "30min", "4h", "250ns". Returns seconds.
+double parse_duration_s(std::string_view text);
+// "312TFLOPS", "989TFLOP/s", "19.5TFLOPs". Returns floating-point ops per second.
+double parse_flop_rate(std::string_view text);
+// "400W", "1.2kW". Returns watts.
+double parse_power_W(std::string_view text);
+
+// Human-readable renderings for reports (three significant digits).
+std::string format_bytes(double bytes);
+std::string format_bandwidth(double bytes_per_s);
+std::string format_duration(double seconds);
+
+}  // namespace trainsim::units

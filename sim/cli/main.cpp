@@ -1,0 +1,39 @@
+// trainsim: the command-line entry point. Parses arguments and dispatches to a
+// subcommand; every error path ends here with a message and an exit status:
+// 0 success, 1 bad input (scenario, options), 2 internal error.
+#include <fmt/format.h>
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+
+#include "sim/cli/run_command.hpp"
+#include "sim/input_error.hpp"
+#include "trainsim_version.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"trainsim: a discrete-event simulator of distributed LLM training clusters (SimGrid)",
+               "trainsim"};
+  app.set_version_flag("-V,--version", fmt::format("trainsim {}", trainsim::version_string));
+  app.require_subcommand(1);
+  trainsim::cli::RunOptions run_options;
+  auto* run = trainsim::cli::add_run_command(app, run_options);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int status = app.exit(e);
+    return status == 0 ? 0 : 1;
+  }
+  try {
+    if (run->parsed())
+      return trainsim::cli::run_command(run_options);
+    return 1;
+  } catch (const trainsim::sim::InputError& e) {
+    for (const auto& problem : e.problems())
+      std::cerr << "error: " << problem << '\n';
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "internal error: " << e.what() << '\n';
+    return 2;
+  }
+}

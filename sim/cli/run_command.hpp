@@ -1,0 +1,21 @@
+#pragma once
+// `trainsim run`: simulate one scenario, print the summary, write the outputs.
+#include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
+
+namespace trainsim::cli {
+
+struct RunOptions {
+  std::string scenario;
+  std::string out_dir;  // empty: runs/<scenario name>
+  std::vector<std::string> overrides;
+  bool quiet = false;
+};
+
+// Registers the subcommand; `options` must outlive parsing.
+CLI::App* add_run_command(CLI::App& app, RunOptions& options);
+// Returns the process exit status.
+int run_command(const RunOptions& options);
+
+}  // namespace trainsim::cli

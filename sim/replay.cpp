@@ -1,0 +1,259 @@
+#include "sim/replay.hpp"
+
+#include <simgrid/kernel/Timer.hpp>
+#include <simgrid/s4u/Activity.hpp>
+#include <simgrid/s4u/Comm.hpp>
+#include <simgrid/s4u/Engine.hpp>
+#include <simgrid/s4u/Exec.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <limits>
+#include <memory>
+#include <stdexcept>
+
+#include "sim/collectives.hpp"
+
+namespace trainsim::sim {
+namespace sg = simgrid::s4u;
+using workloads::TaskGraph;
+using workloads::TaskId;
+using workloads::TaskKind;
+
+namespace {
+
+class Replayer {
+ public:
+  Replayer(const TaskGraph& graph, const ClusterZone& zone)
+      : graph_(graph),
+        zone_(zone),
+        remaining_(graph.size()),
+        start_s_(graph.size(), 0.0),
+        compute_queue_(static_cast<std::size_t>(graph.gpu_count)),
+        compute_busy_(static_cast<std::size_t>(graph.gpu_count), false),
+        collectives_(graph.size()) {
+    for (TaskId v = 0; v < graph.size(); ++v)
+      remaining_[v] = static_cast<int>(boost::in_degree(v, graph.graph));
+  }
+
+  analysis::Timeline run() {
+    sg::Activity::on_completion_cb([this](const sg::Activity& activity) { on_activity_done(activity); });
+    for (TaskId v = 0; v < graph_.size(); ++v)
+      if (remaining_[v] == 0)
+        ready_.push_back(v);
+    drain();
+    sg::Engine::get_instance()->run();
+    if (completed_ != graph_.size())
+      throw std::logic_error("replay stalled: " + std::to_string(graph_.size() - completed_) +
+                             " tasks never became ready (cyclic or broken task graph)");
+    return std::move(timeline_);
+  }
+
+ private:
+  // What a running SimGrid activity stands for.
+  struct Slot {
+    TaskId task = 0;
+    int rank = -1;  // collective flows: the sending rank
+    sg::ActivityPtr activity;
+  };
+
+  static double now() { return sg::Engine::get_clock(); }
+
+  // Handles every task that became ready, including the chains of zero-cost
+  // tasks that complete on the spot, without recursion.
+  void drain() {
+    while (!ready_.empty()) {
+      const TaskId id = ready_.front();
+      ready_.pop_front();
+      dispatch(id);
+    }
+  }
+
+  void dispatch(TaskId id) {
+    const auto& task = graph_[id];
+    switch (task.kind) {
+      case TaskKind::send:
+        start_s_[id] = now();
+        if (task.bytes <= 0)
+          return complete(id);
+        start_comm(id, -1, task.gpu, task.peer, task.bytes);
+        return;
+      case TaskKind::collective:
+        return start_collective(id);
+      default: {
+        auto& queue = compute_queue_[static_cast<std::size_t>(task.gpu)];
+        queue.push_back(id);
+        start_compute(task.gpu);
+      }
+    }
+  }
+
+  void start_compute(int gpu) {
+    const auto g = static_cast<std::size_t>(gpu);
+    while (!compute_busy_[g] && !compute_queue_[g].empty()) {
+      const TaskId id = compute_queue_[g].front();
+      compute_queue_[g].pop_front();
+      start_s_[id] = now();
+      const auto& task = graph_[id];
+      if (task.duration_s <= 0) {
+        complete(id);
+        continue;
+      }
+      compute_busy_[g] = true;
+      sg::Host* host = zone_.host(gpu);
+      auto exec = sg::Exec::init();
+      exec->set_host(host);
+      // Durations are at nominal speed; a slowed host stretches them.
+      exec->set_flops_amount(task.duration_s * host->get_speed());
+      exec->set_data(slot_for(id, -1, exec));
+      exec->start();
+    }
+  }
+
+  void start_comm(TaskId id, int rank, int src, int dst, double bytes) {
+    auto comm = sg::Comm::sendto_init(zone_.host(src), zone_.host(dst));
+    comm->set_payload_size(static_cast<std::uint64_t>(std::llround(bytes)));
+    comm->set_data(slot_for(id, rank, comm));
+    comm->start();
+  }
+
+  void start_collective(TaskId id) {
+    const auto& task = graph_[id];
+    start_s_[id] = now();
+    const auto& gpus = graph_.groups[static_cast<std::size_t>(task.group)];
+    if (gpus.size() < 2 || task.bytes <= 0)
+      return complete(id);
+    collectives_[id] = make_ring(task.op, gpus, task.bytes * task.fold);
+    flows_.clear();
+    collectives_[id]->start(flows_);
+    start_flows(id);
+  }
+
+  void start_flows(TaskId id) {
+    for (const auto& f : flows_)
+      start_comm(id, f.rank, f.src_gpu, f.dst_gpu, f.bytes);
+    flows_.clear();
+  }
+
+  void* slot_for(TaskId id, int rank, sg::ActivityPtr activity) {
+    std::size_t index;
+    if (!free_slots_.empty()) {
+      index = free_slots_.back();
+      free_slots_.pop_back();
+    } else {
+      index = slots_.size();
+      slots_.emplace_back();
+    }
+    slots_[index] = Slot{id, rank, std::move(activity)};
+    // Slot indices travel in the activity's data pointer, offset by one so
+    // that no slot is a null pointer.
+    return reinterpret_cast<void*>(index + 1);
+  }
+
+  void on_activity_done(const sg::Activity& activity) {
+    // The kernel still touches an activity right after its completion
+    // callback: release the previous one only now.
+    retired_.clear();
+    const auto index = reinterpret_cast<std::size_t>(activity.get_data<void>()) - 1;
+    Slot& slot = slots_[index];
+    if (activity.get_state() != sg::Activity::State::FINISHED)
+      throw std::logic_error("a simulated activity failed: " + workloads::task_label(graph_[slot.task]));
+    retired_.push_back(std::move(slot.activity));
+    free_slots_.push_back(index);
+    const TaskId id = slot.task;
+    const auto& task = graph_[id];
+    if (task.kind == TaskKind::collective) {
+      auto& collective = *collectives_[id];
+      collective.on_flow_done(slot.rank, flows_);
+      start_flows(id);
+      if (collective.finished())
+        finish_collective(id);
+    } else {
+      if (workloads::is_compute(task.kind))
+        compute_busy_[static_cast<std::size_t>(task.gpu)] = false;
+      complete(id);
+      if (workloads::is_compute(task.kind))
+        start_compute(task.gpu);
+    }
+    drain();
+  }
+
+  // A folded collective stands for `fold` back-to-back collectives: one ring
+  // pass carried all their bytes; charge the latency terms of the other
+  // fold - 1 passes (steps x the slowest hop latency of the ring).
+  void finish_collective(TaskId id) {
+    const auto& task = graph_[id];
+    const int steps = collectives_[id]->latency_steps();
+    collectives_[id].reset();
+    if (task.fold <= 1)
+      return complete(id);
+    const double delay = (task.fold - 1) * steps * ring_hop_latency(task.group);
+    if (delay <= 0)
+      return complete(id);
+    simgrid::kernel::timer::Timer::set(now() + delay, [this, id]() {
+      complete(id);
+      drain();
+    });
+  }
+
+  double ring_hop_latency(int group) {
+    if (hop_latency_.size() <= static_cast<std::size_t>(group))
+      hop_latency_.resize(group + 1, -1.0);
+    double& cached = hop_latency_[static_cast<std::size_t>(group)];
+    if (cached >= 0)
+      return cached;
+    const auto& gpus = graph_.groups[static_cast<std::size_t>(group)];
+    cached = 0;
+    for (std::size_t i = 0; i < gpus.size(); ++i) {
+      std::vector<sg::Link*> links;
+      double latency = 0;
+      zone_.host(gpus[i])->route_to(zone_.host(gpus[(i + 1) % gpus.size()]), links, &latency);
+      cached = std::max(cached, latency);
+    }
+    return cached;
+  }
+
+  void complete(TaskId id) {
+    const auto& task = graph_[id];
+    const double end = now();
+    const auto stream = analysis::stream_of(task);
+    if (task.kind == TaskKind::collective) {
+      for (int gpu : graph_.groups[static_cast<std::size_t>(task.group)])
+        timeline_.records.push_back({id, gpu, stream, start_s_[id], end});
+    } else {
+      timeline_.records.push_back({id, task.gpu, stream, start_s_[id], end});
+    }
+    timeline_.end_s = std::max(timeline_.end_s, end);
+    ++completed_;
+    for (auto [e, e_end] = boost::out_edges(id, graph_.graph); e != e_end; ++e) {
+      const TaskId next = boost::target(*e, graph_.graph);
+      if (--remaining_[next] == 0)
+        ready_.push_back(next);
+    }
+  }
+
+  const TaskGraph& graph_;
+  const ClusterZone& zone_;
+  std::vector<int> remaining_;
+  std::vector<double> start_s_;
+  std::deque<TaskId> ready_;
+  std::vector<std::deque<TaskId>> compute_queue_;
+  std::vector<bool> compute_busy_;
+  std::vector<std::unique_ptr<Collective>> collectives_;
+  std::vector<FlowRequest> flows_;
+  std::vector<Slot> slots_;
+  std::vector<std::size_t> free_slots_;
+  std::vector<sg::ActivityPtr> retired_;
+  std::vector<double> hop_latency_;
+  std::size_t completed_ = 0;
+  analysis::Timeline timeline_;
+};
+
+}  // namespace
+
+analysis::Timeline replay(const TaskGraph& graph, const ClusterZone& zone) {
+  return Replayer(graph, zone).run();
+}
+
+}  // namespace trainsim::sim

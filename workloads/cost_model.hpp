@@ -1,0 +1,63 @@
+#pragma once
+// How long an op takes on a given GPU. The generator asks a CostModel for the
+// duration and FLOPs of every compute op; tests swap in fixed costs to check
+// schedules against closed forms.
+#include <optional>
+
+#include "platforms/gpu_spec.hpp"
+#include "workloads/model_spec.hpp"
+#include "workloads/parallel_plan.hpp"
+
+namespace trainsim::workloads {
+
+// The part of the model one pipeline stage (or chunk) runs, per GPU of its
+// tensor-parallel group.
+struct StageSlice {
+  int layers = 0;
+  bool embedding = false;  // first stage: token (and position) embedding
+  bool logits = false;     // last stage: output projection and loss
+};
+
+struct OpCost {
+  double duration_s = 0;
+  double model_flops = 0;     // counted by MFU
+  double hardware_flops = 0;  // counted by HFU (adds recomputation)
+};
+
+class CostModel {
+ public:
+  virtual ~CostModel() = default;
+  // One micro-batch through `slice` on one GPU of the TP group.
+  virtual OpCost forward(const StageSlice& slice, const platforms::GpuSpec& gpu) const = 0;
+  // Its backward, including any recomputed forward.
+  virtual OpCost backward(const StageSlice& slice, const platforms::GpuSpec& gpu) const = 0;
+  // The optimizer step over `parameters` local parameters.
+  virtual OpCost optimizer(double parameters, const platforms::GpuSpec& gpu) const = 0;
+};
+
+// FLOPs from the model shape (Narayanan et al.), time = FLOPs / (peak bf16 x
+// efficiency); the optimizer step is bound by HBM bandwidth.
+class AnalyticCostModel final : public CostModel {
+ public:
+  // `efficiency` overrides the GPU catalogue's matmul_efficiency when set.
+  AnalyticCostModel(ModelSpec model, ParallelPlan plan, std::optional<double> efficiency = std::nullopt);
+
+  OpCost forward(const StageSlice& slice, const platforms::GpuSpec& gpu) const override;
+  OpCost backward(const StageSlice& slice, const platforms::GpuSpec& gpu) const override;
+  OpCost optimizer(double parameters, const platforms::GpuSpec& gpu) const override;
+
+  // Bytes the optimizer step reads and writes per parameter: mixed-precision
+  // Adam touches the fp32 master weight, both moments and the gradient, and
+  // writes the bf16 weight back (4+4+4+4 read, 4+4+4+2 written).
+  static constexpr double kOptimizerBytesPerParameter = 30;
+
+ private:
+  double forward_flops(const StageSlice& slice) const;
+  double efficiency(const platforms::GpuSpec& gpu) const;
+
+  ModelSpec model_;
+  ParallelPlan plan_;
+  std::optional<double> efficiency_;
+};
+
+}  // namespace trainsim::workloads

@@ -1,0 +1,19 @@
+// GPipe (Huang et al. 2019): all forwards, then all backwards in reverse.
+// Stage s: F0 .. F(m-1), B(m-1) .. B0.
+#include "workloads/schedule.hpp"
+
+namespace trainsim::workloads {
+
+PipelineSchedule make_gpipe(int ranks, int micro_batches) {
+  PipelineSchedule schedule{.ranks = ranks, .micro_batches = micro_batches, .chunks = 1, .per_rank = {}};
+  schedule.per_rank.resize(static_cast<std::size_t>(ranks));
+  for (auto& ops : schedule.per_rank) {
+    for (int mb = 0; mb < micro_batches; ++mb)
+      ops.push_back({PipeOpKind::forward, mb, 0});
+    for (int mb = micro_batches - 1; mb >= 0; --mb)
+      ops.push_back({PipeOpKind::backward, mb, 0});
+  }
+  return schedule;
+}
+
+}  // namespace trainsim::workloads

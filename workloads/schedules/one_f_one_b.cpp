@@ -1,0 +1,30 @@
+// 1F1B / PipeDream-Flush, Megatron's non-interleaved schedule
+// (megatron/core/pipeline_parallel/schedules.py,
+// forward_backward_pipelining_without_interleaving): rank s runs
+// w = min(p - s - 1, m) warm-up forwards, then m - w pairs F(w + i), B(i),
+// then the cool-down backwards B(m - w) .. B(m - 1).
+#include <algorithm>
+
+#include "workloads/schedule.hpp"
+
+namespace trainsim::workloads {
+
+PipelineSchedule make_one_f_one_b(int ranks, int micro_batches) {
+  PipelineSchedule schedule{.ranks = ranks, .micro_batches = micro_batches, .chunks = 1, .per_rank = {}};
+  schedule.per_rank.resize(static_cast<std::size_t>(ranks));
+  for (int s = 0; s < ranks; ++s) {
+    auto& ops = schedule.per_rank[static_cast<std::size_t>(s)];
+    const int warmup = std::min(ranks - s - 1, micro_batches);
+    for (int mb = 0; mb < warmup; ++mb)
+      ops.push_back({PipeOpKind::forward, mb, 0});
+    for (int i = 0; i < micro_batches - warmup; ++i) {
+      ops.push_back({PipeOpKind::forward, warmup + i, 0});
+      ops.push_back({PipeOpKind::backward, i, 0});
+    }
+    for (int mb = micro_batches - warmup; mb < micro_batches; ++mb)
+      ops.push_back({PipeOpKind::backward, mb, 0});
+  }
+  return schedule;
+}
+
+}  // namespace trainsim::workloads

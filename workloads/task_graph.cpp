@@ -1,0 +1,75 @@
+#include "workloads/task_graph.hpp"
+
+#include <fmt/format.h>
+
+namespace trainsim::workloads {
+
+std::string_view to_string(TaskKind kind) {
+  switch (kind) {
+    case TaskKind::forward:
+      return "forward";
+    case TaskKind::backward:
+      return "backward";
+    case TaskKind::backward_input:
+      return "backward_input";
+    case TaskKind::backward_weight:
+      return "backward_weight";
+    case TaskKind::optimizer:
+      return "optimizer";
+    case TaskKind::send:
+      return "send";
+    case TaskKind::collective:
+      return "collective";
+  }
+  return "?";
+}
+
+std::string_view to_string(CommKind kind) {
+  switch (kind) {
+    case CommKind::none:
+      return "none";
+    case CommKind::tp:
+      return "tp";
+    case CommKind::pp:
+      return "pp";
+    case CommKind::dp:
+      return "dp";
+  }
+  return "?";
+}
+
+std::string_view to_string(CollectiveOp op) {
+  switch (op) {
+    case CollectiveOp::all_reduce:
+      return "all_reduce";
+    case CollectiveOp::reduce_scatter:
+      return "reduce_scatter";
+    case CollectiveOp::all_gather:
+      return "all_gather";
+  }
+  return "?";
+}
+
+std::string task_label(const Task& task) {
+  switch (task.kind) {
+    case TaskKind::forward:
+      return fmt::format("F mb{}", task.micro_batch);
+    case TaskKind::backward:
+      return fmt::format("B mb{}", task.micro_batch);
+    case TaskKind::backward_input:
+      return fmt::format("Bi mb{}", task.micro_batch);
+    case TaskKind::backward_weight:
+      return fmt::format("W mb{}", task.micro_batch);
+    case TaskKind::optimizer:
+      return "optimizer";
+    case TaskKind::send:
+      return fmt::format("{} send mb{}", to_string(task.comm), task.micro_batch);
+    case TaskKind::collective:
+      if (task.micro_batch >= 0)
+        return fmt::format("{} {} mb{}", to_string(task.comm), to_string(task.op), task.micro_batch);
+      return fmt::format("{} {}", to_string(task.comm), to_string(task.op));
+  }
+  return "?";
+}
+
+}  // namespace trainsim::workloads

@@ -1,0 +1,83 @@
+#pragma once
+// One training iteration as a directed acyclic graph of tasks (Boost.Graph):
+// compute on one GPU, point-to-point transfers, and collectives over a group
+// of GPUs. Edges are dependencies: a task starts when all its predecessors
+// have finished. The graph holds no SimGrid objects: sim/ replays it,
+// analysis/ reads it back next to the timeline.
+#include <boost/graph/adjacency_list.hpp>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace trainsim::workloads {
+
+enum class TaskKind : std::uint8_t {
+  forward,
+  backward,
+  backward_input,
+  backward_weight,
+  optimizer,
+  send,        // point-to-point transfer from `gpu` to `peer`
+  collective,  // over the GPUs of `group`
+};
+std::string_view to_string(TaskKind kind);
+inline bool is_compute(TaskKind kind) {
+  return kind != TaskKind::send && kind != TaskKind::collective;
+}
+
+// Which parallelism a transfer serves; selects the GPU stream it runs on and
+// how its exposed time is reported.
+enum class CommKind : std::uint8_t { none, tp, pp, dp };
+std::string_view to_string(CommKind kind);
+
+enum class CollectiveOp : std::uint8_t { all_reduce, reduce_scatter, all_gather };
+std::string_view to_string(CollectiveOp op);
+
+struct Task {
+  TaskKind kind = TaskKind::forward;
+  CommKind comm = CommKind::none;
+  CollectiveOp op = CollectiveOp::all_reduce;
+  int gpu = -1;    // compute: the GPU; send: the sender
+  int peer = -1;   // send: the receiver
+  int group = -1;  // collective: index into TaskGraph::groups
+  int stage = -1;  // pipeline rank of the GPU(s)
+  int chunk = 0;
+  int micro_batch = -1;
+  // Compute: time at the GPU's nominal speed.
+  double duration_s = 0;
+  // Compute: model FLOPs (what MFU counts) and hardware FLOPs (adds
+  // recomputation; what HFU counts).
+  double model_flops = 0;
+  double hardware_flops = 0;
+  // send: payload; collective: each rank's buffer (S in the ring formulas).
+  double bytes = 0;
+  // collective: this many identical back-to-back collectives folded into one
+  // (a stage's per-layer TP all-reduces); replayed as one pass carrying
+  // `fold` times the bytes plus fold - 1 extra latency terms.
+  int fold = 1;
+};
+
+using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, Task>;
+using TaskId = Graph::vertex_descriptor;
+
+struct TaskGraph {
+  Graph graph;
+  std::vector<std::vector<int>> groups;  // GPU ranks of each collective group, in ring order
+  int gpu_count = 0;
+
+  TaskId add(const Task& task) { return boost::add_vertex(task, graph); }
+  void depend(TaskId before, TaskId after) { boost::add_edge(before, after, graph); }
+  int add_group(std::vector<int> gpus) {
+    groups.push_back(std::move(gpus));
+    return static_cast<int>(groups.size()) - 1;
+  }
+  std::size_t size() const { return boost::num_vertices(graph); }
+  const Task& operator[](TaskId id) const { return graph[id]; }
+};
+
+// A short, stable label for timelines and traces: "F mb3", "B mb0",
+// "tp all_reduce", "pp send mb2", "dp all_reduce", "optimizer".
+std::string task_label(const Task& task);
+
+}  // namespace trainsim::workloads
