@@ -65,6 +65,7 @@ class MapReader {
   std::string key_path(std::string_view key) const;
   std::string where(std::string_view key) const;
   const YAML::Node& node() const { return node_; }
+  std::size_t error_count() const { return errors_->size(); }
 
  private:
   std::optional<YAML::Node> scalar(std::string_view key);

@@ -1,0 +1,72 @@
+// The `plan` section and the rules that tie plan, model and cluster together.
+#include <fmt/format.h>
+
+#include "sim/scenario_sections.hpp"
+
+namespace trainsim::sim {
+
+bool read_plan_section(MapReader& p, Scenario& scenario) {
+  using workloads::Recompute;
+  using workloads::ScheduleKind;
+  const std::size_t before = p.error_count();
+  auto& plan = scenario.plan;
+  plan.dp = 0;  // 0: derive from the GPU count ("auto")
+  if (auto text = p.text("dp"); text && *text != "auto") {
+    if (auto dp = p.integer("dp", 1, kMaxCount))
+      plan.dp = static_cast<int>(*dp);
+  }
+  plan.tp = static_cast<int>(p.integer("tp", 1, kMaxCount).value_or(1));
+  plan.pp = static_cast<int>(p.integer("pp", 1, kMaxCount).value_or(1));
+  plan.micro_batch_size = static_cast<int>(p.integer("micro_batch_size", 1, kMaxCount).value_or(1));
+  if (auto gbs = p.integer("global_batch_size", 1, kMaxCount))
+    plan.global_batch_size = static_cast<int>(*gbs);
+  else if (!p.has("global_batch_size"))
+    p.error("global_batch_size", "missing (expected the global batch in sequences, an integer >= 1)");
+  if (auto s = p.choice<ScheduleKind>("schedule",
+                                      {{"gpipe", ScheduleKind::gpipe}, {"1f1b", ScheduleKind::one_f_one_b}}))
+    plan.schedule = *s;
+  if (auto r = p.choice<Recompute>(
+          "recompute",
+          {{"none", Recompute::none}, {"selective", Recompute::selective}, {"full", Recompute::full}}))
+    plan.recompute = *r;
+  p.finish();
+  return p.error_count() == before;
+}
+
+void validate_scenario(MapReader& p, Scenario& scenario) {
+  auto& plan = scenario.plan;
+  const auto& model = scenario.model;
+  const int gpus = scenario.cluster.gpu_count();
+  const auto& group = scenario.cluster.groups.front();
+  const std::string cluster_size =
+      fmt::format("cluster.nodes {} x cluster.gpus_per_node {}", group.nodes, group.gpus_per_node);
+  if (plan.dp == 0) {
+    if (gpus % (plan.tp * plan.pp) != 0) {
+      p.error("tp", fmt::format(
+                        "tp x pp = {} x {} = {} does not divide the cluster's {} GPUs ({}), so dp cannot be "
+                        "derived; expected tp x pp to divide {}",
+                        plan.tp, plan.pp, plan.tp * plan.pp, gpus, cluster_size, gpus));
+      return;
+    }
+    plan.dp = gpus / (plan.tp * plan.pp);
+  }
+  if (plan.gpu_count() != gpus)
+    p.error("dp",
+            fmt::format("dp x tp x pp = {} x {} x {} = {} GPUs, but the cluster has {} ({}); expected the "
+                        "product to equal the GPU count",
+                        plan.dp, plan.tp, plan.pp, plan.gpu_count(), gpus, cluster_size));
+  if (plan.global_batch_size % (plan.micro_batch_size * plan.dp) != 0)
+    p.error(
+        "global_batch_size",
+        fmt::format("{} is not divisible by micro_batch_size x dp = {} x {} = {}; expected a multiple of {}",
+                    plan.global_batch_size, plan.micro_batch_size, plan.dp, plan.micro_batch_size * plan.dp,
+                    plan.micro_batch_size * plan.dp));
+  if (model.layers % plan.pp != 0)
+    p.error("pp", fmt::format("model.layers = {} is not divisible by pp = {}; expected a divisor of {}",
+                              model.layers, plan.pp, model.layers));
+  if (model.heads % plan.tp != 0)
+    p.error("tp", fmt::format("model.heads = {} is not divisible by tp = {}; expected a divisor of {}",
+                              model.heads, plan.tp, model.heads));
+}
+
+}  // namespace trainsim::sim

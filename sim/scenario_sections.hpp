@@ -1,0 +1,23 @@
+#pragma once
+// The readers of each scenario section. Each one records every problem it
+// finds through the MapReader and fills what it could read; validate_scenario
+// then checks the rules that span sections. One file per section keeps each
+// part of the format next to its documentation.
+#include "sim/scenario.hpp"
+#include "sim/yaml_reader.hpp"
+
+namespace trainsim::sim {
+
+// Each returns true when the section was read without error.
+bool read_cluster_section(MapReader& cluster, Scenario& scenario);
+bool read_model_section(MapReader& model, Scenario& scenario);
+bool read_plan_section(MapReader& plan, Scenario& scenario);
+
+// Cross-field rules, each reported at the plan key a user would change.
+// Derives plan.dp when it was left to "auto".
+void validate_scenario(MapReader& plan, Scenario& scenario);
+
+// Integer ceiling for counts in scenario files.
+inline constexpr long long kMaxCount = 1LL << 30;
+
+}  // namespace trainsim::sim

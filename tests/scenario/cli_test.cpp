@@ -1,0 +1,81 @@
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "support/cli.hpp"
+
+namespace trainsim::testing {
+namespace {
+
+TEST(Cli, VersionAndHelpWork) {
+  const auto v = run_cli({"--version"});
+  EXPECT_EQ(v.status, 0);
+  EXPECT_NE(v.out.find("trainsim 0."), std::string::npos) << v.out;
+  const auto h = run_cli({"--help"});
+  EXPECT_EQ(h.status, 0);
+  EXPECT_NE(h.out.find("run"), std::string::npos);
+  const auto rh = run_cli({"run", "--help"});
+  EXPECT_EQ(rh.status, 0);
+  EXPECT_NE(rh.out.find("--set"), std::string::npos) << rh.out;
+}
+
+TEST(Cli, UnknownOptionIsBadInput) {
+  const auto r = run_cli({"run", "scenarios/quickstart.yaml", "--frobnicate"});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_FALSE(r.err.empty());
+}
+
+TEST(Cli, QuickstartWritesSummaryTimelineAndTrace) {
+  const auto out = fresh_dir("quickstart");
+  const auto r = run_cli({"run", "scenarios/quickstart.yaml", "--out", out.string()});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("iteration time"), std::string::npos);
+  EXPECT_NE(r.out.find("MFU"), std::string::npos);
+
+  const auto summary = nlohmann::json::parse(read_file(out / "summary.json"));
+  EXPECT_EQ(summary["schema"], "trainsim.summary/1");
+  EXPECT_GT(summary["iteration_time_s"].get<double>(), 0);
+  EXPECT_GT(summary["tokens_per_s"].get<double>(), 0);
+  EXPECT_GT(summary["mfu"].get<double>(), 0.05);
+  EXPECT_LT(summary["mfu"].get<double>(), 1.0);
+  EXPECT_EQ(summary["stages"].size(), 4u);
+  EXPECT_NEAR(summary["tokens_per_s"].get<double>() * summary["iteration_time_s"].get<double>(), 64.0 * 2048, 1e-6);
+
+  const auto timeline = read_file(out / "timeline.csv");
+  EXPECT_EQ(timeline.rfind("gpu,stream,kind,name,micro_batch,stage,start_s,end_s", 0), 0u);
+
+  const auto trace = nlohmann::json::parse(read_file(out / "trace.json"));
+  ASSERT_TRUE(trace.contains("traceEvents"));
+  int complete = 0, flow_start = 0, flow_end = 0;
+  for (const auto& e : trace["traceEvents"]) {
+    const auto ph = e["ph"].get<std::string>();
+    complete += ph == "X";
+    flow_start += ph == "s";
+    flow_end += ph == "f";
+    if (ph == "X") {
+      EXPECT_GE(e["dur"].get<double>(), 0);
+      EXPECT_TRUE(e.contains("pid") && e.contains("tid") && e.contains("ts"));
+    }
+  }
+  EXPECT_GT(complete, 0);
+  // dp 2 x tp 2 x 3 stage boundaries x 2 directions x 16 micro-batches.
+  EXPECT_EQ(flow_start, 2 * 2 * 3 * 2 * 16);
+  EXPECT_EQ(flow_end, flow_start);
+  std::filesystem::remove_all(out);
+}
+
+TEST(Cli, SetOverridesChangeTheSimulatedPlan) {
+  const auto out = fresh_dir("override");
+  const auto r = run_cli({"run", "scenarios/quickstart.yaml", "-q", "--out", out.string(), "--set", "plan.pp=2",
+                          "--set", "plan.dp=auto", "--set", "cluster.nodes=4"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto summary = nlohmann::json::parse(read_file(out / "summary.json"));
+  EXPECT_EQ(summary["plan"]["pp"], 2);
+  EXPECT_EQ(summary["plan"]["dp"], 8);
+  EXPECT_EQ(summary["cluster"]["gpus"], 32);
+  EXPECT_EQ(summary["stages"].size(), 2u);
+  std::filesystem::remove_all(out);
+}
+
+}  // namespace
+}  // namespace trainsim::testing

@@ -1,0 +1,44 @@
+#pragma once
+// Small specs shared by tests: uniform clusters and fixed-cost models whose
+// results have closed forms.
+#include "platforms/cluster_spec.hpp"
+#include "platforms/gpu_spec.hpp"
+#include "workloads/cost_model.hpp"
+
+namespace trainsim::testing {
+
+// `nodes` x `gpus_per_node` A100s, every link of the given bandwidth and
+// GPU-to-GPU latency, one switch.
+inline platforms::ClusterSpec uniform_cluster(int nodes, int gpus_per_node, double bandwidth_Bps, double latency_s) {
+  platforms::ClusterSpec cluster;
+  platforms::NodeGroup group;
+  group.gpu = *platforms::find_gpu("A100-SXM-80GB");
+  group.nodes = nodes;
+  group.gpus_per_node = gpus_per_node;
+  group.nvlink = {bandwidth_Bps, latency_s};
+  group.nic = {bandwidth_Bps, latency_s};
+  cluster.groups = {group};
+  return cluster;
+}
+
+// Communication made negligible: 1 EB/s links with no latency.
+inline platforms::ClusterSpec free_network_cluster(int gpus) { return uniform_cluster(gpus, 1, 1e18, 0); }
+
+// Every stage's forward takes forward_s and backward backward_s, whatever
+// the layers; the optimizer is free. What the closed-form bubble assumes.
+class FixedCostModel final : public workloads::CostModel {
+ public:
+  FixedCostModel(double forward_s, double backward_s) : forward_s_(forward_s), backward_s_(backward_s) {}
+  workloads::OpCost forward(const workloads::StageSlice&, const platforms::GpuSpec&) const override {
+    return {forward_s_, 1, 1};
+  }
+  workloads::OpCost backward(const workloads::StageSlice&, const platforms::GpuSpec&) const override {
+    return {backward_s_, 2, 2};
+  }
+  workloads::OpCost optimizer(double, const platforms::GpuSpec&) const override { return {0, 0, 0}; }
+
+ private:
+  double forward_s_, backward_s_;
+};
+
+}  // namespace trainsim::testing

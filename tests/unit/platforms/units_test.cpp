@@ -1,0 +1,62 @@
+#include "platforms/units.hpp"
+
+#include <gtest/gtest.h>
+
+namespace trainsim::units {
+namespace {
+
+TEST(Units, BandwidthDistinguishesBitsFromBytes) {
+  EXPECT_DOUBLE_EQ(parse_bandwidth_Bps("400Gbps"), 50e9);
+  EXPECT_DOUBLE_EQ(parse_bandwidth_Bps("900GBps"), 900e9);
+  EXPECT_DOUBLE_EQ(parse_bandwidth_Bps("25GB/s"), 25e9);
+  EXPECT_DOUBLE_EQ(parse_bandwidth_Bps("1GiBps"), 1024.0 * 1024 * 1024);
+}
+
+TEST(Units, SizesUseSiAndIecPrefixes) {
+  EXPECT_DOUBLE_EQ(parse_bytes("80GiB"), 80.0 * 1024 * 1024 * 1024);
+  EXPECT_DOUBLE_EQ(parse_bytes("1.5GB"), 1.5e9);
+  EXPECT_DOUBLE_EQ(parse_bytes("512B"), 512);
+}
+
+TEST(Units, DurationsFromPicosecondsToDays) {
+  EXPECT_DOUBLE_EQ(parse_duration_s("1.5us"), 1.5e-6);
+  EXPECT_DOUBLE_EQ(parse_duration_s("10ms"), 10e-3);
+  EXPECT_DOUBLE_EQ(parse_duration_s("2s"), 2);
+  EXPECT_DOUBLE_EQ(parse_duration_s("30min"), 1800);
+  EXPECT_DOUBLE_EQ(parse_duration_s("1e-3s"), 1e-3);
+}
+
+TEST(Units, RatesAndPower) {
+  EXPECT_DOUBLE_EQ(parse_flop_rate("312TFLOPS"), 312e12);
+  EXPECT_DOUBLE_EQ(parse_flop_rate("989TFLOP/s"), 989e12);
+  EXPECT_DOUBLE_EQ(parse_power_W("1.2kW"), 1200);
+}
+
+TEST(Units, MissingUnitIsAnErrorThatShowsExamples) {
+  try {
+    parse_bandwidth_Bps("300");
+    FAIL() << "accepted a bandwidth without a unit";
+  } catch (const UnitError& e) {
+    EXPECT_NE(std::string(e.what()).find("unit is missing"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("400Gbps"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Units, RejectsNegativeUnknownAndMalformedValues) {
+  EXPECT_THROW(parse_bytes("-4GB"), UnitError);
+  EXPECT_THROW(parse_bytes("4 furlongs"), UnitError);
+  EXPECT_THROW(parse_duration_s("fast"), UnitError);
+  EXPECT_THROW(parse_duration_s("1..5us"), UnitError);
+  EXPECT_THROW(parse_bandwidth_Bps("nanGbps"), UnitError);
+  // A size is not a bandwidth.
+  EXPECT_THROW(parse_bandwidth_Bps("80GiB"), UnitError);
+}
+
+TEST(Units, FormattingKeepsThreeSignificantDigits) {
+  EXPECT_EQ(format_bytes(1.5 * 1024 * 1024 * 1024), "1.5GiB");
+  EXPECT_EQ(format_duration(0.504), "504ms");
+  EXPECT_EQ(format_bandwidth(229.35e9), "229GB/s");
+}
+
+}  // namespace
+}  // namespace trainsim::units

@@ -1,0 +1,125 @@
+#include <gtest/gtest.h>
+
+#include "sim/input_error.hpp"
+#include "sim/scenario.hpp"
+
+namespace trainsim::sim {
+namespace {
+
+const char* kMinimal = R"(name: small
+cluster:
+  gpu: H100
+  nodes: 2
+  nvlink: {bandwidth: 450GBps, latency: 1.5us}
+  nic: {bandwidth: 400Gbps, latency: 4us}
+  fabric: {topology: fat_tree, nodes_per_leaf: 1, oversubscription: 2}
+model:
+  preset: gpt3-1.3b
+plan:
+  tp: 2
+  pp: 2
+  global_batch_size: 32
+)";
+
+std::vector<std::string> problems(const std::string& yaml, const std::vector<std::string>& overrides = {}) {
+  try {
+    parse_scenario_text(yaml, "t.yaml", overrides);
+  } catch (const InputError& e) {
+    return e.problems();
+  }
+  return {};
+}
+
+TEST(ScenarioLoader, ReadsUnitsPresetsAndDerivesDp) {
+  const auto s = parse_scenario_text(kMinimal, "t.yaml");
+  EXPECT_EQ(s.name, "small");
+  EXPECT_EQ(s.cluster.gpu_count(), 16);
+  EXPECT_EQ(s.cluster.groups[0].gpu.name, "H100-SXM");
+  EXPECT_DOUBLE_EQ(s.cluster.groups[0].nvlink.bandwidth_Bps, 450e9);
+  EXPECT_DOUBLE_EQ(s.cluster.groups[0].nvlink.latency_s, 1.5e-6);
+  EXPECT_DOUBLE_EQ(s.cluster.groups[0].nic.bandwidth_Bps, 50e9);
+  EXPECT_DOUBLE_EQ(s.cluster.fabric.oversubscription, 2);
+  EXPECT_EQ(s.model.hidden, 2048);
+  EXPECT_EQ(s.plan.dp, 4);
+  EXPECT_EQ(s.plan.micro_batches(), 8);
+}
+
+TEST(ScenarioLoader, OverridesReplaceAndAddValues) {
+  const auto s = parse_scenario_text(kMinimal, "t.yaml", {"plan.pp=4", "cluster.nodes=4", "plan.dp=4"});
+  EXPECT_EQ(s.plan.pp, 4);
+  EXPECT_EQ(s.cluster.gpu_count(), 32);
+  EXPECT_EQ(s.plan.dp, 4);
+  EXPECT_EQ(s.plan.tp, 2);
+}
+
+TEST(ScenarioLoader, ReportsEveryProblemAtOnceWithFileLineAndKey) {
+  const std::string yaml = R"(cluster:
+  gpu: A100
+  nodes: 1
+  nic: {bandwidth: 200, latency: 5us}
+  colour: blue
+model:
+  preset: gpt3-1.3b
+  hidden: -5
+plan:
+  global_batch_size: 8
+)";
+  const auto p = problems(yaml);
+  ASSERT_EQ(p.size(), 3u) << ::testing::PrintToString(p);
+  EXPECT_EQ(p[0].rfind("t.yaml:4:", 0), 0u) << p[0];
+  EXPECT_NE(p[0].find("cluster.nic.bandwidth"), std::string::npos) << p[0];
+  EXPECT_NE(p[0].find("unit is missing"), std::string::npos) << p[0];
+  EXPECT_EQ(p[1].rfind("t.yaml:5:", 0), 0u) << p[1];
+  EXPECT_NE(p[1].find("cluster.colour: unknown key"), std::string::npos) << p[1];
+  EXPECT_EQ(p[2].rfind("t.yaml:8:", 0), 0u) << p[2];
+  EXPECT_NE(p[2].find("model.hidden: -5 is out of range"), std::string::npos) << p[2];
+}
+
+TEST(ScenarioLoader, OverrideErrorsNameTheOption) {
+  const auto p = problems(kMinimal, {"plan.tp=three"});
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_EQ(p[0].rfind("--set plan.tp=three: plan.tp: 'three' is not a whole number", 0), 0u) << p[0];
+  const auto q = problems(kMinimal, {"plan"});
+  ASSERT_EQ(q.size(), 1u);
+  EXPECT_NE(q[0].find("expected KEY=VALUE"), std::string::npos) << q[0];
+}
+
+TEST(ScenarioLoader, MissingSectionsAndKeysAreNamed) {
+  const auto p = problems("name: x\n");
+  ASSERT_EQ(p.size(), 3u);
+  EXPECT_NE(p[0].find("cluster: missing section"), std::string::npos) << p[0];
+  EXPECT_NE(p[1].find("model: missing section"), std::string::npos) << p[1];
+  EXPECT_NE(p[2].find("plan: missing section"), std::string::npos) << p[2];
+}
+
+TEST(ScenarioLoader, UnknownGpuAndPresetListTheKnownOnes) {
+  const auto p = problems(kMinimal, {"cluster.gpu=A200", "model.preset=gpt5"});
+  ASSERT_EQ(p.size(), 2u);
+  EXPECT_NE(p[0].find("unknown GPU 'A200' (expected one of V100-SXM2-32GB"), std::string::npos) << p[0];
+  EXPECT_NE(p[1].find("unknown model preset 'gpt5' (expected one of gpt3-125m"), std::string::npos) << p[1];
+}
+
+TEST(ScenarioLoader, PresetShapeFollowsOverriddenHeadsAndHidden) {
+  const auto s = parse_scenario_text(kMinimal, "t.yaml", {"model.hidden=4096", "model.heads=32"});
+  EXPECT_EQ(s.model.kv_heads, 32);
+  EXPECT_EQ(s.model.ffn_hidden, 4 * 4096);
+  const auto llama = parse_scenario_text(kMinimal, "t.yaml", {"model.preset=llama2-70b", "model.layers=40"});
+  EXPECT_EQ(llama.model.kv_heads, 8);
+  EXPECT_EQ(llama.model.ffn_hidden, 28672);
+}
+
+TEST(ScenarioLoader, DuplicateKeysAreErrors) {
+  const auto p = problems(std::string(kMinimal) + "seed: 1\nseed: 2\n");
+  ASSERT_FALSE(p.empty());
+  EXPECT_NE(p[0].find("seed: duplicate key"), std::string::npos) << p[0];
+}
+
+TEST(ScenarioLoader, InvalidYamlGivesItsLine) {
+  const auto p = problems("cluster: [1, 2\nmodel: {}\n");
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_EQ(p[0].rfind("t.yaml:", 0), 0u) << p[0];
+  EXPECT_NE(p[0].find("not valid YAML"), std::string::npos) << p[0];
+}
+
+}  // namespace
+}  // namespace trainsim::sim
