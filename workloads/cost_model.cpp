@@ -17,26 +17,45 @@ double AnalyticCostModel::forward_flops(const StageSlice& slice) const {
   return flops / plan_.tp;
 }
 
+double AnalyticCostModel::weight_gradient_flops(const StageSlice& slice) const {
+  const double b = plan_.micro_batch_size;
+  double flops = slice.layers * (model_.layer_forward_flops(b) - model_.attention_core_forward_flops(b));
+  if (slice.logits) flops += model_.logits_forward_flops(b);
+  return flops / plan_.tp;
+}
+
+double AnalyticCostModel::recomputed_flops(const StageSlice& slice) const {
+  switch (plan_.recompute) {
+    case Recompute::none: return 0;
+    case Recompute::selective:
+      return slice.layers * model_.attention_core_forward_flops(plan_.micro_batch_size) / plan_.tp;
+    case Recompute::full: return slice.layers * model_.layer_forward_flops(plan_.micro_batch_size) / plan_.tp;
+  }
+  return 0;
+}
+
+OpCost AnalyticCostModel::timed(double model_flops, double hardware_flops, const platforms::GpuSpec& gpu) const {
+  return {hardware_flops / (gpu.peak_bf16_flops * efficiency(gpu)), model_flops, hardware_flops};
+}
+
 OpCost AnalyticCostModel::forward(const StageSlice& slice, const platforms::GpuSpec& gpu) const {
   const double flops = forward_flops(slice);
-  return {flops / (gpu.peak_bf16_flops * efficiency(gpu)), flops, flops};
+  return timed(flops, flops, gpu);
 }
 
 OpCost AnalyticCostModel::backward(const StageSlice& slice, const platforms::GpuSpec& gpu) const {
   const double model_flops = 2 * forward_flops(slice);
-  double recomputed = 0;
-  switch (plan_.recompute) {
-    case Recompute::none:
-      break;
-    case Recompute::selective:
-      recomputed = slice.layers * model_.attention_core_forward_flops(plan_.micro_batch_size) / plan_.tp;
-      break;
-    case Recompute::full:
-      recomputed = slice.layers * model_.layer_forward_flops(plan_.micro_batch_size) / plan_.tp;
-      break;
-  }
-  const double hardware_flops = model_flops + recomputed;
-  return {hardware_flops / (gpu.peak_bf16_flops * efficiency(gpu)), model_flops, hardware_flops};
+  return timed(model_flops, model_flops + recomputed_flops(slice), gpu);
+}
+
+OpCost AnalyticCostModel::backward_input(const StageSlice& slice, const platforms::GpuSpec& gpu) const {
+  const double model_flops = 2 * forward_flops(slice) - weight_gradient_flops(slice);
+  return timed(model_flops, model_flops + recomputed_flops(slice), gpu);
+}
+
+OpCost AnalyticCostModel::backward_weight(const StageSlice& slice, const platforms::GpuSpec& gpu) const {
+  const double flops = weight_gradient_flops(slice);
+  return timed(flops, flops, gpu);
 }
 
 OpCost AnalyticCostModel::optimizer(double parameters, const platforms::GpuSpec& gpu) const {

@@ -31,6 +31,10 @@ class CostModel {
   virtual OpCost forward(const StageSlice& slice, const platforms::GpuSpec& gpu) const = 0;
   // Its backward, including any recomputed forward.
   virtual OpCost backward(const StageSlice& slice, const platforms::GpuSpec& gpu) const = 0;
+  // The backward split as zero-bubble schedules run it: B (input gradient,
+  // with any recomputed forward) then W (weight gradient). B + W = backward.
+  virtual OpCost backward_input(const StageSlice& slice, const platforms::GpuSpec& gpu) const = 0;
+  virtual OpCost backward_weight(const StageSlice& slice, const platforms::GpuSpec& gpu) const = 0;
   // The optimizer step over `parameters` local parameters.
   virtual OpCost optimizer(double parameters, const platforms::GpuSpec& gpu) const = 0;
 };
@@ -44,6 +48,8 @@ class AnalyticCostModel final : public CostModel {
 
   OpCost forward(const StageSlice& slice, const platforms::GpuSpec& gpu) const override;
   OpCost backward(const StageSlice& slice, const platforms::GpuSpec& gpu) const override;
+  OpCost backward_input(const StageSlice& slice, const platforms::GpuSpec& gpu) const override;
+  OpCost backward_weight(const StageSlice& slice, const platforms::GpuSpec& gpu) const override;
   OpCost optimizer(double parameters, const platforms::GpuSpec& gpu) const override;
 
   // Bytes the optimizer step reads and writes per parameter: mixed-precision
@@ -53,6 +59,11 @@ class AnalyticCostModel final : public CostModel {
 
  private:
   double forward_flops(const StageSlice& slice) const;
+  // Weight-gradient FLOPs: one matmul per weight matrix, the same count as
+  // the forward's matmuls (24 b s h^2 per GPT layer, 2 b s h V for logits).
+  double weight_gradient_flops(const StageSlice& slice) const;
+  double recomputed_flops(const StageSlice& slice) const;
+  OpCost timed(double model_flops, double hardware_flops, const platforms::GpuSpec& gpu) const;
   double efficiency(const platforms::GpuSpec& gpu) const;
 
   ModelSpec model_;

@@ -25,20 +25,31 @@ inline platforms::ClusterSpec uniform_cluster(int nodes, int gpus_per_node, doub
 inline platforms::ClusterSpec free_network_cluster(int gpus) { return uniform_cluster(gpus, 1, 1e18, 0); }
 
 // Every stage's forward takes forward_s and backward backward_s, whatever
-// the layers; the optimizer is free. What the closed-form bubble assumes.
+// the layers; the split backward takes backward_input_s + backward_weight_s
+// (half each unless given); the optimizer is free. What closed-form bubbles
+// assume.
 class FixedCostModel final : public workloads::CostModel {
  public:
-  FixedCostModel(double forward_s, double backward_s) : forward_s_(forward_s), backward_s_(backward_s) {}
+  FixedCostModel(double forward_s, double backward_s)
+      : FixedCostModel(forward_s, backward_s / 2, backward_s / 2) {}
+  FixedCostModel(double forward_s, double backward_input_s, double backward_weight_s)
+      : forward_s_(forward_s), input_s_(backward_input_s), weight_s_(backward_weight_s) {}
   workloads::OpCost forward(const workloads::StageSlice&, const platforms::GpuSpec&) const override {
     return {forward_s_, 1, 1};
   }
   workloads::OpCost backward(const workloads::StageSlice&, const platforms::GpuSpec&) const override {
-    return {backward_s_, 2, 2};
+    return {input_s_ + weight_s_, 2, 2};
+  }
+  workloads::OpCost backward_input(const workloads::StageSlice&, const platforms::GpuSpec&) const override {
+    return {input_s_, 1, 1};
+  }
+  workloads::OpCost backward_weight(const workloads::StageSlice&, const platforms::GpuSpec&) const override {
+    return {weight_s_, 1, 1};
   }
   workloads::OpCost optimizer(double, const platforms::GpuSpec&) const override { return {0, 0, 0}; }
 
  private:
-  double forward_s_, backward_s_;
+  double forward_s_, input_s_, weight_s_;
 };
 
 }  // namespace trainsim::testing

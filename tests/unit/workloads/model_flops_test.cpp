@@ -64,3 +64,23 @@ TEST(ModelFlops, TaskGraphModelFlopsSumToTheIterationTotal) {
 
 }  // namespace
 }  // namespace trainsim::workloads
+
+namespace trainsim::workloads {
+namespace {
+
+// Qi et al. (ZB): per layer B = s b h (24h + 8s), W = 24 s b h^2.
+TEST(ModelFlops, SplitBackwardFollowsZeroBubbleCosts) {
+  auto m = *find_model_preset("gpt3-1.3b");
+  const ParallelPlan plan{.dp = 1, .tp = 1, .pp = 1, .micro_batch_size = 2, .global_batch_size = 2};
+  const AnalyticCostModel cost(m, plan);
+  const auto gpu = *platforms::find_gpu("A100");
+  const StageSlice layer{.layers = 1};
+  const double s = m.seq_len, h = m.hidden, b = 2;
+  EXPECT_NEAR(cost.backward_input(layer, gpu).model_flops / (s * b * h * (24 * h + 8 * s)), 1.0, 1e-12);
+  EXPECT_NEAR(cost.backward_weight(layer, gpu).model_flops / (24 * s * b * h * h), 1.0, 1e-12);
+  EXPECT_NEAR(cost.backward_input(layer, gpu).duration_s + cost.backward_weight(layer, gpu).duration_s,
+              cost.backward(layer, gpu).duration_s, 1e-15);
+}
+
+}  // namespace
+}  // namespace trainsim::workloads
