@@ -72,7 +72,8 @@ std::string format_figure(const std::string& key, double value) {
     return fmt::format("{:.4g} J", value);
   if (ends_with(key, "_W"))
     return fmt::format("{:.4g} W", value);
-  if (value == std::floor(value) && std::abs(value) < 1e15)
+  // Whole numbers and large rates (tokens/s) read best without an exponent.
+  if ((value == std::floor(value) || std::abs(value) >= 1e3) && std::abs(value) < 1e12)
     return fmt::format("{:.0f}", value);
   return fmt::format("{:.4g}", value);
 }

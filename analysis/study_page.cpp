@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <ostream>
 
 namespace trainsim::analysis {
@@ -84,8 +85,39 @@ void write_study_page_html(std::ostream& out, const ResultsDocument& doc,
           << "</code>)</figcaption>\n</figure>\n";
     out << "</div>\n";
   }
-  out << "<h2>Results</h2>\n<div class=\"table-wrap\">\n<table class=\"results\">\n<thead><tr>";
-  const auto columns = result_columns(doc);
+  // Figures equal in every point that has them say nothing about the study:
+  // listed once above the table instead of repeated in each row.
+  std::vector<std::string> columns;
+  std::vector<std::pair<std::string, nlohmann::ordered_json>> constant;
+  for (const auto& c : result_columns(doc)) {
+    const bool fixed_column = c == "point" || c == "status" || c == "exit_status" || c == "reason" ||
+                              (doc.study.contains("parameters") &&
+                               std::find(doc.study["parameters"].begin(), doc.study["parameters"].end(), c) !=
+                                   doc.study["parameters"].end());
+    nlohmann::ordered_json value;
+    bool same = !fixed_column;
+    for (const auto& row : doc.rows) {
+      if (!same || row.status != kStatusOk)
+        continue;
+      const auto v = cell(row, c);
+      if (value.is_null())
+        value = v;
+      same = !v.is_null() && v == value;
+    }
+    if (same && !value.is_null())
+      constant.emplace_back(c, value);
+    else
+      columns.push_back(c);
+  }
+  out << "<h2>Results</h2>\n";
+  if (!constant.empty()) {
+    out << "<p class=\"constant\"><small>The same in every point: ";
+    for (std::size_t i = 0; i < constant.size(); ++i)
+      out << (i ? ", " : "") << "<code>" << escape(constant[i].first)
+          << "</code> = " << escape(display(constant[i].second));
+    out << ".</small></p>\n";
+  }
+  out << "<div class=\"table-wrap\">\n<table class=\"results\">\n<thead><tr>";
   for (const auto& c : columns)
     out << "<th>" << escape(c) << "</th>";
   out << "</tr></thead>\n<tbody>\n";

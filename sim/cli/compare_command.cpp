@@ -100,7 +100,8 @@ int compare_command(const CompareOptions& options) {
     v.point.index = i;
     v.point.parameters = nlohmann::ordered_json::object();
     v.point.parameters["variant"] = name;
-    jobs.push_back(sim::PointJob{folder, name, v.point.scenario_yaml});
+    // Progress lines name the folder; the variant's name only when it differs.
+    jobs.push_back(sim::PointJob{folder, folder == name ? "" : name, v.point.scenario_yaml});
   }
 
   sim::RunnerOptions runner;

@@ -52,7 +52,7 @@ double Progress::elapsed_s() const {
 
 void Progress::started() {
   ++counts_.running;
-  tick();
+  dirty_ = true;
 }
 
 void Progress::finished(const std::string& id, const std::string& label, bool ok, double wall_s,
@@ -80,22 +80,24 @@ void Progress::finished(const std::string& id, const std::string& label, bool ok
     clear_bar();
     out_ << line << '\n';
   }
-  draw();
+  dirty_ = true;
 }
 
 void Progress::tick() {
   if (style_ != ProgressStyle::bar)
     return;
-  const auto now = std::chrono::steady_clock::now();
-  if (bar_shown_ && now - last_draw_ < std::chrono::milliseconds(250))
-    return;
-  draw();
+  // Soon after a change; otherwise often enough for the clock to move.
+  const auto since = std::chrono::steady_clock::now() - last_draw_;
+  if (!bar_shown_ || (dirty_ && since >= std::chrono::milliseconds(50)) ||
+      since >= std::chrono::milliseconds(500))
+    draw();
 }
 
 void Progress::draw() {
   if (style_ != ProgressStyle::bar)
     return;
   last_draw_ = std::chrono::steady_clock::now();
+  dirty_ = false;
   out_ << "\r\033[K" << progress_bar_line(counts_, elapsed_s(), terminal_width() - 1) << std::flush;
   bar_shown_ = true;
 }

@@ -55,6 +55,7 @@ class Progress {
   std::chrono::steady_clock::time_point start_;
   std::chrono::steady_clock::time_point last_draw_{};
   bool bar_shown_ = false;
+  bool dirty_ = false;  // counts changed since the bar was drawn
 };
 
 // The terminal's width in columns (80 when stderr is not a terminal).

@@ -303,3 +303,30 @@ TEST(StudyProgress, BarAndTimeLeftReadNaturally) {
 
 }  // namespace
 }  // namespace trainsim::sim
+
+namespace trainsim::sim {
+namespace {
+
+TEST(ShippedStudies, TheTpPpStudyExpandsToSixteenPointsThreeDropped) {
+  const auto study = read_study_file(std::string(TRAINSIM_SOURCE_DIR) + "/scenarios/study-tp-pp.yaml");
+  EXPECT_EQ(study.plots.size(), 3u);
+  const auto points = prepare_points(study, {});
+  ASSERT_EQ(points.size(), 16u);
+  std::size_t dropped = 0;
+  for (const auto& p : points)
+    dropped += p.dropped.has_value();
+  EXPECT_EQ(dropped, 3u);  // tp x pp = 32 or 64 > 16 GPUs
+}
+
+TEST(ShippedStudies, TheScheduleComparisonHasTwoVariants) {
+  const auto study = read_study_file(std::string(TRAINSIM_SOURCE_DIR) + "/scenarios/compare-schedules.yaml");
+  EXPECT_FALSE(study.has_sweep);
+  const auto points = prepare_points(study, {});
+  ASSERT_EQ(points.size(), 2u);
+  EXPECT_EQ(points[0].parameters["variant"], "gpipe");
+  EXPECT_FALSE(points[0].dropped);
+  EXPECT_FALSE(points[1].dropped);
+}
+
+}  // namespace
+}  // namespace trainsim::sim
