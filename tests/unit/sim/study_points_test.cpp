@@ -284,6 +284,16 @@ TEST(StudyShards, FingerprintChangesWithAnyPointAndNotOtherwise) {
   EXPECT_EQ(a.size(), 16u);
 }
 
+TEST(StudyShards, TheSameStudyGivenByAnotherPathHasTheSamePointsAndFingerprint) {
+  // Shards may run from different directories; resume compares point files.
+  const std::string text = kBase + "sweep:\n  grid:\n    plan.tp: [1, 8]\n";
+  const auto here = prepare_points(parse_study_text(text, "study.yaml"), {});
+  const auto there = prepare_points(parse_study_text(text, "../elsewhere/study.yaml"), {});
+  ASSERT_TRUE(here[1].dropped);
+  EXPECT_EQ(here[0].scenario_yaml, there[0].scenario_yaml);
+  EXPECT_EQ(study_fingerprint(here), study_fingerprint(there));
+}
+
 TEST(StudyProgress, BarAndTimeLeftReadNaturally) {
   EXPECT_EQ(format_time_left(42), "42s");
   EXPECT_EQ(format_time_left(185), "3m05s");
