@@ -4,6 +4,7 @@
 
 #include <set>
 
+#include "sim/infeasible_plan.hpp"
 #include "sim/input_error.hpp"
 #include "sim/scenario.hpp"
 #include "sim/study/progress.hpp"
@@ -179,6 +180,28 @@ TEST(StudyFilters, BatchThatDoesNotDivideIsDroppedToo) {
   EXPECT_FALSE(points[0].dropped);
   ASSERT_TRUE(points[1].dropped);
   EXPECT_NE(points[1].dropped->find("global_batch_size"), std::string::npos) << *points[1].dropped;
+}
+
+TEST(StudyFilters, InfeasiblePlansAreBadInputForRunAndCarryAReasonForSweeps) {
+  // The hook the memory model throws through: still an InputError (run exits 1).
+  try {
+    throw InfeasiblePlan(Infeasibility::does_not_fit_in_memory,
+                         {"t.yaml: plan: GPU 3 needs 90 GiB of 80 GiB"});
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.problems().size(), 1u);
+    EXPECT_EQ(dynamic_cast<const InfeasiblePlan&>(e).reason(), Infeasibility::does_not_fit_in_memory);
+  }
+  EXPECT_EQ(to_string(Infeasibility::does_not_fit_in_memory), "does_not_fit_in_memory");
+  EXPECT_EQ(to_string(Infeasibility::invalid_plan), "invalid_plan");
+  // The loader reports cross-field plan rules as InfeasiblePlan, malformed input as plain InputError.
+  EXPECT_THROW(parse_scenario_text(kBase, "t.yaml", {"plan.tp=8"}), InfeasiblePlan);
+  try {
+    parse_scenario_text(kBase, "t.yaml", {"plan.tp=x"});
+    FAIL();
+  } catch (const InfeasiblePlan&) {
+    FAIL() << "a malformed value is not an infeasible plan";
+  } catch (const InputError&) {
+  }
 }
 
 TEST(StudyErrors, MalformedValuesStopTheStudyNamingTheLineAndThePoints) {
