@@ -6,7 +6,10 @@
 
 #include <iostream>
 
+#include "sim/cli/compare_command.hpp"
+#include "sim/cli/merge_command.hpp"
 #include "sim/cli/run_command.hpp"
+#include "sim/cli/sweep_command.hpp"
 #include "sim/input_error.hpp"
 #include "trainsim_version.hpp"
 
@@ -17,6 +20,12 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   trainsim::cli::RunOptions run_options;
   auto* run = trainsim::cli::add_run_command(app, run_options);
+  trainsim::cli::SweepOptions sweep_options;
+  auto* sweep = trainsim::cli::add_sweep_command(app, sweep_options);
+  trainsim::cli::MergeOptions merge_options;
+  auto* merge = trainsim::cli::add_merge_command(app, merge_options);
+  trainsim::cli::CompareOptions compare_options;
+  auto* compare = trainsim::cli::add_compare_command(app, compare_options);
 
   try {
     app.parse(argc, argv);
@@ -27,6 +36,12 @@ int main(int argc, char** argv) {
   try {
     if (run->parsed())
       return trainsim::cli::run_command(run_options);
+    if (sweep->parsed())
+      return trainsim::cli::sweep_command(sweep_options);
+    if (merge->parsed())
+      return trainsim::cli::merge_command(merge_options);
+    if (compare->parsed())
+      return trainsim::cli::compare_command(compare_options);
     return 1;
   } catch (const trainsim::sim::InputError& e) {
     for (const auto& problem : e.problems())
