@@ -75,7 +75,7 @@ class Builder {
     // and the task after which its output is ready (its TP all-reduce when
     // tp > 1, else the compute task).
     forward_done_.assign(gpus, std::vector<TaskId>(slots, kNone));
-    forward_task_ = backward_done_ = backward_task_ = forward_done_;
+    forward_task_ = backward_done_ = backward_task_ = paired_forward_ = forward_done_;
     op_task_.assign(gpus, {});
     op_done_.assign(gpus, {});
     last_.assign(gpus, kNone);
@@ -165,6 +165,11 @@ class Builder {
           case PipeOpKind::backward_input:
             backward_task_[idx(gpu)][s] = computes[k];
             backward_done_[idx(gpu)][s] = done[k];
+            if (op.paired) {
+              if (op_task_[idx(gpu)].empty() || graph_[op_task_[idx(gpu)].back()].kind != TaskKind::forward)
+                throw std::logic_error("schedule pairs a backward with no forward before it");
+              paired_forward_[idx(gpu)][s] = op_task_[idx(gpu)].back();
+            }
             break;
           case PipeOpKind::backward_weight:
             // W(mb) needs its own B(mb): every generator lists B first.
@@ -225,9 +230,17 @@ class Builder {
       const int last = stages - 1;
       const int g = plan_.gpu_of(schedule_.rank_of(last), dp, tp);
       for (int mb = 0; mb < m_; ++mb)
-        graph_.depend(forward_done_[idx(g)][slot(schedule_.chunk_of(last), mb)],
-                      backward_task_[idx(g)][slot(schedule_.chunk_of(last), mb)]);
+        feed_backward(forward_done_[idx(g)][slot(schedule_.chunk_of(last), mb)], g,
+                      slot(schedule_.chunk_of(last), mb));
     }
+  }
+
+  // `input` (the gradient from the next virtual stage, or the loss) gates
+  // the backward, and the forward it is paired with when they run overlapped.
+  void feed_backward(TaskId input, int gpu, std::size_t s) {
+    graph_.depend(input, backward_task_[idx(gpu)][s]);
+    if (paired_forward_[idx(gpu)][s] != kNone)
+      graph_.depend(input, paired_forward_[idx(gpu)][s]);
   }
 
   // BPipe: the evictor sends a forward's stored activations to its acceptor
@@ -327,6 +340,8 @@ class Builder {
   int m_ = 0;
   TaskGraph graph_;
   std::vector<std::vector<TaskId>> forward_done_, backward_done_, forward_task_, backward_task_;
+  // The forward a backward runs overlapped with (DualPipe's F&B), if any.
+  std::vector<std::vector<TaskId>> paired_forward_;
   std::vector<std::vector<TaskId>> op_task_, op_done_;  // per GPU, in list order
   std::vector<TaskId> last_;
 };

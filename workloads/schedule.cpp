@@ -117,12 +117,6 @@ std::vector<ScheduleProblem> schedule_problems(const ParallelPlan& plan, int lay
                             fmt::format("schedule {} needs at least 2 x pp = {} micro-batches per pipeline "
                                         "(DualPipe's rule), but {}; expected global_batch_size >= {}",
                                         name, 2 * p, m_text, 2 * p * per_pipeline)});
-      if (plan.schedule == ScheduleKind::zb_v && m > 0 && m < p)
-        problems.push_back(
-            {"global_batch_size",
-             fmt::format("schedule {} needs at least pp = {} micro-batches per pipeline, but {}; "
-                         "expected global_batch_size >= {}",
-                         name, p, m_text, p * per_pipeline)});
       break;
     default:
       if (v != 1)

@@ -29,6 +29,9 @@ struct PipeOp {
   PipeOpKind kind = PipeOpKind::forward;
   int micro_batch = 0;
   int chunk = 0;  // model chunk on this rank (0 without virtual stages)
+  // A backward that runs overlapped with the forward listed just before it
+  // (DualPipe's F&B pair): the pair starts only when both inputs are in.
+  bool paired = false;
 
   friend bool operator==(const PipeOp&, const PipeOp&) = default;
 };

@@ -45,13 +45,13 @@ PipelineSchedule make_dualpipe_v(int ranks, int micro_batches) {
     int next_forward[2] = {0, 0}, next_backward[2] = {0, 0};
     std::deque<PipeOp> pending_weights;
     auto forward = [&](int phase) { ops.push_back({PipeOpKind::forward, next_forward[phase]++, phase}); };
-    auto backward = [&](int phase, bool zero_bubble = false) {
+    auto backward = [&](int phase, bool zero_bubble = false, bool paired = false) {
       const int mb = next_backward[phase]++;
       if (zero_bubble) {
-        ops.push_back({PipeOpKind::backward_input, mb, phase});
+        ops.push_back({PipeOpKind::backward_input, mb, phase, paired});
         pending_weights.push_back({PipeOpKind::backward_weight, mb, phase});
       } else {
-        ops.push_back({PipeOpKind::backward, mb, phase});
+        ops.push_back({PipeOpKind::backward, mb, phase, paired});
       }
     };
     auto weight = [&] {
@@ -62,7 +62,7 @@ PipelineSchedule make_dualpipe_v(int ranks, int micro_batches) {
     };
     auto forward_backward = [&](int forward_phase, int backward_phase) {
       forward(forward_phase);
-      backward(backward_phase);
+      backward(backward_phase, false, true);
     };
 
     for (int i = 0; i < 2 * (p - r - 1); ++i)  // step 1
@@ -77,7 +77,12 @@ PipelineSchedule make_dualpipe_v(int ranks, int micro_batches) {
       forward(1);
     }
     for (int i = 0; i < m - 2 * p + r + 1; ++i) {  // step 4
-      forward_backward(0, 1);                      // the last rank's first pair is not overlapped: same order
+      if (i == 0 && r == p - 1) {                  // "not overlapped to further reduce bubble size"
+        forward(0);
+        backward(1);
+      } else {
+        forward_backward(0, 1);
+      }
       forward_backward(1, 0);
     }
     for (int i = 0; i < p - r - 1; ++i) {  // step 5
