@@ -47,7 +47,9 @@ struct Case {
   Expect expect;
 };
 
-void PrintTo(const Case& c, std::ostream* os) { *os << c.file; }
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.file;
+}
 
 class ScheduleScenario : public ::testing::TestWithParam<Case> {};
 
