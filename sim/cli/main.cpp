@@ -6,6 +6,7 @@
 
 #include <iostream>
 
+#include "sim/cli/report_command.hpp"
 #include "sim/cli/run_command.hpp"
 #include "sim/input_error.hpp"
 #include "trainsim_version.hpp"
@@ -17,6 +18,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   trainsim::cli::RunOptions run_options;
   auto* run = trainsim::cli::add_run_command(app, run_options);
+  trainsim::cli::ReportOptions report_options;
+  auto* report = trainsim::cli::add_report_command(app, report_options);
 
   try {
     app.parse(argc, argv);
@@ -27,6 +30,8 @@ int main(int argc, char** argv) {
   try {
     if (run->parsed())
       return trainsim::cli::run_command(run_options);
+    if (report->parsed())
+      return trainsim::cli::report_command(report_options);
     return 1;
   } catch (const trainsim::sim::InputError& e) {
     for (const auto& problem : e.problems())
