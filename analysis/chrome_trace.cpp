@@ -69,8 +69,8 @@ void write_chrome_trace(std::ostream& out, const RunContext& run, const Timeline
   const int critical_pid = nodes;
   const int links_pid = nodes + 1;
   out << "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"scenario\":" << json_string(run.scenario_name)
-      << ",\"scenario_file\":" << json_string(run.scenario_file) << ",\"generator\":\"trainsim " << version_string
-      << "\""
+      << ",\"scenario_file\":" << json_string(run.scenario_file) << ",\"generator\":\"trainsim "
+      << version_string << "\""
       << fmt::format(",\"iteration_time_s\":{:.9g},\"mfu\":{:.6g}", timeline.end_s, report.summary.mfu)
       << "},\n\"traceEvents\":[\n";
   EventWriter w(out);
@@ -97,9 +97,10 @@ void write_chrome_trace(std::ostream& out, const RunContext& run, const Timeline
     int first_gpu = 0;
     while (cluster.locate(first_gpu).node != node)
       ++first_gpu;
-    fmt::print(
-        w.next(), "{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{},\"args\":{{\"name\":{}}}}}", node,
-        json_string(fmt::format("{}: node {} ({})", run.scenario_name, node, cluster.gpu_of(first_gpu).name)));
+    fmt::print(w.next(), "{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{},\"args\":{{\"name\":{}}}}}",
+               node,
+               json_string(
+                   fmt::format("{}: node {} ({})", run.scenario_name, node, cluster.gpu_of(first_gpu).name)));
     fmt::print(w.next(),
                "{{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":{},\"args\":{{\"sort_index\":{}}}}}",
                node, node + 1);
@@ -131,25 +132,34 @@ void write_chrome_trace(std::ostream& out, const RunContext& run, const Timeline
         task.stage, task.bytes, on_path);
     if (task.kind != workloads::TaskKind::send)
       continue;
-    // The receive side of a send, and an arrow from the send to it.
+    // The receive side of a send, and an arrow from the start of the send to
+    // the arrival. Chrome DevTools binds a flow event to the event with the
+    // same (ts, pid, tid, cat): the send slice, and an "arrived" instant;
+    // Perfetto and chrome://tracing bind to the enclosing slice.
     const auto d = thread_of(cluster, task.peer, r.stream);
     fmt::print(w.next(),
-               "{{\"ph\":\"X\",\"name\":\"recv mb{}\",\"cat\":\"recv\",\"pid\":{},\"tid\":{},\"ts\":{:.3f},"
+               "{{\"ph\":\"X\",\"name\":\"recv mb{}\",\"cat\":\"send\",\"pid\":{},\"tid\":{},\"ts\":{:.3f},"
                "\"dur\":{:.3f},\"args\":{{\"from_gpu\":{},\"critical\":{}}}}}",
                task.micro_batch, d.pid, d.tid, us(r.start_s), us(r.end_s - r.start_s), r.gpu, on_path);
     ++flow_id;
     fmt::print(
         w.next(),
-        "{{\"ph\":\"s\",\"name\":\"p2p\",\"cat\":\"p2p\",\"id\":{},\"pid\":{},\"tid\":{},\"ts\":{:.3f}}}",
+        "{{\"ph\":\"s\",\"name\":\"p2p\",\"cat\":\"send\",\"id\":{},\"pid\":{},\"tid\":{},\"ts\":{:.3f}}}",
         flow_id, t.pid, t.tid, us(r.start_s));
+    fmt::print(
+        w.next(),
+        "{{\"ph\":\"f\",\"bp\":\"e\",\"name\":\"p2p\",\"cat\":\"send\",\"id\":{},\"pid\":{},\"tid\":{},"
+        "\"ts\":{:.3f}}}",
+        flow_id, d.pid, d.tid, us(r.end_s));
     fmt::print(w.next(),
-               "{{\"ph\":\"f\",\"bp\":\"e\",\"name\":\"p2p\",\"cat\":\"p2p\",\"id\":{},\"pid\":{},\"tid\":{},"
+               "{{\"ph\":\"i\",\"s\":\"t\",\"name\":\"arrived mb{}\",\"cat\":\"send\",\"pid\":{},\"tid\":{},"
                "\"ts\":{:.3f}}}",
-               flow_id, d.pid, d.tid, us(r.end_s));
+               task.micro_batch, d.pid, d.tid, us(r.end_s));
   }
 
   // Collective steps: an arrow per flow, from the sender's stream at the
-  // flow's start to the receiver's at its end.
+  // flow's start to the receiver's at its end, each end on an instant event
+  // (what DevTools binds it to; the others bind to the collective's slice).
   std::size_t arrows = 0;
   for (const auto& f : timeline.flows) {
     const auto& task = run.graph[f.task];
@@ -163,6 +173,14 @@ void write_chrome_trace(std::ostream& out, const RunContext& run, const Timeline
     const std::string name =
         fmt::format("{} {} step", workloads::to_string(task.comm), workloads::to_string(task.op));
     ++flow_id;
+    fmt::print(w.next(),
+               "{{\"ph\":\"i\",\"s\":\"t\",\"name\":\"{} send\",\"cat\":\"collective\",\"pid\":{},\"tid\":{},"
+               "\"ts\":{:.3f},\"args\":{{\"to_gpu\":{},\"bytes\":{:.0f}}}}}",
+               name, a.pid, a.tid, us(f.start_s), f.dst_gpu, f.bytes);
+    fmt::print(w.next(),
+               "{{\"ph\":\"i\",\"s\":\"t\",\"name\":\"{} recv\",\"cat\":\"collective\",\"pid\":{},\"tid\":{},"
+               "\"ts\":{:.3f},\"args\":{{\"from_gpu\":{}}}}}",
+               name, b.pid, b.tid, us(f.end_s), f.src_gpu);
     fmt::print(w.next(),
                "{{\"ph\":\"s\",\"name\":\"{}\",\"cat\":\"collective\",\"id\":{},\"pid\":{},\"tid\":{},\"ts\":"
                "{:.3f}}}",
@@ -234,7 +252,8 @@ void write_chrome_trace(std::ostream& out, const RunContext& run, const Timeline
     for (int l : ut.hottest) {
       auto& ev = events[static_cast<std::uint32_t>(l)];
       std::sort(ev.begin(), ev.end());
-      const std::string name = json_string(fmt::format("link {}", ut.links[static_cast<std::size_t>(l)].name));
+      const std::string name =
+          json_string(fmt::format("link {}", ut.links[static_cast<std::size_t>(l)].name));
       int flows = 0;
       double rate = 0;
       for (std::size_t i = 0; i < ev.size();) {
