@@ -81,7 +81,7 @@ void write_links_csv(std::ostream& out, const Report& report) {
   out << "link,name,bandwidth_Bps,bytes,flows,busy_s,busy_fraction,utilization,peak_concurrent_flows,hot_"
          "rank\n";
   for (const auto& l : ut.links)
-    fmt::print(out, "{},{},{:.9g},{:.0f},{},{:.9g},{:.9g},{:.9g},{},{}\n", l.link, l.name, l.bandwidth_Bps,
+    fmt::print(out, "{},{},{:.0f},{:.0f},{},{:.9g},{:.9g},{:.9g},{},{}\n", l.link, l.name, l.bandwidth_Bps,
                l.bytes, l.flows, l.busy_s, l.busy_fraction, l.utilization, l.peak_concurrent_flows,
                rank[static_cast<std::size_t>(l.link)]);
 }

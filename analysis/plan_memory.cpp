@@ -14,6 +14,8 @@ std::string PlanMemoryModel::description() const {
 }
 
 double PlanMemoryModel::weight_bytes(int stage) const {
+  if (model_.layers <= 0 || model_.hidden <= 0 || model_.heads <= 0 || plan_.pp <= 0 || plan_.tp <= 0)
+    return 0;  // no model shape (hand-made runs)
   return 2.0 * workloads::stage_parameters_per_gpu(model_, plan_, stage);
 }
 
@@ -21,6 +23,8 @@ double PlanMemoryModel::activation_bytes_per_micro_batch(int stage) const {
   (void)stage;  // every stage holds the same number of layers
   const double s = model_.seq_len, b = plan_.micro_batch_size, h = model_.hidden, a = model_.heads,
                t = plan_.tp;
+  if (s <= 0 || b <= 0 || h <= 0 || t <= 0 || plan_.pp <= 0)
+    return 0;
   double per_layer = 0;
   switch (plan_.recompute) {
     case workloads::Recompute::none:

@@ -87,7 +87,7 @@ std::vector<std::pair<std::string, std::string>> gantt_legend() {
 
 std::vector<double> ticks(double max, int count) {
   std::vector<double> out;
-  if (max <= 0 || count <= 0)
+  if (!(max > 0) || !std::isfinite(max) || count <= 0)
     return {0};
   const double raw = max / count;
   const double magnitude = std::pow(10.0, std::floor(std::log10(raw)));

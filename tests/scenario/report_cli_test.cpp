@@ -137,10 +137,11 @@ TEST(ReportCli, TraceLoadsInChromeDevToolsTraceEngine) {
 // every SVG as XML: one Gantt row per GPU, one bar per stage.
 TEST(ReportCli, HtmlAndSvgPlotsOpenInHeadlessChromium) {
   const auto dir = quickstart_run("chromium", {"--html"});
-  std::string cmd =
-      "node tests/trace_consumer/check_outputs.mjs page " + shell_quote((dir / "report.html").string());
+  // Built with append() only (GCC 12 -Wrestrict false positive, see cli.hpp).
+  std::string cmd = "node tests/trace_consumer/check_outputs.mjs page ";
+  cmd.append(shell_quote((dir / "report.html").string()));
   for (const char* svg : {"gantt.svg", "bubbles.svg", "memory.svg"})
-    cmd += " " + shell_quote((dir / svg).string());
+    cmd.append(" ").append(shell_quote((dir / svg).string()));
   const auto r = run_shell(cmd);
   ASSERT_EQ(r.status, 0) << r.out << r.err;
   const auto j = nlohmann::json::parse(r.out);

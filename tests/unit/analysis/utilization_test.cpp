@@ -69,8 +69,9 @@ TEST(Utilization, ExposedCommunicationIsSplitByKindAndAddsUp) {
 TEST(Utilization, APipelineTransferIsCommunicationOnBothEnds) {
   testing::TwoStagePipeline h;
   const auto u = analyze_utilization(h.graph, h.timeline);
-  for (const auto& g : u.gpus)
-    EXPECT_DOUBLE_EQ(g.exposed_by_kind_s[comm_kind_index(CommKind::pp)], 2);
+  // GPU 1's optimizer [5,5.5] hides half of the gradient send.
+  EXPECT_DOUBLE_EQ(u.gpus[0].exposed_by_kind_s[comm_kind_index(CommKind::pp)], 2);
+  EXPECT_DOUBLE_EQ(u.gpus[1].exposed_by_kind_s[comm_kind_index(CommKind::pp)], 1.5);
 }
 
 }  // namespace
