@@ -34,7 +34,7 @@ std::string_view to_string(BubbleCause cause) {
 std::string_view describe(BubbleCause cause) {
   switch (cause) {
     case BubbleCause::warmup_cooldown:
-      return "pipeline warm-up / cool-down";
+      return "pipeline warm-up / cool-down (and stage imbalance)";
     case BubbleCause::p2p_wait:
       return "waiting for a pipeline p2p transfer";
     case BubbleCause::collective_wait:

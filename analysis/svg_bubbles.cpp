@@ -13,7 +13,7 @@ namespace trainsim::analysis {
 void write_bubbles_svg(std::ostream& out, const RunContext& run, const Report& report) {
   const auto& stages = report.bubbles.stages;
   const double t = report.bubbles.iteration_time_s;
-  constexpr double left = 90, right = 90, top = 84, bar_h = 22, gap = 10, bottom = 46, plot_w = 700;
+  constexpr double left = 90, right = 90, top = 104, bar_h = 22, gap = 10, bottom = 46, plot_w = 700;
   const double height = top + (bar_h + gap) * static_cast<double>(stages.size()) + bottom;
   double max_fraction = 0;
   for (const auto& st : stages)
@@ -32,7 +32,7 @@ void write_bubbles_svg(std::ostream& out, const RunContext& run, const Report& r
       svg::escape(svg::time_label(t, t)));
   for (std::size_t i = 0; i < kBubbleCauses.size(); ++i) {
     const BubbleCause c = kBubbleCauses[i];
-    const double lx = 12 + 270.0 * static_cast<double>(i % 3), ly = 50 + 16.0 * static_cast<double>(i / 3);
+    const double lx = 12 + 400.0 * static_cast<double>(i % 2), ly = 50 + 16.0 * static_cast<double>(i / 2);
     fmt::print(out,
                "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"12\" height=\"12\" fill=\"{}\"/><text x=\"{:.1f}\" "
                "y=\"{:.1f}\" font-size=\"11\">{}</text>\n",

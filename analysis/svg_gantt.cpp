@@ -117,6 +117,8 @@ void write_gantt_svg(std::ostream& out, const RunContext& run, const Timeline& t
   fmt::print(out, "<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#333\"/>\n", left,
              axis_y, left + plot_w, axis_y);
   for (double tick : svg::ticks(timeline.end_s, 10)) {
+    if (tick > timeline.end_s * (1 + 1e-9))
+      break;
     fmt::print(out,
                "<line x1=\"{0:.2f}\" y1=\"{1:.1f}\" x2=\"{0:.2f}\" y2=\"{2:.1f}\" stroke=\"#333\"/><text "
                "x=\"{0:.2f}\" "

@@ -23,9 +23,12 @@ void write_memory_svg(std::ostream& out, const RunContext& run, const Report& re
         shown.push_back(m.gpu);
         break;
       }
-  constexpr double left = 90, right = 200, top = 60, plot_h = 320, bottom = 46, plot_w = 800;
-  const double max_bytes = std::max(mem.peak_bytes, 1.0) * 1.08;
-  const auto yticks = svg::ticks(max_bytes, 6);
+  constexpr double left = 90, right = 260, top = 60, plot_h = 320, bottom = 46, plot_w = 800;
+  // Round ticks in GiB (or MiB for small runs).
+  const double unit = mem.peak_bytes >= 1024.0 * 1024 * 1024 ? 1024.0 * 1024 * 1024 : 1024.0 * 1024;
+  auto yticks = svg::ticks(std::max(mem.peak_bytes, 1.0) / unit, 6);
+  for (auto& tick : yticks)
+    tick *= unit;
   const double y_max = std::max(yticks.back(), 1.0);
   auto x = [&](double s) { return left + plot_w * s / t; };
   auto y = [&](double b) { return top + plot_h * (1 - b / y_max); };
@@ -42,8 +45,9 @@ void write_memory_svg(std::ostream& out, const RunContext& run, const Report& re
                "y=\"{4:.2f}\" text-anchor=\"end\">{5}</text>\n",
                left, y(b), left + plot_w, left - 6, y(b) + 4, svg::escape(svg::bytes_label(b)));
   for (double tick : svg::ticks(t, 8))
-    fmt::print(out, "<text x=\"{:.2f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>\n", x(tick),
-               top + plot_h + 18, svg::escape(svg::time_label(tick, t)));
+    if (tick <= t * (1 + 1e-9))
+      fmt::print(out, "<text x=\"{:.2f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>\n", x(tick),
+                 top + plot_h + 18, svg::escape(svg::time_label(tick, t)));
   fmt::print(out, "<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{2:.1f}\" y2=\"{1:.1f}\" stroke=\"#333\"/>\n",
              left, top + plot_h, left + plot_w);
   for (std::size_t i = 0; i < shown.size(); ++i) {

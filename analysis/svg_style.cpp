@@ -97,8 +97,12 @@ std::vector<double> ticks(double max, int count) {
       step = m * magnitude;
       break;
     }
-  for (int i = 0; i * step <= max * (1 + 1e-9); ++i)
+  // Up to the first tick at or above max, so that an axis covers the data.
+  for (int i = 0;; ++i) {
     out.push_back(i * step);
+    if (i * step >= max * (1 - 1e-9))
+      break;
+  }
   return out;
 }
 
@@ -111,6 +115,8 @@ std::string time_label(double seconds, double axis_max_s) {
 }
 
 std::string bytes_label(double bytes) {
+  if (bytes == 0)
+    return "0";
   const double gib = 1024.0 * 1024 * 1024;
   if (bytes >= gib)
     return fmt::format("{:g} GiB", std::round(bytes / gib * 100) / 100);

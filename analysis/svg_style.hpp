@@ -17,7 +17,7 @@ std::string_view colour_of(const workloads::Task& task);
 std::string_view colour_of(BubbleCause cause);
 // Legend entries for the Gantt: (label, colour).
 std::vector<std::pair<std::string, std::string>> gantt_legend();
-// About `count` round tick values covering [0, max].
+// About `count` round tick values from 0 to the first at or above `max`.
 std::vector<double> ticks(double max, int count);
 // A tick label in the unit that suits the axis ("12 ms", "1.5 s", "3 GiB").
 std::string time_label(double seconds, double axis_max_s);
