@@ -135,3 +135,38 @@ TEST(Reporters, HtmlPageIsSelfContained) {
 
 }  // namespace
 }  // namespace trainsim::analysis
+
+namespace trainsim::analysis {
+namespace {
+
+// 128 GPUs do not fit: the Gantt shows the first data-parallel replica
+// (tp 2 x pp 16 = 32 GPUs) and says so.
+TEST(Reporters, GanttOfALargeClusterShowsOneReplica) {
+  workloads::TaskGraph graph;
+  graph.gpu_count = 128;
+  const workloads::ParallelPlan plan{
+      .dp = 4, .tp = 2, .pp = 16, .micro_batch_size = 1, .global_batch_size = 4};
+  const auto cluster = testing::uniform_cluster(16, 8, 1e9, 0);
+  workloads::ModelSpec model;
+  Timeline timeline;
+  for (int g = 0; g < 128; ++g) {
+    const auto f = graph.add({.kind = workloads::TaskKind::forward,
+                              .gpu = g,
+                              .stage = plan.pp_rank_of(g),
+                              .micro_batch = 0,
+                              .duration_s = 1});
+    timeline.records.push_back({f, g, Stream::compute, 0, 1});
+  }
+  timeline.end_s = 1;
+  const RunContext run{"large", "large.yaml", cluster, model, plan, graph};
+  const auto report = build_report(run, timeline, PlanMemoryModel(model, plan));
+  std::ostringstream out;
+  write_gantt_svg(out, run, timeline, report);
+  const auto svg = out.str();
+  EXPECT_EQ(count(svg, "<g class=\"gpu-row\""), 32u);
+  EXPECT_NE(svg.find("(32 of 128 GPUs shown)"), std::string::npos);
+  EXPECT_EQ(svg.find("data-gpu=\"2\""), std::string::npos);  // GPU 2 is dp rank 1
+}
+
+}  // namespace
+}  // namespace trainsim::analysis

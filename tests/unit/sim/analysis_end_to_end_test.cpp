@@ -1,6 +1,8 @@
 // The analyses on replayed iterations whose answers are analytic. One TEST
 // = one simulation (SimGrid keeps one engine per process).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <simgrid/kernel/ProfileBuilder.hpp>
 
 #include "analysis/bubbles.hpp"
 #include "analysis/critical_path.hpp"
@@ -32,11 +34,17 @@ struct Replayed {
   workloads::TaskGraph graph;
   analysis::Timeline timeline;
 
-  Replayed(workloads::ParallelPlan p, platforms::ClusterSpec c, const workloads::CostModel& cost)
+  // `slow_gpu` >= 0 runs at `speed` of its nominal speed from time 0 (a host
+  // speed profile, SimGrid's way of modelling a straggler).
+  Replayed(workloads::ParallelPlan p, platforms::ClusterSpec c, const workloads::CostModel& cost,
+           int slow_gpu = -1, double speed = 1)
       : plan(p), cluster(std::move(c)) {
     graph = workloads::build_iteration(model, plan, cluster, cost);
     auto engine = make_engine();
     auto* zone = new ClusterZone(cluster);
+    if (slow_gpu >= 0)
+      zone->host(slow_gpu)->set_speed_profile(
+          simgrid::kernel::profile::ProfileBuilder::from_string("slow", fmt::format("0 {}\n", speed), -1));
     timeline = replay(graph, *zone);
   }
 };
@@ -89,6 +97,20 @@ TEST(AnalysisEndToEnd, ASlowedGpusWaitShowsAsStragglerIdleOnItsPeer) {
   EXPECT_NEAR(cause(b.gpus[0], BubbleCause::warmup_cooldown), 0, kTolerance_s);
   EXPECT_NEAR(cause(b.gpus[1], BubbleCause::straggler), 0, kTolerance_s);
   EXPECT_NEAR(b.gpus[1].lost_s, 0, kTolerance_s);
+}
+
+// The same through SimGrid: GPU 1's host runs at a third of its speed (a
+// speed profile, as perturbations slow a host); its ops keep their nominal
+// durations in the graph and take three times longer.
+TEST(AnalysisEndToEnd, AHostSlowedBySimGridShowsAsStragglerIdleOnItsPeer) {
+  const int m = 4;
+  Replayed r({.dp = 2, .tp = 1, .pp = 1, .micro_batch_size = 1, .global_batch_size = 2 * m},
+             testing::free_network_cluster(2), testing::FixedCostModel(t_f, t_b), 1, 1.0 / 3);
+  const auto b = analysis::analyze_bubbles(r.graph, r.timeline, r.plan);
+  EXPECT_NEAR(r.timeline.end_s, 3 * m * (t_f + t_b), kTolerance_s);
+  EXPECT_NEAR(b.reference_iteration_time_s, m * (t_f + t_b), kTolerance_s);
+  EXPECT_NEAR(cause(b.gpus[0], BubbleCause::straggler), 2 * m * (t_f + t_b), kTolerance_s);
+  EXPECT_NEAR(cause(b.gpus[1], BubbleCause::straggler), 0, kTolerance_s);
 }
 
 // A 2-stage pipeline with 2 replicas where GPU 3 (stage 1, replica 1) runs
