@@ -1,13 +1,23 @@
 #include "analysis/plan_memory.hpp"
 
+#include <algorithm>
+
 #include "workloads/iteration_builder.hpp"
 
 namespace trainsim::analysis {
 
 using workloads::TaskKind;
 
-PlanMemoryModel::PlanMemoryModel(const workloads::ModelSpec& model, const workloads::ParallelPlan& plan)
-    : model_(model), plan_(plan) {}
+PlanMemoryModel::PlanMemoryModel(const workloads::ModelSpec& model, const workloads::ParallelPlan& plan,
+                                 int chunks)
+    : model_(model), plan_(plan), chunks_(std::max(chunks, 1)) {}
+
+int PlanMemoryModel::chunks_of(const workloads::TaskGraph& graph) {
+  int chunks = 1;
+  for (workloads::TaskId v = 0; v < graph.size(); ++v)
+    chunks = std::max(chunks, graph[v].chunk + 1);
+  return chunks;
+}
 
 std::string PlanMemoryModel::description() const {
   return "plan estimate: bf16 weights + stored activations (no gradients, optimizer state or workspace)";
@@ -37,7 +47,7 @@ double PlanMemoryModel::activation_bytes_per_micro_batch(int stage) const {
       per_layer = 2 * s * b * h;
       break;
   }
-  return per_layer * (model_.layers / plan_.pp);
+  return per_layer * model_.layers / (static_cast<double>(plan_.pp) * chunks_);
 }
 
 std::vector<std::pair<std::string, double>> PlanMemoryModel::resident_bytes(int gpu) const {

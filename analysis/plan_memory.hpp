@@ -16,19 +16,24 @@ namespace trainsim::analysis {
 
 class PlanMemoryModel final : public MemoryModel {
  public:
-  PlanMemoryModel(const workloads::ModelSpec& model, const workloads::ParallelPlan& plan);
+  // `chunks`: model chunks per GPU (interleaved / V schedules), each forward
+  // then stores the activations of layers / (pp x chunks) layers.
+  PlanMemoryModel(const workloads::ModelSpec& model, const workloads::ParallelPlan& plan, int chunks = 1);
+  // The chunk count a task graph uses (1 + the largest Task::chunk).
+  static int chunks_of(const workloads::TaskGraph& graph);
 
   std::string description() const override;
   std::vector<std::pair<std::string, double>> resident_bytes(int gpu) const override;
   MemoryEffect effect(const workloads::Task& task, int gpu) const override;
 
-  // Stored activations of one micro-batch on one GPU of `stage`.
+  // Stored activations of one micro-batch (one chunk) on one GPU of `stage`.
   double activation_bytes_per_micro_batch(int stage) const;
   double weight_bytes(int stage) const;
 
  private:
   workloads::ModelSpec model_;
   workloads::ParallelPlan plan_;
+  int chunks_ = 1;
 };
 
 }  // namespace trainsim::analysis

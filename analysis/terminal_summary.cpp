@@ -16,7 +16,9 @@ std::string pct(double fraction) {
 std::string blame_line(const std::vector<Blame>& blames, std::size_t count) {
   std::string line;
   for (std::size_t i = 0; i < blames.size() && i < count; ++i)
-    line += fmt::format("{}{} {:.0f}%", i ? ", " : "", blames[i].name, 100 * blames[i].fraction);
+    line += fmt::format("{}{} {}%", i ? ", " : "", blames[i].name,
+                        blames[i].fraction >= 0.1 ? fmt::format("{:.0f}", 100 * blames[i].fraction)
+                                                  : fmt::format("{:.1f}", 100 * blames[i].fraction));
   return line.empty() ? "-" : line;
 }
 
@@ -64,6 +66,10 @@ void write_terminal_summary(std::ostream& out, const RunContext& run, const Repo
                report.energy.energy_per_token_J, report.energy.average_power_per_gpu_W,
                pct(report.energy.idle_energy_fraction));
   fmt::print(out, "  {:<24}{}\n", "critical path", blame_line(report.critical_path.by_kind, 4));
+  if (!report.critical_path.by_link.empty())
+    fmt::print(out, "  {:<24}{}\n", "  ... on links", blame_line(report.critical_path.by_link, 3));
+  if (!report.critical_path.by_gpu.empty())
+    fmt::print(out, "  {:<24}{}\n", "  ... on GPUs", blame_line(report.critical_path.by_gpu, 3));
   if (!ut.hottest.empty()) {
     const auto& l = ut.links[static_cast<std::size_t>(ut.hottest.front())];
     fmt::print(out, "  {:<24}{} ({} busy, {} of capacity, up to {} flows)\n", "hottest link", l.name,

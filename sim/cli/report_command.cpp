@@ -56,16 +56,17 @@ void save_run(const fs::path& dir, const sim::Scenario& scenario, const std::str
 }
 
 void write_reports(const fs::path& dir, const sim::Scenario& scenario, const workloads::TaskGraph& graph,
-                   const analysis::Timeline& timeline, bool html, bool quiet) {
+                   const analysis::Timeline& timeline, bool html, bool quiet,
+                   const std::vector<std::string>& also_written) {
   const analysis::RunContext run{scenario.name,  scenario.file, scenario.cluster,
                                  scenario.model, scenario.plan, graph};
-  const analysis::PlanMemoryModel memory(scenario.model, scenario.plan);
+  const analysis::PlanMemoryModel memory(scenario.model, scenario.plan,
+                                         analysis::PlanMemoryModel::chunks_of(graph));
   const analysis::Report report = analysis::build_report(run, timeline, memory);
   auto written = analysis::write_output_files(dir, run, timeline, report, html);
   if (!quiet) {
     analysis::write_terminal_summary(std::cout, run, report);
-    if (fs::exists(dir / analysis::kRunArchiveFile))
-      written.push_back(analysis::kRunArchiveFile);
+    written.insert(written.end(), also_written.begin(), also_written.end());
     std::cout << fmt::format("\nwrote {}/{{{}}}\n", dir.string(), join(written));
   }
 }

@@ -32,9 +32,9 @@ void save_run(const std::filesystem::path& dir, const sim::Scenario& scenario,
               const std::string& scenario_text, const std::vector<std::string>& overrides,
               const workloads::TaskGraph& graph, const analysis::Timeline& timeline);
 // Analyses the run, writes every output file into `dir`, prints the terminal
-// summary unless `quiet`.
+// summary and the files written (plus `also_written`) unless `quiet`.
 void write_reports(const std::filesystem::path& dir, const sim::Scenario& scenario,
                    const workloads::TaskGraph& graph, const analysis::Timeline& timeline, bool html,
-                   bool quiet);
+                   bool quiet, const std::vector<std::string>& also_written = {});
 
 }  // namespace trainsim::cli

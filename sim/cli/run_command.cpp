@@ -7,6 +7,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "analysis/run_archive.hpp"
 #include "sim/cli/report_command.hpp"
 #include "sim/input_error.hpp"
 #include "sim/scenario.hpp"
@@ -48,7 +49,8 @@ int run_command(const RunOptions& options) {
   }
   const sim::SimulationResult result = sim::simulate(scenario);
   save_run(out_dir, scenario, scenario_text, options.overrides, result.graph, result.timeline);
-  write_reports(out_dir, scenario, result.graph, result.timeline, options.html, options.quiet);
+  write_reports(out_dir, scenario, result.graph, result.timeline, options.html, options.quiet,
+                {analysis::kRunArchiveFile});
   return 0;
 }
 

@@ -69,6 +69,9 @@ TEST(Memory, PlanModelUsesKorthikantiActivationsAndBf16Weights) {
   EXPECT_DOUBLE_EQ(PlanMemoryModel(model, plan).activation_bytes_per_micro_batch(1),
                    2 * s * b * h * model.layers / 4);
   EXPECT_GT(m.weight_bytes(0), m.weight_bytes(1));  // the embedding lives on stage 0
+  // Two chunks per GPU: each forward stores half the stage's layers.
+  EXPECT_DOUBLE_EQ(PlanMemoryModel(model, plan, 2).activation_bytes_per_micro_batch(1),
+                   PlanMemoryModel(model, plan).activation_bytes_per_micro_batch(1) / 2);
 }
 
 // GPU 0 computes 3.5 s of 8.5, GPU 1 3.5 s too; A100-80GB idles at 60 W.
