@@ -252,16 +252,20 @@ BubbleReport analyze_bubbles(const workloads::TaskGraph& graph, const Timeline& 
     ++st.gpus;
     st.lost_s += g.lost_s;
     st.idle_s += g.idle_s;
-    for (std::size_t c = 0; c < kBubbleCauseCount; ++c)
+    for (std::size_t c = 0; c < kBubbleCauseCount; ++c) {
       st.cause_s[c] += g.cause_s[c];
+      st.idle_part_s[c] += g.idle_part_s[c];
+    }
   }
   for (auto& st : report.stages) {
     if (st.gpus == 0)
       continue;
     st.lost_s /= st.gpus;
     st.idle_s /= st.gpus;
-    for (auto& c : st.cause_s)
-      c /= st.gpus;
+    for (std::size_t c = 0; c < kBubbleCauseCount; ++c) {
+      st.cause_s[c] /= st.gpus;
+      st.idle_part_s[c] /= st.gpus;
+    }
   }
   return report;
 }

@@ -79,6 +79,7 @@ struct StageBubbles {
   // Means over the stage's GPUs, seconds.
   double lost_s = 0;
   CauseSeconds cause_s{};
+  CauseSeconds idle_part_s{};
   double idle_s = 0;
 };
 

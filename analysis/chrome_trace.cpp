@@ -68,10 +68,15 @@ void write_chrome_trace(std::ostream& out, const RunContext& run, const Timeline
   const int nodes = cluster.node_count();
   const int critical_pid = nodes;
   const int links_pid = nodes + 1;
+  std::size_t collective_steps = 0;
+  for (const auto& f : timeline.flows)
+    collective_steps += run.graph[f.task].kind == workloads::TaskKind::collective;
   out << "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"scenario\":" << json_string(run.scenario_name)
       << ",\"scenario_file\":" << json_string(run.scenario_file) << ",\"generator\":\"trainsim "
       << version_string << "\""
       << fmt::format(",\"iteration_time_s\":{:.9g},\"mfu\":{:.6g}", timeline.end_s, report.summary.mfu)
+      << fmt::format(",\"collective_steps\":{},\"collective_step_arrows\":{}", collective_steps,
+                     std::min(collective_steps, kMaxCollectiveArrows))
       << "},\n\"traceEvents\":[\n";
   EventWriter w(out);
 

@@ -99,6 +99,7 @@ void write_summary_json(std::ostream& out, const RunContext& run, const Report& 
       e["lost_fraction"] = t > 0 ? b.lost_s / t : 0;
       e["idle_s"] = b.idle_s;
       e["lost_by_cause_s"] = by_cause(b.cause_s);
+      e["idle_by_cause_s"] = by_cause(b.idle_part_s);
     }
     stages.push_back(e);
   }

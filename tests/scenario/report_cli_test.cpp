@@ -68,6 +68,16 @@ TEST(ReportCli, RunWritesEveryOutputWithConsistentFigures) {
         1e-12);
     EXPECT_GT(g["energy_J"].get<double>(), 0);
   }
+  for (const auto& st : s["stages"]) {
+    double lost = 0, idle = 0;
+    for (const auto& [k, v] : st["lost_by_cause_s"].items())
+      lost += v.get<double>();
+    for (const auto& [k, v] : st["idle_by_cause_s"].items())
+      idle += v.get<double>();
+    EXPECT_NEAR(lost, st["lost_s"].get<double>(), 1e-12);
+    EXPECT_NEAR(idle, st["idle_s"].get<double>(), 1e-12);
+    EXPECT_NEAR(st["idle_s"].get<double>() / t, st["bubble_fraction"].get<double>(), 1e-12);
+  }
   double by_kind = 0;
   for (const auto& b : s["critical_path"]["by_kind"])
     by_kind += b["seconds"].get<double>();
