@@ -66,6 +66,10 @@ TEST(ReportCli, RunWritesEveryOutputWithConsistentFigures) {
         g["lost_s"].get<double>(),
         g["idle_s"].get<double>() + g["exposed_comm_s"].get<double>() + g["optimizer_s"].get<double>(),
         1e-12);
+    double exposed = 0;
+    for (const auto& [k, v] : g["exposed_comm_by_kind_s"].items())
+      exposed += v.get<double>();
+    EXPECT_NEAR(exposed, g["exposed_comm_s"].get<double>(), 1e-12);
     EXPECT_GT(g["energy_J"].get<double>(), 0);
   }
   for (const auto& st : s["stages"]) {
