@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <simgrid/kernel/routing/NetPoint.hpp>
 
+#include "sim/gpu_energy.hpp"
+
 namespace trainsim::sim {
 namespace sg = simgrid::s4u;
 namespace kr = simgrid::kernel::routing;
@@ -23,6 +25,7 @@ ClusterZone::ClusterZone(const platforms::ClusterSpec& spec) : NetZoneImpl("clus
     const auto loc = spec.locate(gpu);
     const auto& group = spec.groups[static_cast<std::size_t>(loc.group)];
     sg::Host* host = create_host(fmt::format("gpu{}", gpu), {group.gpu.peak_bf16_flops});
+    set_gpu_power(host, group.gpu);
     host->seal();
     const auto id = host->get_netpoint()->id();
     if (gpu_of_netpoint_.size() <= id)

@@ -14,6 +14,7 @@
 #include <stdexcept>
 
 #include "sim/collectives.hpp"
+#include "sim/flow_recorder.hpp"
 
 namespace trainsim::sim {
 namespace sg = simgrid::s4u;
@@ -32,7 +33,8 @@ class Replayer {
         start_s_(graph.size(), 0.0),
         compute_queue_(static_cast<std::size_t>(graph.gpu_count)),
         compute_busy_(static_cast<std::size_t>(graph.gpu_count), false),
-        collectives_(graph.size()) {
+        collectives_(graph.size()),
+        flow_recorder_(timeline_) {
     for (TaskId v = 0; v < graph.size(); ++v)
       remaining_[v] = static_cast<int>(boost::in_degree(v, graph.graph));
   }
@@ -56,7 +58,10 @@ class Replayer {
     TaskId task = 0;
     int rank = -1;  // collective flows: the sending rank
     sg::ActivityPtr activity;
+    std::size_t flow = kNoFlow;  // communications: the FlowRecorder handle
   };
+
+  static constexpr std::size_t kNoFlow = static_cast<std::size_t>(-1);
 
   static double now() { return sg::Engine::get_clock(); }
 
@@ -114,7 +119,9 @@ class Replayer {
   void start_comm(TaskId id, int rank, int src, int dst, double bytes) {
     auto comm = sg::Comm::sendto_init(zone_.host(src), zone_.host(dst));
     comm->set_payload_size(static_cast<std::uint64_t>(std::llround(bytes)));
-    comm->set_data(slot_for(id, rank, comm));
+    const std::size_t flow =
+        flow_recorder_.start(id, src, dst, zone_.host(src), zone_.host(dst), bytes, now());
+    comm->set_data(slot_for(id, rank, comm, flow));
     comm->start();
   }
 
@@ -136,7 +143,7 @@ class Replayer {
     flows_.clear();
   }
 
-  void* slot_for(TaskId id, int rank, sg::ActivityPtr activity) {
+  void* slot_for(TaskId id, int rank, sg::ActivityPtr activity, std::size_t flow = kNoFlow) {
     std::size_t index;
     if (!free_slots_.empty()) {
       index = free_slots_.back();
@@ -145,7 +152,7 @@ class Replayer {
       index = slots_.size();
       slots_.emplace_back();
     }
-    slots_[index] = Slot{id, rank, std::move(activity)};
+    slots_[index] = Slot{id, rank, std::move(activity), flow};
     // Slot indices travel in the activity's data pointer, offset by one so
     // that no slot is a null pointer.
     return reinterpret_cast<void*>(index + 1);
@@ -160,6 +167,8 @@ class Replayer {
     if (activity.get_state() != sg::Activity::State::FINISHED)
       throw std::logic_error("a simulated activity failed: " + workloads::task_label(graph_[slot.task]));
     retired_.push_back(std::move(slot.activity));
+    if (slot.flow != kNoFlow)
+      flow_recorder_.finish(slot.flow, now());
     free_slots_.push_back(index);
     const TaskId id = slot.task;
     const auto& task = graph_[id];
@@ -248,6 +257,7 @@ class Replayer {
   std::vector<double> hop_latency_;
   std::size_t completed_ = 0;
   analysis::Timeline timeline_;
+  FlowRecorder flow_recorder_;
 };
 
 }  // namespace

@@ -8,6 +8,7 @@
 
 #include "sim/cli/compare_command.hpp"
 #include "sim/cli/merge_command.hpp"
+#include "sim/cli/report_command.hpp"
 #include "sim/cli/run_command.hpp"
 #include "sim/cli/sweep_command.hpp"
 #include "sim/input_error.hpp"
@@ -26,6 +27,8 @@ int main(int argc, char** argv) {
   auto* merge = trainsim::cli::add_merge_command(app, merge_options);
   trainsim::cli::CompareOptions compare_options;
   auto* compare = trainsim::cli::add_compare_command(app, compare_options);
+  trainsim::cli::ReportOptions report_options;
+  auto* report = trainsim::cli::add_report_command(app, report_options);
 
   try {
     app.parse(argc, argv);
@@ -42,6 +45,8 @@ int main(int argc, char** argv) {
       return trainsim::cli::merge_command(merge_options);
     if (compare->parsed())
       return trainsim::cli::compare_command(compare_options);
+    if (report->parsed())
+      return trainsim::cli::report_command(report_options);
     return 1;
   } catch (const trainsim::sim::InputError& e) {
     for (const auto& problem : e.problems())
