@@ -11,6 +11,8 @@ struct RunOptions {
   std::string out_dir;  // empty: runs/<scenario name>
   std::vector<std::string> overrides;
   bool quiet = false;
+  // Simulate a plan even when the memory model says it does not fit.
+  bool allow_oom = false;
 };
 
 // Registers the subcommand; `options` must outlive parsing.

@@ -102,10 +102,14 @@ TEST(ScenarioLoader, UnknownGpuAndPresetListTheKnownOnes) {
 }
 
 TEST(ScenarioLoader, PresetShapeFollowsOverriddenHeadsAndHidden) {
-  const auto s = parse_scenario_text(kMinimal, "t.yaml", {"model.hidden=4096", "model.heads=32"});
+  // Shapes only: these models do not fit the minimal cluster's memory.
+  const LoadOptions shapes_only{.check_memory = false};
+  const auto s =
+      parse_scenario_text(kMinimal, "t.yaml", {"model.hidden=4096", "model.heads=32"}, shapes_only);
   EXPECT_EQ(s.model.kv_heads, 32);
   EXPECT_EQ(s.model.ffn_hidden, 4 * 4096);
-  const auto llama = parse_scenario_text(kMinimal, "t.yaml", {"model.preset=llama2-70b", "model.layers=40"});
+  const auto llama =
+      parse_scenario_text(kMinimal, "t.yaml", {"model.preset=llama2-70b", "model.layers=40"}, shapes_only);
   EXPECT_EQ(llama.model.kv_heads, 8);
   EXPECT_EQ(llama.model.ffn_hidden, 28672);
 }
