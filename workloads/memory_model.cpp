@@ -95,7 +95,11 @@ OpMemory GpuMemoryModel::op_memory(PipeOpKind kind, int virtual_stage) const {
   auto& end = m.at_end[MemoryKind::activations];
   switch (kind) {
     case PipeOpKind::forward:
-      start = stored;
+      // Activations build up layer by layer and are all there when the
+      // forward ends: counting them then gives the forward's maximum
+      // without charging them before a transfer that frees memory (a BPipe
+      // eviction of the previous forward) has had the forward's time to land.
+      end = stored;
       break;
     case PipeOpKind::backward:
       start = workspace;
@@ -189,14 +193,17 @@ class RankWalk {
       for (double& b : during.bytes)
         b = -b;
       current_ += during;
-      // The previous op's reduce-scatter has landed by now.
+      if (op.kind == PipeOpKind::backward || op.kind == PipeOpKind::backward_input)
+        --held_;
+      // Transfers issued as the op ends hold their memory from then on; what
+      // they free (an eviction, the previous op's reduce-scatter) is freed
+      // only once they land.
+      reload(static_cast<int>(k));
+      observe(op);
       current_[MemoryKind::buffers] -= released_next_;
       released_next_ = carried_;
       carried_ = 0;
-      if (op.kind == PipeOpKind::backward || op.kind == PipeOpKind::backward_input)
-        --held_;
-      apply_evictions(static_cast<int>(k));
-      observe(op);
+      evict(static_cast<int>(k));
     }
     return result_;
   }
@@ -212,24 +219,28 @@ class RankWalk {
     return largest;
   }
 
-  void apply_evictions(int k) {
-    for (const ActivationEviction& e : schedule_.evictions) {
-      if (e.rank != rank_)
-        continue;
-      const int vs = schedule_.virtual_stage(e.rank, e.chunk);
-      const double bytes = stage_activation_bytes(memory_.model(), plan_,
-                                                  virtual_stage_slice(memory_.model(), plan_, vs).layers);
-      if (e.evict_after == k) {
-        current_[MemoryKind::activations] -= bytes;
-        --held_;
-        max_away_ = std::max(max_away_, ++away_);
-      }
-      if (e.reload_after == k) {
-        current_[MemoryKind::activations] += bytes;
+  double evicted_bytes(const ActivationEviction& e) const {
+    const int vs = schedule_.virtual_stage(e.rank, e.chunk);
+    return stage_activation_bytes(memory_.model(), plan_,
+                                  virtual_stage_slice(memory_.model(), plan_, vs).layers);
+  }
+
+  void reload(int k) {
+    for (const ActivationEviction& e : schedule_.evictions)
+      if (e.rank == rank_ && e.reload_after == k && e.evict_after != k) {
+        current_[MemoryKind::activations] += evicted_bytes(e);
         ++held_;
         --away_;
       }
-    }
+  }
+
+  void evict(int k) {
+    for (const ActivationEviction& e : schedule_.evictions)
+      if (e.rank == rank_ && e.evict_after == k && e.reload_after != k) {
+        current_[MemoryKind::activations] -= evicted_bytes(e);
+        --held_;
+        max_away_ = std::max(max_away_, ++away_);
+      }
   }
 
   void observe(const PipeOp& op) {

@@ -12,7 +12,8 @@
 //  - weights, gradients, optimizer state per parameter, by ZeRO stage over
 //    the data-parallel group of D = dp x cp GPUs (bytes_per_parameter);
 //  - activations: each forward stores its layers' activations
-//    (activation_memory.hpp) until the matching backward frees them; a
+//    (activation_memory.hpp), counted when it ends, until the matching
+//    backward frees them at its end; a
 //    zero-bubble input gradient (B) frees all but what the weight gradient
 //    (W) still needs; recomputation adds one layer's working set during a
 //    backward; BPipe's evicted activations live on the acceptor meanwhile;
