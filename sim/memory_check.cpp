@@ -44,7 +44,7 @@ std::vector<std::string> memory_problems(const Scenario& scenario) {
         "more "
         "tp or pp, sequence_parallel, zero_stage 1-3), or `trainsim run --allow-oom` to simulate anyway",
         gpu, stage.stage, scenario.cluster.locate(gpu).node, others, format_bytes(stage.peak_bytes),
-        stage.peak_op.empty() ? std::string() : fmt::format(" (during {})", stage.peak_op), spec.name,
+        stage.peak_op.empty() ? std::string() : fmt::format(" (at {})", stage.peak_op), spec.name,
         format_bytes(spec.hbm_bytes), format_bytes(b[MemoryKind::weights]),
         format_bytes(b[MemoryKind::gradients]), format_bytes(b[MemoryKind::optimizer]),
         format_bytes(b[MemoryKind::activations]), stage.max_forwards_held,

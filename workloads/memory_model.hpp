@@ -106,8 +106,8 @@ struct StageMemoryEstimate {
   int stage = 0;
   double peak_bytes = 0;
   MemoryBreakdown at_peak;
-  // The op during which the peak happens, as in schedule op strings ("F7",
-  // "B3.1"), empty when it is the resident memory alone.
+  // The op during or at the end of which the peak happens, as in schedule
+  // op strings ("F7", "B3.1"), empty when it is the resident memory alone.
   std::string peak_op;
   // Most forwards (of one micro-batch through one model chunk) whose
   // backward, or zero-bubble input gradient, has not run yet, that the GPU
