@@ -600,6 +600,8 @@ TaskGraph build_iteration(const ModelSpec& model, const ParallelPlan& plan,
     throw std::invalid_argument("layers not divisible by pp x virtual_stages");
   if (plan.micro_batches() <= 0)
     throw std::invalid_argument("no micro-batches");
+  if (plan.cp < 1 || plan.zero_stage < 0 || plan.zero_stage > 3)
+    throw std::invalid_argument("context parallelism below 1 or ZeRO stage outside 0..3");
   if (const auto problems = schedule_problems(plan, model.layers); !problems.empty()) {
     std::string text = "schedule cannot run:";
     for (const auto& p : problems)
