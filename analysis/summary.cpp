@@ -1,6 +1,7 @@
 #include "analysis/summary.hpp"
 
 #include "analysis/intervals.hpp"
+#include "analysis/memory_curve.hpp"
 
 namespace trainsim::analysis {
 
@@ -60,7 +61,21 @@ Summary summarize(const workloads::TaskGraph& graph, const Timeline& timeline,
       st.bubble_fraction += u.idle_s / t;
     }
   }
-  const double per_stage = double(plan.dp) * plan.tp;
+  const MemoryCurves memory = memory_curves(graph, timeline);
+  for (std::size_t g = 0; g < gpus; ++g) {
+    auto& u = s.gpus[g];
+    const auto& curve = memory.gpus[g];
+    u.peak_memory_bytes = curve.peak_bytes;
+    u.peak_memory_time_s = curve.peak_time_s;
+    u.memory_at_peak = curve.at_peak;
+    u.memory_capacity_bytes = cluster.gpu_of(static_cast<int>(g)).hbm_bytes;
+    if (u.peak_memory_bytes > u.memory_capacity_bytes)
+      s.fits_in_memory = false;
+  }
+  s.peak_memory_bytes = memory.peak_bytes;
+  s.peak_memory_gpu = memory.peak_gpu;
+
+  const double per_stage = double(plan.dp) * plan.tp * plan.cp;
   for (std::size_t i = 0; i < s.stages.size(); ++i) {
     auto& st = s.stages[i];
     st.stage = static_cast<int>(i);

@@ -28,6 +28,12 @@ struct GpuUsage {
   double hardware_flops = 0;
   double achieved_tflops = 0;           // model FLOPs / iteration time, in TFLOP/s
   double achieved_hardware_tflops = 0;  // hardware FLOPs / iteration time, in TFLOP/s
+  // Memory (analysis/memory_curve.hpp): the highest the GPU's memory gets,
+  // when it first gets there, what it holds then, and the GPU's HBM.
+  double peak_memory_bytes = 0;
+  double peak_memory_time_s = 0;
+  workloads::MemoryBreakdown memory_at_peak;
+  double memory_capacity_bytes = 0;
 };
 
 struct StageUsage {
@@ -50,7 +56,10 @@ struct Summary {
   double tflops_per_gpu = 0;  // mean achieved model TFLOP/s
   double compute_fraction = 0;
   double exposed_comm_fraction = 0;
-  double bubble_fraction = 0;  // mean idle fraction over all GPUs
+  double bubble_fraction = 0;    // mean idle fraction over all GPUs
+  double peak_memory_bytes = 0;  // the largest GPU peak
+  int peak_memory_gpu = -1;
+  bool fits_in_memory = true;  // no GPU's peak exceeds its HBM
   std::size_t task_count = 0;
   std::size_t record_count = 0;
   std::vector<GpuUsage> gpus;

@@ -5,6 +5,16 @@
 #include "trainsim_version.hpp"
 
 namespace trainsim::analysis {
+namespace {
+
+nlohmann::ordered_json memory_breakdown(const workloads::MemoryBreakdown& b) {
+  nlohmann::ordered_json j;
+  for (int k = 0; k < workloads::kMemoryKindCount; ++k)
+    j[std::string(to_string(static_cast<workloads::MemoryKind>(k))) + "_bytes"] = b.bytes[k];
+  return j;
+}
+
+}  // namespace
 
 namespace {
 
@@ -69,7 +79,12 @@ void write_summary_json(std::ostream& out, const RunContext& run, const Report& 
                {"global_batch_size", run.plan.global_batch_size},
                {"micro_batches", run.plan.micro_batches()},
                {"schedule", to_string(run.plan.schedule)},
-               {"recompute", to_string(run.plan.recompute)}};
+               {"recompute", to_string(run.plan.recompute)},
+               {"context_parallel", run.plan.cp},
+               {"sequence_parallel", run.plan.sequence_parallel},
+               {"zero_stage", run.plan.zero_stage},
+               {"overlap_grad_reduce", run.plan.overlap_grad_reduce},
+               {"grad_bucket_size_bytes", run.plan.grad_bucket_size_bytes()}};
 
   j["iteration_time_s"] = s.iteration_time_s;
   j["tokens_per_iteration"] = s.tokens_per_iteration;
@@ -82,6 +97,9 @@ void write_summary_json(std::ostream& out, const RunContext& run, const Report& 
   j["compute_fraction"] = s.compute_fraction;
   j["exposed_comm_fraction"] = s.exposed_comm_fraction;
   j["bubble_fraction"] = s.bubble_fraction;
+  j["peak_memory_bytes"] = s.peak_memory_bytes;
+  j["peak_memory_gpu"] = s.peak_memory_gpu;
+  j["fits_in_memory"] = s.fits_in_memory;
   j["task_count"] = s.task_count;
   j["hardware_tflops_per_gpu"] =
       t > 0 && !s.gpus.empty() ? s.hardware_flops / t / 1e12 / static_cast<double>(s.gpus.size()) : 0;
@@ -118,7 +136,11 @@ void write_summary_json(std::ostream& out, const RunContext& run, const Report& 
                       {"exposed_comm_s", u.exposed_comm_s},
                       {"idle_s", u.idle_s},
                       {"achieved_tflops", u.achieved_tflops},
-                      {"achieved_hardware_tflops", u.achieved_hardware_tflops}};
+                      {"achieved_hardware_tflops", u.achieved_hardware_tflops},
+                      {"peak_memory_bytes", u.peak_memory_bytes},
+                      {"peak_memory_time_s", u.peak_memory_time_s},
+                      {"memory_capacity_bytes", u.memory_capacity_bytes},
+                      {"memory_at_peak", memory_breakdown(u.memory_at_peak)}};
     if (g < report.bubbles.gpus.size()) {
       const auto& b = report.bubbles.gpus[g];
       e["forward_backward_s"] = b.forward_backward_s;

@@ -53,6 +53,8 @@ std::string_view colour_of(const workloads::Task& task) {
       return "#e45756";
     case workloads::CommKind::dp:
       return "#9d755d";
+    case workloads::CommKind::cp:
+      return "#72b7b2";
     case workloads::CommKind::none:
       break;
   }

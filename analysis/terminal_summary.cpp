@@ -36,6 +36,19 @@ void write_terminal_summary(std::ostream& out, const RunContext& run, const Repo
   fmt::print(out, "plan         dp {} x tp {} x pp {}, {} micro-batches of {}, schedule {}, recompute {}\n",
              plan.dp, plan.tp, plan.pp, plan.micro_batches(), plan.micro_batch_size, to_string(plan.schedule),
              to_string(plan.recompute));
+  std::string options;
+  if (plan.cp > 1)
+    options += fmt::format(", context parallel {}", plan.cp);
+  if (plan.sequence_parallel)
+    options += ", sequence parallel";
+  if (plan.zero_stage > 0)
+    options +=
+        plan.zero_stage == 3 ? std::string(", ZeRO-3 (FSDP)") : fmt::format(", ZeRO-{}", plan.zero_stage);
+  if (plan.overlap_grad_reduce)
+    options += fmt::format(", gradient buckets of {} overlapping the backward",
+                           units::format_bytes(plan.grad_bucket_size_bytes()));
+  if (!options.empty())
+    fmt::print(out, "             {}\n", options.substr(2));
   fmt::print(out, "\n");
   const double hw_tflops =
       t > 0 && !s.gpus.empty() ? s.hardware_flops / t / 1e12 / static_cast<double>(s.gpus.size()) : 0;
@@ -55,10 +68,10 @@ void write_terminal_summary(std::ostream& out, const RunContext& run, const Repo
     exposed += fmt::format("{}{} {}", k ? ", " : "", workloads::to_string(kCommKinds[k]),
                            pct(t > 0 && !s.gpus.empty() ? ut.exposed_by_kind_s[k] / (t * s.gpus.size()) : 0));
   fmt::print(out, "  {:<24}{:>12}\n", "exposed comm by kind", exposed);
-  if (report.memory.peak_gpu >= 0) {
-    const auto& m = report.memory.gpus[static_cast<std::size_t>(report.memory.peak_gpu)];
-    fmt::print(out, "  {:<24}{:>12}   on GPU {} of {} (weights + activations estimate)\n", "peak memory",
-               units::format_bytes(m.peak_bytes), m.gpu, units::format_bytes(m.capacity_bytes));
+  if (s.peak_memory_gpu >= 0) {
+    const auto& g = s.gpus[static_cast<std::size_t>(s.peak_memory_gpu)];
+    fmt::print(out, "  {:<24}{:>12}   on GPU {} of {}{}\n", "peak memory", units::format_bytes(s.peak_memory_bytes),
+               g.gpu, units::format_bytes(g.memory_capacity_bytes), s.fits_in_memory ? "" : "  (DOES NOT FIT)");
   }
   if (report.energy.measured)
     fmt::print(out, "  {:<24}{:>12}   {:.3g} J/token, {:.0f} W per GPU, {} drawn idle\n",

@@ -12,6 +12,8 @@ std::string_view to_string(Stream stream) {
       return "pp_comm";
     case Stream::dp_comm:
       return "dp_comm";
+    case Stream::cp_comm:
+      return "cp_comm";
   }
   return "?";
 }
@@ -26,6 +28,8 @@ Stream stream_of(const workloads::Task& task) {
       return Stream::pp_comm;
     case workloads::CommKind::dp:
       return Stream::dp_comm;
+    case workloads::CommKind::cp:
+      return Stream::cp_comm;
   }
   return Stream::compute;
 }

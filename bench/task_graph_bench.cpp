@@ -9,11 +9,13 @@
 
 #include "analysis/plan_memory.hpp"
 #include "analysis/report.hpp"
+#include "analysis/memory_curve.hpp"
 #include "analysis/reporters.hpp"
 #include "analysis/summary.hpp"
 #include "platforms/gpu_spec.hpp"
 #include "workloads/cost_model.hpp"
 #include "workloads/iteration_builder.hpp"
+#include "workloads/memory_model.hpp"
 
 namespace {
 using namespace trainsim;
@@ -52,7 +54,8 @@ analysis::Timeline fake_timeline(const workloads::TaskGraph& graph) {
       c += 1e-3;
     }
   }
-  for (double c : clock) t.end_s = std::max(t.end_s, c);
+  for (double c : clock)
+    t.end_s = std::max(t.end_s, c);
   return t;
 }
 
@@ -70,12 +73,52 @@ void BM_BuildIteration512Gpus(benchmark::State& state) {
 }
 BENCHMARK(BM_BuildIteration512Gpus)->Unit(benchmark::kMillisecond);
 
+// The same plan with ZeRO-3 / FSDP: every op split per layer, a parameter
+// all-gather and a gradient reduce-scatter per layer and micro-batch.
+void BM_BuildIteration512GpusFsdp(benchmark::State& state) {
+  Plan512 p;
+  p.plan.zero_stage = 3;
+  const workloads::AnalyticCostModel cost(p.model, p.plan);
+  std::size_t tasks = 0;
+  for (auto _ : state) {
+    auto graph = workloads::build_iteration(p.model, p.plan, p.cluster, cost);
+    tasks = graph.size();
+    benchmark::DoNotOptimize(graph);
+  }
+  state.counters["tasks"] = static_cast<double>(tasks);
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * tasks));
+}
+BENCHMARK(BM_BuildIteration512GpusFsdp)->Unit(benchmark::kMillisecond);
+
+// The static memory estimate the loader runs before anything is simulated.
+void BM_MemoryEstimate512Gpus(benchmark::State& state) {
+  Plan512 p;
+  const workloads::AnalyticCostModel cost(p.model, p.plan);
+  for (auto _ : state) {
+    const auto schedule = workloads::schedule_for(p.model, p.plan, p.cluster, cost);
+    benchmark::DoNotOptimize(workloads::estimate_memory(p.model, p.plan, schedule));
+  }
+}
+BENCHMARK(BM_MemoryEstimate512Gpus)->Unit(benchmark::kMillisecond);
+
+void BM_MemoryCurves512Gpus(benchmark::State& state) {
+  Plan512 p;
+  const workloads::AnalyticCostModel cost(p.model, p.plan);
+  const auto graph = workloads::build_iteration(p.model, p.plan, p.cluster, cost);
+  const auto timeline = fake_timeline(graph);
+  for (auto _ : state)
+    benchmark::DoNotOptimize(analysis::memory_curves(graph, timeline));
+  state.counters["events"] = static_cast<double>(graph.memory.size());
+}
+BENCHMARK(BM_MemoryCurves512Gpus)->Unit(benchmark::kMillisecond);
+
 void BM_Summarize512Gpus(benchmark::State& state) {
   Plan512 p;
   const workloads::AnalyticCostModel cost(p.model, p.plan);
   const auto graph = workloads::build_iteration(p.model, p.plan, p.cluster, cost);
   const auto timeline = fake_timeline(graph);
-  for (auto _ : state) benchmark::DoNotOptimize(analysis::summarize(graph, timeline, p.model, p.plan, p.cluster));
+  for (auto _ : state)
+    benchmark::DoNotOptimize(analysis::summarize(graph, timeline, p.model, p.plan, p.cluster));
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * timeline.records.size()));
 }
 BENCHMARK(BM_Summarize512Gpus)->Unit(benchmark::kMillisecond);

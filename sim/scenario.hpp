@@ -23,11 +23,20 @@ struct Scenario {
   std::optional<double> compute_efficiency;
 };
 
+struct LoadOptions {
+  // Check that the plan fits in GPU memory (the memory model's static
+  // estimate, sim/memory_check.hpp) and throw InfeasiblePlan
+  // (does_not_fit_in_memory) when it does not. `trainsim run --allow-oom`
+  // turns it off.
+  bool check_memory = true;
+};
+
 // Reads `path`, applies the `--set KEY=VALUE` overrides in order, then parses
 // and validates everything. Throws InputError listing every problem found.
-Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides = {});
+Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides = {},
+                       const LoadOptions& options = {});
 // The same from YAML text (tests; `file` names it in messages).
 Scenario parse_scenario_text(const std::string& yaml, const std::string& file,
-                             const std::vector<std::string>& overrides = {});
+                             const std::vector<std::string>& overrides = {}, const LoadOptions& options = {});
 
 }  // namespace trainsim::sim

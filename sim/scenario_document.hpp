@@ -14,7 +14,8 @@ namespace trainsim::sim {
 // Parses and validates `root` as a scenario. Throws InputError for malformed
 // input, and its subclass InfeasiblePlan (sim/infeasible_plan.hpp) when the
 // input is well formed but the plan cannot run.
-Scenario load_scenario_document(const YAML::Node& root, const InputSource& source);
+Scenario load_scenario_document(const YAML::Node& root, const InputSource& source,
+                                const LoadOptions& options = {});
 
 // The top-level keys that hold a study rather than a scenario (`sweep`,
 // `variants`); `trainsim run` rejects them with a pointer to the right command.

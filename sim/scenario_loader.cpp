@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "sim/infeasible_plan.hpp"
+#include "sim/memory_check.hpp"
 #include "sim/scenario.hpp"
 #include "sim/scenario_document.hpp"
 #include "sim/scenario_sections.hpp"
@@ -27,7 +28,7 @@ std::optional<MapReader> required_map(MapReader& parent, std::string_view key, s
   return parent.map(key);
 }
 
-Scenario load_document(const YAML::Node& root, const InputSource& source) {
+Scenario load_document(const YAML::Node& root, const InputSource& source, const LoadOptions& options) {
   const std::string& file = source.file();
   ErrorList errors;
   Scenario scenario;
@@ -66,12 +67,22 @@ Scenario load_document(const YAML::Node& root, const InputSource& source) {
     } catch (const InputError& e) {
       throw InfeasiblePlan(Infeasibility::invalid_plan, e.problems());
     }
+    // A plan that runs, but not in the GPUs' memory.
+    if (options.check_memory) {
+      for (const auto& problem : memory_problems(scenario))
+        plan->error("", problem);
+      try {
+        errors.throw_if_any();
+      } catch (const InputError& e) {
+        throw InfeasiblePlan(Infeasibility::does_not_fit_in_memory, e.problems());
+      }
+    }
   }
   return scenario;
 }
 
 Scenario load_from(const std::string& text, const std::string& file,
-                   const std::vector<std::string>& overrides) {
+                   const std::vector<std::string>& overrides, const LoadOptions& options) {
   YAML::Node root;
   try {
     root = YAML::Load(text);
@@ -87,27 +98,29 @@ Scenario load_from(const std::string& text, const std::string& file,
   for (const auto& o : overrides)
     apply_override(root, o, source, errors);
   errors.throw_if_any();
-  return load_document(root, source);
+  return load_document(root, source, options);
 }
 
 }  // namespace
 
-Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides) {
+Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides,
+                       const LoadOptions& options) {
   std::ifstream in(path);
   if (!in)
     throw InputError({fmt::format("{}: cannot open the scenario file", path)});
   std::stringstream text;
   text << in.rdbuf();
-  return load_from(text.str(), path, overrides);
+  return load_from(text.str(), path, overrides, options);
 }
 
 Scenario parse_scenario_text(const std::string& yaml, const std::string& file,
-                             const std::vector<std::string>& overrides) {
-  return load_from(yaml, file, overrides);
+                             const std::vector<std::string>& overrides, const LoadOptions& options) {
+  return load_from(yaml, file, overrides, options);
 }
 
-Scenario load_scenario_document(const YAML::Node& root, const InputSource& source) {
-  return load_document(root, source);
+Scenario load_scenario_document(const YAML::Node& root, const InputSource& source,
+                                const LoadOptions& options) {
+  return load_document(root, source, options);
 }
 
 }  // namespace trainsim::sim

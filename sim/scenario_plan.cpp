@@ -39,6 +39,7 @@ bool read_plan_section(MapReader& p, Scenario& scenario) {
           "recompute",
           {{"none", Recompute::none}, {"selective", Recompute::selective}, {"full", Recompute::full}}))
     plan.recompute = *r;
+  read_parallelism_options(p, scenario);
   p.finish();
   return p.error_count() == before;
 }
@@ -50,21 +51,27 @@ void validate_scenario(MapReader& p, Scenario& scenario) {
   const auto& group = scenario.cluster.groups.front();
   const std::string cluster_size =
       fmt::format("cluster.nodes {} x cluster.gpus_per_node {}", group.nodes, group.gpus_per_node);
+  // Context parallelism joins the product only when used, so that the
+  // messages of plans without it stay as they were.
+  const std::string cp_names = plan.cp > 1 ? " x cp" : "";
+  const std::string cp_value = plan.cp > 1 ? fmt::format(" x {}", plan.cp) : "";
+  const int model_parallel = plan.tp * plan.pp * plan.cp;
   if (plan.dp == 0) {
-    if (gpus % (plan.tp * plan.pp) != 0) {
-      p.error("tp", fmt::format(
-                        "tp x pp = {} x {} = {} does not divide the cluster's {} GPUs ({}), so dp cannot be "
-                        "derived; expected tp x pp to divide {}",
-                        plan.tp, plan.pp, plan.tp * plan.pp, gpus, cluster_size, gpus));
+    if (gpus % model_parallel != 0) {
+      p.error("tp",
+              fmt::format(
+                  "tp x pp{} = {} x {}{} = {} does not divide the cluster's {} GPUs ({}), so dp cannot be "
+                  "derived; expected tp x pp{} to divide {}",
+                  cp_names, plan.tp, plan.pp, cp_value, model_parallel, gpus, cluster_size, cp_names, gpus));
       return;
     }
-    plan.dp = gpus / (plan.tp * plan.pp);
+    plan.dp = gpus / model_parallel;
   }
   if (plan.gpu_count() != gpus)
-    p.error("dp",
-            fmt::format("dp x tp x pp = {} x {} x {} = {} GPUs, but the cluster has {} ({}); expected the "
-                        "product to equal the GPU count",
-                        plan.dp, plan.tp, plan.pp, plan.gpu_count(), gpus, cluster_size));
+    p.error("dp", fmt::format(
+                      "dp x tp x pp{} = {} x {} x {}{} = {} GPUs, but the cluster has {} ({}); expected the "
+                      "product to equal the GPU count",
+                      cp_names, plan.dp, plan.tp, plan.pp, cp_value, plan.gpu_count(), gpus, cluster_size));
   if (plan.global_batch_size % (plan.micro_batch_size * plan.dp) != 0)
     p.error(
         "global_batch_size",
@@ -88,6 +95,7 @@ void validate_scenario(MapReader& p, Scenario& scenario) {
   if (model.heads % plan.tp != 0)
     p.error("tp", fmt::format("model.heads = {} is not divisible by tp = {}; expected a divisor of {}",
                               model.heads, plan.tp, model.heads));
+  validate_parallelism_options(p, scenario);
 }
 
 }  // namespace trainsim::sim

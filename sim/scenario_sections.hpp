@@ -17,6 +17,12 @@ bool read_plan_section(MapReader& plan, Scenario& scenario);
 // Derives plan.dp when it was left to "auto".
 void validate_scenario(MapReader& plan, Scenario& scenario);
 
+// The plan's parallelism options (scenario_plan_options.cpp): sequence and
+// context parallelism, zero_stage, gradient buckets. Read with the plan
+// section, validated with it.
+void read_parallelism_options(MapReader& plan, Scenario& scenario);
+void validate_parallelism_options(MapReader& plan, Scenario& scenario);
+
 // Integer ceiling for counts in scenario files.
 inline constexpr long long kMaxCount = 1LL << 30;
 

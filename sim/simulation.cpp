@@ -1,18 +1,18 @@
 #include "sim/simulation.hpp"
 
 #include "sim/cluster_zone.hpp"
+#include "sim/cost_model_choice.hpp"
 #include "sim/engine_setup.hpp"
 #include "sim/gpu_energy.hpp"
 #include "sim/replay.hpp"
-#include "workloads/cost_model.hpp"
 #include "workloads/iteration_builder.hpp"
 
 namespace trainsim::sim {
 
 SimulationResult simulate(const Scenario& scenario) {
   SimulationResult result;
-  const workloads::AnalyticCostModel cost(scenario.model, scenario.plan, scenario.compute_efficiency);
-  result.graph = workloads::build_iteration(scenario.model, scenario.plan, scenario.cluster, cost);
+  const auto cost = make_cost_model(scenario);
+  result.graph = workloads::build_iteration(scenario.model, scenario.plan, scenario.cluster, *cost);
 
   auto engine = make_engine();
   enable_gpu_energy();

@@ -1,9 +1,12 @@
 #include "workloads/iteration_builder.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
 #include "workloads/activation_memory.hpp"
+#include "workloads/context_parallel.hpp"
+#include "workloads/iteration_builder_state.hpp"
 
 namespace trainsim::workloads {
 namespace {
@@ -59,301 +62,474 @@ double transfer_time_s(const platforms::ClusterSpec& cluster, int from, int to, 
   return link.bandwidth_Bps > 0 ? link.latency_s + bytes / link.bandwidth_Bps : link.latency_s;
 }
 
-class Builder {
- public:
-  Builder(const ModelSpec& model, const ParallelPlan& plan, const platforms::ClusterSpec& cluster,
-          const CostModel& cost)
-      : model_(model), plan_(plan), cluster_(cluster), cost_(cost) {}
+}  // namespace
 
-  TaskGraph build() {
-    graph_.gpu_count = plan_.gpu_count();
-    schedule_ = schedule_for(model_, plan_, cluster_, cost_);
-    m_ = plan_.micro_batches();
-    const auto gpus = static_cast<std::size_t>(plan_.gpu_count());
-    const auto slots = static_cast<std::size_t>(schedule_.chunks * m_);
-    // Per GPU, indexed chunk x m + micro-batch: the compute task of each op,
-    // and the task after which its output is ready (its TP all-reduce when
-    // tp > 1, else the compute task).
-    forward_done_.assign(gpus, std::vector<TaskId>(slots, kNone));
-    forward_task_ = backward_done_ = backward_task_ = paired_forward_ = forward_done_;
-    op_task_.assign(gpus, {});
-    op_done_.assign(gpus, {});
-    last_.assign(gpus, kNone);
+namespace detail {
 
-    for (int dp = 0; dp < plan_.dp; ++dp)
-      for (int rank = 0; rank < plan_.pp; ++rank)
-        add_rank_ops(dp, rank);
-    for (int dp = 0; dp < plan_.dp; ++dp) {
-      add_pipeline_sends(dp);
-      add_evictions(dp);
-    }
+using At = MemoryEvent::At;
+
+IterationBuilder::IterationBuilder(const ModelSpec& model, const ParallelPlan& plan,
+                                   const platforms::ClusterSpec& cluster, const CostModel& cost)
+    : model_(model), plan_(plan), cluster_(cluster), cost_(cost), memory_(model, plan) {}
+
+OpCost IterationBuilder::op_cost(PipeOpKind kind, const StageSlice& slice,
+                                 const platforms::GpuSpec& gpu) const {
+  switch (kind) {
+    case PipeOpKind::forward:
+      return cost_.forward(slice, gpu);
+    case PipeOpKind::backward:
+      return cost_.backward(slice, gpu);
+    case PipeOpKind::backward_input:
+      return cost_.backward_input(slice, gpu);
+    case PipeOpKind::backward_weight:
+      return cost_.backward_weight(slice, gpu);
+  }
+  return {};
+}
+
+TaskGraph IterationBuilder::build() {
+  graph_.gpu_count = plan_.gpu_count();
+  schedule_ = schedule_for_gpu_costs(model_, plan_, cluster_, cost_);
+  m_ = plan_.micro_batches();
+  const auto gpus = static_cast<std::size_t>(plan_.gpu_count());
+  const auto slots = static_cast<std::size_t>(schedule_.chunks * m_);
+  ops_.assign(gpus, {});
+  forward_op_.assign(gpus, std::vector<std::size_t>(slots, 0));
+  backward_op_ = forward_op_;
+  last_.assign(gpus, kNone);
+  graph_.resident_memory.resize(gpus);
+  for (int gpu = 0; gpu < plan_.gpu_count(); ++gpu)
+    graph_.resident_memory[idx(gpu)] = memory_.resident(plan_.pp_rank_of(gpu));
+
+  last_gradient_op_.assign(static_cast<std::size_t>(plan_.pp),
+                           std::vector<std::size_t>(static_cast<std::size_t>(schedule_.chunks), 0));
+  for (int rank = 0; rank < plan_.pp; ++rank) {
+    const auto& list = schedule_.per_rank[static_cast<std::size_t>(rank)];
+    for (std::size_t k = 0; k < list.size(); ++k)
+      if (produces_gradients(list[k].kind))
+        last_gradient_op_[static_cast<std::size_t>(rank)][static_cast<std::size_t>(list[k].chunk)] = k;
+  }
+
+  for (int dp = 0; dp < plan_.dp; ++dp)
     for (int rank = 0; rank < plan_.pp; ++rank)
-      for (int tp = 0; tp < plan_.tp; ++tp)
-        add_gradient_sync_and_step(rank, tp);
-    return std::move(graph_);
-  }
-
- private:
-  static constexpr TaskId kNone = static_cast<TaskId>(-1);
-
-  std::size_t idx(int gpu) const { return static_cast<std::size_t>(gpu); }
-  std::size_t slot(int chunk, int mb) const { return static_cast<std::size_t>(chunk * m_ + mb); }
-
-  OpCost op_cost(PipeOpKind kind, const StageSlice& slice, const platforms::GpuSpec& gpu) const {
-    switch (kind) {
-      case PipeOpKind::forward:
-        return cost_.forward(slice, gpu);
-      case PipeOpKind::backward:
-        return cost_.backward(slice, gpu);
-      case PipeOpKind::backward_input:
-        return cost_.backward_input(slice, gpu);
-      case PipeOpKind::backward_weight:
-        return cost_.backward_weight(slice, gpu);
+      add_rank_ops(dp, rank);
+  for (int dp = 0; dp < plan_.dp; ++dp)
+    for (int cp = 0; cp < plan_.cp; ++cp) {
+      add_pipeline_sends(dp, cp);
+      add_evictions(dp, cp);
     }
-    return {};
+  for (int rank = 0; rank < plan_.pp; ++rank)
+    for (int tp = 0; tp < plan_.tp; ++tp) {
+      if (plan_.zero_stage >= 3 && plan_.data_parallel_size() > 1)
+        add_fsdp_sync_and_step(rank, tp);
+      else
+        add_gradient_sync_and_step(rank, tp);
+    }
+  graph_.seal_memory();
+  return std::move(graph_);
+}
+
+// Ops run as one compute task unless something must happen between their
+// layers: FSDP gathers and reduces every layer, and overlapped gradient
+// buckets fire as the layers of the backward that completes the gradients
+// finish (Megatron: the last micro-batch's; ZeRO-2 reduces after every
+// micro-batch).
+bool IterationBuilder::split_per_layer(int rank, std::size_t op_index) const {
+  if (plan_.data_parallel_size() <= 1)
+    return false;
+  if (plan_.zero_stage >= 3)
+    return true;
+  const PipeOp& op = schedule_.per_rank[static_cast<std::size_t>(rank)][op_index];
+  if (!plan_.overlap_grad_reduce || !produces_gradients(op.kind))
+    return false;
+  return plan_.zero_stage == 2 ||
+         last_gradient_op_[static_cast<std::size_t>(rank)][static_cast<std::size_t>(op.chunk)] == op_index;
+}
+
+void IterationBuilder::add_rank_ops(int dp, int rank) {
+  // TP groups per CP rank, CP groups per TP rank.
+  std::vector<int> tp_groups(static_cast<std::size_t>(plan_.cp), -1),
+      cp_groups(static_cast<std::size_t>(plan_.tp), -1);
+  if (plan_.tp > 1)
+    for (int cp = 0; cp < plan_.cp; ++cp) {
+      std::vector<int> members;
+      for (int tp = 0; tp < plan_.tp; ++tp)
+        members.push_back(plan_.gpu_of(rank, dp, tp, cp));
+      tp_groups[static_cast<std::size_t>(cp)] = graph_.add_group(members);
+    }
+  if (plan_.cp > 1)
+    for (int tp = 0; tp < plan_.tp; ++tp) {
+      std::vector<int> members;
+      for (int cp = 0; cp < plan_.cp; ++cp)
+        members.push_back(plan_.gpu_of(rank, dp, tp, cp));
+      cp_groups[static_cast<std::size_t>(tp)] = graph_.add_group(members);
+    }
+  const auto& list = schedule_.per_rank[static_cast<std::size_t>(rank)];
+  for (std::size_t k = 0; k < list.size(); ++k)
+    add_op(dp, rank, k, tp_groups, cp_groups);
+}
+
+void IterationBuilder::add_op(int dp, int rank, std::size_t op_index, const std::vector<int>& tp_groups,
+                              const std::vector<int>& cp_groups) {
+  const PipeOp& op = schedule_.per_rank[static_cast<std::size_t>(rank)][op_index];
+  const int vs = schedule_.virtual_stage(rank, op.chunk);
+  const StageSlice slice = virtual_stage_slice(model_, plan_, vs);
+
+  // The op's pieces: one per layer (a backward walks them last to first,
+  // the embedding rides with the first layer and the logits with the last),
+  // or the whole op.
+  struct PieceSpec {
+    StageSlice slice;
+    int layer = -1;
+    double parameters = 0;
+  };
+  std::vector<PieceSpec> specs;
+  const double layer_parameters = model_.layer_parameters() / plan_.tp;
+  if (split_per_layer(rank, op_index)) {
+    for (int l = 0; l < slice.layers; ++l) {
+      const StageSlice piece{.layers = 1,
+                             .embedding = slice.embedding && l == 0,
+                             .logits = slice.logits && l == slice.layers - 1};
+      double parameters = layer_parameters;
+      if (piece.embedding)
+        parameters += model_.embedding_parameters() / plan_.tp;
+      if (piece.logits)
+        parameters += model_.logits_parameters() / plan_.tp;
+      specs.push_back({piece, vs * slice.layers + l, parameters});
+    }
+    if (op.kind != PipeOpKind::forward)
+      std::reverse(specs.begin(), specs.end());
+  } else {
+    double parameters = slice.layers * layer_parameters;
+    if (slice.embedding)
+      parameters += model_.embedding_parameters() / plan_.tp;
+    if (slice.logits)
+      parameters += model_.logits_parameters() / plan_.tp;
+    specs.push_back({slice, -1, parameters});
+  }
+  const int passes = plan_.cp > 1 ? cp_exchange_passes(plan_, op.kind) : 0;
+
+  std::vector<int> gpus;  // the op's GPUs, CP rank major, TP rank minor
+  for (int cp = 0; cp < plan_.cp; ++cp)
+    for (int tp = 0; tp < plan_.tp; ++tp)
+      gpus.push_back(plan_.gpu_of(rank, dp, tp, cp));
+  // Piece costs add up to the whole op's (the cost model's per-piece
+  // answers only set the proportions).
+  std::vector<std::vector<OpCost>> costs(gpus.size());
+  for (std::size_t g = 0; g < gpus.size(); ++g) {
+    const auto& gpu = cluster_.gpu_of(gpus[g]);
+    const OpCost whole = op_cost(op.kind, slice, gpu);
+    if (specs.size() == 1) {
+      costs[g] = {whole};
+      continue;
+    }
+    OpCost sum;
+    for (const auto& spec : specs) {
+      costs[g].push_back(op_cost(op.kind, spec.slice, gpu));
+      sum.duration_s += costs[g].back().duration_s;
+      sum.model_flops += costs[g].back().model_flops;
+      sum.hardware_flops += costs[g].back().hardware_flops;
+    }
+    for (auto& c : costs[g]) {
+      c.duration_s = sum.duration_s > 0 ? whole.duration_s * c.duration_s / sum.duration_s : 0;
+      c.model_flops = sum.model_flops > 0 ? whole.model_flops * c.model_flops / sum.model_flops : 0;
+      c.hardware_flops =
+          sum.hardware_flops > 0 ? whole.hardware_flops * c.hardware_flops / sum.hardware_flops : 0;
+    }
   }
 
-  void add_rank_ops(int dp, int rank) {
-    std::vector<int> tp_group;
-    for (int tp = 0; tp < plan_.tp; ++tp)
-      tp_group.push_back(plan_.gpu_of(rank, dp, tp));
-    const int group = plan_.tp > 1 ? graph_.add_group(tp_group) : -1;
-
-    for (const PipeOp& op : schedule_.per_rank[static_cast<std::size_t>(rank)]) {
-      const StageSlice slice = virtual_stage_slice(model_, plan_, schedule_.virtual_stage(rank, op.chunk));
-      std::vector<TaskId> computes;
-      for (int gpu : tp_group) {
-        const OpCost cost = op_cost(op.kind, slice, cluster_.gpu_of(gpu));
-        Task task{.kind = task_kind(op.kind),
-                  .gpu = gpu,
-                  .stage = rank,
-                  .chunk = op.chunk,
-                  .micro_batch = op.micro_batch,
-                  .duration_s = cost.duration_s,
-                  .model_flops = cost.model_flops,
-                  .hardware_flops = cost.hardware_flops};
-        const TaskId id = graph_.add(task);
-        if (last_[idx(gpu)] != kNone)
-          graph_.depend(last_[idx(gpu)], id);
-        computes.push_back(id);
+  std::vector<BuiltOp> built(gpus.size());
+  for (std::size_t g = 0; g < gpus.size(); ++g)
+    built[g] = {.op = op, .virtual_stage = vs, .pieces = {}, .done = kNone};
+  for (std::size_t p = 0; p < specs.size(); ++p) {
+    const auto& spec = specs[p];
+    const double share = passes > 0 ? attention_share(model_, plan_, spec.slice) : 0.0;
+    for (std::size_t g = 0; g < gpus.size(); ++g) {
+      const int gpu = gpus[g];
+      const OpCost& c = costs[g][p];
+      Task task{.kind = task_kind(op.kind),
+                .gpu = gpu,
+                .stage = rank,
+                .chunk = op.chunk,
+                .micro_batch = op.micro_batch,
+                .duration_s = c.duration_s,
+                .model_flops = c.model_flops,
+                .hardware_flops = c.hardware_flops,
+                .layer = spec.layer};
+      Piece piece{.layer = spec.layer, .parameters = spec.parameters};
+      if (share > 0) {
+        Task attention = task;
+        attention.duration_s *= share;
+        attention.model_flops *= share;
+        attention.hardware_flops *= share;
+        attention.attention = true;
+        task.duration_s -= attention.duration_s;
+        task.model_flops -= attention.model_flops;
+        task.hardware_flops -= attention.hardware_flops;
+        piece.first = graph_.add(attention);
+        piece.last = graph_.add(task);
+        graph_.depend(piece.first, piece.last);
+      } else {
+        piece.first = piece.last = graph_.add(task);
       }
-      std::vector<TaskId> done = computes;
-      if (const int fold = tp_allreduces(plan_, op.kind, slice.layers); group >= 0 && fold > 0) {
+      if (last_[idx(gpu)] != kNone)
+        graph_.depend(last_[idx(gpu)], piece.first);
+      built[g].pieces.push_back(piece);
+    }
+    // Ring attention: the CP group passes this piece's keys and values
+    // around while each GPU computes attention on the block it holds.
+    if (share > 0) {
+      for (int tp = 0; tp < plan_.tp; ++tp) {
+        Task exchange{.kind = TaskKind::collective,
+                      .comm = CommKind::cp,
+                      .op = CollectiveOp::all_gather,
+                      .group = cp_groups[static_cast<std::size_t>(tp)],
+                      .stage = rank,
+                      .chunk = op.chunk,
+                      .micro_batch = op.micro_batch,
+                      .bytes = cp_exchange_bytes(model_, plan_),
+                      .fold = passes * spec.slice.layers,
+                      .layer = spec.layer};
+        const TaskId id = graph_.add(exchange);
+        for (int cp = 0; cp < plan_.cp; ++cp) {
+          const auto g = static_cast<std::size_t>(cp * plan_.tp + tp);
+          const int gpu = gpus[g];
+          if (last_[idx(gpu)] != kNone)
+            graph_.depend(last_[idx(gpu)], id);
+          graph_.depend(id, built[g].pieces.back().last);
+          built[g].pieces.back().exchange = id;
+          graph_.add_memory(id, gpu, At::start, MemoryKind::buffers, memory_.kv_exchange_buffer_bytes());
+          graph_.add_memory(id, gpu, At::end, MemoryKind::buffers, -memory_.kv_exchange_buffer_bytes());
+        }
+      }
+    }
+    for (std::size_t g = 0; g < gpus.size(); ++g)
+      last_[idx(gpus[g])] = built[g].pieces.back().last;
+  }
+
+  // TP: the op's all-reduces, folded into one collective per TP group (two
+  // with sequence parallelism: reduce-scatter then all-gather, same volume).
+  for (std::size_t g = 0; g < gpus.size(); ++g)
+    built[g].done = built[g].pieces.back().last;
+  const int fold = tp_allreduces(plan_, op.kind, slice.layers);
+  if (plan_.tp > 1 && fold > 0) {
+    for (int cp = 0; cp < plan_.cp; ++cp) {
+      std::vector<CollectiveOp> passes_of_op = {CollectiveOp::all_reduce};
+      if (plan_.sequence_parallel)
+        passes_of_op = {CollectiveOp::reduce_scatter, CollectiveOp::all_gather};
+      TaskId previous = kNone;
+      for (CollectiveOp collective_op : passes_of_op) {
         Task collective{.kind = TaskKind::collective,
                         .comm = CommKind::tp,
-                        .op = CollectiveOp::all_reduce,
-                        .group = group,
+                        .op = collective_op,
+                        .group = tp_groups[static_cast<std::size_t>(cp)],
                         .stage = rank,
                         .chunk = op.chunk,
                         .micro_batch = op.micro_batch,
                         .bytes = tp_allreduce_bytes(model_, plan_),
                         .fold = fold};
         const TaskId id = graph_.add(collective);
-        for (TaskId c : computes)
-          graph_.depend(c, id);
-        done.assign(computes.size(), id);
+        if (previous != kNone)
+          graph_.depend(previous, id);
+        else
+          for (int tp = 0; tp < plan_.tp; ++tp)
+            graph_.depend(built[static_cast<std::size_t>(cp * plan_.tp + tp)].pieces.back().last, id);
+        previous = id;
       }
-      const std::size_t s = slot(op.chunk, op.micro_batch);
-      for (std::size_t k = 0; k < tp_group.size(); ++k) {
-        const int gpu = tp_group[k];
-        switch (op.kind) {
-          case PipeOpKind::forward:
-            forward_task_[idx(gpu)][s] = computes[k];
-            forward_done_[idx(gpu)][s] = done[k];
-            break;
-          case PipeOpKind::backward:
-          case PipeOpKind::backward_input:
-            backward_task_[idx(gpu)][s] = computes[k];
-            backward_done_[idx(gpu)][s] = done[k];
-            if (op.paired) {
-              if (op_task_[idx(gpu)].empty() || graph_[op_task_[idx(gpu)].back()].kind != TaskKind::forward)
-                throw std::logic_error("schedule pairs a backward with no forward before it");
-              paired_forward_[idx(gpu)][s] = op_task_[idx(gpu)].back();
-            }
-            break;
-          case PipeOpKind::backward_weight:
-            // W(mb) needs its own B(mb): every generator lists B first.
-            if (backward_task_[idx(gpu)][s] == kNone)
-              throw std::logic_error("schedule lists a weight gradient before its input gradient");
-            graph_.depend(backward_task_[idx(gpu)][s], computes[k]);
-            break;
-        }
-        op_task_[idx(gpu)].push_back(computes[k]);
-        op_done_[idx(gpu)].push_back(done[k]);
-        last_[idx(gpu)] = done[k];
-      }
+      for (int tp = 0; tp < plan_.tp; ++tp)
+        built[static_cast<std::size_t>(cp * plan_.tp + tp)].done = previous;
     }
   }
 
-  // Activations flow up the virtual stages, gradients back down; each TP
-  // rank sends its share to the same TP rank of the GPU holding the next
-  // virtual stage. Consecutive virtual stages on one rank (the turn of a V)
-  // hand over in memory: a dependency, no transfer.
-  void add_pipeline_sends(int dp) {
-    const double bytes = pipeline_message_bytes(model_, plan_);
-    const int stages = schedule_.virtual_stages();
+  const std::size_t s = slot(op.chunk, op.micro_batch);
+  const OpMemory memory = memory_.op_memory(op.kind, vs);
+  for (std::size_t g = 0; g < gpus.size(); ++g) {
+    const int gpu = gpus[g];
+    auto& list = ops_[idx(gpu)];
+    switch (op.kind) {
+      case PipeOpKind::forward:
+        forward_op_[idx(gpu)][s] = list.size();
+        break;
+      case PipeOpKind::backward:
+      case PipeOpKind::backward_input:
+        backward_op_[idx(gpu)][s] = list.size();
+        if (op.paired && (list.empty() || list.back().op.kind != PipeOpKind::forward))
+          throw std::logic_error("schedule pairs a backward with no forward before it");
+        break;
+      case PipeOpKind::backward_weight: {
+        // W(mb) needs its own B(mb): every generator lists B first.
+        const std::size_t b = backward_op_[idx(gpu)][s];
+        if (b >= list.size() || list[b].op.micro_batch != op.micro_batch || list[b].op.chunk != op.chunk ||
+            list[b].op.kind != PipeOpKind::backward_input)
+          throw std::logic_error("schedule lists a weight gradient before its input gradient");
+        graph_.depend(list[b].pieces.back().last, built[g].pieces.front().first);
+        break;
+      }
+    }
+    for (int k = 0; k < kMemoryKindCount; ++k) {
+      const auto kind = static_cast<MemoryKind>(k);
+      graph_.add_memory(built[g].pieces.front().first, gpu, At::start, kind, memory.at_start[kind]);
+      graph_.add_memory(built[g].pieces.back().last, gpu, At::end, kind, memory.at_end[kind]);
+    }
+    last_[idx(gpu)] = built[g].done;
+    list.push_back(std::move(built[g]));
+  }
+}
+
+void IterationBuilder::gate(TaskId input, int gpu, std::size_t op_index) {
+  const Piece& first = ops_[idx(gpu)][op_index].pieces.front();
+  graph_.depend(input, first.first);
+  if (first.exchange != kNone)
+    graph_.depend(input, first.exchange);
+}
+
+// Activations flow up the virtual stages, gradients back down; each TP
+// rank sends its share to the same TP rank of the GPU holding the next
+// virtual stage. Consecutive virtual stages on one rank (the turn of a V)
+// hand over in memory: a dependency, no transfer.
+void IterationBuilder::add_pipeline_sends(int dp, int cp) {
+  const double bytes = pipeline_message_bytes(model_, plan_);
+  const int stages = schedule_.virtual_stages();
+  for (int tp = 0; tp < plan_.tp; ++tp) {
+    for (int vs = 0; vs + 1 < stages; ++vs) {
+      const int r0 = schedule_.rank_of(vs), r1 = schedule_.rank_of(vs + 1);
+      const int c0 = schedule_.chunk_of(vs), c1 = schedule_.chunk_of(vs + 1);
+      const int g0 = plan_.gpu_of(r0, dp, tp, cp), g1 = plan_.gpu_of(r1, dp, tp, cp);
+      for (int mb = 0; mb < m_; ++mb) {
+        const std::size_t f0 = forward_op_[idx(g0)][slot(c0, mb)], f1 = forward_op_[idx(g1)][slot(c1, mb)];
+        const std::size_t b0 = backward_op_[idx(g0)][slot(c0, mb)], b1 = backward_op_[idx(g1)][slot(c1, mb)];
+        const TaskId f_out = ops_[idx(g0)][f0].done;
+        const TaskId b_out = ops_[idx(g1)][b1].done;
+        if (r0 == r1) {
+          gate(f_out, g1, f1);
+          gate(b_out, g0, b0);
+          continue;
+        }
+        gate(add_send({.from = g0,
+                       .to = g1,
+                       .stage = r0,
+                       .chunk = c0,
+                       .mb = mb,
+                       .bytes = bytes,
+                       .transfer = TransferKind::activation},
+                      {f_out}),
+             g1, f1);
+        gate(add_send({.from = g1,
+                       .to = g0,
+                       .stage = r1,
+                       .chunk = c1,
+                       .mb = mb,
+                       .bytes = bytes,
+                       .transfer = TransferKind::gradient},
+                      {b_out}),
+             g0, b0);
+      }
+    }
+    // The last virtual stage turns the forward around: its backward starts
+    // from its own forward's loss, and so does the forward it is paired with
+    // when they run overlapped (DualPipe's F&B).
+    const int last = stages - 1;
+    const int g = plan_.gpu_of(schedule_.rank_of(last), dp, tp, cp);
+    for (int mb = 0; mb < m_; ++mb) {
+      const std::size_t s = slot(schedule_.chunk_of(last), mb);
+      const TaskId loss = ops_[idx(g)][forward_op_[idx(g)][s]].done;
+      const std::size_t b = backward_op_[idx(g)][s];
+      gate(loss, g, b);
+      if (ops_[idx(g)][b].op.paired)
+        gate(loss, g, b - 1);
+    }
+  }
+}
+
+// BPipe: the evictor sends a forward's stored activations to its acceptor
+// once the forward is done, and the acceptor sends them back when the
+// evictor's reload point has passed; the backward waits for the reload.
+// Both are pipeline transfers: they share the pipeline streams and links
+// with the activations and gradients. The activations live on the acceptor
+// from the start of the eviction to the end of the reload.
+void IterationBuilder::add_evictions(int dp, int cp) {
+  for (const ActivationEviction& e : schedule_.evictions) {
+    const StageSlice slice = virtual_stage_slice(model_, plan_, schedule_.virtual_stage(e.rank, e.chunk));
+    const double bytes = stage_activation_bytes(model_, plan_, slice.layers);
     for (int tp = 0; tp < plan_.tp; ++tp) {
-      for (int vs = 0; vs + 1 < stages; ++vs) {
-        const int r0 = schedule_.rank_of(vs), r1 = schedule_.rank_of(vs + 1);
-        const int c0 = schedule_.chunk_of(vs), c1 = schedule_.chunk_of(vs + 1);
-        const int g0 = plan_.gpu_of(r0, dp, tp), g1 = plan_.gpu_of(r1, dp, tp);
-        for (int mb = 0; mb < m_; ++mb) {
-          const TaskId f_out = forward_done_[idx(g0)][slot(c0, mb)];
-          const TaskId f_in = forward_task_[idx(g1)][slot(c1, mb)];
-          const TaskId b_out = backward_done_[idx(g1)][slot(c1, mb)];
-          const TaskId b_in = backward_task_[idx(g0)][slot(c0, mb)];
-          if (r0 == r1) {
-            graph_.depend(f_out, f_in);
-            graph_.depend(b_out, b_in);
-            continue;
-          }
-          add_send({.from = g0,
-                    .to = g1,
-                    .stage = r0,
-                    .chunk = c0,
-                    .mb = mb,
-                    .bytes = bytes,
-                    .transfer = TransferKind::activation},
-                   {f_out}, f_in);
-          add_send({.from = g1,
-                    .to = g0,
-                    .stage = r1,
-                    .chunk = c1,
-                    .mb = mb,
-                    .bytes = bytes,
-                    .transfer = TransferKind::gradient},
-                   {b_out}, b_in);
-        }
-      }
-      // The last virtual stage turns the forward around: its backward
-      // starts from its own forward's loss.
-      const int last = stages - 1;
-      const int g = plan_.gpu_of(schedule_.rank_of(last), dp, tp);
-      for (int mb = 0; mb < m_; ++mb)
-        feed_backward(forward_done_[idx(g)][slot(schedule_.chunk_of(last), mb)], g,
-                      slot(schedule_.chunk_of(last), mb));
+      const int evictor = plan_.gpu_of(e.rank, dp, tp, cp), acceptor = plan_.gpu_of(e.acceptor, dp, tp, cp);
+      const auto& ops = ops_[idx(evictor)];
+      const TaskId evicted = add_send({.from = evictor,
+                                       .to = acceptor,
+                                       .stage = e.rank,
+                                       .chunk = e.chunk,
+                                       .mb = e.micro_batch,
+                                       .bytes = bytes,
+                                       .transfer = TransferKind::evict},
+                                      {ops[static_cast<std::size_t>(e.evict_after)].done});
+      graph_.add_memory(evicted, acceptor, At::start, MemoryKind::activations, bytes);
+      graph_.add_memory(evicted, evictor, At::end, MemoryKind::activations, -bytes);
+      std::vector<TaskId> after{evicted};
+      if (e.reload_after >= 0)
+        after.push_back(ops[static_cast<std::size_t>(e.reload_after)].pieces.back().last);
+      const TaskId reload = add_send({.from = acceptor,
+                                      .to = evictor,
+                                      .stage = e.acceptor,
+                                      .chunk = e.chunk,
+                                      .mb = e.micro_batch,
+                                      .bytes = bytes,
+                                      .transfer = TransferKind::reload},
+                                     after);
+      graph_.depend(reload, ops[static_cast<std::size_t>(e.reload_before)].pieces.front().first);
+      graph_.add_memory(reload, evictor, At::start, MemoryKind::activations, bytes);
+      graph_.add_memory(reload, acceptor, At::end, MemoryKind::activations, -bytes);
     }
   }
+}
 
-  // `input` (the gradient from the next virtual stage, or the loss) gates
-  // the backward, and the forward it is paired with when they run overlapped.
-  void feed_backward(TaskId input, int gpu, std::size_t s) {
-    graph_.depend(input, backward_task_[idx(gpu)][s]);
-    if (paired_forward_[idx(gpu)][s] != kNone)
-      graph_.depend(input, paired_forward_[idx(gpu)][s]);
+TaskId IterationBuilder::add_send(const Transfer& t, const std::vector<TaskId>& after) {
+  Task send{.kind = TaskKind::send,
+            .comm = CommKind::pp,
+            .gpu = t.from,
+            .peer = t.to,
+            .stage = t.stage,
+            .chunk = t.chunk,
+            .transfer = t.transfer,
+            .micro_batch = t.mb,
+            .bytes = t.bytes};
+  const TaskId id = graph_.add(send);
+  for (TaskId a : after)
+    graph_.depend(a, id);
+  return id;
+}
+
+std::vector<int> IterationBuilder::data_parallel_members(int rank, int tp) const {
+  std::vector<int> members;
+  for (int dp = 0; dp < plan_.dp; ++dp)
+    for (int cp = 0; cp < plan_.cp; ++cp)
+      members.push_back(plan_.gpu_of(rank, dp, tp, cp));
+  return members;
+}
+
+std::vector<TaskId> IterationBuilder::add_optimizer_steps(int rank, const std::vector<int>& members,
+                                                          double parameters, TaskId after) {
+  std::vector<TaskId> steps;
+  for (int gpu : members) {
+    const OpCost cost = cost_.optimizer(parameters, cluster_.gpu_of(gpu));
+    Task step{.kind = TaskKind::optimizer, .gpu = gpu, .stage = rank, .duration_s = cost.duration_s};
+    const TaskId id = graph_.add(step);
+    graph_.depend(after != kNone ? after : last_[idx(gpu)], id);
+    if (after != kNone && last_[idx(gpu)] != kNone)
+      graph_.depend(last_[idx(gpu)], id);
+    last_[idx(gpu)] = id;
+    steps.push_back(id);
   }
+  return steps;
+}
 
-  // BPipe: the evictor sends a forward's stored activations to its acceptor
-  // once the forward is done, and the acceptor sends them back when the
-  // evictor's reload point has passed; the backward waits for the reload.
-  // Both are pipeline transfers: they share the pipeline streams and links
-  // with the activations and gradients.
-  void add_evictions(int dp) {
-    for (const ActivationEviction& e : schedule_.evictions) {
-      const StageSlice slice = virtual_stage_slice(model_, plan_, schedule_.virtual_stage(e.rank, e.chunk));
-      const double bytes = stage_activation_bytes(model_, plan_, slice.layers);
-      for (int tp = 0; tp < plan_.tp; ++tp) {
-        const int evictor = plan_.gpu_of(e.rank, dp, tp), acceptor = plan_.gpu_of(e.acceptor, dp, tp);
-        const auto& tasks = op_task_[idx(evictor)];
-        const auto& done = op_done_[idx(evictor)];
-        const TaskId evicted = add_send({.from = evictor,
-                                         .to = acceptor,
-                                         .stage = e.rank,
-                                         .chunk = e.chunk,
-                                         .mb = e.micro_batch,
-                                         .bytes = bytes,
-                                         .transfer = TransferKind::evict},
-                                        {done[static_cast<std::size_t>(e.evict_after)]}, kNone);
-        std::vector<TaskId> after{evicted};
-        if (e.reload_after >= 0)
-          after.push_back(tasks[static_cast<std::size_t>(e.reload_after)]);
-        add_send({.from = acceptor,
-                  .to = evictor,
-                  .stage = e.acceptor,
-                  .chunk = e.chunk,
-                  .mb = e.micro_batch,
-                  .bytes = bytes,
-                  .transfer = TransferKind::reload},
-                 after, tasks[static_cast<std::size_t>(e.reload_before)]);
-      }
-    }
-  }
-
-  struct Transfer {
-    int from = 0, to = 0, stage = 0, chunk = 0, mb = 0;
-    double bytes = 0;
-    TransferKind transfer = TransferKind::none;
-  };
-
-  TaskId add_send(const Transfer& t, const std::vector<TaskId>& after, TaskId before) {
-    Task send{.kind = TaskKind::send,
-              .comm = CommKind::pp,
-              .gpu = t.from,
-              .peer = t.to,
-              .stage = t.stage,
-              .chunk = t.chunk,
-              .transfer = t.transfer,
-              .micro_batch = t.mb,
-              .bytes = t.bytes};
-    const TaskId id = graph_.add(send);
-    for (TaskId a : after)
-      graph_.depend(a, id);
-    if (before != kNone)
-      graph_.depend(id, before);
-    return id;
-  }
-
-  // The DP group of (rank, tp rank) all-reduces its gradients once every
-  // replica has finished its last backward or weight pass; each GPU then
-  // steps its optimizer.
-  void add_gradient_sync_and_step(int rank, int tp) {
-    std::vector<int> members;
-    for (int dp = 0; dp < plan_.dp; ++dp)
-      members.push_back(plan_.gpu_of(rank, dp, tp));
-    const double parameters = stage_parameters_per_gpu(model_, plan_, rank);
-    TaskId sync = kNone;
-    if (plan_.dp > 1) {
-      Task collective{.kind = TaskKind::collective,
-                      .comm = CommKind::dp,
-                      .op = CollectiveOp::all_reduce,
-                      .group = graph_.add_group(members),
-                      .stage = rank,
-                      .bytes = parameters * plan_.grad_bytes};
-      sync = graph_.add(collective);
-      for (int gpu : members)
-        graph_.depend(last_[idx(gpu)], sync);
-    }
-    for (int gpu : members) {
-      const OpCost cost = cost_.optimizer(parameters, cluster_.gpu_of(gpu));
-      Task step{.kind = TaskKind::optimizer, .gpu = gpu, .stage = rank, .duration_s = cost.duration_s};
-      const TaskId id = graph_.add(step);
-      graph_.depend(sync != kNone ? sync : last_[idx(gpu)], id);
-      last_[idx(gpu)] = id;
-    }
-  }
-
-  const ModelSpec& model_;
-  const ParallelPlan& plan_;
-  const platforms::ClusterSpec& cluster_;
-  const CostModel& cost_;
-  PipelineSchedule schedule_;
-  int m_ = 0;
-  TaskGraph graph_;
-  std::vector<std::vector<TaskId>> forward_done_, backward_done_, forward_task_, backward_task_;
-  // The forward a backward runs overlapped with (DualPipe's F&B), if any.
-  std::vector<std::vector<TaskId>> paired_forward_;
-  std::vector<std::vector<TaskId>> op_task_, op_done_;  // per GPU, in list order
-  std::vector<TaskId> last_;
-};
-
-}  // namespace
+}  // namespace detail
 
 double pipeline_message_bytes(const ModelSpec& model, const ParallelPlan& plan) {
-  return 2.0 * plan.micro_batch_size * model.seq_len * model.hidden / plan.tp;
+  return 2.0 * plan.micro_batch_size * model.seq_len / plan.cp * model.hidden / plan.tp;
 }
 
 double tp_allreduce_bytes(const ModelSpec& model, const ParallelPlan& plan) {
-  return 2.0 * plan.micro_batch_size * model.seq_len * model.hidden;
+  return 2.0 * plan.micro_batch_size * model.seq_len / plan.cp * model.hidden;
 }
 
 StageSlice virtual_stage_slice(const ModelSpec& model, const ParallelPlan& plan, int virtual_stage) {
@@ -377,8 +553,11 @@ double stage_parameters_per_gpu(const ModelSpec& model, const ParallelPlan& plan
   return parameters / plan.tp;
 }
 
-PipelineSchedule schedule_for(const ModelSpec& model, const ParallelPlan& plan,
-                              const platforms::ClusterSpec& cluster, const CostModel& cost) {
+namespace detail {
+
+// schedule_for with the cost of one GPU already divided by context parallelism.
+PipelineSchedule schedule_for_gpu_costs(const ModelSpec& model, const ParallelPlan& plan,
+                                        const platforms::ClusterSpec& cluster, const CostModel& cost) {
   ScheduleOptions options;
   options.virtual_stages = plan.virtual_stages;
   if (plan.schedule == ScheduleKind::zb_v) {
@@ -404,6 +583,15 @@ PipelineSchedule schedule_for(const ModelSpec& model, const ParallelPlan& plan,
   return make_schedule(plan.schedule, plan.pp, plan.micro_batches(), options);
 }
 
+}  // namespace detail
+
+PipelineSchedule schedule_for(const ModelSpec& model, const ParallelPlan& plan,
+                              const platforms::ClusterSpec& cluster, const CostModel& cost) {
+  if (plan.cp > 1)
+    return detail::schedule_for_gpu_costs(model, plan, cluster, ContextParallelCost(cost, plan.cp));
+  return detail::schedule_for_gpu_costs(model, plan, cluster, cost);
+}
+
 TaskGraph build_iteration(const ModelSpec& model, const ParallelPlan& plan,
                           const platforms::ClusterSpec& cluster, const CostModel& cost) {
   if (plan.gpu_count() != cluster.gpu_count())
@@ -412,13 +600,19 @@ TaskGraph build_iteration(const ModelSpec& model, const ParallelPlan& plan,
     throw std::invalid_argument("layers not divisible by pp x virtual_stages");
   if (plan.micro_batches() <= 0)
     throw std::invalid_argument("no micro-batches");
+  if (plan.cp < 1 || plan.zero_stage < 0 || plan.zero_stage > 3)
+    throw std::invalid_argument("context parallelism below 1 or ZeRO stage outside 0..3");
   if (const auto problems = schedule_problems(plan, model.layers); !problems.empty()) {
     std::string text = "schedule cannot run:";
     for (const auto& p : problems)
       text += " plan." + p.key + ": " + p.message + ";";
     throw std::invalid_argument(text);
   }
-  return Builder(model, plan, cluster, cost).build();
+  if (plan.cp > 1) {
+    const ContextParallelCost per_gpu(cost, plan.cp);
+    return detail::IterationBuilder(model, plan, cluster, per_gpu).build();
+  }
+  return detail::IterationBuilder(model, plan, cluster, cost).build();
 }
 
 }  // namespace trainsim::workloads

@@ -2,11 +2,16 @@
 // Turns (model, plan, cluster, cost model) into the task graph of one
 // training iteration: the schedule's compute ops on every GPU (forward, full
 // backward, or the zero-bubble split into input gradient and weight
-// gradient, per model chunk), the pipeline sends between the ranks holding
-// consecutive virtual stages, BPipe's activation evictions and reloads, the
-// TP all-reduces after every compute op that has them, the DP gradient
-// all-reduce after each GPU's last backward or weight pass, and the
-// optimizer step.
+// gradient, per model chunk; split per layer for FSDP and gradient buckets,
+// and into attention core + rest under ring attention), the pipeline sends
+// between the ranks holding consecutive virtual stages, BPipe's activation
+// evictions and reloads, the TP collectives after every compute op that has
+// them (all-reduce, or reduce-scatter + all-gather with sequence
+// parallelism), the ring-attention key/value exchange of context
+// parallelism, the data-parallel gradient synchronisation (all-reduce, ZeRO
+// reduce-scatter + all-gather, FSDP's per-layer gathers and reduce-scatters,
+// in buckets or not), the optimizer step, and every task's memory events
+// (workloads/memory_model.hpp). docs/parallelism.md has the details.
 #include "platforms/cluster_spec.hpp"
 #include "workloads/cost_model.hpp"
 #include "workloads/model_spec.hpp"
@@ -19,22 +24,26 @@ namespace trainsim::workloads {
 // Preconditions (the scenario validator checks them with clear messages;
 // here they throw std::invalid_argument): plan.gpu_count() ==
 // cluster.gpu_count(), layers divisible by pp x virtual_stages, global batch
-// divisible by micro-batch x dp, and schedule_problems(plan) empty.
+// divisible by micro-batch x dp, schedule_problems(plan) empty, cp >= 1 and
+// zero_stage in 0..3.
 TaskGraph build_iteration(const ModelSpec& model, const ParallelPlan& plan,
                           const platforms::ClusterSpec& cluster, const CostModel& cost);
 
 // The schedule build_iteration replays: the plan's generator, with ZB-V's
 // greedy fed the cost model's per-chunk times (averaged over virtual stages,
 // as the reference feeds it its measured means), the pipeline transfer time
-// between the first two ranks, and the model's activation sizes.
+// between the first two ranks, and the model's activation sizes. With
+// context parallelism the times are one CP rank's.
 PipelineSchedule schedule_for(const ModelSpec& model, const ParallelPlan& plan,
                               const platforms::ClusterSpec& cluster, const CostModel& cost);
 
 // Per-GPU bytes the pipeline sends between stages per micro-batch: the
 // b x s x h bf16 activation, split over the TP group (Megatron's
-// scatter-gather of pipeline tensors).
+// scatter-gather of pipeline tensors), s / cp tokens with context
+// parallelism.
 double pipeline_message_bytes(const ModelSpec& model, const ParallelPlan& plan);
-// Bytes of one TP all-reduce (the b x s x h bf16 activation).
+// Bytes of one TP all-reduce (the b x s x h bf16 activation; s / cp tokens
+// with context parallelism).
 double tp_allreduce_bytes(const ModelSpec& model, const ParallelPlan& plan);
 // The layers, embedding and logits of virtual stage `virtual_stage` (of
 // pp x virtual_stages): the embedding on the first, the logits on the last.

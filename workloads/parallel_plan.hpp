@@ -22,10 +22,20 @@ std::string_view to_string(ScheduleKind kind);
 enum class Recompute { none, selective, full };
 std::string_view to_string(Recompute recompute);
 
+// Megatron's default gradient bucket: 40 million gradient elements
+// (DistributedDataParallelConfig's bucket_size for data-parallel sizes up
+// to 40); plan.grad_bucket_size overrides it in bytes.
+inline constexpr double kDefaultGradBucketElements = 40e6;
+
 struct ParallelPlan {
   int dp = 1;
   int tp = 1;
   int pp = 1;
+  // Context parallelism (ring attention): each sequence split over `cp`
+  // GPUs, which pass key/value blocks around a ring in every attention.
+  // dp x tp x pp x cp = GPUs. (Expert parallelism, when it comes, is one
+  // more degree here and in gpu_of, between cp and dp as in Megatron.)
+  int cp = 1;
   int micro_batch_size = 1;
   int global_batch_size = 1;
   ScheduleKind schedule = ScheduleKind::one_f_one_b;
@@ -36,16 +46,38 @@ struct ParallelPlan {
   Recompute recompute = Recompute::none;
   // Bytes per gradient element in the DP all-reduce (2 for bf16/fp16).
   int grad_bytes = 2;
+  // Megatron sequence parallelism: the TP all-reduces become reduce-scatter
+  // + all-gather pairs and the activations outside the matmuls are split
+  // over the TP group (needs tp > 1).
+  bool sequence_parallel = false;
+  // ZeRO stage over the data-parallel group (dp x cp GPUs): 0 plain data
+  // parallelism, 1 optimizer state sharded, 2 + gradients, 3 + parameters
+  // (FSDP).
+  int zero_stage = 0;
+  // Gradient reduction during the backward, in buckets of grad_bucket_bytes
+  // (0: kDefaultGradBucketElements x grad_bytes), instead of one collective
+  // after it. Zero stages 0 to 2 (FSDP reduces per layer anyway).
+  bool overlap_grad_reduce = false;
+  double grad_bucket_bytes = 0;
 
-  int gpu_count() const { return dp * tp * pp; }
+  int gpu_count() const { return dp * tp * pp * cp; }
+  // GPUs that hold replicas of the same parameters and reduce their
+  // gradients together (and shard them under ZeRO): dp x cp.
+  int data_parallel_size() const { return dp * cp; }
+  double grad_bucket_size_bytes() const {
+    return grad_bucket_bytes > 0 ? grad_bucket_bytes : kDefaultGradBucketElements * grad_bytes;
+  }
   // m: micro-batches each pipeline runs per iteration.
   int micro_batches() const { return global_batch_size / (micro_batch_size * dp); }
 
-  // Megatron's rank order (tp fastest, then dp, then pp): TP groups sit inside
-  // a node, pipeline stages are farthest apart.
-  int gpu_of(int pp_rank, int dp_rank, int tp_rank) const { return tp_rank + tp * (dp_rank + dp * pp_rank); }
-  int pp_rank_of(int gpu) const { return gpu / (tp * dp); }
-  int dp_rank_of(int gpu) const { return (gpu / tp) % dp; }
+  // Megatron's rank order (tp fastest, then cp, then dp, then pp): TP groups
+  // sit inside a node, pipeline stages are farthest apart.
+  int gpu_of(int pp_rank, int dp_rank, int tp_rank, int cp_rank = 0) const {
+    return tp_rank + tp * (cp_rank + cp * (dp_rank + dp * pp_rank));
+  }
+  int pp_rank_of(int gpu) const { return gpu / (tp * cp * dp); }
+  int dp_rank_of(int gpu) const { return (gpu / (tp * cp)) % dp; }
+  int cp_rank_of(int gpu) const { return (gpu / tp) % cp; }
   int tp_rank_of(int gpu) const { return gpu % tp; }
 };
 

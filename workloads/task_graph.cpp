@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace trainsim::workloads {
 
 std::string_view to_string(TaskKind kind) {
@@ -34,6 +36,8 @@ std::string_view to_string(CommKind kind) {
       return "pp";
     case CommKind::dp:
       return "dp";
+    case CommKind::cp:
+      return "cp";
   }
   return "?";
 }
@@ -66,8 +70,65 @@ std::string_view to_string(TransferKind kind) {
   return "?";
 }
 
+std::string_view to_string(MemoryKind kind) {
+  switch (kind) {
+    case MemoryKind::weights:
+      return "weights";
+    case MemoryKind::gradients:
+      return "gradients";
+    case MemoryKind::optimizer:
+      return "optimizer";
+    case MemoryKind::activations:
+      return "activations";
+    case MemoryKind::buffers:
+      return "buffers";
+  }
+  return "?";
+}
+
+double MemoryBreakdown::total() const {
+  double sum = 0;
+  for (double b : bytes)
+    sum += b;
+  return sum;
+}
+
+MemoryBreakdown& MemoryBreakdown::operator+=(const MemoryBreakdown& other) {
+  for (int k = 0; k < kMemoryKindCount; ++k)
+    bytes[k] += other.bytes[k];
+  return *this;
+}
+
+void TaskGraph::seal_memory() {
+  std::stable_sort(memory.begin(), memory.end(),
+                   [](const MemoryEvent& a, const MemoryEvent& b) { return a.task < b.task; });
+  for (std::size_t i = 0; i < memory.size();) {
+    const TaskId task = memory[i].task;
+    Task& t = graph[task];
+    t.memory_begin = static_cast<std::uint32_t>(i);
+    while (i < memory.size() && memory[i].task == task)
+      ++i;
+    t.memory_end = static_cast<std::uint32_t>(i);
+  }
+}
+
+TaskMemoryEffect task_memory_effect(const TaskGraph& graph, const Task& task, int gpu) {
+  TaskMemoryEffect effect;
+  for (std::uint32_t i = task.memory_begin; i < task.memory_end; ++i) {
+    const MemoryEvent& e = graph.memory[i];
+    if (e.gpu != gpu)
+      continue;
+    (e.at == MemoryEvent::At::start ? effect.at_start_bytes : effect.at_end_bytes) += e.bytes;
+  }
+  return effect;
+}
+
 std::string task_label(const Task& task) {
-  const std::string chunk = task.chunk > 0 ? fmt::format(" chunk{}", task.chunk) : std::string();
+  std::string chunk = task.chunk > 0 ? fmt::format(" chunk{}", task.chunk) : std::string();
+  if (task.layer >= 0)
+    chunk += fmt::format(" layer{}", task.layer);
+  if (task.attention)
+    chunk += " attn";
   switch (task.kind) {
     case TaskKind::forward:
       return fmt::format("F mb{}{}", task.micro_batch, chunk);
@@ -83,10 +144,12 @@ std::string task_label(const Task& task) {
       if (task.transfer == TransferKind::evict || task.transfer == TransferKind::reload)
         return fmt::format("{} {} mb{}", to_string(task.comm), to_string(task.transfer), task.micro_batch);
       return fmt::format("{} send mb{}", to_string(task.comm), task.micro_batch);
-    case TaskKind::collective:
+    case TaskKind::collective: {
+      const std::string layer = task.layer >= 0 ? fmt::format(" layer{}", task.layer) : std::string();
       if (task.micro_batch >= 0)
-        return fmt::format("{} {} mb{}", to_string(task.comm), to_string(task.op), task.micro_batch);
-      return fmt::format("{} {}", to_string(task.comm), to_string(task.op));
+        return fmt::format("{} {} mb{}{}", to_string(task.comm), to_string(task.op), task.micro_batch, layer);
+      return fmt::format("{} {}{}", to_string(task.comm), to_string(task.op), layer);
+    }
   }
   return "?";
 }

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 namespace trainsim::workloads {
@@ -27,8 +28,9 @@ inline bool is_compute(TaskKind kind) {
 }
 
 // Which parallelism a transfer serves; selects the GPU stream it runs on and
-// how its exposed time is reported.
-enum class CommKind : std::uint8_t { none, tp, pp, dp };
+// how its exposed time is reported. (Expert parallelism's all-to-all will be
+// one more kind, `ep`.)
+enum class CommKind : std::uint8_t { none, tp, pp, dp, cp };
 std::string_view to_string(CommKind kind);
 
 enum class CollectiveOp : std::uint8_t { all_reduce, reduce_scatter, all_gather };
@@ -39,6 +41,8 @@ std::string_view to_string(CollectiveOp op);
 // back before their backward (reload).
 enum class TransferKind : std::uint8_t { none, activation, gradient, evict, reload };
 std::string_view to_string(TransferKind kind);
+
+using TaskId = std::size_t;
 
 struct Task {
   TaskKind kind = TaskKind::forward;
@@ -63,15 +67,55 @@ struct Task {
   // (a stage's per-layer TP all-reduces); replayed as one pass carrying
   // `fold` times the bytes plus fold - 1 extra latency terms.
   int fold = 1;
+  // Compute split into pieces (FSDP units, gradient buckets, ring
+  // attention): the model layer this piece runs (-1: the whole op), and
+  // whether it is the attention core that overlaps the context-parallel
+  // key/value exchange.
+  int layer = -1;
+  bool attention = false;
+  // This task's memory events: TaskGraph::memory[memory_begin, memory_end).
+  std::uint32_t memory_begin = 0;
+  std::uint32_t memory_end = 0;
+};
+
+// What a GPU's memory holds, by kind (workloads/memory_model.hpp says what
+// each kind counts).
+enum class MemoryKind : std::uint8_t { weights, gradients, optimizer, activations, buffers };
+inline constexpr int kMemoryKindCount = 5;
+std::string_view to_string(MemoryKind kind);
+
+struct MemoryBreakdown {
+  double bytes[kMemoryKindCount] = {};
+  double& operator[](MemoryKind kind) { return bytes[static_cast<int>(kind)]; }
+  double operator[](MemoryKind kind) const { return bytes[static_cast<int>(kind)]; }
+  double total() const;
+  MemoryBreakdown& operator+=(const MemoryBreakdown& other);
+};
+
+// A change of one GPU's memory when a task starts or ends: positive bytes
+// allocate, negative free.
+struct MemoryEvent {
+  enum class At : std::uint8_t { start, end };
+  TaskId task = 0;
+  int gpu = -1;
+  At at = At::start;
+  MemoryKind kind = MemoryKind::activations;
+  double bytes = 0;
 };
 
 using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, Task>;
-using TaskId = Graph::vertex_descriptor;
+static_assert(std::is_same_v<Graph::vertex_descriptor, TaskId>);
 
 struct TaskGraph {
   Graph graph;
   std::vector<std::vector<int>> groups;  // GPU ranks of each collective group, in ring order
   int gpu_count = 0;
+  // Memory: what each GPU holds all iteration (weights, gradients,
+  // optimizer state), and the allocations and frees of its tasks, grouped
+  // by task once seal_memory() has run (each task's range in
+  // memory_begin / memory_end).
+  std::vector<MemoryBreakdown> resident_memory;
+  std::vector<MemoryEvent> memory;
 
   TaskId add(const Task& task) { return boost::add_vertex(task, graph); }
   void depend(TaskId before, TaskId after) { boost::add_edge(before, after, graph); }
@@ -81,12 +125,30 @@ struct TaskGraph {
   }
   std::size_t size() const { return boost::num_vertices(graph); }
   const Task& operator[](TaskId id) const { return graph[id]; }
+  void add_memory(TaskId task, int gpu, MemoryEvent::At at, MemoryKind kind, double bytes) {
+    if (bytes != 0)
+      memory.push_back({task, gpu, at, kind, bytes});
+  }
+  // Groups the memory events by task (stable) and records each task's range.
+  void seal_memory();
 };
+
+// What a task does to one GPU's memory: the net bytes allocated when it
+// starts and when it ends (negative: freed). The analysis helper's
+// MemoryModel::effect(task, gpu) is {at_start_bytes, -at_end_bytes}.
+struct TaskMemoryEffect {
+  double at_start_bytes = 0;
+  double at_end_bytes = 0;
+};
+TaskMemoryEffect task_memory_effect(const TaskGraph& graph, const Task& task, int gpu);
 
 // A short, stable label for timelines and traces: "F mb3", "B mb0",
 // "tp all_reduce", "pp send mb2", "dp all_reduce", "optimizer"; a compute
 // op of a later model chunk adds it ("F mb3 chunk1"), BPipe's transfers
-// read "pp evict mb2" and "pp reload mb2".
+// read "pp evict mb2" and "pp reload mb2". A piece of a split op adds its
+// layer ("B mb3 layer7") and, for the attention core under ring attention,
+// "attn"; a collective tied to one layer adds it too ("dp all_gather mb3
+// layer7").
 std::string task_label(const Task& task);
 
 }  // namespace trainsim::workloads

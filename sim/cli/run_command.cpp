@@ -10,6 +10,7 @@
 #include "analysis/run_archive.hpp"
 #include "sim/cli/report_command.hpp"
 #include "sim/input_error.hpp"
+#include "sim/memory_check.hpp"
 #include "sim/scenario.hpp"
 #include "sim/simulation.hpp"
 
@@ -27,11 +28,19 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& options) {
       "Override a scenario value, KEY=VALUE with a dotted key (repeatable), e.g. --set plan.pp=4");
   cmd->add_flag("--html", options.html, "Also write report.html, one self-contained page");
   cmd->add_flag("-q,--quiet", options.quiet, "Do not print the summary table");
+  cmd->add_flag(
+      "--allow-oom", options.allow_oom,
+      "Simulate even when the plan does not fit in GPU memory (the summary still reports the peak)");
   return cmd;
 }
 
 int run_command(const RunOptions& options) {
-  const sim::Scenario scenario = sim::load_scenario(options.scenario, options.overrides);
+  const sim::Scenario scenario =
+      sim::load_scenario(options.scenario, options.overrides, {.check_memory = !options.allow_oom});
+  if (options.allow_oom)
+    for (const auto& problem : sim::memory_problems(scenario))
+      std::cerr << "warning: " << scenario.file << ": plan: " << problem
+                << " (simulating anyway: --allow-oom)\n";
   const fs::path out_dir =
       options.out_dir.empty() ? fs::path("runs") / scenario.name : fs::path(options.out_dir);
   std::error_code ec;

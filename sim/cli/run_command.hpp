@@ -12,6 +12,8 @@ struct RunOptions {
   std::vector<std::string> overrides;
   bool html = false;
   bool quiet = false;
+  // Simulate a plan even when the memory model says it does not fit.
+  bool allow_oom = false;
 };
 
 // Registers the subcommand; `options` must outlive parsing.

@@ -25,7 +25,8 @@ plan:
 std::string with(const std::string& text, const std::string& from, const std::string& to) {
   const auto at = text.find(from);
   EXPECT_NE(at, std::string::npos) << from;
-  if (at == std::string::npos) return text;
+  if (at == std::string::npos)
+    return text;
   return text.substr(0, at) + to + text.substr(at + from.size());
 }
 
@@ -46,10 +47,13 @@ void expect_one_error(const CliResult& r, const std::string& location, const std
   EXPECT_EQ(r.err.find("Backtrace"), std::string::npos) << r.err;
 }
 
-TEST(InputErrors, GoodScenarioRuns) { EXPECT_EQ(run_text(kGood).status, 0); }
+TEST(InputErrors, GoodScenarioRuns) {
+  EXPECT_EQ(run_text(kGood).status, 0);
+}
 
 TEST(InputErrors, UnknownKey) {
-  expect_one_error(run_text(with(kGood, "  pp: 4\n", "  pp: 4\n  ppp: 4\n")), "12:", "plan.ppp", "unknown key");
+  expect_one_error(run_text(with(kGood, "  pp: 4\n", "  pp: 4\n  ppp: 4\n")), "12:", "plan.ppp",
+                   "unknown key");
 }
 
 TEST(InputErrors, MissingUnit) {
@@ -57,8 +61,10 @@ TEST(InputErrors, MissingUnit) {
 }
 
 TEST(InputErrors, NegativeSize) {
-  expect_one_error(run_text(with(kGood, "200Gbps", "-200Gbps")), "5:", "cluster.nic.bandwidth", "is negative");
-  expect_one_error(run_text(with(kGood, "nodes: 2", "nodes: -2")), "3:", "cluster.nodes", "-2 is out of range");
+  expect_one_error(run_text(with(kGood, "200Gbps", "-200Gbps")), "5:", "cluster.nic.bandwidth",
+                   "is negative");
+  expect_one_error(run_text(with(kGood, "nodes: 2", "nodes: -2")), "3:", "cluster.nodes",
+                   "-2 is out of range");
 }
 
 TEST(InputErrors, ParallelDegreesMustMultiplyToTheGpuCount) {
@@ -67,13 +73,14 @@ TEST(InputErrors, ParallelDegreesMustMultiplyToTheGpuCount) {
 }
 
 TEST(InputErrors, GlobalBatchMustDivideByMicroBatchTimesDp) {
-  expect_one_error(run_text(with(kGood, "global_batch_size: 16", "global_batch_size: 15")), "13:",
-                   "plan.global_batch_size", "15 is not divisible by micro_batch_size x dp = 1 x 2 = 2");
+  expect_one_error(run_text(with(kGood, "global_batch_size: 16", "global_batch_size: 15")),
+                   "13:", "plan.global_batch_size",
+                   "15 is not divisible by micro_batch_size x dp = 1 x 2 = 2");
 }
 
 TEST(InputErrors, LayersMustDivideByPp) {
-  expect_one_error(run_text(with(with(with(kGood, "pp: 4", "pp: 16"), "dp: 2", "dp: 1"), "tp: 2", "tp: 1")), "11:", "plan.pp",
-                   "model.layers = 24 is not divisible by pp = 16");
+  expect_one_error(run_text(with(with(with(kGood, "pp: 4", "pp: 16"), "dp: 2", "dp: 1"), "tp: 2", "tp: 1")),
+                   "11:", "plan.pp", "model.layers = 24 is not divisible by pp = 16");
 }
 
 TEST(InputErrors, BadOverrideNamesTheOption) {

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "sim/infeasible_plan.hpp"
 #include "sim/input_error.hpp"
 #include "sim/scenario.hpp"
 
@@ -102,10 +103,14 @@ TEST(ScenarioLoader, UnknownGpuAndPresetListTheKnownOnes) {
 }
 
 TEST(ScenarioLoader, PresetShapeFollowsOverriddenHeadsAndHidden) {
-  const auto s = parse_scenario_text(kMinimal, "t.yaml", {"model.hidden=4096", "model.heads=32"});
+  // Shapes only: these models do not fit the minimal cluster's memory.
+  const LoadOptions shapes_only{.check_memory = false};
+  const auto s =
+      parse_scenario_text(kMinimal, "t.yaml", {"model.hidden=4096", "model.heads=32"}, shapes_only);
   EXPECT_EQ(s.model.kv_heads, 32);
   EXPECT_EQ(s.model.ffn_hidden, 4 * 4096);
-  const auto llama = parse_scenario_text(kMinimal, "t.yaml", {"model.preset=llama2-70b", "model.layers=40"});
+  const auto llama =
+      parse_scenario_text(kMinimal, "t.yaml", {"model.preset=llama2-70b", "model.layers=40"}, shapes_only);
   EXPECT_EQ(llama.model.kv_heads, 8);
   EXPECT_EQ(llama.model.ffn_hidden, 28672);
 }
@@ -199,6 +204,87 @@ TEST(ScenarioLoader, MicroBatchCountsMustSuitTheSchedule) {
   const auto q = problems(kMinimal, {"plan.schedule=dualpipe_v", "plan.global_batch_size=12"});
   ASSERT_EQ(q.size(), 1u) << ::testing::PrintToString(q);
   EXPECT_NE(q[0].find("needs at least 2 x pp = 4 micro-batches per pipeline"), std::string::npos) << q[0];
+}
+
+// kMinimal: 16 H100s, tp 2 x pp 2.
+TEST(ScenarioLoader, ParallelismOptionsReachThePlan) {
+  const auto s =
+      parse_scenario_text(kMinimal, "t.yaml",
+                          {"plan.sequence_parallel=true", "plan.context_parallel=2", "plan.zero_stage=1",
+                           "plan.overlap_grad_reduce=true", "plan.grad_bucket_size=25MB"});
+  EXPECT_TRUE(s.plan.sequence_parallel);
+  EXPECT_EQ(s.plan.cp, 2);
+  EXPECT_EQ(s.plan.dp, 2);  // auto: 16 / (tp 2 x pp 2 x cp 2)
+  EXPECT_EQ(s.plan.zero_stage, 1);
+  EXPECT_TRUE(s.plan.overlap_grad_reduce);
+  EXPECT_DOUBLE_EQ(s.plan.grad_bucket_size_bytes(), 25e6);
+  const auto d = parse_scenario_text(kMinimal, "t.yaml");
+  EXPECT_FALSE(d.plan.sequence_parallel);
+  EXPECT_EQ(d.plan.cp, 1);
+  EXPECT_EQ(d.plan.zero_stage, 0);
+  EXPECT_FALSE(d.plan.overlap_grad_reduce);
+  EXPECT_DOUBLE_EQ(d.plan.grad_bucket_size_bytes(), 40e6 * 2);  // Megatron's 40M bf16 gradients
+}
+
+TEST(ScenarioLoader, ParallelismOptionRulesNameTheKeyAndTheFix) {
+  auto one = [](const std::vector<std::string>& set) {
+    const auto p = problems(kMinimal, set);
+    EXPECT_EQ(p.size(), 1u) << ::testing::PrintToString(p);
+    return p.empty() ? std::string() : p[0];
+  };
+  EXPECT_NE(one({"plan.tp=1", "plan.sequence_parallel=true"})
+                .find("plan.sequence_parallel: true with tp = 1: sequence parallelism splits"),
+            std::string::npos);
+  EXPECT_NE(
+      one({"plan.context_parallel=3"}).find("tp x pp x cp = 2 x 2 x 3 = 12 does not divide the cluster's 16"),
+      std::string::npos);
+  EXPECT_NE(one({"plan.context_parallel=4", "model.seq_len=2052"})
+                .find("plan.context_parallel: 4 does not suit model.seq_len = 2052"),
+            std::string::npos);
+  EXPECT_NE(one({"plan.zero_stage=4"}).find("plan.zero_stage: 4 is out of range"), std::string::npos);
+  EXPECT_NE(one({"plan.zero_stage=3", "plan.overlap_grad_reduce=true"})
+                .find("plan.overlap_grad_reduce: does not apply with zero_stage 3"),
+            std::string::npos);
+  EXPECT_NE(
+      one({"plan.grad_bucket_size=25MB"}).find("plan.grad_bucket_size: given with overlap_grad_reduce off"),
+      std::string::npos);
+  EXPECT_NE(one({"plan.overlap_grad_reduce=true", "plan.grad_bucket_size=25"}).find("plan.grad_bucket_size"),
+            std::string::npos);
+  EXPECT_NE(one({"plan.dp=4", "plan.context_parallel=2"})
+                .find("plan.dp: dp x tp x pp x cp = 4 x 2 x 2 x 2 = 32 GPUs, but the cluster has 16"),
+            std::string::npos);
+}
+
+// GPT-3 13B on 16 H100s with tp 2 x pp 2: 16 bytes per parameter of a
+// quarter of the model is 48 GiB per GPU before any activation; with 8
+// micro-batches of 4 sequences in 1F1B it does not fit, and the error says
+// which GPU, how much and why.
+TEST(ScenarioLoader, PlanThatDoesNotFitInMemoryIsInfeasibleWithTheBreakdown) {
+  const std::vector<std::string> big = {"model.preset=gpt3-13b", "plan.micro_batch_size=4",
+                                        "plan.global_batch_size=64"};
+  try {
+    parse_scenario_text(kMinimal, "t.yaml", big);
+    FAIL() << "expected InfeasiblePlan";
+  } catch (const InfeasiblePlan& e) {
+    EXPECT_EQ(e.reason(), Infeasibility::does_not_fit_in_memory);
+    ASSERT_FALSE(e.problems().empty());
+    const auto& p = e.problems()[0];
+    EXPECT_EQ(p.rfind("t.yaml:", 0), 0u) << p;
+    EXPECT_NE(p.find("plan: does not fit in GPU memory: GPU 0 (pipeline stage 0, node 0, like the stage's "
+                     "other 7 GPUs) needs"),
+              std::string::npos)
+        << p;
+    EXPECT_NE(p.find("but the H100-SXM has 80GiB: weights "), std::string::npos) << p;
+    for (const char* part : {"gradients ", "optimizer state ", "activations ", "buffers ", "--allow-oom"})
+      EXPECT_NE(p.find(part), std::string::npos) << part << ": " << p;
+  }
+  // The same plan, memory unchecked (trainsim run --allow-oom), loads; and
+  // ZeRO-3 over the 4 data-parallel GPUs with selective recomputation fits.
+  EXPECT_NO_THROW(parse_scenario_text(kMinimal, "t.yaml", big, {.check_memory = false}));
+  auto fits = big;
+  fits.insert(fits.end(), {"plan.zero_stage=3", "plan.recompute=selective", "plan.micro_batch_size=1",
+                           "plan.global_batch_size=32"});
+  EXPECT_NO_THROW(parse_scenario_text(kMinimal, "t.yaml", fits));
 }
 
 }  // namespace

@@ -1,0 +1,22 @@
+#pragma once
+// Does the plan fit in GPU memory? The static estimate of the memory model
+// (workloads/memory_model.hpp: each pipeline rank's op list walked in
+// order), checked against every GPU's HBM before anything is simulated.
+#include <string>
+#include <vector>
+
+#include "sim/scenario.hpp"
+#include "workloads/memory_model.hpp"
+
+namespace trainsim::sim {
+
+// The estimate for the scenario's plan and schedule.
+workloads::MemoryEstimate estimate_scenario_memory(const Scenario& scenario);
+
+// One message per pipeline stage whose peak exceeds the memory of one of its
+// GPUs (the smallest, on a mixed cluster), naming that GPU (rank, stage,
+// node), the peak and the capacity, with the breakdown; empty when the plan
+// fits. Messages carry no file location (the loader adds it).
+std::vector<std::string> memory_problems(const Scenario& scenario);
+
+}  // namespace trainsim::sim

@@ -1,0 +1,294 @@
+#include "workloads/memory_model.hpp"
+
+#include <algorithm>
+
+#include "workloads/activation_memory.hpp"
+#include "workloads/iteration_builder.hpp"
+
+namespace trainsim::workloads {
+
+MemoryBreakdown bytes_per_parameter(const ParallelPlan& plan) {
+  const double d = std::max(plan.data_parallel_size(), 1);
+  const double g = plan.grad_bytes;
+  MemoryBreakdown b;
+  b[MemoryKind::weights] = plan.zero_stage >= 3 ? 2 / d : 2;
+  b[MemoryKind::gradients] = plan.zero_stage >= 2 ? g / d : g;
+  b[MemoryKind::optimizer] = plan.zero_stage >= 1 ? 12 / d : 12;
+  return b;
+}
+
+GpuMemoryModel::GpuMemoryModel(const ModelSpec& model, const ParallelPlan& plan)
+    : model_(model),
+      plan_(plan),
+      layout_{.ranks = plan.pp,
+              .micro_batches = 1,
+              .chunks = plan.virtual_stages,
+              .placement = placement_of(plan.schedule),
+              .per_rank = {},
+              .evictions = {}} {}
+
+double GpuMemoryModel::layer_parameters() const {
+  return model_.layer_parameters() / plan_.tp;
+}
+
+double GpuMemoryModel::piece_parameters(int virtual_stage, int layer_in_chunk) const {
+  const StageSlice slice = virtual_stage_slice(model_, plan_, virtual_stage);
+  double parameters = model_.layer_parameters();
+  if (slice.embedding && layer_in_chunk == 0)
+    parameters += model_.embedding_parameters();
+  if (slice.logits && layer_in_chunk == slice.layers - 1) {
+    parameters += model_.logits_parameters();
+    // Megatron keeps a copy of the tied word embeddings for the output
+    // layer on the last stage when it is not the first one.
+    if (model_.tied_embeddings && layout_.rank_of(virtual_stage) != layout_.rank_of(0))
+      parameters += double(model_.vocab) * model_.hidden;
+  }
+  return parameters / plan_.tp;
+}
+
+double GpuMemoryModel::chunk_parameters(int virtual_stage) const {
+  const StageSlice slice = virtual_stage_slice(model_, plan_, virtual_stage);
+  double parameters = 0;
+  for (int layer = 0; layer < slice.layers; ++layer)
+    parameters += piece_parameters(virtual_stage, layer);
+  return parameters;
+}
+
+double GpuMemoryModel::parameters(int rank) const {
+  double parameters = 0;
+  for (int chunk = 0; chunk < layout_.chunks; ++chunk)
+    parameters += chunk_parameters(layout_.virtual_stage(rank, chunk));
+  return parameters;
+}
+
+MemoryBreakdown GpuMemoryModel::resident(int rank) const {
+  const double p = parameters(rank);
+  MemoryBreakdown b = bytes_per_parameter(plan_);
+  for (double& bytes : b.bytes)
+    bytes *= p;
+  return b;
+}
+
+double GpuMemoryModel::stored_activations(int virtual_stage) const {
+  const StageSlice slice = virtual_stage_slice(model_, plan_, virtual_stage);
+  double bytes = stage_activation_bytes(model_, plan_, slice.layers);
+  if (slice.embedding)
+    bytes += embedding_activation_bytes(model_, plan_);
+  if (slice.logits)
+    bytes += logits_activation_bytes(model_, plan_);
+  return bytes;
+}
+
+double GpuMemoryModel::weight_gradient_hold(int virtual_stage) const {
+  const StageSlice slice = virtual_stage_slice(model_, plan_, virtual_stage);
+  double bytes = slice.layers * layer_weight_gradient_hold_bytes(model_, plan_);
+  if (slice.logits)
+    bytes += logits_weight_gradient_hold_bytes(model_, plan_);
+  return bytes;
+}
+
+OpMemory GpuMemoryModel::op_memory(PipeOpKind kind, int virtual_stage) const {
+  OpMemory m;
+  const double stored = stored_activations(virtual_stage);
+  const double workspace = recompute_workspace_bytes(model_, plan_);
+  auto& start = m.at_start[MemoryKind::activations];
+  auto& end = m.at_end[MemoryKind::activations];
+  switch (kind) {
+    case PipeOpKind::forward:
+      // Activations build up layer by layer and are all there when the
+      // forward ends: counting them then gives the forward's maximum
+      // without charging them before a transfer that frees memory (a BPipe
+      // eviction of the previous forward) has had the forward's time to land.
+      end = stored;
+      break;
+    case PipeOpKind::backward:
+      start = workspace;
+      end = -workspace - stored;
+      break;
+    case PipeOpKind::backward_input:
+      start = workspace;
+      end = -workspace - (stored - weight_gradient_hold(virtual_stage));
+      break;
+    case PipeOpKind::backward_weight:
+      end = -weight_gradient_hold(virtual_stage);
+      break;
+  }
+  return m;
+}
+
+double GpuMemoryModel::kv_exchange_buffer_bytes() const {
+  if (plan_.cp <= 1 || model_.heads <= 0)
+    return 0;
+  const double kv_hidden = double(model_.hidden) * model_.kv_heads / model_.heads;
+  const double block = 2.0 * 2.0 * plan_.micro_batch_size * model_.seq_len / plan_.cp * kv_hidden / plan_.tp;
+  return 2 * block;
+}
+
+int MemoryEstimate::worst_stage() const {
+  int worst = 0;
+  for (std::size_t i = 0; i < stages.size(); ++i)
+    if (stages[i].peak_bytes > stages[static_cast<std::size_t>(worst)].peak_bytes)
+      worst = static_cast<int>(i);
+  return worst;
+}
+
+namespace {
+
+bool produces_gradients(PipeOpKind kind) {
+  return kind == PipeOpKind::backward || kind == PipeOpKind::backward_weight;
+}
+bool needs_weights(PipeOpKind kind) {
+  return kind != PipeOpKind::backward_weight;
+}
+
+// Walks one rank's op list.
+class RankWalk {
+ public:
+  RankWalk(const GpuMemoryModel& memory, const PipelineSchedule& schedule, int rank)
+      : memory_(memory), schedule_(schedule), rank_(rank), plan_(memory.plan()) {
+    current_ = memory.resident(rank);
+    result_.stage = rank;
+    result_.peak_bytes = current_.total();
+    result_.at_peak = current_;
+  }
+
+  StageMemoryEstimate run() {
+    const auto& ops = schedule_.per_rank[static_cast<std::size_t>(rank_)];
+    const int d = plan_.data_parallel_size();
+    for (std::size_t k = 0; k < ops.size(); ++k) {
+      const PipeOp& op = ops[k];
+      const int vs = schedule_.virtual_stage(rank_, op.chunk);
+      const OpMemory m = memory_.op_memory(op.kind, vs);
+      MemoryBreakdown during;  // buffers released at the op's end
+      if (op.kind == PipeOpKind::forward)
+        ++held_;
+      if (plan_.cp > 1 && needs_weights(op.kind))
+        during[MemoryKind::buffers] += memory_.kv_exchange_buffer_bytes();
+      const double largest_piece = largest_piece_parameters(vs);
+      if (plan_.zero_stage >= 3 && d > 1) {
+        // The unit running and the one prefetched; the unit's gradients and
+        // the previous unit's, still being reduce-scattered.
+        if (needs_weights(op.kind))
+          during[MemoryKind::buffers] += 2 * memory_.gathered_bytes(largest_piece);
+        if (produces_gradients(op.kind))
+          during[MemoryKind::buffers] += 2 * memory_.unsharded_gradient_bytes(largest_piece);
+      }
+      if (plan_.zero_stage == 2 && d > 1 && produces_gradients(op.kind)) {
+        const double chunk = memory_.chunk_parameters(vs);
+        if (plan_.overlap_grad_reduce) {
+          const double bucket = plan_.grad_bucket_size_bytes() / plan_.grad_bytes;
+          during[MemoryKind::buffers] += memory_.unsharded_gradient_bytes(std::min(chunk, 2 * bucket));
+        } else {
+          // Reduce-scattered after the op, while the next op runs.
+          const double bytes = memory_.unsharded_gradient_bytes(chunk);
+          current_[MemoryKind::buffers] += bytes;
+          carried_ += bytes;
+        }
+      }
+
+      current_ += m.at_start;
+      current_ += during;
+      observe(op);
+      current_ += m.at_end;
+      for (double& b : during.bytes)
+        b = -b;
+      current_ += during;
+      if (op.kind == PipeOpKind::backward || op.kind == PipeOpKind::backward_input)
+        --held_;
+      // Transfers issued as the op ends hold their memory from then on; what
+      // they free (an eviction, the previous op's reduce-scatter) is freed
+      // only once they land.
+      reload(static_cast<int>(k));
+      observe(op);
+      current_[MemoryKind::buffers] -= released_next_;
+      released_next_ = carried_;
+      carried_ = 0;
+      evict(static_cast<int>(k));
+    }
+    return result_;
+  }
+
+  int max_away() const { return max_away_; }
+
+ private:
+  double largest_piece_parameters(int vs) const {
+    const int layers = virtual_stage_slice(memory_.model(), plan_, vs).layers;
+    double largest = 0;
+    for (int l = 0; l < layers; ++l)
+      largest = std::max(largest, memory_.piece_parameters(vs, l));
+    return largest;
+  }
+
+  double evicted_bytes(const ActivationEviction& e) const {
+    const int vs = schedule_.virtual_stage(e.rank, e.chunk);
+    return stage_activation_bytes(memory_.model(), plan_,
+                                  virtual_stage_slice(memory_.model(), plan_, vs).layers);
+  }
+
+  void reload(int k) {
+    for (const ActivationEviction& e : schedule_.evictions)
+      if (e.rank == rank_ && e.reload_after == k && e.evict_after != k) {
+        current_[MemoryKind::activations] += evicted_bytes(e);
+        ++held_;
+        --away_;
+      }
+  }
+
+  void evict(int k) {
+    for (const ActivationEviction& e : schedule_.evictions)
+      if (e.rank == rank_ && e.evict_after == k && e.reload_after != k) {
+        current_[MemoryKind::activations] -= evicted_bytes(e);
+        --held_;
+        max_away_ = std::max(max_away_, ++away_);
+      }
+  }
+
+  void observe(const PipeOp& op) {
+    result_.max_forwards_held = std::max(result_.max_forwards_held, held_);
+    const double total = current_.total();
+    if (total > result_.peak_bytes) {
+      result_.peak_bytes = total;
+      result_.at_peak = current_;
+      result_.peak_op = to_string(std::vector<PipeOp>{op}, schedule_.chunks);
+    }
+  }
+
+  const GpuMemoryModel& memory_;
+  const PipelineSchedule& schedule_;
+  int rank_;
+  const ParallelPlan& plan_;
+  MemoryBreakdown current_;
+  StageMemoryEstimate result_;
+  int held_ = 0;
+  int away_ = 0, max_away_ = 0;
+  double carried_ = 0, released_next_ = 0;
+};
+
+}  // namespace
+
+MemoryEstimate estimate_memory(const ModelSpec& model, const ParallelPlan& plan,
+                               const PipelineSchedule& schedule) {
+  const GpuMemoryModel memory(model, plan);
+  MemoryEstimate estimate;
+  std::vector<int> away(static_cast<std::size_t>(schedule.ranks), 0);
+  for (int rank = 0; rank < schedule.ranks; ++rank) {
+    RankWalk walk(memory, schedule, rank);
+    estimate.stages.push_back(walk.run());
+    away[static_cast<std::size_t>(rank)] = walk.max_away();
+  }
+  for (const ActivationEviction& e : schedule.evictions) {
+    auto& done = away[static_cast<std::size_t>(e.rank)];
+    if (done <= 0)
+      continue;  // one charge per evictor
+    const int vs = schedule.virtual_stage(e.rank, e.chunk);
+    const double bytes = stage_activation_bytes(model, plan, virtual_stage_slice(model, plan, vs).layers);
+    auto& acceptor = estimate.stages[static_cast<std::size_t>(e.acceptor)];
+    acceptor.peak_bytes += done * bytes;
+    acceptor.at_peak[MemoryKind::activations] += done * bytes;
+    acceptor.max_forwards_held += done;
+    done = 0;
+  }
+  return estimate;
+}
+
+}  // namespace trainsim::workloads

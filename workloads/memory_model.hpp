@@ -1,0 +1,128 @@
+#pragma once
+// GPU memory of a training plan, per GPU over one iteration. Two views share
+// the sizes defined here:
+//  - the task graph carries them as memory events (iteration_builder: what
+//    each task allocates when it starts and frees when it ends, plus each
+//    GPU's resident bytes), so the replay's timeline gives memory over time
+//    (analysis/memory_curve.hpp);
+//  - estimate_memory() walks each pipeline rank's op list without
+//    simulating, for the scenario check that runs before SimGrid.
+//
+// What is counted (docs/memory.md has the derivations):
+//  - weights, gradients, optimizer state per parameter, by ZeRO stage over
+//    the data-parallel group of D = dp x cp GPUs (bytes_per_parameter);
+//  - activations: each forward stores its layers' activations
+//    (activation_memory.hpp), counted when it ends, until the matching
+//    backward frees them at its end; a
+//    zero-bubble input gradient (B) frees all but what the weight gradient
+//    (W) still needs; recomputation adds one layer's working set during a
+//    backward; BPipe's evicted activations live on the acceptor meanwhile;
+//  - buffers for collectives: FSDP's gathered parameters (the unit running
+//    and the one prefetched) and unsharded gradients waiting for their
+//    reduce-scatter (ZeRO-2 and FSDP), ring attention's key/value blocks.
+// Not counted: the CUDA context and NCCL's own buffers, allocator
+// fragmentation, activation gradients in flight inside a backward.
+#include <string>
+#include <vector>
+
+#include "workloads/model_spec.hpp"
+#include "workloads/parallel_plan.hpp"
+#include "workloads/schedule.hpp"
+#include "workloads/task_graph.hpp"
+
+namespace trainsim::workloads {
+
+// Bytes each local parameter costs, by kind, under the plan's ZeRO stage
+// (mixed-precision Adam: bf16 weights, grad_bytes-wide gradients, fp32
+// master weights and two fp32 moments; Rajbhandari et al., SC20):
+//   stage 0: 2 + g + 12         (16 with bf16 gradients; Megatron's 18 with fp32)
+//   stage 1: 2 + g + 12 / D     (Megatron's distributed optimizer: 6 + 12/D with fp32 gradients)
+//   stage 2: 2 + (g + 12) / D
+//   stage 3: (2 + g + 12) / D   (FSDP)
+MemoryBreakdown bytes_per_parameter(const ParallelPlan& plan);
+
+// Net memory change of one op on one GPU: added when it starts, and when it
+// ends (negative: freed).
+struct OpMemory {
+  MemoryBreakdown at_start;
+  MemoryBreakdown at_end;
+};
+
+class GpuMemoryModel {
+ public:
+  GpuMemoryModel(const ModelSpec& model, const ParallelPlan& plan);
+
+  // Parameters a GPU of pipeline rank `rank` holds: its layers (/ tp), the
+  // embedding on the first virtual stage, the logits on the last, and with
+  // tied embeddings and the last virtual stage on another rank than the
+  // first, Megatron's copy of the embedding for the output layer.
+  double parameters(int rank) const;
+  // The same for one virtual stage (a model chunk).
+  double chunk_parameters(int virtual_stage) const;
+  // Parameters of one layer on one GPU (/ tp), and of a per-layer piece
+  // with the embedding / logits it carries (FSDP unit, gradient bucket
+  // piece).
+  double layer_parameters() const;
+  double piece_parameters(int virtual_stage, int layer_in_chunk) const;
+  // Weights, gradients and optimizer state held all iteration.
+  MemoryBreakdown resident(int rank) const;
+
+  // Activations one micro-batch leaves on a GPU after the forward of
+  // `virtual_stage`: its layers plus the embedding / logits extras.
+  double stored_activations(int virtual_stage) const;
+  // Of those, what a zero-bubble W still needs after B.
+  double weight_gradient_hold(int virtual_stage) const;
+  // The forward, backward, B or W of one micro-batch on `virtual_stage`.
+  OpMemory op_memory(PipeOpKind kind, int virtual_stage) const;
+
+  // FSDP: a gathered unit (bf16) and its unsharded gradients.
+  double gathered_bytes(double parameters) const { return 2.0 * parameters; }
+  double unsharded_gradient_bytes(double parameters) const { return plan_.grad_bytes * parameters; }
+  // Ring attention: the key/value block a GPU holds and the one arriving.
+  double kv_exchange_buffer_bytes() const;
+
+  const ModelSpec& model() const { return model_; }
+  const ParallelPlan& plan() const { return plan_; }
+  // Virtual-stage layout of the plan (ranks, chunks, placement).
+  const PipelineSchedule& layout() const { return layout_; }
+
+ private:
+  ModelSpec model_;
+  ParallelPlan plan_;
+  PipelineSchedule layout_;
+};
+
+// The static estimate: each pipeline rank's op list walked in order (no
+// simulation), every op's memory applied at its start and end.
+// Communication is taken to complete within the op after the one that
+// starts it (an FSDP all-gather of the next unit, a reduce-scatter of the
+// last unit's gradients, a ZeRO-2 reduce-scatter after the backward), and
+// BPipe's transfers as instant, at the op boundaries BPipe schedules them;
+// an acceptor is charged the most evicted micro-batches its evictor ever
+// has away. The replay's timed curve can exceed the estimate when
+// communication lags behind compute, and sit below it where a GPU never
+// reaches the worst interleaving.
+struct StageMemoryEstimate {
+  int stage = 0;
+  double peak_bytes = 0;
+  MemoryBreakdown at_peak;
+  // The op during or at the end of which the peak happens, as in schedule
+  // op strings ("F7", "B3.1"), empty when it is the resident memory alone.
+  std::string peak_op;
+  // Most forwards (of one micro-batch through one model chunk) whose
+  // backward, or zero-bubble input gradient, has not run yet, that the GPU
+  // holds at once: the "micro-batches in flight" that schedule papers count
+  // (a zero-bubble W's leftovers are in the bytes, not in this count).
+  // BPipe's accepted ones included, evicted ones not.
+  int max_forwards_held = 0;
+};
+
+struct MemoryEstimate {
+  std::vector<StageMemoryEstimate> stages;  // one per pipeline rank
+  int worst_stage() const;
+};
+
+MemoryEstimate estimate_memory(const ModelSpec& model, const ParallelPlan& plan,
+                               const PipelineSchedule& schedule);
+
+}  // namespace trainsim::workloads
