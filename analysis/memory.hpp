@@ -1,8 +1,6 @@
 #pragma once
-// Memory per GPU over the iteration, and its peaks. What a task allocates and
-// frees comes from a MemoryModel, so the plan-based estimate here
-// (analysis/plan_memory.hpp: weights + activations) can be replaced by a full
-// memory model without touching the reports.
+// Memory per GPU over the iteration and its peaks, for the reports (memory
+// chart, trace counters, summary): what the task graph's memory events say.
 #include <string>
 #include <utility>
 #include <vector>
@@ -12,23 +10,6 @@
 #include "workloads/task_graph.hpp"
 
 namespace trainsim::analysis {
-
-// What running a task does to the memory of one GPU.
-struct MemoryEffect {
-  double alloc_at_start_bytes = 0;
-  double free_at_end_bytes = 0;
-};
-
-class MemoryModel {
- public:
-  virtual ~MemoryModel() = default;
-  // Shown in reports: what the model counts.
-  virtual std::string description() const = 0;
-  // What `gpu` holds for the whole iteration, by component ("weights", ...).
-  virtual std::vector<std::pair<std::string, double>> resident_bytes(int gpu) const = 0;
-  // What `task` allocates when it starts and frees when it ends on `gpu`.
-  virtual MemoryEffect effect(const workloads::Task& task, int gpu) const = 0;
-};
 
 struct MemorySample {
   double time_s = 0;
@@ -52,7 +33,9 @@ struct MemoryReport {
   int peak_gpu = -1;
 };
 
+// The graph's memory events (workloads/memory_model.hpp) at their replayed
+// times (analysis/memory_curve.hpp), with each GPU's HBM capacity.
 MemoryReport memory_over_time(const workloads::TaskGraph& graph, const Timeline& timeline,
-                              const MemoryModel& model, const platforms::ClusterSpec& cluster);
+                              const platforms::ClusterSpec& cluster);
 
 }  // namespace trainsim::analysis

@@ -4,13 +4,13 @@
 
 namespace trainsim::analysis {
 
-Report build_report(const RunContext& run, const Timeline& timeline, const MemoryModel& memory) {
+Report build_report(const RunContext& run, const Timeline& timeline) {
   Report r;
   r.summary = summarize(run.graph, timeline, run.model, run.plan, run.cluster);
   r.bubbles = analyze_bubbles(run.graph, timeline, run.plan);
   r.critical_path = critical_path(run.graph, timeline);
   r.utilization = analyze_utilization(run.graph, timeline);
-  r.memory = memory_over_time(run.graph, timeline, memory, run.cluster);
+  r.memory = memory_over_time(run.graph, timeline, run.cluster);
   r.energy = analyze_energy(timeline, r.summary, r.bubbles, run.cluster);
   return r;
 }

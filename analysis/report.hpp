@@ -21,7 +21,7 @@ struct Report {
   EnergyReport energy;
 };
 
-Report build_report(const RunContext& run, const Timeline& timeline, const MemoryModel& memory);
+Report build_report(const RunContext& run, const Timeline& timeline);
 
 // A cause of lost time, for the terminal and HTML summaries.
 struct LostTimeCause {

@@ -7,7 +7,6 @@
 
 #include <sstream>
 
-#include "analysis/plan_memory.hpp"
 #include "analysis/report.hpp"
 #include "analysis/memory_curve.hpp"
 #include "analysis/reporters.hpp"
@@ -129,8 +128,7 @@ void BM_ChromeTrace512Gpus(benchmark::State& state) {
   const auto graph = workloads::build_iteration(p.model, p.plan, p.cluster, cost);
   const auto timeline = fake_timeline(graph);
   const analysis::RunContext run{"bench", "", p.cluster, p.model, p.plan, graph};
-  const analysis::PlanMemoryModel memory(p.model, p.plan);
-  const auto report = analysis::build_report(run, timeline, memory);
+  const auto report = analysis::build_report(run, timeline);
   for (auto _ : state) {
     std::ostringstream out;
     analysis::write_chrome_trace(out, run, timeline, report);

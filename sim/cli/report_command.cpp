@@ -7,7 +7,6 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/output_files.hpp"
-#include "analysis/plan_memory.hpp"
 #include "analysis/report.hpp"
 #include "analysis/reporters.hpp"
 #include "analysis/run_archive.hpp"
@@ -60,9 +59,7 @@ void write_reports(const fs::path& dir, const sim::Scenario& scenario, const wor
                    const std::vector<std::string>& also_written) {
   const analysis::RunContext run{scenario.name,  scenario.file, scenario.cluster,
                                  scenario.model, scenario.plan, graph};
-  const analysis::PlanMemoryModel memory(scenario.model, scenario.plan,
-                                         analysis::PlanMemoryModel::chunks_of(graph));
-  const analysis::Report report = analysis::build_report(run, timeline, memory);
+  const analysis::Report report = analysis::build_report(run, timeline);
   auto written = analysis::write_output_files(dir, run, timeline, report, html);
   if (!quiet) {
     analysis::write_terminal_summary(std::cout, run, report);

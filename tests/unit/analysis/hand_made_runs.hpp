@@ -1,4 +1,5 @@
 #pragma once
+#include <tuple>
 // Small hand-built task graphs and timelines whose analyses are worked out by
 // hand in the tests' comments.
 #include "analysis/timeline.hpp"
@@ -59,6 +60,16 @@ struct TwoStagePipeline {
     graph.depend(f0, b0);
     graph.depend(b0, opt0);
     graph.depend(b1, opt1);
+    // Memory: 100 bytes of weights on each GPU, and 10 bytes of activations
+    // from each forward's start to its backward's end.
+    graph.resident_memory.resize(2);
+    using At = workloads::MemoryEvent::At;
+    for (auto [gpu, f, b] : {std::tuple{0, f0, b0}, std::tuple{1, f1, b1}}) {
+      graph.resident_memory[static_cast<std::size_t>(gpu)][workloads::MemoryKind::weights] = 100;
+      graph.add_memory(f, gpu, At::start, workloads::MemoryKind::activations, 10);
+      graph.add_memory(b, gpu, At::end, workloads::MemoryKind::activations, -10);
+    }
+    graph.seal_memory();
     timeline.records = {{f0, 0, Stream::compute, 0, 1},     {s0, 0, Stream::pp_comm, 1, 2},
                         {f1, 1, Stream::compute, 2, 3},     {b1, 1, Stream::compute, 3, 5},
                         {opt1, 1, Stream::compute, 5, 5.5}, {s1, 1, Stream::pp_comm, 5, 6},

@@ -2,7 +2,6 @@
 
 #include "analysis/energy.hpp"
 #include "analysis/memory.hpp"
-#include "analysis/plan_memory.hpp"
 #include "hand_made_runs.hpp"
 
 namespace trainsim::analysis {
@@ -10,24 +9,6 @@ namespace {
 
 using testing::Stream;
 using workloads::TaskKind;
-
-// Each forward keeps 10 bytes until its backward ends; 100 bytes resident.
-class TenBytesPerMicroBatch final : public MemoryModel {
- public:
-  std::string description() const override { return "test"; }
-  std::vector<std::pair<std::string, double>> resident_bytes(int) const override {
-    return {{"weights", 100}};
-  }
-  MemoryEffect effect(const workloads::Task& task, int gpu) const override {
-    if (task.gpu != gpu)
-      return {};
-    if (task.kind == TaskKind::forward)
-      return {.alloc_at_start_bytes = 10};
-    if (task.kind == TaskKind::backward)
-      return {.free_at_end_bytes = 10};
-    return {};
-  }
-};
 
 TEST(Memory, StepFunctionAndPeakFollowAllocationsAndFrees) {
   workloads::TaskGraph graph;
@@ -42,8 +23,17 @@ TEST(Memory, StepFunctionAndPeakFollowAllocationsAndFrees) {
                {f1, 0, Stream::compute, 1, 2},
                {b0, 0, Stream::compute, 2, 4},
                {b1, 0, Stream::compute, 4, 6}};
+  // Each forward keeps 10 bytes until its backward ends; 100 bytes resident.
+  graph.resident_memory.resize(1);
+  graph.resident_memory[0][workloads::MemoryKind::weights] = 100;
+  using At = workloads::MemoryEvent::At;
+  for (auto [f, b] : {std::pair{f0, b0}, std::pair{f1, b1}}) {
+    graph.add_memory(f, 0, At::start, workloads::MemoryKind::activations, 10);
+    graph.add_memory(b, 0, At::end, workloads::MemoryKind::activations, -10);
+  }
+  graph.seal_memory();
   const auto cluster = testing::uniform_cluster(1, 1, 1e9, 0);
-  const auto m = memory_over_time(graph, t, TenBytesPerMicroBatch(), cluster);
+  const auto m = memory_over_time(graph, t, cluster);
   ASSERT_EQ(m.gpus.size(), 1u);
   const auto& g = m.gpus[0];
   EXPECT_DOUBLE_EQ(g.resident_bytes, 100);
@@ -56,22 +46,6 @@ TEST(Memory, StepFunctionAndPeakFollowAllocationsAndFrees) {
   EXPECT_DOUBLE_EQ(g.samples[3].bytes, 100);
   EXPECT_DOUBLE_EQ(g.capacity_bytes, 80.0 * 1024 * 1024 * 1024);
   EXPECT_EQ(m.peak_gpu, 0);
-}
-
-TEST(Memory, PlanModelUsesKorthikantiActivationsAndBf16Weights) {
-  auto model = *workloads::find_model_preset("gpt3-1.3b");
-  workloads::ParallelPlan plan{.dp = 1, .tp = 2, .pp = 4, .micro_batch_size = 2, .global_batch_size = 8};
-  const PlanMemoryModel m(model, plan);
-  const double s = model.seq_len, b = 2, h = model.hidden, a = model.heads;
-  const double per_layer = s * b * h * (10 + 24 / 2.0 + 5 * a * s / (h * 2));
-  EXPECT_DOUBLE_EQ(m.activation_bytes_per_micro_batch(1), per_layer * model.layers / 4);
-  plan.recompute = workloads::Recompute::full;
-  EXPECT_DOUBLE_EQ(PlanMemoryModel(model, plan).activation_bytes_per_micro_batch(1),
-                   2 * s * b * h * model.layers / 4);
-  EXPECT_GT(m.weight_bytes(0), m.weight_bytes(1));  // the embedding lives on stage 0
-  // Two chunks per GPU: each forward stores half the stage's layers.
-  EXPECT_DOUBLE_EQ(PlanMemoryModel(model, plan, 2).activation_bytes_per_micro_batch(1),
-                   PlanMemoryModel(model, plan).activation_bytes_per_micro_batch(1) / 2);
 }
 
 // GPU 0 computes 3.5 s of 8.5, GPU 1 3.5 s too; A100-80GB idles at 60 W.

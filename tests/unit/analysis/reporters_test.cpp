@@ -3,7 +3,6 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "analysis/plan_memory.hpp"
 #include "analysis/report.hpp"
 #include "analysis/reporters.hpp"
 #include "hand_made_runs.hpp"
@@ -24,7 +23,7 @@ struct Reported {
   Report report;
   Reported() {
     h.timeline.gpu_energy_J = {1000, 2000};
-    report = build_report(run, h.timeline, PlanMemoryModel(h.model, h.plan));
+    report = build_report(run, h.timeline);
   }
   template <typename F>
   std::string text(F write) {
@@ -159,7 +158,7 @@ TEST(Reporters, GanttOfALargeClusterShowsOneReplica) {
   }
   timeline.end_s = 1;
   const RunContext run{"large", "large.yaml", cluster, model, plan, graph};
-  const auto report = build_report(run, timeline, PlanMemoryModel(model, plan));
+  const auto report = build_report(run, timeline);
   std::ostringstream out;
   write_gantt_svg(out, run, timeline, report);
   const auto svg = out.str();
