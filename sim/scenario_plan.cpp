@@ -25,6 +25,10 @@ bool read_plan_section(MapReader& p, Scenario& scenario) {
   if (auto s = p.choice<ScheduleKind>("schedule",
                                       {{"gpipe", ScheduleKind::gpipe}, {"1f1b", ScheduleKind::one_f_one_b}}))
     plan.schedule = *s;
+  // Precision of the DP gradient all-reduce: 16-bit gradients, or fp32 main
+  // gradients (Megatron's --accumulate-allreduce-grads-in-fp32).
+  if (auto bytes = p.choice<int>("grad_allreduce_dtype", {{"bf16", 2}, {"fp16", 2}, {"fp32", 4}}))
+    plan.grad_bytes = *bytes;
   if (auto r = p.choice<Recompute>(
           "recompute",
           {{"none", Recompute::none}, {"selective", Recompute::selective}, {"full", Recompute::full}}))

@@ -19,6 +19,10 @@ struct ModelSpec {
   bool swiglu = false;            // Llama-style gated MLP (three matrices)
   bool learned_positions = true;  // GPT: a seq_len x hidden position table
   bool tied_embeddings = true;    // GPT ties the logit layer to the embedding
+  // A fused FlashAttention kernel instead of score / softmax / dropout /
+  // context kernels: changes attention time (cost model) and removes the
+  // s x s score activations (memory model).
+  bool flash_attention = false;
 
   // Parameters of one transformer layer (weights and biases of attention,
   // MLP and the two layer norms).

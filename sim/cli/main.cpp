@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "sim/cli/run_command.hpp"
+#include "sim/cli/validate_command.hpp"
 #include "sim/input_error.hpp"
 #include "trainsim_version.hpp"
 
@@ -17,6 +18,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   trainsim::cli::RunOptions run_options;
   auto* run = trainsim::cli::add_run_command(app, run_options);
+  trainsim::cli::ValidateOptions validate_options;
+  auto* validate = trainsim::cli::add_validate_command(app, validate_options);
 
   try {
     app.parse(argc, argv);
@@ -27,6 +30,8 @@ int main(int argc, char** argv) {
   try {
     if (run->parsed())
       return trainsim::cli::run_command(run_options);
+    if (validate->parsed())
+      return trainsim::cli::validate_command(validate_options);
     return 1;
   } catch (const trainsim::sim::InputError& e) {
     for (const auto& problem : e.problems())
