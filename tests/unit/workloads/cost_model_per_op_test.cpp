@@ -56,27 +56,32 @@ LayerMs layer_ms(Recompute recompute, bool sequence_parallel) {
   const PerOpCostModel cost(gpt_22b(), tp8(recompute), {.sequence_parallel = sequence_parallel});
   const StageSlice layer{.layers = 1};
   const int backward_collectives = recompute == Recompute::full ? 4 : 2;
-  return {1e3 * (cost.forward(layer, a100()).duration_s + 2 * tp_allreduce_s()),
-          1e3 * (cost.backward(layer, a100()).duration_s + backward_collectives * tp_allreduce_s())};
+  const LayerMs t{1e3 * (cost.forward(layer, a100()).duration_s + 2 * tp_allreduce_s()),
+                  1e3 * (cost.backward(layer, a100()).duration_s + backward_collectives * tp_allreduce_s())};
+  // In the test's XML / JSON report (--gtest_output), for docs/calibration.md.
+  ::testing::Test::RecordProperty("forward_ms", std::to_string(t.forward));
+  ::testing::Test::RecordProperty("backward_ms", std::to_string(t.backward));
+  return t;
 }
 
-// Calibration targets (docs/calibration.md records the errors): within 10%.
+// Calibration targets (docs/calibration.md records the errors, at most 7.5%):
+// within 8%.
 TEST(PerOpCostModel, Gpt22bLayerMatchesKorthikantiWithoutRecomputation) {
   const auto t = layer_ms(Recompute::none, false);
-  EXPECT_NEAR(t.forward / 7.7, 1.0, 0.10) << t.forward;
-  EXPECT_NEAR(t.backward / 11.9, 1.0, 0.10) << t.backward;
+  EXPECT_NEAR(t.forward / 7.7, 1.0, 0.08) << t.forward;
+  EXPECT_NEAR(t.backward / 11.9, 1.0, 0.08) << t.backward;
 }
 
 TEST(PerOpCostModel, Gpt22bLayerMatchesKorthikantiWithFullRecomputation) {
   const auto t = layer_ms(Recompute::full, false);
-  EXPECT_NEAR(t.forward / 7.7, 1.0, 0.10) << t.forward;
-  EXPECT_NEAR(t.backward / 19.5, 1.0, 0.10) << t.backward;
+  EXPECT_NEAR(t.forward / 7.7, 1.0, 0.08) << t.forward;
+  EXPECT_NEAR(t.backward / 19.5, 1.0, 0.08) << t.backward;
 }
 
 TEST(PerOpCostModel, Gpt22bLayerMatchesKorthikantiWithSequenceParallelSelective) {
   const auto t = layer_ms(Recompute::selective, true);
-  EXPECT_NEAR(t.forward / 7.2, 1.0, 0.10) << t.forward;
-  EXPECT_NEAR(t.backward / 13.1, 1.0, 0.10) << t.backward;
+  EXPECT_NEAR(t.forward / 7.2, 1.0, 0.08) << t.forward;
+  EXPECT_NEAR(t.backward / 13.1, 1.0, 0.08) << t.backward;
 }
 
 TEST(PerOpCostModel, RecomputationModesOrderTheBackwardAndLeaveTheForward) {
