@@ -239,8 +239,8 @@ int validate_command(const ValidateOptions& options) {
   fs::remove_all(work);
 
   // Report.
-  std::cout << fmt::format("trainsim validate {} (template {}, {} rows, {} at once)\n\n", options.dataset,
-                           template_label, selected.size(), jobs);
+  std::cout << fmt::format("trainsim validate {} (template {}, {} rows)\n\n", options.dataset, template_label,
+                           selected.size());
   std::cout << fmt::format("{:>5} {:>5} {:>7} {:>5} {:>3} {:>3} {:>3} {:>3} {:>12} {:>13} {:>8}\n", "line",
                            "set", "params", "gpus", "tp", "dp", "pp", "mb", "measured_ms", "predicted_ms",
                            "error");
