@@ -172,6 +172,10 @@ bool iequals(std::string_view a, std::string_view b) {
 
 }  // namespace
 
+namespace {
+EfficiencyProfile read_profile(const YAML::Node& root, const std::string& source_name);
+}  // namespace
+
 EfficiencyProfile parse_efficiency_profile(std::string_view yaml_text, const std::string& source_name) {
   YAML::Node root;
   try {
@@ -182,6 +186,16 @@ EfficiencyProfile parse_efficiency_profile(std::string_view yaml_text, const std
   }
   if (!root.IsMap())
     throw EfficiencyDataError(fmt::format("{}: expected a map of efficiency curves", source_name));
+  try {
+    return read_profile(root, source_name);
+  } catch (const YAML::Exception& e) {  // a value of the wrong shape (a list where text belongs, ...)
+    throw EfficiencyDataError(
+        fmt::format("{}:{}:{}: {}", source_name, e.mark.line + 1, e.mark.column + 1, e.msg));
+  }
+}
+
+namespace {
+EfficiencyProfile read_profile(const YAML::Node& root, const std::string& source_name) {
   StrictMap top(root, "", source_name);
   EfficiencyProfile p;
   p.name = top.required("name").as<std::string>();
@@ -216,6 +230,7 @@ EfficiencyProfile parse_efficiency_profile(std::string_view yaml_text, const std
   top.finish();
   return p;
 }
+}  // namespace
 
 const std::vector<EfficiencyProfile>& builtin_efficiency_profiles() {
   static const std::vector<EfficiencyProfile> profiles = [] {

@@ -111,6 +111,9 @@ TEST(EfficiencyProfiles, BadFilesNameTheLineTheKeyAndWhatWasExpected) {
   e = error_of(replaced(kGood, "batched_matmul:", "batched:"));
   EXPECT_NE(e.find("batched_matmul: missing"), std::string::npos) << e;
 
+  e = error_of(replaced(kGood, "name: test", "name: [a, list]"));
+  EXPECT_NE(e.find("eff.yaml:1:"), std::string::npos) << e;
+
   e = error_of("name: [unclosed");
   EXPECT_NE(e.find("eff.yaml:1:"), std::string::npos) << e;
 }
