@@ -1,5 +1,7 @@
 // The `model` section: a preset name, explicit shape numbers, or a preset
-// with some numbers overridden.
+// with some numbers overridden. `flash_attention` defaults to the preset's
+// published training setup (off for GPT-3, MT-NLG and Megatron 1T, on for
+// Llama), and to off for explicit shapes.
 #include <fmt/format.h>
 
 #include "sim/scenario_sections.hpp"
@@ -35,6 +37,8 @@ bool read_model_section(MapReader& m, Scenario& scenario) {
     model.ffn_hidden = static_cast<int>(*v);
   if (auto mlp = m.choice<bool>("mlp", {{"gelu", false}, {"swiglu", true}}))
     model.swiglu = *mlp;
+  if (auto flash = m.boolean("flash_attention"))
+    model.flash_attention = *flash;
   if (auto name = m.text("name"))
     model.name = *name;
   m.finish();

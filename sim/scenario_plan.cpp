@@ -35,6 +35,10 @@ bool read_plan_section(MapReader& p, Scenario& scenario) {
     plan.schedule = *s;
   // 0: not given; validate_scenario applies the schedule's default.
   plan.virtual_stages = static_cast<int>(p.integer("virtual_stages", 1, kMaxCount).value_or(0));
+  // Precision of the DP gradient all-reduce: 16-bit gradients, or fp32 main
+  // gradients (Megatron's --accumulate-allreduce-grads-in-fp32).
+  if (auto bytes = p.choice<int>("grad_allreduce_dtype", {{"bf16", 2}, {"fp16", 2}, {"fp32", 4}}))
+    plan.grad_bytes = *bytes;
   if (auto r = p.choice<Recompute>(
           "recompute",
           {{"none", Recompute::none}, {"selective", Recompute::selective}, {"full", Recompute::full}}))

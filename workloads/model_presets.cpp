@@ -10,6 +10,9 @@
 namespace trainsim::workloads {
 namespace {
 
+// GPT-3-style (Brown et al. 2020): learned positions, tied embeddings, a 4h
+// GeLU MLP, sequence length 2048, the GPT-2 BPE vocabulary padded to 51,200
+// (Megatron pads to a multiple of 1,024). Trained before FlashAttention.
 ModelSpec gpt(std::string name, int layers, int hidden, int heads) {
   return ModelSpec{.name = std::move(name),
                    .layers = layers,
@@ -18,12 +21,15 @@ ModelSpec gpt(std::string name, int layers, int hidden, int heads) {
                    .kv_heads = heads,
                    .ffn_hidden = 4 * hidden,
                    .seq_len = 2048,
-                   .vocab = 51200,  // GPT-2 BPE padded to a multiple of 1024 (Megatron)
+                   .vocab = 51200,
                    .swiglu = false,
                    .learned_positions = true,
-                   .tied_embeddings = true};
+                   .tied_embeddings = true,
+                   .flash_attention = false};
 }
 
+// Llama-style: RoPE, RMSNorm, SwiGLU MLP, untied output projection, grouped-
+// query attention where kv_heads < heads; trained with FlashAttention.
 ModelSpec llama(std::string name, int layers, int hidden, int heads, int kv_heads, int ffn, int seq,
                 int vocab) {
   return ModelSpec{.name = std::move(name),
@@ -36,11 +42,26 @@ ModelSpec llama(std::string name, int layers, int hidden, int heads, int kv_head
                    .vocab = vocab,
                    .swiglu = true,
                    .learned_positions = false,
-                   .tied_embeddings = false};
+                   .tied_embeddings = false,
+                   .flash_attention = true};
 }
 
-// Shapes from the GPT-3 paper (Brown et al. 2020, Table 2.1) and the Llama 2
-// / Llama 3 model cards (config.json on the Hugging Face hub).
+// Sources of the shapes:
+// - GPT-3: Brown et al. 2020, Table 2.1. The table's XL row (24 heads of 128
+//   for d_model 2048) and 13B row (d_model 5140) are typos; Megatron and
+//   every reproduction use 16 heads and 5120, as here.
+// - MT-NLG 530B: Smith et al. 2022 ("Using DeepSpeed and Megatron to Train
+//   Megatron-Turing NLG 530B"), Section 3: 105 layers, hidden 20480, 128 heads.
+// - Megatron 1T: Narayanan et al. SC21, Table 1 (1008B row): 128 layers,
+//   hidden 25600, 160 heads.
+// - Llama 2: Touvron et al. 2023 and the config.json files of the Hugging Face
+//   model cards (meta-llama/Llama-2-{7b,13b,70b}-hf): 4096 context, 32,000
+//   vocabulary; 70B uses 8 key/value heads.
+// - Llama 3 / 3.1: Llama Team 2024 ("The Llama 3 Herd of Models"), Table 3,
+//   and the config.json files of meta-llama/Meta-Llama-3-{8B,70B} and
+//   Llama-3.1-{8B,70B,405B}: 8 key/value heads, 128,256 vocabulary. The 3.1
+//   models share the 3 shapes; their 128K context comes from a late
+//   long-context stage, so seq_len is the 8,192 of pre-training.
 const std::vector<ModelSpec>& presets() {
   static const std::vector<ModelSpec> all = {
       gpt("gpt3-125m", 12, 768, 12),
@@ -51,9 +72,16 @@ const std::vector<ModelSpec>& presets() {
       gpt("gpt3-6.7b", 32, 4096, 32),
       gpt("gpt3-13b", 40, 5120, 40),
       gpt("gpt3-175b", 96, 12288, 96),
+      gpt("mt-nlg-530b", 105, 20480, 128),
+      gpt("megatron-1t", 128, 25600, 160),
       llama("llama2-7b", 32, 4096, 32, 32, 11008, 4096, 32000),
       llama("llama2-13b", 40, 5120, 40, 40, 13824, 4096, 32000),
       llama("llama2-70b", 80, 8192, 64, 8, 28672, 4096, 32000),
+      llama("llama3-8b", 32, 4096, 32, 8, 14336, 8192, 128256),
+      llama("llama3-70b", 80, 8192, 64, 8, 28672, 8192, 128256),
+      llama("llama3.1-8b", 32, 4096, 32, 8, 14336, 8192, 128256),
+      llama("llama3.1-70b", 80, 8192, 64, 8, 28672, 8192, 128256),
+      llama("llama3.1-405b", 126, 16384, 128, 8, 53248, 8192, 128256),
   };
   return all;
 }

@@ -11,6 +11,7 @@
 #include "sim/cli/report_command.hpp"
 #include "sim/cli/run_command.hpp"
 #include "sim/cli/sweep_command.hpp"
+#include "sim/cli/validate_command.hpp"
 #include "sim/input_error.hpp"
 #include "trainsim_version.hpp"
 
@@ -29,6 +30,8 @@ int main(int argc, char** argv) {
   auto* compare = trainsim::cli::add_compare_command(app, compare_options);
   trainsim::cli::ReportOptions report_options;
   auto* report = trainsim::cli::add_report_command(app, report_options);
+  trainsim::cli::ValidateOptions validate_options;
+  auto* validate = trainsim::cli::add_validate_command(app, validate_options);
 
   try {
     app.parse(argc, argv);
@@ -47,6 +50,8 @@ int main(int argc, char** argv) {
       return trainsim::cli::compare_command(compare_options);
     if (report->parsed())
       return trainsim::cli::report_command(report_options);
+    if (validate->parsed())
+      return trainsim::cli::validate_command(validate_options);
     return 1;
   } catch (const trainsim::sim::InputError& e) {
     for (const auto& problem : e.problems())

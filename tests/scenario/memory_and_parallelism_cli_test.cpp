@@ -136,9 +136,9 @@ TEST(OptionScenario, SequenceParallelFreesActivationsAtTheSameTime) {
       run_json({"run", "scenarios/sequence-parallel.yaml", "--set", "plan.sequence_parallel=false"});
   EXPECT_TRUE(on["plan"]["sequence_parallel"].get<bool>());
   EXPECT_LT(figure(on, "peak_memory_bytes"), 0.8 * figure(off, "peak_memory_bytes"));
-  // Same TP volume and latency terms; the element-wise work is the cost
-  // model's (the analytic model counts matmuls only).
-  EXPECT_NEAR(figure(on, "iteration_time_s"), figure(off, "iteration_time_s"), 1e-9);
+  // Same TP volume and latency terms, while the per-op cost model splits the
+  // layer norms and dropouts over the TP group: never slower.
+  EXPECT_LT(figure(on, "iteration_time_s"), figure(off, "iteration_time_s"));
 }
 
 TEST(OptionScenario, ContextParallelHidesItsRingInANodeButNotAcrossNodes) {

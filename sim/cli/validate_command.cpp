@@ -1,0 +1,293 @@
+#include "sim/cli/validate_command.hpp"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include "sim/cli/embedded_templates.hpp"
+#include "sim/cli/validation_dataset.hpp"
+#include "sim/input_error.hpp"
+#include "sim/scenario.hpp"
+#include "sim/simulation.hpp"
+
+namespace trainsim::cli {
+namespace fs = std::filesystem;
+
+CLI::App* add_validate_command(CLI::App& app, ValidateOptions& options) {
+  auto* cmd = app.add_subcommand(
+      "validate",
+      "Replay every row of a measured dataset (vTrain CSV format) and report the prediction error");
+  cmd->add_option("dataset", options.dataset, "CSV of measured iteration times (vTrain's columns)")
+      ->required();
+  cmd->add_option("-t,--template", options.template_file,
+                  "Scenario each row fills in (default: the built-in scenarios/validation/vtrain-a100.yaml)");
+  cmd->add_option("-j,--jobs", options.jobs, "Simulations run at once (default: one per hardware thread)")
+      ->check(CLI::Range(1, 1024));
+  cmd->add_option("--subset", options.subset,
+                  "Rows to replay: all, fit or check (the dataset's `set` column)")
+      ->check(CLI::IsMember({"all", "fit", "check"}));
+  cmd->add_option("--csv", options.csv_out, "Also write the per-row results to this CSV file");
+  cmd->add_option("--max-mape", options.max_mape_percent,
+                  "Exit with status 3 when the MAPE of the replayed rows exceeds this many percent")
+      ->check(CLI::Range(0.0, 1000.0));
+  return cmd;
+}
+
+namespace {
+
+// The `--set` overrides that turn the template into one row's scenario.
+std::vector<std::string> row_overrides(const ValidationRow& row, int template_gpus_per_node) {
+  const int per_node = std::min(row.gpus, template_gpus_per_node);
+  const int nodes = (row.gpus + per_node - 1) / per_node;
+  return {fmt::format("cluster.nodes={}", nodes),
+          fmt::format("cluster.gpus_per_node={}", per_node),
+          fmt::format("model.layers={}", row.layers),
+          fmt::format("model.hidden={}", row.hidden),
+          fmt::format("model.heads={}", row.heads),
+          fmt::format("model.seq_len={}", row.seq_len),
+          fmt::format("plan.tp={}", row.tp),
+          fmt::format("plan.dp={}", row.dp),
+          fmt::format("plan.pp={}", row.pp),
+          fmt::format("plan.micro_batch_size={}", row.micro_batch),
+          fmt::format("plan.global_batch_size={}", row.global_batch)};
+}
+
+struct RowResult {
+  const ValidationRow* row = nullptr;
+  double predicted_ms = 0;
+  bool ok = false;
+  std::string error;  // what the child said when it failed
+};
+
+// Forks a child that simulates the row's scenario and writes its iteration
+// time (or its error) to DIR/result.txt. The parent never starts SimGrid, so
+// every child gets a fresh engine; the child skips the timeline and trace
+// files that `trainsim run` writes.
+pid_t spawn_row(const sim::Scenario& scenario, const fs::path& dir) {
+  std::cout.flush();
+  std::cerr.flush();
+  const pid_t pid = ::fork();
+  if (pid < 0)
+    throw std::runtime_error(fmt::format("fork failed: {}", std::strerror(errno)));
+  if (pid > 0)
+    return pid;
+  int status = 0;
+  {
+    std::ofstream out(dir / "result.txt", std::ios::binary);
+    try {
+      const auto result = sim::simulate(scenario);
+      out << fmt::format("{:.17g}\n", result.summary.iteration_time_s);
+    } catch (const std::exception& e) {
+      out << "error: " << e.what() << '\n';
+      status = 2;
+    }
+    out.flush();
+    if (!out)
+      status = 2;
+  }
+  std::_Exit(status);
+}
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void collect(RowResult& result, int status, const fs::path& dir) {
+  std::string text = read_text(dir / "result.txt");
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r'))
+    text.pop_back();
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+    try {
+      result.predicted_ms = std::stod(text) * 1e3;
+      result.ok = true;
+    } catch (const std::exception&) {
+      result.error = fmt::format("unreadable result '{}'", text);
+    }
+    return;
+  }
+  result.error = WIFEXITED(status) ? text : fmt::format("killed by signal {}", WTERMSIG(status));
+}
+
+double mape_percent(const std::vector<RowResult>& results, const std::string& set) {
+  double sum = 0;
+  int n = 0;
+  for (const auto& r : results) {
+    if (!r.ok || (!set.empty() && r.row->set != set))
+      continue;
+    sum += std::abs(r.predicted_ms - r.row->measured_ms) / r.row->measured_ms;
+    ++n;
+  }
+  return n == 0 ? std::nan("") : 100.0 * sum / n;
+}
+
+int count(const std::vector<RowResult>& results, const std::string& set) {
+  return static_cast<int>(std::count_if(results.begin(), results.end(), [&](const RowResult& r) {
+    return r.ok && (set.empty() || r.row->set == set);
+  }));
+}
+
+}  // namespace
+
+int validate_command(const ValidateOptions& options) {
+  const auto rows = read_validation_dataset(options.dataset);
+
+  // The template: a file, or the built-in one.
+  std::string template_text;
+  std::string template_label = options.template_file;
+  if (options.template_file.empty()) {
+    template_text = std::string(vtrain_a100_template());
+    template_label = "scenarios/validation/vtrain-a100.yaml (built in)";
+  } else {
+    std::ifstream in(options.template_file, std::ios::binary);
+    if (!in)
+      throw sim::InputError({fmt::format("{}: cannot read the template", options.template_file)});
+    template_text = read_text(options.template_file);
+  }
+
+  // Check every row's scenario here, before any simulation: a bad row is bad
+  // input, reported with its line.
+  std::vector<const ValidationRow*> selected;
+  for (const auto& row : rows)
+    if (options.subset == "all" || row.set == options.subset)
+      selected.push_back(&row);
+  if (selected.empty())
+    throw sim::InputError(
+        {fmt::format("{}: no rows in subset '{}' (the `set` column marks rows fit or check)", options.dataset,
+                     options.subset)});
+  // Rows smaller than a node get a node of their size (the template's node
+  // shape otherwise); the loader checks the value like any other.
+  const int gpus_per_node = [&] {
+    try {
+      const YAML::Node per_node = YAML::Load(template_text)["cluster"]["gpus_per_node"];
+      return per_node ? per_node.as<int>() : 8;
+    } catch (const YAML::Exception&) {
+      return 8;  // the loader reports what is wrong with the template
+    }
+  }();
+  std::vector<std::string> problems;
+  std::vector<sim::Scenario> scenarios;
+  for (const auto* row : selected) {
+    try {
+      scenarios.push_back(
+          sim::parse_scenario_text(template_text, template_label, row_overrides(*row, gpus_per_node)));
+    } catch (const sim::InputError& e) {
+      for (const auto& p : e.problems())
+        problems.push_back(
+            fmt::format("{}:{}: this row gives a bad scenario: {}", options.dataset, row->line, p));
+    }
+  }
+  if (!problems.empty())
+    throw sim::InputError(problems);
+
+  // Each child writes its result into a directory of its own.
+  const auto work = fs::temp_directory_path() / fmt::format("trainsim-validate-{}", ::getpid());
+  fs::remove_all(work);
+  fs::create_directories(work);
+
+  // Replay: up to `jobs` children at once.
+  const int jobs = options.jobs > 0 ? options.jobs : std::max(1u, std::thread::hardware_concurrency());
+  std::vector<RowResult> results(selected.size());
+  for (std::size_t i = 0; i < selected.size(); ++i)
+    results[i].row = selected[i];
+  // Longest rows first, so that the last child to finish is a short one:
+  // the replay's cost grows with GPUs x micro-batches x TP ring size.
+  std::vector<std::size_t> order(selected.size());
+  for (std::size_t i = 0; i < order.size(); ++i)
+    order[i] = i;
+  auto cost = [&](std::size_t i) {
+    const auto& r = *selected[i];
+    return double(r.gpus) * r.global_batch / (double(r.micro_batch) * r.dp) * std::max(1, r.tp);
+  };
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return cost(a) > cost(b); });
+  std::map<pid_t, std::size_t> running;
+  std::size_t next = 0;
+  auto row_dir = [&](std::size_t i) { return work / fmt::format("row-{}", selected[i]->line); };
+  while (next < order.size() || !running.empty()) {
+    while (next < order.size() && static_cast<int>(running.size()) < jobs) {
+      const std::size_t i = order[next++];
+      fs::create_directories(row_dir(i));
+      running[spawn_row(scenarios[i], row_dir(i))] = i;
+    }
+    int status = 0;
+    const pid_t pid = ::waitpid(-1, &status, 0);
+    if (pid < 0)
+      throw std::runtime_error(fmt::format("waitpid failed: {}", std::strerror(errno)));
+    const auto it = running.find(pid);
+    if (it == running.end())
+      continue;
+    collect(results[it->second], status, row_dir(it->second));
+    running.erase(it);
+  }
+  fs::remove_all(work);
+
+  // Report.
+  std::cout << fmt::format("trainsim validate {} (template {}, {} rows)\n\n", options.dataset, template_label,
+                           selected.size());
+  std::cout << fmt::format("{:>5} {:>5} {:>7} {:>5} {:>3} {:>3} {:>3} {:>3} {:>12} {:>13} {:>8}\n", "line",
+                           "set", "params", "gpus", "tp", "dp", "pp", "mb", "measured_ms", "predicted_ms",
+                           "error");
+  std::ofstream csv;
+  if (!options.csv_out.empty()) {
+    csv.open(options.csv_out, std::ios::binary);
+    if (!csv)
+      throw sim::InputError({fmt::format("{}: cannot write the results", options.csv_out)});
+    csv << "line,set,gpus,tp,dp,pp,micro_batch,measured_ms,predicted_ms,error_percent\n";
+  }
+  int failures = 0;
+  for (const auto& r : results) {
+    const auto& row = *r.row;
+    const std::string params =
+        row.parameters_billion > 0 ? fmt::format("{:g}B", row.parameters_billion) : "-";
+    if (!r.ok) {
+      ++failures;
+      std::cout << fmt::format("{:>5} {:>5} {:>7} {:>5} {:>3} {:>3} {:>3} {:>3} {:>12.1f}  failed: {}\n",
+                               row.line, row.set, params, row.gpus, row.tp, row.dp, row.pp, row.micro_batch,
+                               row.measured_ms, r.error);
+      continue;
+    }
+    const double error = 100.0 * (r.predicted_ms - row.measured_ms) / row.measured_ms;
+    std::cout << fmt::format(
+        "{:>5} {:>5} {:>7} {:>5} {:>3} {:>3} {:>3} {:>3} {:>12.1f} {:>13.1f} {:>+7.1f}%\n", row.line, row.set,
+        params, row.gpus, row.tp, row.dp, row.pp, row.micro_batch, row.measured_ms, r.predicted_ms, error);
+    if (csv.is_open())
+      csv << fmt::format("{},{},{},{},{},{},{},{},{:.3f},{:.3f}\n", row.line, row.set, row.gpus, row.tp,
+                         row.dp, row.pp, row.micro_batch, row.measured_ms, r.predicted_ms, error);
+  }
+  std::cout << '\n';
+  for (const std::string set : {"fit", "check"})
+    if (count(results, set) > 0)
+      std::cout << fmt::format("MAPE {:<5} {:6.2f}% over {} rows\n", set, mape_percent(results, set),
+                               count(results, set));
+  const double all = mape_percent(results, "");
+  std::cout << fmt::format("MAPE {:<5} {:6.2f}% over {} rows\n", "all", all, count(results, ""));
+  if (failures > 0) {
+    std::cerr << fmt::format("error: {} of {} rows failed to simulate\n", failures, results.size());
+    return 2;
+  }
+  if (options.max_mape_percent > 0 && !(all <= options.max_mape_percent)) {
+    std::cerr << fmt::format("error: MAPE {:.2f}% is above --max-mape {:g}%\n", all,
+                             options.max_mape_percent);
+    return 3;
+  }
+  return 0;
+}
+
+}  // namespace trainsim::cli

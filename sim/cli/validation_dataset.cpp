@@ -1,0 +1,209 @@
+#include "sim/cli/validation_dataset.hpp"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "sim/input_error.hpp"
+
+namespace trainsim::cli {
+namespace {
+
+std::string trim(std::string s) {
+  const auto first = s.find_first_not_of(" \t\r");
+  if (first == std::string::npos)
+    return "";
+  const auto last = s.find_last_not_of(" \t\r");
+  return s.substr(first, last - first + 1);
+}
+
+std::vector<std::string> split_csv_line(const std::string& line) {
+  std::vector<std::string> cells;
+  std::stringstream in(line);
+  std::string cell;
+  while (std::getline(in, cell, ','))
+    cells.push_back(trim(cell));
+  if (!line.empty() && line.back() == ',')
+    cells.emplace_back();
+  return cells;
+}
+
+// The vTrain column names, and where each goes.
+enum class Column {
+  parameters,
+  gpus,
+  global_batch,
+  micro_batch,
+  hidden,
+  heads,
+  layers,
+  seq_len,
+  tp,
+  dp,
+  pp,
+  time,
+  set
+};
+
+const std::map<std::string, Column>& known_columns() {
+  static const std::map<std::string, Column> columns = {
+      {"Parameters (billion)", Column::parameters},
+      {"# GPUs", Column::gpus},
+      {"global batch", Column::global_batch},
+      {"micro batch", Column::micro_batch},
+      {"hidden size", Column::hidden},
+      {"attention heads", Column::heads},
+      {"# layers", Column::layers},
+      {"sequence length", Column::seq_len},
+      {"tensor parallelism", Column::tp},
+      {"data parallelism", Column::dp},
+      {"pipeline parallelism", Column::pp},
+      {"iteration time (ms)", Column::time},
+      {"set", Column::set},
+  };
+  return columns;
+}
+
+}  // namespace
+
+std::vector<ValidationRow> parse_validation_dataset(const std::string& text, const std::string& file) {
+  sim::ErrorList errors;
+  std::vector<ValidationRow> rows;
+  std::vector<Column> header;
+  std::vector<std::string> header_names;
+  std::stringstream in(text);
+  std::string line;
+  int number = 0;
+  while (std::getline(in, line)) {
+    ++number;
+    if (number == 1 && line.rfind("\xEF\xBB\xBF", 0) == 0)  // UTF-8 byte-order mark
+      line.erase(0, 3);
+    if (trim(line).empty())
+      continue;
+    const auto cells = split_csv_line(line);
+    // '#' starts a comment, except on vTrain's header line whose first
+    // column is "# GPUs".
+    if (trim(line)[0] == '#' && !(header.empty() && known_columns().count(cells.front())))
+      continue;
+    if (header.empty()) {
+      for (const auto& name : cells) {
+        const auto it = known_columns().find(name);
+        if (it == known_columns().end()) {
+          std::string expected;
+          for (const auto& [known, column] : known_columns())
+            expected += (expected.empty() ? "'" : ", '") + known + "'";
+          errors.add(fmt::format("{}:{}: unknown column '{}' (expected columns among {})", file, number, name,
+                                 expected));
+        }
+        header.push_back(it == known_columns().end() ? Column::set : it->second);
+        header_names.push_back(name);
+      }
+      for (const auto& [name, column] : known_columns()) {
+        if (column == Column::parameters || column == Column::set)
+          continue;
+        bool found = false;
+        for (const auto& h : header_names)
+          found = found || h == name;
+        if (!found)
+          errors.add(fmt::format("{}:{}: missing column '{}'", file, number, name));
+      }
+      if (!errors.empty())
+        break;
+      continue;
+    }
+    if (cells.size() != header.size()) {
+      errors.add(fmt::format("{}:{}: {} cells, but the header has {} columns", file, number, cells.size(),
+                             header.size()));
+      continue;
+    }
+    ValidationRow row;
+    row.line = number;
+    const std::size_t before = errors.size();
+    for (std::size_t c = 0; c < cells.size(); ++c) {
+      const std::string& cell = cells[c];
+      if (header[c] == Column::set) {
+        if (cell != "fit" && cell != "check")
+          errors.add(
+              fmt::format("{}:{}: set: '{}' is not a row set (expected fit or check)", file, number, cell));
+        row.set = cell;
+        continue;
+      }
+      double value = 0;
+      const auto [ptr, ec] = std::from_chars(cell.data(), cell.data() + cell.size(), value);
+      const bool integer_column = header[c] != Column::parameters && header[c] != Column::time;
+      if (ec != std::errc() || ptr != cell.data() + cell.size() || !(value > 0) ||
+          (integer_column && std::floor(value) != value)) {
+        errors.add(fmt::format("{}:{}: {}: '{}' is not a {} > 0", file, number, header_names[c], cell,
+                               integer_column ? "whole number" : "number"));
+        continue;
+      }
+      const int n = static_cast<int>(value);
+      switch (header[c]) {
+        case Column::parameters:
+          row.parameters_billion = value;
+          break;
+        case Column::gpus:
+          row.gpus = n;
+          break;
+        case Column::global_batch:
+          row.global_batch = n;
+          break;
+        case Column::micro_batch:
+          row.micro_batch = n;
+          break;
+        case Column::hidden:
+          row.hidden = n;
+          break;
+        case Column::heads:
+          row.heads = n;
+          break;
+        case Column::layers:
+          row.layers = n;
+          break;
+        case Column::seq_len:
+          row.seq_len = n;
+          break;
+        case Column::tp:
+          row.tp = n;
+          break;
+        case Column::dp:
+          row.dp = n;
+          break;
+        case Column::pp:
+          row.pp = n;
+          break;
+        case Column::time:
+          row.measured_ms = value;
+          break;
+        case Column::set:
+          break;
+      }
+    }
+    if (errors.size() == before && row.tp * row.dp * row.pp != row.gpus)
+      errors.add(
+          fmt::format("{}:{}: tensor x data x pipeline parallelism = {} x {} x {} = {}, but # GPUs is {}",
+                      file, number, row.tp, row.dp, row.pp, row.tp * row.dp * row.pp, row.gpus));
+    rows.push_back(row);
+  }
+  if (header.empty() && errors.empty())
+    errors.add(fmt::format("{}: no header line (expected vTrain's CSV columns)", file));
+  else if (rows.empty() && errors.empty())
+    errors.add(fmt::format("{}: no data rows", file));
+  errors.throw_if_any();
+  return rows;
+}
+
+std::vector<ValidationRow> read_validation_dataset(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw sim::InputError({fmt::format("{}: cannot read the dataset", path)});
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse_validation_dataset(text.str(), path);
+}
+
+}  // namespace trainsim::cli

@@ -1,0 +1,98 @@
+// `trainsim validate` end to end on a few cheap rows: the table, the MAPE
+// lines, the CSV output, the --max-mape exit status and bad input.
+#include <gtest/gtest.h>
+
+#include "support/cli.hpp"
+
+namespace trainsim::testing {
+namespace {
+
+const char* kHeader =
+    "Parameters (billion),# GPUs,global batch,micro batch,hidden size,attention heads,# layers,"
+    "sequence length,tensor parallelism,data parallelism,pipeline parallelism,iteration time (ms),set\n";
+
+// Three 3.6B rows of vTrain's ground_truth_multi.csv (64 A100s).
+std::string three_rows() {
+  return std::string("# three rows of vTrain's ground_truth_multi.csv\n") + kHeader +
+         "3.6,64,512,8,3072,32,30,2048,1,64,1,3566.5,fit\n"
+         "3.6,64,512,8,3072,32,30,2048,2,32,1,3975.2,check\n"
+         "3.6,64,512,4,3072,32,30,2048,1,32,2,4382.1,check\n";
+}
+
+TEST(ValidateCli, PrintsEveryRowAndTheMapeOfEachSet) {
+  const auto csv = write_temp_file("rows.csv", three_rows());
+  const auto out_csv = fresh_dir("validate-out") / "results.csv";
+  const auto r = run_cli({"validate", csv.string(), "-j", "2", "--csv", out_csv.string()});
+  ASSERT_EQ(r.status, 0) << r.err << r.out;
+  EXPECT_NE(r.out.find("measured_ms"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("3566.5"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("4382.1"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("MAPE fit"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("over 2 rows"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("MAPE all"), std::string::npos) << r.out;
+  const auto results = read_file(out_csv);
+  EXPECT_EQ(std::count(results.begin(), results.end(), '\n'), 4) << results;
+  EXPECT_EQ(results.rfind("line,set,gpus,tp,dp,pp,micro_batch,measured_ms,predicted_ms,error_percent\n", 0),
+            0u);
+}
+
+TEST(ValidateCli, SubsetAndParallelismDoNotChangeThePredictions) {
+  const auto csv = write_temp_file("rows.csv", three_rows());
+  const auto all = run_cli({"validate", csv.string(), "-j", "1"});
+  const auto check = run_cli({"validate", csv.string(), "-j", "3", "--subset", "check"});
+  ASSERT_EQ(all.status, 0) << all.err;
+  ASSERT_EQ(check.status, 0) << check.err;
+  // The check rows' lines are identical in both runs (deterministic replays).
+  for (const std::string measured : {"3975.2", "4382.1"}) {
+    auto line_of = [&](const std::string& out) {
+      const auto at = out.find(measured);
+      const auto begin = out.rfind('\n', at) + 1;
+      return out.substr(begin, out.find('\n', at) - begin);
+    };
+    EXPECT_EQ(line_of(all.out), line_of(check.out));
+  }
+  EXPECT_EQ(check.out.find("3566.5"), std::string::npos);
+}
+
+TEST(ValidateCli, MaxMapeExceededExitsWithStatusThree) {
+  const auto csv = write_temp_file("rows.csv", three_rows());
+  const auto r = run_cli({"validate", csv.string(), "--subset", "fit", "--max-mape", "0.0001"});
+  EXPECT_EQ(r.status, 3) << r.out << r.err;
+  EXPECT_NE(r.err.find("above --max-mape"), std::string::npos) << r.err;
+}
+
+TEST(ValidateCli, BadDatasetIsBadInputWithFileAndLine) {
+  const auto csv =
+      write_temp_file("bad.csv", std::string(kHeader) + "3.6,64,512,8,3072,32,30,2048,1,64,1,fast,fit\n");
+  const auto r = run_cli({"validate", csv.string()});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("bad.csv:2: iteration time (ms): 'fast' is not a number"), std::string::npos) << r.err;
+}
+
+TEST(ValidateCli, RowsThatMakeABadScenarioAreReportedBeforeAnySimulation) {
+  // 30 layers do not split over 4 pipeline stages.
+  const auto csv =
+      write_temp_file("rows.csv", std::string(kHeader) + "3.6,64,512,8,3072,32,30,2048,1,16,4,4000,check\n");
+  const auto r = run_cli({"validate", csv.string()});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("rows.csv:2: this row gives a bad scenario"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("pp"), std::string::npos) << r.err;
+  const auto missing = run_cli({"validate", "/nonexistent/rows.csv"});
+  EXPECT_EQ(missing.status, 1);
+  EXPECT_NE(missing.err.find("cannot read"), std::string::npos) << missing.err;
+}
+
+TEST(ValidateCli, TemplateFileReplacesTheBuiltInCluster) {
+  const auto csv = write_temp_file("rows.csv", three_rows());
+  // The shipped template itself, read from the source tree, gives the same
+  // predictions as the built-in copy.
+  const auto builtin = run_cli({"validate", csv.string(), "--subset", "fit"});
+  const auto file = run_cli(
+      {"validate", csv.string(), "--subset", "fit", "--template", "scenarios/validation/vtrain-a100.yaml"});
+  ASSERT_EQ(builtin.status, 0) << builtin.err;
+  ASSERT_EQ(file.status, 0) << file.err;
+  EXPECT_EQ(builtin.out.substr(builtin.out.find('\n')), file.out.substr(file.out.find('\n')));
+}
+
+}  // namespace
+}  // namespace trainsim::testing

@@ -1,0 +1,167 @@
+#include "workloads/cost_model_per_op.hpp"
+
+#include <algorithm>
+#include <functional>
+
+namespace trainsim::workloads {
+namespace {
+
+double memory_time(double bytes, int kernels, const platforms::GpuSpec& gpu,
+                   const platforms::EfficiencyProfile& profile) {
+  if (bytes <= 0)
+    return 0;
+  // The curve is per kernel: a multi-kernel op moves bytes / kernels each.
+  const double per_kernel = bytes / std::max(1, kernels);
+  const double efficiency = profile.memory.peak_fraction * profile.memory.bytes.at(per_kernel);
+  return bytes / (gpu.hbm_bandwidth_Bps * efficiency);
+}
+
+double matmul_efficiency(const platforms::MatmulEfficiency& e, const TransformerOp& op) {
+  return e.peak_fraction * e.output_elements.at(op.m * op.n * op.batch) * e.reduction_depth.at(op.k);
+}
+
+double attention_efficiency(const platforms::AttentionKernelEfficiency& e, const TransformerOp& op) {
+  return e.peak_fraction * e.seq_len.at(op.m) * e.head_dim.at(op.k);
+}
+
+// One pass: its kernels back to back on the GPU, but never faster than the
+// host can launch them.
+double pass_time(const std::vector<TransformerOp>& ops,
+                 const std::function<bool(const TransformerOp&)>& in_pass, const platforms::GpuSpec& gpu,
+                 const platforms::EfficiencyProfile& profile) {
+  double device_s = 0;
+  int kernels = 0;
+  for (const auto& op : ops) {
+    if (!in_pass(op))
+      continue;
+    device_s += time_op(op, gpu, profile).duration_s;
+    kernels += op.kernels;
+  }
+  return std::max(device_s, kernels * profile.host_overhead_per_kernel_s);
+}
+
+bool is(const TransformerOp& op, OpPass pass) {
+  return op.pass == pass;
+}
+
+}  // namespace
+
+OpTiming time_op(const TransformerOp& op, const platforms::GpuSpec& gpu,
+                 const platforms::EfficiencyProfile& profile) {
+  OpTiming t;
+  switch (op.kind) {
+    case OpKind::matmul:
+      t.efficiency = matmul_efficiency(profile.matmul, op);
+      break;
+    case OpKind::batched_matmul:
+      t.efficiency = matmul_efficiency(profile.batched_matmul, op);
+      break;
+    case OpKind::attention:
+      t.efficiency = attention_efficiency(
+          op.pass == OpPass::forward ? profile.flash_forward : profile.flash_backward, op);
+      break;
+    case OpKind::elementwise:
+      break;
+  }
+  if (op.flops > 0 && t.efficiency > 0)
+    t.compute_s = op.flops / (gpu.peak_bf16_flops * t.efficiency);
+  t.memory_s = memory_time(op.bytes, op.kernels, gpu, profile);
+  t.duration_s = std::max(t.compute_s, t.memory_s);
+  return t;
+}
+
+PerOpCostModel::PerOpCostModel(ModelSpec model, ParallelPlan plan, Options options)
+    : model_(std::move(model)),
+      plan_(plan),
+      setup_(layer_setup(model_, plan_.micro_batch_size, plan_.tp, options.sequence_parallel)),
+      flops_(model_, plan_),
+      layer_ops_(layer_ops(model_, setup_)),
+      embedding_ops_(embedding_ops(model_, setup_)),
+      logits_ops_(logits_ops(model_, setup_)) {}
+
+const PerOpCostModel::PartTimes& PerOpCostModel::times(const platforms::GpuSpec& gpu) const {
+  if (auto it = cache_.find(gpu.name); it != cache_.end())
+    return it->second;
+  const auto& profile = platforms::efficiency_profile_for(gpu.name);
+  auto pass = [&](const std::vector<TransformerOp>& ops,
+                  const std::function<bool(const TransformerOp&)>& in) {
+    return pass_time(ops, in, gpu, profile);
+  };
+  const auto forward = [](const TransformerOp& op) { return is(op, OpPass::forward); };
+  const auto input = [](const TransformerOp& op) { return is(op, OpPass::backward_input); };
+  const auto weight = [](const TransformerOp& op) { return is(op, OpPass::backward_weight); };
+
+  PartTimes p;
+  p.layer.forward_s = pass(layer_ops_, forward);
+  switch (plan_.recompute) {
+    case Recompute::none:
+      break;
+    case Recompute::selective:  // the attention core's forward (Korthikanti et al.)
+      p.layer.recompute_s = pass(
+          layer_ops_, [](const TransformerOp& op) { return is(op, OpPass::forward) && op.attention_core; });
+      break;
+    case Recompute::full:
+      p.layer.recompute_s = p.layer.forward_s;
+      break;
+  }
+  p.layer.backward_input_s = pass(layer_ops_, input);
+  p.layer.backward_weight_s = pass(layer_ops_, weight);
+  p.embedding_forward_s = pass(embedding_ops_, forward);
+  p.embedding_weight_s = pass(embedding_ops_, weight);
+  p.logits_forward_s = pass(logits_ops_, forward);
+  p.logits_input_s = pass(logits_ops_, input);
+  p.logits_weight_s = pass(logits_ops_, weight);
+  return cache_.emplace(gpu.name, p).first->second;
+}
+
+LayerPassTimes PerOpCostModel::layer_times(const platforms::GpuSpec& gpu) const {
+  return times(gpu).layer;
+}
+
+std::vector<std::pair<TransformerOp, OpTiming>> PerOpCostModel::timed_layer_ops(
+    const platforms::GpuSpec& gpu) const {
+  const auto& profile = platforms::efficiency_profile_for(gpu.name);
+  std::vector<std::pair<TransformerOp, OpTiming>> out;
+  for (const auto& op : layer_ops_)
+    out.emplace_back(op, time_op(op, gpu, profile));
+  return out;
+}
+
+OpCost PerOpCostModel::forward(const StageSlice& slice, const platforms::GpuSpec& gpu) const {
+  const auto& t = times(gpu);
+  OpCost cost = flops_.forward(slice, gpu);
+  cost.duration_s = slice.layers * t.layer.forward_s + (slice.embedding ? t.embedding_forward_s : 0.0) +
+                    (slice.logits ? t.logits_forward_s : 0.0);
+  return cost;
+}
+
+OpCost PerOpCostModel::backward_input(const StageSlice& slice, const platforms::GpuSpec& gpu) const {
+  const auto& t = times(gpu);
+  OpCost cost = flops_.backward_input(slice, gpu);
+  cost.duration_s = slice.layers * (t.layer.recompute_s + t.layer.backward_input_s) +
+                    (slice.logits ? t.logits_input_s : 0.0);
+  return cost;
+}
+
+OpCost PerOpCostModel::backward_weight(const StageSlice& slice, const platforms::GpuSpec& gpu) const {
+  const auto& t = times(gpu);
+  OpCost cost = flops_.backward_weight(slice, gpu);
+  cost.duration_s = slice.layers * t.layer.backward_weight_s +
+                    (slice.embedding ? t.embedding_weight_s : 0.0) + (slice.logits ? t.logits_weight_s : 0.0);
+  return cost;
+}
+
+OpCost PerOpCostModel::backward(const StageSlice& slice, const platforms::GpuSpec& gpu) const {
+  OpCost cost = flops_.backward(slice, gpu);
+  cost.duration_s = backward_input(slice, gpu).duration_s + backward_weight(slice, gpu).duration_s;
+  return cost;
+}
+
+OpCost PerOpCostModel::optimizer(double parameters, const platforms::GpuSpec& gpu) const {
+  const auto& profile = platforms::efficiency_profile_for(gpu.name);
+  const double bytes = parameters * kOptimizerBytesPerParameter;
+  const double device_s = memory_time(bytes, kOptimizerKernels, gpu, profile);
+  return {std::max(device_s, kOptimizerKernels * profile.host_overhead_per_kernel_s), 0, 0};
+}
+
+}  // namespace trainsim::workloads

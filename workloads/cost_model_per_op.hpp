@@ -1,0 +1,83 @@
+#pragma once
+// The default cost model: every kernel of a layer (transformer_ops.hpp) timed
+// on the GPU it runs on, under that GPU's efficiency curves
+// (platforms/efficiency/*.yaml):
+//
+//   kernel time = max(FLOPs / (peak bf16 x efficiency(shape)),
+//                     bytes / (HBM bandwidth x memory efficiency(bytes)))
+//   pass time   = max(sum of its kernel times, kernels x host overhead)
+//
+// where a pass is one layer's forward, recomputed forward, input-gradient or
+// weight-gradient work (the host bound is what limits small models in eager
+// PyTorch). A stage's op is its layers' passes plus the embedding or the
+// logits and loss. FLOP counts for MFU / HFU are the analytic ones
+// (AnalyticCostModel), so MFU does not depend on the efficiency data.
+#include <map>
+#include <string>
+#include <vector>
+
+#include "platforms/efficiency_profile.hpp"
+#include "workloads/cost_model.hpp"
+#include "workloads/transformer_ops.hpp"
+
+namespace trainsim::workloads {
+
+struct OpTiming {
+  double compute_s = 0;   // FLOPs at the shape's efficiency
+  double memory_s = 0;    // bytes at the achievable HBM bandwidth
+  double duration_s = 0;  // the larger of the two
+  double efficiency = 0;  // fraction of the bf16 peak reached (0 for element-wise)
+};
+
+// One kernel on one GPU.
+OpTiming time_op(const TransformerOp& op, const platforms::GpuSpec& gpu,
+                 const platforms::EfficiencyProfile& profile);
+
+// Times of one layer's passes, one micro-batch, one GPU.
+struct LayerPassTimes {
+  double forward_s = 0;
+  double recompute_s = 0;  // what the recomputation mode redoes before the backward
+  double backward_input_s = 0;
+  double backward_weight_s = 0;
+};
+
+class PerOpCostModel final : public CostModel {
+ public:
+  struct Options {
+    bool sequence_parallel = false;
+  };
+  PerOpCostModel(ModelSpec model, ParallelPlan plan, Options options);
+  PerOpCostModel(ModelSpec model, ParallelPlan plan) : PerOpCostModel(std::move(model), plan, Options{}) {}
+
+  OpCost forward(const StageSlice& slice, const platforms::GpuSpec& gpu) const override;
+  // backward = backward_input + backward_weight (with any recomputation in
+  // backward_input), so a zero-bubble split costs what the 1F1B backward does.
+  OpCost backward(const StageSlice& slice, const platforms::GpuSpec& gpu) const override;
+  OpCost backward_input(const StageSlice& slice, const platforms::GpuSpec& gpu) const override;
+  OpCost backward_weight(const StageSlice& slice, const platforms::GpuSpec& gpu) const override;
+  OpCost optimizer(double parameters, const platforms::GpuSpec& gpu) const override;
+
+  LayerPassTimes layer_times(const platforms::GpuSpec& gpu) const;
+  // The ops of one layer with their times on `gpu` (for reports and tests).
+  std::vector<std::pair<TransformerOp, OpTiming>> timed_layer_ops(const platforms::GpuSpec& gpu) const;
+  const LayerSetup& setup() const { return setup_; }
+
+ private:
+  struct PartTimes {
+    LayerPassTimes layer;
+    double embedding_forward_s = 0, embedding_weight_s = 0;
+    double logits_forward_s = 0, logits_input_s = 0, logits_weight_s = 0;
+  };
+  const PartTimes& times(const platforms::GpuSpec& gpu) const;
+
+  ModelSpec model_;
+  ParallelPlan plan_;
+  LayerSetup setup_;
+  AnalyticCostModel flops_;  // FLOP accounting only
+  std::vector<TransformerOp> layer_ops_, embedding_ops_, logits_ops_;
+  // Per GPU type; the builder asks for the same few GPUs thousands of times.
+  // Not thread-safe (the builder is single-threaded).
+  mutable std::map<std::string, PartTimes> cache_;
+};
+
+}  // namespace trainsim::workloads

@@ -1,0 +1,86 @@
+#pragma once
+// The kernels one GPU of a tensor-parallel group runs for one micro-batch:
+// per transformer layer (Megatron's GPT layer, or a Llama layer with
+// grouped-query attention and SwiGLU), for the embedding, and for the logits
+// and loss. Each op carries the FLOPs it executes, the HBM bytes it moves and
+// its matmul shape; the per-op cost model (cost_model_per_op.hpp) times them.
+//
+// One layer, forward (t = TP degree, T = b x s tokens, d = head dim):
+//   norm -> QKV matmul [T, h] x [h, (a + 2 kv) d / t] -> (RoPE) ->
+//   attention core: scores bmm [s, d] x [d, s] per head, softmax, dropout,
+//     context bmm [s, s] x [s, d]   | or one FlashAttention kernel
+//   -> output matmul [T, a d / t] x [a d / t, h] -> (TP all-reduce) ->
+//   bias + dropout + residual -> norm -> MLP up [T, h] x [h, f/t] (x2 gated)
+//   -> GeLU | SwiGLU -> MLP down [T, f/t] x [f/t, h] -> (TP all-reduce) ->
+//   bias + dropout + residual
+// The TP collectives are not ops here: the iteration builder adds them as
+// communication tasks.
+#include <string>
+#include <vector>
+
+#include "workloads/model_spec.hpp"
+
+namespace trainsim::workloads {
+
+enum class OpKind {
+  matmul,          // dense GEMM
+  batched_matmul,  // per-head GEMMs of an unfused attention
+  attention,       // one fused FlashAttention kernel
+  elementwise,     // memory-bound: norms, softmax, dropout, activations, copies
+};
+
+// Which part of the training step an op belongs to. Zero-bubble schedules run
+// backward_input (B) and backward_weight (W) as separate tasks.
+enum class OpPass { forward, backward_input, backward_weight };
+
+struct TransformerOp {
+  std::string name;  // "qkv", "qkv.dgrad", "softmax.bwd", ...
+  OpKind kind = OpKind::elementwise;
+  OpPass pass = OpPass::forward;
+  // Part of the attention core (scores, softmax, dropout, context): what
+  // selective recomputation redoes.
+  bool attention_core = false;
+  // Matmuls: [m, k] x [k, n], `batch` times. Attention: m = seq_len,
+  // k = head_dim.
+  double m = 0, n = 0, k = 0, batch = 1;
+  double flops = 0;  // executed (a causal FlashAttention kernel skips half)
+  double bytes = 0;  // HBM traffic
+  int kernels = 1;   // kernel launches
+};
+
+// How a layer is laid out on one GPU.
+struct LayerSetup {
+  double micro_batch = 1;
+  int tp = 1;
+  // Megatron sequence parallelism: norms, dropouts and residuals run on
+  // T / t tokens.
+  bool sequence_parallel = false;
+  bool flash_attention = false;
+  // GPT-style layers train with dropout (Megatron default 0.1, attention and
+  // hidden); Llama-style layers without.
+  bool dropout = true;
+};
+
+// The setup the model and plan imply (dropout: GPT-style layers only).
+LayerSetup layer_setup(const ModelSpec& model, double micro_batch, int tp, bool sequence_parallel = false);
+
+// Every op of one transformer layer, all passes, in execution order within a
+// pass.
+std::vector<TransformerOp> layer_ops(const ModelSpec& model, const LayerSetup& setup);
+// Token (and learned position) embedding, with its dropout.
+std::vector<TransformerOp> embedding_ops(const ModelSpec& model, const LayerSetup& setup);
+// Final norm, output projection (vocabulary split over the TP group) and the
+// vocabulary-parallel cross-entropy in fp32 (Megatron's default).
+std::vector<TransformerOp> logits_ops(const ModelSpec& model, const LayerSetup& setup);
+
+// Bytes the optimizer step moves per local parameter: Megatron's
+// mixed-precision Adam copies the 16-bit gradient into an fp32 main gradient
+// (2 + 4), unscales it and checks for inf/nan (4 + 4), takes its norm for
+// clipping (4), steps Adam over master weight, gradient and both moments
+// (4 x 4 read, 3 x 4 written) and writes the 16-bit weight back (4 + 2).
+inline constexpr double kOptimizerBytesPerParameter = 52;
+// Kernel launches of one optimizer step (multi-tensor apply, all parameters
+// of a GPU in a few launches per pass).
+inline constexpr int kOptimizerKernels = 10;
+
+}  // namespace trainsim::workloads
