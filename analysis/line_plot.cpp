@@ -1,4 +1,5 @@
 #include "analysis/line_plot.hpp"
+#include "analysis/svg_style.hpp"
 
 #include <fmt/format.h>
 
@@ -22,34 +23,6 @@ constexpr double kTop = 48;
 constexpr double kPlotWidth = 520;
 constexpr double kPlotHeight = 340;
 constexpr double kFontSize = 12;
-
-std::string escape(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&apos;";
-        break;
-      default:
-        // Control characters are not allowed in XML 1.0 text.
-        if (static_cast<unsigned char>(c) >= 0x20 || c == '\n' || c == '\t')
-          out += c;
-    }
-  }
-  return out;
-}
 
 bool is_power_of_two(double v) {
   if (v < 1 || v != std::floor(v) || v > 1e15)
@@ -254,12 +227,12 @@ std::string render_line_plot_svg(const LinePlot& plot) {
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0:.0f}\" height=\"{1:.0f}\" "
       "viewBox=\"0 0 {0:.0f} {1:.0f}\" font-family=\"Helvetica, Arial, sans-serif\" font-size=\"{2:.0f}\">\n",
       width, kHeight, kFontSize);
-  svg += fmt::format("<title>{}</title>\n", escape(plot.title));
+  svg += fmt::format("<title>{}</title>\n", svg::escape(plot.title));
   svg += fmt::format("<rect width=\"{:.0f}\" height=\"{:.0f}\" fill=\"#ffffff\"/>\n", width, kHeight);
   svg += fmt::format(
       "<text class=\"title\" x=\"{:.1f}\" y=\"26\" text-anchor=\"middle\" font-size=\"15\" "
       "font-weight=\"bold\">{}</text>\n",
-      kLeft + kPlotWidth / 2, escape(plot.title));
+      kLeft + kPlotWidth / 2, svg::escape(plot.title));
 
   // Grid and ticks.
   svg += "<g class=\"axes\" stroke=\"#000000\" stroke-width=\"1\">\n";
@@ -273,7 +246,7 @@ std::string render_line_plot_svg(const LinePlot& plot) {
     svg += fmt::format(
         "<text class=\"tick-label\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\" "
         "stroke=\"none\">{}</text>\n",
-        kLeft - 8, py + 4, escape(y.tick_labels[i]));
+        kLeft - 8, py + 4, svg::escape(y.tick_labels[i]));
   }
   for (std::size_t i = 0; i < x.ticks.size(); ++i) {
     const double px = x.pixel(x.ticks[i]);
@@ -284,7 +257,7 @@ std::string render_line_plot_svg(const LinePlot& plot) {
     svg += fmt::format(
         "<text class=\"tick-label\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" "
         "stroke=\"none\">{}</text>\n",
-        px, kTop + kPlotHeight + 19, escape(x.tick_labels[i]));
+        px, kTop + kPlotHeight + 19, svg::escape(x.tick_labels[i]));
   }
   svg += fmt::format(
       "<rect class=\"frame\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" "
@@ -292,12 +265,12 @@ std::string render_line_plot_svg(const LinePlot& plot) {
       kLeft, kTop, kPlotWidth, kPlotHeight);
   svg += "</g>\n";
   svg += fmt::format("<text class=\"x-label\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}{}</text>\n",
-                     kLeft + kPlotWidth / 2, kTop + kPlotHeight + 44, escape(plot.x_label),
+                     kLeft + kPlotWidth / 2, kTop + kPlotHeight + 44, svg::escape(plot.x_label),
                      !categorical && x.log ? " (log scale)" : "");
   svg += fmt::format(
       "<text class=\"y-label\" x=\"18\" y=\"{0:.1f}\" text-anchor=\"middle\" "
       "transform=\"rotate(-90 18 {0:.1f})\">{1}{2}</text>\n",
-      kTop + kPlotHeight / 2, escape(plot.y_label), y.log ? " (log scale)" : "");
+      kTop + kPlotHeight / 2, svg::escape(plot.y_label), y.log ? " (log scale)" : "");
 
   if (xs.empty())
     svg += fmt::format(
@@ -310,7 +283,7 @@ std::string render_line_plot_svg(const LinePlot& plot) {
     const auto& s = plot.series[i];
     const char* colour = kColours[i % kColourCount];
     const char* dash = kDashes[(i / kColourCount) % 4];
-    svg += fmt::format("<g class=\"series\" data-label=\"{}\">\n", escape(s.label));
+    svg += fmt::format("<g class=\"series\" data-label=\"{}\">\n", svg::escape(s.label));
     if (s.points.size() >= 2) {
       std::string points;
       for (const auto& p : s.points)
@@ -328,8 +301,8 @@ std::string render_line_plot_svg(const LinePlot& plot) {
           "<circle class=\"marker\" cx=\"{:.2f}\" cy=\"{:.2f}\" r=\"3.5\" fill=\"{}\"><title>{}: {} = {}, {} "
           "= "
           "{:.6g}</title></circle>\n",
-          x.pixel(p.x), y.pixel(p.y), colour, escape(s.label), escape(plot.x_label), escape(x_text),
-          escape(plot.y_label), p.y);
+          x.pixel(p.x), y.pixel(p.y), colour, svg::escape(s.label), svg::escape(plot.x_label),
+          svg::escape(x_text), svg::escape(plot.y_label), p.y);
     }
     svg += "</g>\n";
   }
@@ -341,7 +314,7 @@ std::string render_line_plot_svg(const LinePlot& plot) {
     svg += "<g class=\"legend\">\n";
     if (!plot.legend_title.empty()) {
       svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" font-weight=\"bold\">{}</text>\n", lx, ly,
-                         escape(plot.legend_title));
+                         svg::escape(plot.legend_title));
       ly += 20;
     }
     for (std::size_t i = 0; i < plot.series.size(); ++i) {
@@ -352,7 +325,7 @@ std::string render_line_plot_svg(const LinePlot& plot) {
           "<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3.5\" fill=\"{}\"/>"
           "<text x=\"{:.1f}\" y=\"{:.1f}\">{}</text>\n",
           lx, ly - 4, lx + 28, ly - 4, colour, *dash ? fmt::format(" stroke-dasharray=\"{}\"", dash) : "",
-          lx + 14, ly - 4, colour, lx + 36, ly, escape(plot.series[i].label));
+          lx + 14, ly - 4, colour, lx + 36, ly, svg::escape(plot.series[i].label));
       ly += 18;
     }
     svg += "</g>\n";

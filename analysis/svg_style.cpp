@@ -22,6 +22,9 @@ std::string escape(std::string_view text) {
       case '"':
         out += "&quot;";
         break;
+      case '\'':
+        out += "&apos;";
+        break;
       default:
         out += c;
     }

@@ -11,16 +11,6 @@
 namespace trainsim::sim {
 namespace {
 
-std::string show(const YAML::Node& node) {
-  if (node.IsScalar())
-    return fmt::format("'{}'", node.Scalar());
-  if (node.IsSequence())
-    return "a list";
-  if (node.IsMap())
-    return "a map";
-  return "nothing";
-}
-
 std::string join_words(const std::vector<std::string_view>& words) {
   std::string out;
   for (std::size_t i = 0; i < words.size(); ++i) {
@@ -32,6 +22,16 @@ std::string join_words(const std::vector<std::string_view>& words) {
 }
 
 }  // namespace
+
+std::string describe_yaml_value(const YAML::Node& node) {
+  if (node.IsScalar())
+    return fmt::format("'{}'", node.Scalar());
+  if (node.IsSequence())
+    return "a list";
+  if (node.IsMap())
+    return "a map";
+  return "nothing";
+}
 
 std::string InputSource::where(const std::string& path, const YAML::Node& node) const {
   // The longest overridden prefix of the path wins: --set cluster.nvlink.bandwidth=...
@@ -53,7 +53,7 @@ MapReader::MapReader(YAML::Node node, std::string path, const InputSource& sourc
     : node_(std::move(node)), path_(std::move(path)), source_(&source), errors_(&errors) {
   if (!node_.IsMap()) {
     errors_->add(fmt::format("{}: {}: expected a map of keys, found {}", source_->where(path_, node_),
-                             path_.empty() ? "document" : path_, show(node_)));
+                             path_.empty() ? "document" : path_, describe_yaml_value(node_)));
     node_ = YAML::Node(YAML::NodeType::Map);
     return;
   }
@@ -102,7 +102,7 @@ std::optional<YAML::Node> MapReader::scalar(std::string_view key) {
     if (kv.first.Scalar() != key)
       continue;
     if (!kv.second.IsScalar()) {
-      error(key, fmt::format("expected a single value, found {}", show(kv.second)));
+      error(key, fmt::format("expected a single value, found {}", describe_yaml_value(kv.second)));
       return std::nullopt;
     }
     return kv.second;
@@ -217,7 +217,7 @@ std::optional<MapReader> MapReader::map(std::string_view key) {
     if (kv.first.Scalar() != key)
       continue;
     if (!kv.second.IsMap()) {
-      error(key, fmt::format("expected a map of keys, found {}", show(kv.second)));
+      error(key, fmt::format("expected a map of keys, found {}", describe_yaml_value(kv.second)));
       return std::nullopt;
     }
     return MapReader(kv.second, key_path(key), *source_, *errors_);

@@ -93,6 +93,10 @@ std::optional<E> MapReader::choice(std::string_view key,
   return std::nullopt;
 }
 
+// How a value reads in an error message: 'text', "a list", "a map" or
+// "nothing".
+std::string describe_yaml_value(const YAML::Node& node);
+
 // Applies "a.b.c=value" to the document (value parsed as YAML), recording the
 // override in `source`. Errors (no '=', empty key, a scalar in the way) go to
 // `errors`.

@@ -14,16 +14,6 @@
 namespace trainsim::sim {
 namespace {
 
-std::string show(const YAML::Node& node) {
-  if (node.IsScalar())
-    return fmt::format("'{}'", node.Scalar());
-  if (node.IsSequence())
-    return "a list";
-  if (node.IsMap())
-    return "a map";
-  return "nothing";
-}
-
 std::vector<std::string> split_key(const std::string& key) {
   std::vector<std::string> parts;
   for (std::size_t start = 0;;) {
@@ -85,7 +75,8 @@ bool StudyReader::check_key(const std::string& path, const YAML::Node& key_node)
 std::optional<std::vector<YAML::Node>> StudyReader::value_list(const std::string& path,
                                                                const YAML::Node& list) {
   if (!list.IsSequence() || list.size() == 0) {
-    error(path, list, fmt::format("expected a non-empty list of values, found {}", show(list)));
+    error(path, list,
+          fmt::format("expected a non-empty list of values, found {}", describe_yaml_value(list)));
     return std::nullopt;
   }
   std::vector<YAML::Node> values;
@@ -102,8 +93,9 @@ std::optional<std::vector<YAML::Node>> StudyReader::value_list(const std::string
 
 void StudyReader::read_grid(const YAML::Node& node) {
   if (!node.IsMap()) {
-    error("sweep.grid", node,
-          fmt::format("expected a map of dotted keys to lists of values, found {}", show(node)));
+    error(
+        "sweep.grid", node,
+        fmt::format("expected a map of dotted keys to lists of values, found {}", describe_yaml_value(node)));
     return;
   }
   std::set<std::string> seen;
@@ -130,7 +122,8 @@ void StudyReader::read_grid(const YAML::Node& node) {
 void StudyReader::read_zip_group(const YAML::Node& node, const std::string& path) {
   if (!node.IsMap() || node.size() == 0) {
     error(path, node,
-          fmt::format("expected a map of dotted keys to lists of equal length, found {}", show(node)));
+          fmt::format("expected a map of dotted keys to lists of equal length, found {}",
+                      describe_yaml_value(node)));
     return;
   }
   Axis axis;
@@ -171,7 +164,7 @@ void StudyReader::read_zip_group(const YAML::Node& node, const std::string& path
 
 void StudyReader::read_plots(const YAML::Node& node) {
   if (!node.IsSequence()) {
-    error("sweep.plots", node, fmt::format("expected a list of plots, found {}", show(node)));
+    error("sweep.plots", node, fmt::format("expected a list of plots, found {}", describe_yaml_value(node)));
     return;
   }
   std::set<std::string> files;
@@ -197,20 +190,21 @@ void StudyReader::read_plots(const YAML::Node& node) {
           else
             p.error("lines", "expected a column name or a list of column names");
       } else {
-        p.error("lines",
-                fmt::format("expected a column name or a list of column names, found {}", show(lines)));
+        p.error("lines", fmt::format("expected a column name or a list of column names, found {}",
+                                     describe_yaml_value(lines)));
       }
     }
     if (p.has("where")) {
       p.accept("where");
       const YAML::Node where = p.node()["where"];
       if (!where.IsMap()) {
-        p.error("where", fmt::format("expected a map of column names to values, found {}", show(where)));
+        p.error("where", fmt::format("expected a map of column names to values, found {}",
+                                     describe_yaml_value(where)));
       } else {
         for (const auto& kv : where) {
           if (!kv.second.IsScalar()) {
             error(fmt::format("{}.where.{}", path, kv.first.Scalar()), kv.second,
-                  fmt::format("expected a single value, found {}", show(kv.second)));
+                  fmt::format("expected a single value, found {}", describe_yaml_value(kv.second)));
             continue;
           }
           spec.where.emplace_back(kv.first.Scalar(), analysis::parameter_value(kv.second.Scalar()));
@@ -265,7 +259,7 @@ void StudyReader::read_variants(const YAML::Node& node) {
   if (!node.IsMap() || node.size() == 0) {
     error("variants", node,
           fmt::format("expected a map of variant names to maps of dotted keys and values, found {}",
-                      show(node)));
+                      describe_yaml_value(node)));
     return;
   }
   Axis axis;
@@ -296,7 +290,7 @@ void StudyReader::read_variants(const YAML::Node& node) {
       error(
           path, kv.second,
           fmt::format("expected a map of dotted keys to values (or nothing for the base scenario), found {}",
-                      show(kv.second)));
+                      describe_yaml_value(kv.second)));
       continue;
     }
     axis.values.push_back(std::move(value));
@@ -349,7 +343,7 @@ StudyFile parse_study_text(const std::string& text, const std::string& path) {
     throw InputError(
         {fmt::format("{}: expected a map of keys (a scenario with a sweep or variants section), "
                      "found {}",
-                     path, show(root))});
+                     path, describe_yaml_value(root))});
   study.name = std::filesystem::path(path).stem().string();
   if (root["name"] && root["name"].IsScalar())
     study.name = root["name"].Scalar();
