@@ -6,6 +6,7 @@
 
 #include <iostream>
 
+#include "sim/cli/collective_command.hpp"
 #include "sim/cli/run_command.hpp"
 #include "sim/input_error.hpp"
 #include "trainsim_version.hpp"
@@ -17,6 +18,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   trainsim::cli::RunOptions run_options;
   auto* run = trainsim::cli::add_run_command(app, run_options);
+  trainsim::cli::CollectiveOptions collective_options;
+  auto* collective = trainsim::cli::add_collective_command(app, collective_options);
 
   try {
     app.parse(argc, argv);
@@ -27,6 +30,8 @@ int main(int argc, char** argv) {
   try {
     if (run->parsed())
       return trainsim::cli::run_command(run_options);
+    if (collective->parsed())
+      return trainsim::cli::collective_command(collective_options);
     return 1;
   } catch (const trainsim::sim::InputError& e) {
     for (const auto& problem : e.problems())
