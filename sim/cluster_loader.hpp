@@ -13,5 +13,9 @@ namespace trainsim::sim {
 // Throws InputError listing every problem found.
 platforms::ClusterSpec load_cluster(const std::string& preset_or_file,
                                     const std::vector<std::string>& overrides = {});
+// The same from YAML text holding a `cluster` section (`file` names it in
+// messages).
+platforms::ClusterSpec parse_cluster_text(const std::string& yaml, const std::string& file,
+                                          const std::vector<std::string>& overrides = {});
 
 }  // namespace trainsim::sim

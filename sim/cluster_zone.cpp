@@ -64,9 +64,13 @@ ClusterZone::Duplex* ClusterZone::duplex(const std::string& name, double bandwid
 }
 
 void ClusterZone::build_node(int node, const platforms::NodeGroup& group) {
+  if (group.shape != NodeShape::nvswitch && group.pcie.effective_Bps() <= 0)
+    throw std::invalid_argument(fmt::format("node shape {} needs a PCIe bandwidth", to_string(group.shape)));
   auto& n = node_[static_cast<std::size_t>(node)];
   const double nic_Bps = group.nic.bandwidth_Bps * spec_.fabric.efficiency;
-  n.pcie_on_nic_route = group.shape != NodeShape::nvswitch || group.pcie.effective_Bps() < nic_Bps;
+  // A spec without PCIe bandwidth (hand-built test clusters) leaves PCIe out.
+  n.pcie_on_nic_route = group.pcie.effective_Bps() > 0 &&
+                        (group.shape != NodeShape::nvswitch || group.pcie.effective_Bps() < nic_Bps);
   for (int local = 0; local < group.gpus_per_node; ++local) {
     const int id = n.first_gpu + local;
     auto& gpu = gpu_[static_cast<std::size_t>(id)];
@@ -81,7 +85,7 @@ void ClusterZone::build_node(int node, const platforms::NodeGroup& group) {
     endpoint_of_netpoint_[netpoint] = id;
     if (group.shape == NodeShape::nvswitch)
       gpu.nvlink = duplex(fmt::format("gpu{}-nvlink", id), group.nvlink.effective_Bps());
-    if (n.pcie_on_nic_route)
+    if (n.pcie_on_nic_route || (group.shape != NodeShape::nvswitch && group.pcie.effective_Bps() > 0))
       gpu.pcie = duplex(fmt::format("gpu{}-pcie", id), group.pcie.effective_Bps());
   }
   for (int k = 0; k < group.nics_per_node; ++k)

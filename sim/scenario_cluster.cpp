@@ -6,6 +6,7 @@
 // docs/collectives.md.
 #include <fmt/format.h>
 
+#include <charconv>
 #include <functional>
 
 #include "platforms/presets.hpp"
@@ -117,7 +118,7 @@ std::optional<platforms::GpuSpec> read_custom_gpu(MapReader g) {
     gpu.idle_power_W = *v;
   else if (!has_base)
     gpu.idle_power_W = 0.15 * gpu.max_power_W;  // typical idle draw of an SXM board
-  if (gpu.peak_bf16_flops <= 0 && g.has("peak_bf16"))
+  if (gpu.peak_bf16_flops <= 0 && g.has("peak_bf16") && g.error_count() == before)
     g.error("peak_bf16", "must be positive (for example \"500TFLOPS\")");
   if (gpu.max_power_W > 0 && gpu.idle_power_W >= gpu.max_power_W)
     g.error("idle_power", fmt::format("{}W is not below max_power ({}W)", gpu.idle_power_W, gpu.max_power_W));
@@ -342,8 +343,40 @@ YAML::Node merge_preset(MapReader& c, const InputSource& source) {
           const auto child_path = path + "." + key;
           if (into[key] && into[key].IsMap() && kv.second.IsMap()) {
             overlay(into[key], kv.second, child_path);
-          } else {
+          } else if (into[key] && into[key].IsSequence() && kv.second.IsMap()) {
+            // Items of a preset's list by index (--set cluster.groups.1.nodes=8).
+            YAML::Node list = into[key];
+            for (const auto& item : kv.second) {
+              const auto index = item.first.Scalar();
+              std::size_t i = 0;
+              auto [ptr, ec] = std::from_chars(index.data(), index.data() + index.size(), i);
+              if (ec != std::errc() || ptr != index.data() + index.size() || i >= list.size()) {
+                // Name the first value given under the bad index (a --set option or a line).
+                std::string leaf = child_path + "." + index;
+                YAML::Node at = item.second;
+                while (at.IsMap() && at.size() > 0) {
+                  leaf += "." + at.begin()->first.Scalar();
+                  at = at.begin()->second;
+                }
+                c.errors().add(fmt::format("{}: {}: the preset's {} is a list of {} items, so '{}' is not one of "
+                                           "its indices (expected 0 to {})",
+                                           source.where(leaf, at), child_path, key, list.size(), index,
+                                           list.size() - 1));
+                continue;
+              }
+              if (list[i].IsMap() && item.second.IsMap()) {
+                overlay(list[i], item.second, child_path + "." + index);
+              } else {
+                list[i] = item.second;
+                origins.mark_origin(child_path + "." + index, "");
+              }
+            }
+          } else if (into[key]) {
             into[key] = kv.second;
+            origins.mark_origin(child_path, "");
+          } else {
+            // A key the preset lacks keeps its own node, and so its line.
+            into.force_insert(kv.first, kv.second);
             origins.mark_origin(child_path, "");
           }
         }
@@ -359,6 +392,8 @@ YAML::Node merge_preset(MapReader& c, const InputSource& source) {
 bool read_cluster_section(MapReader& outer, Scenario& scenario) {
   const std::size_t before = outer.error_count();
   const YAML::Node merged = merge_preset(outer, outer.source());
+  if (outer.error_count() != before)
+    return false;  // an unknown preset: the rest would only repeat it
   MapReader c(merged, outer.key_path(""), outer.source(), outer.errors());
   c.accept("preset");
   const std::string preset = outer.has("preset") ? outer.node()["preset"].Scalar() : "";
