@@ -14,7 +14,8 @@ namespace trainsim::sim {
 
 namespace {
 
-platforms::ClusterSpec read_cluster(YAML::Node root, const std::string& file, const std::vector<std::string>& overrides) {
+platforms::ClusterSpec read_cluster(YAML::Node root, const std::string& file,
+                                    const std::vector<std::string>& overrides) {
   InputSource source(file);
   ErrorList errors;
   for (const auto& o : overrides)
@@ -47,7 +48,8 @@ platforms::ClusterSpec parse_cluster_text(const std::string& yaml, const std::st
   return read_cluster(root, file, overrides);
 }
 
-platforms::ClusterSpec load_cluster(const std::string& preset_or_file, const std::vector<std::string>& overrides) {
+platforms::ClusterSpec load_cluster(const std::string& preset_or_file,
+                                    const std::vector<std::string>& overrides) {
   if (platforms::find_cluster_preset(preset_or_file) != nullptr) {
     YAML::Node root(YAML::NodeType::Map);
     root["cluster"]["preset"] = preset_or_file;
@@ -55,9 +57,10 @@ platforms::ClusterSpec load_cluster(const std::string& preset_or_file, const std
   }
   std::ifstream in(preset_or_file);
   if (!in)
-    throw InputError({fmt::format("--cluster {}: neither a cluster preset (expected one of {}) nor a readable "
-                                  "YAML file with a `cluster` section",
-                                  preset_or_file, platforms::cluster_preset_names())});
+    throw InputError(
+        {fmt::format("--cluster {}: neither a cluster preset (expected one of {}) nor a readable "
+                     "YAML file with a `cluster` section",
+                     preset_or_file, platforms::cluster_preset_names())});
   std::stringstream text;
   text << in.rdbuf();
   return parse_cluster_text(text.str(), preset_or_file, overrides);

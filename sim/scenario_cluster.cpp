@@ -358,10 +358,10 @@ YAML::Node merge_preset(MapReader& c, const InputSource& source) {
                   leaf += "." + at.begin()->first.Scalar();
                   at = at.begin()->second;
                 }
-                c.errors().add(fmt::format("{}: {}: the preset's {} is a list of {} items, so '{}' is not one of "
-                                           "its indices (expected 0 to {})",
-                                           source.where(leaf, at), child_path, key, list.size(), index,
-                                           list.size() - 1));
+                c.errors().add(fmt::format(
+                    "{}: {}: the preset's {} is a list of {} items, so '{}' is not one of "
+                    "its indices (expected 0 to {})",
+                    source.where(leaf, at), child_path, key, list.size(), index, list.size() - 1));
                 continue;
               }
               if (list[i].IsMap() && item.second.IsMap()) {

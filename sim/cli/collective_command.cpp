@@ -63,7 +63,7 @@ CLI::App* add_collective_command(CLI::App& app, CollectiveOptions& options) {
       ->capture_default_str();
   cmd->add_option("-e,--max", options.max_size, "Largest message size, with its unit")->capture_default_str();
   cmd->add_option("-f,--step-factor", options.step_factor, "Multiply the size by this between rows")
-      ->check(CLI::Range(1.0001, 1024.0))
+      ->check(CLI::Range(1.0001, 1e9))
       ->capture_default_str();
   cmd->add_option("--algorithm", options.algorithm,
                   "auto (NCCL-style tuning), ring, tree, hierarchical or nvls")

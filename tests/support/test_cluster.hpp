@@ -9,7 +9,8 @@ namespace trainsim::testing {
 
 // `nodes` x `gpus_per_node` A100s, every link of the given bandwidth and
 // GPU-to-GPU latency, one switch.
-inline platforms::ClusterSpec uniform_cluster(int nodes, int gpus_per_node, double bandwidth_Bps, double latency_s) {
+inline platforms::ClusterSpec uniform_cluster(int nodes, int gpus_per_node, double bandwidth_Bps,
+                                              double latency_s) {
   platforms::ClusterSpec cluster;
   platforms::NodeGroup group;
   group.gpu = *platforms::find_gpu("A100-SXM-80GB");
@@ -23,7 +24,9 @@ inline platforms::ClusterSpec uniform_cluster(int nodes, int gpus_per_node, doub
 }
 
 // Communication made negligible: 1 EB/s links with no latency.
-inline platforms::ClusterSpec free_network_cluster(int gpus) { return uniform_cluster(gpus, 1, 1e18, 0); }
+inline platforms::ClusterSpec free_network_cluster(int gpus) {
+  return uniform_cluster(gpus, 1, 1e18, 0);
+}
 
 // Every stage's forward takes forward_s and backward backward_s, whatever
 // the layers; the split backward takes backward_input_s + backward_weight_s

@@ -93,7 +93,8 @@ TEST(ClusterConfig, ScenarioKeysOverrideAPresetKeyByKey) {
 }
 
 TEST(ClusterConfig, SetOverridesPresetsAndListItems) {
-  const auto c = load_cluster("mixed-a100-h100", {"cluster.groups.1.nodes=8", "cluster.fabric.oversubscription=4"});
+  const auto c =
+      load_cluster("mixed-a100-h100", {"cluster.groups.1.nodes=8", "cluster.fabric.oversubscription=4"});
   EXPECT_EQ(c.groups[1].nodes, 8);
   EXPECT_EQ(c.groups[0].nodes, 16);
   EXPECT_DOUBLE_EQ(c.fabric.oversubscription, 4);
@@ -132,8 +133,9 @@ TEST(ClusterConfig, UserDefinedGpuCanStartFromACatalogueGpu) {
 }
 
 TEST(ClusterConfig, UserDefinedGpuNeedsItsQuantitiesWithUnits) {
-  const auto p = problems("cluster:\n  gpu: {name: X, peak_bf16: 500, hbm: 96GiB, hbm_bandwidth: 3TBps, "
-                          "max_power: 600W}\n  nodes: 1\n");
+  const auto p = problems(
+      "cluster:\n  gpu: {name: X, peak_bf16: 500, hbm: 96GiB, hbm_bandwidth: 3TBps, "
+      "max_power: 600W}\n  nodes: 1\n");
   expect_one(p, "c.yaml:2:", "cluster.gpu.peak_bf16", "the unit is missing");
   const auto q = problems("cluster:\n  gpu: {name: X, hbm: 96GiB}\n  nodes: 1\n");
   ASSERT_EQ(q.size(), 3u);
@@ -158,7 +160,8 @@ TEST(ClusterConfig, MixedGroupsInheritClusterLevelKeys) {
 }
 
 TEST(ClusterConfig, MixedClusterWhoseNodeCountsDoNotAddUp) {
-  const auto p = problems("cluster:\n  nodes: 24\n  groups:\n    - {gpu: A100, nodes: 16}\n    - {gpu: H100, nodes: 16}\n");
+  const auto p = problems(
+      "cluster:\n  nodes: 24\n  groups:\n    - {gpu: A100, nodes: 16}\n    - {gpu: H100, nodes: 16}\n");
   expect_one(p, "c.yaml:2:", "cluster.nodes", "24 does not match the groups' node counts (16 + 16 = 32)");
 }
 
@@ -184,7 +187,8 @@ TEST(ClusterConfig, MissingUnit) {
 }
 
 TEST(ClusterConfig, OversubscriptionBelowOne) {
-  const auto p = problems("cluster: {gpu: A100, nodes: 8, fabric: {topology: fat_tree, oversubscription: 0.5}}\n");
+  const auto p =
+      problems("cluster: {gpu: A100, nodes: 8, fabric: {topology: fat_tree, oversubscription: 0.5}}\n");
   expect_one(p, "c.yaml:1:", "cluster.fabric.oversubscription", "0.5 is below 1");
 }
 
@@ -205,13 +209,13 @@ TEST(ClusterConfig, ErrorsInPresetValuesNameThePresetFile) {
 TEST(ClusterConfig, UnknownPresetAndUnknownKeys) {
   expect_one(problems("cluster: {preset: dgx-z100}\n"), "c.yaml:1:", "cluster.preset",
              "unknown cluster preset 'dgx-z100'");
-  expect_one(problems("cluster: {preset: dgx-a100-hdr, fabric: {topologie: torus}}\n"), "c.yaml:1:",
-             "cluster.fabric.topologie", "unknown key");
+  expect_one(problems("cluster: {preset: dgx-a100-hdr, fabric: {topologie: torus}}\n"),
+             "c.yaml:1:", "cluster.fabric.topologie", "unknown key");
 }
 
 TEST(ClusterConfig, NodeShapeRules) {
-  expect_one(problems("cluster: {gpu: A100, nodes: 1, node_shape: pcie, nvls: true}\n"), "c.yaml:1:",
-             "cluster.nvls", "needs an NVSwitch");
+  expect_one(problems("cluster: {gpu: A100, nodes: 1, node_shape: pcie, nvls: true}\n"),
+             "c.yaml:1:", "cluster.nvls", "needs an NVSwitch");
   expect_one(problems("cluster: {gpu: A100, nodes: 1, nic: {per_node: 3}}\n"), "c.yaml:1:", "cluster.nic",
              "expected a divisor of gpus_per_node (8)");
 }
@@ -223,8 +227,8 @@ TEST(ClusterConfig, FabricRules) {
   const auto p = problems("cluster: {gpu: A100, nodes: 4, fabric: {topology: dragonfly}}\n");
   ASSERT_EQ(p.size(), 2u);
   EXPECT_NE(p[0].find("cluster.fabric.local_bandwidth: missing"), std::string::npos) << p[0];
-  expect_one(problems("cluster: {gpu: A100, nodes: 4, fabric: {topology: fat_tree, levels: 4}}\n"), "c.yaml:1:",
-             "cluster.fabric.levels", "out of range");
+  expect_one(problems("cluster: {gpu: A100, nodes: 4, fabric: {topology: fat_tree, levels: 4}}\n"),
+             "c.yaml:1:", "cluster.fabric.levels", "out of range");
 }
 
 TEST(ClusterConfig, TechnologyChoosesLatencyAndEfficiencyDefaults) {
@@ -240,14 +244,15 @@ TEST(ClusterConfig, TechnologyChoosesLatencyAndEfficiencyDefaults) {
 }
 
 TEST(ClusterConfig, CollectivesSection) {
-  const auto c = parse("cluster: {gpu: A100, nodes: 1, collectives: {algorithm: tree, fidelity: fast, "
-                       "launch_latency: 10us, max_chunks: 8}}\n");
+  const auto c = parse(
+      "cluster: {gpu: A100, nodes: 1, collectives: {algorithm: tree, fidelity: fast, "
+      "launch_latency: 10us, max_chunks: 8}}\n");
   EXPECT_EQ(c.collectives.algorithm, platforms::CollectiveAlgorithm::tree);
   EXPECT_EQ(c.collectives.fidelity, platforms::Fidelity::fast);
   EXPECT_DOUBLE_EQ(c.collectives.launch_latency_s, 10e-6);
   EXPECT_EQ(c.collectives.max_pipeline_chunks, 8);
-  expect_one(problems("cluster: {gpu: A100, nodes: 1, collectives: {algorithm: butterfly}}\n"), "c.yaml:1:",
-             "cluster.collectives.algorithm", "'butterfly' is not a known value");
+  expect_one(problems("cluster: {gpu: A100, nodes: 1, collectives: {algorithm: butterfly}}\n"),
+             "c.yaml:1:", "cluster.collectives.algorithm", "'butterfly' is not a known value");
 }
 
 }  // namespace

@@ -111,7 +111,7 @@ TEST(CollectiveAlgorithms, HierarchicalIsThreeRingPhases) {
   cluster.groups[0].nvlink = {b_nv, a_nv};
   const auto r = run(cluster, CollectiveOp::all_reduce, first(n), S, CollectiveAlgorithm::hierarchical);
   EXPECT_EQ(r.choice.algorithm, CollectiveAlgorithm::hierarchical);
-  const double intra = (g - 1) * (a_nv + S / (g * b_nv));                     // reduce-scatter, all-gather
+  const double intra = (g - 1) * (a_nv + S / (g * b_nv));                    // reduce-scatter, all-gather
   const double inter = 2 * (nodes - 1) * (a_nic + S / g / (nodes * b_nic));  // all-reduce of S/g per rail
   EXPECT_NEAR(r.time_s / (2 * intra + inter), 1.0, 1e-6);
 }

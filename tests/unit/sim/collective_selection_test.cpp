@@ -4,8 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <numeric>
 #include <map>
+#include <numeric>
 #include <set>
 
 #include "sim/cluster_loader.hpp"
@@ -121,7 +121,8 @@ TEST(CollectiveSelection, ManyNodesTreeForSmallRingForLarge) {
 TEST(CollectiveSelection, NvlsOnH100NodesForLargeMessages) {
   Platform p("dgx-h100-ndr");
   EXPECT_EQ(pick(p, CollectiveOp::all_reduce, 8, 1 << 30), CollectiveAlgorithm::nvls);
-  EXPECT_EQ(pick(p, CollectiveOp::all_reduce, 8, 1 << 30, CollectiveAlgorithm::ring), CollectiveAlgorithm::ring);
+  EXPECT_EQ(pick(p, CollectiveOp::all_reduce, 8, 1 << 30, CollectiveAlgorithm::ring),
+            CollectiveAlgorithm::ring);
 }
 
 TEST(CollectiveSelection, NoNvlsWhenOneNodeOfTheGroupLacksIt) {
@@ -135,27 +136,33 @@ TEST(CollectiveSelection, NoNvlsWhenOneNodeOfTheGroupLacksIt) {
   // Two H100 nodes: NVLS is a candidate (intra-node in-switch phases).
   std::iota(gpus.begin(), gpus.end(), 128);
   const auto h100 = estimate_algorithms({CollectiveOp::all_reduce, gpus, 1 << 30, 1, {}}, *p.zone);
-  EXPECT_TRUE(std::any_of(h100.begin(), h100.end(),
-                          [](const AlgorithmEstimate& e) { return e.algorithm == CollectiveAlgorithm::nvls; }));
+  EXPECT_TRUE(std::any_of(h100.begin(), h100.end(), [](const AlgorithmEstimate& e) {
+    return e.algorithm == CollectiveAlgorithm::nvls;
+  }));
 }
 
 TEST(CollectiveSelection, AskedAlgorithmIsHonouredWhenItApplies) {
   Platform p("dgx-a100-hdr", {"cluster.nodes=16"});
-  EXPECT_EQ(pick(p, CollectiveOp::all_reduce, 128, 1 << 30, CollectiveAlgorithm::tree), CollectiveAlgorithm::tree);
+  EXPECT_EQ(pick(p, CollectiveOp::all_reduce, 128, 1 << 30, CollectiveAlgorithm::tree),
+            CollectiveAlgorithm::tree);
   EXPECT_EQ(pick(p, CollectiveOp::all_reduce, 128, 1024, CollectiveAlgorithm::hierarchical),
             CollectiveAlgorithm::hierarchical);
   // Not applicable: trees for all-gather, NVLS on A100, hierarchical in one node.
-  EXPECT_EQ(pick(p, CollectiveOp::all_gather, 128, 1 << 30, CollectiveAlgorithm::tree), CollectiveAlgorithm::ring);
-  EXPECT_EQ(pick(p, CollectiveOp::all_reduce, 8, 1 << 30, CollectiveAlgorithm::nvls), CollectiveAlgorithm::ring);
+  EXPECT_EQ(pick(p, CollectiveOp::all_gather, 128, 1 << 30, CollectiveAlgorithm::tree),
+            CollectiveAlgorithm::ring);
+  EXPECT_EQ(pick(p, CollectiveOp::all_reduce, 8, 1 << 30, CollectiveAlgorithm::nvls),
+            CollectiveAlgorithm::ring);
   EXPECT_EQ(pick(p, CollectiveOp::all_reduce, 8, 1 << 30, CollectiveAlgorithm::hierarchical),
             CollectiveAlgorithm::ring);
-  EXPECT_EQ(pick(p, CollectiveOp::all_to_all, 16, 1 << 20, CollectiveAlgorithm::ring), CollectiveAlgorithm::direct);
+  EXPECT_EQ(pick(p, CollectiveOp::all_to_all, 16, 1 << 20, CollectiveAlgorithm::ring),
+            CollectiveAlgorithm::direct);
 }
 
 TEST(CollectiveSelection, ClusterDefaultAppliesWhenTheTaskDoesNotAsk) {
   Platform p("dgx-a100-hdr", {"cluster.nodes=16", "cluster.collectives.algorithm=tree"});
   EXPECT_EQ(pick(p, CollectiveOp::all_reduce, 128, 1 << 30), CollectiveAlgorithm::tree);
-  EXPECT_EQ(pick(p, CollectiveOp::all_reduce, 128, 1 << 30, CollectiveAlgorithm::ring), CollectiveAlgorithm::ring);
+  EXPECT_EQ(pick(p, CollectiveOp::all_reduce, 128, 1 << 30, CollectiveAlgorithm::ring),
+            CollectiveAlgorithm::ring);
 }
 
 TEST(CollectiveSelection, AutoPicksTheFastestEstimateButNeverHierarchical) {

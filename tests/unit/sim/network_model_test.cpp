@@ -48,9 +48,13 @@ TEST(NetworkModel, RingAllReduceMatchesClosedFormWithinTwoPercent) {
   const auto cluster = testing::uniform_cluster(1, n, bw, lat);
   workloads::TaskGraph g;
   std::vector<int> all(n);
-  for (int i = 0; i < n; ++i) all[i] = i;
+  for (int i = 0; i < n; ++i)
+    all[i] = i;
   const int group = g.add_group(all);
-  g.add({.kind = TaskKind::collective, .comm = CommKind::dp, .op = CollectiveOp::all_reduce, .group = group,
+  g.add({.kind = TaskKind::collective,
+         .comm = CommKind::dp,
+         .op = CollectiveOp::all_reduce,
+         .group = group,
          .bytes = bytes});
   const double expected = ring_all_reduce(n, bytes, bw, lat);
   EXPECT_NEAR(run(cluster, std::move(g)) / expected, 1.0, 0.02);
@@ -63,7 +67,10 @@ TEST(NetworkModel, RingAllReduceAcrossNodesIsLimitedByTheNics) {
   const auto cluster = testing::uniform_cluster(n, 1, bw, lat);
   workloads::TaskGraph g;
   const int group = g.add_group({0, 1, 2, 3});
-  g.add({.kind = TaskKind::collective, .comm = CommKind::dp, .op = CollectiveOp::all_reduce, .group = group,
+  g.add({.kind = TaskKind::collective,
+         .comm = CommKind::dp,
+         .op = CollectiveOp::all_reduce,
+         .group = group,
          .bytes = bytes});
   EXPECT_NEAR(run(cluster, std::move(g)) / ring_all_reduce(n, bytes, bw, lat), 1.0, 0.02);
 }
@@ -74,8 +81,12 @@ TEST(NetworkModel, FoldedCollectivesCostTheirLatencyTermsToo) {
   const auto cluster = testing::uniform_cluster(1, n, bw, lat);
   workloads::TaskGraph g;
   const int group = g.add_group({0, 1, 2, 3});
-  g.add({.kind = TaskKind::collective, .comm = CommKind::tp, .op = CollectiveOp::all_reduce, .group = group,
-         .bytes = bytes, .fold = 6});
+  g.add({.kind = TaskKind::collective,
+         .comm = CommKind::tp,
+         .op = CollectiveOp::all_reduce,
+         .group = group,
+         .bytes = bytes,
+         .fold = 6});
   EXPECT_NEAR(run(cluster, std::move(g)) / (6 * ring_all_reduce(n, bytes, bw, lat)), 1.0, 1e-6);
 }
 

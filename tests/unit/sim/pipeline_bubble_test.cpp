@@ -47,8 +47,9 @@ INSTANTIATE_TEST_SUITE_P(Schedules, ClosedFormBubble,
                          ::testing::Combine(::testing::Values(ScheduleKind::one_f_one_b, ScheduleKind::gpipe),
                                             ::testing::Values(2, 4, 8), ::testing::Values(1, 4, 8, 32)),
                          [](const auto& info) {
-                           return std::string(workloads::to_string(std::get<0>(info.param)) == "1f1b" ? "OneFOneB"
-                                                                                                       : "GPipe") +
+                           return std::string(workloads::to_string(std::get<0>(info.param)) == "1f1b"
+                                                  ? "OneFOneB"
+                                                  : "GPipe") +
                                   "_p" + std::to_string(std::get<1>(info.param)) + "_m" +
                                   std::to_string(std::get<2>(info.param));
                          });

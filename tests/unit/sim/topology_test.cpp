@@ -14,7 +14,8 @@ struct Platform {
   platforms::ClusterSpec spec;
   std::unique_ptr<simgrid::s4u::Engine> engine;
   ClusterZone* zone = nullptr;
-  explicit Platform(const std::string& yaml) : spec(parse_cluster_text(yaml, "t.yaml")), engine(make_engine()) {
+  explicit Platform(const std::string& yaml)
+      : spec(parse_cluster_text(yaml, "t.yaml")), engine(make_engine()) {
     zone = new ClusterZone(spec);  // owned by the engine
   }
 };
@@ -54,8 +55,9 @@ TEST(Topology, CubeMeshHasOneOrTwoLanesPerPairAndPcieForTheRest) {
 }
 
 TEST(Topology, PcieNodeGoesThroughThePcieSwitch) {
-  Platform p("cluster: {gpu: A100, nodes: 2, node_shape: pcie, pcie: {bandwidth: 32GBps, latency: 6us, "
-             "efficiency: 1}, nic: {bandwidth: 400Gbps}}\n");
+  Platform p(
+      "cluster: {gpu: A100, nodes: 2, node_shape: pcie, pcie: {bandwidth: 32GBps, latency: 6us, "
+      "efficiency: 1}, nic: {bandwidth: 400Gbps}}\n");
   EXPECT_EQ(joined(p.zone->route_names(0, 1)), "gpu0-pcie_UP gpu1-pcie_DOWN");
   EXPECT_DOUBLE_EQ(p.zone->path(0, 1).latency_s, 6e-6);
   // Across nodes the PCIe link is on the way to the NIC, and is the bottleneck.
@@ -73,8 +75,9 @@ TEST(Topology, SharedNicsCarryTheirGpusTrafficThroughPcie) {
 }
 
 TEST(Topology, SingleSwitchIsTwoNicHops) {
-  Platform p("cluster: {gpu: A100, nodes: 4, nic: {bandwidth: 200Gbps, latency: 5us}, "
-             "fabric: {topology: single_switch, efficiency: 0.9}}\n");
+  Platform p(
+      "cluster: {gpu: A100, nodes: 4, nic: {bandwidth: 200Gbps, latency: 5us}, "
+      "fabric: {topology: single_switch, efficiency: 0.9}}\n");
   const auto path = p.zone->path(2, 30);
   EXPECT_EQ(joined(p.zone->route_names(2, 30)), "node0-nic2_UP node3-nic6_DOWN");
   EXPECT_DOUBLE_EQ(path.bandwidth_Bps, 0.9 * 25e9);
@@ -82,13 +85,15 @@ TEST(Topology, SingleSwitchIsTwoNicHops) {
 }
 
 TEST(Topology, TwoLevelFatTreeUplinksShowOversubscription) {
-  Platform p("cluster: {gpu: A100, nodes: 4, nic: {bandwidth: 200Gbps, latency: 5us}, fabric: {topology: fat_tree, "
-             "nodes_per_leaf: 2, oversubscription: 4, spine_latency: 1us, efficiency: 1}}\n");
+  Platform p(
+      "cluster: {gpu: A100, nodes: 4, nic: {bandwidth: 200Gbps, latency: 5us}, fabric: {topology: fat_tree, "
+      "nodes_per_leaf: 2, oversubscription: 4, spine_latency: 1us, efficiency: 1}}\n");
   // Same leaf (nodes 0 and 1): two hops.
   EXPECT_EQ(p.zone->path(0, 8).links, 2);
   EXPECT_DOUBLE_EQ(p.zone->path(0, 8).latency_s, 5e-6);
   // Across the spine: NIC, leaf uplink up, leaf uplink down, NIC.
-  EXPECT_EQ(joined(p.zone->route_names(0, 16)), "node0-nic0_UP leaf0-uplink_UP leaf1-uplink_DOWN node2-nic0_DOWN");
+  EXPECT_EQ(joined(p.zone->route_names(0, 16)),
+            "node0-nic0_UP leaf0-uplink_UP leaf1-uplink_DOWN node2-nic0_DOWN");
   EXPECT_DOUBLE_EQ(p.zone->path(0, 16).latency_s, 6e-6);
   // A leaf carries 2 nodes x 8 NICs x 25 GB/s = 400 GB/s down, 100 GB/s up.
   std::vector<simgrid::s4u::Link*> uplink;
@@ -97,13 +102,15 @@ TEST(Topology, TwoLevelFatTreeUplinksShowOversubscription) {
 }
 
 TEST(Topology, ThreeLevelFatTreeCrossesTheCoreBetweenPods) {
-  Platform p("cluster: {gpu: A100, nodes: 8, nic: {bandwidth: 200Gbps}, fabric: {topology: fat_tree, levels: 3, "
-             "nodes_per_leaf: 2, leaves_per_pod: 2, oversubscription: 1, pod_oversubscription: 2, "
-             "spine_latency: 1us, core_latency: 3us, efficiency: 1}}\n");
+  Platform p(
+      "cluster: {gpu: A100, nodes: 8, nic: {bandwidth: 200Gbps}, fabric: {topology: fat_tree, levels: 3, "
+      "nodes_per_leaf: 2, leaves_per_pod: 2, oversubscription: 1, pod_oversubscription: 2, "
+      "spine_latency: 1us, core_latency: 3us, efficiency: 1}}\n");
   EXPECT_EQ(p.zone->path(0, 8).links, 2);   // same leaf
   EXPECT_EQ(p.zone->path(0, 16).links, 4);  // same pod, other leaf
-  EXPECT_EQ(joined(p.zone->route_names(0, 32)),
-            "node0-nic0_UP leaf0-uplink_UP pod0-uplink_UP pod1-uplink_DOWN leaf2-uplink_DOWN node4-nic0_DOWN");
+  EXPECT_EQ(
+      joined(p.zone->route_names(0, 32)),
+      "node0-nic0_UP leaf0-uplink_UP pod0-uplink_UP pod1-uplink_DOWN leaf2-uplink_DOWN node4-nic0_DOWN");
   EXPECT_DOUBLE_EQ(p.zone->path(0, 32).latency_s - p.zone->path(0, 16).latency_s, 3e-6);
   std::vector<simgrid::s4u::Link*> links;
   p.zone->for_each_link(0, 32, [&](simgrid::s4u::Link* l) { links.push_back(l); });
@@ -112,23 +119,26 @@ TEST(Topology, ThreeLevelFatTreeCrossesTheCoreBetweenPods) {
 }
 
 TEST(Topology, RailOptimisedKeepsEachRailOnItsOwnSwitch) {
-  Platform p("cluster: {gpu: H100, nodes: 4, nic: {bandwidth: 400Gbps}, fabric: {topology: rail_optimised, "
-             "nodes_per_leaf: 2, oversubscription: 2, efficiency: 1}}\n");
+  Platform p(
+      "cluster: {gpu: H100, nodes: 4, nic: {bandwidth: 400Gbps}, fabric: {topology: rail_optimised, "
+      "nodes_per_leaf: 2, oversubscription: 2, efficiency: 1}}\n");
   // Rail 3 of nodes 0 and 1: one rail switch, two hops.
   EXPECT_EQ(joined(p.zone->route_names(3, 11)), "node0-nic3_UP node1-nic3_DOWN");
   // Rail 3 to rail 4, same rail group: through the spine.
   EXPECT_EQ(p.zone->path(3, 12).links, 4);
   // Same rail, other rail group: through the spine too.
-  EXPECT_EQ(joined(p.zone->route_names(3, 19)), "node0-nic3_UP leaf3-uplink_UP leaf11-uplink_DOWN node2-nic3_DOWN");
+  EXPECT_EQ(joined(p.zone->route_names(3, 19)),
+            "node0-nic3_UP leaf3-uplink_UP leaf11-uplink_DOWN node2-nic3_DOWN");
   std::vector<simgrid::s4u::Link*> links;
   p.zone->for_each_link(3, 19, [&](simgrid::s4u::Link* l) { links.push_back(l); });
   EXPECT_DOUBLE_EQ(links[1]->get_bandwidth(), 2 * 50e9 / 2);  // 2 NICs on the rail switch, 2:1
 }
 
 TEST(Topology, DragonflyRoutesMinimallyThroughOneGlobalLink) {
-  Platform p("cluster: {gpu: A100, nodes: 16, gpus_per_node: 1, nic: {bandwidth: 200Gbps}, fabric: {topology: "
-             "dragonfly, nodes_per_router: 2, routers_per_group: 4, local_bandwidth: 800Gbps, global_bandwidth: "
-             "400Gbps, hop_latency: 1us, efficiency: 1}}\n");
+  Platform p(
+      "cluster: {gpu: A100, nodes: 16, gpus_per_node: 1, nic: {bandwidth: 200Gbps}, fabric: {topology: "
+      "dragonfly, nodes_per_router: 2, routers_per_group: 4, local_bandwidth: 800Gbps, global_bandwidth: "
+      "400Gbps, hop_latency: 1us, efficiency: 1}}\n");
   EXPECT_EQ(p.zone->path(0, 1).links, 2);  // same router
   EXPECT_EQ(joined(p.zone->route_names(0, 2)), "node0-nic0_UP group0-local0-1_UP node2-nic0_DOWN");
   // Group 0 router 0 to group 1 router 3 (node 14): the global link 0-1 leaves
@@ -141,8 +151,9 @@ TEST(Topology, DragonflyRoutesMinimallyThroughOneGlobalLink) {
 }
 
 TEST(Topology, TorusRoutesAreShortestAroundTheRings) {
-  Platform p("cluster: {gpu: A100, nodes: 32, gpus_per_node: 1, nic: {bandwidth: 200Gbps}, fabric: {topology: "
-             "torus, dims: [8, 4], link_bandwidth: 100Gbps, hop_latency: 1us, efficiency: 1}}\n");
+  Platform p(
+      "cluster: {gpu: A100, nodes: 32, gpus_per_node: 1, nic: {bandwidth: 200Gbps}, fabric: {topology: "
+      "torus, dims: [8, 4], link_bandwidth: 100Gbps, hop_latency: 1us, efficiency: 1}}\n");
   // Node 0 = (0,0); node 7 = (7,0) is one hop away through the wrap link.
   EXPECT_EQ(joined(p.zone->route_names(0, 7)), "node0-nic0_UP node7-torus0_DOWN node7-nic0_DOWN");
   // (0,0) to (4,2): 4 hops along x, 2 along y.
