@@ -42,3 +42,19 @@ double overlap_length(const std::vector<Interval>& a, const std::vector<Interval
 }
 
 }  // namespace trainsim::analysis
+
+namespace trainsim::analysis {
+
+double covered_length(const std::vector<Interval>& merged, double lo, double hi) {
+  if (hi <= lo)
+    return 0;
+  // First interval ending after lo.
+  auto it = std::upper_bound(merged.begin(), merged.end(), lo,
+                             [](double x, const Interval& iv) { return x < iv.second; });
+  double total = 0;
+  for (; it != merged.end() && it->first < hi; ++it)
+    total += std::min(hi, it->second) - std::max(lo, it->first);
+  return total;
+}
+
+}  // namespace trainsim::analysis

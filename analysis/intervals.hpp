@@ -16,3 +16,10 @@ double total_length(const std::vector<Interval>& merged);
 double overlap_length(const std::vector<Interval>& a, const std::vector<Interval>& b);
 
 }  // namespace trainsim::analysis
+
+namespace trainsim::analysis {
+
+// Length of [lo, hi) covered by a merged interval list (binary search).
+double covered_length(const std::vector<Interval>& merged, double lo, double hi);
+
+}  // namespace trainsim::analysis

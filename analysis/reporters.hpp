@@ -1,28 +1,53 @@
 #pragma once
-// Reporters turn the typed records of a run into files and text. Models never
-// print; every output of trainsim is written here.
+// Reporters turn the typed records of a run and its analyses into files and
+// text. Models never print; every output of trainsim is written here. The
+// layout of each file is documented in docs/outputs.md.
 #include <iosfwd>
 #include <string>
 
+#include "analysis/report.hpp"
 #include "analysis/run_context.hpp"
-#include "analysis/summary.hpp"
 #include "analysis/timeline.hpp"
 
 namespace trainsim::analysis {
 
 // Version of the summary.json layout; bumped on any incompatible change.
-inline constexpr const char* kSummarySchema = "trainsim.summary/1";
+// /2 added lost time by cause, critical path, utilization, links, memory and
+// energy; every /1 key keeps its meaning.
+inline constexpr const char* kSummarySchema = "trainsim.summary/2";
 
-// summary.json: inputs, headline figures, per-stage and per-GPU usage.
-void write_summary_json(std::ostream& out, const RunContext& run, const Summary& summary);
+// summary.json: inputs, headline figures and every analysis.
+void write_summary_json(std::ostream& out, const RunContext& run, const Report& report);
 // timeline.csv: one row per (task, GPU): gpu, stream, kind, name,
 // micro_batch, stage, start_s, end_s, bytes, peer.
 void write_timeline_csv(std::ostream& out, const RunContext& run, const Timeline& timeline);
-// trace.json: Chrome trace-event format (chrome://tracing, ui.perfetto.dev):
-// one process per node, one thread per GPU stream, complete events, and flow
-// arrows from each pipeline send to its receive.
-void write_chrome_trace(std::ostream& out, const RunContext& run, const Timeline& timeline);
-// The aligned table printed after a run.
-void write_terminal_summary(std::ostream& out, const RunContext& run, const Summary& summary);
+// per_gpu.csv, per_stage.csv, links.csv, critical_path.csv.
+void write_per_gpu_csv(std::ostream& out, const RunContext& run, const Report& report);
+void write_per_stage_csv(std::ostream& out, const RunContext& run, const Report& report);
+void write_links_csv(std::ostream& out, const Report& report);
+void write_critical_path_csv(std::ostream& out, const RunContext& run, const Timeline& timeline,
+                             const Report& report);
+// trace.json: Chrome trace-event format (chrome://tracing, ui.perfetto.dev).
+void write_chrome_trace(std::ostream& out, const RunContext& run, const Timeline& timeline,
+                        const Report& report);
+// The aligned summary printed after a run, then the top causes of lost time.
+void write_terminal_summary(std::ostream& out, const RunContext& run, const Report& report);
+
+// SVG plots (standalone documents).
+// Pipeline Gantt of the iteration: one row per GPU (at most kGanttMaxRows),
+// compute coloured by op kind, communication as a strip under it, idle
+// time left blank.
+inline constexpr int kGanttMaxRows = 64;
+void write_gantt_svg(std::ostream& out, const RunContext& run, const Timeline& timeline,
+                     const Report& report);
+// Lost time per stage as stacked bars by cause.
+void write_bubbles_svg(std::ostream& out, const RunContext& run, const Report& report);
+// Memory over time: one line per stage (its first GPU), and the peaks.
+void write_memory_svg(std::ostream& out, const RunContext& run, const Report& report);
+
+// One self-contained HTML page: the summary, the three plots inline, the
+// tables, and a link to `trace_file` (relative to the page).
+void write_html_report(std::ostream& out, const RunContext& run, const Timeline& timeline,
+                       const Report& report, const std::string& trace_file);
 
 }  // namespace trainsim::analysis

@@ -48,6 +48,7 @@ Summary summarize(const workloads::TaskGraph& graph, const Timeline& timeline,
     u.exposed_comm_s = u.communication_s - u.overlap_s;
     u.idle_s = std::max(0.0, t - u.compute_s - u.exposed_comm_s);
     u.achieved_tflops = t > 0 ? u.model_flops / t / 1e12 : 0;
+    u.achieved_hardware_tflops = t > 0 ? u.hardware_flops / t / 1e12 : 0;
 
     s.model_flops += u.model_flops;
     s.hardware_flops += u.hardware_flops;

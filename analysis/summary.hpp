@@ -26,7 +26,8 @@ struct GpuUsage {
   double idle_s = 0;           // neither compute nor communication: the bubble
   double model_flops = 0;
   double hardware_flops = 0;
-  double achieved_tflops = 0;  // model FLOPs / iteration time, in TFLOP/s
+  double achieved_tflops = 0;           // model FLOPs / iteration time, in TFLOP/s
+  double achieved_hardware_tflops = 0;  // hardware FLOPs / iteration time, in TFLOP/s
 };
 
 struct StageUsage {

@@ -6,8 +6,37 @@
 
 namespace trainsim::analysis {
 
-void write_summary_json(std::ostream& out, const RunContext& run, const Summary& s) {
-  using nlohmann::ordered_json;
+namespace {
+
+using nlohmann::ordered_json;
+
+ordered_json by_cause(const CauseSeconds& seconds) {
+  ordered_json j = ordered_json::object();
+  for (BubbleCause c : kBubbleCauses)
+    j[std::string(to_string(c))] = seconds[static_cast<std::size_t>(c)];
+  return j;
+}
+
+ordered_json by_comm_kind(const CommSeconds& seconds) {
+  ordered_json j = ordered_json::object();
+  for (std::size_t k = 0; k < kCommKinds.size(); ++k)
+    j[std::string(workloads::to_string(kCommKinds[k]))] = seconds[k];
+  return j;
+}
+
+ordered_json blames(const std::vector<Blame>& list) {
+  ordered_json a = ordered_json::array();
+  for (const auto& b : list)
+    a.push_back({{"name", b.name}, {"seconds", b.seconds}, {"fraction", b.fraction}});
+  return a;
+}
+
+}  // namespace
+
+void write_summary_json(std::ostream& out, const RunContext& run, const Report& report) {
+  const Summary& s = report.summary;
+  const double t = s.iteration_time_s;
+  const double gpu_time = t * static_cast<double>(s.gpus.size());
   ordered_json j;
   j["schema"] = kSummarySchema;
   j["trainsim_version"] = version_string;
@@ -54,28 +83,146 @@ void write_summary_json(std::ostream& out, const RunContext& run, const Summary&
   j["exposed_comm_fraction"] = s.exposed_comm_fraction;
   j["bubble_fraction"] = s.bubble_fraction;
   j["task_count"] = s.task_count;
+  j["hardware_tflops_per_gpu"] =
+      t > 0 && !s.gpus.empty() ? s.hardware_flops / t / 1e12 / static_cast<double>(s.gpus.size()) : 0;
 
   ordered_json stages = ordered_json::array();
-  for (const auto& st : s.stages)
-    stages.push_back({{"stage", st.stage},
+  for (const auto& st : s.stages) {
+    ordered_json e = {{"stage", st.stage},
                       {"bubble_fraction", st.bubble_fraction},
                       {"compute_fraction", st.compute_fraction},
-                      {"exposed_comm_fraction", st.exposed_comm_fraction}});
+                      {"exposed_comm_fraction", st.exposed_comm_fraction}};
+    if (static_cast<std::size_t>(st.stage) < report.bubbles.stages.size()) {
+      const auto& b = report.bubbles.stages[static_cast<std::size_t>(st.stage)];
+      e["gpus"] = b.gpus;
+      e["lost_s"] = b.lost_s;
+      e["lost_fraction"] = t > 0 ? b.lost_s / t : 0;
+      e["idle_s"] = b.idle_s;
+      e["lost_by_cause_s"] = by_cause(b.cause_s);
+      e["idle_by_cause_s"] = by_cause(b.idle_part_s);
+    }
+    stages.push_back(e);
+  }
   j["stages"] = stages;
 
   ordered_json gpus = ordered_json::array();
-  for (const auto& u : s.gpus)
-    gpus.push_back({{"gpu", u.gpu},
-                    {"node", u.node},
-                    {"stage", u.stage},
-                    {"type", u.gpu_type},
-                    {"compute_s", u.compute_s},
-                    {"communication_s", u.communication_s},
-                    {"overlap_s", u.overlap_s},
-                    {"exposed_comm_s", u.exposed_comm_s},
-                    {"idle_s", u.idle_s},
-                    {"achieved_tflops", u.achieved_tflops}});
+  for (const auto& u : s.gpus) {
+    const auto g = static_cast<std::size_t>(u.gpu);
+    ordered_json e = {{"gpu", u.gpu},
+                      {"node", u.node},
+                      {"stage", u.stage},
+                      {"type", u.gpu_type},
+                      {"compute_s", u.compute_s},
+                      {"communication_s", u.communication_s},
+                      {"overlap_s", u.overlap_s},
+                      {"exposed_comm_s", u.exposed_comm_s},
+                      {"idle_s", u.idle_s},
+                      {"achieved_tflops", u.achieved_tflops},
+                      {"achieved_hardware_tflops", u.achieved_hardware_tflops}};
+    if (g < report.bubbles.gpus.size()) {
+      const auto& b = report.bubbles.gpus[g];
+      e["forward_backward_s"] = b.forward_backward_s;
+      e["optimizer_s"] = b.optimizer_s;
+      e["lost_s"] = b.lost_s;
+      e["lost_by_cause_s"] = by_cause(b.cause_s);
+      e["idle_by_cause_s"] = by_cause(b.idle_part_s);
+    }
+    if (g < report.utilization.gpus.size()) {
+      const auto& v = report.utilization.gpus[g];
+      e["compute_busy_fraction"] = t > 0 ? v.compute_busy_s / t : 0;
+      e["comm_busy_fraction"] = t > 0 ? v.comm_busy_s / t : 0;
+      e["comm_busy_by_kind_s"] = by_comm_kind(v.comm_busy_by_kind_s);
+      e["exposed_comm_by_kind_s"] = by_comm_kind(v.exposed_by_kind_s);
+    }
+    if (g < report.memory.gpus.size()) {
+      const auto& m = report.memory.gpus[g];
+      e["memory"] = {{"resident_bytes", m.resident_bytes},
+                     {"peak_bytes", m.peak_bytes},
+                     {"peak_time_s", m.peak_time_s},
+                     {"capacity_bytes", m.capacity_bytes}};
+    }
+    if (g < report.energy.gpus.size()) {
+      const auto& en = report.energy.gpus[g];
+      e["energy_J"] = en.energy_J;
+      e["average_power_W"] = en.average_power_W;
+      e["idle_energy_J"] = en.idle_energy_J;
+    }
+    gpus.push_back(e);
+  }
   j["gpus"] = gpus;
+
+  // Lost time: every GPU-second not spent in forward/backward compute.
+  const auto& bub = report.bubbles;
+  ordered_json causes = ordered_json::object();
+  for (BubbleCause c : kBubbleCauses) {
+    const double v = bub.total_cause_s[static_cast<std::size_t>(c)];
+    causes[std::string(to_string(c))] = {{"gpu_seconds", v},
+                                         {"fraction_of_gpu_time", gpu_time > 0 ? v / gpu_time : 0},
+                                         {"description", describe(c)}};
+  }
+  ordered_json top = ordered_json::array();
+  for (const auto& c : top_lost_time_causes(report))
+    top.push_back({{"cause", to_string(c.cause)},
+                   {"fraction_of_gpu_time", c.fraction},
+                   {"worst_stage", c.worst_stage},
+                   {"worst_stage_fraction", c.worst_stage_fraction}});
+  j["lost_time"] = {{"gpu_seconds", bub.total_lost_s},
+                    {"fraction_of_gpu_time", gpu_time > 0 ? bub.total_lost_s / gpu_time : 0},
+                    {"reference_iteration_time_s", bub.reference_iteration_time_s},
+                    {"by_cause", causes},
+                    {"top_causes", top}};
+
+  const auto& cp = report.critical_path;
+  j["critical_path"] = {{"length_s", cp.length_s},
+                        {"segments", cp.segments.size()},
+                        {"by_kind", blames(cp.by_kind)},
+                        {"by_gpu", blames(cp.by_gpu)},
+                        {"by_link", blames(cp.by_link)}};
+
+  const auto& ut = report.utilization;
+  ordered_json exposed_fraction = ordered_json::object();
+  for (std::size_t k = 0; k < kCommKinds.size(); ++k)
+    exposed_fraction[std::string(workloads::to_string(kCommKinds[k]))] =
+        gpu_time > 0 ? ut.exposed_by_kind_s[k] / gpu_time : 0;
+  ordered_json hottest = ordered_json::array();
+  for (int l : ut.hottest) {
+    const auto& link = ut.links[static_cast<std::size_t>(l)];
+    hottest.push_back({{"name", link.name},
+                       {"bandwidth_Bps", link.bandwidth_Bps},
+                       {"bytes", link.bytes},
+                       {"flows", link.flows},
+                       {"busy_s", link.busy_s},
+                       {"busy_fraction", link.busy_fraction},
+                       {"utilization", link.utilization},
+                       {"peak_concurrent_flows", link.peak_concurrent_flows}});
+  }
+  double link_bytes = 0;
+  for (const auto& link : ut.links)
+    link_bytes += link.bytes;
+  j["utilization"] = {{"exposed_comm_by_kind_gpu_seconds", by_comm_kind(ut.exposed_by_kind_s)},
+                      {"exposed_comm_by_kind_fraction", exposed_fraction},
+                      {"flows", ut.flow_count},
+                      {"links_used", ut.links.size()},
+                      {"link_bytes", link_bytes},
+                      {"hottest_links", hottest}};
+
+  const auto& mem = report.memory;
+  j["memory"] = {{"model", mem.model},
+                 {"resident_components", mem.components},
+                 {"peak_bytes", mem.peak_bytes},
+                 {"peak_gpu", mem.peak_gpu}};
+
+  const auto& en = report.energy;
+  j["energy"] = {
+      {"measured", en.measured},
+      {"source", "SimGrid host energy plugin: idle power without compute, max power while computing"},
+      {"energy_J", en.energy_J},
+      {"energy_per_token_J", en.energy_per_token_J},
+      {"average_power_per_gpu_W", en.average_power_per_gpu_W},
+      {"cluster_power_W", en.cluster_power_W},
+      {"idle_energy_J", en.idle_energy_J},
+      {"idle_energy_fraction", en.idle_energy_fraction},
+      {"idle_energy_by_cause_J", by_cause(en.idle_energy_by_cause_J)}};
   out << j.dump(2) << '\n';
 }
 

@@ -1,7 +1,10 @@
 #pragma once
 // What the replay records: one typed record per task execution on a GPU
-// stream. Analysis and exporters read these records; they never see SimGrid.
+// stream, one per network flow (with the links it crossed), and what the
+// SimGrid energy plugin measured. Analysis and exporters read these records;
+// they never see SimGrid.
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
@@ -34,6 +37,28 @@ struct CollectiveChoice {
   platforms::Fidelity fidelity = platforms::Fidelity::detailed;
 };
 
+// One direction of one network link, as the platform built it
+// ("gpu3-nic_UP", "leaf0-uplink_DOWN", ...).
+struct LinkInfo {
+  std::string name;
+  double bandwidth_Bps = 0;
+  double latency_s = 0;
+};
+
+// One point-to-point transfer the replay started: a pipeline send is one
+// flow, a collective many (one per algorithm step and rank). Its links are
+// flow_links[first_link, first_link + link_count) of the timeline.
+struct FlowRecord {
+  workloads::TaskId task = 0;
+  int src_gpu = -1;
+  int dst_gpu = -1;
+  double bytes = 0;
+  double start_s = 0;
+  double end_s = 0;
+  std::uint32_t first_link = 0;
+  std::uint32_t link_count = 0;
+};
+
 struct Timeline {
   // One record per (task, GPU): a compute task or a send has one (on the
   // sender), a collective one per member GPU. Ordered by completion.
@@ -46,6 +71,16 @@ struct Timeline {
     const auto it = collectives.find(task);
     return it == collectives.end() ? nullptr : &it->second;
   }
+
+  // The network: every link direction any flow crossed, numbered in order of
+  // first use. Flows are ordered by completion; flow_links holds each
+  // distinct route once (link indices), and flows on the same route share it.
+  std::vector<LinkInfo> links;
+  std::vector<FlowRecord> flows;
+  std::vector<std::uint32_t> flow_links;
+  // Energy each GPU consumed over the iteration, measured by SimGrid's host
+  // energy plugin (joules, indexed by GPU rank). Empty when not measured.
+  std::vector<double> gpu_energy_J;
 };
 
 }  // namespace trainsim::analysis

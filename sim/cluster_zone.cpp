@@ -7,6 +7,8 @@
 #include <limits>
 #include <stdexcept>
 
+#include "sim/gpu_energy.hpp"
+
 namespace trainsim::sim {
 namespace sg = simgrid::s4u;
 namespace kr = simgrid::kernel::routing;
@@ -46,6 +48,9 @@ ClusterZone::ClusterZone(const platforms::ClusterSpec& spec) : NetZoneImpl("clus
     if (group.shape != NodeShape::nvswitch || !group.nvls)
       continue;
     n.nvswitch = create_host(fmt::format("node{}-nvswitch", node), {1e12});
+    // The switch's power is part of the node, not of a GPU: nothing to meter.
+    n.nvswitch->set_property("wattage_per_state", "0:0:0");
+    n.nvswitch->set_property("wattage_off", "0");
     n.nvswitch->seal();
     const auto id = n.nvswitch->get_netpoint()->id();
     if (endpoint_of_netpoint_.size() <= id)
@@ -78,6 +83,7 @@ void ClusterZone::build_node(int node, const platforms::NodeGroup& group) {
     gpu.local_rank = local;
     gpu.nic_index = group.nic_of(local);
     gpu.host = create_host(fmt::format("gpu{}", id), {group.gpu.peak_bf16_flops});
+    set_gpu_power(gpu.host, group.gpu);
     gpu.host->seal();
     const auto netpoint = gpu.host->get_netpoint()->id();
     if (endpoint_of_netpoint_.size() <= netpoint)

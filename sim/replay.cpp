@@ -14,6 +14,7 @@
 #include <stdexcept>
 
 #include "sim/collectives.hpp"
+#include "sim/flow_recorder.hpp"
 
 namespace trainsim::sim {
 namespace sg = simgrid::s4u;
@@ -33,7 +34,8 @@ class Replayer {
         compute_queue_(static_cast<std::size_t>(graph.gpu_count)),
         compute_busy_(static_cast<std::size_t>(graph.gpu_count), false),
         collectives_(graph.size()),
-        collective_delay_s_(graph.size(), 0.0) {
+        collective_delay_s_(graph.size(), 0.0),
+        flow_recorder_(timeline_) {
     for (TaskId v = 0; v < graph.size(); ++v)
       remaining_[v] = static_cast<int>(boost::in_degree(v, graph.graph));
   }
@@ -57,7 +59,10 @@ class Replayer {
     TaskId task = 0;
     int rank = -1;  // collective flows: the collective's tag for the flow
     sg::ActivityPtr activity;
+    std::size_t flow = kNoFlow;  // communications: the FlowRecorder handle
   };
+
+  static constexpr std::size_t kNoFlow = static_cast<std::size_t>(-1);
 
   static double now() { return sg::Engine::get_clock(); }
 
@@ -117,7 +122,12 @@ class Replayer {
   void start_comm(TaskId id, int rank, int src, int dst, double bytes) {
     auto comm = sg::Comm::sendto_init(zone_.endpoint_host(src), zone_.endpoint_host(dst));
     comm->set_payload_size(static_cast<std::uint64_t>(std::llround(bytes)));
-    comm->set_data(slot_for(id, rank, comm));
+    // A leg to or from an NVSwitch is recorded on its GPU (src == dst).
+    const int gpus = zone_.gpu_count();
+    const std::size_t flow =
+        flow_recorder_.start(id, src, dst, src < gpus ? src : dst, dst < gpus ? dst : src,
+                             zone_.endpoint_host(src), zone_.endpoint_host(dst), bytes, now());
+    comm->set_data(slot_for(id, rank, comm, flow));
     comm->start();
   }
 
@@ -142,7 +152,7 @@ class Replayer {
     flows_.clear();
   }
 
-  void* slot_for(TaskId id, int rank, sg::ActivityPtr activity) {
+  void* slot_for(TaskId id, int rank, sg::ActivityPtr activity, std::size_t flow = kNoFlow) {
     std::size_t index;
     if (!free_slots_.empty()) {
       index = free_slots_.back();
@@ -151,7 +161,7 @@ class Replayer {
       index = slots_.size();
       slots_.emplace_back();
     }
-    slots_[index] = Slot{id, rank, std::move(activity)};
+    slots_[index] = Slot{id, rank, std::move(activity), flow};
     // Slot indices travel in the activity's data pointer, offset by one so
     // that no slot is a null pointer.
     return reinterpret_cast<void*>(index + 1);
@@ -166,6 +176,8 @@ class Replayer {
     if (activity.get_state() != sg::Activity::State::FINISHED)
       throw std::logic_error("a simulated activity failed: " + workloads::task_label(graph_[slot.task]));
     retired_.push_back(std::move(slot.activity));
+    if (slot.flow != kNoFlow)
+      flow_recorder_.finish(slot.flow, now());
     free_slots_.push_back(index);
     const TaskId id = slot.task;
     const auto& task = graph_[id];
@@ -233,6 +245,7 @@ class Replayer {
   std::vector<sg::ActivityPtr> retired_;
   std::size_t completed_ = 0;
   analysis::Timeline timeline_;
+  FlowRecorder flow_recorder_;
 };
 
 }  // namespace

@@ -9,7 +9,9 @@
 #include <limits>
 #include <sstream>
 
+#include "sim/infeasible_plan.hpp"
 #include "sim/scenario.hpp"
+#include "sim/scenario_document.hpp"
 #include "sim/scenario_sections.hpp"
 #include "sim/yaml_reader.hpp"
 
@@ -23,6 +25,49 @@ std::optional<MapReader> required_map(MapReader& parent, std::string_view key, s
     return std::nullopt;
   }
   return parent.map(key);
+}
+
+Scenario load_document(const YAML::Node& root, const InputSource& source) {
+  const std::string& file = source.file();
+  ErrorList errors;
+  Scenario scenario;
+  scenario.file = file;
+  MapReader top(root, "", source, errors);
+  scenario.name = top.text("name").value_or(std::filesystem::path(file).stem().string());
+  top.text("description");
+  if (auto seed = top.integer("seed", 0, std::numeric_limits<long long>::max()))
+    scenario.seed = static_cast<std::uint64_t>(*seed);
+  // A study file given to `run`: say which command runs it rather than
+  // calling its section an unknown key.
+  for (const char* key : kStudySectionKeys) {
+    if (!top.has(key))
+      continue;
+    top.accept(key);
+    top.error(key, fmt::format("`trainsim run` simulates one scenario, and this file is a study; run it "
+                               "with `trainsim {} {}` (or take this section out to run the base scenario)",
+                               std::string_view(key) == "sweep" ? "sweep" : "compare", file));
+  }
+
+  bool ok = true;
+  auto cluster = required_map(top, "cluster", "a preset or gpu, nodes, gpus_per_node, nvlink, nic, fabric");
+  ok = cluster && read_cluster_section(*cluster, scenario) && ok;
+  auto model = required_map(top, "model", "a preset or layers, hidden, heads, seq_len, vocab");
+  ok = model && read_model_section(*model, scenario) && ok;
+  auto plan = required_map(top, "plan", "dp, tp, pp, micro_batch_size, global_batch_size, schedule");
+  ok = plan && read_plan_section(*plan, scenario) && ok;
+  top.finish();
+  errors.throw_if_any();
+  if (ok) {
+    validate_scenario(*plan, scenario);
+    // Everything found from here on is a well-formed plan that cannot run on
+    // this cluster and model: a sweep drops such points (sim/infeasible_plan.hpp).
+    try {
+      errors.throw_if_any();
+    } catch (const InputError& e) {
+      throw InfeasiblePlan(Infeasibility::invalid_plan, e.problems());
+    }
+  }
+  return scenario;
 }
 
 Scenario load_from(const std::string& text, const std::string& file,
@@ -42,27 +87,7 @@ Scenario load_from(const std::string& text, const std::string& file,
   for (const auto& o : overrides)
     apply_override(root, o, source, errors);
   errors.throw_if_any();
-
-  Scenario scenario;
-  scenario.file = file;
-  MapReader top(root, "", source, errors);
-  scenario.name = top.text("name").value_or(std::filesystem::path(file).stem().string());
-  top.text("description");
-  if (auto seed = top.integer("seed", 0, std::numeric_limits<long long>::max()))
-    scenario.seed = static_cast<std::uint64_t>(*seed);
-
-  bool ok = true;
-  auto cluster = required_map(top, "cluster", "a preset or gpu, nodes, gpus_per_node, nvlink, nic, fabric");
-  ok = cluster && read_cluster_section(*cluster, scenario) && ok;
-  auto model = required_map(top, "model", "a preset or layers, hidden, heads, seq_len, vocab");
-  ok = model && read_model_section(*model, scenario) && ok;
-  auto plan = required_map(top, "plan", "dp, tp, pp, micro_batch_size, global_batch_size, schedule");
-  ok = plan && read_plan_section(*plan, scenario) && ok;
-  top.finish();
-  if (ok && errors.empty())
-    validate_scenario(*plan, scenario);
-  errors.throw_if_any();
-  return scenario;
+  return load_document(root, source);
 }
 
 }  // namespace
@@ -79,6 +104,10 @@ Scenario load_scenario(const std::string& path, const std::vector<std::string>& 
 Scenario parse_scenario_text(const std::string& yaml, const std::string& file,
                              const std::vector<std::string>& overrides) {
   return load_from(yaml, file, overrides);
+}
+
+Scenario load_scenario_document(const YAML::Node& root, const InputSource& source) {
+  return load_document(root, source);
 }
 
 }  // namespace trainsim::sim

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include "sim/scenario_sections.hpp"
+#include "workloads/schedule.hpp"
 
 namespace trainsim::sim {
 
@@ -22,9 +23,18 @@ bool read_plan_section(MapReader& p, Scenario& scenario) {
     plan.global_batch_size = static_cast<int>(*gbs);
   else if (!p.has("global_batch_size"))
     p.error("global_batch_size", "missing (expected the global batch in sequences, an integer >= 1)");
-  if (auto s = p.choice<ScheduleKind>("schedule",
-                                      {{"gpipe", ScheduleKind::gpipe}, {"1f1b", ScheduleKind::one_f_one_b}}))
+  if (auto s =
+          p.choice<ScheduleKind>("schedule", {{"gpipe", ScheduleKind::gpipe},
+                                              {"1f1b", ScheduleKind::one_f_one_b},
+                                              {"interleaved_1f1b", ScheduleKind::interleaved_one_f_one_b},
+                                              {"zb_h1", ScheduleKind::zb_h1},
+                                              {"zb_h2", ScheduleKind::zb_h2},
+                                              {"zb_v", ScheduleKind::zb_v},
+                                              {"bpipe", ScheduleKind::bpipe},
+                                              {"dualpipe_v", ScheduleKind::dualpipe_v}}))
     plan.schedule = *s;
+  // 0: not given; validate_scenario applies the schedule's default.
+  plan.virtual_stages = static_cast<int>(p.integer("virtual_stages", 1, kMaxCount).value_or(0));
   if (auto r = p.choice<Recompute>(
           "recompute",
           {{"none", Recompute::none}, {"selective", Recompute::selective}, {"full", Recompute::full}}))
@@ -64,6 +74,17 @@ void validate_scenario(MapReader& p, Scenario& scenario) {
   if (model.layers % plan.pp != 0)
     p.error("pp", fmt::format("model.layers = {} is not divisible by pp = {}; expected a divisor of {}",
                               model.layers, plan.pp, model.layers));
+  // Schedule rules (model chunks per GPU, micro-batch counts), checked once
+  // the shapes they depend on are known to be right.
+  if (plan.virtual_stages == 0)
+    plan.virtual_stages = workloads::default_virtual_stages(plan.schedule);
+  if (plan.virtual_stages == 0)
+    p.error("virtual_stages", fmt::format("missing: schedule {} needs the number of model chunks per GPU "
+                                          "(expected an integer >= 2, e.g. virtual_stages: 2)",
+                                          to_string(plan.schedule)));
+  else if (model.layers % plan.pp == 0 && plan.global_batch_size % (plan.micro_batch_size * plan.dp) == 0)
+    for (const auto& problem : workloads::schedule_problems(plan, model.layers))
+      p.error(problem.key, problem.message);
   if (model.heads % plan.tp != 0)
     p.error("tp", fmt::format("model.heads = {} is not divisible by tp = {}; expected a divisor of {}",
                               model.heads, plan.tp, model.heads));

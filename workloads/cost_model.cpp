@@ -20,21 +20,25 @@ double AnalyticCostModel::forward_flops(const StageSlice& slice) const {
 double AnalyticCostModel::weight_gradient_flops(const StageSlice& slice) const {
   const double b = plan_.micro_batch_size;
   double flops = slice.layers * (model_.layer_forward_flops(b) - model_.attention_core_forward_flops(b));
-  if (slice.logits) flops += model_.logits_forward_flops(b);
+  if (slice.logits)
+    flops += model_.logits_forward_flops(b);
   return flops / plan_.tp;
 }
 
 double AnalyticCostModel::recomputed_flops(const StageSlice& slice) const {
   switch (plan_.recompute) {
-    case Recompute::none: return 0;
+    case Recompute::none:
+      return 0;
     case Recompute::selective:
       return slice.layers * model_.attention_core_forward_flops(plan_.micro_batch_size) / plan_.tp;
-    case Recompute::full: return slice.layers * model_.layer_forward_flops(plan_.micro_batch_size) / plan_.tp;
+    case Recompute::full:
+      return slice.layers * model_.layer_forward_flops(plan_.micro_batch_size) / plan_.tp;
   }
   return 0;
 }
 
-OpCost AnalyticCostModel::timed(double model_flops, double hardware_flops, const platforms::GpuSpec& gpu) const {
+OpCost AnalyticCostModel::timed(double model_flops, double hardware_flops,
+                                const platforms::GpuSpec& gpu) const {
   return {hardware_flops / (gpu.peak_bf16_flops * efficiency(gpu)), model_flops, hardware_flops};
 }
 

@@ -1,8 +1,12 @@
 #pragma once
 // Turns (model, plan, cluster, cost model) into the task graph of one
-// training iteration: the schedule's compute ops on every GPU, the pipeline
-// sends between stages, the TP all-reduces after every compute op, the DP
-// gradient all-reduce after the last backward and the optimizer step.
+// training iteration: the schedule's compute ops on every GPU (forward, full
+// backward, or the zero-bubble split into input gradient and weight
+// gradient, per model chunk), the pipeline sends between the ranks holding
+// consecutive virtual stages, BPipe's activation evictions and reloads, the
+// TP all-reduces after every compute op that has them, the DP gradient
+// all-reduce after each GPU's last backward or weight pass, and the
+// optimizer step.
 #include "platforms/cluster_spec.hpp"
 #include "workloads/cost_model.hpp"
 #include "workloads/model_spec.hpp"
@@ -12,11 +16,19 @@
 
 namespace trainsim::workloads {
 
-// Preconditions (the scenario validator checks them with clear messages):
-// plan.gpu_count() == cluster.gpu_count(), layers divisible by pp, global
-// batch divisible by micro-batch x dp.
+// Preconditions (the scenario validator checks them with clear messages;
+// here they throw std::invalid_argument): plan.gpu_count() ==
+// cluster.gpu_count(), layers divisible by pp x virtual_stages, global batch
+// divisible by micro-batch x dp, and schedule_problems(plan) empty.
 TaskGraph build_iteration(const ModelSpec& model, const ParallelPlan& plan,
                           const platforms::ClusterSpec& cluster, const CostModel& cost);
+
+// The schedule build_iteration replays: the plan's generator, with ZB-V's
+// greedy fed the cost model's per-chunk times (averaged over virtual stages,
+// as the reference feeds it its measured means), the pipeline transfer time
+// between the first two ranks, and the model's activation sizes.
+PipelineSchedule schedule_for(const ModelSpec& model, const ParallelPlan& plan,
+                              const platforms::ClusterSpec& cluster, const CostModel& cost);
 
 // Per-GPU bytes the pipeline sends between stages per micro-batch: the
 // b x s x h bf16 activation, split over the TP group (Megatron's
@@ -24,7 +36,12 @@ TaskGraph build_iteration(const ModelSpec& model, const ParallelPlan& plan,
 double pipeline_message_bytes(const ModelSpec& model, const ParallelPlan& plan);
 // Bytes of one TP all-reduce (the b x s x h bf16 activation).
 double tp_allreduce_bytes(const ModelSpec& model, const ParallelPlan& plan);
-// Parameters held by one GPU of pipeline stage `stage`.
+// The layers, embedding and logits of virtual stage `virtual_stage` (of
+// pp x virtual_stages): the embedding on the first, the logits on the last.
+StageSlice virtual_stage_slice(const ModelSpec& model, const ParallelPlan& plan, int virtual_stage);
+// Parameters held by one GPU of pipeline rank `stage`: the layers of all its
+// chunks, plus the embedding / logits when it holds the first / last virtual
+// stage (with a V-shaped placement rank 0 holds both).
 double stage_parameters_per_gpu(const ModelSpec& model, const ParallelPlan& plan, int stage);
 
 }  // namespace trainsim::workloads

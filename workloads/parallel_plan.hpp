@@ -5,7 +5,18 @@
 
 namespace trainsim::workloads {
 
-enum class ScheduleKind { gpipe, one_f_one_b };
+// Pipeline schedules (workloads/schedules/, one generator per file). The
+// scenario word of each is to_string(kind).
+enum class ScheduleKind {
+  gpipe,                    // "gpipe"
+  one_f_one_b,              // "1f1b"
+  interleaved_one_f_one_b,  // "interleaved_1f1b" (Megatron virtual pipeline)
+  zb_h1,                    // "zb_h1" (zero bubble, 1F1B memory)
+  zb_h2,                    // "zb_h2" (zero bubble, 2p - 1 micro-batches in flight)
+  zb_v,                     // "zb_v" (zero bubble, V-shape, two chunks per rank)
+  bpipe,                    // "bpipe" (1F1B plus activation eviction to the paired stage)
+  dualpipe_v,               // "dualpipe_v" (DeepSeek, bidirectional V-shape)
+};
 std::string_view to_string(ScheduleKind kind);
 
 enum class Recompute { none, selective, full };
@@ -18,6 +29,10 @@ struct ParallelPlan {
   int micro_batch_size = 1;
   int global_batch_size = 1;
   ScheduleKind schedule = ScheduleKind::one_f_one_b;
+  // Model chunks per GPU (v): interleaved_1f1b's virtual stages, 2 for the
+  // V-shaped schedules (zb_v, dualpipe_v), 1 otherwise. The pipeline has
+  // pp x v virtual stages of layers / (pp x v) layers each.
+  int virtual_stages = 1;
   Recompute recompute = Recompute::none;
   // Bytes per gradient element in the DP all-reduce (2 for bf16/fp16).
   int grad_bytes = 2;

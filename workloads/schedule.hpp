@@ -29,6 +29,9 @@ struct PipeOp {
   PipeOpKind kind = PipeOpKind::forward;
   int micro_batch = 0;
   int chunk = 0;  // model chunk on this rank (0 without virtual stages)
+  // A backward that runs overlapped with the forward listed just before it
+  // (DualPipe's F&B pair): the pair starts only when both inputs are in.
+  bool paired = false;
 
   friend bool operator==(const PipeOp&, const PipeOp&) = default;
 };
@@ -39,12 +42,26 @@ enum class ChunkPlacement {
   v_shape  // rank r holds virtual stages r and 2p - 1 - r (ZB-V, DualPipe-V)
 };
 
+// BPipe: the activations of one forward leave the evictor rank for its
+// acceptor after the forward, and come back before the matching backward.
+// Indices point into the evictor's op list.
+struct ActivationEviction {
+  int rank = 0;      // evictor
+  int acceptor = 0;  // holds the activations meanwhile
+  int micro_batch = 0;
+  int chunk = 0;
+  int evict_after = 0;    // the forward whose activations move out
+  int reload_after = -1;  // the op whose completion issues the reload (-1: none, issue at once)
+  int reload_before = 0;  // the backward that needs them back
+};
+
 struct PipelineSchedule {
   int ranks = 1;
   int micro_batches = 1;
   int chunks = 1;
   ChunkPlacement placement = ChunkPlacement::looped;
   std::vector<std::vector<PipeOp>> per_rank;
+  std::vector<ActivationEviction> evictions;  // BPipe only
 
   int virtual_stages() const { return ranks * chunks; }
   int virtual_stage(int rank, int chunk) const {
@@ -52,14 +69,78 @@ struct PipelineSchedule {
       return (chunk + 1) * ranks - 1 - rank;
     return chunk * ranks + rank;
   }
+  int rank_of(int virtual_stage) const {
+    const int chunk = virtual_stage / ranks;
+    const int offset = virtual_stage % ranks;
+    return placement == ChunkPlacement::v_shape && chunk % 2 == 1 ? ranks - 1 - offset : offset;
+  }
+  int chunk_of(int virtual_stage) const { return virtual_stage / ranks; }
+};
+
+// What ZB-V's greedy balances (zbv.py's PipelineGraph inputs): per-chunk
+// times of F, B and W, the pipeline transfer time, and the activation memory
+// an F adds, a B and a W release (any unit, only ratios matter). The defaults
+// are the reference's own test setting (equal times, h = 4096, a = 32,
+// s = 4096: F adds 34h + 5as, W frees 32h, B the rest).
+struct ZbvInputs {
+  double forward_s = 1;
+  double backward_input_s = 1;
+  double backward_weight_s = 1;
+  double comm_s = 0;
+  double forward_memory = 34.0 * 4096 + 5.0 * 32 * 4096;
+  double weight_memory = -32.0 * 4096;
+  double backward_memory() const { return -forward_memory - weight_memory; }
+};
+
+struct ScheduleOptions {
+  // interleaved_1f1b: model chunks per rank (v >= 2).
+  int virtual_stages = 2;
+  // interleaved_1f1b: Megatron's microbatch_group_size_per_vp_stage, the
+  // micro-batches that run through one chunk before the next; 0 = ranks
+  // (Megatron's default).
+  int microbatch_group = 0;
+  ZbvInputs zbv;
 };
 
 // Compact text of one rank's list, for tests and error messages:
-// "F0 F1 B0 F2 B1 ..." (chunk shown as F0.1 when chunks > 1).
+// "F0 F1 B0 F2 B1 ..." (chunk shown as F0.1 when chunks > 1). Letters as in
+// PyTorch's pipelining schedules: F forward, B full backward, I input
+// gradient (zero-bubble B), W weight gradient.
 std::string to_string(const std::vector<PipeOp>& ops, int chunks = 1);
 
+// Each generator throws std::invalid_argument, naming the rule, when it
+// cannot build (p, m, v); schedule_problems() reports the same rules for the
+// scenario validator.
 PipelineSchedule make_gpipe(int ranks, int micro_batches);
 PipelineSchedule make_one_f_one_b(int ranks, int micro_batches);
-PipelineSchedule make_schedule(ScheduleKind kind, int ranks, int micro_batches);
+PipelineSchedule make_interleaved_one_f_one_b(int ranks, int micro_batches, int virtual_stages,
+                                              int microbatch_group = 0);
+PipelineSchedule make_zb_h1(int ranks, int micro_batches);
+PipelineSchedule make_zb_h2(int ranks, int micro_batches);
+PipelineSchedule make_zb_v(int ranks, int micro_batches, const ZbvInputs& inputs = {});
+PipelineSchedule make_bpipe(int ranks, int micro_batches);
+PipelineSchedule make_dualpipe_v(int ranks, int micro_batches);
+PipelineSchedule make_schedule(ScheduleKind kind, int ranks, int micro_batches,
+                               const ScheduleOptions& options = {});
+
+// Model chunks per rank and their placement for a schedule.
+ChunkPlacement placement_of(ScheduleKind kind);
+// The v a schedule runs with when the scenario does not say: 2 for the
+// V-shaped schedules, 1 for single-chunk ones, 0 (must be given) for
+// interleaved_1f1b.
+int default_virtual_stages(ScheduleKind kind);
+
+// Why a plan's schedule cannot run (one entry per broken rule; empty when it
+// can). `key` is the plan key a user would change.
+struct ScheduleProblem {
+  std::string key;
+  std::string message;
+};
+std::vector<ScheduleProblem> schedule_problems(const ParallelPlan& plan, int layers);
+
+// BPipe's balancing threshold: an evictor keeps at most this many
+// micro-batches of activations resident (plus one being reloaded), so that
+// each stage of a pair holds about half of the pair's p + 1.
+int bpipe_resident_limit(int ranks);
 
 }  // namespace trainsim::workloads

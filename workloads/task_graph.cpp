@@ -56,19 +56,38 @@ std::string_view to_string(CollectiveOp op) {
   return "?";
 }
 
+std::string_view to_string(TransferKind kind) {
+  switch (kind) {
+    case TransferKind::none:
+      return "none";
+    case TransferKind::activation:
+      return "activation";
+    case TransferKind::gradient:
+      return "gradient";
+    case TransferKind::evict:
+      return "evict";
+    case TransferKind::reload:
+      return "reload";
+  }
+  return "?";
+}
+
 std::string task_label(const Task& task) {
+  const std::string chunk = task.chunk > 0 ? fmt::format(" chunk{}", task.chunk) : std::string();
   switch (task.kind) {
     case TaskKind::forward:
-      return fmt::format("F mb{}", task.micro_batch);
+      return fmt::format("F mb{}{}", task.micro_batch, chunk);
     case TaskKind::backward:
-      return fmt::format("B mb{}", task.micro_batch);
+      return fmt::format("B mb{}{}", task.micro_batch, chunk);
     case TaskKind::backward_input:
-      return fmt::format("Bi mb{}", task.micro_batch);
+      return fmt::format("Bi mb{}{}", task.micro_batch, chunk);
     case TaskKind::backward_weight:
-      return fmt::format("W mb{}", task.micro_batch);
+      return fmt::format("W mb{}{}", task.micro_batch, chunk);
     case TaskKind::optimizer:
       return "optimizer";
     case TaskKind::send:
+      if (task.transfer == TransferKind::evict || task.transfer == TransferKind::reload)
+        return fmt::format("{} {} mb{}", to_string(task.comm), to_string(task.transfer), task.micro_batch);
       return fmt::format("{} send mb{}", to_string(task.comm), task.micro_batch);
     case TaskKind::collective:
       if (task.micro_batch >= 0)

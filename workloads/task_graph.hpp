@@ -46,15 +46,22 @@ enum class CollectiveOp : std::uint8_t {
 };
 std::string_view to_string(CollectiveOp op);
 
+// What a point-to-point transfer carries: a pipeline activation or gradient,
+// or BPipe's stored activations moving to the acceptor stage (evict) and
+// back before their backward (reload).
+enum class TransferKind : std::uint8_t { none, activation, gradient, evict, reload };
+std::string_view to_string(TransferKind kind);
+
 struct Task {
   TaskKind kind = TaskKind::forward;
   CommKind comm = CommKind::none;
   CollectiveOp op = CollectiveOp::all_reduce;
-  int gpu = -1;    // compute: the GPU; send: the sender
-  int peer = -1;   // send: the receiver
-  int group = -1;  // collective: index into TaskGraph::groups
-  int stage = -1;  // pipeline rank of the GPU(s)
-  int chunk = 0;
+  int gpu = -1;                                // compute: the GPU; send: the sender
+  int peer = -1;                               // send: the receiver
+  int group = -1;                              // collective: index into TaskGraph::groups
+  int stage = -1;                              // pipeline rank of the GPU(s) (a send: of the sender)
+  int chunk = 0;                               // model chunk on that rank (virtual stages)
+  TransferKind transfer = TransferKind::none;  // send: what it carries
   int micro_batch = -1;
   // Compute: time at the GPU's nominal speed.
   double duration_s = 0;
@@ -95,7 +102,9 @@ struct TaskGraph {
 };
 
 // A short, stable label for timelines and traces: "F mb3", "B mb0",
-// "tp all_reduce", "pp send mb2", "dp all_reduce", "optimizer".
+// "tp all_reduce", "pp send mb2", "dp all_reduce", "optimizer"; a compute
+// op of a later model chunk adds it ("F mb3 chunk1"), BPipe's transfers
+// read "pp evict mb2" and "pp reload mb2".
 std::string task_label(const Task& task);
 
 }  // namespace trainsim::workloads

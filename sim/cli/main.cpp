@@ -7,7 +7,11 @@
 #include <iostream>
 
 #include "sim/cli/collective_command.hpp"
+#include "sim/cli/compare_command.hpp"
+#include "sim/cli/merge_command.hpp"
+#include "sim/cli/report_command.hpp"
 #include "sim/cli/run_command.hpp"
+#include "sim/cli/sweep_command.hpp"
 #include "sim/input_error.hpp"
 #include "trainsim_version.hpp"
 
@@ -20,6 +24,14 @@ int main(int argc, char** argv) {
   auto* run = trainsim::cli::add_run_command(app, run_options);
   trainsim::cli::CollectiveOptions collective_options;
   auto* collective = trainsim::cli::add_collective_command(app, collective_options);
+  trainsim::cli::SweepOptions sweep_options;
+  auto* sweep = trainsim::cli::add_sweep_command(app, sweep_options);
+  trainsim::cli::MergeOptions merge_options;
+  auto* merge = trainsim::cli::add_merge_command(app, merge_options);
+  trainsim::cli::CompareOptions compare_options;
+  auto* compare = trainsim::cli::add_compare_command(app, compare_options);
+  trainsim::cli::ReportOptions report_options;
+  auto* report = trainsim::cli::add_report_command(app, report_options);
 
   try {
     app.parse(argc, argv);
@@ -32,6 +44,14 @@ int main(int argc, char** argv) {
       return trainsim::cli::run_command(run_options);
     if (collective->parsed())
       return trainsim::cli::collective_command(collective_options);
+    if (sweep->parsed())
+      return trainsim::cli::sweep_command(sweep_options);
+    if (merge->parsed())
+      return trainsim::cli::merge_command(merge_options);
+    if (compare->parsed())
+      return trainsim::cli::compare_command(compare_options);
+    if (report->parsed())
+      return trainsim::cli::report_command(report_options);
     return 1;
   } catch (const trainsim::sim::InputError& e) {
     for (const auto& problem : e.problems())

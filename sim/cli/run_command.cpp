@@ -5,8 +5,10 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 
-#include "analysis/reporters.hpp"
+#include "analysis/run_archive.hpp"
+#include "sim/cli/report_command.hpp"
 #include "sim/input_error.hpp"
 #include "sim/scenario.hpp"
 #include "sim/simulation.hpp"
@@ -18,24 +20,15 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& options) {
   auto* cmd = app.add_subcommand("run", "Simulate one training iteration of a scenario");
   cmd->add_option("scenario", options.scenario, "Scenario YAML file")->required();
   cmd->add_option("-o,--out", options.out_dir,
-                  "Directory for summary.json, timeline.csv and trace.json (default: runs/<scenario name>)");
+                  "Directory for the outputs (summary.json, CSV tables, trace.json, SVG plots, run.trainsim; "
+                  "default: runs/<scenario name>)");
   cmd->add_option(
       "-s,--set", options.overrides,
       "Override a scenario value, KEY=VALUE with a dotted key (repeatable), e.g. --set plan.pp=4");
+  cmd->add_flag("--html", options.html, "Also write report.html, one self-contained page");
   cmd->add_flag("-q,--quiet", options.quiet, "Do not print the summary table");
   return cmd;
 }
-
-namespace {
-void write_file(const fs::path& path, const std::function<void(std::ostream&)>& write) {
-  std::ofstream out(path, std::ios::binary);
-  if (!out)
-    throw std::runtime_error(fmt::format("cannot write {}", path.string()));
-  write(out);
-  if (!out)
-    throw std::runtime_error(fmt::format("error while writing {}", path.string()));
-}
-}  // namespace
 
 int run_command(const RunOptions& options) {
   const sim::Scenario scenario = sim::load_scenario(options.scenario, options.overrides);
@@ -47,19 +40,17 @@ int run_command(const RunOptions& options) {
     throw sim::InputError(
         {fmt::format("{}: cannot create the output directory: {}", out_dir.string(), ec.message())});
 
-  const sim::SimulationResult result = sim::simulate(scenario);
-  const analysis::RunContext run{scenario.name,  scenario.file, scenario.cluster,
-                                 scenario.model, scenario.plan, result.graph};
-  write_file(out_dir / "summary.json",
-             [&](std::ostream& o) { analysis::write_summary_json(o, run, result.summary); });
-  write_file(out_dir / "timeline.csv",
-             [&](std::ostream& o) { analysis::write_timeline_csv(o, run, result.timeline); });
-  write_file(out_dir / "trace.json",
-             [&](std::ostream& o) { analysis::write_chrome_trace(o, run, result.timeline); });
-  if (!options.quiet) {
-    analysis::write_terminal_summary(std::cout, run, result.summary);
-    std::cout << fmt::format("\nwrote {}/{{summary.json, timeline.csv, trace.json}}\n", out_dir.string());
+  std::string scenario_text;
+  {
+    std::ifstream in(options.scenario, std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    scenario_text = text.str();
   }
+  const sim::SimulationResult result = sim::simulate(scenario);
+  save_run(out_dir, scenario, scenario_text, options.overrides, result.graph, result.timeline);
+  write_reports(out_dir, scenario, result.graph, result.timeline, options.html, options.quiet,
+                {analysis::kRunArchiveFile});
   return 0;
 }
 

@@ -10,6 +10,7 @@ struct RunOptions {
   std::string scenario;
   std::string out_dir;  // empty: runs/<scenario name>
   std::vector<std::string> overrides;
+  bool html = false;
   bool quiet = false;
 };
 

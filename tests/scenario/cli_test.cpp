@@ -33,13 +33,14 @@ TEST(Cli, QuickstartWritesSummaryTimelineAndTrace) {
   EXPECT_NE(r.out.find("MFU"), std::string::npos);
 
   const auto summary = nlohmann::json::parse(read_file(out / "summary.json"));
-  EXPECT_EQ(summary["schema"], "trainsim.summary/1");
+  EXPECT_EQ(summary["schema"], "trainsim.summary/2");
   EXPECT_GT(summary["iteration_time_s"].get<double>(), 0);
   EXPECT_GT(summary["tokens_per_s"].get<double>(), 0);
   EXPECT_GT(summary["mfu"].get<double>(), 0.05);
   EXPECT_LT(summary["mfu"].get<double>(), 1.0);
   EXPECT_EQ(summary["stages"].size(), 4u);
-  EXPECT_NEAR(summary["tokens_per_s"].get<double>() * summary["iteration_time_s"].get<double>(), 64.0 * 2048, 1e-6);
+  EXPECT_NEAR(summary["tokens_per_s"].get<double>() * summary["iteration_time_s"].get<double>(), 64.0 * 2048,
+              1e-6);
 
   const auto timeline = read_file(out / "timeline.csv");
   EXPECT_EQ(timeline.rfind("gpu,stream,kind,name,micro_batch,stage,start_s,end_s", 0), 0u);
@@ -50,8 +51,9 @@ TEST(Cli, QuickstartWritesSummaryTimelineAndTrace) {
   for (const auto& e : trace["traceEvents"]) {
     const auto ph = e["ph"].get<std::string>();
     complete += ph == "X";
-    flow_start += ph == "s";
-    flow_end += ph == "f";
+    const bool p2p = e.value("name", "") == "p2p";
+    flow_start += ph == "s" && p2p;
+    flow_end += ph == "f" && p2p;
     if (ph == "X") {
       EXPECT_GE(e["dur"].get<double>(), 0);
       EXPECT_TRUE(e.contains("pid") && e.contains("tid") && e.contains("ts"));
@@ -66,8 +68,8 @@ TEST(Cli, QuickstartWritesSummaryTimelineAndTrace) {
 
 TEST(Cli, SetOverridesChangeTheSimulatedPlan) {
   const auto out = fresh_dir("override");
-  const auto r = run_cli({"run", "scenarios/quickstart.yaml", "-q", "--out", out.string(), "--set", "plan.pp=2",
-                          "--set", "plan.dp=auto", "--set", "cluster.nodes=4"});
+  const auto r = run_cli({"run", "scenarios/quickstart.yaml", "-q", "--out", out.string(), "--set",
+                          "plan.pp=2", "--set", "plan.dp=auto", "--set", "cluster.nodes=4"});
   ASSERT_EQ(r.status, 0) << r.err;
   const auto summary = nlohmann::json::parse(read_file(out / "summary.json"));
   EXPECT_EQ(summary["plan"]["pp"], 2);

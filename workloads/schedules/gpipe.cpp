@@ -5,7 +5,8 @@
 namespace trainsim::workloads {
 
 PipelineSchedule make_gpipe(int ranks, int micro_batches) {
-  PipelineSchedule schedule{.ranks = ranks, .micro_batches = micro_batches, .chunks = 1, .per_rank = {}};
+  PipelineSchedule schedule{
+      .ranks = ranks, .micro_batches = micro_batches, .chunks = 1, .per_rank = {}, .evictions = {}};
   schedule.per_rank.resize(static_cast<std::size_t>(ranks));
   for (auto& ops : schedule.per_rank) {
     for (int mb = 0; mb < micro_batches; ++mb)

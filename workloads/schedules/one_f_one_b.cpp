@@ -10,7 +10,8 @@
 namespace trainsim::workloads {
 
 PipelineSchedule make_one_f_one_b(int ranks, int micro_batches) {
-  PipelineSchedule schedule{.ranks = ranks, .micro_batches = micro_batches, .chunks = 1, .per_rank = {}};
+  PipelineSchedule schedule{
+      .ranks = ranks, .micro_batches = micro_batches, .chunks = 1, .per_rank = {}, .evictions = {}};
   schedule.per_rank.resize(static_cast<std::size_t>(ranks));
   for (int s = 0; s < ranks; ++s) {
     auto& ops = schedule.per_rank[static_cast<std::size_t>(s)];

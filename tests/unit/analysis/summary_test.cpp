@@ -23,11 +23,16 @@ struct HandMade {
   HandMade() {
     model.seq_len = 1000;
     graph.gpu_count = 2;
-    auto f0 = graph.add({.kind = TaskKind::forward, .gpu = 0, .stage = 0, .model_flops = 100, .hardware_flops = 100});
-    auto s0 = graph.add({.kind = TaskKind::send, .comm = workloads::CommKind::pp, .gpu = 0, .peer = 1, .stage = 0});
-    auto f1 = graph.add({.kind = TaskKind::forward, .gpu = 1, .stage = 1, .model_flops = 100, .hardware_flops = 100});
-    auto b1 = graph.add({.kind = TaskKind::backward, .gpu = 1, .stage = 1, .model_flops = 200, .hardware_flops = 300});
-    auto b0 = graph.add({.kind = TaskKind::backward, .gpu = 0, .stage = 0, .model_flops = 200, .hardware_flops = 300});
+    auto f0 = graph.add(
+        {.kind = TaskKind::forward, .gpu = 0, .stage = 0, .model_flops = 100, .hardware_flops = 100});
+    auto s0 =
+        graph.add({.kind = TaskKind::send, .comm = workloads::CommKind::pp, .gpu = 0, .peer = 1, .stage = 0});
+    auto f1 = graph.add(
+        {.kind = TaskKind::forward, .gpu = 1, .stage = 1, .model_flops = 100, .hardware_flops = 100});
+    auto b1 = graph.add(
+        {.kind = TaskKind::backward, .gpu = 1, .stage = 1, .model_flops = 200, .hardware_flops = 300});
+    auto b0 = graph.add(
+        {.kind = TaskKind::backward, .gpu = 0, .stage = 0, .model_flops = 200, .hardware_flops = 300});
     timeline.records = {{f0, 0, Stream::compute, 0, 1},
                         {s0, 0, Stream::pp_comm, 1, 2},
                         {f1, 1, Stream::compute, 2, 3},
@@ -47,7 +52,8 @@ TEST(Summary, UsageSplitsEachGpuIntoComputeExposedCommunicationAndIdle) {
   EXPECT_DOUBLE_EQ(s.gpus[1].compute_s, 3);
   EXPECT_DOUBLE_EQ(s.gpus[1].exposed_comm_s, 1);  // the receive of the same transfer
   EXPECT_DOUBLE_EQ(s.gpus[1].idle_s, 6);
-  for (const auto& g : s.gpus) EXPECT_DOUBLE_EQ(g.compute_s + g.exposed_comm_s + g.idle_s, 10);
+  for (const auto& g : s.gpus)
+    EXPECT_DOUBLE_EQ(g.compute_s + g.exposed_comm_s + g.idle_s, 10);
   EXPECT_DOUBLE_EQ(s.stages[0].bubble_fraction, 0.6);
   EXPECT_DOUBLE_EQ(s.bubble_fraction, 0.6);
 }

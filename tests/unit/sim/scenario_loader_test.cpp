@@ -3,6 +3,8 @@
 #include "sim/input_error.hpp"
 #include "sim/scenario.hpp"
 
+#include <tuple>
+
 namespace trainsim::sim {
 namespace {
 
@@ -119,6 +121,84 @@ TEST(ScenarioLoader, InvalidYamlGivesItsLine) {
   ASSERT_EQ(p.size(), 1u);
   EXPECT_EQ(p[0].rfind("t.yaml:", 0), 0u) << p[0];
   EXPECT_NE(p[0].find("not valid YAML"), std::string::npos) << p[0];
+}
+
+TEST(ScenarioLoader, EveryScheduleWordParsesWithItsChunkCount) {
+  const std::vector<std::tuple<std::string, workloads::ScheduleKind, int>> words = {
+      {"gpipe", workloads::ScheduleKind::gpipe, 1},
+      {"1f1b", workloads::ScheduleKind::one_f_one_b, 1},
+      {"interleaved_1f1b", workloads::ScheduleKind::interleaved_one_f_one_b, 3},
+      {"zb_h1", workloads::ScheduleKind::zb_h1, 1},
+      {"zb_h2", workloads::ScheduleKind::zb_h2, 1},
+      {"zb_v", workloads::ScheduleKind::zb_v, 2},
+      {"bpipe", workloads::ScheduleKind::bpipe, 1},
+      {"dualpipe_v", workloads::ScheduleKind::dualpipe_v, 2},
+  };
+  for (const auto& [word, kind, chunks] : words) {
+    std::vector<std::string> set = {"plan.schedule=" + word};
+    if (word == "interleaved_1f1b")
+      set.push_back("plan.virtual_stages=3");
+    const auto s = parse_scenario_text(kMinimal, "t.yaml", set);
+    EXPECT_EQ(s.plan.schedule, kind) << word;
+    EXPECT_EQ(s.plan.virtual_stages, chunks) << word;
+  }
+}
+
+TEST(ScenarioLoader, UnknownScheduleListsTheKnownOnes) {
+  const auto p = problems(kMinimal, {"plan.schedule=chimera"});
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_NE(
+      p[0].find(
+          "'chimera' is not a known value (expected 'gpipe', '1f1b', 'interleaved_1f1b', 'zb_h1', 'zb_h2', "
+          "'zb_v', 'bpipe' or 'dualpipe_v')"),
+      std::string::npos)
+      << p[0];
+}
+
+TEST(ScenarioLoader, InterleavedScheduleNeedsItsVirtualStages) {
+  const auto p = problems(kMinimal, {"plan.schedule=interleaved_1f1b"});
+  ASSERT_EQ(p.size(), 1u) << ::testing::PrintToString(p);
+  EXPECT_NE(
+      p[0].find("plan.virtual_stages: missing: schedule interleaved_1f1b needs the number of model chunks"),
+      std::string::npos)
+      << p[0];
+}
+
+TEST(ScenarioLoader, VirtualStagesMustSuitTheScheduleAndTheLayers) {
+  auto one = [](const std::vector<std::string>& set) {
+    const auto p = problems(kMinimal, set);
+    EXPECT_EQ(p.size(), 1u) << ::testing::PrintToString(p);
+    return p.empty() ? std::string() : p[0];
+  };
+  EXPECT_NE(one({"plan.schedule=zb_v", "plan.virtual_stages=3"})
+                .find("plan.virtual_stages: 3 with schedule zb_v; "
+                      "expected 2"),
+            std::string::npos);
+  EXPECT_NE(one({"plan.virtual_stages=2"}).find("plan.virtual_stages: 2 with schedule 1f1b; expected 1"),
+            std::string::npos);
+  EXPECT_NE(one({"plan.schedule=interleaved_1f1b", "plan.virtual_stages=5"})
+                .find("model.layers = 24 is not divisible by pp x virtual_stages = 2 x 5 = 10"),
+            std::string::npos);
+}
+
+// kMinimal: dp 4, micro-batch 1, so m = global_batch_size / 4.
+TEST(ScenarioLoader, MicroBatchCountsMustSuitTheSchedule) {
+  const auto p = problems(
+      kMinimal, {"plan.schedule=interleaved_1f1b", "plan.virtual_stages=2", "plan.global_batch_size=12"});
+  ASSERT_EQ(p.size(), 1u) << ::testing::PrintToString(p);
+  EXPECT_NE(
+      p[0].find("plan.global_batch_size: schedule interleaved_1f1b runs micro-batches in groups of pp = 2"),
+      std::string::npos)
+      << p[0];
+  EXPECT_NE(p[0].find("m = global_batch_size / (micro_batch_size x dp) = 12 / (1 x 4) = 3"),
+            std::string::npos)
+      << p[0];
+  EXPECT_NE(p[0].find("expected global_batch_size a multiple of pp x micro_batch_size x dp = 8"),
+            std::string::npos)
+      << p[0];
+  const auto q = problems(kMinimal, {"plan.schedule=dualpipe_v", "plan.global_batch_size=12"});
+  ASSERT_EQ(q.size(), 1u) << ::testing::PrintToString(q);
+  EXPECT_NE(q[0].find("needs at least 2 x pp = 4 micro-batches per pipeline"), std::string::npos) << q[0];
 }
 
 }  // namespace

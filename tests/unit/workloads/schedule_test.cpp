@@ -29,8 +29,10 @@ TEST(OneFOneB, EveryRankRunsEachMicroBatchOnceEachWay) {
       for (const auto& ops : s.per_rank) {
         ASSERT_EQ(ops.size(), static_cast<std::size_t>(2 * m));
         std::vector<int> f(m, 0), b(m, 0);
-        for (const auto& op : ops) (op.kind == PipeOpKind::forward ? f : b)[op.micro_batch]++;
-        for (int i = 0; i < m; ++i) EXPECT_TRUE(f[i] == 1 && b[i] == 1) << "p=" << p << " m=" << m;
+        for (const auto& op : ops)
+          (op.kind == PipeOpKind::forward ? f : b)[op.micro_batch]++;
+        for (int i = 0; i < m; ++i)
+          EXPECT_TRUE(f[i] == 1 && b[i] == 1) << "p=" << p << " m=" << m;
       }
     }
 }

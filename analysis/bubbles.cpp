@@ -1,0 +1,273 @@
+#include "analysis/bubbles.hpp"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include "analysis/execution_index.hpp"
+#include "analysis/intervals.hpp"
+
+namespace trainsim::analysis {
+
+using workloads::Task;
+using workloads::TaskId;
+using workloads::TaskKind;
+
+std::string_view to_string(BubbleCause cause) {
+  switch (cause) {
+    case BubbleCause::warmup_cooldown:
+      return "warmup_cooldown";
+    case BubbleCause::p2p_wait:
+      return "p2p_wait";
+    case BubbleCause::collective_wait:
+      return "collective_wait";
+    case BubbleCause::straggler:
+      return "straggler";
+    case BubbleCause::dp_comm:
+      return "dp_comm";
+    case BubbleCause::optimizer:
+      return "optimizer";
+  }
+  return "?";
+}
+
+std::string_view describe(BubbleCause cause) {
+  switch (cause) {
+    case BubbleCause::warmup_cooldown:
+      return "pipeline warm-up / cool-down (and stage imbalance)";
+    case BubbleCause::p2p_wait:
+      return "waiting for a pipeline p2p transfer";
+    case BubbleCause::collective_wait:
+      return "waiting for a collective";
+    case BubbleCause::straggler:
+      return "waiting behind a slower peer (straggler)";
+    case BubbleCause::dp_comm:
+      return "exposed DP gradient communication";
+    case BubbleCause::optimizer:
+      return "optimizer step";
+  }
+  return "?";
+}
+
+namespace {
+
+bool is_forward_backward(TaskKind kind) {
+  return workloads::is_compute(kind) && kind != TaskKind::optimizer;
+}
+
+// What a GPU waiting on `task` is waiting for.
+BubbleCause cause_of(const Task& task) {
+  switch (task.kind) {
+    case TaskKind::optimizer:
+      return BubbleCause::optimizer;
+    case TaskKind::send:
+      return BubbleCause::p2p_wait;
+    case TaskKind::collective:
+      return task.comm == workloads::CommKind::dp ? BubbleCause::dp_comm : BubbleCause::collective_wait;
+    default:
+      return BubbleCause::warmup_cooldown;
+  }
+}
+
+std::size_t at(BubbleCause cause) {
+  return static_cast<std::size_t>(cause);
+}
+
+// Reference duration of every compute op: the fastest nominal duration of the
+// same op (kind, stage, chunk, micro-batch) on any GPU, capped by its own
+// actual duration.
+std::vector<double> reference_durations(const workloads::TaskGraph& graph, const ExecutionIndex& index) {
+  std::map<std::tuple<int, int, int, int>, double> fastest;
+  auto key = [](const Task& t) {
+    return std::make_tuple(static_cast<int>(t.kind), t.stage, t.chunk, t.micro_batch);
+  };
+  for (TaskId v = 0; v < graph.size(); ++v) {
+    const Task& t = graph[v];
+    if (!workloads::is_compute(t.kind) || !index.ran(v))
+      continue;
+    auto [it, inserted] = fastest.emplace(key(t), t.duration_s);
+    if (!inserted)
+      it->second = std::min(it->second, t.duration_s);
+  }
+  std::vector<double> ref(graph.size(), 0.0);
+  for (TaskId v = 0; v < graph.size(); ++v) {
+    if (!index.ran(v))
+      continue;
+    const double actual = index.end_s(v) - index.start_s(v);
+    ref[v] = workloads::is_compute(graph[v].kind) ? std::min(actual, fastest[key(graph[v])]) : actual;
+  }
+  return ref;
+}
+
+// The recorded schedule re-timed with reference durations: same order on
+// every compute stream, same dependencies, communication as recorded.
+double retimed_iteration_s(const workloads::TaskGraph& graph, const ExecutionIndex& index,
+                           const std::vector<double>& duration_s) {
+  std::vector<double> end(graph.size(), 0.0);
+  double t_end = 0;
+  for (TaskId v : index.topological_order()) {
+    double ready = -1, actual_ready = -1;
+    auto consider = [&](TaskId u) {
+      if (u == ExecutionIndex::kNone || !index.ran(u))
+        return;
+      ready = std::max(ready, end[u]);
+      actual_ready = std::max(actual_ready, index.end_s(u));
+    };
+    for (auto [e, e_end] = boost::in_edges(v, graph.graph); e != e_end; ++e)
+      consider(boost::source(*e, graph.graph));
+    consider(index.stream_predecessor(v));
+    double start = index.start_s(v);
+    if (ready >= 0)
+      start = ready + std::max(0.0, index.start_s(v) - actual_ready);
+    end[v] = start + duration_s[v];
+    t_end = std::max(t_end, end[v]);
+  }
+  return t_end;
+}
+
+class GapWalker {
+ public:
+  GapWalker(const workloads::TaskGraph& graph, const ExecutionIndex& index) : graph_(graph), index_(index) {}
+
+  // Blames [a, b) of GPU `gpu` on what `waiter` (starting at b) waited for;
+  // waiter == kNone stands for the end of the iteration.
+  void walk(double a, double b, TaskId waiter, const std::vector<Interval>& comm, GpuBubbles& out) const {
+    double hi = b;
+    TaskId cur = waiter;
+    while (hi > a) {
+      const TaskId p = cur == ExecutionIndex::kNone ? index_.last_task() : index_.releaser(cur);
+      const BubbleCause own =
+          cur == ExecutionIndex::kNone ? BubbleCause::warmup_cooldown : cause_of(graph_[cur]);
+      if (p == ExecutionIndex::kNone) {
+        add(own, a, hi, comm, out);  // a first task that started late
+        return;
+      }
+      const double p_end = std::min(index_.end_s(p), hi);
+      if (p_end < hi) {  // started later than released (a launch delay)
+        add(own, std::max(a, p_end), hi, comm, out);
+        hi = std::max(a, p_end);
+        if (hi <= a)
+          return;
+      }
+      const double lo = std::max(a, index_.start_s(p));
+      add(cause_of(graph_[p]), lo, hi, comm, out);
+      hi = lo;
+      cur = p;
+    }
+  }
+
+  static void add(BubbleCause cause, double lo, double hi, const std::vector<Interval>& comm,
+                  GpuBubbles& out) {
+    if (hi <= lo)
+      return;
+    out.cause_s[at(cause)] += hi - lo;
+    out.idle_part_s[at(cause)] += (hi - lo) - covered_length(comm, lo, hi);
+  }
+
+ private:
+  const workloads::TaskGraph& graph_;
+  const ExecutionIndex& index_;
+};
+
+}  // namespace
+
+BubbleReport analyze_bubbles(const workloads::TaskGraph& graph, const Timeline& timeline,
+                             const workloads::ParallelPlan& plan) {
+  const ExecutionIndex index(graph, timeline);
+  const auto gpus = static_cast<std::size_t>(graph.gpu_count);
+  const double t = timeline.end_s;
+  BubbleReport report;
+  report.iteration_time_s = t;
+
+  // Communication busy intervals per GPU (a send counts for both ends).
+  std::vector<std::vector<Interval>> comm(gpus);
+  for (const auto& r : timeline.records) {
+    if (r.stream == Stream::compute)
+      continue;
+    comm[static_cast<std::size_t>(r.gpu)].emplace_back(r.start_s, r.end_s);
+    const Task& task = graph[r.task];
+    if (task.kind == TaskKind::send && task.peer >= 0)
+      comm[static_cast<std::size_t>(task.peer)].emplace_back(r.start_s, r.end_s);
+  }
+
+  const std::vector<double> reference = reference_durations(graph, index);
+  report.reference_iteration_time_s = retimed_iteration_s(graph, index, reference);
+
+  const GapWalker walker(graph, index);
+  report.gpus.resize(gpus);
+  for (std::size_t g = 0; g < gpus; ++g) {
+    auto& out = report.gpus[g];
+    out.gpu = static_cast<int>(g);
+    out.stage = plan.pp_rank_of(out.gpu);
+    const auto merged_comm = merge_intervals(std::move(comm[g]));
+    double prev_end = 0, compute_s = 0, forward_backward_ref_s = 0;
+    std::vector<Interval> compute;
+    for (TaskId v : index.compute_order(out.gpu)) {
+      const double s = index.start_s(v), e = index.end_s(v);
+      if (s > prev_end)
+        walker.walk(prev_end, s, v, merged_comm, out);
+      compute.emplace_back(s, e);
+      if (is_forward_backward(graph[v].kind)) {
+        out.forward_backward_s += e - s;
+        forward_backward_ref_s += reference[v];
+      } else {
+        out.optimizer_s += e - s;
+        out.cause_s[at(BubbleCause::optimizer)] += e - s;
+      }
+      compute_s += e - s;
+      prev_end = std::max(prev_end, e);
+    }
+    if (t > prev_end)
+      walker.walk(prev_end, t, ExecutionIndex::kNone, merged_comm, out);
+    out.lost_s = t - out.forward_backward_s;
+    const auto merged_compute = merge_intervals(std::move(compute));
+    out.exposed_comm_s = total_length(merged_comm) - overlap_length(merged_compute, merged_comm);
+    out.idle_s = std::max(0.0, t - total_length(merged_compute) - out.exposed_comm_s);
+
+    // Straggler: the extra time this GPU lost compared with the re-timed
+    // iteration, taken out of its waits on other GPUs' compute.
+    const double lost_ref = report.reference_iteration_time_s - forward_backward_ref_s;
+    auto& wait = out.cause_s[at(BubbleCause::warmup_cooldown)];
+    const double straggler = std::clamp(out.lost_s - lost_ref, 0.0, wait);
+    if (straggler > 0) {
+      auto& wait_idle = out.idle_part_s[at(BubbleCause::warmup_cooldown)];
+      const double idle_share = wait > 0 ? wait_idle * (straggler / wait) : 0;
+      out.cause_s[at(BubbleCause::straggler)] += straggler;
+      out.idle_part_s[at(BubbleCause::straggler)] += idle_share;
+      wait -= straggler;
+      wait_idle -= idle_share;
+    }
+    for (std::size_t c = 0; c < kBubbleCauseCount; ++c)
+      report.total_cause_s[c] += out.cause_s[c];
+    report.total_lost_s += out.lost_s;
+  }
+
+  report.stages.resize(static_cast<std::size_t>(std::max(plan.pp, 1)));
+  for (std::size_t s = 0; s < report.stages.size(); ++s)
+    report.stages[s].stage = static_cast<int>(s);
+  for (const auto& g : report.gpus) {
+    if (g.stage < 0 || static_cast<std::size_t>(g.stage) >= report.stages.size())
+      continue;
+    auto& st = report.stages[static_cast<std::size_t>(g.stage)];
+    ++st.gpus;
+    st.lost_s += g.lost_s;
+    st.idle_s += g.idle_s;
+    for (std::size_t c = 0; c < kBubbleCauseCount; ++c) {
+      st.cause_s[c] += g.cause_s[c];
+      st.idle_part_s[c] += g.idle_part_s[c];
+    }
+  }
+  for (auto& st : report.stages) {
+    if (st.gpus == 0)
+      continue;
+    st.lost_s /= st.gpus;
+    st.idle_s /= st.gpus;
+    for (std::size_t c = 0; c < kBubbleCauseCount; ++c) {
+      st.cause_s[c] /= st.gpus;
+      st.idle_part_s[c] /= st.gpus;
+    }
+  }
+  return report;
+}
+
+}  // namespace trainsim::analysis

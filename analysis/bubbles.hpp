@@ -1,0 +1,99 @@
+#pragma once
+// Why GPUs are not computing: every second of each GPU's iteration that is
+// not forward or backward compute ("lost time") is blamed on one cause.
+//
+// Lost time = iteration time - forward/backward compute time
+//           = own optimizer step + exposed communication + idle (the
+//             summary's three-way split), so the causes add up to it exactly.
+//
+// How: the GPU's own optimizer step is "optimizer". Every gap in its compute
+// stream is explained by what the compute op after the gap waited for (the
+// trailing gap by what ended the iteration), walking the chain of releasers
+// backwards (analysis/execution_index.hpp) until the gap is covered: the part
+// of the gap during which the awaited work was
+//   - another GPU's forward/backward compute -> warm-up / cool-down (the
+//     schedule's fill and drain, including any imbalance between stages);
+//   - a pipeline send in flight                  -> p2p wait;
+//   - a TP (or other non-DP) collective          -> collective wait;
+//   - a DP gradient collective (DP/ZeRO/FSDP)     -> exposed DP communication;
+//   - another GPU's optimizer step               -> optimizer.
+// Stragglers: the compute waits are then split into warm-up / cool-down and
+// straggler by re-timing the recorded schedule with every compute op at its
+// reference duration (the fastest nominal duration of the same op on any
+// GPU, never more than its own actual duration; communication keeps its
+// recorded duration). A GPU's straggler time is how much more time it lost
+// than in that re-timed iteration (capped by its compute waits): the wait a
+// slow peer imposed on it. A slow GPU itself shows little straggler time: it
+// is busy computing.
+//
+// Each cause is also split into its idle part (nothing at all ran on the
+// GPU) and the rest (its own communication was running, exposed): the idle
+// parts add up to the summary's idle time, the rest to exposed
+// communication plus the own optimizer step.
+#include <array>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "analysis/timeline.hpp"
+#include "workloads/parallel_plan.hpp"
+#include "workloads/task_graph.hpp"
+
+namespace trainsim::analysis {
+
+enum class BubbleCause : std::uint8_t {
+  warmup_cooldown,
+  p2p_wait,
+  collective_wait,
+  straggler,
+  dp_comm,
+  optimizer
+};
+inline constexpr int kBubbleCauseCount = 6;
+inline constexpr std::array<BubbleCause, kBubbleCauseCount> kBubbleCauses{
+    BubbleCause::warmup_cooldown, BubbleCause::p2p_wait, BubbleCause::collective_wait,
+    BubbleCause::straggler,       BubbleCause::dp_comm,  BubbleCause::optimizer};
+// Stable key for files: "warmup_cooldown", "p2p_wait", "collective_wait",
+// "straggler", "dp_comm", "optimizer".
+std::string_view to_string(BubbleCause cause);
+// For people: "pipeline warm-up / cool-down", ...
+std::string_view describe(BubbleCause cause);
+
+using CauseSeconds = std::array<double, kBubbleCauseCount>;
+
+struct GpuBubbles {
+  int gpu = 0;
+  int stage = 0;
+  double forward_backward_s = 0;  // forward/backward compute
+  double lost_s = 0;              // iteration time - forward_backward_s
+  CauseSeconds cause_s{};         // adds up to lost_s
+  CauseSeconds idle_part_s{};     // the part of each cause with nothing running; adds up to idle
+  double idle_s = 0;              // nothing ran on the GPU (the summary's bubble)
+  double exposed_comm_s = 0;      // own communication ran, no compute
+  double optimizer_s = 0;         // own optimizer step
+};
+
+struct StageBubbles {
+  int stage = 0;
+  int gpus = 0;
+  // Means over the stage's GPUs, seconds.
+  double lost_s = 0;
+  CauseSeconds cause_s{};
+  CauseSeconds idle_part_s{};
+  double idle_s = 0;
+};
+
+struct BubbleReport {
+  double iteration_time_s = 0;
+  // The iteration re-timed with every compute op at its reference duration.
+  double reference_iteration_time_s = 0;
+  std::vector<GpuBubbles> gpus;
+  std::vector<StageBubbles> stages;
+  CauseSeconds total_cause_s{};  // summed over GPUs (GPU-seconds)
+  double total_lost_s = 0;       // summed over GPUs (GPU-seconds)
+};
+
+BubbleReport analyze_bubbles(const workloads::TaskGraph& graph, const Timeline& timeline,
+                             const workloads::ParallelPlan& plan);
+
+}  // namespace trainsim::analysis

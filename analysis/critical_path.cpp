@@ -1,0 +1,158 @@
+#include "analysis/critical_path.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include "analysis/execution_index.hpp"
+
+namespace trainsim::analysis {
+
+using workloads::Task;
+using workloads::TaskId;
+using workloads::TaskKind;
+
+std::string blame_kind(const Task& task) {
+  switch (task.kind) {
+    case TaskKind::optimizer:
+      return fmt::format("stage {} optimizer", task.stage);
+    case TaskKind::send:
+      return fmt::format("{} p2p", workloads::to_string(task.comm));
+    case TaskKind::collective:
+      return fmt::format("{} {}", workloads::to_string(task.comm), workloads::to_string(task.op));
+    default:
+      return fmt::format("stage {} compute", task.stage);
+  }
+}
+
+LinkLoadIndex::LinkLoadIndex(const Timeline& timeline)
+    : timeline_(timeline),
+      flows_by_link_(timeline.links.size()),
+      longest_flow_s_(timeline.links.size(), 0.0),
+      flow_order_(timeline.flows.size()) {
+  for (std::size_t f = 0; f < timeline.flows.size(); ++f) {
+    const auto& flow = timeline.flows[f];
+    for (std::uint32_t k = 0; k < flow.link_count; ++k) {
+      const auto l = timeline.flow_links[flow.first_link + k];
+      flows_by_link_[l].push_back(f);
+      longest_flow_s_[l] = std::max(longest_flow_s_[l], flow.end_s - flow.start_s);
+    }
+    flow_order_[f] = f;
+  }
+  for (auto& list : flows_by_link_)
+    std::stable_sort(list.begin(), list.end(), [&](std::size_t a, std::size_t b) {
+      return timeline.flows[a].start_s < timeline.flows[b].start_s;
+    });
+  std::stable_sort(flow_order_.begin(), flow_order_.end(), [&](std::size_t a, std::size_t b) {
+    return timeline.flows[a].task < timeline.flows[b].task;
+  });
+}
+
+std::vector<std::size_t> LinkLoadIndex::flows_of(TaskId task) const {
+  auto lo = std::lower_bound(flow_order_.begin(), flow_order_.end(), task,
+                             [&](std::size_t f, TaskId t) { return timeline_.flows[f].task < t; });
+  std::vector<std::size_t> out;
+  for (; lo != flow_order_.end() && timeline_.flows[*lo].task == task; ++lo)
+    out.push_back(*lo);
+  return out;
+}
+
+int LinkLoadIndex::busiest_link(TaskId task, double start_s, double end_s) const {
+  std::vector<std::uint32_t> links;
+  for (std::size_t f : flows_of(task)) {
+    const auto& flow = timeline_.flows[f];
+    links.insert(links.end(), timeline_.flow_links.begin() + flow.first_link,
+                 timeline_.flow_links.begin() + flow.first_link + flow.link_count);
+  }
+  std::sort(links.begin(), links.end());
+  links.erase(std::unique(links.begin(), links.end()), links.end());
+  int best = -1;
+  double best_load = -1;
+  for (std::uint32_t l : links) {
+    // Bytes every flow on the link moved inside [start_s, end_s), assuming
+    // each flow moves its bytes at a constant rate over its lifetime.
+    double bytes = 0;
+    const auto& list = flows_by_link_[l];
+    // Flows that started before start_s - longest cannot reach the window.
+    const double from = start_s - longest_flow_s_[l];
+    auto first = std::lower_bound(list.begin(), list.end(), from,
+                                  [&](std::size_t f, double t) { return timeline_.flows[f].start_s < t; });
+    for (auto it = first; it != list.end(); ++it) {
+      const auto& flow = timeline_.flows[*it];
+      if (flow.start_s >= end_s)
+        break;
+      const double overlap = std::min(end_s, flow.end_s) - std::max(start_s, flow.start_s);
+      const double life = flow.end_s - flow.start_s;
+      if (life <= 0)
+        bytes += (flow.start_s >= start_s && flow.start_s <= end_s) ? flow.bytes : 0;
+      else if (overlap > 0)
+        bytes += flow.bytes * overlap / life;
+    }
+    const double bw = timeline_.links[l].bandwidth_Bps;
+    const double load = bw > 0 ? bytes / bw : 0;
+    if (load > best_load) {
+      best_load = load;
+      best = static_cast<int>(l);
+    }
+  }
+  return best;
+}
+
+namespace {
+
+std::vector<Blame> ranked(const std::map<std::string, double>& seconds, double total_s) {
+  std::vector<Blame> out;
+  for (const auto& [name, s] : seconds)
+    out.push_back({name, s, total_s > 0 ? s / total_s : 0});
+  std::stable_sort(out.begin(), out.end(),
+                   [](const Blame& a, const Blame& b) { return a.seconds > b.seconds; });
+  return out;
+}
+
+}  // namespace
+
+CriticalPath critical_path(const workloads::TaskGraph& graph, const Timeline& timeline) {
+  CriticalPath path;
+  path.length_s = timeline.end_s;
+  const ExecutionIndex index(graph, timeline);
+  const LinkLoadIndex links(timeline);
+
+  double hi = timeline.end_s;
+  TaskId p = index.last_task();
+  std::vector<CriticalSegment> backwards;
+  while (p != ExecutionIndex::kNone) {
+    const double end = std::min(index.end_s(p), hi);
+    if (end < hi)
+      backwards.push_back({.is_task = false, .start_s = end, .end_s = hi, .blame_kind = "wait"});
+    const Task& task = graph[p];
+    CriticalSegment seg{
+        .task = p, .start_s = std::min(index.start_s(p), end), .end_s = end, .blame_kind = blame_kind(task)};
+    if (workloads::is_compute(task.kind))
+      seg.gpu = task.gpu;
+    else
+      seg.link = links.busiest_link(p, index.start_s(p), index.end_s(p));
+    backwards.push_back(seg);
+    hi = seg.start_s;
+    p = index.releaser(p);
+  }
+  if (hi > 0)
+    backwards.push_back({.is_task = false, .start_s = 0, .end_s = hi, .blame_kind = "wait"});
+  path.segments.assign(backwards.rbegin(), backwards.rend());
+
+  std::map<std::string, double> by_kind, by_gpu, by_link;
+  for (const auto& seg : path.segments) {
+    const double d = seg.end_s - seg.start_s;
+    by_kind[seg.blame_kind] += d;
+    if (seg.gpu >= 0)
+      by_gpu[fmt::format("gpu {}", seg.gpu)] += d;
+    if (seg.is_task && seg.gpu < 0 && seg.link >= 0)
+      by_link[timeline.links[static_cast<std::size_t>(seg.link)].name] += d;
+  }
+  path.by_kind = ranked(by_kind, path.length_s);
+  path.by_gpu = ranked(by_gpu, path.length_s);
+  path.by_link = ranked(by_link, path.length_s);
+  return path;
+}
+
+}  // namespace trainsim::analysis

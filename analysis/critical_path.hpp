@@ -1,0 +1,67 @@
+#pragma once
+// The critical path of the iteration: the chain of tasks and transfers that
+// set the iteration time, found by following releasers back from the task
+// that finished last (analysis/execution_index.hpp), with its time blamed per
+// task kind ("stage 3 compute", "pp p2p", "dp all_reduce", ...), per GPU
+// (compute segments) and per link (communication segments, each blamed on
+// the most loaded link its flows crossed while it ran). The segments tile
+// [0, iteration end]; a stretch where the next task started later than its
+// releaser finished is a "wait" segment.
+#include <string>
+#include <vector>
+
+#include "analysis/timeline.hpp"
+#include "workloads/parallel_plan.hpp"
+#include "workloads/task_graph.hpp"
+
+namespace trainsim::analysis {
+
+struct CriticalSegment {
+  bool is_task = true;  // false: a wait between tasks
+  workloads::TaskId task = 0;
+  double start_s = 0;
+  double end_s = 0;
+  std::string blame_kind;  // "stage 3 compute", "pp p2p", "dp all_reduce", "wait"
+  int gpu = -1;            // compute segments: the GPU
+  int link = -1;           // communication segments: index into Timeline::links, or -1
+};
+
+struct Blame {
+  std::string name;
+  double seconds = 0;
+  double fraction = 0;  // of the iteration time
+};
+
+struct CriticalPath {
+  double length_s = 0;
+  std::vector<CriticalSegment> segments;  // in time order
+  // Each sorted by seconds, largest first (ties by name). by_kind adds up to
+  // the iteration time; by_gpu covers compute segments, by_link
+  // communication segments.
+  std::vector<Blame> by_kind;
+  std::vector<Blame> by_gpu;
+  std::vector<Blame> by_link;
+};
+
+// Blame category of a task on the critical path.
+std::string blame_kind(const workloads::Task& task);
+
+CriticalPath critical_path(const workloads::TaskGraph& graph, const Timeline& timeline);
+
+// For a communication task: the link its flows loaded most (bytes it carried
+// from any flow while the task ran, over its bandwidth), or -1 without flows.
+class LinkLoadIndex {
+ public:
+  explicit LinkLoadIndex(const Timeline& timeline);
+  int busiest_link(workloads::TaskId task, double start_s, double end_s) const;
+  // Flow indices of a task.
+  std::vector<std::size_t> flows_of(workloads::TaskId task) const;
+
+ private:
+  const Timeline& timeline_;
+  std::vector<std::vector<std::size_t>> flows_by_link_;  // sorted by start
+  std::vector<double> longest_flow_s_;                   // per link
+  std::vector<std::size_t> flow_order_;                  // flows sorted by task
+};
+
+}  // namespace trainsim::analysis

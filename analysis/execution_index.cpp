@@ -1,0 +1,88 @@
+#include "analysis/execution_index.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace trainsim::analysis {
+
+using workloads::TaskId;
+
+ExecutionIndex::ExecutionIndex(const workloads::TaskGraph& graph, const Timeline& timeline)
+    : ran_(graph.size(), false),
+      start_s_(graph.size(), 0.0),
+      end_s_(graph.size(), 0.0),
+      compute_order_(static_cast<std::size_t>(std::max(graph.gpu_count, 0))),
+      stream_pred_(graph.size(), kNone),
+      releaser_(graph.size(), kNone) {
+  double last_end = -1;
+  for (const auto& r : timeline.records) {
+    if (r.task >= graph.size())
+      throw std::invalid_argument("timeline record names a task the graph does not have");
+    if (!ran_[r.task]) {
+      ran_[r.task] = true;
+      start_s_[r.task] = r.start_s;
+      end_s_[r.task] = r.end_s;
+      if (r.stream == Stream::compute) {
+        if (r.gpu < 0 || r.gpu >= graph.gpu_count)
+          throw std::invalid_argument("timeline record names a GPU the graph does not have");
+        compute_order_[static_cast<std::size_t>(r.gpu)].push_back(r.task);
+      }
+    }
+    if (r.end_s >= last_end) {
+      last_end = r.end_s;
+      last_task_ = r.task;
+    }
+  }
+  for (auto& order : compute_order_) {
+    std::stable_sort(order.begin(), order.end(), [&](TaskId a, TaskId b) {
+      if (start_s_[a] != start_s_[b])
+        return start_s_[a] < start_s_[b];
+      return end_s_[a] < end_s_[b];
+    });
+    for (std::size_t i = 1; i < order.size(); ++i)
+      stream_pred_[order[i]] = order[i - 1];
+  }
+
+  // Releasers, and a topological order over graph edges plus stream edges
+  // (Kahn's algorithm; ready tasks taken by start time for a stable order).
+  std::vector<int> waiting(graph.size(), 0);
+  for (TaskId v = 0; v < graph.size(); ++v) {
+    if (!ran_[v])
+      continue;
+    TaskId best = stream_pred_[v];
+    for (auto [e, e_end] = boost::in_edges(v, graph.graph); e != e_end; ++e) {
+      const TaskId u = boost::source(*e, graph.graph);
+      if (!ran_[u])
+        continue;
+      ++waiting[v];
+      if (best == kNone || end_s_[u] > end_s_[best] || (end_s_[u] == end_s_[best] && u < best))
+        best = u;
+    }
+    if (stream_pred_[v] != kNone)
+      ++waiting[v];
+    releaser_[v] = best;
+  }
+  std::vector<TaskId> ready;
+  for (TaskId v = 0; v < graph.size(); ++v)
+    if (ran_[v] && waiting[v] == 0)
+      ready.push_back(v);
+  topo_.reserve(graph.size());
+  std::vector<TaskId> next_of(graph.size(), kNone);  // stream successor
+  for (const auto& order : compute_order_)
+    for (std::size_t i = 1; i < order.size(); ++i)
+      next_of[order[i - 1]] = order[i];
+  while (!ready.empty()) {
+    const TaskId v = ready.back();
+    ready.pop_back();
+    topo_.push_back(v);
+    auto release = [&](TaskId w) {
+      if (w != kNone && ran_[w] && --waiting[w] == 0)
+        ready.push_back(w);
+    };
+    for (auto [e, e_end] = boost::out_edges(v, graph.graph); e != e_end; ++e)
+      release(boost::target(*e, graph.graph));
+    release(next_of[v]);
+  }
+}
+
+}  // namespace trainsim::analysis

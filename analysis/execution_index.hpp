@@ -1,0 +1,50 @@
+#pragma once
+// When each task ran, and what released it: the index every causal report
+// (bubble causes, critical path, straggler re-timing) walks.
+//
+// A task starts when its last dependency finishes and, for a compute task,
+// when its GPU's compute stream is free. Its *releaser* is whichever of those
+// finished last: the latest-ending graph predecessor or the compute task that
+// ran just before it on the same GPU. Following releasers backwards from the
+// end of the iteration gives the chain of work that set the iteration time.
+#include <cstddef>
+#include <limits>
+#include <vector>
+
+#include "analysis/timeline.hpp"
+#include "workloads/task_graph.hpp"
+
+namespace trainsim::analysis {
+
+class ExecutionIndex {
+ public:
+  static constexpr workloads::TaskId kNone = std::numeric_limits<workloads::TaskId>::max();
+
+  ExecutionIndex(const workloads::TaskGraph& graph, const Timeline& timeline);
+
+  bool ran(workloads::TaskId task) const { return ran_[task]; }
+  double start_s(workloads::TaskId task) const { return start_s_[task]; }
+  double end_s(workloads::TaskId task) const { return end_s_[task]; }
+  // Compute tasks of `gpu` in execution order.
+  const std::vector<workloads::TaskId>& compute_order(int gpu) const {
+    return compute_order_[static_cast<std::size_t>(gpu)];
+  }
+  // The compute task that ran just before `task` on its GPU (kNone if none).
+  workloads::TaskId stream_predecessor(workloads::TaskId task) const { return stream_pred_[task]; }
+  // What finished last before `task` could start (kNone for a first task).
+  workloads::TaskId releaser(workloads::TaskId task) const { return releaser_[task]; }
+  // The task that finished last in the iteration (ties: the last recorded).
+  workloads::TaskId last_task() const { return last_task_; }
+  // Tasks in an order where every releaser, graph predecessor and stream
+  // predecessor of a task comes before it.
+  const std::vector<workloads::TaskId>& topological_order() const { return topo_; }
+
+ private:
+  std::vector<bool> ran_;
+  std::vector<double> start_s_, end_s_;
+  std::vector<std::vector<workloads::TaskId>> compute_order_;
+  std::vector<workloads::TaskId> stream_pred_, releaser_, topo_;
+  workloads::TaskId last_task_ = kNone;
+};
+
+}  // namespace trainsim::analysis

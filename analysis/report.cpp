@@ -1,0 +1,43 @@
+#include "analysis/report.hpp"
+
+#include <algorithm>
+
+namespace trainsim::analysis {
+
+Report build_report(const RunContext& run, const Timeline& timeline, const MemoryModel& memory) {
+  Report r;
+  r.summary = summarize(run.graph, timeline, run.model, run.plan, run.cluster);
+  r.bubbles = analyze_bubbles(run.graph, timeline, run.plan);
+  r.critical_path = critical_path(run.graph, timeline);
+  r.utilization = analyze_utilization(run.graph, timeline);
+  r.memory = memory_over_time(run.graph, timeline, memory, run.cluster);
+  r.energy = analyze_energy(timeline, r.summary, r.bubbles, run.cluster);
+  return r;
+}
+
+std::vector<LostTimeCause> top_lost_time_causes(const Report& report) {
+  const double gpu_time = report.bubbles.iteration_time_s * static_cast<double>(report.bubbles.gpus.size());
+  std::vector<LostTimeCause> out;
+  for (BubbleCause c : kBubbleCauses) {
+    const auto i = static_cast<std::size_t>(c);
+    LostTimeCause cause{.cause = c, .gpu_seconds = report.bubbles.total_cause_s[i]};
+    if (cause.gpu_seconds <= 0)
+      continue;
+    cause.fraction = gpu_time > 0 ? cause.gpu_seconds / gpu_time : 0;
+    for (const auto& st : report.bubbles.stages) {
+      const double f =
+          report.bubbles.iteration_time_s > 0 ? st.cause_s[i] / report.bubbles.iteration_time_s : 0;
+      if (f > cause.worst_stage_fraction) {
+        cause.worst_stage_fraction = f;
+        cause.worst_stage = st.stage;
+      }
+    }
+    out.push_back(cause);
+  }
+  std::stable_sort(out.begin(), out.end(), [](const LostTimeCause& a, const LostTimeCause& b) {
+    return a.gpu_seconds > b.gpu_seconds;
+  });
+  return out;
+}
+
+}  // namespace trainsim::analysis

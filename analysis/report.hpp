@@ -1,0 +1,37 @@
+#pragma once
+// Every analysis of one run, computed once from the task graph and the
+// timeline, for the reporters to write.
+#include "analysis/bubbles.hpp"
+#include "analysis/critical_path.hpp"
+#include "analysis/energy.hpp"
+#include "analysis/memory.hpp"
+#include "analysis/run_context.hpp"
+#include "analysis/summary.hpp"
+#include "analysis/timeline.hpp"
+#include "analysis/utilization.hpp"
+
+namespace trainsim::analysis {
+
+struct Report {
+  Summary summary;
+  BubbleReport bubbles;
+  CriticalPath critical_path;
+  Utilization utilization;
+  MemoryReport memory;
+  EnergyReport energy;
+};
+
+Report build_report(const RunContext& run, const Timeline& timeline, const MemoryModel& memory);
+
+// A cause of lost time, for the terminal and HTML summaries.
+struct LostTimeCause {
+  BubbleCause cause = BubbleCause::warmup_cooldown;
+  double gpu_seconds = 0;  // summed over GPUs
+  double fraction = 0;     // of all GPU time (GPUs x iteration time)
+  int worst_stage = -1;    // the stage that loses most to it
+  double worst_stage_fraction = 0;
+};
+// Causes with any time, largest first.
+std::vector<LostTimeCause> top_lost_time_causes(const Report& report);
+
+}  // namespace trainsim::analysis

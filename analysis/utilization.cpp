@@ -1,0 +1,144 @@
+#include "analysis/utilization.hpp"
+
+#include <algorithm>
+
+#include "analysis/intervals.hpp"
+
+namespace trainsim::analysis {
+
+std::size_t comm_kind_index(workloads::CommKind kind) {
+  for (std::size_t i = 0; i < kCommKinds.size(); ++i)
+    if (kCommKinds[i] == kind)
+      return i;
+  return kCommKinds.size();
+}
+
+namespace {
+
+// Splits the time with no compute among the communication kinds active at
+// each moment (sweep over every boundary).
+CommSeconds exposed_split(const std::vector<Interval>& compute,
+                          const std::array<std::vector<Interval>, kCommKinds.size()>& by_kind) {
+  std::vector<double> cuts;
+  for (const auto& list : by_kind)
+    for (const auto& [a, b] : list) {
+      cuts.push_back(a);
+      cuts.push_back(b);
+    }
+  std::sort(cuts.begin(), cuts.end());
+  cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+  CommSeconds out{};
+  std::array<std::size_t, kCommKinds.size()> pos{};
+  for (std::size_t i = 0; i + 1 < cuts.size(); ++i) {
+    const double lo = cuts[i], hi = cuts[i + 1];
+    const double mid = 0.5 * (lo + hi);
+    std::array<bool, kCommKinds.size()> active{};
+    int count = 0;
+    for (std::size_t k = 0; k < kCommKinds.size(); ++k) {
+      const auto& list = by_kind[k];
+      while (pos[k] < list.size() && list[pos[k]].second <= lo)
+        ++pos[k];
+      active[k] = pos[k] < list.size() && list[pos[k]].first <= mid;
+      count += active[k];
+    }
+    if (count == 0)
+      continue;
+    const double exposed = (hi - lo) - covered_length(compute, lo, hi);
+    for (std::size_t k = 0; k < kCommKinds.size(); ++k)
+      if (active[k])
+        out[k] += exposed / count;
+  }
+  return out;
+}
+
+}  // namespace
+
+Utilization analyze_utilization(const workloads::TaskGraph& graph, const Timeline& timeline) {
+  Utilization u;
+  const double t = timeline.end_s;
+  u.iteration_time_s = t;
+  u.flow_count = timeline.flows.size();
+  const auto gpus = static_cast<std::size_t>(graph.gpu_count);
+  std::vector<std::vector<Interval>> compute(gpus);
+  std::vector<std::array<std::vector<Interval>, kCommKinds.size()>> comm(gpus);
+  for (const auto& r : timeline.records) {
+    const auto& task = graph[r.task];
+    if (r.stream == Stream::compute) {
+      compute[static_cast<std::size_t>(r.gpu)].emplace_back(r.start_s, r.end_s);
+      continue;
+    }
+    const std::size_t k = comm_kind_index(task.comm);
+    if (k >= kCommKinds.size())
+      continue;
+    comm[static_cast<std::size_t>(r.gpu)][k].emplace_back(r.start_s, r.end_s);
+    if (task.kind == workloads::TaskKind::send && task.peer >= 0)
+      comm[static_cast<std::size_t>(task.peer)][k].emplace_back(r.start_s, r.end_s);
+  }
+  u.gpus.resize(gpus);
+  for (std::size_t g = 0; g < gpus; ++g) {
+    auto& s = u.gpus[g];
+    s.gpu = static_cast<int>(g);
+    const auto c = merge_intervals(std::move(compute[g]));
+    std::vector<Interval> all;
+    for (std::size_t k = 0; k < kCommKinds.size(); ++k) {
+      comm[g][k] = merge_intervals(std::move(comm[g][k]));
+      s.comm_busy_by_kind_s[k] = total_length(comm[g][k]);
+      all.insert(all.end(), comm[g][k].begin(), comm[g][k].end());
+    }
+    const auto any = merge_intervals(std::move(all));
+    s.compute_busy_s = total_length(c);
+    s.comm_busy_s = total_length(any);
+    s.overlap_s = overlap_length(c, any);
+    s.exposed_by_kind_s = exposed_split(c, comm[g]);
+    for (std::size_t k = 0; k < kCommKinds.size(); ++k)
+      u.exposed_by_kind_s[k] += s.exposed_by_kind_s[k];
+  }
+
+  // Links: bytes, busy time (union of flow lifetimes) and peak concurrency.
+  std::vector<std::vector<std::pair<double, int>>> events(timeline.links.size());
+  std::vector<std::vector<Interval>> busy(timeline.links.size());
+  u.links.resize(timeline.links.size());
+  for (const auto& flow : timeline.flows)
+    for (std::uint32_t k = 0; k < flow.link_count; ++k) {
+      const auto l = timeline.flow_links[flow.first_link + k];
+      auto& link = u.links[l];
+      link.bytes += flow.bytes;
+      ++link.flows;
+      busy[l].emplace_back(flow.start_s, flow.end_s);
+      events[l].emplace_back(flow.start_s, +1);
+      events[l].emplace_back(flow.end_s, -1);
+    }
+  for (std::size_t l = 0; l < u.links.size(); ++l) {
+    auto& link = u.links[l];
+    link.link = static_cast<int>(l);
+    link.name = timeline.links[l].name;
+    link.bandwidth_Bps = timeline.links[l].bandwidth_Bps;
+    link.busy_s = total_length(merge_intervals(std::move(busy[l])));
+    link.busy_fraction = t > 0 ? link.busy_s / t : 0;
+    link.utilization = t > 0 && link.bandwidth_Bps > 0 ? link.bytes / (link.bandwidth_Bps * t) : 0;
+    // Ends sort before starts at the same time: back-to-back flows are not
+    // concurrent.
+    auto& ev = events[l];
+    std::sort(ev.begin(), ev.end());
+    int current = 0;
+    for (const auto& [time, delta] : ev) {
+      current += delta;
+      link.peak_concurrent_flows = std::max(link.peak_concurrent_flows, current);
+    }
+  }
+  std::vector<int> order(u.links.size());
+  for (std::size_t l = 0; l < order.size(); ++l)
+    order[l] = static_cast<int>(l);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    const auto& x = u.links[static_cast<std::size_t>(a)];
+    const auto& y = u.links[static_cast<std::size_t>(b)];
+    if (x.utilization != y.utilization)
+      return x.utilization > y.utilization;
+    return x.busy_fraction > y.busy_fraction;
+  });
+  order.resize(std::min<std::size_t>(order.size(), 10));
+  u.hottest = order;
+  return u;
+}
+
+}  // namespace trainsim::analysis

@@ -1,0 +1,56 @@
+#pragma once
+// How busy GPUs and links were: per GPU the compute and communication
+// streams, their overlap and the communication left exposed (by kind); per
+// link the bytes it carried, the fraction of the iteration it carried any
+// flow, its mean load and the most flows it carried at once.
+#include <array>
+#include <string>
+#include <vector>
+
+#include "analysis/timeline.hpp"
+#include "workloads/task_graph.hpp"
+
+namespace trainsim::analysis {
+
+// The communication kinds reported separately, in file order. (EP and CP
+// join this list when the task graph has them.)
+inline constexpr std::array<workloads::CommKind, 3> kCommKinds{
+    workloads::CommKind::tp, workloads::CommKind::pp, workloads::CommKind::dp};
+using CommSeconds = std::array<double, kCommKinds.size()>;
+std::size_t comm_kind_index(workloads::CommKind kind);
+
+struct GpuStreams {
+  int gpu = 0;
+  double compute_busy_s = 0;
+  double comm_busy_s = 0;  // any communication stream
+  double overlap_s = 0;    // communication under compute
+  CommSeconds comm_busy_by_kind_s{};
+  // Communication with no compute running, split evenly between the kinds
+  // active at the same moment: adds up to the GPU's exposed communication.
+  CommSeconds exposed_by_kind_s{};
+};
+
+struct LinkUsage {
+  int link = 0;  // index into Timeline::links
+  std::string name;
+  double bandwidth_Bps = 0;
+  double bytes = 0;
+  std::size_t flows = 0;
+  double busy_s = 0;         // time at least one flow crossed it
+  double busy_fraction = 0;  // busy_s / iteration time
+  double utilization = 0;    // bytes / (bandwidth x iteration time)
+  int peak_concurrent_flows = 0;
+};
+
+struct Utilization {
+  double iteration_time_s = 0;
+  std::size_t flow_count = 0;
+  std::vector<GpuStreams> gpus;
+  std::vector<LinkUsage> links;     // in link index order
+  std::vector<int> hottest;         // up to 10 link indices, by utilization then busy fraction
+  CommSeconds exposed_by_kind_s{};  // summed over GPUs
+};
+
+Utilization analyze_utilization(const workloads::TaskGraph& graph, const Timeline& timeline);
+
+}  // namespace trainsim::analysis

@@ -1,0 +1,121 @@
+#include "sim/cli/merge_command.hpp"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <set>
+
+#include "analysis/results_table.hpp"
+#include "sim/input_error.hpp"
+#include "sim/study/study_results.hpp"
+
+namespace trainsim::cli {
+namespace fs = std::filesystem;
+
+CLI::App* add_merge_command(CLI::App& app, MergeOptions& options) {
+  auto* cmd =
+      app.add_subcommand("merge", "Combine the shards of a study (sweep --shard I/N) into one result");
+  cmd->add_option("shards", options.shard_dirs, "The shards' output directories (each with a results.json)")
+      ->required();
+  cmd->add_option("-o,--out", options.out_dir, "Directory for the merged results.csv, results.json and plots")
+      ->required();
+  cmd->add_flag("--html", options.html,
+                "Also write report.html: the plots and the results table in one page");
+  return cmd;
+}
+
+int merge_command(const MergeOptions& options) {
+  sim::ErrorList errors;
+  std::vector<std::pair<std::string, analysis::ResultsDocument>> shards;
+  for (const auto& dir : options.shard_dirs) {
+    const fs::path file = fs::path(dir) / "results.json";
+    std::ifstream in(file);
+    if (!in) {
+      errors.add(fmt::format(
+          "{}: cannot open (expected the output directory of `trainsim sweep --shard I/N`)", file.string()));
+      continue;
+    }
+    try {
+      auto doc = analysis::read_results_json(in);
+      if (!doc.shard)
+        errors.add(fmt::format(
+            "{}: not a shard (written without --shard I/N); it already holds a whole study", file.string()));
+      else
+        shards.emplace_back(file.string(), std::move(doc));
+    } catch (const analysis::ResultsFormatError& e) {
+      errors.add(fmt::format("{}: {}", file.string(), e.what()));
+    }
+  }
+  errors.throw_if_any();
+
+  // The shards must be every shard of one study, each once.
+  const auto& [first_file, first] = shards.front();
+  const std::string study_id = first.study.value("id", "");
+  const int count = first.shard->count;
+  std::map<int, std::string> seen;
+  for (const auto& [file, doc] : shards) {
+    if (doc.study.value("id", "") != study_id)
+      errors.add(
+          fmt::format("{}: belongs to another study (id {}) than {} (id {}): the study file or its "
+                      "--set options differ",
+                      file, doc.study.value("id", ""), first_file, study_id));
+    else if (doc.shard->count != count)
+      errors.add(fmt::format("{}: is shard {}/{}, but {} is one of {} shards", file, doc.shard->index,
+                             doc.shard->count, first_file, count));
+    else if (auto [it, fresh] = seen.emplace(doc.shard->index, file); !fresh)
+      errors.add(
+          fmt::format("{}: shard {}/{} is given twice (also {})", file, doc.shard->index, count, it->second));
+  }
+  errors.throw_if_any();
+  std::vector<std::string> missing;
+  for (int i = 0; i < count; ++i)
+    if (seen.count(i) == 0)
+      missing.push_back(fmt::format("{}/{}", i, count));
+  if (!missing.empty()) {
+    std::string list;
+    for (const auto& m : missing)
+      list.append(list.empty() ? "" : ", ").append(m);
+    throw sim::InputError(
+        {fmt::format("missing shard{} {} of study {} (run them with `trainsim sweep {} --shard "
+                     "I/{}`)",
+                     missing.size() > 1 ? "s" : "", list, first.study.value("name", ""),
+                     first.study.value("file", ""), count)});
+  }
+
+  analysis::ResultsDocument merged;
+  merged.study = first.study;
+  std::set<std::string> points;
+  for (auto& [file, doc] : shards)
+    for (auto& row : doc.rows) {
+      if (!points.insert(row.point).second)
+        errors.add(fmt::format("{}: point {} appears in two shards", file, row.point));
+      merged.rows.push_back(std::move(row));
+    }
+  errors.throw_if_any();
+  analysis::sort_rows(merged.rows);
+  const std::size_t expected = first.study.value("points", std::size_t{0});
+  if (merged.rows.size() != expected)
+    throw sim::InputError(
+        {fmt::format("the shards hold {} points but the study has {}", merged.rows.size(), expected)});
+
+  const auto outputs = sim::write_study_outputs(options.out_dir, merged, sim::plots_of(merged), options.html);
+  std::size_t ok = 0, failed = 0, dropped = 0;
+  for (const auto& row : merged.rows) {
+    ok += row.status == analysis::kStatusOk;
+    failed += row.status == analysis::kStatusFailed;
+    dropped += row.status == analysis::kStatusDropped;
+  }
+  std::cout << fmt::format("merged {} shards of {}: {} points, {} ok, {} failed, {} dropped\nwrote", count,
+                           first.study.value("name", ""), merged.rows.size(), ok, failed, dropped);
+  for (const auto& f : outputs.written)
+    std::cout << ' ' << f.string();
+  std::cout << '\n';
+  for (const auto& e : outputs.plot_errors)
+    std::cerr << fmt::format("error: {}\n", e);
+  return outputs.plot_errors.empty() ? 0 : 1;
+}
+
+}  // namespace trainsim::cli

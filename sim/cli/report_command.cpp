@@ -1,0 +1,109 @@
+#include "sim/cli/report_command.hpp"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "analysis/output_files.hpp"
+#include "analysis/plan_memory.hpp"
+#include "analysis/report.hpp"
+#include "analysis/reporters.hpp"
+#include "analysis/run_archive.hpp"
+#include "sim/input_error.hpp"
+#include "trainsim_version.hpp"
+
+namespace trainsim::cli {
+namespace fs = std::filesystem;
+
+namespace {
+constexpr const char* kRunSchema = "trainsim.run/1";
+
+std::string join(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names)
+    out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+}  // namespace
+
+CLI::App* add_report_command(CLI::App& app, ReportOptions& options) {
+  auto* cmd = app.add_subcommand("report", "Regenerate every output of a saved run (no new simulation)");
+  cmd->add_option("run_dir", options.run_dir, "Output directory of an earlier `trainsim run`")->required();
+  cmd->add_option("-o,--out", options.out_dir, "Where to write the outputs (default: RUN_DIR)");
+  cmd->add_flag("--html", options.html, "Also write report.html, one self-contained page");
+  cmd->add_flag("-q,--quiet", options.quiet, "Do not print the summary table");
+  return cmd;
+}
+
+void save_run(const fs::path& dir, const sim::Scenario& scenario, const std::string& scenario_text,
+              const std::vector<std::string>& overrides, const workloads::TaskGraph& graph,
+              const analysis::Timeline& timeline) {
+  const nlohmann::ordered_json meta = {{"schema", kRunSchema},
+                                       {"trainsim_version", version_string},
+                                       {"scenario_file", scenario.file},
+                                       {"overrides", overrides},
+                                       {"scenario_yaml", scenario_text}};
+  const fs::path path = dir / analysis::kRunArchiveFile;
+  std::ofstream out(path, std::ios::binary);
+  if (!out)
+    throw std::runtime_error(fmt::format("cannot write {}", path.string()));
+  analysis::write_run_archive(out, meta.dump(), graph, timeline);
+  out.flush();
+  if (!out)
+    throw std::runtime_error(fmt::format("error while writing {}", path.string()));
+}
+
+void write_reports(const fs::path& dir, const sim::Scenario& scenario, const workloads::TaskGraph& graph,
+                   const analysis::Timeline& timeline, bool html, bool quiet,
+                   const std::vector<std::string>& also_written) {
+  const analysis::RunContext run{scenario.name,  scenario.file, scenario.cluster,
+                                 scenario.model, scenario.plan, graph};
+  const analysis::PlanMemoryModel memory(scenario.model, scenario.plan,
+                                         analysis::PlanMemoryModel::chunks_of(graph));
+  const analysis::Report report = analysis::build_report(run, timeline, memory);
+  auto written = analysis::write_output_files(dir, run, timeline, report, html);
+  if (!quiet) {
+    analysis::write_terminal_summary(std::cout, run, report);
+    written.insert(written.end(), also_written.begin(), also_written.end());
+    std::cout << fmt::format("\nwrote {}/{{{}}}\n", dir.string(), join(written));
+  }
+}
+
+int report_command(const ReportOptions& options) {
+  const fs::path run_dir(options.run_dir);
+  const fs::path archive_path = run_dir / analysis::kRunArchiveFile;
+  std::ifstream in(archive_path, std::ios::binary);
+  if (!in)
+    throw sim::InputError(
+        {fmt::format("{}: no saved run here (expected {}); `trainsim run SCENARIO --out {}` saves one",
+                     run_dir.string(), analysis::kRunArchiveFile, run_dir.string())});
+  analysis::RunArchive archive;
+  nlohmann::json meta;
+  try {
+    archive = analysis::read_run_archive(in);
+    meta = nlohmann::json::parse(archive.metadata_json);
+    if (meta.value("schema", "") != kRunSchema)
+      throw std::runtime_error(fmt::format("metadata schema is not {}", kRunSchema));
+  } catch (const std::exception& e) {
+    throw sim::InputError({fmt::format("{}: {}", archive_path.string(), e.what())});
+  }
+  const auto overrides = meta.value("overrides", std::vector<std::string>{});
+  const sim::Scenario scenario = sim::parse_scenario_text(
+      meta.value("scenario_yaml", std::string{}), meta.value("scenario_file", std::string{}), overrides);
+  if (scenario.cluster.gpu_count() != archive.graph.gpu_count)
+    throw sim::InputError(
+        {fmt::format("{}: the saved task graph has {} GPUs but its scenario describes {}",
+                     archive_path.string(), archive.graph.gpu_count, scenario.cluster.gpu_count())});
+  const fs::path out_dir = options.out_dir.empty() ? run_dir : fs::path(options.out_dir);
+  std::error_code ec;
+  fs::create_directories(out_dir, ec);
+  if (ec)
+    throw sim::InputError(
+        {fmt::format("{}: cannot create the output directory: {}", out_dir.string(), ec.message())});
+  write_reports(out_dir, scenario, archive.graph, archive.timeline, options.html, options.quiet);
+  return 0;
+}
+
+}  // namespace trainsim::cli

@@ -1,0 +1,127 @@
+#include "sim/study/progress.hpp"
+
+#include <fmt/format.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <ostream>
+
+namespace trainsim::sim {
+
+std::string format_time_left(double seconds) {
+  const auto s = static_cast<long long>(std::llround(std::max(0.0, seconds)));
+  if (s < 60)
+    return fmt::format("{}s", s);
+  if (s < 3600)
+    return fmt::format("{}m{:02}s", s / 60, s % 60);
+  if (s < 86400)
+    return fmt::format("{}h{:02}m", s / 3600, (s % 3600) / 60);
+  return fmt::format("{}d{:02}h", s / 86400, (s % 86400) / 3600);
+}
+
+std::optional<double> estimate_time_left_s(const ProgressCounts& c, double elapsed_s) {
+  if (c.done == 0)
+    return std::nullopt;
+  return elapsed_s / static_cast<double>(c.done) * static_cast<double>(c.total - c.done);
+}
+
+std::string progress_bar_line(const ProgressCounts& c, double elapsed_s, int width) {
+  std::string text = fmt::format(" {}/{}", c.done, c.total);
+  if (c.failed > 0)
+    text += fmt::format("  {} failed", c.failed);
+  text += fmt::format("  {} running  {} elapsed", c.running, format_time_left(elapsed_s));
+  const auto left = estimate_time_left_s(c, elapsed_s);
+  text += left ? fmt::format("  ~{} left", format_time_left(*left)) : std::string("  estimating time left");
+  const int bar_width = std::max(0, std::min(40, width - 3 - static_cast<int>(text.size())));
+  if (bar_width < 5)
+    return text.substr(1, static_cast<std::size_t>(std::max(0, width - 1)));
+  const int filled =
+      c.total == 0 ? bar_width : static_cast<int>(bar_width * static_cast<double>(c.done) / c.total);
+  return fmt::format("[{}{}]{}", std::string(filled, '#'), std::string(bar_width - filled, '-'), text);
+}
+
+Progress::Progress(std::ostream& out, ProgressStyle style, std::size_t total)
+    : out_(out), style_(style), start_(std::chrono::steady_clock::now()) {
+  counts_.total = total;
+}
+
+double Progress::elapsed_s() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+}
+
+void Progress::started() {
+  ++counts_.running;
+  dirty_ = true;
+}
+
+void Progress::finished(const std::string& id, const std::string& label, bool ok, double wall_s,
+                        const std::string& detail) {
+  --counts_.running;
+  ++counts_.done;
+  counts_.failed += ok ? 0 : 1;
+  if (style_ == ProgressStyle::none)
+    return;
+  const int digits = static_cast<int>(fmt::format("{}", counts_.total).size());
+  std::string line = fmt::format("[{:>{}}/{}] point {} {} in {:.1f}s", counts_.done, digits, counts_.total,
+                                 id, ok ? "ok" : "FAILED", wall_s);
+  if (!label.empty())
+    line.append("  ").append(label);
+  if (!ok)
+    line.append(": ").append(detail);
+  if (style_ == ProgressStyle::lines) {
+    if (const auto left = estimate_time_left_s(counts_, elapsed_s()); left && counts_.done < counts_.total)
+      line += fmt::format("  (~{} left)", format_time_left(*left));
+    out_ << line << '\n' << std::flush;
+    return;
+  }
+  // On a terminal only failures get a line of their own; the bar shows the rest.
+  if (!ok) {
+    clear_bar();
+    out_ << line << '\n';
+  }
+  dirty_ = true;
+}
+
+void Progress::tick() {
+  if (style_ != ProgressStyle::bar)
+    return;
+  // Soon after a change; otherwise often enough for the clock to move.
+  const auto since = std::chrono::steady_clock::now() - last_draw_;
+  if (!bar_shown_ || (dirty_ && since >= std::chrono::milliseconds(50)) ||
+      since >= std::chrono::milliseconds(500))
+    draw();
+}
+
+void Progress::draw() {
+  if (style_ != ProgressStyle::bar)
+    return;
+  last_draw_ = std::chrono::steady_clock::now();
+  dirty_ = false;
+  out_ << "\r\033[K" << progress_bar_line(counts_, elapsed_s(), terminal_width() - 1) << std::flush;
+  bar_shown_ = true;
+}
+
+void Progress::clear_bar() {
+  if (bar_shown_)
+    out_ << "\r\033[K";
+  bar_shown_ = false;
+}
+
+void Progress::close() {
+  clear_bar();
+  out_ << std::flush;
+}
+
+int terminal_width() {
+  winsize ws{};
+  if (::isatty(STDERR_FILENO) && ::ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+    return ws.ws_col;
+  return 80;
+}
+
+ProgressStyle default_progress_style() {
+  return ::isatty(STDERR_FILENO) ? ProgressStyle::bar : ProgressStyle::lines;
+}
+
+}  // namespace trainsim::sim

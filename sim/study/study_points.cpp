@@ -1,0 +1,212 @@
+#include "sim/study/study_points.hpp"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <map>
+
+#include "sim/infeasible_plan.hpp"
+#include "sim/input_error.hpp"
+#include "sim/scenario_document.hpp"
+#include "sim/yaml_reader.hpp"
+
+namespace trainsim::sim {
+namespace {
+
+std::string join(const std::vector<std::string>& parts, const std::string& sep) {
+  std::string out;
+  for (const auto& p : parts)
+    out += (out.empty() ? "" : sep) + p;
+  return out;
+}
+
+std::string flow_text(const YAML::Node& node) {
+  if (node.IsScalar())
+    return node.Scalar();
+  YAML::Emitter e;
+  e << YAML::Flow << node;
+  return e.c_str();
+}
+
+// FNV-1a, 64 bits: a stable fingerprint, not a security measure.
+struct Fnv1a {
+  std::uint64_t hash = 14695981039346656037ull;
+  void add(const std::string& text) {
+    for (unsigned char c : text) {
+      hash ^= c;
+      hash *= 1099511628211ull;
+    }
+    hash ^= 0xff;  // separator, so "ab"+"c" differs from "a"+"bc"
+    hash *= 1099511628211ull;
+  }
+};
+
+std::string override_key(const std::string& assignment) {
+  return assignment.substr(0, assignment.find('='));
+}
+
+bool keys_overlap(const std::string& a, const std::string& b) {
+  return a == b || b.rfind(a + ".", 0) == 0 || a.rfind(b + ".", 0) == 0;
+}
+
+}  // namespace
+
+std::vector<std::vector<std::size_t>> expand_axes(const std::vector<Axis>& axes) {
+  std::size_t total = 1;
+  for (const auto& axis : axes) {
+    if (axis.values.empty())
+      return {};
+    if (total > kMaxStudyPoints / axis.values.size())
+      throw InputError(
+          {fmt::format("the study has more than {} points; split it into smaller studies", kMaxStudyPoints)});
+    total *= axis.values.size();
+  }
+  std::vector<std::vector<std::size_t>> points;
+  points.reserve(total);
+  std::vector<std::size_t> position(axes.size(), 0);
+  for (std::size_t n = 0; n < total; ++n) {
+    points.push_back(position);
+    // Increment the last axis first: the first axis varies slowest.
+    for (std::size_t a = axes.size(); a-- > 0;) {
+      if (++position[a] < axes[a].values.size())
+        break;
+      position[a] = 0;
+    }
+  }
+  return points;
+}
+
+nlohmann::ordered_json yaml_to_json(const YAML::Node& node) {
+  if (node.IsScalar())
+    return analysis::parameter_value(node.Scalar());
+  if (node.IsSequence()) {
+    auto list = nlohmann::ordered_json::array();
+    for (const auto& v : node)
+      list.push_back(yaml_to_json(v));
+    return list;
+  }
+  if (node.IsMap()) {
+    auto map = nlohmann::ordered_json::object();
+    for (const auto& kv : node)
+      map[kv.first.Scalar()] = yaml_to_json(kv.second);
+    return map;
+  }
+  return nullptr;
+}
+
+std::vector<StudyPoint> prepare_points(const StudyFile& study, const std::vector<std::string>& overrides) {
+  // --set applies to every point; on a swept key it would silently undo the sweep.
+  for (const auto& o : overrides)
+    for (const auto& axis : study.axes)
+      for (const auto& key : axis.keys)
+        if (keys_overlap(override_key(o), key))
+          throw InputError(
+              {fmt::format("--set {}: '{}' is varied by the study ({}); change its values in "
+                           "{} instead",
+                           o, override_key(o), axis.column.empty() ? "sweep" : "variants", study.path)});
+
+  const auto positions = expand_axes(study.axes);
+  const std::size_t width = std::max<std::size_t>(4, fmt::format("{}", positions.size() - 1).size());
+  std::vector<StudyPoint> points;
+  points.reserve(positions.size());
+  // Malformed input, with the first point it was found at and how many more.
+  std::map<std::string, std::pair<std::string, std::size_t>> bad_input;
+  std::vector<std::string> bad_order;
+
+  for (std::size_t i = 0; i < positions.size(); ++i) {
+    StudyPoint point;
+    point.index = i;
+    point.id = fmt::format("{:0{}}", i, width);
+    point.parameters = nlohmann::ordered_json::object();
+    YAML::Node root = base_document(study);
+    std::vector<std::string> label;
+    ErrorList errors;
+    InputSource source(study.path);
+    for (std::size_t a = 0; a < study.axes.size(); ++a) {
+      const auto& axis = study.axes[a];
+      const auto& value = axis.values[positions[i][a]];
+      if (!axis.column.empty()) {
+        point.parameters[axis.column] = value.label;
+        label.push_back(fmt::format("{}={}", axis.column, value.label));
+      }
+      for (const auto& assignment : value.assignments) {
+        if (axis.column.empty()) {
+          point.parameters[assignment.key] = yaml_to_json(assignment.value);
+          label.push_back(fmt::format("{}={}", assignment.key, flow_text(assignment.value)));
+        }
+        if (!set_dotted(root, assignment.key, assignment.value))
+          errors.add(fmt::format("{}: {}: cannot set it: a value on the way is not a map",
+                                 source.where(assignment.key, assignment.value), assignment.key));
+      }
+    }
+    for (const auto& o : overrides)
+      apply_override(root, o, source, errors);
+    point.label = join(label, " ");
+    try {
+      errors.throw_if_any();
+      load_scenario_document(root, source);
+      YAML::Emitter emitter;
+      emitter << root;
+      // No path in here: resume compares this text, and the same study run
+      // from another directory must still find its finished points.
+      point.scenario_yaml = fmt::format(
+          "# Point {} of study {} ({}).\n"
+          "# Simulate it alone with: trainsim run <this file>\n{}\n",
+          point.id, study.name, point.label.empty() ? "base scenario" : point.label, emitter.c_str());
+    } catch (const InfeasiblePlan& e) {
+      point.dropped = fmt::format("{}: {}", to_string(e.reason()), join(e.problems(), "; "));
+    } catch (const InputError& e) {
+      for (const auto& problem : e.problems()) {
+        auto [it, fresh] = bad_input.emplace(problem, std::make_pair(point.id, 0));
+        if (fresh)
+          bad_order.push_back(problem);
+        ++it->second.second;
+      }
+    }
+    points.push_back(std::move(point));
+  }
+  if (!bad_input.empty()) {
+    std::vector<std::string> problems;
+    for (const auto& problem : bad_order) {
+      const auto& [first, count] = bad_input[problem];
+      problems.push_back(count == positions.size()
+                             ? problem
+                             : fmt::format("{} (point {}{})", problem, first,
+                                           count > 1 ? fmt::format(" and {} more", count - 1) : ""));
+    }
+    throw InputError(problems);
+  }
+  return points;
+}
+
+std::string study_fingerprint(const std::vector<StudyPoint>& points) {
+  Fnv1a h;
+  for (const auto& p : points) {
+    h.add(p.id);
+    h.add(p.scenario_yaml);
+    // The kind of reason only: its message names the study file's path, which
+    // may differ between shards run from different directories.
+    h.add(p.dropped ? p.dropped->substr(0, p.dropped->find(':')) : "");
+  }
+  return fmt::format("{:016x}", h.hash);
+}
+
+analysis::ShardInfo parse_shard(const std::string& text) {
+  const auto slash = text.find('/');
+  analysis::ShardInfo shard;
+  bool ok = slash != std::string::npos;
+  if (ok) {
+    auto [p1, e1] = std::from_chars(text.data(), text.data() + slash, shard.index);
+    auto [p2, e2] = std::from_chars(text.data() + slash + 1, text.data() + text.size(), shard.count);
+    ok = e1 == std::errc() && p1 == text.data() + slash && e2 == std::errc() &&
+         p2 == text.data() + text.size();
+  }
+  if (!ok || shard.count < 1 || shard.index < 0 || shard.index >= shard.count)
+    throw InputError(
+        {fmt::format("--shard {}: expected I/N with 0 <= I < N, for example --shard 3/16 (shard 3 "
+                     "of 16, as Slurm's $SLURM_ARRAY_TASK_ID/16 with --array=0-15)",
+                     text)});
+  return shard;
+}
+
+}  // namespace trainsim::sim

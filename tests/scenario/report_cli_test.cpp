@@ -1,0 +1,176 @@
+// `trainsim run` writes every output; `trainsim report` regenerates them from
+// the saved run; Chromium's own consumers load the trace, the HTML page and
+// the SVG plots.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "support/cli.hpp"
+
+namespace trainsim::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::vector<std::string> kOutputs{"summary.json",      "per_gpu.csv",  "per_stage.csv", "links.csv",
+                                        "critical_path.csv", "timeline.csv", "trace.json",    "gantt.svg",
+                                        "bubbles.svg",       "memory.svg"};
+
+std::size_t lines(const std::string& text) {
+  return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
+}
+
+// Runs a command line through the shell from the source directory.
+CliResult run_shell(const std::string& command) {
+  const auto dir = fresh_dir("shell-io");
+  std::string cmd = "cd ";
+  cmd.append(shell_quote(TRAINSIM_SOURCE_DIR)).append(" && ").append(command);
+  cmd.append(" >").append(shell_quote((dir / "out").string()));
+  cmd.append(" 2>").append(shell_quote((dir / "err").string())).append(" </dev/null");
+  const int raw = std::system(cmd.c_str());
+  CliResult r;
+  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
+  r.out = read_file(dir / "out");
+  r.err = read_file(dir / "err");
+  fs::remove_all(dir);
+  return r;
+}
+
+fs::path quickstart_run(const std::string& name, std::vector<std::string> extra = {}) {
+  const auto out = fresh_dir(name);
+  std::vector<std::string> args{"run", "scenarios/quickstart.yaml", "-q", "--out", out.string()};
+  args.insert(args.end(), extra.begin(), extra.end());
+  const auto r = run_cli(args);
+  EXPECT_EQ(r.status, 0) << r.err;
+  return out;
+}
+
+TEST(ReportCli, RunWritesEveryOutputWithConsistentFigures) {
+  const auto dir = quickstart_run("outputs");
+  for (const auto& f : kOutputs)
+    EXPECT_TRUE(fs::exists(dir / f)) << f;
+  EXPECT_TRUE(fs::exists(dir / "run.trainsim"));
+  const auto s = nlohmann::json::parse(read_file(dir / "summary.json"));
+  EXPECT_EQ(s["schema"], "trainsim.summary/2");
+  const double t = s["iteration_time_s"];
+  // Lost time by cause adds up per GPU, and to the summary's split.
+  for (const auto& g : s["gpus"]) {
+    double lost = 0, idle = 0;
+    for (const auto& [k, v] : g["lost_by_cause_s"].items())
+      lost += v.get<double>();
+    for (const auto& [k, v] : g["idle_by_cause_s"].items())
+      idle += v.get<double>();
+    EXPECT_NEAR(lost, g["lost_s"].get<double>(), 1e-12);
+    EXPECT_NEAR(idle, g["idle_s"].get<double>(), 1e-12);
+    EXPECT_NEAR(
+        g["lost_s"].get<double>(),
+        g["idle_s"].get<double>() + g["exposed_comm_s"].get<double>() + g["optimizer_s"].get<double>(),
+        1e-12);
+    double exposed = 0;
+    for (const auto& [k, v] : g["exposed_comm_by_kind_s"].items())
+      exposed += v.get<double>();
+    EXPECT_NEAR(exposed, g["exposed_comm_s"].get<double>(), 1e-12);
+    EXPECT_GT(g["energy_J"].get<double>(), 0);
+  }
+  for (const auto& st : s["stages"]) {
+    double lost = 0, idle = 0;
+    for (const auto& [k, v] : st["lost_by_cause_s"].items())
+      lost += v.get<double>();
+    for (const auto& [k, v] : st["idle_by_cause_s"].items())
+      idle += v.get<double>();
+    EXPECT_NEAR(lost, st["lost_s"].get<double>(), 1e-12);
+    EXPECT_NEAR(idle, st["idle_s"].get<double>(), 1e-12);
+    EXPECT_NEAR(st["idle_s"].get<double>() / t, st["bubble_fraction"].get<double>(), 1e-12);
+  }
+  double by_kind = 0;
+  for (const auto& b : s["critical_path"]["by_kind"])
+    by_kind += b["seconds"].get<double>();
+  EXPECT_NEAR(by_kind, t, 1e-12);
+  EXPECT_EQ(s["utilization"]["hottest_links"].size(), 10u);
+  EXPECT_GT(s["energy"]["energy_per_token_J"].get<double>(), 0);
+  EXPECT_GT(s["memory"]["peak_bytes"].get<double>(), 0);
+
+  EXPECT_EQ(lines(read_file(dir / "per_gpu.csv")), 1u + 16);
+  EXPECT_EQ(lines(read_file(dir / "per_stage.csv")), 1u + 4);
+  EXPECT_EQ(lines(read_file(dir / "links.csv")), 1u + s["utilization"]["links_used"].get<std::size_t>());
+  EXPECT_EQ(lines(read_file(dir / "critical_path.csv")),
+            1u + s["critical_path"]["segments"].get<std::size_t>());
+  const auto gantt = read_file(dir / "gantt.svg");
+  std::size_t rows = 0;
+  for (auto pos = gantt.find("<g class=\"gpu-row\""); pos != std::string::npos;
+       pos = gantt.find("<g class=\"gpu-row\"", pos + 1))
+    ++rows;
+  EXPECT_EQ(rows, 16u);
+  fs::remove_all(dir);
+}
+
+TEST(ReportCli, ReportRegeneratesByteIdenticalOutputsAndTheHtmlPage) {
+  const auto dir = quickstart_run("regenerate");
+  const auto again = fresh_dir("regenerated");
+  const auto r = run_cli({"report", dir.string(), "--out", again.string(), "--html"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("top causes of lost time"), std::string::npos);
+  for (const auto& f : kOutputs)
+    EXPECT_EQ(read_file(dir / f), read_file(again / f)) << f;
+  EXPECT_TRUE(fs::exists(again / "report.html"));
+  fs::remove_all(dir);
+  fs::remove_all(again);
+}
+
+TEST(ReportCli, ReportWithoutASavedRunIsBadInput) {
+  const auto empty = fresh_dir("no-run");
+  const auto r = run_cli({"report", empty.string()});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("no saved run here"), std::string::npos) << r.err;
+  std::ofstream(empty / "run.trainsim") << "garbage";
+  const auto corrupt = run_cli({"report", empty.string()});
+  EXPECT_EQ(corrupt.status, 1);
+  EXPECT_NE(corrupt.err.find("run.trainsim"), std::string::npos) << corrupt.err;
+  fs::remove_all(empty);
+}
+
+// Chrome DevTools' own trace engine (@paulirish/trace_engine, pinned in
+// tests/trace_consumer) parses the trace: every GPU stream is a thread with
+// its slices, and every pipeline send and collective step is a flow.
+TEST(ReportCli, TraceLoadsInChromeDevToolsTraceEngine) {
+  const auto dir = quickstart_run("trace-engine");
+  const auto r = run_shell("node tests/trace_consumer/check_outputs.mjs trace " +
+                           shell_quote((dir / "trace.json").string()));
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["processes"], 3);  // 2 nodes and the critical path
+  EXPECT_EQ(j["threads"], 2 * 8 * 4 + 1);
+  EXPECT_EQ(j["p2p_flows"], 2 * 2 * 3 * 2 * 16);
+  EXPECT_GT(j["collective_flows"].get<int>(), 0);
+  EXPECT_GT(j["slices"].get<int>(), 1000);
+  EXPECT_NE(j["process_names"].dump().find("quickstart"), std::string::npos);
+  fs::remove_all(dir);
+}
+
+// Headless Chromium opens report.html without a console error and parses
+// every SVG as XML: one Gantt row per GPU, one bar per stage.
+TEST(ReportCli, HtmlAndSvgPlotsOpenInHeadlessChromium) {
+  const auto dir = quickstart_run("chromium", {"--html"});
+  // Built with append() only (GCC 12 -Wrestrict false positive, see cli.hpp).
+  std::string cmd = "node tests/trace_consumer/check_outputs.mjs page ";
+  cmd.append(shell_quote((dir / "report.html").string()));
+  for (const char* svg : {"gantt.svg", "bubbles.svg", "memory.svg"})
+    cmd.append(" ").append(shell_quote((dir / svg).string()));
+  const auto r = run_shell(cmd);
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["errors"].size(), 0u) << j.dump();
+  EXPECT_EQ(j["html"]["svgs"], 3);
+  EXPECT_EQ(j["html"]["gpu_rows"], 16);
+  for (const auto& svg : j["svgs"]) {
+    EXPECT_EQ(svg["parse_errors"], 0) << svg.dump();
+    EXPECT_EQ(svg["root"], "svg");
+  }
+  EXPECT_EQ(j["svgs"][0]["gpu_rows"], 16);
+  EXPECT_EQ(j["svgs"][1]["stage_bars"], 4);
+  EXPECT_EQ(j["svgs"][2]["memory_lines"], 4);
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace trainsim::testing

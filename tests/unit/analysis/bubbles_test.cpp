@@ -1,0 +1,91 @@
+#include "analysis/bubbles.hpp"
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "analysis/summary.hpp"
+#include "hand_made_runs.hpp"
+
+namespace trainsim::analysis {
+namespace {
+
+double cause(const GpuBubbles& g, BubbleCause c) {
+  return g.cause_s[static_cast<std::size_t>(c)];
+}
+double sum(const CauseSeconds& s) {
+  return std::accumulate(s.begin(), s.end(), 0.0);
+}
+
+// GPU 0 does F [0,1] and B [6,8]: its gap [1,6) waits for the gradient, which
+// was in flight [5,6) (p2p), computed by stage 1 [2,5) (warm-up/cool-down),
+// after the activation was in flight [1,2) (p2p). Then its own optimizer.
+TEST(Bubbles, EachGapIsBlamedOnWhatTheNextOpWaitedFor) {
+  testing::TwoStagePipeline h;
+  const auto b = analyze_bubbles(h.graph, h.timeline, h.plan);
+  ASSERT_EQ(b.gpus.size(), 2u);
+  const auto& g0 = b.gpus[0];
+  EXPECT_DOUBLE_EQ(g0.forward_backward_s, 3);
+  EXPECT_DOUBLE_EQ(g0.lost_s, 5.5);
+  EXPECT_DOUBLE_EQ(cause(g0, BubbleCause::p2p_wait), 2);
+  EXPECT_DOUBLE_EQ(cause(g0, BubbleCause::warmup_cooldown), 3);
+  EXPECT_DOUBLE_EQ(cause(g0, BubbleCause::optimizer), 0.5);
+  EXPECT_DOUBLE_EQ(cause(g0, BubbleCause::straggler), 0);
+  // GPU 1 waits [0,2) for F0 then the send; after its optimizer it waits
+  // [5.5,8.5) for the end of the iteration: GPU 0's optimizer [8,8.5), its
+  // backward [6,8) and the tail of the gradient transfer [5.5,6).
+  const auto& g1 = b.gpus[1];
+  EXPECT_DOUBLE_EQ(cause(g1, BubbleCause::p2p_wait), 1 + 0.5);
+  EXPECT_DOUBLE_EQ(cause(g1, BubbleCause::warmup_cooldown), 1 + 2);
+  EXPECT_DOUBLE_EQ(cause(g1, BubbleCause::optimizer), 0.5 + 0.5);
+}
+
+TEST(Bubbles, CausesAddUpExactlyToLostTimeAndTheirIdlePartsToIdleTime) {
+  testing::TwoStagePipeline h;
+  const auto b = analyze_bubbles(h.graph, h.timeline, h.plan);
+  const auto s = summarize(h.graph, h.timeline, h.model, h.plan, h.cluster);
+  for (std::size_t g = 0; g < 2; ++g) {
+    SCOPED_TRACE(g);
+    EXPECT_DOUBLE_EQ(sum(b.gpus[g].cause_s), b.gpus[g].lost_s);
+    EXPECT_DOUBLE_EQ(b.gpus[g].lost_s, s.gpus[g].idle_s + s.gpus[g].exposed_comm_s + b.gpus[g].optimizer_s);
+    EXPECT_DOUBLE_EQ(sum(b.gpus[g].idle_part_s), s.gpus[g].idle_s);
+    EXPECT_DOUBLE_EQ(b.gpus[g].idle_s, s.gpus[g].idle_s);
+  }
+  // The transfers GPU 0 waited on were its own communication: not idle.
+  EXPECT_DOUBLE_EQ(b.gpus[0].idle_part_s[static_cast<std::size_t>(BubbleCause::p2p_wait)], 0);
+  EXPECT_DOUBLE_EQ(b.stages[1].lost_s, 5.5);
+  EXPECT_DOUBLE_EQ(b.total_lost_s, 11);
+}
+
+// GPU 1 runs every op twice as slowly as nominal. Re-timed at nominal speed
+// the iteration takes 4.5 s instead of 7.5 s, so GPU 0, which computes 3 s
+// either way, loses 3 s more: all of its wait on GPU 1's backward is the
+// straggler's. GPU 1 itself loses no more than it would at full speed.
+TEST(Bubbles, ASlowPeerShowsUpAsStragglerTimeOnTheOthers) {
+  testing::SlowReplica h;
+  const auto b = analyze_bubbles(h.graph, h.timeline, h.plan);
+  EXPECT_DOUBLE_EQ(b.reference_iteration_time_s, 4.5);
+  const auto& fast = b.gpus[0];
+  EXPECT_DOUBLE_EQ(cause(fast, BubbleCause::straggler), 3);
+  EXPECT_DOUBLE_EQ(cause(fast, BubbleCause::warmup_cooldown), 0);
+  EXPECT_DOUBLE_EQ(cause(fast, BubbleCause::dp_comm), 1);
+  EXPECT_DOUBLE_EQ(cause(fast, BubbleCause::optimizer), 0.5);
+  EXPECT_DOUBLE_EQ(sum(fast.cause_s), fast.lost_s);
+  const auto& slow = b.gpus[1];
+  EXPECT_DOUBLE_EQ(cause(slow, BubbleCause::straggler), 0);
+  EXPECT_DOUBLE_EQ(cause(slow, BubbleCause::dp_comm), 1);
+  EXPECT_DOUBLE_EQ(sum(slow.cause_s), slow.lost_s);
+  // The straggler wait happened with nothing running on GPU 0: all idle.
+  EXPECT_DOUBLE_EQ(fast.idle_part_s[static_cast<std::size_t>(BubbleCause::straggler)], 3);
+}
+
+TEST(Bubbles, EveryCauseHasAStableKeyAndADescription) {
+  for (BubbleCause c : kBubbleCauses) {
+    EXPECT_NE(to_string(c), "?");
+    EXPECT_NE(describe(c), "?");
+  }
+  EXPECT_EQ(to_string(BubbleCause::warmup_cooldown), "warmup_cooldown");
+}
+
+}  // namespace
+}  // namespace trainsim::analysis
