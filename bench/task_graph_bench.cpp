@@ -7,6 +7,8 @@
 
 #include <sstream>
 
+#include "analysis/plan_memory.hpp"
+#include "analysis/report.hpp"
 #include "analysis/reporters.hpp"
 #include "analysis/summary.hpp"
 #include "platforms/gpu_spec.hpp"
@@ -84,9 +86,11 @@ void BM_ChromeTrace512Gpus(benchmark::State& state) {
   const auto graph = workloads::build_iteration(p.model, p.plan, p.cluster, cost);
   const auto timeline = fake_timeline(graph);
   const analysis::RunContext run{"bench", "", p.cluster, p.model, p.plan, graph};
+  const analysis::PlanMemoryModel memory(p.model, p.plan);
+  const auto report = analysis::build_report(run, timeline, memory);
   for (auto _ : state) {
     std::ostringstream out;
-    analysis::write_chrome_trace(out, run, timeline);
+    analysis::write_chrome_trace(out, run, timeline, report);
     benchmark::DoNotOptimize(out.str().size());
   }
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * timeline.records.size()));
