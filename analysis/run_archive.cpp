@@ -12,7 +12,7 @@ namespace trainsim::analysis {
 namespace {
 
 constexpr char kMagic[8] = {'T', 'S', 'R', 'U', 'N', '\0', '\0', '\1'};
-constexpr std::uint32_t kVersion = 2;  // 2: task algorithm, collective choices
+constexpr std::uint32_t kVersion = 2;           // 2: task algorithm, collective choices
 constexpr std::uint32_t kEndMark = 0x454e4421;  // "END!"
 
 class Writer {
@@ -183,7 +183,8 @@ RunArchive read_run_archive(std::istream& in) {
     check(comm <= static_cast<std::uint8_t>(workloads::CommKind::dp), "unknown communication kind");
     check(op <= static_cast<std::uint8_t>(workloads::CollectiveOp::send_recv), "unknown collective");
     const auto algorithm = r.get<std::uint8_t>();
-    check(algorithm <= static_cast<std::uint8_t>(platforms::CollectiveAlgorithm::direct), "unknown algorithm");
+    check(algorithm <= static_cast<std::uint8_t>(platforms::CollectiveAlgorithm::direct),
+          "unknown algorithm");
     t.kind = static_cast<workloads::TaskKind>(kind);
     t.comm = static_cast<workloads::CommKind>(comm);
     t.op = static_cast<workloads::CollectiveOp>(op);
