@@ -68,6 +68,13 @@ ClusterZone::Duplex* ClusterZone::duplex(const std::string& name, double bandwid
   return link;
 }
 
+// One node: its GPUs (hosts), their NVSwitch ports or cube-mesh lanes, their
+// PCIe links, and its NICs.
+//
+//   nvswitch: gpuN-nvlink     cube_mesh: nodeN-nvlinkA-B     pcie: gpuN-pcie
+//   GPU ==|                   GPU0 ==2== GPU3                GPU --|
+//   GPU ==|== [NVSwitch]        |  \1  1/  |                  GPU --|-- [PCIe switch] -- nodeN-nicK
+//   GPU ==|                   GPU1 ==2== GPU2 ...            GPU --|
 void ClusterZone::build_node(int node, const platforms::NodeGroup& group) {
   if (group.shape != NodeShape::nvswitch && group.pcie.effective_Bps() <= 0)
     throw std::invalid_argument(fmt::format("node shape {} needs a PCIe bandwidth", to_string(group.shape)));
@@ -123,6 +130,11 @@ void ClusterZone::build_fabric() {
       return;
     case FabricTopology::fat_tree:
     case FabricTopology::rail_optimised: {
+      //  fat_tree                          rail_optimised (rail group g)
+      //        [spine / core]                     [spine]
+      //    leafL-uplink  (podP-uplink)     leaf(g*R+k)-uplink, k = 0..R-1
+      //    [leaf L]: nodes_per_leaf        [rail k]: NIC k of each node of g
+      //     nodes, all their NICs
       const bool rails = f.topology == FabricTopology::rail_optimised;
       const int leaves = ceil_div(nodes, f.nodes_per_leaf) * (rails ? rails_ : 1);
       std::vector<double> down_Bps(static_cast<std::size_t>(leaves), 0.0);
@@ -152,6 +164,10 @@ void ClusterZone::build_fabric() {
       return;
     }
     case FabricTopology::dragonfly: {
+      //   group 0                 group 1
+      //   r0 -- r1      global    r0 -- r1     routers all-to-all inside a group
+      //   |  \/  |  ============  |  \/  |     (groupG-localI-J), one global link
+      //   r2 -- r3   (global0-1)  r2 -- r3     per pair of groups (globalA-B)
       const int routers = ceil_div(nodes, f.nodes_per_router);
       const int r = f.routers_per_group;
       dragonfly_groups_ = ceil_div(routers, r);
@@ -166,6 +182,9 @@ void ClusterZone::build_fabric() {
       return;
     }
     case FabricTopology::torus: {
+      //   (0,1) -- (1,1) -- (2,1) --+    each node owns the link to its +
+      //     |        |        |     |    neighbour along every dimension
+      //   (0,0) -- (1,0) -- (2,0) --+    (nodeN-torusD), wrapping around
       const auto dims = f.torus_dims.size();
       torus_.assign(static_cast<std::size_t>(nodes) * dims, nullptr);
       for (int node = 0; node < nodes; ++node) {

@@ -132,6 +132,15 @@ TEST(CollectiveCli, GrowsAHomogeneousClusterToHoldTheRanks) {
   EXPECT_NE(r.out.find("grown from 20 to 32 nodes to hold 256 ranks"), std::string::npos) << r.out;
 }
 
+TEST(CollectiveCli, PresetsAreEmbeddedInTheBinary) {
+  // From the filesystem root: no platforms/presets/ directory in sight.
+  const auto r = run_cli({"collective", "--cluster", "hgx-h200-roce", "--ranks", "16", "--min", "1MiB",
+                          "--max", "1MiB", "--format", "csv"},
+                         "/");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(parse_csv(r.out).size(), 1u);
+}
+
 TEST(CollectiveCli, ClusterFromAScenarioFile) {
   const auto file =
       write_temp_file("c.yaml", "cluster: {gpu: H100, nodes: 2, node_shape: pcie}\nmodel: {}\n");
