@@ -129,12 +129,17 @@ void write_chrome_trace(std::ostream& out, const RunContext& run, const Timeline
     const auto t = thread_of(cluster, r.gpu, r.stream);
     const std::string label = workloads::task_label(task);
     const bool on_path = critical.count(r.task) > 0;
+    std::string collective_args;
+    if (const auto* choice = timeline.collective_choice(r.task))
+      collective_args =
+          fmt::format(",\"algorithm\":\"{}\",\"channels\":{},\"fidelity\":\"{}\"",
+                      to_string(choice->algorithm), choice->channels, to_string(choice->fidelity));
     fmt::print(
         w.next(),
         "{{\"ph\":\"X\",\"name\":\"{}\",\"cat\":\"{}\",\"pid\":{},\"tid\":{},\"ts\":{:.3f},\"dur\":{:.3f},"
-        "\"args\":{{\"micro_batch\":{},\"stage\":{},\"bytes\":{:.0f},\"critical\":{}}}}}",
+        "\"args\":{{\"micro_batch\":{},\"stage\":{},\"bytes\":{:.0f},\"critical\":{}{}}}}}",
         label, to_string(task.kind), t.pid, t.tid, us(r.start_s), us(r.end_s - r.start_s), task.micro_batch,
-        task.stage, task.bytes, on_path);
+        task.stage, task.bytes, on_path, collective_args);
     if (task.kind != workloads::TaskKind::send)
       continue;
     // The receive side of a send, and an arrow from the start of the send to

@@ -2,6 +2,7 @@
 // Every analysis of one run, computed once from the task graph and the
 // timeline, for the reporters to write.
 #include "analysis/bubbles.hpp"
+#include "analysis/collective_usage.hpp"
 #include "analysis/critical_path.hpp"
 #include "analysis/energy.hpp"
 #include "analysis/memory.hpp"
@@ -19,6 +20,7 @@ struct Report {
   Utilization utilization;
   MemoryReport memory;
   EnergyReport energy;
+  std::vector<CollectiveUse> collectives;
 };
 
 Report build_report(const RunContext& run, const Timeline& timeline);

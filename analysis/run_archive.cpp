@@ -1,5 +1,6 @@
 #include "analysis/run_archive.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <istream>
@@ -11,7 +12,7 @@ namespace trainsim::analysis {
 namespace {
 
 constexpr char kMagic[8] = {'T', 'S', 'R', 'U', 'N', '\0', '\0', '\1'};
-constexpr std::uint32_t kVersion = 1;
+constexpr std::uint32_t kVersion = 2;           // 2: task algorithm, collective choices
 constexpr std::uint32_t kEndMark = 0x454e4421;  // "END!"
 
 class Writer {
@@ -91,6 +92,7 @@ void write_run_archive(std::ostream& out, const std::string& metadata_json, cons
     w.put<std::uint8_t>(static_cast<std::uint8_t>(t.kind));
     w.put<std::uint8_t>(static_cast<std::uint8_t>(t.comm));
     w.put<std::uint8_t>(static_cast<std::uint8_t>(t.op));
+    w.put<std::uint8_t>(static_cast<std::uint8_t>(t.algorithm));
     for (int x : {t.gpu, t.peer, t.group, t.stage, t.chunk, t.micro_batch, t.fold})
       w.put<std::int32_t>(x);
     for (double x : {t.duration_s, t.model_flops, t.hardware_flops, t.bytes})
@@ -134,6 +136,17 @@ void write_run_archive(std::ostream& out, const std::string& metadata_json, cons
   w.put<std::uint64_t>(timeline.gpu_energy_J.size());
   for (double j : timeline.gpu_energy_J)
     w.put<double>(j);
+  // Collective choices, by task id (the map's own order is not stable).
+  std::vector<std::pair<workloads::TaskId, CollectiveChoice>> choices(timeline.collectives.begin(),
+                                                                      timeline.collectives.end());
+  std::sort(choices.begin(), choices.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+  w.put<std::uint64_t>(choices.size());
+  for (const auto& [task, c] : choices) {
+    w.put<std::uint64_t>(task);
+    w.put<std::uint8_t>(static_cast<std::uint8_t>(c.algorithm));
+    w.put<std::int32_t>(c.channels);
+    w.put<std::uint8_t>(static_cast<std::uint8_t>(c.fidelity));
+  }
   w.put(kEndMark);
 }
 
@@ -168,10 +181,14 @@ RunArchive read_run_archive(std::istream& in) {
     const auto kind = r.get<std::uint8_t>(), comm = r.get<std::uint8_t>(), op = r.get<std::uint8_t>();
     check(kind <= static_cast<std::uint8_t>(workloads::TaskKind::collective), "unknown task kind");
     check(comm <= static_cast<std::uint8_t>(workloads::CommKind::dp), "unknown communication kind");
-    check(op <= static_cast<std::uint8_t>(workloads::CollectiveOp::all_gather), "unknown collective");
+    check(op <= static_cast<std::uint8_t>(workloads::CollectiveOp::send_recv), "unknown collective");
+    const auto algorithm = r.get<std::uint8_t>();
+    check(algorithm <= static_cast<std::uint8_t>(platforms::CollectiveAlgorithm::p2p_ring),
+          "unknown algorithm");
     t.kind = static_cast<workloads::TaskKind>(kind);
     t.comm = static_cast<workloads::CommKind>(comm);
     t.op = static_cast<workloads::CollectiveOp>(op);
+    t.algorithm = static_cast<platforms::CollectiveAlgorithm>(algorithm);
     for (int* x : {&t.gpu, &t.peer, &t.group, &t.stage, &t.chunk, &t.micro_batch, &t.fold})
       *x = r.get<std::int32_t>();
     for (double* x : {&t.duration_s, &t.model_flops, &t.hardware_flops, &t.bytes})
@@ -230,6 +247,20 @@ RunArchive read_run_archive(std::istream& in) {
   tl.gpu_energy_J.resize(r.count("energy"));
   for (auto& j : tl.gpu_energy_J)
     j = r.get<double>();
+  const std::size_t choices = r.count("collective choice");
+  for (std::size_t i = 0; i < choices; ++i) {
+    const auto task = r.get<std::uint64_t>();
+    CollectiveChoice c;
+    const auto algorithm = r.get<std::uint8_t>();
+    c.channels = r.get<std::int32_t>();
+    const auto fidelity = r.get<std::uint8_t>();
+    check(task < tasks && algorithm <= static_cast<std::uint8_t>(platforms::CollectiveAlgorithm::p2p_ring) &&
+              fidelity <= static_cast<std::uint8_t>(platforms::Fidelity::fast),
+          "collective choice out of range");
+    c.algorithm = static_cast<platforms::CollectiveAlgorithm>(algorithm);
+    c.fidelity = static_cast<platforms::Fidelity>(fidelity);
+    tl.collectives.emplace(task, c);
+  }
   check(r.get<std::uint32_t>() == kEndMark, "missing end mark");
   return a;
 }

@@ -60,11 +60,15 @@ void write_summary_json(std::ostream& out, const RunContext& run, const Report& 
                       {"nvlink_bandwidth_Bps", g.nvlink.bandwidth_Bps},
                       {"nvlink_latency_s", g.nvlink.latency_s},
                       {"nic_bandwidth_Bps", g.nic.bandwidth_Bps},
-                      {"nic_latency_s", g.nic.latency_s}});
+                      {"nic_latency_s", g.nic.latency_s},
+                      {"node_shape", to_string(g.shape)},
+                      {"nics_per_node", g.nics_per_node}});
   j["cluster"] = {{"gpus", run.cluster.gpu_count()},
                   {"nodes", run.cluster.node_count()},
                   {"groups", groups},
-                  {"fabric", to_string(run.cluster.fabric.topology)}};
+                  {"fabric", to_string(run.cluster.fabric.topology)},
+                  {"name", run.cluster.name},
+                  {"technology", to_string(run.cluster.fabric.technology)}};
   j["model"] = {{"name", run.model.name},
                 {"layers", run.model.layers},
                 {"hidden", run.model.hidden},
@@ -245,6 +249,18 @@ void write_summary_json(std::ostream& out, const RunContext& run, const Report& 
       {"idle_energy_J", en.idle_energy_J},
       {"idle_energy_fraction", en.idle_energy_fraction},
       {"idle_energy_by_cause_J", by_cause(en.idle_energy_by_cause_J)}};
+
+  ordered_json collectives = ordered_json::array();
+  for (const auto& c : report.collectives)
+    collectives.push_back({{"comm", workloads::to_string(c.comm)},
+                           {"op", workloads::to_string(c.op)},
+                           {"algorithm", to_string(c.algorithm)},
+                           {"channels", c.channels},
+                           {"fidelity", to_string(c.fidelity)},
+                           {"count", c.count},
+                           {"bytes", c.bytes},
+                           {"busy_s", c.busy_s}});
+  j["collectives"] = collectives;
   out << j.dump(2) << '\n';
 }
 

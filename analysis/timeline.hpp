@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "workloads/task_graph.hpp"
@@ -25,6 +26,15 @@ struct TaskRecord {
   Stream stream = Stream::compute;
   double start_s = 0;
   double end_s = 0;
+};
+
+// How the replay ran one collective task: the algorithm actually used (what
+// `auto` chose, or what was asked for), how many parallel channels (rings or
+// tree pairs) it used, and the flow model's fidelity.
+struct CollectiveChoice {
+  platforms::CollectiveAlgorithm algorithm = platforms::CollectiveAlgorithm::ring;
+  int channels = 1;
+  platforms::Fidelity fidelity = platforms::Fidelity::detailed;
 };
 
 // One direction of one network link, as the platform built it
@@ -54,6 +64,14 @@ struct Timeline {
   // sender), a collective one per member GPU. Ordered by completion.
   std::vector<TaskRecord> records;
   double end_s = 0;
+  // One entry per collective task that moved data.
+  std::unordered_map<workloads::TaskId, CollectiveChoice> collectives;
+
+  const CollectiveChoice* collective_choice(workloads::TaskId task) const {
+    const auto it = collectives.find(task);
+    return it == collectives.end() ? nullptr : &it->second;
+  }
+
   // The network: every link direction any flow crossed, numbered in order of
   // first use. Flows are ordered by completion; flow_links holds each
   // distinct route once (link indices), and flows on the same route share it.

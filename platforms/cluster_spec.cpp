@@ -1,8 +1,21 @@
 #include "platforms/cluster_spec.hpp"
 
+#include <array>
 #include <stdexcept>
 
 namespace trainsim::platforms {
+
+std::string_view to_string(NodeShape shape) {
+  switch (shape) {
+    case NodeShape::nvswitch:
+      return "nvswitch";
+    case NodeShape::cube_mesh:
+      return "cube_mesh";
+    case NodeShape::pcie:
+      return "pcie";
+  }
+  return "?";
+}
 
 std::string_view to_string(FabricTopology topology) {
   switch (topology) {
@@ -10,8 +23,42 @@ std::string_view to_string(FabricTopology topology) {
       return "single_switch";
     case FabricTopology::fat_tree:
       return "fat_tree";
+    case FabricTopology::rail_optimised:
+      return "rail_optimised";
+    case FabricTopology::dragonfly:
+      return "dragonfly";
+    case FabricTopology::torus:
+      return "torus";
   }
   return "?";
+}
+
+std::string_view to_string(FabricTechnology technology) {
+  switch (technology) {
+    case FabricTechnology::infiniband:
+      return "infiniband";
+    case FabricTechnology::roce:
+      return "roce";
+  }
+  return "?";
+}
+
+int cube_mesh_lanes(int a, int b) {
+  // DGX-1 with V100 (nvidia-smi topo -m): two fully connected quads {0..3}
+  // and {4..7} joined by i <-> i+4; NV2 marks the pairs with two lanes.
+  static constexpr std::array<std::array<int, kCubeMeshGpus>, kCubeMeshGpus> kLanes{{
+      {0, 1, 1, 2, 2, 0, 0, 0},
+      {1, 0, 2, 1, 0, 2, 0, 0},
+      {1, 2, 0, 2, 0, 0, 1, 0},
+      {2, 1, 2, 0, 0, 0, 0, 1},
+      {2, 0, 0, 0, 0, 1, 1, 2},
+      {0, 2, 0, 0, 1, 0, 2, 1},
+      {0, 0, 1, 0, 1, 2, 0, 2},
+      {0, 0, 0, 1, 2, 1, 2, 0},
+  }};
+  if (a < 0 || b < 0 || a >= kCubeMeshGpus || b >= kCubeMeshGpus)
+    return 0;
+  return kLanes[static_cast<std::size_t>(a)][static_cast<std::size_t>(b)];
 }
 
 int ClusterSpec::node_count() const {
@@ -38,6 +85,26 @@ ClusterSpec::Location ClusterSpec::locate(int gpu) const {
     first_node += groups[g].nodes;
   }
   throw std::out_of_range("GPU rank outside the cluster");
+}
+
+int ClusterSpec::group_of_node(int node) const {
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    if (node < groups[g].nodes)
+      return static_cast<int>(g);
+    node -= groups[g].nodes;
+  }
+  throw std::out_of_range("node outside the cluster");
+}
+
+int ClusterSpec::first_gpu_of_node(int node) const {
+  int first_gpu = 0;
+  for (const auto& g : groups) {
+    if (node < g.nodes)
+      return first_gpu + node * g.gpus_per_node;
+    node -= g.nodes;
+    first_gpu += g.nodes * g.gpus_per_node;
+  }
+  throw std::out_of_range("node outside the cluster");
 }
 
 }  // namespace trainsim::platforms

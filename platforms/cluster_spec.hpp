@@ -1,41 +1,102 @@
 #pragma once
 // The cluster a scenario runs on, as plain data (no SimGrid): what the
-// platform builder in sim/ turns into hosts and links, and what the cost
-// model reads GPU speeds from.
+// platform builder in sim/ (ClusterZone) turns into hosts, links and routes,
+// and what the cost model reads GPU speeds from.
 //
-//            spine (non-blocking core)
-//        ____/      |       \____
-//   leaf uplink  leaf uplink  ...      aggregate per leaf, capacity =
-//       |            |                 downlink capacity / oversubscription
-//     leaf 0       leaf 1 ...          nodes_per_leaf nodes under each leaf
-//    /  |  \  (leaf to NICs)
-//  NIC NIC NIC   one NIC per GPU (bandwidth per GPU, per direction)
-//   |   |   |
-//  GPU GPU GPU == NVSwitch ==  GPUs of a node talk over NVLink
+// A cluster is one or more node groups on one fabric. Inside a node, GPUs
+// talk over an NVSwitch, an NVLink hybrid cube-mesh or PCIe; between nodes,
+// through NICs (one per GPU, or shared) attached to the fabric:
+//
+//                 fabric (single switch, fat-tree, rail-optimised, dragonfly, torus)
+//               /        |          |          \                 .
+//           NIC 0      NIC 1  ...  NIC k      NIC 0 ...          NICs (per direction: nic.bandwidth)
+//             |  PCIe    |           |           |               GPU -> PCIe switch -> NIC
+//           GPU 0      GPU 1  ...  GPU 7       GPU 0 ...
+//             \___ NVSwitch / cube-mesh / PCIe _/
+//                      node 0                      node 1
+//
+// Bandwidths are per direction; every link also has an efficiency (the
+// fraction of its line rate that NCCL-style transfers achieve), applied by
+// the builder.
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "platforms/collective_config.hpp"
 #include "platforms/gpu_spec.hpp"
 
 namespace trainsim::platforms {
 
-// One link direction's capacity and its one-way latency.
+// One link direction's capacity, a one-way latency, and the fraction of the
+// capacity transfers achieve (protocol overheads).
 struct LinkSpec {
   double bandwidth_Bps = 0;
   double latency_s = 0;
+  double efficiency = 1.0;
+  double effective_Bps() const { return bandwidth_Bps * efficiency; }
 };
 
-enum class FabricTopology { single_switch, fat_tree };
+// How the GPUs of a node are connected to each other.
+//   nvswitch:  every GPU has one port (nvlink.bandwidth per direction) into a
+//              non-blocking switch: any pair at full per-GPU bandwidth.
+//   cube_mesh: NVLink hybrid cube-mesh of the DGX-1 (8 V100, 6 NVLink lanes
+//              per GPU, some pairs with two lanes, some with one, some with
+//              none, which then talk over PCIe).
+//   pcie:      no NVLink: GPUs talk through their PCIe switch.
+enum class NodeShape : unsigned char { nvswitch, cube_mesh, pcie };
+std::string_view to_string(NodeShape shape);
+
+// The hybrid cube-mesh's NVLink lanes between local GPUs a and b (0, 1 or 2;
+// 6 per GPU), as nvidia-smi topo -m shows them on a DGX-1 with V100.
+int cube_mesh_lanes(int a, int b);
+inline constexpr int kCubeMeshLanesPerGpu = 6;
+inline constexpr int kCubeMeshGpus = 8;
+
+enum class FabricTopology : unsigned char { single_switch, fat_tree, rail_optimised, dragonfly, torus };
 std::string_view to_string(FabricTopology topology);
+
+// InfiniBand and RoCE differ by latency and achievable efficiency; the
+// technology only chooses defaults, both stay configurable.
+enum class FabricTechnology : unsigned char { infiniband, roce };
+std::string_view to_string(FabricTechnology technology);
 
 struct FabricSpec {
   FabricTopology topology = FabricTopology::single_switch;
-  // fat_tree: nodes attached to one leaf switch.
+  FabricTechnology technology = FabricTechnology::infiniband;
+  // Fraction of the line rate of NICs and fabric links that transfers reach.
+  double efficiency = 1.0;
+
+  // fat_tree: nodes under one leaf switch. rail_optimised: nodes of one rail
+  // group (a scalable unit), whose NIC k all attach to rail switch k.
   int nodes_per_leaf = 4;
-  // fat_tree: leaf downlink capacity / uplink capacity (1 = full bisection).
+  // fat_tree, rail_optimised: leaf downlink capacity / uplink capacity
+  // (1 = full bisection), so a leaf's uplinks carry what its NICs can
+  // inject divided by this.
   double oversubscription = 1.0;
-  // fat_tree: latency added by the trip through the spine (both hops).
+  // Extra latency of a trip leaf -> spine -> leaf (both hops).
   double spine_latency_s = 0;
+  // fat_tree: 2 (leaf, spine) or 3 (leaf, aggregation, core) levels.
+  int levels = 2;
+  // fat_tree with 3 levels: leaves per pod, and the pod uplink's
+  // oversubscription (pod's leaf uplinks / pod's core uplinks).
+  int leaves_per_pod = 8;
+  double pod_oversubscription = 1.0;
+  // Extra latency of a trip pod -> core -> pod (both hops).
+  double core_latency_s = 0;
+
+  // dragonfly: nodes on one router, routers in one group (all-to-all local
+  // links inside a group, one global link between every pair of groups).
+  int nodes_per_router = 4;
+  int routers_per_group = 8;
+  double local_bandwidth_Bps = 0;   // router to router, per direction
+  double global_bandwidth_Bps = 0;  // group to group, per direction
+  // dragonfly, torus: latency of one router-to-router hop.
+  double hop_latency_s = 0;
+
+  // torus: nodes along each dimension (their product holds every node) and
+  // the bandwidth of the link between neighbours, per direction.
+  std::vector<int> torus_dims;
+  double torus_bandwidth_Bps = 0;
 };
 
 // Nodes of one kind. A homogeneous cluster has one group; a mixed cluster
@@ -45,17 +106,31 @@ struct NodeGroup {
   GpuSpec gpu;
   int nodes = 1;
   int gpus_per_node = 8;
-  // NVLink / NVSwitch: per GPU, per direction; latency GPU to GPU.
+  NodeShape shape = NodeShape::nvswitch;
+  // NVSwitch with in-switch reduction (NVLink SHARP, H100 and later).
+  bool nvls = false;
+  // NVLink: per GPU, per direction (all lanes together); latency GPU to GPU.
   LinkSpec nvlink;
-  // Network interface: one per GPU, per direction; latency GPU to GPU
-  // through one leaf switch.
+  // PCIe: GPU to its PCIe switch, per direction; latency GPU to GPU through
+  // the PCIe fabric (pcie nodes, and cube-mesh pairs without NVLink).
+  LinkSpec pcie;
+  // Network interface: bandwidth per NIC, per direction; latency GPU to GPU
+  // through one switch (PCIe, NIC and switch included).
   LinkSpec nic;
+  // NICs per node: gpus_per_node means one per GPU; fewer are shared by
+  // consecutive GPUs (GPU i uses NIC i * nics_per_node / gpus_per_node),
+  // whose traffic then shares the NIC and crosses PCIe to reach it.
+  int nics_per_node = 8;
+
+  int nic_of(int local_rank) const { return local_rank * nics_per_node / gpus_per_node; }
+  bool shared_nics() const { return nics_per_node < gpus_per_node; }
 };
 
 struct ClusterSpec {
   std::string name;
   std::vector<NodeGroup> groups;
   FabricSpec fabric;
+  CollectiveConfig collectives;
 
   int node_count() const;
   int gpu_count() const;
@@ -68,6 +143,9 @@ struct ClusterSpec {
   Location locate(int gpu) const;
   const NodeGroup& group_of(int gpu) const { return groups.at(static_cast<std::size_t>(locate(gpu).group)); }
   const GpuSpec& gpu_of(int gpu) const { return group_of(gpu).gpu; }
+  // The group a (global) node belongs to, and the rank of its first GPU.
+  int group_of_node(int node) const;
+  int first_gpu_of_node(int node) const;
 };
 
 }  // namespace trainsim::platforms

@@ -9,7 +9,7 @@
 #include <functional>
 #include <set>
 
-#include "platforms/embedded_efficiency.hpp"
+#include "platforms/embedded_files.hpp"
 #include "platforms/units.hpp"
 
 namespace trainsim::platforms {

@@ -11,14 +11,17 @@ namespace {
 
 constexpr double T = 1e12, GB = 1e9, GiB = 1024.0 * 1024 * 1024;
 
-// Datasheet values, dense (no structured sparsity). NVLink figures are per
-// direction: half of the bidirectional total NVIDIA quotes. Idle power is the
+// Datasheet values, dense (no structured sparsity). NVLink and PCIe figures
+// are per direction: half of the bidirectional totals vendors quote. Idle power is the
 // typical nvidia-smi / rocm-smi reading of an idle SXM board in a DGX/HGX
 // chassis (not a datasheet value: it varies by +-20% with clocks and fans).
 std::vector<GpuSpec> build_catalogue() {
   std::vector<GpuSpec> gpus;
-  // NVIDIA Tesla V100 datasheet (2020): 15.7 TF fp32, 125 TF tensor fp16,
-  // 32 GB HBM2 at 900 GB/s, NVLink 300 GB/s (bidirectional), 300 W.
+  // NVIDIA Tesla V100 datasheet (2020, SXM2): 15.7 TF fp32, 125 TF tensor
+  // fp16 (no bf16, no tf32: fp16 stands in for bf16), 32 GB HBM2 at 900 GB/s,
+  // NVLink 2 300 GB/s (6 links x 25 GB/s x 2 directions), PCIe Gen3 x16
+  // 32 GB/s (bidirectional), 300 W.
+  // https://images.nvidia.com/content/technologies/volta/pdf/volta-v100-datasheet-update-us-1165301-r5.pdf
   gpus.push_back({.name = "V100-SXM2-32GB",
                   .peak_fp32_flops = 15.7 * T,
                   .peak_tf32_flops = 0,
@@ -27,11 +30,14 @@ std::vector<GpuSpec> build_catalogue() {
                   .hbm_bytes = 32 * GiB,
                   .hbm_bandwidth_Bps = 900 * GB,
                   .nvlink_bandwidth_Bps = 150 * GB,
+                  .pcie_bandwidth_Bps = 16 * GB,
                   .idle_power_W = 40,
                   .max_power_W = 300,
                   .matmul_efficiency = 0.65});
-  // NVIDIA A100 datasheet (2021): 19.5 TF fp32, 156 TF tf32, 312 TF bf16,
-  // 40 GB HBM2 at 1,555 GB/s, NVLink 600 GB/s, 400 W (SXM).
+  // NVIDIA A100 datasheet (2021, SXM): 19.5 TF fp32, 156 TF tf32, 312 TF
+  // bf16 (dense; twice with sparsity), no fp8, 40 GB HBM2 at 1,555 GB/s,
+  // NVLink 3 600 GB/s (12 links), PCIe Gen4 64 GB/s (bidirectional), 400 W.
+  // https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf/nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf
   gpus.push_back({.name = "A100-SXM-40GB",
                   .peak_fp32_flops = 19.5 * T,
                   .peak_tf32_flops = 156 * T,
@@ -40,6 +46,7 @@ std::vector<GpuSpec> build_catalogue() {
                   .hbm_bytes = 40 * GiB,
                   .hbm_bandwidth_Bps = 1555 * GB,
                   .nvlink_bandwidth_Bps = 300 * GB,
+                  .pcie_bandwidth_Bps = 32 * GB,
                   .idle_power_W = 55,
                   .max_power_W = 400,
                   .matmul_efficiency = 0.7});
@@ -52,11 +59,15 @@ std::vector<GpuSpec> build_catalogue() {
                   .hbm_bytes = 80 * GiB,
                   .hbm_bandwidth_Bps = 2039 * GB,
                   .nvlink_bandwidth_Bps = 300 * GB,
+                  .pcie_bandwidth_Bps = 32 * GB,
                   .idle_power_W = 60,
                   .max_power_W = 400,
                   .matmul_efficiency = 0.7});
-  // NVIDIA H100 datasheet (SXM5): 67 TF fp32, 494.7 TF tf32, 989.4 TF bf16,
-  // 1,978.9 TF fp8 (dense), 80 GB HBM3 at 3.35 TB/s, NVLink 900 GB/s, 700 W.
+  // NVIDIA H100 Tensor Core GPU datasheet (SXM5): 67 TF fp32, 494.7 TF tf32,
+  // 989.4 TF bf16, 1,978.9 TF fp8 (dense: half the datasheet's sparsity
+  // figures), 80 GB HBM3 at 3.35 TB/s, NVLink 4 900 GB/s (18 links), PCIe
+  // Gen5 128 GB/s (bidirectional), up to 700 W.
+  // https://resources.nvidia.com/en-us-tensor-core/nvidia-tensor-core-gpu-datasheet
   gpus.push_back({.name = "H100-SXM",
                   .peak_fp32_flops = 67 * T,
                   .peak_tf32_flops = 494.7 * T,
@@ -65,11 +76,13 @@ std::vector<GpuSpec> build_catalogue() {
                   .hbm_bytes = 80 * GiB,
                   .hbm_bandwidth_Bps = 3350 * GB,
                   .nvlink_bandwidth_Bps = 450 * GB,
+                  .pcie_bandwidth_Bps = 64 * GB,
                   .idle_power_W = 75,
                   .max_power_W = 700,
                   .matmul_efficiency = 0.6});
-  // NVIDIA H200 datasheet: H100 compute, 141 GB HBM3e at 4.8 TB/s, NVLink
-  // 900 GB/s, up to 700 W.
+  // NVIDIA H200 datasheet (SXM): H100 compute, 141 GB HBM3e at 4.8 TB/s,
+  // NVLink 900 GB/s, PCIe Gen5 128 GB/s (bidirectional), up to 700 W.
+  // https://www.nvidia.com/en-us/data-center/h200/
   gpus.push_back({.name = "H200-SXM",
                   .peak_fp32_flops = 67 * T,
                   .peak_tf32_flops = 494.7 * T,
@@ -78,12 +91,14 @@ std::vector<GpuSpec> build_catalogue() {
                   .hbm_bytes = 141 * GB,
                   .hbm_bandwidth_Bps = 4800 * GB,
                   .nvlink_bandwidth_Bps = 450 * GB,
+                  .pcie_bandwidth_Bps = 64 * GB,
                   .idle_power_W = 75,
                   .max_power_W = 700,
                   .matmul_efficiency = 0.62});
-  // NVIDIA HGX B200 datasheet (per GPU): 75 TF fp32, 1.1 PF tf32, 2.25 PF
-  // bf16, 4.5 PF fp8 (dense), 180 GB HBM3e at 7.7-8 TB/s, NVLink 5 at
-  // 1.8 TB/s, 1,000 W.
+  // NVIDIA HGX B200 datasheet (8-GPU board figures / 8, dense = half of
+  // sparse): 75 TF fp32, 1.1 PF tf32, 2.25 PF bf16, 4.5 PF fp8, 180 GB
+  // HBM3e at 8 TB/s, NVLink 5 at 1.8 TB/s, PCIe Gen5 128 GB/s
+  // (bidirectional), 1,000 W. https://www.nvidia.com/en-us/data-center/hgx/
   gpus.push_back({.name = "B200",
                   .peak_fp32_flops = 75 * T,
                   .peak_tf32_flops = 1100 * T,
@@ -92,12 +107,15 @@ std::vector<GpuSpec> build_catalogue() {
                   .hbm_bytes = 180 * GB,
                   .hbm_bandwidth_Bps = 8000 * GB,
                   .nvlink_bandwidth_Bps = 900 * GB,
+                  .pcie_bandwidth_Bps = 64 * GB,
                   .idle_power_W = 120,
                   .max_power_W = 1000,
                   .matmul_efficiency = 0.6});
   // AMD Instinct MI300X datasheet: 163.4 TF fp32 matrix, 653.7 TF tf32,
   // 1,307.4 TF bf16, 2,614.9 TF fp8 (dense), 192 GB HBM3 at 5.3 TB/s,
-  // Infinity Fabric 896 GB/s aggregate (7 links x 128 GB/s), 750 W.
+  // Infinity Fabric 896 GB/s aggregate (7 links x 128 GB/s, bidirectional),
+  // PCIe Gen5 x16 128 GB/s (bidirectional), 750 W.
+  // https://www.amd.com/content/dam/amd/en/documents/instinct-tech-docs/data-sheets/amd-instinct-mi300x-data-sheet.pdf
   gpus.push_back({.name = "MI300X",
                   .peak_fp32_flops = 163.4 * T,
                   .peak_tf32_flops = 653.7 * T,
@@ -106,6 +124,7 @@ std::vector<GpuSpec> build_catalogue() {
                   .hbm_bytes = 192 * GB,
                   .hbm_bandwidth_Bps = 5300 * GB,
                   .nvlink_bandwidth_Bps = 448 * GB,
+                  .pcie_bandwidth_Bps = 64 * GB,
                   .idle_power_W = 100,
                   .max_power_W = 750,
                   .matmul_efficiency = 0.5});

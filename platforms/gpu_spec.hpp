@@ -23,6 +23,9 @@ struct GpuSpec {
   // NVLink / Infinity Fabric bandwidth per GPU, per direction (half the
   // datasheet's bidirectional figure).
   double nvlink_bandwidth_Bps = 0;
+  // Host interface (PCIe x16) per direction: the path to a NIC, and between
+  // GPUs of a node without NVLink.
+  double pcie_bandwidth_Bps = 0;
   double idle_power_W = 0;
   double max_power_W = 0;
   // Fraction of peak that large training matmuls reach on this GPU: the

@@ -4,18 +4,33 @@
 // which may start next each time one finishes; the replay turns flows into
 // SimGrid communications, so collectives contend with everything else on the
 // links they cross.
+//
+// make_collective() is the one entry point: it resolves the algorithm (the
+// task's, else the cluster's collectives.algorithm, `auto` picking as NCCL's
+// tuner does), lays the algorithm out on the group's topology (rings per
+// rail, trees, per-node phases) and returns the flows for the chosen
+// fidelity plus the latency the flows do not carry themselves. See
+// docs/collectives.md for the algorithms, their closed forms and the
+// calibration of the constants.
 #include <memory>
 #include <vector>
 
+#include "analysis/timeline.hpp"
+#include "platforms/collective_config.hpp"
 #include "workloads/task_graph.hpp"
 
 namespace trainsim::sim {
 
+class ClusterZone;
+
+// One transfer. Endpoints are GPU ranks, or ClusterZone::switch_endpoint()
+// for the NVSwitch of an in-switch reduction. `tag` is private to the
+// collective that asked for the flow and is handed back when it finishes.
 struct FlowRequest {
-  int src_gpu;
-  int dst_gpu;
+  int src;
+  int dst;
   double bytes;
-  int rank;  // the sending rank's position in the group
+  int tag;
 };
 
 class Collective {
@@ -23,19 +38,40 @@ class Collective {
   virtual ~Collective() = default;
   // Appends the flows that start with the collective.
   virtual void start(std::vector<FlowRequest>& out) = 0;
-  // The flow sent by `rank` finished: appends the flows that may start now.
-  virtual void on_flow_done(int rank, std::vector<FlowRequest>& out) = 0;
+  // The flow with this tag finished: appends the flows that may start now.
+  virtual void on_flow_done(int tag, std::vector<FlowRequest>& out) = 0;
   virtual bool finished() const = 0;
-  // Sequential latency terms of one pass (ring: 2(n-1) for an all-reduce),
-  // used to charge the extra latency of folded collectives.
-  virtual int latency_steps() const = 0;
 };
 
-// Ring algorithm over `gpus` in the given order (rank i sends to i + 1):
-// all-reduce = reduce-scatter + all-gather, 2(n-1) steps of bytes/n each;
-// reduce-scatter and all-gather n-1 steps. Step k of rank i waits for its own
-// step k-1 and for step k-1 of rank i-1 (the chunk it forwards), which gives
-// 2(n-1)(alpha + S/(n B)) on uniform links.
-std::unique_ptr<Collective> make_ring(workloads::CollectiveOp op, const std::vector<int>& gpus, double bytes);
+struct CollectiveRequest {
+  workloads::CollectiveOp op = workloads::CollectiveOp::all_reduce;
+  std::vector<int> gpus;  // the group, in its order (broadcast: gpus[0] is the root)
+  double bytes = 0;       // nccl-tests' "size" of one collective
+  int fold = 1;           // back-to-back identical collectives replayed as one pass
+  platforms::CollectiveAlgorithm algorithm = platforms::CollectiveAlgorithm::automatic;
+};
+
+struct CollectivePlan {
+  std::unique_ptr<Collective> flows;
+  // Charged after the last flow: NCCL's launch latency, the latency terms a
+  // fast expansion stands for, and the extra passes of a folded collective.
+  double extra_latency_s = 0;
+  analysis::CollectiveChoice choice;
+};
+
+// The collective for one request on this platform (fidelity from the
+// cluster's collectives config). Throws std::invalid_argument for a group of
+// fewer than two GPUs or a GPU outside the cluster.
+CollectivePlan make_collective(const CollectiveRequest& request, const ClusterZone& zone);
+
+// What `auto` (or a request for an algorithm that does not apply) resolves to,
+// and the uncontended time estimated for each candidate (NCCL-style tuning on
+// the real routes: latency terms + busiest link's load / its bandwidth).
+struct AlgorithmEstimate {
+  platforms::CollectiveAlgorithm algorithm;
+  double time_s;
+};
+std::vector<AlgorithmEstimate> estimate_algorithms(const CollectiveRequest& request, const ClusterZone& zone);
+platforms::CollectiveAlgorithm resolve_algorithm(const CollectiveRequest& request, const ClusterZone& zone);
 
 }  // namespace trainsim::sim

@@ -22,9 +22,10 @@ const FlowRecorder::Route& FlowRecorder::route(int src_gpu, int dst_gpu, simgrid
   return routes_.emplace(key, r).first->second;
 }
 
-std::size_t FlowRecorder::start(workloads::TaskId task, int src_gpu, int dst_gpu, simgrid::s4u::Host* src,
-                                simgrid::s4u::Host* dst, double bytes, double now_s) {
-  const Route& r = route(src_gpu, dst_gpu, src, dst);
+std::size_t FlowRecorder::start(workloads::TaskId task, int src_endpoint, int dst_endpoint, int src_gpu,
+                                int dst_gpu, simgrid::s4u::Host* src, simgrid::s4u::Host* dst, double bytes,
+                                double now_s) {
+  const Route& r = route(src_endpoint, dst_endpoint, src, dst);
   analysis::FlowRecord flow{task, src_gpu, dst_gpu, bytes, now_s, now_s, r.first, r.count};
   if (!free_.empty()) {
     const std::size_t handle = free_.back();

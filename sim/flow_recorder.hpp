@@ -18,10 +18,12 @@ class FlowRecorder {
  public:
   explicit FlowRecorder(analysis::Timeline& timeline) : timeline_(timeline) {}
 
-  // A flow of `bytes` from `src` to `dst` starts now for `task`; returns the
-  // handle to pass to finish().
-  std::size_t start(workloads::TaskId task, int src_gpu, int dst_gpu, simgrid::s4u::Host* src,
-                    simgrid::s4u::Host* dst, double bytes, double now_s);
+  // A flow of `bytes` from endpoint `src_endpoint` (host `src`) to
+  // `dst_endpoint` starts now for `task`, recorded between src_gpu and
+  // dst_gpu (endpoints are GPU ranks, or an NVSwitch of an in-switch
+  // reduction, recorded on its GPU); returns the handle to pass to finish().
+  std::size_t start(workloads::TaskId task, int src_endpoint, int dst_endpoint, int src_gpu, int dst_gpu,
+                    simgrid::s4u::Host* src, simgrid::s4u::Host* dst, double bytes, double now_s);
   void finish(std::size_t handle, double now_s);
 
  private:

@@ -34,6 +34,7 @@ class Replayer {
         compute_queue_(static_cast<std::size_t>(graph.gpu_count)),
         compute_busy_(static_cast<std::size_t>(graph.gpu_count), false),
         collectives_(graph.size()),
+        collective_delay_s_(graph.size(), 0.0),
         flow_recorder_(timeline_) {
     for (TaskId v = 0; v < graph.size(); ++v)
       remaining_[v] = static_cast<int>(boost::in_degree(v, graph.graph));
@@ -56,7 +57,7 @@ class Replayer {
   // What a running SimGrid activity stands for.
   struct Slot {
     TaskId task = 0;
-    int rank = -1;  // collective flows: the sending rank
+    int rank = -1;  // collective flows: the collective's tag for the flow
     sg::ActivityPtr activity;
     std::size_t flow = kNoFlow;  // communications: the FlowRecorder handle
   };
@@ -116,11 +117,16 @@ class Replayer {
     }
   }
 
+  // src and dst are flow endpoints: GPU ranks, or an NVSwitch for in-switch
+  // reductions (ClusterZone::switch_endpoint).
   void start_comm(TaskId id, int rank, int src, int dst, double bytes) {
-    auto comm = sg::Comm::sendto_init(zone_.host(src), zone_.host(dst));
+    auto comm = sg::Comm::sendto_init(zone_.endpoint_host(src), zone_.endpoint_host(dst));
     comm->set_payload_size(static_cast<std::uint64_t>(std::llround(bytes)));
+    // A leg to or from an NVSwitch is recorded on its GPU (src == dst).
+    const int gpus = zone_.gpu_count();
     const std::size_t flow =
-        flow_recorder_.start(id, src, dst, zone_.host(src), zone_.host(dst), bytes, now());
+        flow_recorder_.start(id, src, dst, src < gpus ? src : dst, dst < gpus ? dst : src,
+                             zone_.endpoint_host(src), zone_.endpoint_host(dst), bytes, now());
     comm->set_data(slot_for(id, rank, comm, flow));
     comm->start();
   }
@@ -131,7 +137,10 @@ class Replayer {
     const auto& gpus = graph_.groups[static_cast<std::size_t>(task.group)];
     if (gpus.size() < 2 || task.bytes <= 0)
       return complete(id);
-    collectives_[id] = make_ring(task.op, gpus, task.bytes * task.fold);
+    CollectivePlan plan = make_collective({task.op, gpus, task.bytes, task.fold, task.algorithm}, zone_);
+    timeline_.collectives[id] = plan.choice;
+    collective_delay_s_[id] = plan.extra_latency_s;
+    collectives_[id] = std::move(plan.flows);
     flows_.clear();
     collectives_[id]->start(flows_);
     start_flows(id);
@@ -139,7 +148,7 @@ class Replayer {
 
   void start_flows(TaskId id) {
     for (const auto& f : flows_)
-      start_comm(id, f.rank, f.src_gpu, f.dst_gpu, f.bytes);
+      start_comm(id, f.tag, f.src, f.dst, f.bytes);
     flows_.clear();
   }
 
@@ -188,39 +197,18 @@ class Replayer {
     drain();
   }
 
-  // A folded collective stands for `fold` back-to-back collectives: one ring
-  // pass carried all their bytes; charge the latency terms of the other
-  // fold - 1 passes (steps x the slowest hop latency of the ring).
+  // The flows are done; the collective ends after the latency they do not
+  // carry (NCCL's launch latency, a fast expansion's latency terms, the
+  // extra passes of a folded collective: see make_collective).
   void finish_collective(TaskId id) {
-    const auto& task = graph_[id];
-    const int steps = collectives_[id]->latency_steps();
     collectives_[id].reset();
-    if (task.fold <= 1)
-      return complete(id);
-    const double delay = (task.fold - 1) * steps * ring_hop_latency(task.group);
+    const double delay = collective_delay_s_[id];
     if (delay <= 0)
       return complete(id);
     simgrid::kernel::timer::Timer::set(now() + delay, [this, id]() {
       complete(id);
       drain();
     });
-  }
-
-  double ring_hop_latency(int group) {
-    if (hop_latency_.size() <= static_cast<std::size_t>(group))
-      hop_latency_.resize(group + 1, -1.0);
-    double& cached = hop_latency_[static_cast<std::size_t>(group)];
-    if (cached >= 0)
-      return cached;
-    const auto& gpus = graph_.groups[static_cast<std::size_t>(group)];
-    cached = 0;
-    for (std::size_t i = 0; i < gpus.size(); ++i) {
-      std::vector<sg::Link*> links;
-      double latency = 0;
-      zone_.host(gpus[i])->route_to(zone_.host(gpus[(i + 1) % gpus.size()]), links, &latency);
-      cached = std::max(cached, latency);
-    }
-    return cached;
   }
 
   void complete(TaskId id) {
@@ -250,11 +238,11 @@ class Replayer {
   std::vector<std::deque<TaskId>> compute_queue_;
   std::vector<bool> compute_busy_;
   std::vector<std::unique_ptr<Collective>> collectives_;
+  std::vector<double> collective_delay_s_;
   std::vector<FlowRequest> flows_;
   std::vector<Slot> slots_;
   std::vector<std::size_t> free_slots_;
   std::vector<sg::ActivityPtr> retired_;
-  std::vector<double> hop_latency_;
   std::size_t completed_ = 0;
   analysis::Timeline timeline_;
   FlowRecorder flow_recorder_;

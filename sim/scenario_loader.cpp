@@ -50,7 +50,7 @@ Scenario load_document(const YAML::Node& root, const InputSource& source, const 
   }
 
   bool ok = true;
-  auto cluster = required_map(top, "cluster", "gpu, nodes, gpus_per_node, nvlink, nic, fabric");
+  auto cluster = required_map(top, "cluster", "a preset or gpu, nodes, gpus_per_node, nvlink, nic, fabric");
   ok = cluster && read_cluster_section(*cluster, scenario) && ok;
   auto model = required_map(top, "model", "a preset or layers, hidden, heads, seq_len, vocab");
   ok = model && read_model_section(*model, scenario) && ok;

@@ -43,10 +43,22 @@ std::string InputSource::where(const std::string& path, const YAML::Node& node) 
       break;
     prefix.resize(dot);
   }
+  std::string file = file_;
+  for (std::string prefix = path;;) {
+    if (auto it = origins_.find(prefix); it != origins_.end()) {
+      if (!it->second.empty())
+        file = it->second;
+      break;
+    }
+    const auto dot = prefix.rfind('.');
+    if (dot == std::string::npos)
+      break;
+    prefix.resize(dot);
+  }
   const auto mark = node.Mark();
   if (mark.is_null() || mark.line < 0)
-    return file_;
-  return fmt::format("{}:{}:{}", file_, mark.line + 1, mark.column + 1);
+    return file;
+  return fmt::format("{}:{}:{}", file, mark.line + 1, mark.column + 1);
 }
 
 MapReader::MapReader(YAML::Node node, std::string path, const InputSource& source, ErrorList& errors)
@@ -199,6 +211,13 @@ std::optional<double> MapReader::duration_s(std::string_view key) {
   return quantity(*this, scalar(key), key, units::parse_duration_s);
 }
 
+std::optional<double> MapReader::flop_rate(std::string_view key) {
+  return quantity(*this, scalar(key), key, units::parse_flop_rate);
+}
+std::optional<double> MapReader::power_W(std::string_view key) {
+  return quantity(*this, scalar(key), key, units::parse_power_W);
+}
+
 std::optional<std::string> MapReader::choice_text(std::string_view key,
                                                   const std::vector<std::string_view>& words) {
   auto node = scalar(key);
@@ -221,6 +240,52 @@ std::optional<MapReader> MapReader::map(std::string_view key) {
       return std::nullopt;
     }
     return MapReader(kv.second, key_path(key), *source_, *errors_);
+  }
+  return std::nullopt;
+}
+
+std::optional<std::vector<MapReader>> MapReader::map_list(std::string_view key) {
+  known_.emplace(key);
+  for (const auto& kv : node_) {
+    if (kv.first.Scalar() != key)
+      continue;
+    if (!kv.second.IsSequence() || kv.second.size() == 0) {
+      error(key, fmt::format("expected a list of maps, found {}", describe_yaml_value(kv.second)));
+      return std::nullopt;
+    }
+    std::vector<MapReader> items;
+    for (std::size_t i = 0; i < kv.second.size(); ++i)
+      items.emplace_back(kv.second[i], fmt::format("{}.{}", key_path(key), i), *source_, *errors_);
+    return items;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::vector<long long>> MapReader::integer_list(std::string_view key, long long min,
+                                                              long long max) {
+  known_.emplace(key);
+  for (const auto& kv : node_) {
+    if (kv.first.Scalar() != key)
+      continue;
+    const auto expected =
+        fmt::format("expected a list of integers between {} and {}, such as [4, 4, 2]", min, max);
+    if (!kv.second.IsSequence() || kv.second.size() == 0) {
+      error(key, fmt::format("found {} ({})", describe_yaml_value(kv.second), expected));
+      return std::nullopt;
+    }
+    std::vector<long long> values;
+    for (const auto& item : kv.second) {
+      long long value = 0;
+      const std::string text = item.IsScalar() ? item.Scalar() : std::string();
+      auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+      if (!item.IsScalar() || ec != std::errc() || ptr != text.data() + text.size() || value < min ||
+          value > max) {
+        error(key, fmt::format("{} is not valid ({})", describe_yaml_value(item), expected));
+        return std::nullopt;
+      }
+      values.push_back(value);
+    }
+    return values;
   }
   return std::nullopt;
 }
@@ -267,6 +332,24 @@ void apply_override(YAML::Node& root, const std::string& assignment, InputSource
       return;
     }
     prefix += (i == 0 ? "" : ".") + keys[i];
+    if (current.IsSequence()) {
+      // A list item by index: --set cluster.groups.1.nodes=8
+      std::size_t index = 0;
+      auto [ptr, ec] = std::from_chars(keys[i].data(), keys[i].data() + keys[i].size(), index);
+      if (ec != std::errc() || ptr != keys[i].data() + keys[i].size() || index >= current.size()) {
+        errors.add(fmt::format(
+            "{}: '{}' is a list of {} items, so '{}' is not one of its indices (expected 0 to {})", option,
+            prefix.substr(0, prefix.rfind('.')), current.size(), keys[i], current.size() - 1));
+        return;
+      }
+      if (i + 1 == keys.size()) {
+        current[index] = value;
+      } else {
+        YAML::Node child = current[index];
+        current.reset(child);
+      }
+      continue;
+    }
     if (!current.IsMap() && !current.IsNull()) {
       errors.add(fmt::format("{}: '{}' is a single value, not a map, so it has no key '{}'", option,
                              prefix.substr(0, prefix.rfind('.')), keys[i]));

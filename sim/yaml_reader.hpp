@@ -25,12 +25,19 @@ class InputSource {
   const std::string& file() const { return file_; }
   // Records that `path` (a dotted key) was set by `--set path=value`.
   void mark_override(const std::string& path, std::string option) { overrides_[path] = std::move(option); }
-  // "file.yaml:12:3" or "--set plan.pp=4".
+  // Records that the values at and below `path` were read from another
+  // document (a preset); "" means the scenario file itself. The longest
+  // recorded prefix of a key decides.
+  // Bookkeeping found while reading (hence const): a reader that merges a
+  // preset records where its values came from.
+  void mark_origin(const std::string& path, std::string file) const { origins_[path] = std::move(file); }
+  // "file.yaml:12:3", "platforms/presets/x.yaml:7:3" or "--set plan.pp=4".
   std::string where(const std::string& path, const YAML::Node& node) const;
 
  private:
   std::string file_;
   std::map<std::string, std::string> overrides_;
+  mutable std::map<std::string, std::string> origins_;
 };
 
 class MapReader {
@@ -51,11 +58,20 @@ class MapReader {
   std::optional<double> bytes(std::string_view key);
   std::optional<double> bandwidth_Bps(std::string_view key);
   std::optional<double> duration_s(std::string_view key);
+  std::optional<double> flop_rate(std::string_view key);
+  std::optional<double> power_W(std::string_view key);
   // One of a fixed set of words.
   template <class E>
   std::optional<E> choice(std::string_view key, const std::vector<std::pair<std::string_view, E>>& words);
   // A nested map (nullopt, with an error, when the value is not a map).
   std::optional<MapReader> map(std::string_view key);
+  // A list of maps, each read with its own MapReader keyed "key.0", "key.1"
+  // (nullopt, with an error, when the value is not such a list).
+  std::optional<std::vector<MapReader>> map_list(std::string_view key);
+  // A list of integers in [min, max].
+  std::optional<std::vector<long long>> integer_list(std::string_view key, long long min, long long max);
+  const InputSource& source() const { return *source_; }
+  ErrorList& errors() const { return *errors_; }
 
   // Reports every key of this map that no accessor asked for.
   void finish();

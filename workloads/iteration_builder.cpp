@@ -288,6 +288,7 @@ void IterationBuilder::add_op(int dp, int rank, std::size_t op_index, const std:
                       .chunk = op.chunk,
                       .micro_batch = op.micro_batch,
                       .bytes = cp_exchange_bytes(model_, plan_),
+                      .algorithm = platforms::CollectiveAlgorithm::p2p_ring,
                       .fold = passes * spec.slice.layers,
                       .layer = spec.layer};
         const TaskId id = graph_.add(exchange);

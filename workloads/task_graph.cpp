@@ -50,6 +50,12 @@ std::string_view to_string(CollectiveOp op) {
       return "reduce_scatter";
     case CollectiveOp::all_gather:
       return "all_gather";
+    case CollectiveOp::broadcast:
+      return "broadcast";
+    case CollectiveOp::all_to_all:
+      return "all_to_all";
+    case CollectiveOp::send_recv:
+      return "send_recv";
   }
   return "?";
 }

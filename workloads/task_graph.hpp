@@ -11,6 +11,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "platforms/collective_config.hpp"
+
 namespace trainsim::workloads {
 
 enum class TaskKind : std::uint8_t {
@@ -33,7 +35,17 @@ inline bool is_compute(TaskKind kind) {
 enum class CommKind : std::uint8_t { none, tp, pp, dp, cp };
 std::string_view to_string(CommKind kind);
 
-enum class CollectiveOp : std::uint8_t { all_reduce, reduce_scatter, all_gather };
+// The collective operations NCCL offers. broadcast: from the group's first
+// GPU. send_recv: every rank sends S bytes to the next one in the group
+// (nccl-tests' sendrecv, a ring shift of point-to-point transfers).
+enum class CollectiveOp : std::uint8_t {
+  all_reduce,
+  reduce_scatter,
+  all_gather,
+  broadcast,
+  all_to_all,
+  send_recv
+};
 std::string_view to_string(CollectiveOp op);
 
 // What a point-to-point transfer carries: a pipeline activation or gradient,
@@ -61,8 +73,14 @@ struct Task {
   // recomputation; what HFU counts).
   double model_flops = 0;
   double hardware_flops = 0;
-  // send: payload; collective: each rank's buffer (S in the ring formulas).
+  // send: payload; collective: the buffer size nccl-tests calls "size" (S
+  // in the ring formulas): each rank's input for all-reduce, reduce-scatter,
+  // broadcast and all-to-all, each rank's output for all-gather.
   double bytes = 0;
+  // collective: the algorithm asked for; `automatic` defers to the cluster's
+  // collectives.algorithm, and that one's `auto` to NCCL-style tuning. The
+  // one actually used is recorded in the timeline.
+  platforms::CollectiveAlgorithm algorithm = platforms::CollectiveAlgorithm::automatic;
   // collective: this many identical back-to-back collectives folded into one
   // (a stage's per-layer TP all-reduces); replayed as one pass carrying
   // `fold` times the bytes plus fold - 1 extra latency terms.

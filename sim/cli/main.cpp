@@ -6,6 +6,7 @@
 
 #include <iostream>
 
+#include "sim/cli/collective_command.hpp"
 #include "sim/cli/compare_command.hpp"
 #include "sim/cli/merge_command.hpp"
 #include "sim/cli/report_command.hpp"
@@ -22,6 +23,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   trainsim::cli::RunOptions run_options;
   auto* run = trainsim::cli::add_run_command(app, run_options);
+  trainsim::cli::CollectiveOptions collective_options;
+  auto* collective = trainsim::cli::add_collective_command(app, collective_options);
   trainsim::cli::SweepOptions sweep_options;
   auto* sweep = trainsim::cli::add_sweep_command(app, sweep_options);
   trainsim::cli::MergeOptions merge_options;
@@ -42,6 +45,8 @@ int main(int argc, char** argv) {
   try {
     if (run->parsed())
       return trainsim::cli::run_command(run_options);
+    if (collective->parsed())
+      return trainsim::cli::collective_command(collective_options);
     if (sweep->parsed())
       return trainsim::cli::sweep_command(sweep_options);
     if (merge->parsed())

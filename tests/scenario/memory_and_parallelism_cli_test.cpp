@@ -165,8 +165,14 @@ TEST(OptionScenario, GradientBucketsHideMostOfTheAllReduce) {
   const auto on = run_json({"run", "scenarios/grad-buckets.yaml"});
   const auto off =
       run_json({"run", "scenarios/grad-buckets.yaml", "--set", "plan.overlap_grad_reduce=false"});
-  EXPECT_LT(figure(on, "iteration_time_s"), 0.9 * figure(off, "iteration_time_s"));
-  EXPECT_LT(figure(on, "exposed_comm_fraction"), 0.5 * figure(off, "exposed_comm_fraction"));
+  // The data-parallel all-reduce runs over 8 NICs (NCCL channels per rail)
+  // and is a small part of the iteration either way; what buckets change is
+  // how much of it shows.
+  const auto exposed_dp = [](const json& s) {
+    return s["utilization"]["exposed_comm_by_kind_gpu_seconds"]["dp"].get<double>();
+  };
+  EXPECT_LT(exposed_dp(on), 0.5 * exposed_dp(off));
+  EXPECT_LT(figure(on, "iteration_time_s"), figure(off, "iteration_time_s"));
 }
 
 TEST(OptionScenario, ZeroStagesCompareSideBySide) {

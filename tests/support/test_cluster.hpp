@@ -18,6 +18,7 @@ inline platforms::ClusterSpec uniform_cluster(int nodes, int gpus_per_node, doub
   group.gpus_per_node = gpus_per_node;
   group.nvlink = {bandwidth_Bps, latency_s};
   group.nic = {bandwidth_Bps, latency_s};
+  group.nics_per_node = gpus_per_node;
   cluster.groups = {group};
   return cluster;
 }

@@ -27,6 +27,9 @@ TEST(GpuCatalogue, EveryEntryIsComplete) {
   for (const auto& gpu : gpu_catalogue()) {
     SCOPED_TRACE(gpu.name);
     EXPECT_GT(gpu.peak_bf16_flops, 0);
+    EXPECT_GT(gpu.peak_fp32_flops, 0);
+    EXPECT_GT(gpu.peak_bf16_flops, gpu.peak_fp32_flops);
+    EXPECT_GT(gpu.pcie_bandwidth_Bps, 0);
     EXPECT_GT(gpu.hbm_bytes, 0);
     EXPECT_GT(gpu.hbm_bandwidth_Bps, 0);
     EXPECT_GT(gpu.nvlink_bandwidth_Bps, 0);
@@ -34,6 +37,29 @@ TEST(GpuCatalogue, EveryEntryIsComplete) {
     EXPECT_GT(gpu.matmul_efficiency, 0);
     EXPECT_LE(gpu.matmul_efficiency, 1);
   }
+}
+
+TEST(GpuCatalogue, EveryPrecisionTheIssueAsksFor) {
+  // Dense datasheet peaks: fp32, tf32, bf16, fp8 where the GPU has the unit.
+  const auto v100 = *find_gpu("V100-SXM2-32GB");
+  EXPECT_DOUBLE_EQ(v100.peak_flops(DType::fp32), 15.7e12);
+  EXPECT_DOUBLE_EQ(v100.peak_flops(DType::tf32), 0);  // Volta has no tf32
+  const auto a100 = *find_gpu("A100-SXM-40GB");
+  EXPECT_DOUBLE_EQ(a100.peak_flops(DType::tf32), 156e12);
+  EXPECT_DOUBLE_EQ(a100.peak_flops(DType::fp8), 0);  // Ampere has no fp8
+  EXPECT_DOUBLE_EQ(a100.hbm_bandwidth_Bps, 1555e9);
+  const auto b200 = *find_gpu("B200");
+  EXPECT_DOUBLE_EQ(b200.peak_flops(DType::fp8), 4500e12);
+  EXPECT_DOUBLE_EQ(b200.nvlink_bandwidth_Bps, 900e9);  // 1.8 TB/s bidirectional
+  EXPECT_DOUBLE_EQ(b200.max_power_W, 1000);
+  const auto h200 = *find_gpu("H200");
+  EXPECT_DOUBLE_EQ(h200.hbm_bytes, 141e9);
+  EXPECT_DOUBLE_EQ(h200.peak_flops(DType::bf16), 989.4e12);
+  const auto mi300x = *find_gpu("MI300X");
+  EXPECT_DOUBLE_EQ(mi300x.peak_flops(DType::bf16), 1307.4e12);
+  EXPECT_DOUBLE_EQ(mi300x.nvlink_bandwidth_Bps, 448e9);  // Infinity Fabric, per direction
+  EXPECT_DOUBLE_EQ(mi300x.max_power_W, 750);
+  EXPECT_EQ(gpu_catalogue().size(), 7u);
 }
 
 }  // namespace

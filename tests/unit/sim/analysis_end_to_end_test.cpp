@@ -166,7 +166,7 @@ TEST(AnalysisEndToEnd, APipelineSendLoadsItsNicLinksForLatencyPlusSizeOverBandwi
   const auto u = analysis::analyze_utilization(r.graph, r.timeline);
   const analysis::LinkUsage* up = nullptr;
   for (const auto& l : u.links)
-    if (l.name == "gpu0-nic_UP")
+    if (l.name == "node0-nic0_UP")
       up = &l;
   ASSERT_NE(up, nullptr);
   EXPECT_EQ(up->flows, 1u);

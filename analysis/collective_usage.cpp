@@ -1,0 +1,36 @@
+#include "analysis/collective_usage.hpp"
+
+#include <map>
+#include <tuple>
+#include <unordered_set>
+
+namespace trainsim::analysis {
+
+std::vector<CollectiveUse> collective_usage(const workloads::TaskGraph& graph, const Timeline& timeline) {
+  using Key = std::tuple<int, int, int>;
+  std::map<Key, CollectiveUse> rows;
+  std::unordered_set<workloads::TaskId> seen;
+  for (const auto& r : timeline.records) {
+    const auto* choice = timeline.collective_choice(r.task);
+    if (choice == nullptr || !seen.insert(r.task).second)
+      continue;  // one record per member GPU: count the task once
+    const auto& task = graph[r.task];
+    const Key key{static_cast<int>(task.comm), static_cast<int>(task.op),
+                  static_cast<int>(choice->algorithm)};
+    auto& row = rows[key];
+    row.comm = task.comm;
+    row.op = task.op;
+    row.algorithm = choice->algorithm;
+    row.fidelity = choice->fidelity;
+    row.channels = std::max(row.channels, choice->channels);
+    row.count += task.fold;
+    row.bytes += task.bytes * task.fold;
+    row.busy_s += r.end_s - r.start_s;
+  }
+  std::vector<CollectiveUse> out;
+  for (auto& [key, row] : rows)
+    out.push_back(row);
+  return out;
+}
+
+}  // namespace trainsim::analysis

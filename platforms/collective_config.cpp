@@ -1,0 +1,43 @@
+#include "platforms/collective_config.hpp"
+
+#include <array>
+#include <utility>
+
+namespace trainsim::platforms {
+namespace {
+constexpr std::array<std::pair<std::string_view, CollectiveAlgorithm>, 5> kAlgorithms{{
+    {"auto", CollectiveAlgorithm::automatic},
+    {"ring", CollectiveAlgorithm::ring},
+    {"tree", CollectiveAlgorithm::tree},
+    {"hierarchical", CollectiveAlgorithm::hierarchical},
+    {"nvls", CollectiveAlgorithm::nvls},
+}};
+}  // namespace
+
+std::string_view to_string(CollectiveAlgorithm algorithm) {
+  if (algorithm == CollectiveAlgorithm::direct)
+    return "direct";
+  if (algorithm == CollectiveAlgorithm::p2p_ring)
+    return "p2p_ring";
+  for (const auto& [name, value] : kAlgorithms)
+    if (value == algorithm)
+      return name;
+  return "?";
+}
+
+std::optional<CollectiveAlgorithm> collective_algorithm_from_string(std::string_view text) {
+  for (const auto& [name, value] : kAlgorithms)
+    if (name == text)
+      return value;
+  return std::nullopt;
+}
+
+std::string_view collective_algorithm_names() {
+  return "auto, ring, tree, hierarchical, nvls";
+}
+
+std::string_view to_string(Fidelity fidelity) {
+  return fidelity == Fidelity::fast ? "fast" : "detailed";
+}
+
+}  // namespace trainsim::platforms

@@ -1,0 +1,143 @@
+#include "sim/cli/collective_command.hpp"
+
+#include <fmt/format.h>
+
+#include <iostream>
+
+#include "platforms/presets.hpp"
+#include "platforms/units.hpp"
+#include "sim/cluster_loader.hpp"
+#include "sim/collective_benchmark.hpp"
+#include "sim/input_error.hpp"
+
+namespace trainsim::cli {
+namespace {
+
+using workloads::CollectiveOp;
+
+const std::vector<std::pair<std::string, CollectiveOp>> kOps{
+    {"all_reduce", CollectiveOp::all_reduce}, {"reduce_scatter", CollectiveOp::reduce_scatter},
+    {"all_gather", CollectiveOp::all_gather}, {"broadcast", CollectiveOp::broadcast},
+    {"all_to_all", CollectiveOp::all_to_all}, {"send_recv", CollectiveOp::send_recv},
+    {"sendrecv", CollectiveOp::send_recv},    {"p2p", CollectiveOp::send_recv},
+};
+
+double parse_size(const std::string& option, const std::string& text) {
+  try {
+    const double bytes = units::parse_bytes(text);
+    if (bytes < 1)
+      throw sim::InputError(
+          {fmt::format("{} {}: expected at least one byte, for example 1MiB", option, text)});
+    return bytes;
+  } catch (const units::UnitError& e) {
+    throw sim::InputError({fmt::format("{} {}: {}", option, text, e.what())});
+  }
+}
+
+std::string describe(const platforms::ClusterSpec& cluster, int ranks) {
+  std::string groups;
+  for (const auto& g : cluster.groups)
+    groups += fmt::format("{}{} node{} x {} {} ({})", groups.empty() ? "" : " + ", g.nodes,
+                          g.nodes == 1 ? "" : "s", g.gpus_per_node, g.gpu.name, to_string(g.shape));
+  return fmt::format("{} ranks on {}: {}; fabric {} {}", ranks, cluster.name, groups,
+                     to_string(cluster.fabric.topology), to_string(cluster.fabric.technology));
+}
+
+}  // namespace
+
+CLI::App* add_collective_command(CLI::App& app, CollectiveOptions& options) {
+  auto* cmd = app.add_subcommand(
+      "collective", "Simulate one collective at a range of sizes and print an nccl-tests-like table");
+  std::vector<std::string> op_names;
+  for (const auto& [name, op] : kOps)
+    op_names.push_back(name);
+  cmd->add_option(
+         "--cluster", options.cluster,
+         "Cluster preset (" + platforms::cluster_preset_names() + ") or a YAML file with a `cluster` section")
+      ->capture_default_str();
+  cmd->add_option("--op", options.op, "Collective")->check(CLI::IsMember(op_names))->capture_default_str();
+  cmd->add_option("--ranks", options.ranks,
+                  "GPU ranks 0..N-1 take part (default: one node); a homogeneous cluster grows to hold them")
+      ->check(CLI::Range(2, 1 << 20));
+  cmd->add_option("-b,--min", options.min_size, "Smallest message size, with its unit")
+      ->capture_default_str();
+  cmd->add_option("-e,--max", options.max_size, "Largest message size, with its unit")->capture_default_str();
+  cmd->add_option("-f,--step-factor", options.step_factor, "Multiply the size by this between rows")
+      ->check(CLI::Range(1.0001, 1e9))
+      ->capture_default_str();
+  cmd->add_option("--algorithm", options.algorithm,
+                  "auto (NCCL-style tuning), ring, tree, hierarchical or nvls")
+      ->check(CLI::IsMember({"auto", "ring", "tree", "hierarchical", "nvls"}))
+      ->capture_default_str();
+  cmd->add_option("--fidelity", options.fidelity,
+                  "detailed (every algorithm step) or fast (one flow per edge); default: the cluster's")
+      ->check(CLI::IsMember({"detailed", "fast"}));
+  cmd->add_option("-s,--set", options.overrides,
+                  "Override a cluster value, KEY=VALUE with a dotted key (repeatable), e.g. --set "
+                  "cluster.nic.bandwidth=400Gbps");
+  cmd->add_option("--format", options.format, "table or csv")
+      ->check(CLI::IsMember({"table", "csv"}))
+      ->capture_default_str();
+  return cmd;
+}
+
+int collective_command(const CollectiveOptions& options) {
+  auto cluster = sim::load_cluster(options.cluster, options.overrides);
+  sim::CollectiveBenchmarkOptions bench;
+  for (const auto& [name, op] : kOps)
+    if (name == options.op)
+      bench.op = op;
+  bench.algorithm = *platforms::collective_algorithm_from_string(options.algorithm);
+  if (options.fidelity == "fast")
+    cluster.collectives.fidelity = platforms::Fidelity::fast;
+  else if (options.fidelity == "detailed")
+    cluster.collectives.fidelity = platforms::Fidelity::detailed;
+
+  const double min_bytes = parse_size("--min", options.min_size);
+  const double max_bytes = parse_size("--max", options.max_size);
+  if (max_bytes < min_bytes)
+    throw sim::InputError(
+        {fmt::format("--max {} is smaller than --min {}", options.max_size, options.min_size)});
+  bench.sizes_bytes = sim::size_range(min_bytes, max_bytes, options.step_factor);
+
+  bench.ranks = options.ranks > 0 ? options.ranks : cluster.groups.front().gpus_per_node;
+  std::string grown;
+  if (bench.ranks > cluster.gpu_count()) {
+    if (cluster.groups.size() != 1)
+      throw sim::InputError({fmt::format("--ranks {}: the mixed cluster {} has only {} GPUs", bench.ranks,
+                                         cluster.name, cluster.gpu_count())});
+    auto& group = cluster.groups.front();
+    const int nodes = (bench.ranks + group.gpus_per_node - 1) / group.gpus_per_node;
+    grown = fmt::format("# the cluster was grown from {} to {} nodes to hold {} ranks\n", group.nodes, nodes,
+                        bench.ranks);
+    group.nodes = nodes;
+  }
+  if (bench.ranks < 2)
+    throw sim::InputError({fmt::format("--ranks {}: a collective needs at least two ranks", bench.ranks)});
+
+  const auto rows = sim::run_collective_benchmark(cluster, bench);
+
+  if (options.format == "csv") {
+    std::cout << "size_bytes,count,algorithm,channels,time_us,algbw_GBps,busbw_GBps\n";
+    for (const auto& r : rows)
+      fmt::print("{:.0f},{:.0f},{},{},{:.3f},{:.3f},{:.3f}\n", r.bytes, r.bytes / 4, to_string(r.algorithm),
+                 r.channels, r.time_s * 1e6, r.algbw_Bps / 1e9, r.busbw_Bps / 1e9);
+    return 0;
+  }
+  fmt::print("# trainsim collective: {} over {}\n", options.op, describe(cluster, bench.ranks));
+  fmt::print("# algorithm {}, fidelity {}; all sizes simulated back to back in one SimGrid run\n",
+             options.algorithm, to_string(cluster.collectives.fidelity));
+  std::cout << grown;
+  fmt::print("#\n# {:>14} {:>12} {:>12} {:>8} {:>12} {:>12} {:>12}\n", "size(B)", "count", "algorithm",
+             "channels", "time(us)", "algbw(GB/s)", "busbw(GB/s)");
+  double busbw_sum = 0;
+  for (const auto& r : rows) {
+    fmt::print("  {:>14.0f} {:>12.0f} {:>12} {:>8} {:>12.2f} {:>12.2f} {:>12.2f}\n", r.bytes, r.bytes / 4,
+               to_string(r.algorithm), r.channels, r.time_s * 1e6, r.algbw_Bps / 1e9, r.busbw_Bps / 1e9);
+    busbw_sum += r.busbw_Bps;
+  }
+  fmt::print("# Avg bus bandwidth    : {:.2f} GB/s\n", busbw_sum / static_cast<double>(rows.size()) / 1e9);
+  return 0;
+}
+
+}  // namespace trainsim::cli
