@@ -8,11 +8,13 @@
 #include <stdexcept>
 #include <type_traits>
 
+#include "workloads/task_graph_fingerprint.hpp"
+
 namespace trainsim::analysis {
 namespace {
 
 constexpr char kMagic[8] = {'T', 'S', 'R', 'U', 'N', '\0', '\0', '\1'};
-constexpr std::uint32_t kVersion = 2;           // 2: task algorithm, collective choices
+constexpr std::uint32_t kVersion = 3;           // 3: graph fingerprint instead of the graph
 constexpr std::uint32_t kEndMark = 0x454e4421;  // "END!"
 
 class Writer {
@@ -80,29 +82,8 @@ void write_run_archive(std::ostream& out, const std::string& metadata_json, cons
   w.put_string(metadata_json);
 
   w.put<std::int32_t>(graph.gpu_count);
-  w.put<std::uint64_t>(graph.groups.size());
-  for (const auto& group : graph.groups) {
-    w.put<std::uint64_t>(group.size());
-    for (int gpu : group)
-      w.put<std::int32_t>(gpu);
-  }
   w.put<std::uint64_t>(graph.size());
-  for (workloads::TaskId v = 0; v < graph.size(); ++v) {
-    const auto& t = graph[v];
-    w.put<std::uint8_t>(static_cast<std::uint8_t>(t.kind));
-    w.put<std::uint8_t>(static_cast<std::uint8_t>(t.comm));
-    w.put<std::uint8_t>(static_cast<std::uint8_t>(t.op));
-    w.put<std::uint8_t>(static_cast<std::uint8_t>(t.algorithm));
-    for (int x : {t.gpu, t.peer, t.group, t.stage, t.chunk, t.micro_batch, t.fold})
-      w.put<std::int32_t>(x);
-    for (double x : {t.duration_s, t.model_flops, t.hardware_flops, t.bytes})
-      w.put<double>(x);
-  }
-  w.put<std::uint64_t>(boost::num_edges(graph.graph));
-  for (auto [e, e_end] = boost::edges(graph.graph); e != e_end; ++e) {
-    w.put<std::uint64_t>(boost::source(*e, graph.graph));
-    w.put<std::uint64_t>(boost::target(*e, graph.graph));
-  }
+  w.put<std::uint64_t>(workloads::graph_fingerprint(graph));
 
   w.put<std::uint64_t>(timeline.records.size());
   for (const auto& r : timeline.records) {
@@ -163,46 +144,12 @@ RunArchive read_run_archive(std::istream& in) {
   RunArchive a;
   a.metadata_json = r.get_string();
 
-  auto& g = a.graph;
-  g.gpu_count = r.get<std::int32_t>();
-  check(g.gpu_count >= 0, "negative GPU count");
-  const std::size_t groups = r.count("group");
-  for (std::size_t i = 0; i < groups; ++i) {
-    std::vector<int> members(r.count("group member"));
-    for (auto& m : members) {
-      m = r.get<std::int32_t>();
-      check(m >= 0 && m < g.gpu_count, "group member out of range");
-    }
-    g.groups.push_back(std::move(members));
-  }
-  const std::size_t tasks = r.count("task");
-  for (std::size_t v = 0; v < tasks; ++v) {
-    workloads::Task t;
-    const auto kind = r.get<std::uint8_t>(), comm = r.get<std::uint8_t>(), op = r.get<std::uint8_t>();
-    check(kind <= static_cast<std::uint8_t>(workloads::TaskKind::collective), "unknown task kind");
-    check(comm <= static_cast<std::uint8_t>(workloads::CommKind::dp), "unknown communication kind");
-    check(op <= static_cast<std::uint8_t>(workloads::CollectiveOp::send_recv), "unknown collective");
-    const auto algorithm = r.get<std::uint8_t>();
-    check(algorithm <= static_cast<std::uint8_t>(platforms::CollectiveAlgorithm::p2p_ring),
-          "unknown algorithm");
-    t.kind = static_cast<workloads::TaskKind>(kind);
-    t.comm = static_cast<workloads::CommKind>(comm);
-    t.op = static_cast<workloads::CollectiveOp>(op);
-    t.algorithm = static_cast<platforms::CollectiveAlgorithm>(algorithm);
-    for (int* x : {&t.gpu, &t.peer, &t.group, &t.stage, &t.chunk, &t.micro_batch, &t.fold})
-      *x = r.get<std::int32_t>();
-    for (double* x : {&t.duration_s, &t.model_flops, &t.hardware_flops, &t.bytes})
-      *x = r.get<double>();
-    check(t.gpu < g.gpu_count && t.peer < g.gpu_count, "task GPU out of range");
-    check(t.group < static_cast<int>(g.groups.size()), "task group out of range");
-    g.add(t);
-  }
-  const std::size_t edges = r.count("edge");
-  for (std::size_t i = 0; i < edges; ++i) {
-    const auto a_ = r.get<std::uint64_t>(), b_ = r.get<std::uint64_t>();
-    check(a_ < tasks && b_ < tasks, "edge endpoint out of range");
-    g.depend(a_, b_);
-  }
+  a.gpu_count = r.get<std::int32_t>();
+  check(a.gpu_count >= 0, "negative GPU count");
+  a.task_count = r.get<std::uint64_t>();
+  a.graph_fingerprint = r.get<std::uint64_t>();
+  const std::uint64_t tasks = a.task_count;
+  const int gpus = a.gpu_count;
 
   auto& tl = a.timeline;
   tl.records.resize(r.count("record"));
@@ -210,7 +157,7 @@ RunArchive read_run_archive(std::istream& in) {
     rec.task = r.get<std::uint64_t>();
     rec.gpu = r.get<std::int32_t>();
     const auto stream = r.get<std::uint8_t>();
-    check(rec.task < tasks && rec.gpu >= 0 && rec.gpu < g.gpu_count, "record out of range");
+    check(rec.task < tasks && rec.gpu >= 0 && rec.gpu < gpus, "record out of range");
     check(stream < kStreamCount, "unknown stream");
     rec.stream = static_cast<Stream>(stream);
     rec.start_s = r.get<double>();
@@ -233,8 +180,7 @@ RunArchive read_run_archive(std::istream& in) {
     f.end_s = r.get<double>();
     f.first_link = r.get<std::uint32_t>();
     f.link_count = r.get<std::uint32_t>();
-    check(f.task < tasks && f.src_gpu >= 0 && f.src_gpu < g.gpu_count && f.dst_gpu >= 0 &&
-              f.dst_gpu < g.gpu_count,
+    check(f.task < tasks && f.src_gpu >= 0 && f.src_gpu < gpus && f.dst_gpu >= 0 && f.dst_gpu < gpus,
           "flow out of range");
   }
   tl.flow_links.resize(r.count("route entry"));

@@ -9,10 +9,14 @@
 
 namespace trainsim::sim {
 
+workloads::TaskGraph build_task_graph(const Scenario& scenario) {
+  const auto cost = make_cost_model(scenario);
+  return workloads::build_iteration(scenario.model, scenario.plan, scenario.cluster, *cost);
+}
+
 SimulationResult simulate(const Scenario& scenario) {
   SimulationResult result;
-  const auto cost = make_cost_model(scenario);
-  result.graph = workloads::build_iteration(scenario.model, scenario.plan, scenario.cluster, *cost);
+  result.graph = build_task_graph(scenario);
 
   auto engine = make_engine();
   enable_gpu_energy();

@@ -16,6 +16,10 @@ struct SimulationResult {
   analysis::Summary summary;
 };
 
+// The task graph of one iteration of `scenario` (deterministic: the same
+// scenario always gives the same graph). Needs no SimGrid engine.
+workloads::TaskGraph build_task_graph(const Scenario& scenario);
+
 // Runs one simulated iteration of `scenario`. One call per process.
 SimulationResult simulate(const Scenario& scenario);
 

@@ -11,7 +11,9 @@
 #include "analysis/reporters.hpp"
 #include "analysis/run_archive.hpp"
 #include "sim/input_error.hpp"
+#include "sim/simulation.hpp"
 #include "trainsim_version.hpp"
+#include "workloads/task_graph_fingerprint.hpp"
 
 namespace trainsim::cli {
 namespace fs = std::filesystem;
@@ -87,19 +89,27 @@ int report_command(const ReportOptions& options) {
     throw sim::InputError({fmt::format("{}: {}", archive_path.string(), e.what())});
   }
   const auto overrides = meta.value("overrides", std::vector<std::string>{});
-  const sim::Scenario scenario = sim::parse_scenario_text(
-      meta.value("scenario_yaml", std::string{}), meta.value("scenario_file", std::string{}), overrides);
-  if (scenario.cluster.gpu_count() != archive.graph.gpu_count)
-    throw sim::InputError(
-        {fmt::format("{}: the saved task graph has {} GPUs but its scenario describes {}",
-                     archive_path.string(), archive.graph.gpu_count, scenario.cluster.gpu_count())});
+  // The run already passed (or, with --allow-oom, waived) the memory check.
+  const sim::Scenario scenario = sim::parse_scenario_text(meta.value("scenario_yaml", std::string{}),
+                                                          meta.value("scenario_file", std::string{}),
+                                                          overrides, {.check_memory = false});
+  // The graph is rebuilt, not stored; a different trainsim may build a
+  // different one, and the timeline would then not match it.
+  const workloads::TaskGraph graph = sim::build_task_graph(scenario);
+  if (graph.gpu_count != archive.gpu_count || graph.size() != archive.task_count ||
+      workloads::graph_fingerprint(graph) != archive.graph_fingerprint)
+    throw sim::InputError({fmt::format(
+        "{}: saved by trainsim {}, whose task graph for this scenario differs from this trainsim's "
+        "({} tasks on {} GPUs saved, {} tasks on {} GPUs now); run the scenario again",
+        archive_path.string(), meta.value("trainsim_version", std::string("?")), archive.task_count,
+        archive.gpu_count, graph.size(), graph.gpu_count)});
   const fs::path out_dir = options.out_dir.empty() ? run_dir : fs::path(options.out_dir);
   std::error_code ec;
   fs::create_directories(out_dir, ec);
   if (ec)
     throw sim::InputError(
         {fmt::format("{}: cannot create the output directory: {}", out_dir.string(), ec.message())});
-  write_reports(out_dir, scenario, archive.graph, archive.timeline, options.html, options.quiet);
+  write_reports(out_dir, scenario, graph, archive.timeline, options.html, options.quiet);
   return 0;
 }
 

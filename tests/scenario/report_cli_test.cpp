@@ -3,6 +3,8 @@
 // the SVG plots.
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <cstring>
 #include <nlohmann/json.hpp>
 
 #include "support/cli.hpp"
@@ -115,6 +117,23 @@ TEST(ReportCli, ReportRegeneratesByteIdenticalOutputsAndTheHtmlPage) {
   EXPECT_TRUE(fs::exists(again / "report.html"));
   fs::remove_all(dir);
   fs::remove_all(again);
+}
+
+TEST(ReportCli, ReportOfARunWhoseTaskGraphNoLongerMatchesIsBadInput) {
+  const auto dir = quickstart_run("stale");
+  // Layout: magic (8), version (4), metadata length (8) and text, GPU count
+  // (4), task count (8), graph fingerprint (8). Flip a fingerprint byte, as
+  // a trainsim that builds a different graph would see it.
+  std::string bytes = read_file(dir / "run.trainsim");
+  std::uint64_t metadata_length = 0;
+  std::memcpy(&metadata_length, bytes.data() + 12, sizeof(metadata_length));
+  bytes[12 + 8 + metadata_length + 4 + 8] ^= 0x5a;
+  std::ofstream(dir / "run.trainsim", std::ios::binary) << bytes;
+  const auto r = run_cli({"report", dir.string(), "--quiet"});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("task graph for this scenario differs"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("run the scenario again"), std::string::npos) << r.err;
+  fs::remove_all(dir);
 }
 
 TEST(ReportCli, ReportWithoutASavedRunIsBadInput) {

@@ -1,0 +1,77 @@
+#include "workloads/task_graph_fingerprint.hpp"
+
+#include <bit>
+#include <type_traits>
+
+namespace trainsim::workloads {
+namespace {
+
+class Fnv1a {
+ public:
+  template <typename T>
+  void add(T value) {
+    static_assert(std::is_arithmetic_v<T> || std::is_enum_v<T>);
+    std::uint64_t bits = 0;
+    if constexpr (std::is_floating_point_v<T>)
+      bits = std::bit_cast<std::uint64_t>(static_cast<double>(value));
+    else
+      bits = static_cast<std::uint64_t>(value);
+    for (int i = 0; i < 8; ++i) {
+      hash_ ^= (bits >> (8 * i)) & 0xff;
+      hash_ *= 0x100000001b3ull;
+    }
+  }
+  std::uint64_t value() const { return hash_; }
+
+ private:
+  std::uint64_t hash_ = 0xcbf29ce484222325ull;
+};
+
+}  // namespace
+
+std::uint64_t graph_fingerprint(const TaskGraph& graph) {
+  Fnv1a h;
+  h.add(graph.gpu_count);
+  h.add(graph.groups.size());
+  for (const auto& group : graph.groups) {
+    h.add(group.size());
+    for (int gpu : group)
+      h.add(gpu);
+  }
+  h.add(graph.size());
+  for (TaskId v = 0; v < graph.size(); ++v) {
+    const Task& t = graph[v];
+    h.add(t.kind);
+    h.add(t.comm);
+    h.add(t.op);
+    h.add(t.algorithm);
+    h.add(t.transfer);
+    for (int x : {t.gpu, t.peer, t.group, t.stage, t.chunk, t.micro_batch, t.fold, t.layer})
+      h.add(x);
+    for (double x : {t.duration_s, t.model_flops, t.hardware_flops, t.bytes})
+      h.add(x);
+    h.add(t.attention);
+    h.add(t.memory_begin);
+    h.add(t.memory_end);
+  }
+  h.add(boost::num_edges(graph.graph));
+  for (auto [e, end] = boost::edges(graph.graph); e != end; ++e) {
+    h.add(boost::source(*e, graph.graph));
+    h.add(boost::target(*e, graph.graph));
+  }
+  h.add(graph.resident_memory.size());
+  for (const auto& m : graph.resident_memory)
+    for (double bytes : m.bytes)
+      h.add(bytes);
+  h.add(graph.memory.size());
+  for (const auto& m : graph.memory) {
+    h.add(m.task);
+    h.add(m.gpu);
+    h.add(m.at);
+    h.add(m.kind);
+    h.add(m.bytes);
+  }
+  return h.value();
+}
+
+}  // namespace trainsim::workloads
