@@ -180,7 +180,7 @@ RunArchive read_run_archive(std::istream& in) {
     workloads::Task t;
     const auto kind = r.get<std::uint8_t>(), comm = r.get<std::uint8_t>(), op = r.get<std::uint8_t>();
     check(kind <= static_cast<std::uint8_t>(workloads::TaskKind::collective), "unknown task kind");
-    check(comm <= static_cast<std::uint8_t>(workloads::CommKind::dp), "unknown communication kind");
+    check(comm <= static_cast<std::uint8_t>(workloads::CommKind::ep), "unknown communication kind");
     check(op <= static_cast<std::uint8_t>(workloads::CollectiveOp::send_recv), "unknown collective");
     const auto algorithm = r.get<std::uint8_t>();
     check(algorithm <= static_cast<std::uint8_t>(platforms::CollectiveAlgorithm::p2p_ring),
