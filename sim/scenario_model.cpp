@@ -11,6 +11,8 @@
 namespace trainsim::sim {
 namespace {
 
+void validate_moe(MapReader& m, const workloads::ModelSpec& model);
+
 // `model.moe`: a mixture-of-experts MLP (workloads::MoeSpec). Over a MoE
 // preset, the keys given override the preset's; on a dense model the map
 // makes it a MoE model and `experts` and `top_k` are required.
@@ -18,6 +20,7 @@ void read_moe(MapReader& parent, workloads::ModelSpec& model) {
   auto m = parent.map("moe");
   if (!m)
     return;
+  const std::size_t before = m->error_count();
   const bool from_preset = model.is_moe();
   auto& moe = model.moe;
   if (auto v = m->integer("experts", 1, kMaxCount))
@@ -43,30 +46,35 @@ void read_moe(MapReader& parent, workloads::ModelSpec& model) {
       moe.capacity_factor = *v;
   }
   m->finish();
+  if (m->error_count() == before && moe.experts > 0 && moe.top_k > 0 && model.layers > 0)
+    validate_moe(*m, model);
 }
 
-// Rules of model.moe that depend on the rest of the model.
+// Rules of model.moe that depend on its other keys or the model's layers,
+// each reported at the key to change.
 void validate_moe(MapReader& m, const workloads::ModelSpec& model) {
-  if (!model.is_moe() || !m.has("moe"))
-    return;
   const auto& moe = model.moe;
-  const std::string key = "moe";
-  if (moe.top_k > moe.experts)
-    m.error(key, fmt::format("top_k = {} is more than experts = {}; expected top_k <= experts", moe.top_k,
-                             moe.experts));
+  if (moe.top_k > moe.experts) {
+    m.error(m.has("top_k") ? "top_k" : "experts",
+            fmt::format("top_k = {} is more than model.moe.experts = {}; expected top_k <= experts",
+                        moe.top_k, moe.experts));
+    return;
+  }
   if (moe.first_dense_layers >= model.layers)
-    m.error(key,
-            fmt::format("first_dense_layers = {} leaves no MoE layer in {} layers; expected fewer than {}",
+    m.error("first_dense_layers",
+            fmt::format("{} leaves no MoE layer among model.layers = {}; expected fewer than {}",
                         moe.first_dense_layers, model.layers, model.layers));
   else if (model.moe_layers_in(0, model.layers) == 0)
-    m.error(key, fmt::format("moe_layer_freq = {} with first_dense_layers = {} selects no MoE layer among {} "
-                             "layers; expected a frequency and dense prefix that leave at least one",
-                             moe.layer_freq, moe.first_dense_layers, model.layers));
-  const double most = double(moe.experts) / std::max(1, moe.top_k);
+    m.error("moe_layer_freq",
+            fmt::format("{} with first_dense_layers = {} selects no MoE layer among {} "
+                        "layers; expected a frequency and dense prefix that leave at least one",
+                        moe.layer_freq, moe.first_dense_layers, model.layers));
+  const double most = double(moe.experts) / moe.top_k;
   if (moe.capacity_factor > most)
-    m.error(key, fmt::format("capacity_factor = {} exceeds experts / top_k = {}: an expert cannot take more "
-                             "than every token; expected at most {}",
-                             moe.capacity_factor, most, most));
+    m.error("capacity_factor",
+            fmt::format("{} exceeds model.moe.experts / top_k = {}: an expert cannot take more than every "
+                        "token; expected at most {}",
+                        moe.capacity_factor, most, most));
 }
 
 }  // namespace
@@ -121,7 +129,6 @@ bool read_model_section(MapReader& m, Scenario& scenario) {
   if (model.is_moe() && model.moe.expert_ffn_hidden == 0)
     model.moe.expert_ffn_hidden = model.ffn_hidden;
   if (m.error_count() == before) {
-    validate_moe(m, model);
     if (model.hidden % model.heads != 0)
       m.error("hidden", fmt::format("{} is not divisible by model.heads = {}", model.hidden, model.heads));
     if (model.heads % model.kv_heads != 0)
