@@ -76,6 +76,18 @@ void write_summary_json(std::ostream& out, const RunContext& run, const Report& 
                 {"seq_len", run.model.seq_len},
                 {"vocab", run.model.vocab},
                 {"parameters", run.model.parameter_count()}};
+  if (run.model.is_moe()) {
+    const auto& moe = run.model.moe;
+    j["model"]["active_parameters"] = run.model.active_parameter_count();
+    j["model"]["moe"] = {{"experts", moe.experts},
+                         {"top_k", moe.top_k},
+                         {"expert_ffn_hidden", moe.expert_ffn_hidden},
+                         {"shared_experts", moe.shared_experts},
+                         {"moe_layer_freq", moe.layer_freq},
+                         {"first_dense_layers", moe.first_dense_layers},
+                         {"moe_layers", run.model.moe_layers_in(0, run.model.layers)},
+                         {"capacity_factor", moe.capacity_factor}};
+  }
   j["plan"] = {{"dp", run.plan.dp},
                {"tp", run.plan.tp},
                {"pp", run.plan.pp},
@@ -85,6 +97,7 @@ void write_summary_json(std::ostream& out, const RunContext& run, const Report& 
                {"schedule", to_string(run.plan.schedule)},
                {"recompute", to_string(run.plan.recompute)},
                {"context_parallel", run.plan.cp},
+               {"expert_parallel", run.plan.ep},
                {"sequence_parallel", run.plan.sequence_parallel},
                {"zero_stage", run.plan.zero_stage},
                {"overlap_grad_reduce", run.plan.overlap_grad_reduce},

@@ -58,6 +58,8 @@ std::string_view colour_of(const workloads::Task& task) {
       return "#9d755d";
     case workloads::CommKind::cp:
       return "#72b7b2";
+    case workloads::CommKind::ep:
+      return "#eeca3b";
     case workloads::CommKind::none:
       break;
   }

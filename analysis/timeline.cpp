@@ -14,6 +14,8 @@ std::string_view to_string(Stream stream) {
       return "dp_comm";
     case Stream::cp_comm:
       return "cp_comm";
+    case Stream::ep_comm:
+      return "ep_comm";
   }
   return "?";
 }
@@ -30,6 +32,8 @@ Stream stream_of(const workloads::Task& task) {
       return Stream::dp_comm;
     case workloads::CommKind::cp:
       return Stream::cp_comm;
+    case workloads::CommKind::ep:
+      return Stream::ep_comm;
   }
   return Stream::compute;
 }

@@ -15,8 +15,8 @@ namespace trainsim::analysis {
 
 // GPU streams, as CUDA streams in Megatron / NCCL: one compute stream and one
 // communication stream per parallelism, so overlap is visible.
-enum class Stream : std::uint8_t { compute, tp_comm, pp_comm, dp_comm, cp_comm };
-inline constexpr int kStreamCount = 5;
+enum class Stream : std::uint8_t { compute, tp_comm, pp_comm, dp_comm, cp_comm, ep_comm };
+inline constexpr int kStreamCount = 6;
 std::string_view to_string(Stream stream);
 Stream stream_of(const workloads::Task& task);
 

@@ -12,10 +12,10 @@
 
 namespace trainsim::analysis {
 
-// The communication kinds reported separately, in file order. (EP and CP
-// join this list when the task graph has them.)
-inline constexpr std::array<workloads::CommKind, 3> kCommKinds{
-    workloads::CommKind::tp, workloads::CommKind::pp, workloads::CommKind::dp};
+// The communication kinds reported separately, in file order.
+inline constexpr std::array<workloads::CommKind, 5> kCommKinds{
+    workloads::CommKind::tp, workloads::CommKind::pp, workloads::CommKind::dp, workloads::CommKind::cp,
+    workloads::CommKind::ep};
 using CommSeconds = std::array<double, kCommKinds.size()>;
 std::size_t comm_kind_index(workloads::CommKind kind);
 

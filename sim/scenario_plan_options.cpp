@@ -13,6 +13,8 @@ void read_parallelism_options(MapReader& p, Scenario& scenario) {
     plan.sequence_parallel = *sp;
   if (auto cp = p.integer("context_parallel", 1, kMaxCount))
     plan.cp = static_cast<int>(*cp);
+  if (auto ep = p.integer("expert_parallel", 1, kMaxCount))
+    plan.ep = static_cast<int>(*ep);
   if (auto zero = p.integer("zero_stage", 0, 3))
     plan.zero_stage = static_cast<int>(*zero);
   if (auto overlap = p.boolean("overlap_grad_reduce"))
@@ -25,6 +27,51 @@ void read_parallelism_options(MapReader& p, Scenario& scenario) {
       plan.grad_bucket_bytes = *bucket;
   }
 }
+
+namespace {
+
+// plan.expert_parallel (workloads/expert_parallel.hpp): Megatron-core's
+// rules, and what trainsim's builder supports.
+void validate_expert_parallel(MapReader& p, const Scenario& scenario) {
+  const auto& plan = scenario.plan;
+  const auto& model = scenario.model;
+  if (plan.ep <= 1)
+    return;
+  const std::string key = "expert_parallel";
+  if (!model.is_moe()) {
+    p.error(key, fmt::format("{} with a dense model ({}): expert parallelism spreads the experts of MoE "
+                             "layers; expected expert_parallel: 1, or a model with model.moe (e.g. preset "
+                             "mixtral-8x7b)",
+                             plan.ep, model.name));
+    return;
+  }
+  if (model.moe.experts % plan.ep != 0)
+    p.error(key, fmt::format("{} does not divide model.moe.experts = {}; expected a divisor of {}", plan.ep,
+                             model.moe.experts, model.moe.experts));
+  const int positions = plan.data_parallel_size();
+  if (positions % plan.ep != 0)
+    p.error(key, fmt::format("{} does not divide dp x cp = {} x {} = {}: the EP group is formed within the "
+                             "data-parallel (and context-parallel) GPUs, as in Megatron-core; expected a "
+                             "divisor of {}",
+                             plan.ep, plan.dp, plan.cp, positions, positions));
+  if (plan.tp > 1 && !plan.sequence_parallel)
+    p.error(key, fmt::format("{} with tp = {} needs sequence_parallel: true (Megatron requires sequence "
+                             "parallelism for MoE with tensor parallelism: each TP rank dispatches its own "
+                             "share of the tokens); expected sequence_parallel: true",
+                             plan.ep, plan.tp));
+  if (plan.zero_stage >= 2)
+    p.error(key, fmt::format("{} with zero_stage {}: trainsim's expert parallelism supports ZeRO stages 0 "
+                             "and 1 (the distributed optimizer); expected zero_stage 0 or 1, or "
+                             "expert_parallel: 1",
+                             plan.ep, plan.zero_stage));
+  if (plan.overlap_grad_reduce)
+    p.error(key, fmt::format("{} with overlap_grad_reduce: trainsim reduces MoE gradients (dense and expert "
+                             "groups) after the backward; expected overlap_grad_reduce: false, or "
+                             "expert_parallel: 1",
+                             plan.ep));
+}
+
+}  // namespace
 
 void validate_parallelism_options(MapReader& p, Scenario& scenario) {
   const auto& plan = scenario.plan;
@@ -42,6 +89,7 @@ void validate_parallelism_options(MapReader& p, Scenario& scenario) {
                 "context_parallel = {} chunks (Megatron's load-balanced split); expected seq_len divisible "
                 "by {}",
                 plan.cp, model.seq_len, 2 * plan.cp, 2 * plan.cp));
+  validate_expert_parallel(p, scenario);
   if (plan.zero_stage == 3) {
     for (const char* key : {"overlap_grad_reduce", "grad_bucket_size"})
       if (p.has(key))

@@ -1,21 +1,24 @@
 #include "workloads/activation_memory.hpp"
 
+#include <algorithm>
+
 namespace trainsim::workloads {
 namespace {
 
 struct Shape {
-  double sbh = 0;    // tokens of one micro-batch on this GPU (s / cp) x b x h
-  double s = 0;      // the whole sequence (attention scores span it)
-  double h = 0;      // hidden
-  double a = 0;      // heads
-  double t = 1;      // TP degree
-  double split = 0;  // per token, in units of h: the tensors TP splits (24 for GPT)
-  double v = 0;      // vocabulary
+  double sbh = 0;       // tokens of one micro-batch on this GPU (s / cp) x b x h
+  double s = 0;         // the whole sequence (attention scores span it)
+  double h = 0;         // hidden
+  double a = 0;         // heads
+  double t = 1;         // TP degree
+  double split = 0;     // per token, in units of h: the tensors TP splits (24 for GPT)
+  double unsplit = 10;  // per token, in units of h: what TP does not split (10; more in a MoE layer)
+  double v = 0;         // vocabulary
   bool sp = false;
   bool flash = false;
 };
 
-Shape shape_of(const ModelSpec& model, const ParallelPlan& plan) {
+Shape shape_of(const ModelSpec& model, const ParallelPlan& plan, bool moe_layer = false) {
   Shape x;
   x.s = model.seq_len;
   x.h = model.hidden;
@@ -31,6 +34,18 @@ Shape shape_of(const ModelSpec& model, const ParallelPlan& plan) {
   // Q and the attention output (2 + 2), K and V (4 kv), the MLP
   // intermediates (4 f GeLU, 6 f SwiGLU).
   x.split = 4 + 4 * kv + (model.swiglu ? 6 : 4) * f;
+  if (moe_layer && model.hidden > 0) {
+    // A MoE layer's MLP intermediates are those of its top_k (x capacity)
+    // routed copies of every token plus its shared experts, at
+    // expert_ffn_hidden; and it keeps the permuted expert inputs and the
+    // expert outputs that unpermute weights (2 + 2 per copy), which TP does
+    // not split (each TP rank runs every local expert on all its tokens).
+    const auto& m = model.moe;
+    const double copies = m.top_k * m.capacity_factor;
+    const double fe = static_cast<double>(m.expert_ffn_hidden) / model.hidden;
+    x.split = 4 + 4 * kv + (model.swiglu ? 6 : 4) * fe * (copies + m.shared_experts);
+    x.unsplit += 4 * copies;
+  }
   return x;
 }
 
@@ -42,11 +57,12 @@ double scores(const Shape& x) {
 
 }  // namespace
 
-double layer_activation_bytes(const ModelSpec& model, const ParallelPlan& plan, Recompute recompute) {
-  const Shape x = shape_of(model, plan);
+double layer_activation_bytes(const ModelSpec& model, const ParallelPlan& plan, Recompute recompute,
+                              bool moe_layer) {
+  const Shape x = shape_of(model, plan, moe_layer);
   if (x.h <= 0 || x.t <= 0)
     return 0;
-  const double kept = x.sp ? (10 + x.split) / x.t : 10 + x.split / x.t;
+  const double kept = x.sp ? (x.unsplit + x.split) / x.t : x.unsplit + x.split / x.t;
   switch (recompute) {
     case Recompute::none:
       return x.sbh * kept + scores(x);
@@ -58,12 +74,18 @@ double layer_activation_bytes(const ModelSpec& model, const ParallelPlan& plan, 
   return 0;
 }
 
+double layer_activation_bytes(const ModelSpec& model, const ParallelPlan& plan, Recompute recompute) {
+  return layer_activation_bytes(model, plan, recompute, false);
+}
+
 double layer_activation_bytes(const ModelSpec& model, const ParallelPlan& plan) {
   return layer_activation_bytes(model, plan, plan.recompute);
 }
 
-double stage_activation_bytes(const ModelSpec& model, const ParallelPlan& plan, int layers) {
-  return layers * layer_activation_bytes(model, plan);
+double stage_activation_bytes(const ModelSpec& model, const ParallelPlan& plan, int layers, int first_layer) {
+  const int moe = model.moe_layers_in(first_layer, layers);
+  return (layers - moe) * layer_activation_bytes(model, plan) +
+         (moe > 0 ? moe * layer_activation_bytes(model, plan, plan.recompute, true) : 0.0);
 }
 
 double embedding_activation_bytes(const ModelSpec& model, const ParallelPlan& plan) {
@@ -78,14 +100,19 @@ double logits_activation_bytes(const ModelSpec& model, const ParallelPlan& plan)
   return 4 * x.sbh / (x.sp ? x.t : 1.0) + 4 * x.sbh * x.v / (x.h * x.t);
 }
 
-double layer_weight_gradient_hold_bytes(const ModelSpec& model, const ParallelPlan& plan) {
-  const Shape x = shape_of(model, plan);
+double layer_weight_gradient_hold_bytes(const ModelSpec& model, const ParallelPlan& plan, bool moe_layer) {
+  const Shape x = shape_of(model, plan, moe_layer);
   if (x.h <= 0 || x.t <= 0)
     return 0;
   // Replicated without SP: the QKV and first MLP matmul inputs and the
   // gradients of the two row-parallel outputs (2 s b h each); split: the
   // same tensors as the stored activations' split part.
-  return x.sbh * (x.sp ? (8 + x.split) / x.t : 8 + x.split / x.t);
+  const double replicated = 8 + (x.unsplit - 10);
+  return x.sbh * (x.sp ? (replicated + x.split) / x.t : replicated + x.split / x.t);
+}
+
+double layer_weight_gradient_hold_bytes(const ModelSpec& model, const ParallelPlan& plan) {
+  return layer_weight_gradient_hold_bytes(model, plan, false);
 }
 
 double logits_weight_gradient_hold_bytes(const ModelSpec& model, const ParallelPlan& plan) {
@@ -102,7 +129,9 @@ double recompute_workspace_bytes(const ModelSpec& model, const ParallelPlan& pla
     case Recompute::selective:
       return scores(shape_of(model, plan));
     case Recompute::full:
-      return layer_activation_bytes(model, plan, Recompute::none);
+      // One layer rebuilt at a time: the largest kind of layer.
+      return std::max(layer_activation_bytes(model, plan, Recompute::none),
+                      model.is_moe() ? layer_activation_bytes(model, plan, Recompute::none, true) : 0.0);
   }
   return 0;
 }

@@ -36,11 +36,20 @@ namespace trainsim::workloads {
 double layer_activation_bytes(const ModelSpec& model, const ParallelPlan& plan);
 // The same under a given recomputation mode.
 double layer_activation_bytes(const ModelSpec& model, const ParallelPlan& plan, Recompute recompute);
+// A MoE layer's (moe_layer true): the MLP intermediates at expert_ffn_hidden
+// for top_k x capacity_factor routed copies plus the shared experts of each
+// token, and 4 bytes x h per routed copy that TP does not split (the
+// permuted expert inputs and the expert outputs unpermute weights).
+double layer_activation_bytes(const ModelSpec& model, const ParallelPlan& plan, Recompute recompute,
+                              bool moe_layer);
 
 // A pipeline stage (or model chunk) of `layers` layers: what one micro-batch
 // leaves behind on each GPU in its layers, and what BPipe moves to the
 // acceptor stage.
-double stage_activation_bytes(const ModelSpec& model, const ParallelPlan& plan, int layers);
+// first_layer: the model index of its first layer (which of them are MoE
+// layers).
+double stage_activation_bytes(const ModelSpec& model, const ParallelPlan& plan, int layers,
+                              int first_layer = 0);
 
 // The first virtual stage's extra: the embedding output's dropout mask,
 // s b h bytes (/ t with SP).
@@ -55,6 +64,8 @@ double logits_activation_bytes(const ModelSpec& model, const ParallelPlan& plan)
 // the gradients of their outputs. For a GPT layer s b h (8 + 24/t), 32 s b h
 // / t with SP: the 32h per token that zbv.py frees at W.
 double layer_weight_gradient_hold_bytes(const ModelSpec& model, const ParallelPlan& plan);
+// A MoE layer's adds the permuted inputs and expert outputs (4 h per copy).
+double layer_weight_gradient_hold_bytes(const ModelSpec& model, const ParallelPlan& plan, bool moe_layer);
 // The logit layer's: the output projection's input (2 s b h, / t with SP)
 // and the logits' gradient (2 s b V / t).
 double logits_weight_gradient_hold_bytes(const ModelSpec& model, const ParallelPlan& plan);

@@ -45,7 +45,7 @@ int cp_exchange_passes(const ParallelPlan& plan, PipeOpKind kind) {
 double attention_share(const ModelSpec& model, const ParallelPlan& plan, const StageSlice& slice) {
   const double b = plan.micro_batch_size;
   const double attention = slice.layers * model.attention_core_forward_flops(b);
-  double total = slice.layers * model.layer_forward_flops(b);
+  double total = model.layers_forward_flops(b, slice.first_layer, slice.layers);
   if (slice.logits)
     total += model.logits_forward_flops(b);
   return total > 0 ? attention / total : 0.0;

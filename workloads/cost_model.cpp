@@ -11,7 +11,7 @@ double AnalyticCostModel::efficiency(const platforms::GpuSpec& gpu) const {
 
 double AnalyticCostModel::forward_flops(const StageSlice& slice) const {
   const double b = plan_.micro_batch_size;
-  double flops = slice.layers * model_.layer_forward_flops(b);
+  double flops = model_.layers_forward_flops(b, slice.first_layer, slice.layers);
   if (slice.logits)
     flops += model_.logits_forward_flops(b);
   return flops / plan_.tp;
@@ -19,7 +19,8 @@ double AnalyticCostModel::forward_flops(const StageSlice& slice) const {
 
 double AnalyticCostModel::weight_gradient_flops(const StageSlice& slice) const {
   const double b = plan_.micro_batch_size;
-  double flops = slice.layers * (model_.layer_forward_flops(b) - model_.attention_core_forward_flops(b));
+  double flops = model_.layers_forward_flops(b, slice.first_layer, slice.layers) -
+                 slice.layers * model_.attention_core_forward_flops(b);
   if (slice.logits)
     flops += model_.logits_forward_flops(b);
   return flops / plan_.tp;
@@ -32,7 +33,7 @@ double AnalyticCostModel::recomputed_flops(const StageSlice& slice) const {
     case Recompute::selective:
       return slice.layers * model_.attention_core_forward_flops(plan_.micro_batch_size) / plan_.tp;
     case Recompute::full:
-      return slice.layers * model_.layer_forward_flops(plan_.micro_batch_size) / plan_.tp;
+      return model_.layers_forward_flops(plan_.micro_batch_size, slice.first_layer, slice.layers) / plan_.tp;
   }
   return 0;
 }

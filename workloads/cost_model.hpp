@@ -14,6 +14,7 @@ namespace trainsim::workloads {
 // tensor-parallel group.
 struct StageSlice {
   int layers = 0;
+  int first_layer = 0;     // model index of its first layer (MoE layers are not uniform)
   bool embedding = false;  // first stage: token (and position) embedding
   bool logits = false;     // last stage: output projection and loss
 };

@@ -73,9 +73,10 @@ OpTiming time_op(const TransformerOp& op, const platforms::GpuSpec& gpu,
 PerOpCostModel::PerOpCostModel(ModelSpec model, ParallelPlan plan, Options options)
     : model_(std::move(model)),
       plan_(plan),
-      setup_(layer_setup(model_, plan_.micro_batch_size, plan_.tp, options.sequence_parallel)),
+      setup_(layer_setup(model_, plan_.micro_batch_size, plan_.tp, options.sequence_parallel, plan_.ep)),
       flops_(model_, plan_),
       layer_ops_(layer_ops(model_, setup_)),
+      moe_layer_ops_(model_.is_moe() ? moe_layer_ops(model_, setup_) : std::vector<TransformerOp>{}),
       embedding_ops_(embedding_ops(model_, setup_)),
       logits_ops_(logits_ops(model_, setup_)) {}
 
@@ -91,21 +92,30 @@ const PerOpCostModel::PartTimes& PerOpCostModel::times(const platforms::GpuSpec&
   const auto input = [](const TransformerOp& op) { return is(op, OpPass::backward_input); };
   const auto weight = [](const TransformerOp& op) { return is(op, OpPass::backward_weight); };
 
+  auto layer = [&](const std::vector<TransformerOp>& ops) {
+    LayerPassTimes l;
+    if (ops.empty())
+      return l;
+    l.forward_s = pass(ops, forward);
+    switch (plan_.recompute) {
+      case Recompute::none:
+        break;
+      case Recompute::selective:  // the attention core's forward (Korthikanti et al.)
+        l.recompute_s =
+            pass(ops, [](const TransformerOp& op) { return is(op, OpPass::forward) && op.attention_core; });
+        break;
+      case Recompute::full:
+        l.recompute_s = l.forward_s;
+        break;
+    }
+    l.backward_input_s = pass(ops, input);
+    l.backward_weight_s = pass(ops, weight);
+    return l;
+  };
+
   PartTimes p;
-  p.layer.forward_s = pass(layer_ops_, forward);
-  switch (plan_.recompute) {
-    case Recompute::none:
-      break;
-    case Recompute::selective:  // the attention core's forward (Korthikanti et al.)
-      p.layer.recompute_s = pass(
-          layer_ops_, [](const TransformerOp& op) { return is(op, OpPass::forward) && op.attention_core; });
-      break;
-    case Recompute::full:
-      p.layer.recompute_s = p.layer.forward_s;
-      break;
-  }
-  p.layer.backward_input_s = pass(layer_ops_, input);
-  p.layer.backward_weight_s = pass(layer_ops_, weight);
+  p.layer = layer(layer_ops_);
+  p.moe_layer = layer(moe_layer_ops_);
   p.embedding_forward_s = pass(embedding_ops_, forward);
   p.embedding_weight_s = pass(embedding_ops_, weight);
   p.logits_forward_s = pass(logits_ops_, forward);
@@ -118,19 +128,42 @@ LayerPassTimes PerOpCostModel::layer_times(const platforms::GpuSpec& gpu) const 
   return times(gpu).layer;
 }
 
-std::vector<std::pair<TransformerOp, OpTiming>> PerOpCostModel::timed_layer_ops(
-    const platforms::GpuSpec& gpu) const {
+LayerPassTimes PerOpCostModel::moe_layer_times(const platforms::GpuSpec& gpu) const {
+  return times(gpu).moe_layer;
+}
+
+namespace {
+std::vector<std::pair<TransformerOp, OpTiming>> timed(const std::vector<TransformerOp>& ops,
+                                                      const platforms::GpuSpec& gpu) {
   const auto& profile = platforms::efficiency_profile_for(gpu.name);
   std::vector<std::pair<TransformerOp, OpTiming>> out;
-  for (const auto& op : layer_ops_)
+  for (const auto& op : ops)
     out.emplace_back(op, time_op(op, gpu, profile));
   return out;
+}
+}  // namespace
+
+std::vector<std::pair<TransformerOp, OpTiming>> PerOpCostModel::timed_layer_ops(
+    const platforms::GpuSpec& gpu) const {
+  return timed(layer_ops_, gpu);
+}
+
+std::vector<std::pair<TransformerOp, OpTiming>> PerOpCostModel::timed_moe_layer_ops(
+    const platforms::GpuSpec& gpu) const {
+  return timed(moe_layer_ops_, gpu);
+}
+
+double PerOpCostModel::layers_time(const StageSlice& slice, double LayerPassTimes::*pass,
+                                   const PartTimes& t) const {
+  const int moe = model_.moe_layers_in(slice.first_layer, slice.layers);
+  return (slice.layers - moe) * (t.layer.*pass) + moe * (t.moe_layer.*pass);
 }
 
 OpCost PerOpCostModel::forward(const StageSlice& slice, const platforms::GpuSpec& gpu) const {
   const auto& t = times(gpu);
   OpCost cost = flops_.forward(slice, gpu);
-  cost.duration_s = slice.layers * t.layer.forward_s + (slice.embedding ? t.embedding_forward_s : 0.0) +
+  cost.duration_s = layers_time(slice, &LayerPassTimes::forward_s, t) +
+                    (slice.embedding ? t.embedding_forward_s : 0.0) +
                     (slice.logits ? t.logits_forward_s : 0.0);
   return cost;
 }
@@ -138,7 +171,8 @@ OpCost PerOpCostModel::forward(const StageSlice& slice, const platforms::GpuSpec
 OpCost PerOpCostModel::backward_input(const StageSlice& slice, const platforms::GpuSpec& gpu) const {
   const auto& t = times(gpu);
   OpCost cost = flops_.backward_input(slice, gpu);
-  cost.duration_s = slice.layers * (t.layer.recompute_s + t.layer.backward_input_s) +
+  cost.duration_s = layers_time(slice, &LayerPassTimes::recompute_s, t) +
+                    layers_time(slice, &LayerPassTimes::backward_input_s, t) +
                     (slice.logits ? t.logits_input_s : 0.0);
   return cost;
 }
@@ -146,7 +180,7 @@ OpCost PerOpCostModel::backward_input(const StageSlice& slice, const platforms::
 OpCost PerOpCostModel::backward_weight(const StageSlice& slice, const platforms::GpuSpec& gpu) const {
   const auto& t = times(gpu);
   OpCost cost = flops_.backward_weight(slice, gpu);
-  cost.duration_s = slice.layers * t.layer.backward_weight_s +
+  cost.duration_s = layers_time(slice, &LayerPassTimes::backward_weight_s, t) +
                     (slice.embedding ? t.embedding_weight_s : 0.0) + (slice.logits ? t.logits_weight_s : 0.0);
   return cost;
 }

@@ -46,6 +46,8 @@ class PerOpCostModel final : public CostModel {
   struct Options {
     bool sequence_parallel = false;
   };
+  // The plan's expert parallelism (plan.ep) sets how many experts a GPU
+  // runs and how many tokens each one gets.
   PerOpCostModel(ModelSpec model, ParallelPlan plan, Options options);
   PerOpCostModel(ModelSpec model, ParallelPlan plan) : PerOpCostModel(std::move(model), plan, Options{}) {}
 
@@ -58,23 +60,29 @@ class PerOpCostModel final : public CostModel {
   OpCost optimizer(double parameters, const platforms::GpuSpec& gpu) const override;
 
   LayerPassTimes layer_times(const platforms::GpuSpec& gpu) const;
-  // The ops of one layer with their times on `gpu` (for reports and tests).
+  // The same for a MoE layer (zero for a dense model).
+  LayerPassTimes moe_layer_times(const platforms::GpuSpec& gpu) const;
+  // The ops of one (dense / MoE) layer with their times on `gpu` (for
+  // reports and tests).
   std::vector<std::pair<TransformerOp, OpTiming>> timed_layer_ops(const platforms::GpuSpec& gpu) const;
+  std::vector<std::pair<TransformerOp, OpTiming>> timed_moe_layer_ops(const platforms::GpuSpec& gpu) const;
   const LayerSetup& setup() const { return setup_; }
 
  private:
   struct PartTimes {
-    LayerPassTimes layer;
+    LayerPassTimes layer, moe_layer;
     double embedding_forward_s = 0, embedding_weight_s = 0;
     double logits_forward_s = 0, logits_input_s = 0, logits_weight_s = 0;
   };
   const PartTimes& times(const platforms::GpuSpec& gpu) const;
+  // Sum over a slice's layers of one pass time (dense and MoE layers).
+  double layers_time(const StageSlice& slice, double LayerPassTimes::*pass, const PartTimes& t) const;
 
   ModelSpec model_;
   ParallelPlan plan_;
   LayerSetup setup_;
   AnalyticCostModel flops_;  // FLOP accounting only
-  std::vector<TransformerOp> layer_ops_, embedding_ops_, logits_ops_;
+  std::vector<TransformerOp> layer_ops_, moe_layer_ops_, embedding_ops_, logits_ops_;
   // Per GPU type; the builder asks for the same few GPUs thousands of times.
   // Not thread-safe (the builder is single-threaded).
   mutable std::map<std::string, PartTimes> cache_;

@@ -6,6 +6,7 @@
 
 #include "workloads/activation_memory.hpp"
 #include "workloads/context_parallel.hpp"
+#include "workloads/expert_parallel.hpp"
 #include "workloads/iteration_builder_state.hpp"
 
 namespace trainsim::workloads {
@@ -113,6 +114,11 @@ TaskGraph IterationBuilder::build() {
   for (int dp = 0; dp < plan_.dp; ++dp)
     for (int rank = 0; rank < plan_.pp; ++rank)
       add_rank_ops(dp, rank);
+  const bool expert_parallel = plan_.ep > 1 && model_.is_moe();
+  if (expert_parallel)
+    for (int rank = 0; rank < plan_.pp; ++rank)
+      for (int tp = 0; tp < plan_.tp; ++tp)
+        add_expert_all_to_alls(rank, tp);
   for (int dp = 0; dp < plan_.dp; ++dp)
     for (int cp = 0; cp < plan_.cp; ++cp) {
       add_pipeline_sends(dp, cp);
@@ -120,7 +126,9 @@ TaskGraph IterationBuilder::build() {
     }
   for (int rank = 0; rank < plan_.pp; ++rank)
     for (int tp = 0; tp < plan_.tp; ++tp) {
-      if (plan_.zero_stage >= 3 && plan_.data_parallel_size() > 1)
+      if (expert_parallel)
+        add_expert_parallel_sync_and_step(rank, tp);
+      else if (plan_.zero_stage >= 3 && plan_.data_parallel_size() > 1)
         add_fsdp_sync_and_step(rank, tp);
       else
         add_gradient_sync_and_step(rank, tp);
@@ -184,13 +192,13 @@ void IterationBuilder::add_op(int dp, int rank, std::size_t op_index, const std:
     double parameters = 0;
   };
   std::vector<PieceSpec> specs;
-  const double layer_parameters = model_.layer_parameters() / plan_.tp;
   if (split_per_layer(rank, op_index)) {
     for (int l = 0; l < slice.layers; ++l) {
       const StageSlice piece{.layers = 1,
+                             .first_layer = slice.first_layer + l,
                              .embedding = slice.embedding && l == 0,
                              .logits = slice.logits && l == slice.layers - 1};
-      double parameters = layer_parameters;
+      double parameters = layer_parameters_per_gpu(model_, plan_, piece.first_layer);
       if (piece.embedding)
         parameters += model_.embedding_parameters() / plan_.tp;
       if (piece.logits)
@@ -200,7 +208,9 @@ void IterationBuilder::add_op(int dp, int rank, std::size_t op_index, const std:
     if (op.kind != PipeOpKind::forward)
       std::reverse(specs.begin(), specs.end());
   } else {
-    double parameters = slice.layers * layer_parameters;
+    double parameters = 0;
+    for (int l = 0; l < slice.layers; ++l)
+      parameters += layer_parameters_per_gpu(model_, plan_, slice.first_layer + l);
     if (slice.embedding)
       parameters += model_.embedding_parameters() / plan_.tp;
     if (slice.logits)
@@ -451,7 +461,7 @@ void IterationBuilder::add_pipeline_sends(int dp, int cp) {
 void IterationBuilder::add_evictions(int dp, int cp) {
   for (const ActivationEviction& e : schedule_.evictions) {
     const StageSlice slice = virtual_stage_slice(model_, plan_, schedule_.virtual_stage(e.rank, e.chunk));
-    const double bytes = stage_activation_bytes(model_, plan_, slice.layers);
+    const double bytes = stage_activation_bytes(model_, plan_, slice.layers, slice.first_layer);
     for (int tp = 0; tp < plan_.tp; ++tp) {
       const int evictor = plan_.gpu_of(e.rank, dp, tp, cp), acceptor = plan_.gpu_of(e.acceptor, dp, tp, cp);
       const auto& ops = ops_[idx(evictor)];
@@ -535,7 +545,9 @@ double tp_allreduce_bytes(const ModelSpec& model, const ParallelPlan& plan) {
 
 StageSlice virtual_stage_slice(const ModelSpec& model, const ParallelPlan& plan, int virtual_stage) {
   const int stages = plan.pp * plan.virtual_stages;
-  return {.layers = model.layers / stages,
+  const int layers = model.layers / stages;
+  return {.layers = layers,
+          .first_layer = virtual_stage * layers,
           .embedding = virtual_stage == 0,
           .logits = virtual_stage == stages - 1};
 }
@@ -545,13 +557,25 @@ double stage_parameters_per_gpu(const ModelSpec& model, const ParallelPlan& plan
   double parameters = 0;
   for (int chunk = 0; chunk < layout.chunks; ++chunk) {
     const StageSlice slice = virtual_stage_slice(model, plan, layout.virtual_stage(stage, chunk));
-    parameters += slice.layers * model.layer_parameters();
+    for (int l = 0; l < slice.layers; ++l)
+      parameters += layer_parameters_per_gpu(model, plan, slice.first_layer + l);
     if (slice.embedding)
-      parameters += model.embedding_parameters();
+      parameters += model.embedding_parameters() / plan.tp;
     if (slice.logits)
-      parameters += model.logits_parameters();
+      parameters += model.logits_parameters() / plan.tp;
   }
-  return parameters / plan.tp;
+  return parameters;
+}
+
+double stage_expert_parameters_per_gpu(const ModelSpec& model, const ParallelPlan& plan, int stage) {
+  const PipelineSchedule layout = layout_of(plan);
+  double parameters = 0;
+  for (int chunk = 0; chunk < layout.chunks; ++chunk) {
+    const StageSlice slice = virtual_stage_slice(model, plan, layout.virtual_stage(stage, chunk));
+    for (int l = 0; l < slice.layers; ++l)
+      parameters += layer_expert_parameters_per_gpu(model, plan, slice.first_layer + l);
+  }
+  return parameters;
 }
 
 namespace detail {
@@ -603,6 +627,12 @@ TaskGraph build_iteration(const ModelSpec& model, const ParallelPlan& plan,
     throw std::invalid_argument("no micro-batches");
   if (plan.cp < 1 || plan.zero_stage < 0 || plan.zero_stage > 3)
     throw std::invalid_argument("context parallelism below 1 or ZeRO stage outside 0..3");
+  if (plan.ep < 1 || plan.data_parallel_size() % plan.ep != 0 ||
+      (plan.ep > 1 && (!model.is_moe() || model.moe.experts % plan.ep != 0)))
+    throw std::invalid_argument("expert parallelism must divide dp x cp and the experts of a MoE model");
+  if (plan.ep > 1 && (plan.zero_stage >= 2 || plan.overlap_grad_reduce))
+    throw std::invalid_argument(
+        "expert parallelism supports ZeRO stages 0 and 1 without overlap_grad_reduce");
   if (const auto problems = schedule_problems(plan, model.layers); !problems.empty()) {
     std::string text = "schedule cannot run:";
     for (const auto& p : problems)

@@ -51,6 +51,9 @@ StageSlice virtual_stage_slice(const ModelSpec& model, const ParallelPlan& plan,
 // Parameters held by one GPU of pipeline rank `stage`: the layers of all its
 // chunks, plus the embedding / logits when it holds the first / last virtual
 // stage (with a V-shaped placement rank 0 holds both).
+// MoE models count each layer's routed experts / ep (expert parallelism).
 double stage_parameters_per_gpu(const ModelSpec& model, const ParallelPlan& plan, int stage);
+// Of those, the routed experts' parameters (0 for a dense model).
+double stage_expert_parameters_per_gpu(const ModelSpec& model, const ParallelPlan& plan, int stage);
 
 }  // namespace trainsim::workloads

@@ -11,8 +11,11 @@
 //                            buckets overlapping the backward, optimizer step
 //   fsdp.cpp                 ZeRO-3 / FSDP: per-layer parameter all-gathers
 //                            with prefetch, per-layer gradient reduce-scatters
-// (Expert parallelism's all-to-all dispatch and combine would be one more
-// file adding collectives around each MoE layer's pieces.)
+//   expert_parallel_sync.cpp MoE expert parallelism: the all-to-all
+//                            dispatch and combine of every op's MoE layers
+//                            over each EP group, and the gradient
+//                            synchronisation split into dense (DP group)
+//                            and expert (expert DP group) parameters
 #include <vector>
 
 #include "platforms/cluster_spec.hpp"
@@ -89,6 +92,9 @@ class IterationBuilder {
   // synchronisation of the GPUs holding (rank, tp rank), then the optimizer.
   void add_gradient_sync_and_step(int rank, int tp);
   void add_fsdp_sync_and_step(int rank, int tp);
+  // expert_parallel_sync.cpp: plan.ep > 1 on a MoE model.
+  void add_expert_all_to_alls(int rank, int tp);
+  void add_expert_parallel_sync_and_step(int rank, int tp);
   // The data-parallel group of (rank, tp): dp x cp GPUs, in ring order.
   std::vector<int> data_parallel_members(int rank, int tp) const;
   // Each member's optimizer step over `parameters` local parameters, after

@@ -3,12 +3,17 @@
 #include <algorithm>
 
 #include "workloads/activation_memory.hpp"
+#include "workloads/expert_parallel.hpp"
 #include "workloads/iteration_builder.hpp"
 
 namespace trainsim::workloads {
 
 MemoryBreakdown bytes_per_parameter(const ParallelPlan& plan) {
-  const double d = std::max(plan.data_parallel_size(), 1);
+  return bytes_per_parameter(plan, plan.data_parallel_size());
+}
+
+MemoryBreakdown bytes_per_parameter(const ParallelPlan& plan, int replicas) {
+  const double d = std::max(replicas, 1);
   const double g = plan.grad_bytes;
   MemoryBreakdown b;
   b[MemoryKind::weights] = plan.zero_stage >= 3 ? 2 / d : 2;
@@ -33,7 +38,7 @@ double GpuMemoryModel::layer_parameters() const {
 
 double GpuMemoryModel::piece_parameters(int virtual_stage, int layer_in_chunk) const {
   const StageSlice slice = virtual_stage_slice(model_, plan_, virtual_stage);
-  double parameters = model_.layer_parameters();
+  double parameters = layer_parameters_per_gpu(model_, plan_, slice.first_layer + layer_in_chunk) * plan_.tp;
   if (slice.embedding && layer_in_chunk == 0)
     parameters += model_.embedding_parameters();
   if (slice.logits && layer_in_chunk == slice.layers - 1) {
@@ -61,17 +66,31 @@ double GpuMemoryModel::parameters(int rank) const {
   return parameters;
 }
 
+double GpuMemoryModel::expert_parameters(int rank) const {
+  double parameters = 0;
+  for (int chunk = 0; chunk < layout_.chunks; ++chunk) {
+    const StageSlice slice = virtual_stage_slice(model_, plan_, layout_.virtual_stage(rank, chunk));
+    for (int l = 0; l < slice.layers; ++l)
+      parameters += layer_expert_parameters_per_gpu(model_, plan_, slice.first_layer + l);
+  }
+  return parameters;
+}
+
 MemoryBreakdown GpuMemoryModel::resident(int rank) const {
-  const double p = parameters(rank);
+  // Expert parameters are replicated (and ZeRO-sharded) over the expert
+  // data-parallel group only.
+  const double experts = expert_parameters(rank);
+  const double dense = parameters(rank) - experts;
   MemoryBreakdown b = bytes_per_parameter(plan_);
-  for (double& bytes : b.bytes)
-    bytes *= p;
+  const MemoryBreakdown e = bytes_per_parameter(plan_, plan_.expert_data_parallel_size());
+  for (int k = 0; k < kMemoryKindCount; ++k)
+    b.bytes[k] = b.bytes[k] * dense + e.bytes[k] * experts;
   return b;
 }
 
 double GpuMemoryModel::stored_activations(int virtual_stage) const {
   const StageSlice slice = virtual_stage_slice(model_, plan_, virtual_stage);
-  double bytes = stage_activation_bytes(model_, plan_, slice.layers);
+  double bytes = stage_activation_bytes(model_, plan_, slice.layers, slice.first_layer);
   if (slice.embedding)
     bytes += embedding_activation_bytes(model_, plan_);
   if (slice.logits)
@@ -81,7 +100,9 @@ double GpuMemoryModel::stored_activations(int virtual_stage) const {
 
 double GpuMemoryModel::weight_gradient_hold(int virtual_stage) const {
   const StageSlice slice = virtual_stage_slice(model_, plan_, virtual_stage);
-  double bytes = slice.layers * layer_weight_gradient_hold_bytes(model_, plan_);
+  const int moe = model_.moe_layers_in(slice.first_layer, slice.layers);
+  double bytes = (slice.layers - moe) * layer_weight_gradient_hold_bytes(model_, plan_) +
+                 (moe > 0 ? moe * layer_weight_gradient_hold_bytes(model_, plan_, true) : 0.0);
   if (slice.logits)
     bytes += logits_weight_gradient_hold_bytes(model_, plan_);
   return bytes;
@@ -221,8 +242,8 @@ class RankWalk {
 
   double evicted_bytes(const ActivationEviction& e) const {
     const int vs = schedule_.virtual_stage(e.rank, e.chunk);
-    return stage_activation_bytes(memory_.model(), plan_,
-                                  virtual_stage_slice(memory_.model(), plan_, vs).layers);
+    const StageSlice slice = virtual_stage_slice(memory_.model(), plan_, vs);
+    return stage_activation_bytes(memory_.model(), plan_, slice.layers, slice.first_layer);
   }
 
   void reload(int k) {
@@ -281,7 +302,8 @@ MemoryEstimate estimate_memory(const ModelSpec& model, const ParallelPlan& plan,
     if (done <= 0)
       continue;  // one charge per evictor
     const int vs = schedule.virtual_stage(e.rank, e.chunk);
-    const double bytes = stage_activation_bytes(model, plan, virtual_stage_slice(model, plan, vs).layers);
+    const StageSlice slice = virtual_stage_slice(model, plan, vs);
+    const double bytes = stage_activation_bytes(model, plan, slice.layers, slice.first_layer);
     auto& acceptor = estimate.stages[static_cast<std::size_t>(e.acceptor)];
     acceptor.peak_bytes += done * bytes;
     acceptor.at_peak[MemoryKind::activations] += done * bytes;

@@ -40,6 +40,9 @@ namespace trainsim::workloads {
 //   stage 2: 2 + (g + 12) / D
 //   stage 3: (2 + g + 12) / D   (FSDP)
 MemoryBreakdown bytes_per_parameter(const ParallelPlan& plan);
+// The same for parameters replicated on `replicas` GPUs (D for dense ones,
+// the expert data-parallel dp x cp / ep for a MoE model's routed experts).
+MemoryBreakdown bytes_per_parameter(const ParallelPlan& plan, int replicas);
 
 // Net memory change of one op on one GPU: added when it starts, and when it
 // ends (negative: freed).
@@ -57,6 +60,8 @@ class GpuMemoryModel {
   // tied embeddings and the last virtual stage on another rank than the
   // first, Megatron's copy of the embedding for the output layer.
   double parameters(int rank) const;
+  // Of those, the routed experts' (sharded by expert parallelism).
+  double expert_parameters(int rank) const;
   // The same for one virtual stage (a model chunk).
   double chunk_parameters(int virtual_stage) const;
   // Parameters of one layer on one GPU (/ tp), and of a per-layer piece

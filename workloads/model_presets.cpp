@@ -25,7 +25,8 @@ ModelSpec gpt(std::string name, int layers, int hidden, int heads) {
                    .swiglu = false,
                    .learned_positions = true,
                    .tied_embeddings = true,
-                   .flash_attention = false};
+                   .flash_attention = false,
+                   .moe = {}};
 }
 
 // Llama-style: RoPE, RMSNorm, SwiGLU MLP, untied output projection, grouped-
@@ -43,7 +44,16 @@ ModelSpec llama(std::string name, int layers, int hidden, int heads, int kv_head
                    .swiglu = true,
                    .learned_positions = false,
                    .tied_embeddings = false,
-                   .flash_attention = true};
+                   .flash_attention = true,
+                   .moe = {}};
+}
+
+// Mixture-of-experts models: Llama-style layers whose MLP is routed experts.
+ModelSpec moe(std::string name, int layers, int hidden, int heads, int kv_heads, int ffn, int seq, int vocab,
+              MoeSpec spec) {
+  ModelSpec m = llama(std::move(name), layers, hidden, heads, kv_heads, ffn, seq, vocab);
+  m.moe = spec;
+  return m;
 }
 
 // Sources of the shapes:
@@ -62,6 +72,19 @@ ModelSpec llama(std::string name, int layers, int hidden, int heads, int kv_head
 //   Llama-3.1-{8B,70B,405B}: 8 key/value heads, 128,256 vocabulary. The 3.1
 //   models share the 3 shapes; their 128K context comes from a late
 //   long-context stage, so seq_len is the 8,192 of pre-training.
+// - Mixtral 8x7B: Jiang et al. 2024 ("Mixtral of Experts"), Table 1, and the
+//   config.json of mistralai/Mixtral-8x7B-v0.1: 32 layers, hidden 4096, 32
+//   heads, 8 key/value heads, 8 experts of ffn 14336 in every layer, top-2,
+//   32,000 vocabulary, untied; 46.7B parameters, 12.9B active. seq_len is
+//   the 4,096 of the Mistral 7B it grew from (the paper's 32K context is a
+//   capability, not a stated training length).
+// - DeepSeekMoE 16B: Dai et al. 2024 ("DeepSeekMoE", arXiv 2401.06066),
+//   Section 5 and Appendix A, and the config.json of
+//   deepseek-ai/deepseek-moe-16b-base: 28 layers, hidden 2048, 16 heads
+//   (full multi-head attention), 64 routed experts of ffn 1408 plus 2
+//   shared ones, top-6, the first layer dense with ffn 10944
+//   (first_k_dense_replace = 1), 102,400 vocabulary, 4,096 context, untied;
+//   16.4B parameters, 2.8B active.
 const std::vector<ModelSpec>& presets() {
   static const std::vector<ModelSpec> all = {
       gpt("gpt3-125m", 12, 768, 12),
@@ -82,6 +105,22 @@ const std::vector<ModelSpec>& presets() {
       llama("llama3.1-8b", 32, 4096, 32, 8, 14336, 8192, 128256),
       llama("llama3.1-70b", 80, 8192, 64, 8, 28672, 8192, 128256),
       llama("llama3.1-405b", 126, 16384, 128, 8, 53248, 8192, 128256),
+      moe("mixtral-8x7b", 32, 4096, 32, 8, 14336, 4096, 32000,
+          {.experts = 8,
+           .top_k = 2,
+           .expert_ffn_hidden = 14336,
+           .shared_experts = 0,
+           .layer_freq = 1,
+           .first_dense_layers = 0,
+           .capacity_factor = 1.0}),
+      moe("deepseek-moe-16b", 28, 2048, 16, 16, 10944, 4096, 102400,
+          {.experts = 64,
+           .top_k = 6,
+           .expert_ffn_hidden = 1408,
+           .shared_experts = 2,
+           .layer_freq = 1,
+           .first_dense_layers = 1,
+           .capacity_factor = 1.0}),
   };
   return all;
 }

@@ -1,15 +1,67 @@
 #include "workloads/model_spec.hpp"
 
+#include <algorithm>
+
 namespace trainsim::workloads {
 
+namespace {
+
+// One MLP of inner size f: three matrices gated, two with biases otherwise.
+double mlp_parameters(const ModelSpec& m, double f) {
+  const double h = m.hidden;
+  return m.swiglu ? 3 * h * f : 2 * h * f + f + h;
+}
+
+double mlp_matmul_parameters(const ModelSpec& m, double f) {
+  return (m.swiglu ? 3.0 : 2.0) * m.hidden * f;
+}
+
+}  // namespace
+
+bool ModelSpec::is_moe_layer(int layer) const {
+  return is_moe() && layer >= moe.first_dense_layers && layer % std::max(1, moe.layer_freq) == 0;
+}
+
+int ModelSpec::moe_layers_in(int first, int count) const {
+  int n = 0;
+  for (int l = first; l < first + count; ++l)
+    n += is_moe_layer(l) ? 1 : 0;
+  return n;
+}
+
 double ModelSpec::layer_parameters() const {
-  const double h = hidden, f = ffn_hidden;
+  const double h = hidden;
   const double kv = h * kv_heads / heads;
   // Q and O are h x h, K and V h x kv; biases only in GPT-style layers.
   const double attention = 2 * h * h + 2 * h * kv + (swiglu ? 0 : 2 * h + 2 * kv);
-  const double mlp = swiglu ? 3 * h * f : 2 * h * f + f + h;
   const double norms = swiglu ? 2 * h : 4 * h;  // RMSNorm has no bias
-  return attention + mlp + norms;
+  return attention + mlp_parameters(*this, ffn_hidden) + norms;
+}
+
+double ModelSpec::layer_parameters(int layer) const {
+  if (!is_moe_layer(layer))
+    return layer_parameters();
+  const double router = double(hidden) * moe.experts;
+  return layer_parameters() - mlp_parameters(*this, ffn_hidden) + router +
+         moe.shared_experts * mlp_parameters(*this, moe.expert_ffn_hidden) + expert_parameters(layer);
+}
+
+double ModelSpec::expert_parameters(int layer) const {
+  return is_moe_layer(layer) ? moe.experts * mlp_parameters(*this, moe.expert_ffn_hidden) : 0.0;
+}
+
+double ModelSpec::active_layer_parameters(int layer) const {
+  if (!is_moe_layer(layer))
+    return layer_parameters();
+  return layer_parameters(layer) - expert_parameters(layer) +
+         moe.top_k * mlp_parameters(*this, moe.expert_ffn_hidden);
+}
+
+double ModelSpec::active_parameter_count() const {
+  double p = embedding_parameters() + logits_parameters() + (swiglu ? hidden : 2.0 * hidden);
+  for (int l = 0; l < layers; ++l)
+    p += active_layer_parameters(l);
+  return p;
 }
 
 double ModelSpec::embedding_parameters() const {
@@ -22,8 +74,10 @@ double ModelSpec::logits_parameters() const {
 
 double ModelSpec::parameter_count() const {
   // The final norm adds 2h (GPT) or h (Llama).
-  return layers * layer_parameters() + embedding_parameters() + logits_parameters() +
-         (swiglu ? hidden : 2.0 * hidden);
+  double p = embedding_parameters() + logits_parameters() + (swiglu ? hidden : 2.0 * hidden);
+  for (int l = 0; l < layers; ++l)
+    p += layer_parameters(l);
+  return p;
 }
 
 double ModelSpec::layer_forward_flops(double micro_batch) const {
@@ -32,6 +86,26 @@ double ModelSpec::layer_forward_flops(double micro_batch) const {
   const double tokens = micro_batch * s;
   const double matmul_params = 2 * h * h + 2 * h * kv + (swiglu ? 3.0 : 2.0) * h * f;
   return 2 * tokens * matmul_params + attention_core_forward_flops(micro_batch);
+}
+
+double ModelSpec::layer_forward_flops(double micro_batch, int layer) const {
+  if (!is_moe_layer(layer))
+    return layer_forward_flops(micro_batch);
+  const double tokens = micro_batch * seq_len;
+  const double moe_matmul_parameters =
+      double(hidden) * moe.experts +
+      (moe.top_k + moe.shared_experts) * mlp_matmul_parameters(*this, moe.expert_ffn_hidden);
+  return layer_forward_flops(micro_batch) +
+         2 * tokens * (moe_matmul_parameters - mlp_matmul_parameters(*this, ffn_hidden));
+}
+
+double ModelSpec::layers_forward_flops(double micro_batch, int first, int count) const {
+  if (!is_moe())
+    return count * layer_forward_flops(micro_batch);
+  double flops = 0;
+  for (int l = first; l < first + count; ++l)
+    flops += layer_forward_flops(micro_batch, l);
+  return flops;
 }
 
 double ModelSpec::attention_core_forward_flops(double micro_batch) const {
@@ -44,7 +118,7 @@ double ModelSpec::logits_forward_flops(double micro_batch) const {
 }
 
 double ModelSpec::iteration_model_flops(double global_batch) const {
-  return 3 * (layers * layer_forward_flops(global_batch) + logits_forward_flops(global_batch));
+  return 3 * (layers_forward_flops(global_batch, 0, layers) + logits_forward_flops(global_batch));
 }
 
 }  // namespace trainsim::workloads

@@ -33,9 +33,16 @@ struct ParallelPlan {
   int pp = 1;
   // Context parallelism (ring attention): each sequence split over `cp`
   // GPUs, which pass key/value blocks around a ring in every attention.
-  // dp x tp x pp x cp = GPUs. (Expert parallelism, when it comes, is one
-  // more degree here and in gpu_of, between cp and dp as in Megatron.)
+  // dp x tp x pp x cp = GPUs.
   int cp = 1;
+  // Expert parallelism (MoE models): the routed experts of every MoE layer
+  // spread over `ep` GPUs, which exchange tokens with an all-to-all before
+  // the experts (dispatch) and after them (combine). As in Megatron-core
+  // (expert_tensor_parallel_size = tp), the EP group is carved out of the
+  // dp x cp GPUs that hold the same dense parameters: ep divides dp x cp,
+  // and an EP group is ep consecutive ranks of that dimension (expert_group
+  // below). It adds no GPUs: dp x tp x pp x cp = GPUs still.
+  int ep = 1;
   int micro_batch_size = 1;
   int global_batch_size = 1;
   ScheduleKind schedule = ScheduleKind::one_f_one_b;
@@ -64,6 +71,9 @@ struct ParallelPlan {
   // GPUs that hold replicas of the same parameters and reduce their
   // gradients together (and shard them under ZeRO): dp x cp.
   int data_parallel_size() const { return dp * cp; }
+  // GPUs holding replicas of the same experts (Megatron's expert data
+  // parallelism): dp x cp / ep.
+  int expert_data_parallel_size() const { return dp * cp / ep; }
   double grad_bucket_size_bytes() const {
     return grad_bucket_bytes > 0 ? grad_bucket_bytes : kDefaultGradBucketElements * grad_bytes;
   }
@@ -79,6 +89,12 @@ struct ParallelPlan {
   int dp_rank_of(int gpu) const { return (gpu / (tp * cp)) % dp; }
   int cp_rank_of(int gpu) const { return (gpu / tp) % cp; }
   int tp_rank_of(int gpu) const { return gpu % tp; }
+  // Position of a GPU in the dp x cp dimension (cp fastest): EP groups are
+  // blocks of ep consecutive positions, expert data-parallel groups the
+  // positions equal modulo ep.
+  int data_parallel_index(int dp_rank, int cp_rank) const { return cp_rank + cp * dp_rank; }
+  int expert_group_of(int dp_rank, int cp_rank) const { return data_parallel_index(dp_rank, cp_rank) / ep; }
+  int expert_rank_of(int dp_rank, int cp_rank) const { return data_parallel_index(dp_rank, cp_rank) % ep; }
 };
 
 }  // namespace trainsim::workloads

@@ -38,6 +38,8 @@ std::string_view to_string(CommKind kind) {
       return "dp";
     case CommKind::cp:
       return "cp";
+    case CommKind::ep:
+      return "ep";
   }
   return "?";
 }

@@ -30,9 +30,9 @@ inline bool is_compute(TaskKind kind) {
 }
 
 // Which parallelism a transfer serves; selects the GPU stream it runs on and
-// how its exposed time is reported. (Expert parallelism's all-to-all will be
-// one more kind, `ep`.)
-enum class CommKind : std::uint8_t { none, tp, pp, dp, cp };
+// how its exposed time is reported. `ep`: expert parallelism's all-to-all
+// dispatch and combine.
+enum class CommKind : std::uint8_t { none, tp, pp, dp, cp, ep };
 std::string_view to_string(CommKind kind);
 
 // The collective operations NCCL offers. broadcast: from the group's first

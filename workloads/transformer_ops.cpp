@@ -22,11 +22,14 @@ class OpList {
          .flops = 2 * m * n * k,
          .bytes = kActivationBytes * (m * k + k * n + m * n)});
   }
-  void batched_matmul(std::string name, OpPass pass, double batch, double m, double n, double k) {
+  // Per-head attention GEMMs (attention core), or a MoE layer's grouped
+  // expert GEMMs (not).
+  void batched_matmul(std::string name, OpPass pass, double batch, double m, double n, double k,
+                      bool core = true) {
     add({.name = std::move(name),
          .kind = OpKind::batched_matmul,
          .pass = pass,
-         .attention_core = true,
+         .attention_core = core,
          .m = m,
          .n = n,
          .k = k,
@@ -128,17 +131,101 @@ void attention_core(OpList& ops, const Dims& d, const LayerSetup& setup, OpPass 
   ops.batched_matmul("scores.dgrad_key", pass, batch, d.s, d.head_dim, d.s);    // dK = dS^T Q
 }
 
+// The MLP of a MoE layer, one pass, on one GPU of the TP group (expert
+// tensor parallelism = tp, so every expert's inner size is split over the
+// TP group like a dense MLP's). Forward: router GEMM [T, h] x [h, E] (not
+// split by TP) and its fp32 softmax + top-k; permute (gather each token's
+// top_k copies into per-expert order, padded to capacity); the E / ep local
+// experts as grouped GEMMs (Megatron's --moe-grouped-gemm: one kernel over
+// equal shapes), each on T x top_k x capacity x ep / E tokens: the balanced
+// share of the ep GPUs' tokens the EP all-to-all brings it; unpermute
+// (weighted sum of the top_k outputs back into token order); the shared
+// experts as one dense MLP of shared x expert_ffn. The all-to-alls
+// themselves are communication tasks (iteration builder). Returns, for the
+// weight-gradient pass, the local MLP weights whose gradients accumulate.
+double moe_mlp(OpList& ops, const ModelSpec& model, const LayerSetup& setup, const Dims& d, OpPass pass) {
+  const auto& moe = model.moe;
+  const bool gated = model.swiglu;
+  const double t = setup.tp;
+  const double experts = moe.experts;
+  const double local_experts = experts / setup.ep;
+  const double routed = d.tokens * moe.top_k * moe.capacity_factor;  // token copies through the experts
+  const double per_expert = routed * setup.ep / experts;             // rows of each local expert's GEMM
+  const double f = moe.expert_ffn_hidden / t;
+  const double up = gated ? 2 * f : f;
+  const double shared_f = moe.shared_experts * f;
+  const double shared_up = gated ? 2 * shared_f : shared_f;
+  // Token copies on this GPU: what the local experts process.
+  const double local_rows = per_expert * local_experts;
+  auto activation = [&](const std::string& name, OpPass p, double elements) {
+    if (p == OpPass::forward)
+      ops.elementwise(name, p, elements, gated ? 2 + 2 + 2 : 2 + 2);
+    else
+      ops.elementwise(name + ".bwd", p, elements, gated ? 2 + 2 + 2 + 2 + 2 : 2 + 2 + 2);
+  };
+  switch (pass) {
+    case OpPass::forward:
+      ops.matmul("router", pass, d.tokens, experts, d.h);
+      // fp32 logits: cast, softmax, top-k selection and the routing map.
+      ops.elementwise("router_topk", pass, d.tokens * experts, 2 + 4 + 4 + 4, 3);
+      ops.elementwise("permute", pass, local_rows * d.h, 2 + 2);
+      ops.batched_matmul("experts_up", pass, local_experts, per_expert, up, d.h, false);
+      activation("experts_act", pass, local_rows * f);
+      ops.batched_matmul("experts_down", pass, local_experts, per_expert, d.h, f, false);
+      ops.elementwise("unpermute", pass, local_rows * d.h, 2 + 2 + 2);
+      if (shared_f > 0) {
+        ops.matmul("shared_up", pass, d.tokens, shared_up, d.h);
+        activation("shared_act", pass, d.tokens * shared_f);
+        ops.matmul("shared_down", pass, d.tokens, d.h, shared_f);
+      }
+      return 0;
+    case OpPass::backward_input:
+      if (shared_f > 0) {
+        ops.matmul("shared_down.dgrad", pass, d.tokens, shared_f, d.h);
+        activation("shared_act", pass, d.tokens * shared_f);
+        ops.matmul("shared_up.dgrad", pass, d.tokens, d.h, shared_up);
+      }
+      ops.elementwise("unpermute.bwd", pass, local_rows * d.h, 2 + 2 + 2);
+      ops.batched_matmul("experts_down.dgrad", pass, local_experts, per_expert, f, d.h, false);
+      activation("experts_act", pass, local_rows * f);
+      ops.batched_matmul("experts_up.dgrad", pass, local_experts, per_expert, d.h, up, false);
+      ops.elementwise("permute.bwd", pass, local_rows * d.h, 2 + 2 + 2);
+      ops.elementwise("router_topk.bwd", pass, d.tokens * experts, 4 + 4 + 4 + 2, 2);
+      ops.matmul("router.dgrad", pass, d.tokens, d.h, experts);
+      return 0;
+    case OpPass::backward_weight:
+      ops.batched_matmul("experts_down.wgrad", pass, local_experts, f, d.h, per_expert, false);
+      ops.batched_matmul("experts_up.wgrad", pass, local_experts, d.h, up, per_expert, false);
+      if (shared_f > 0) {
+        ops.matmul("shared_down.wgrad", pass, shared_f, d.h, d.tokens);
+        ops.matmul("shared_up.wgrad", pass, d.h, shared_up, d.tokens);
+      }
+      ops.matmul("router.wgrad", pass, d.h, experts, d.tokens);
+      return d.h * experts + local_experts * (d.h * up + f * d.h) + d.h * shared_up + shared_f * d.h;
+  }
+  return 0;
+}
+
 }  // namespace
 
-LayerSetup layer_setup(const ModelSpec& model, double micro_batch, int tp, bool sequence_parallel) {
+LayerSetup layer_setup(const ModelSpec& model, double micro_batch, int tp, bool sequence_parallel, int ep) {
   return {.micro_batch = micro_batch,
           .tp = tp,
           .sequence_parallel = sequence_parallel,
           .flash_attention = model.flash_attention,
-          .dropout = !model.swiglu};
+          .dropout = !model.swiglu,
+          .ep = ep};
 }
 
 std::vector<TransformerOp> layer_ops(const ModelSpec& model, const LayerSetup& setup) {
+  return layer_ops(model, setup, false);
+}
+
+std::vector<TransformerOp> moe_layer_ops(const ModelSpec& model, const LayerSetup& setup) {
+  return layer_ops(model, setup, true);
+}
+
+std::vector<TransformerOp> layer_ops(const ModelSpec& model, const LayerSetup& setup, bool moe) {
   const Dims d = dims_of(model, setup);
   const bool gated = model.swiglu;
   const bool rope = !model.learned_positions;
@@ -161,12 +248,16 @@ std::vector<TransformerOp> layer_ops(const ModelSpec& model, const LayerSetup& s
   ops.matmul("proj", F, d.tokens, d.h, d.heads * d.head_dim);
   ops.elementwise("residual1", F, d.tokens_norm * d.h, residual_bytes);
   ops.elementwise("norm2", F, d.tokens_norm * d.h, 2 + 2);
-  ops.matmul("mlp_up", F, d.tokens, up_out, d.h);
-  if (gated)
-    ops.elementwise("swiglu", F, d.tokens * d.ffn, 2 + 2 + 2);  // silu(gate) * up
-  else
-    ops.elementwise("gelu", F, d.tokens * d.ffn, 2 + 2);  // fused bias + GeLU
-  ops.matmul("mlp_down", F, d.tokens, d.h, d.ffn);
+  if (moe) {
+    moe_mlp(ops, model, setup, d, F);
+  } else {
+    ops.matmul("mlp_up", F, d.tokens, up_out, d.h);
+    if (gated)
+      ops.elementwise("swiglu", F, d.tokens * d.ffn, 2 + 2 + 2);  // silu(gate) * up
+    else
+      ops.elementwise("gelu", F, d.tokens * d.ffn, 2 + 2);  // fused bias + GeLU
+    ops.matmul("mlp_down", F, d.tokens, d.h, d.ffn);
+  }
   ops.elementwise("residual2", F, d.tokens_norm * d.h, residual_bytes);
 
   // Backward, input gradients (B), in reverse order. A residual's backward
@@ -174,12 +265,16 @@ std::vector<TransformerOp> layer_ops(const ModelSpec& model, const LayerSetup& s
   // the gradients of the residual fork (read x and dy, write dx, then add).
   if (setup.dropout)
     ops.elementwise("residual2.bwd", B, d.tokens_norm * d.h, 2 + 1 + 2);
-  ops.matmul("mlp_down.dgrad", B, d.tokens, d.ffn, d.h);
-  if (gated)
-    ops.elementwise("swiglu.bwd", B, d.tokens * d.ffn, 2 + 2 + 2 + 2 + 2);
-  else
-    ops.elementwise("gelu.bwd", B, d.tokens * d.ffn, 2 + 2 + 2);
-  ops.matmul("mlp_up.dgrad", B, d.tokens, d.h, up_out);
+  if (moe) {
+    moe_mlp(ops, model, setup, d, B);
+  } else {
+    ops.matmul("mlp_down.dgrad", B, d.tokens, d.ffn, d.h);
+    if (gated)
+      ops.elementwise("swiglu.bwd", B, d.tokens * d.ffn, 2 + 2 + 2 + 2 + 2);
+    else
+      ops.elementwise("gelu.bwd", B, d.tokens * d.ffn, 2 + 2 + 2);
+    ops.matmul("mlp_up.dgrad", B, d.tokens, d.h, up_out);
+  }
   ops.elementwise("norm2.bwd", B, d.tokens_norm * d.h, 2 + 2 + 2 + 2 + 2, 2);
   if (setup.dropout)
     ops.elementwise("residual1.bwd", B, d.tokens_norm * d.h, 2 + 1 + 2);
@@ -194,13 +289,18 @@ std::vector<TransformerOp> layer_ops(const ModelSpec& model, const LayerSetup& s
   // over the tokens, the bias gradients (a reduction of dy per biased GEMM),
   // and the accumulation of this micro-batch's gradients into the 16-bit
   // .grad buffers (read both, write one).
-  ops.matmul("mlp_down.wgrad", W, d.ffn, d.h, d.tokens);
-  ops.matmul("mlp_up.wgrad", W, d.h, up_out, d.tokens);
+  double mlp_weights = d.h * up_out + d.ffn * d.h;
+  if (moe) {
+    mlp_weights = moe_mlp(ops, model, setup, d, W);
+  } else {
+    ops.matmul("mlp_down.wgrad", W, d.ffn, d.h, d.tokens);
+    ops.matmul("mlp_up.wgrad", W, d.h, up_out, d.tokens);
+  }
   ops.matmul("proj.wgrad", W, d.heads * d.head_dim, d.h, d.tokens);
   ops.matmul("qkv.wgrad", W, d.h, d.qkv_out, d.tokens);
   if (!gated)
-    ops.elementwise("bias.wgrad", W, d.tokens * (d.qkv_out + d.h + d.ffn + d.h), 2, 4);
-  const double weights = d.h * d.qkv_out + d.heads * d.head_dim * d.h + d.h * up_out + d.ffn * d.h;
+    ops.elementwise("bias.wgrad", W, d.tokens * (d.qkv_out + d.h + (moe ? 0.0 : d.ffn) + d.h), 2, 4);
+  const double weights = d.h * d.qkv_out + d.heads * d.head_dim * d.h + mlp_weights;
   ops.elementwise("grad_accumulate", W, weights, 2 + 2 + 2, 4);
   return ops.take();
 }

@@ -59,14 +59,22 @@ struct LayerSetup {
   // GPT-style layers train with dropout (Megatron default 0.1, attention and
   // hidden); Llama-style layers without.
   bool dropout = true;
+  // Expert parallelism: a MoE layer's experts spread over ep GPUs.
+  int ep = 1;
 };
 
 // The setup the model and plan imply (dropout: GPT-style layers only).
-LayerSetup layer_setup(const ModelSpec& model, double micro_batch, int tp, bool sequence_parallel = false);
+LayerSetup layer_setup(const ModelSpec& model, double micro_batch, int tp, bool sequence_parallel = false,
+                       int ep = 1);
 
 // Every op of one transformer layer, all passes, in execution order within a
 // pass.
 std::vector<TransformerOp> layer_ops(const ModelSpec& model, const LayerSetup& setup);
+// The same for a MoE layer (model.moe): attention as in layer_ops, then the
+// router, permute, the local experts' grouped GEMMs, unpermute and the
+// shared experts instead of the MLP (transformer_ops.cpp, moe_mlp).
+std::vector<TransformerOp> moe_layer_ops(const ModelSpec& model, const LayerSetup& setup);
+std::vector<TransformerOp> layer_ops(const ModelSpec& model, const LayerSetup& setup, bool moe);
 // Token (and learned position) embedding, with its dropout.
 std::vector<TransformerOp> embedding_ops(const ModelSpec& model, const LayerSetup& setup);
 // Final norm, output projection (vocabulary split over the TP group) and the

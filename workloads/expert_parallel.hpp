@@ -1,0 +1,38 @@
+#pragma once
+// Expert parallelism for mixture-of-experts models (model.moe,
+// plan.expert_parallel). Megatron-core's layout with expert tensor
+// parallelism equal to tp: the routed experts of each MoE layer are spread
+// over the ep GPUs of an EP group (ep consecutive positions of the dp x cp
+// dimension, same pipeline and TP rank), each GPU holding experts / ep of
+// them. In every MoE layer the EP group exchanges tokens twice in the
+// forward (dispatch before the experts, combine after them) and twice in
+// the backward (their gradients), as all-to-alls on the `ep` stream.
+// Dense parameters are replicated over the whole data-parallel group and
+// reduce their gradients over it; expert parameters are replicated only
+// over the expert data-parallel group (dp x cp / ep GPUs, positions equal
+// modulo ep) and reduce over that. docs/moe.md.
+#include "workloads/cost_model.hpp"
+#include "workloads/model_spec.hpp"
+#include "workloads/parallel_plan.hpp"
+#include "workloads/schedule.hpp"
+
+namespace trainsim::workloads {
+
+// Parameters of layer `layer` on one GPU: dense ones / tp, routed experts
+// / (tp x ep).
+double layer_parameters_per_gpu(const ModelSpec& model, const ParallelPlan& plan, int layer);
+// Of those, the routed experts' (expert data-parallel, sharded by ep).
+double layer_expert_parameters_per_gpu(const ModelSpec& model, const ParallelPlan& plan, int layer);
+
+// Bytes each EP rank puts into one dispatch (or combine) all-to-all: its
+// tokens' top_k copies of the hidden state in bf16, padded to the capacity
+// factor, 2 x b x s / cp x top_k x h x capacity, over tp with sequence
+// parallelism (each TP rank dispatches its own share of the tokens).
+double ep_all_to_all_bytes(const ModelSpec& model, const ParallelPlan& plan);
+// All-to-alls one op runs per EP group over `moe_layers` MoE layers:
+// forward 2 per layer (dispatch, combine), backward and zero-bubble input
+// gradient 2 per layer (4 with full recomputation, which redoes the
+// forward's), weight gradient none.
+int ep_all_to_alls(const ParallelPlan& plan, PipeOpKind kind, int moe_layers);
+
+}  // namespace trainsim::workloads
