@@ -21,8 +21,8 @@ nlohmann::json read_json(const fs::path& path) {
 }
 
 // GPT-3 1.3B on one DGX A100 (8 GPUs), global batch 16, in a space small
-// enough to simulate every plan in a test: ZeRO 0 / 1, recompute none /
-// selective, micro-batch 1 / 2, schedules 1f1b and interleaved.
+// enough to simulate every plan in a test: tp 1 or 2, any pp, micro-batch 1
+// or 2, 1f1b or interleaved (v = 2), ZeRO 1, no recomputation.
 std::vector<std::string> small_case(const fs::path& out, int top) {
   return {"plan",
           "--model",
@@ -34,9 +34,13 @@ std::vector<std::string> small_case(const fs::path& out, int top) {
           "--global-batch",
           "16",
           "--set",
-          "plan.zero_stage=[0,1]",
+          "plan.tp=[1,2]",
           "--set",
-          "plan.recompute=[none,selective]",
+          "plan.zero_stage=1",
+          "--set",
+          "plan.recompute=none",
+          "--set",
+          "plan.sequence_parallel=false",
           "--set",
           "plan.micro_batch_size=[1,2]",
           "--set",
