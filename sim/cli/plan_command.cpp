@@ -140,6 +140,11 @@ int plan_command(const PlanOptions& options) {
                                      search.memory_pruned.front().message));
     for (const auto& e : search.invalid_examples)
       problems.push_back("for example: " + e);
+    if (search.enumerated == 0)
+      problems.push_back(
+          "the search has no plan to try: tp must divide the GPUs per node and the GPU count, and pp the "
+          "GPUs "
+          "left (check the values fixed with --set)");
     problems.push_back("expected more GPUs, a smaller global batch or model, or fewer restrictions (--set)");
     throw sim::InputError(problems);
   }

@@ -294,6 +294,15 @@ BaseDocument base_document(const PlanSearchRequest& request) {
   return base;
 }
 
+// Without --scenario the document is built here, and yaml-cpp gives the
+// plan map it builds a mark at 1:1 of no file: drop that location.
+std::string without_synthetic_location(const std::string& message, const PlanSearchRequest& request) {
+  const std::string prefix = "trainsim plan:1:1: ";
+  if (request.scenario.empty() && message.rfind(prefix, 0) == 0)
+    return message.substr(prefix.size());
+  return message;
+}
+
 // Reads the cluster section alone, to size the cluster for --gpus.
 platforms::ClusterSpec read_base_cluster(const YAML::Node& root, const InputSource& source) {
   ErrorList errors;
@@ -394,19 +403,23 @@ PlanSearch prepare_plan_search(const PlanSearchRequest& request) {
     } catch (const InfeasiblePlan& e) {
       if (e.reason() == Infeasibility::does_not_fit_in_memory) {
         ++search.pruned[static_cast<std::size_t>(workloads::PruneReason::does_not_fit_in_memory)];
-        search.memory_pruned.push_back(
-            {key, workloads::plan_label(plan), e.problems().empty() ? std::string() : e.problems().front()});
+        search.memory_pruned.push_back({key, workloads::plan_label(plan),
+                                        e.problems().empty()
+                                            ? std::string()
+                                            : without_synthetic_location(e.problems().front(), request)});
       } else {
         ++search.pruned[static_cast<std::size_t>(workloads::PruneReason::invalid_plan)];
         if (search.invalid_examples.size() < 3 && !e.problems().empty())
-          search.invalid_examples.push_back(e.problems().front());
+          search.invalid_examples.push_back(without_synthetic_location(e.problems().front(), request));
       }
     } catch (const InputError& e) {
       // Not a property of the plan: something in the base that only shows
       // with some plans. Reported once, after the loop.
-      for (const auto& problem : e.problems())
+      for (const auto& raw : e.problems()) {
+        const std::string problem = without_synthetic_location(raw, request);
         if (std::find(unexpected.begin(), unexpected.end(), problem) == unexpected.end())
           unexpected.push_back(problem);
+      }
     }
   }
   if (!unexpected.empty())
