@@ -72,10 +72,12 @@ TEST(PlanSpace, AppliesScheduleRulesAndSkipsMeaninglessCombinations) {
   const PlanSpace space = enumerate_plans(model, o);
   std::size_t interleaved = 0;
   for (const auto& plan : space.candidates) {
-    if (plan.pp == 1)
+    if (plan.pp == 1) {
       EXPECT_EQ(plan.schedule, ScheduleKind::one_f_one_b);
-    if (plan.sequence_parallel)
+    }
+    if (plan.sequence_parallel) {
       EXPECT_GT(plan.tp, 1);
+    }
     if (plan.schedule == ScheduleKind::interleaved_one_f_one_b) {
       ++interleaved;
       EXPECT_EQ(plan.micro_batches() % plan.pp, 0);
