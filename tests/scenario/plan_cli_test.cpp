@@ -4,6 +4,7 @@
 // clear message and exit status 1.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <set>
 
@@ -106,6 +107,8 @@ TEST(PlanCli, PlansThatDoNotFitArePrunedCountedAndNeverSimulated) {
                           "-j",
                           "2",
                           "--quiet",
+                          "--format",
+                          "csv",
                           "--out",
                           dir.string()});
   ASSERT_EQ(r.status, 0) << r.err << r.out;
@@ -117,7 +120,10 @@ TEST(PlanCli, PlansThatDoNotFitArePrunedCountedAndNeverSimulated) {
   for (const auto& [reason, count] : plans["pruned"].items())
     pruned += count.get<std::size_t>();
   EXPECT_EQ(plans["enumerated"].get<std::size_t>(), pruned + plans["feasible"].get<std::size_t>());
-  EXPECT_NE(r.out.find(std::to_string(oom) + " does not fit in GPU memory"), std::string::npos) << r.out;
+  // With --format csv the pruning goes to stderr and stdout holds the table.
+  EXPECT_NE(r.err.find(std::to_string(oom) + " does not fit in GPU memory"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out.rfind("rank,key,plan,estimate_rank,estimate_s,iteration_time_s,", 0), 0u) << r.out;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 3) << r.out;
 
   std::set<std::string> simulated;
   for (const auto& entry : fs::directory_iterator(dir / "points"))
