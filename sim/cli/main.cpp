@@ -9,6 +9,7 @@
 #include "sim/cli/collective_command.hpp"
 #include "sim/cli/compare_command.hpp"
 #include "sim/cli/merge_command.hpp"
+#include "sim/cli/plan_command.hpp"
 #include "sim/cli/report_command.hpp"
 #include "sim/cli/run_command.hpp"
 #include "sim/cli/sweep_command.hpp"
@@ -31,6 +32,8 @@ int main(int argc, char** argv) {
   auto* merge = trainsim::cli::add_merge_command(app, merge_options);
   trainsim::cli::CompareOptions compare_options;
   auto* compare = trainsim::cli::add_compare_command(app, compare_options);
+  trainsim::cli::PlanOptions plan_options;
+  auto* plan = trainsim::cli::add_plan_command(app, plan_options);
   trainsim::cli::ReportOptions report_options;
   auto* report = trainsim::cli::add_report_command(app, report_options);
   trainsim::cli::ValidateOptions validate_options;
@@ -53,6 +56,8 @@ int main(int argc, char** argv) {
       return trainsim::cli::merge_command(merge_options);
     if (compare->parsed())
       return trainsim::cli::compare_command(compare_options);
+    if (plan->parsed())
+      return trainsim::cli::plan_command(plan_options);
     if (report->parsed())
       return trainsim::cli::report_command(report_options);
     if (validate->parsed())

@@ -1,0 +1,261 @@
+#include "sim/cli/plan_command.hpp"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include "analysis/plan_report.hpp"
+#include "platforms/presets.hpp"
+#include "sim/input_error.hpp"
+#include "sim/study/plan_search.hpp"
+#include "sim/study/point_runner.hpp"
+#include "workloads/model_spec.hpp"
+
+namespace trainsim::cli {
+namespace fs = std::filesystem;
+
+CLI::App* add_plan_command(CLI::App& app, PlanOptions& options) {
+  auto* cmd = app.add_subcommand(
+      "plan", "Search the parallel plans of a model on N GPUs: prune, estimate, simulate the best K, rank");
+  cmd->add_option("-m,--model", options.model,
+                  "Model preset (" + workloads::model_preset_names_for_message() +
+                      ") or a YAML file whose `model` section is used");
+  cmd->add_option("-c,--cluster", options.cluster,
+                  "Cluster preset (" + platforms::cluster_preset_names() +
+                      ") or a YAML file whose `cluster` section is used");
+  cmd->add_option("--scenario", options.scenario,
+                  "Base scenario: its model and cluster unless --model / --cluster, and its other plan keys "
+                  "(context_parallel, overlap_grad_reduce, ...) for every plan");
+  cmd->add_option("-g,--gpus", options.gpus, "GPU count (whole nodes of the cluster)")
+      ->required()
+      ->check(CLI::Range(1, 1 << 24));
+  cmd->add_option("-b,--global-batch", options.global_batch,
+                  "Global batch in sequences (default: the base scenario's plan.global_batch_size)")
+      ->check(CLI::Range(1, 1 << 30));
+  cmd->add_option("--seq-len", options.seq_len, "Sequence length (default: the model's)")
+      ->check(CLI::Range(1, 1 << 24));
+  cmd->add_option("-k,--top", options.top, "Plans to simulate, the best by estimate (default 8)")
+      ->check(CLI::Range(1, 100000));
+  cmd->add_option("-j,--jobs", options.jobs, "Worker processes (default: one per processor)")
+      ->check(CLI::Range(1, 4096));
+  cmd->add_option("-o,--out", options.out_dir,
+                  "Directory for plans.csv, plans.json and points/ (default: runs/plan-<model>-<gpus>)");
+  cmd->add_option("-s,--set", options.overrides,
+                  "Override a base value, KEY=VALUE with a dotted key (repeatable); on a searched plan key "
+                  "(plan.tp, plan.schedule, ...) it fixes that axis: --set plan.zero_stage=[0,1]");
+  cmd->add_option("--format", options.format, "table (default) or csv (the ranked table only, on stdout)")
+      ->check(CLI::IsMember({"table", "csv"}));
+  cmd->add_option("--fidelity", options.fidelity,
+                  "cluster.collectives.fidelity of the simulations: fast (default), detailed, or cluster "
+                  "(the cluster's own setting)")
+      ->check(CLI::IsMember({"fast", "detailed", "cluster"}));
+  cmd->add_option("--keep", options.keep, "Outputs kept per simulated plan: summary (default) or all")
+      ->check(CLI::IsMember({"all", "summary"}));
+  cmd->add_flag("-q,--quiet", options.quiet, "No progress display");
+  return cmd;
+}
+
+namespace {
+
+std::string folder_name(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+                    c == '-' || c == '_';
+    out += ok ? c : '_';
+  }
+  return out;
+}
+
+nlohmann::ordered_json plan_json(const workloads::ParallelPlan& p) {
+  return {{"tp", p.tp},
+          {"pp", p.pp},
+          {"dp", p.dp},
+          {"context_parallel", p.cp},
+          {"virtual_stages", p.virtual_stages},
+          {"micro_batch_size", p.micro_batch_size},
+          {"global_batch_size", p.global_batch_size},
+          {"schedule", std::string(to_string(p.schedule))},
+          {"recompute", std::string(to_string(p.recompute))},
+          {"zero_stage", p.zero_stage},
+          {"sequence_parallel", p.sequence_parallel}};
+}
+
+double figure(const nlohmann::ordered_json& summary, const char* key) {
+  const auto it = summary.find(key);
+  return it != summary.end() && it->is_number() ? it->get<double>() : 0.0;
+}
+
+void write_atomically(const fs::path& path, const std::string& text) {
+  const fs::path aside = path.string() + ".partial";
+  {
+    std::ofstream out(aside, std::ios::binary);
+    out << text;
+    if (!out)
+      throw sim::InputError({fmt::format("{}: cannot write", aside.string())});
+  }
+  fs::rename(aside, path);
+}
+
+}  // namespace
+
+int plan_command(const PlanOptions& options) {
+  sim::PlanSearchRequest request;
+  request.model = options.model;
+  request.cluster = options.cluster;
+  request.scenario = options.scenario;
+  request.gpus = options.gpus;
+  request.global_batch_size = options.global_batch;
+  request.seq_len = options.seq_len;
+  request.overrides = options.overrides;
+  request.fidelity = options.fidelity == "cluster" ? std::string() : options.fidelity;
+  const sim::PlanSearch search = sim::prepare_plan_search(request);
+  const auto& base = search.base;
+  const int batch = search.ranked.empty() ? 0 : search.ranked.front().plan.global_batch_size;
+
+  // Pruning, on stderr for csv (stdout holds the table alone).
+  std::ostream& info = options.format == "csv" ? std::cerr : std::cout;
+  const auto& group = base.cluster.groups.front();
+  info << fmt::format("# trainsim plan: {} (seq {}) on {} x {} ({}), global batch {}\n", base.model.name,
+                      base.model.seq_len, options.gpus, group.gpu.name, search.cluster_source,
+                      batch > 0 ? batch : options.global_batch);
+  std::size_t pruned_total = 0;
+  for (auto n : search.pruned)
+    pruned_total += n;
+  info << fmt::format("# {} plans enumerated, {} pruned, {} feasible:\n", search.enumerated, pruned_total,
+                      search.ranked.size());
+  for (std::size_t r = 0; r < workloads::kPruneReasonCount; ++r)
+    if (search.pruned[r] > 0)
+      info << fmt::format("#   {:>7} {}\n", search.pruned[r],
+                          describe(static_cast<workloads::PruneReason>(r)));
+  if (search.ranked.empty()) {
+    std::vector<std::string> problems{fmt::format("no plan of {} on {} GPUs at global batch {} is feasible",
+                                                  base.model.name, options.gpus, options.global_batch)};
+    if (!search.memory_pruned.empty())
+      problems.push_back(fmt::format("for example {}: {}", search.memory_pruned.front().label,
+                                     search.memory_pruned.front().message));
+    for (const auto& e : search.invalid_examples)
+      problems.push_back("for example: " + e);
+    if (search.enumerated == 0)
+      problems.push_back(
+          "the search has no plan to try: tp must divide the GPUs per node and the GPU count, and pp the "
+          "GPUs "
+          "left (check the values fixed with --set)");
+    problems.push_back("expected more GPUs, a smaller global batch or model, or fewer restrictions (--set)");
+    throw sim::InputError(problems);
+  }
+
+  const std::size_t top = std::min<std::size_t>(static_cast<std::size_t>(options.top), search.ranked.size());
+  const fs::path out_dir =
+      options.out_dir.empty()
+          ? fs::path("runs") / folder_name(fmt::format("plan-{}-{}", base.model.name, options.gpus))
+          : fs::path(options.out_dir);
+  std::error_code ec;
+  fs::create_directories(out_dir / "points", ec);
+  if (ec)
+    throw sim::InputError(
+        {fmt::format("{}: cannot create the output directory: {}", out_dir.string(), ec.message())});
+
+  std::vector<sim::PointJob> jobs;
+  for (std::size_t i = 0; i < top; ++i)
+    jobs.push_back(
+        sim::PointJob{search.ranked[i].key, search.ranked[i].label, search.ranked[i].scenario_yaml});
+  sim::RunnerOptions runner;
+  runner.root = out_dir / "points";
+  runner.jobs =
+      options.jobs > 0 ? options.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  runner.keep = options.keep == "all" ? sim::KeepOutputs::all : sim::KeepOutputs::summary;
+  runner.trainsim_exe = sim::current_executable();
+  runner.progress = options.quiet ? sim::ProgressStyle::none : sim::default_progress_style();
+  info << fmt::format(
+      "# simulating the best {} by estimate (collectives fidelity {}), {} worker{}; outputs in {}\n", top,
+      search.fidelity.empty() ? std::string("as the cluster says") : search.fidelity, runner.jobs,
+      runner.jobs == 1 ? "" : "s", out_dir.string());
+  std::vector<sim::PointOutcome> outcomes;
+  try {
+    outcomes = sim::run_points(jobs, runner, std::cerr);
+  } catch (const sim::Interrupted& e) {
+    std::cerr << fmt::format("interrupted (signal {}): {} of {} plans finished; rerun to resume\n",
+                             e.signal(), e.finished(), e.total());
+    return 128 + e.signal();
+  }
+
+  analysis::PlanReport report;
+  report.search = {{"model", base.model.name},
+                   {"model_source", search.model_source},
+                   {"cluster", base.cluster.name},
+                   {"cluster_source", search.cluster_source},
+                   {"gpu", group.gpu.name},
+                   {"gpus", options.gpus},
+                   {"global_batch_size", batch},
+                   {"seq_len", base.model.seq_len},
+                   {"top", top},
+                   {"fidelity", search.fidelity.empty() ? std::string("cluster") : search.fidelity}};
+  report.enumerated = search.enumerated;
+  for (std::size_t r = 0; r < workloads::kPruneReasonCount; ++r)
+    report.pruned.emplace_back(std::string(to_string(static_cast<workloads::PruneReason>(r))),
+                               search.pruned[r]);
+  int status = 0;
+  for (std::size_t i = 0; i < search.ranked.size(); ++i) {
+    const auto& c = search.ranked[i];
+    analysis::PlanRow row;
+    row.key = c.key;
+    row.label = c.label;
+    row.plan = plan_json(c.plan);
+    row.estimate_rank = static_cast<int>(i + 1);
+    row.estimate_s = c.estimate.iteration_s;
+    row.estimate_bubble_s = c.estimate.bubble_s;
+    row.estimate_tp_comm_s = c.estimate.tp_comm_s;
+    row.estimate_pp_comm_s = c.estimate.pp_comm_s;
+    row.estimate_dp_exposed_s = c.estimate.dp_exposed_s;
+    row.estimate_compute_s = c.estimate.compute_s;
+    if (i < top) {
+      row.selected = true;
+      row.folder = (fs::path("points") / c.key).string();
+      const auto& outcome = outcomes[i];
+      if (outcome.state == sim::PointState::failed) {
+        row.failure =
+            outcome.error.empty() ? fmt::format("exit status {}", outcome.exit_status) : outcome.error;
+        status = std::max(status, outcome.exit_status == 1 ? 1 : 2);
+      } else {
+        const auto& s = outcome.summary;
+        row.simulated = analysis::SimulatedPlan{
+            figure(s, "iteration_time_s"),  figure(s, "tokens_per_s"),    figure(s, "mfu"),
+            figure(s, "peak_memory_bytes"), figure(s, "bubble_fraction"), figure(s, "exposed_comm_fraction"),
+            figure(s, "compute_fraction")};
+      }
+    }
+    report.rows.push_back(std::move(row));
+  }
+  for (const auto& m : search.memory_pruned)
+    report.memory_pruned.push_back({{"key", m.key}, {"plan", m.label}, {"reason", m.message}});
+
+  std::ostringstream csv, json;
+  analysis::write_plans_csv(csv, report);
+  analysis::write_plans_json(json, report);
+  write_atomically(out_dir / "plans.csv", csv.str());
+  write_atomically(out_dir / "plans.json", json.str());
+
+  if (options.format == "csv") {
+    analysis::write_plan_table_csv(std::cout, report);
+    return status;
+  }
+  std::cout << '\n';
+  analysis::write_plan_table(std::cout, report);
+  std::cout << '\n';
+  for (const auto& line : analysis::explain_winner(report))
+    std::cout << line << '\n';
+  const auto ranking = analysis::simulated_ranking(report);
+  if (!ranking.empty() && ranking.front()->simulated)
+    std::cout << fmt::format("\nall {} feasible plans in {}, {}; rerun the winner with: trainsim run {}\n",
+                             report.rows.size(), (out_dir / "plans.csv").string(),
+                             (out_dir / "plans.json").string(),
+                             (out_dir / ranking.front()->folder / "scenario.yaml").string());
+  return status;
+}
+
+}  // namespace trainsim::cli

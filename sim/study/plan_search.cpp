@@ -1,0 +1,437 @@
+#include "sim/study/plan_search.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
+
+#include "platforms/presets.hpp"
+#include "sim/cost_model_choice.hpp"
+#include "sim/infeasible_plan.hpp"
+#include "sim/input_error.hpp"
+#include "sim/scenario_document.hpp"
+#include "sim/scenario_sections.hpp"
+#include "sim/yaml_reader.hpp"
+#include "workloads/schedule.hpp"
+
+namespace trainsim::sim {
+namespace {
+
+using workloads::Recompute;
+using workloads::ScheduleKind;
+
+constexpr ScheduleKind kAllSchedules[] = {
+    ScheduleKind::gpipe, ScheduleKind::one_f_one_b, ScheduleKind::interleaved_one_f_one_b,
+    ScheduleKind::zb_h1, ScheduleKind::zb_h2,       ScheduleKind::zb_v,
+    ScheduleKind::bpipe, ScheduleKind::dualpipe_v};
+constexpr Recompute kAllRecompute[] = {Recompute::none, Recompute::selective, Recompute::full};
+
+// The plan keys the search varies (a --set on one of them fixes that axis).
+constexpr const char* kAxisKeys[] = {
+    "plan.tp",        "plan.pp",         "plan.micro_batch_size", "plan.schedule", "plan.virtual_stages",
+    "plan.recompute", "plan.zero_stage", "plan.sequence_parallel"};
+
+YAML::Node read_yaml_file(const std::string& path, const std::string& option) {
+  std::ifstream in(path);
+  if (!in)
+    throw InputError({fmt::format("{} {}: cannot open the file", option, path)});
+  std::stringstream text;
+  text << in.rdbuf();
+  try {
+    YAML::Node root = YAML::Load(text.str());
+    if (!root.IsMap())
+      throw InputError({fmt::format("{}: expected a YAML map (a scenario file)", path)});
+    return root;
+  } catch (const YAML::Exception& e) {
+    throw InputError(
+        {fmt::format("{}:{}:{}: not valid YAML: {}", path, e.mark.line + 1, e.mark.column + 1, e.msg)});
+  }
+}
+
+// The scalars of a --set value on an axis key: one value, or a YAML list.
+std::vector<std::string> axis_words(const std::string& assignment, const std::string& value_text) {
+  YAML::Node value;
+  try {
+    value = YAML::Load(value_text);
+  } catch (const YAML::Exception&) {
+    throw InputError({fmt::format("--set {}: the value is not valid YAML", assignment)});
+  }
+  std::vector<std::string> words;
+  if (value.IsScalar())
+    words.push_back(value.Scalar());
+  else if (value.IsSequence())
+    for (const auto& v : value)
+      if (v.IsScalar())
+        words.push_back(v.Scalar());
+  if (words.empty() || (value.IsSequence() && words.size() != value.size()))
+    throw InputError({fmt::format("--set {}: expected a value or a list of values, e.g. {}=4 or {}=[2,4]",
+                                  assignment, assignment.substr(0, assignment.find('=')),
+                                  assignment.substr(0, assignment.find('=')))});
+  return words;
+}
+
+std::vector<int> axis_integers(const std::string& assignment, const std::vector<std::string>& words, int min,
+                               int max) {
+  std::vector<int> out;
+  for (const auto& w : words) {
+    std::size_t used = 0;
+    int n = 0;
+    try {
+      n = std::stoi(w, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != w.size() || w.empty() || n < min || n > max)
+      throw InputError(
+          {fmt::format("--set {}: '{}' is not an integer in [{}, {}]", assignment, w, min, max)});
+    out.push_back(n);
+  }
+  return out;
+}
+
+template <class E, std::size_t N>
+std::vector<E> axis_choices(const std::string& assignment, const std::vector<std::string>& words,
+                            const E (&all)[N]) {
+  std::vector<E> out;
+  for (const auto& w : words) {
+    std::optional<E> found;
+    std::string names;
+    for (E e : all) {
+      names += fmt::format("{}{}", names.empty() ? "" : ", ", to_string(e));
+      if (to_string(e) == w)
+        found = e;
+    }
+    if (!found)
+      throw InputError({fmt::format("--set {}: '{}' is not one of {}", assignment, w, names)});
+    out.push_back(*found);
+  }
+  return out;
+}
+
+std::vector<bool> axis_booleans(const std::string& assignment, const std::vector<std::string>& words) {
+  std::vector<bool> out;
+  for (const auto& w : words) {
+    if (w == "true")
+      out.push_back(true);
+    else if (w == "false")
+      out.push_back(false);
+    else
+      throw InputError({fmt::format("--set {}: '{}' is not true or false", assignment, w)});
+  }
+  return out;
+}
+
+void set_axis(workloads::PlanSpaceOptions& space, const std::string& key, const std::string& assignment,
+              const std::string& value) {
+  const auto words = axis_words(assignment, value);
+  if (key == "plan.tp")
+    space.tp = axis_integers(assignment, words, 1, 1 << 20);
+  else if (key == "plan.pp")
+    space.pp = axis_integers(assignment, words, 1, 1 << 20);
+  else if (key == "plan.micro_batch_size")
+    space.micro_batch_sizes = axis_integers(assignment, words, 1, 1 << 20);
+  else if (key == "plan.virtual_stages")
+    space.virtual_stages = axis_integers(assignment, words, 2, 1 << 20);
+  else if (key == "plan.zero_stage")
+    space.zero_stages = axis_integers(assignment, words, 0, 3);
+  else if (key == "plan.schedule")
+    space.schedules = axis_choices(assignment, words, kAllSchedules);
+  else if (key == "plan.recompute")
+    space.recompute = axis_choices(assignment, words, kAllRecompute);
+  else if (key == "plan.sequence_parallel")
+    space.sequence_parallel = axis_booleans(assignment, words);
+}
+
+std::optional<int> integer_at(const YAML::Node& map, const char* key) {
+  if (!map.IsMap() || !map[key] || !map[key].IsScalar())
+    return std::nullopt;
+  try {
+    return map[key].as<int>();
+  } catch (const YAML::Exception&) {
+    return std::nullopt;
+  }
+}
+
+// Sets a plan key in a candidate document and says where it came from.
+template <class T>
+void set_plan_key(YAML::Node& root, InputSource& source, const std::string& key, const T& value,
+                  const std::string& origin) {
+  root["plan"][key] = value;
+  source.mark_override("plan." + key, origin);
+}
+
+struct BaseDocument {
+  YAML::Node root;
+  InputSource source{""};
+  workloads::PlanSpaceOptions space;
+  std::string model_source, cluster_source, fidelity;
+};
+
+BaseDocument base_document(const PlanSearchRequest& request) {
+  BaseDocument base;
+  ErrorList errors;
+  const std::string file = request.scenario.empty() ? std::string("trainsim plan") : request.scenario;
+  base.source = InputSource(file);
+  auto& source = base.source;
+  base.root = request.scenario.empty() ? YAML::Node(YAML::NodeType::Map)
+                                       : read_yaml_file(request.scenario, "--scenario");
+  YAML::Node& root = base.root;
+  for (const char* key : kStudySectionKeys)
+    if (root[key])
+      throw InputError(
+          {fmt::format("--scenario {}: is a study file (it has a `{}` section); expected a "
+                       "scenario, whose plan the search replaces",
+                       request.scenario, key)});
+
+  if (!request.model.empty()) {
+    if (workloads::find_model_preset(request.model)) {
+      YAML::Node model(YAML::NodeType::Map);
+      model["preset"] = request.model;
+      root["model"] = model;
+      source.mark_override("model", fmt::format("--model {}", request.model));
+      base.model_source = request.model;
+    } else if (std::filesystem::is_regular_file(request.model)) {
+      const YAML::Node other = read_yaml_file(request.model, "--model");
+      if (!other["model"])
+        throw InputError({fmt::format("--model {}: the file has no `model` section", request.model)});
+      root["model"] = other["model"];
+      source.mark_origin("model", request.model);
+      base.model_source = fmt::format("{} (model section)", request.model);
+    } else {
+      throw InputError(
+          {fmt::format("--model {}: neither a model preset (expected one of {}) nor a readable "
+                       "YAML file with a `model` section",
+                       request.model, workloads::model_preset_names_for_message())});
+    }
+  } else if (!root["model"]) {
+    throw InputError(
+        {"no model: give --model PRESET or --model FILE (a YAML file with a `model` section), "
+         "or --scenario FILE with a `model` section"});
+  } else {
+    base.model_source = fmt::format("{} (model section)", request.scenario);
+  }
+
+  if (!request.cluster.empty()) {
+    if (platforms::find_cluster_preset(request.cluster) != nullptr) {
+      YAML::Node cluster(YAML::NodeType::Map);
+      cluster["preset"] = request.cluster;
+      root["cluster"] = cluster;
+      source.mark_override("cluster.preset", fmt::format("--cluster {}", request.cluster));
+      base.cluster_source = request.cluster;
+    } else if (std::filesystem::is_regular_file(request.cluster)) {
+      const YAML::Node other = read_yaml_file(request.cluster, "--cluster");
+      if (!other["cluster"])
+        throw InputError({fmt::format("--cluster {}: the file has no `cluster` section", request.cluster)});
+      root["cluster"] = other["cluster"];
+      source.mark_origin("cluster", request.cluster);
+      base.cluster_source = fmt::format("{} (cluster section)", request.cluster);
+    } else {
+      throw InputError(
+          {fmt::format("--cluster {}: neither a cluster preset (expected one of {}) nor a "
+                       "readable YAML file with a `cluster` section",
+                       request.cluster, platforms::cluster_preset_names())});
+    }
+  } else if (!root["cluster"]) {
+    throw InputError(
+        {"no cluster: give --cluster PRESET or --cluster FILE (a YAML file with a `cluster` "
+         "section), or --scenario FILE with a `cluster` section"});
+  } else {
+    base.cluster_source = fmt::format("{} (cluster section)", request.scenario);
+  }
+  if (!root["plan"] || !root["plan"].IsMap())
+    root["plan"] = YAML::Node(YAML::NodeType::Map);
+
+  if (request.seq_len > 0) {
+    root["model"]["seq_len"] = request.seq_len;
+    source.mark_override("model.seq_len", fmt::format("--seq-len {}", request.seq_len));
+  }
+
+  // --set: on a varied key it fixes the axis; anything else edits the base.
+  bool fidelity_set = false;
+  for (const auto& assignment : request.overrides) {
+    const auto eq = assignment.find('=');
+    const std::string key = assignment.substr(0, eq);
+    if (key == "plan.dp")
+      errors.add(
+          fmt::format("--set {}: dp is derived by the search (GPUs / (tp x pp x cp)); fix tp or pp "
+                      "instead",
+                      assignment));
+    else if (key == "cluster.nodes")
+      errors.add(fmt::format("--set {}: the node count follows from --gpus {}; change --gpus instead",
+                             assignment, request.gpus));
+    else if (key == "plan.global_batch_size")
+      errors.add(fmt::format("--set {}: use --global-batch instead", assignment));
+    if (eq != std::string::npos &&
+        std::find(std::begin(kAxisKeys), std::end(kAxisKeys), key) != std::end(kAxisKeys)) {
+      set_axis(base.space, key, assignment, assignment.substr(eq + 1));
+      continue;
+    }
+    if (key.rfind("cluster.collectives", 0) == 0)
+      fidelity_set = true;
+    apply_override(root, assignment, source, errors);
+  }
+  errors.throw_if_any();
+  if (!request.fidelity.empty() && !fidelity_set) {
+    root["cluster"]["collectives"]["fidelity"] = request.fidelity;
+    source.mark_override("cluster.collectives.fidelity", fmt::format("--fidelity {}", request.fidelity));
+  }
+  base.fidelity = request.fidelity;
+
+  // The global batch.
+  int batch = request.global_batch_size;
+  if (batch == 0)
+    batch = integer_at(root["plan"], "global_batch_size").value_or(0);
+  if (batch <= 0)
+    throw InputError({"no global batch: give --global-batch B (sequences per iteration)"});
+  base.space.global_batch_size = batch;
+  root["plan"]["global_batch_size"] = batch;
+  if (request.global_batch_size > 0)
+    source.mark_override("plan.global_batch_size", fmt::format("--global-batch {}", batch));
+  base.space.context_parallel = integer_at(root["plan"], "context_parallel").value_or(1);
+  return base;
+}
+
+// Without --scenario the document is built here, and yaml-cpp gives the
+// plan map it builds a mark at 1:1 of no file: drop that location.
+std::string without_synthetic_location(const std::string& message, const PlanSearchRequest& request) {
+  const std::string prefix = "trainsim plan:1:1: ";
+  if (request.scenario.empty() && message.rfind(prefix, 0) == 0)
+    return message.substr(prefix.size());
+  return message;
+}
+
+// Reads the cluster section alone, to size the cluster for --gpus.
+platforms::ClusterSpec read_base_cluster(const YAML::Node& root, const InputSource& source) {
+  ErrorList errors;
+  Scenario scenario;
+  MapReader top(YAML::Clone(root), "", source, errors);
+  if (auto cluster = top.map("cluster"))
+    read_cluster_section(*cluster, scenario);
+  errors.throw_if_any();
+  return scenario.cluster;
+}
+
+}  // namespace
+
+PlanSearch prepare_plan_search(const PlanSearchRequest& request) {
+  if (request.gpus < 1)
+    throw InputError({fmt::format("--gpus {}: expected a positive GPU count", request.gpus)});
+  BaseDocument base = base_document(request);
+  PlanSearch search;
+  search.model_source = base.model_source;
+  search.cluster_source = base.cluster_source;
+  search.fidelity = base.fidelity;
+
+  // Size the cluster: N GPUs of its node shape.
+  const platforms::ClusterSpec cluster = read_base_cluster(base.root, base.source);
+  const int gpus_per_node = cluster.groups.front().gpus_per_node;
+  if (cluster.groups.size() == 1) {
+    if (request.gpus % gpus_per_node != 0)
+      throw InputError({fmt::format(
+          "--gpus {}: the cluster {} has {} GPUs per node; expected a multiple of {} (whole nodes)",
+          request.gpus, cluster.name, gpus_per_node, gpus_per_node)});
+    base.root["cluster"]["nodes"] = request.gpus / gpus_per_node;
+    base.source.mark_override("cluster.nodes", fmt::format("--gpus {}", request.gpus));
+  } else if (request.gpus != cluster.gpu_count()) {
+    throw InputError({fmt::format(
+        "--gpus {}: the mixed cluster {} has {} GPUs in {} node groups; expected "
+        "--gpus {} (a mixed cluster is searched as it is)",
+        request.gpus, cluster.name, cluster.gpu_count(), cluster.groups.size(), cluster.gpu_count())});
+  }
+  const int cp = std::max(1, base.space.context_parallel);
+  if (request.gpus % cp != 0)
+    throw InputError(
+        {fmt::format("--gpus {}: plan.context_parallel {} does not divide it", request.gpus, cp)});
+
+  // The model and cluster, checked once with a placeholder plan that always
+  // divides (one stage, one micro-batch per replica), so that malformed
+  // input is reported once rather than for every plan.
+  {
+    YAML::Node probe = YAML::Clone(base.root);
+    YAML::Node plan(YAML::NodeType::Map);
+    plan["global_batch_size"] = request.gpus / cp;
+    plan["context_parallel"] = cp;
+    probe["plan"] = plan;
+    try {
+      search.base = load_scenario_document(probe, base.source, LoadOptions{.check_memory = false});
+    } catch (const InfeasiblePlan& e) {
+      throw InputError(e.problems());
+    }
+  }
+
+  base.space.gpus = request.gpus;
+  base.space.gpus_per_node = gpus_per_node;
+  const workloads::PlanSpace space = workloads::enumerate_plans(search.base.model, base.space);
+  search.pruned = space.pruned;
+  search.enumerated = space.enumerated;
+
+  std::vector<std::string> unexpected;
+  for (const auto& plan : space.candidates) {
+    const std::string key = workloads::plan_key(plan);
+    const std::string origin = fmt::format("plan search candidate {}", key);
+    YAML::Node root = YAML::Clone(base.root);
+    InputSource source = base.source;
+    root["name"] = fmt::format("plan-{}", key);
+    set_plan_key(root, source, "dp", plan.dp, origin);
+    set_plan_key(root, source, "tp", plan.tp, origin);
+    set_plan_key(root, source, "pp", plan.pp, origin);
+    set_plan_key(root, source, "micro_batch_size", plan.micro_batch_size, origin);
+    set_plan_key(root, source, "schedule", std::string(to_string(plan.schedule)), origin);
+    set_plan_key(root, source, "virtual_stages", plan.virtual_stages, origin);
+    set_plan_key(root, source, "recompute", std::string(to_string(plan.recompute)), origin);
+    set_plan_key(root, source, "zero_stage", plan.zero_stage, origin);
+    set_plan_key(root, source, "sequence_parallel", plan.sequence_parallel, origin);
+    try {
+      const Scenario scenario = load_scenario_document(root, source);
+      PlanCandidate c;
+      c.plan = scenario.plan;
+      c.key = key;
+      c.label = workloads::plan_label(scenario.plan);
+      const auto cost = make_cost_model(scenario);
+      c.estimate = workloads::estimate_plan(scenario.model, scenario.plan, scenario.cluster, *cost);
+      YAML::Emitter emitter;
+      emitter << root;
+      c.scenario_yaml = fmt::format(
+          "# Plan {} of `trainsim plan` ({} on {} x {} GPUs, global batch {}).\n"
+          "# Simulate it alone with: trainsim run <this file>\n{}\n",
+          key, search.base.model.name, request.gpus, cluster.groups.front().gpu.name,
+          base.space.global_batch_size, emitter.c_str());
+      search.ranked.push_back(std::move(c));
+    } catch (const InfeasiblePlan& e) {
+      if (e.reason() == Infeasibility::does_not_fit_in_memory) {
+        ++search.pruned[static_cast<std::size_t>(workloads::PruneReason::does_not_fit_in_memory)];
+        search.memory_pruned.push_back({key, workloads::plan_label(plan),
+                                        e.problems().empty()
+                                            ? std::string()
+                                            : without_synthetic_location(e.problems().front(), request)});
+      } else {
+        ++search.pruned[static_cast<std::size_t>(workloads::PruneReason::invalid_plan)];
+        if (search.invalid_examples.size() < 3 && !e.problems().empty())
+          search.invalid_examples.push_back(without_synthetic_location(e.problems().front(), request));
+      }
+    } catch (const InputError& e) {
+      // Not a property of the plan: something in the base that only shows
+      // with some plans. Reported once, after the loop.
+      for (const auto& raw : e.problems()) {
+        const std::string problem = without_synthetic_location(raw, request);
+        if (std::find(unexpected.begin(), unexpected.end(), problem) == unexpected.end())
+          unexpected.push_back(problem);
+      }
+    }
+  }
+  if (!unexpected.empty())
+    throw InputError(unexpected);
+
+  std::stable_sort(search.ranked.begin(), search.ranked.end(),
+                   [](const PlanCandidate& a, const PlanCandidate& b) {
+                     if (a.estimate.iteration_s != b.estimate.iteration_s)
+                       return a.estimate.iteration_s < b.estimate.iteration_s;
+                     return a.key < b.key;
+                   });
+  return search;
+}
+
+}  // namespace trainsim::sim

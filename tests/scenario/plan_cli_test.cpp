@@ -1,0 +1,175 @@
+// `trainsim plan` end to end: the search with a small K finds the plan that
+// simulating every feasible plan finds; plans that do not fit in memory are
+// pruned, counted and never simulated; bad arguments are refused with a
+// clear message and exit status 1.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "support/cli.hpp"
+
+namespace trainsim::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+nlohmann::json read_json(const fs::path& path) {
+  return nlohmann::json::parse(read_file(path));
+}
+
+// GPT-3 1.3B on one DGX A100 (8 GPUs), global batch 16, in a space small
+// enough to simulate every plan in a test: tp 1 or 2, any pp, micro-batch 1
+// or 2, 1f1b or interleaved (v = 2), ZeRO 1, no recomputation.
+std::vector<std::string> small_case(const fs::path& out, int top) {
+  return {"plan",
+          "--model",
+          "gpt3-1.3b",
+          "--cluster",
+          "dgx-a100-hdr",
+          "--gpus",
+          "8",
+          "--global-batch",
+          "16",
+          "--set",
+          "plan.tp=[1,2]",
+          "--set",
+          "plan.zero_stage=1",
+          "--set",
+          "plan.recompute=none",
+          "--set",
+          "plan.sequence_parallel=false",
+          "--set",
+          "plan.micro_batch_size=[1,2]",
+          "--set",
+          "plan.schedule=[1f1b,interleaved_1f1b]",
+          "--set",
+          "plan.virtual_stages=2",
+          "--top",
+          std::to_string(top),
+          "-j",
+          "2",
+          "--quiet",
+          "--out",
+          out.string()};
+}
+
+TEST(PlanCli, SmallTopKFindsTheWinnerOfAnExhaustiveSimulation) {
+  const auto dir = fresh_dir("plan-exhaustive");
+  const auto all = run_cli(small_case(dir / "all", 1000));
+  ASSERT_EQ(all.status, 0) << all.err << all.out;
+  const auto exhaustive = read_json(dir / "all" / "plans.json");
+  const std::size_t feasible = exhaustive["feasible"];
+  ASSERT_GE(feasible, 8u);
+  ASSERT_EQ(exhaustive["ranking"].size(), feasible);  // every feasible plan simulated
+  const std::string winner = exhaustive["ranking"][0];
+
+  const auto few = run_cli(small_case(dir / "few", 3));
+  ASSERT_EQ(few.status, 0) << few.err << few.out;
+  const auto searched = read_json(dir / "few" / "plans.json");
+  EXPECT_EQ(searched["ranking"].size(), 3u);
+  EXPECT_EQ(searched["ranking"][0], winner) << few.out;
+  EXPECT_NE(few.out.find("Winner: "), std::string::npos) << few.out;
+  EXPECT_NE(few.out.find("It beats #2 ("), std::string::npos) << few.out;
+
+  // The estimate is close enough to rank: within 25% of every simulation.
+  for (const auto& row : exhaustive["plans"]) {
+    ASSERT_EQ(row["status"], "simulated") << row.dump();
+    const double estimate = row["estimate"]["iteration_time_s"];
+    const double simulated = row["simulated"]["iteration_time_s"];
+    EXPECT_NEAR(estimate / simulated, 1.0, 0.25) << row["key"];
+  }
+  fs::remove_all(dir);
+}
+
+// Llama-2 7B on 8 A100s at 4k tokens: many plans do not fit. They are
+// counted, listed with the memory model's reason, and never simulated.
+TEST(PlanCli, PlansThatDoNotFitArePrunedCountedAndNeverSimulated) {
+  const auto dir = fresh_dir("plan-memory");
+  const auto r = run_cli({"plan",
+                          "--model",
+                          "llama2-7b",
+                          "--cluster",
+                          "dgx-a100-hdr",
+                          "--gpus",
+                          "8",
+                          "--global-batch",
+                          "32",
+                          "--set",
+                          "plan.schedule=1f1b",
+                          "--set",
+                          "plan.recompute=[none,full]",
+                          "--top",
+                          "2",
+                          "-j",
+                          "2",
+                          "--quiet",
+                          "--format",
+                          "csv",
+                          "--out",
+                          dir.string()});
+  ASSERT_EQ(r.status, 0) << r.err << r.out;
+  const auto plans = read_json(dir / "plans.json");
+  const std::size_t oom = plans["pruned"]["does_not_fit_in_memory"];
+  EXPECT_GT(oom, 0u);
+  EXPECT_EQ(plans["does_not_fit_in_memory"].size(), oom);
+  std::size_t pruned = 0;
+  for (const auto& [reason, count] : plans["pruned"].items())
+    pruned += count.get<std::size_t>();
+  EXPECT_EQ(plans["enumerated"].get<std::size_t>(), pruned + plans["feasible"].get<std::size_t>());
+  // With --format csv the pruning goes to stderr and stdout holds the table.
+  EXPECT_NE(r.err.find(std::to_string(oom) + " does not fit in GPU memory"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out.rfind("rank,key,plan,estimate_rank,estimate_s,iteration_time_s,", 0), 0u) << r.out;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 3) << r.out;
+
+  std::set<std::string> simulated;
+  for (const auto& entry : fs::directory_iterator(dir / "points"))
+    simulated.insert(entry.path().filename().string());
+  EXPECT_EQ(simulated.size(), 2u);
+  for (const auto& p : plans["does_not_fit_in_memory"]) {
+    EXPECT_EQ(simulated.count(p["key"].get<std::string>()), 0u) << p["key"];
+    EXPECT_NE(p["reason"].get<std::string>().find("does not fit in GPU memory"), std::string::npos);
+  }
+  for (const auto& key : simulated) {
+    const auto summary = read_json(dir / "points" / key / "summary.json");
+    EXPECT_TRUE(summary["fits_in_memory"].get<bool>()) << key;
+  }
+  fs::remove_all(dir);
+}
+
+void expect_refused(const std::vector<std::string>& args, const std::string& message) {
+  const auto r = run_cli(args);
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
+}
+
+TEST(PlanCli, RefusesBadArgumentsWithClearMessages) {
+  const std::vector<std::string> base = {"plan",           "--cluster", "dgx-a100-hdr", "--gpus", "8",
+                                         "--global-batch", "16"};
+  auto with = [&](std::vector<std::string> extra) {
+    auto args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  };
+  expect_refused(with({"--model", "gpt3-1.4b"}), "--model gpt3-1.4b: neither a model preset");
+  expect_refused(
+      {"plan", "--model", "gpt3-1.3b", "--cluster", "dgx-z100", "--gpus", "8", "--global-batch", "16"},
+      "--cluster dgx-z100: neither a cluster preset");
+  expect_refused(
+      {"plan", "--model", "gpt3-1.3b", "--cluster", "dgx-a100-hdr", "--gpus", "12", "--global-batch", "16"},
+      "--gpus 12: the cluster dgx-a100-hdr has 8 GPUs per node; expected a multiple of 8");
+  expect_refused(with({"--model", "gpt3-1.3b", "--set", "plan.dp=2"}), "--set plan.dp=2: dp is derived");
+  expect_refused(with({"--model", "gpt3-1.3b", "--set", "plan.schedule=fast"}),
+                 "--set plan.schedule=fast: 'fast' is not one of");
+  expect_refused(with({"--model", "gpt3-1.3b", "--set", "model.hiden=4096"}), "model.hiden");
+  expect_refused({"plan", "--model", "gpt3-1.3b", "--cluster", "dgx-a100-hdr", "--gpus", "8"},
+                 "no global batch: give --global-batch B");
+  expect_refused(with({}), "no model: give --model");
+  expect_refused(with({"--model", "gpt3-1.3b", "--set", "plan.tp=3"}), "no plan of gpt3-1.3b on 8 GPUs");
+}
+
+}  // namespace
+}  // namespace trainsim::testing

@@ -1,0 +1,81 @@
+#pragma once
+// The parallel plans a plan search (`trainsim plan`) considers for one model
+// on N GPUs at one global batch, and the arithmetic rules that prune them
+// before anything costs time: the space is the product of
+//
+//   tp                 divisors of the GPUs per node that divide N (TP stays in a node)
+//   pp                 divisors of N / (tp x cp)
+//   micro-batch size   1, 2, 4, 8
+//   schedule           1f1b, interleaved_1f1b (v = 2, 4, 8), zb_h1, bpipe (by default;
+//                      any schedule on request); pp = 1 runs 1f1b only, since every
+//                      schedule is the same single stage there
+//   recompute          none, selective, full
+//   ZeRO stage         0, 1, 2, 3
+//   sequence parallel  false, and true when tp > 1
+//
+// with dp = N / (tp x pp x cp) and cp fixed by the caller. Each plan of the
+// product is either a candidate or pruned for the first rule it breaks, in
+// the order of PruneReason; the memory check and the loader's other rules
+// come later (sim/study/plan_search.hpp) and add their own counts.
+#include <array>
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "workloads/model_spec.hpp"
+#include "workloads/parallel_plan.hpp"
+
+namespace trainsim::workloads {
+
+enum class PruneReason : unsigned char {
+  tp_does_not_divide_heads,   // model.heads % tp != 0
+  pp_does_not_divide_layers,  // model.layers % pp != 0
+  batch_does_not_divide,      // global batch % (micro-batch x dp) != 0
+  schedule_rule,              // schedule_problems(): interleaving's m % pp, layers % (pp x v)
+  invalid_plan,               // another rule of the scenario loader
+  does_not_fit_in_memory,     // the memory model's peak exceeds a GPU's HBM
+};
+inline constexpr std::size_t kPruneReasonCount = 6;
+// "tp_does_not_divide_heads", ...: the words written in plans.json.
+std::string_view to_string(PruneReason reason);
+// "tp does not divide the heads", ...: for the terminal.
+std::string_view describe(PruneReason reason);
+
+struct PlanSpaceOptions {
+  int gpus = 0;
+  int gpus_per_node = 0;
+  int global_batch_size = 0;
+  int context_parallel = 1;
+  // Empty: the defaults above. A single value fixes that axis.
+  std::vector<int> tp;
+  std::vector<int> pp;
+  std::vector<int> micro_batch_sizes;
+  std::vector<ScheduleKind> schedules;
+  std::vector<int> virtual_stages;  // interleaved_1f1b's v; default 2, 4, 8
+  std::vector<Recompute> recompute;
+  std::vector<int> zero_stages;
+  std::vector<bool> sequence_parallel;
+  // The base plan's other settings (gradient dtype, bucketing), copied into
+  // every candidate.
+  ParallelPlan base;
+};
+
+struct PlanSpace {
+  std::vector<ParallelPlan> candidates;  // in enumeration order
+  std::array<std::size_t, kPruneReasonCount> pruned{};
+  std::size_t enumerated = 0;  // candidates + every pruned plan
+};
+
+// Throws std::invalid_argument when gpus, gpus_per_node or the batch is not
+// positive (the CLI checks them first, with messages).
+PlanSpace enumerate_plans(const ModelSpec& model, const PlanSpaceOptions& options);
+
+// A plan's identity, e.g. "tp2-pp4-dp8-cp1-v1-mb2-1f1b-selective-z1-sp": the
+// key ties in the ranking are broken by, the name of its folder.
+std::string plan_key(const ParallelPlan& plan);
+// Human text: "tp2 pp4 dp8 mb2 1f1b rc=selective zero1 sp" (defaults left
+// out: cp 1, v 1, recompute none, zero 0, no sp).
+std::string plan_label(const ParallelPlan& plan);
+
+}  // namespace trainsim::workloads
