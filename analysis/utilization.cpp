@@ -9,9 +9,12 @@ namespace trainsim::analysis {
 std::string comm_op_label(const workloads::Task& task) {
   if (task.kind == workloads::TaskKind::collective)
     return std::string(workloads::to_string(task.comm)) + "_" + std::string(workloads::to_string(task.op));
-  if (task.kind == workloads::TaskKind::send)
-    return std::string(workloads::to_string(task.comm)) + "_" +
-           std::string(workloads::to_string(task.transfer));
+  if (task.kind == workloads::TaskKind::send) {
+    // A transfer whose content the builder did not tag is a plain send.
+    const std::string_view what =
+        task.transfer == workloads::TransferKind::none ? "send" : workloads::to_string(task.transfer);
+    return std::string(workloads::to_string(task.comm)) + "_" + std::string(what);
+  }
   return {};
 }
 

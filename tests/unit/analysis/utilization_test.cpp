@@ -98,6 +98,7 @@ TEST(Utilization, ExposedCommunicationIsSplitByOperationAndAddsUp) {
   EXPECT_EQ(comm_op_label(graph[ag]), "dp_all_gather");
   EXPECT_EQ(comm_op_label(graph[evict]), "pp_evict");
   EXPECT_EQ(comm_op_label(graph[f]), "");
+  EXPECT_EQ(comm_op_label({.kind = TaskKind::send, .comm = CommKind::pp, .gpu = 0, .peer = 1}), "pp_send");
   ASSERT_EQ(u.exposed_by_op_s.size(), 3u);
   EXPECT_DOUBLE_EQ(u.exposed_by_op_s.at("dp_all_gather"), 0.75);
   EXPECT_DOUBLE_EQ(u.exposed_by_op_s.at("dp_reduce_scatter"), 1.25);
