@@ -235,11 +235,19 @@ void write_summary_json(std::ostream& out, const RunContext& run, const Report& 
                        {"utilization", link.utilization},
                        {"peak_concurrent_flows", link.peak_concurrent_flows}});
   }
+  ordered_json exposed_by_op_s = ordered_json::object();
+  ordered_json exposed_by_op_fraction = ordered_json::object();
+  for (const auto& [label, seconds] : ut.exposed_by_op_s) {
+    exposed_by_op_s[label] = seconds;
+    exposed_by_op_fraction[label] = gpu_time > 0 ? seconds / gpu_time : 0;
+  }
   double link_bytes = 0;
   for (const auto& link : ut.links)
     link_bytes += link.bytes;
   j["utilization"] = {{"exposed_comm_by_kind_gpu_seconds", by_comm_kind(ut.exposed_by_kind_s)},
                       {"exposed_comm_by_kind_fraction", exposed_fraction},
+                      {"exposed_comm_by_op_gpu_seconds", exposed_by_op_s},
+                      {"exposed_comm_by_op_fraction", exposed_by_op_fraction},
                       {"flows", ut.flow_count},
                       {"links_used", ut.links.size()},
                       {"link_bytes", link_bytes},
@@ -257,6 +265,8 @@ void write_summary_json(std::ostream& out, const RunContext& run, const Report& 
       {"source", "SimGrid host energy plugin: idle power without compute, max power while computing"},
       {"energy_J", en.energy_J},
       {"energy_per_token_J", en.energy_per_token_J},
+      // Its inverse, the efficiency figure of scaling studies (higher is better).
+      {"tokens_per_J", en.energy_J > 0 ? s.tokens_per_iteration / en.energy_J : 0},
       {"average_power_per_gpu_W", en.average_power_per_gpu_W},
       {"cluster_power_W", en.cluster_power_W},
       {"idle_energy_J", en.idle_energy_J},

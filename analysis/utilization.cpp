@@ -6,6 +6,18 @@
 
 namespace trainsim::analysis {
 
+std::string comm_op_label(const workloads::Task& task) {
+  if (task.kind == workloads::TaskKind::collective)
+    return std::string(workloads::to_string(task.comm)) + "_" + std::string(workloads::to_string(task.op));
+  if (task.kind == workloads::TaskKind::send) {
+    // A transfer whose content the builder did not tag is a plain send.
+    const std::string_view what =
+        task.transfer == workloads::TransferKind::none ? "send" : workloads::to_string(task.transfer);
+    return std::string(workloads::to_string(task.comm)) + "_" + std::string(what);
+  }
+  return {};
+}
+
 std::size_t comm_kind_index(workloads::CommKind kind) {
   for (std::size_t i = 0; i < kCommKinds.size(); ++i)
     if (kCommKinds[i] == kind)
@@ -15,36 +27,39 @@ std::size_t comm_kind_index(workloads::CommKind kind) {
 
 namespace {
 
-// Splits the time with no compute among the communication kinds active at
-// each moment (sweep over every boundary).
-CommSeconds exposed_split(const std::vector<Interval>& compute,
-                          const std::array<std::vector<Interval>, kCommKinds.size()>& by_kind) {
+// Splits the time with no compute among the communication categories
+// active at each moment (sweep over every boundary): each list is one
+// category's merged busy intervals.
+template <typename Lists>
+std::vector<double> exposed_split(const std::vector<Interval>& compute, const Lists& by_category) {
   std::vector<double> cuts;
-  for (const auto& list : by_kind)
+  for (const auto& list : by_category)
     for (const auto& [a, b] : list) {
       cuts.push_back(a);
       cuts.push_back(b);
     }
   std::sort(cuts.begin(), cuts.end());
   cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
-  CommSeconds out{};
-  std::array<std::size_t, kCommKinds.size()> pos{};
+  const std::size_t n = std::size(by_category);
+  std::vector<double> out(n, 0.0);
+  std::vector<std::size_t> pos(n, 0);
+  std::vector<char> active(n, 0);
   for (std::size_t i = 0; i + 1 < cuts.size(); ++i) {
     const double lo = cuts[i], hi = cuts[i + 1];
     const double mid = 0.5 * (lo + hi);
-    std::array<bool, kCommKinds.size()> active{};
     int count = 0;
-    for (std::size_t k = 0; k < kCommKinds.size(); ++k) {
-      const auto& list = by_kind[k];
+    std::size_t k = 0;
+    for (const auto& list : by_category) {
       while (pos[k] < list.size() && list[pos[k]].second <= lo)
         ++pos[k];
       active[k] = pos[k] < list.size() && list[pos[k]].first <= mid;
       count += active[k];
+      ++k;
     }
     if (count == 0)
       continue;
     const double exposed = (hi - lo) - covered_length(compute, lo, hi);
-    for (std::size_t k = 0; k < kCommKinds.size(); ++k)
+    for (k = 0; k < n; ++k)
       if (active[k])
         out[k] += exposed / count;
   }
@@ -61,11 +76,30 @@ Utilization analyze_utilization(const workloads::TaskGraph& graph, const Timelin
   const auto gpus = static_cast<std::size_t>(graph.gpu_count);
   std::vector<std::vector<Interval>> compute(gpus);
   std::vector<std::array<std::vector<Interval>, kCommKinds.size()>> comm(gpus);
+  // Per GPU, per communication label (index into `labels`).
+  std::map<std::string, std::size_t> label_index;
+  std::vector<std::string> labels;
+  std::vector<std::vector<std::vector<Interval>>> by_op(gpus);
+  const auto add_op = [&](std::size_t gpu, const std::string& label, double a, double b) {
+    auto [it, inserted] = label_index.try_emplace(label, labels.size());
+    if (inserted)
+      labels.push_back(label);
+    auto& lists = by_op[gpu];
+    if (lists.size() <= it->second)
+      lists.resize(it->second + 1);
+    lists[it->second].emplace_back(a, b);
+  };
   for (const auto& r : timeline.records) {
     const auto& task = graph[r.task];
     if (r.stream == Stream::compute) {
       compute[static_cast<std::size_t>(r.gpu)].emplace_back(r.start_s, r.end_s);
       continue;
+    }
+    const std::string label = comm_op_label(task);
+    if (!label.empty()) {
+      add_op(static_cast<std::size_t>(r.gpu), label, r.start_s, r.end_s);
+      if (task.kind == workloads::TaskKind::send && task.peer >= 0)
+        add_op(static_cast<std::size_t>(task.peer), label, r.start_s, r.end_s);
     }
     const std::size_t k = comm_kind_index(task.comm);
     if (k >= kCommKinds.size())
@@ -89,9 +123,17 @@ Utilization analyze_utilization(const workloads::TaskGraph& graph, const Timelin
     s.compute_busy_s = total_length(c);
     s.comm_busy_s = total_length(any);
     s.overlap_s = overlap_length(c, any);
-    s.exposed_by_kind_s = exposed_split(c, comm[g]);
+    const auto split = exposed_split(c, comm[g]);
+    std::copy(split.begin(), split.end(), s.exposed_by_kind_s.begin());
     for (std::size_t k = 0; k < kCommKinds.size(); ++k)
       u.exposed_by_kind_s[k] += s.exposed_by_kind_s[k];
+    auto& lists = by_op[g];
+    lists.resize(labels.size());
+    for (auto& list : lists)
+      list = merge_intervals(std::move(list));
+    const auto op_split = exposed_split(c, lists);
+    for (std::size_t k = 0; k < labels.size(); ++k)
+      u.exposed_by_op_s[labels[k]] += op_split[k];
   }
 
   // Links: bytes, busy time (union of flow lifetimes) and peak concurrency.

@@ -4,6 +4,7 @@
 // link the bytes it carried, the fraction of the iteration it carried any
 // flow, its mean load and the most flows it carried at once.
 #include <array>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -49,7 +50,19 @@ struct Utilization {
   std::vector<LinkUsage> links;     // in link index order
   std::vector<int> hottest;         // up to 10 link indices, by utilization then busy fraction
   CommSeconds exposed_by_kind_s{};  // summed over GPUs
+  // The same exposed time split finer, by what is communicated: a
+  // collective's parallelism and operation (`dp_all_gather`,
+  // `dp_reduce_scatter`, `tp_all_reduce`, `cp_all_gather`) or a pipeline
+  // transfer's content (`pp_activation`, `pp_gradient`, BPipe's `pp_evict`
+  // and `pp_reload`); summed over GPUs. Only labels of tasks the graph has.
+  // Adds up to the total exposed communication (cp included, which
+  // exposed_by_kind_s leaves out).
+  std::map<std::string, double> exposed_by_op_s;
 };
+
+// The label exposed_by_op_s files a communication task under; empty for a
+// compute task.
+std::string comm_op_label(const workloads::Task& task);
 
 Utilization analyze_utilization(const workloads::TaskGraph& graph, const Timeline& timeline);
 

@@ -29,6 +29,9 @@ CLI::App* add_sweep_command(CLI::App& app, SweepOptions& options) {
                   "the shards with `trainsim merge`");
   cmd->add_option("-s,--set", options.overrides,
                   "Override a scenario value in every point, KEY=VALUE with a dotted key (repeatable)");
+  cmd->add_option("--only", options.only,
+                  "Run a subset: keep only these values of one swept column, COLUMN=V1,V2 (a swept key or "
+                  "variant; repeatable), e.g. --only cluster.nodes=1,8 --only variant=fsdp");
   cmd->add_option("--keep", options.keep,
                   "Outputs kept per point: all (summary.json, timeline.csv, trace.json) or summary")
       ->check(CLI::IsMember({"all", "summary"}));
@@ -64,7 +67,8 @@ void print_dropped(std::ostream& out, const std::vector<sim::StudyPoint>& points
 
 int sweep_command(const SweepOptions& options) {
   const auto started = std::chrono::steady_clock::now();
-  const sim::StudyFile study = sim::read_study_file(options.study);
+  sim::StudyFile study = sim::read_study_file(options.study);
+  sim::narrow_study(study, options.only);
   if (!study.has_sweep && !study.has_variants)
     throw sim::InputError({fmt::format(
         "{}: has neither a `sweep` nor a `variants` section, so there is nothing to sweep (simulate one "
@@ -130,6 +134,8 @@ int sweep_command(const SweepOptions& options) {
     dropped_text += fmt::format("{}{} {}", dropped_text.empty() ? "" : ", ", count, reason);
   std::cerr << fmt::format("sweep {}: {} points{}", study.name, points.size(),
                            dropped ? fmt::format(" ({} dropped: {})", dropped, dropped_text) : "");
+  for (const auto& o : options.only)
+    std::cerr << fmt::format(" --only {}", o);
   if (shard)
     std::cerr << fmt::format("; shard {}/{}: {} points", shard->index, shard->count, mine.size());
   std::cerr << fmt::format("; {} to simulate with {} worker{}", jobs.size() - reused, runner.jobs,

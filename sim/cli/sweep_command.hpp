@@ -13,6 +13,7 @@ struct SweepOptions {
   int jobs = 0;         // 0: one per processor
   std::string shard;    // "I/N", empty: the whole study
   std::vector<std::string> overrides;
+  std::vector<std::string> only;  // --only COLUMN=V1,V2: run a subset of the study
   std::string keep = "all";
   bool html = false;
   bool quiet = false;

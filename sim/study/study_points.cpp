@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <map>
 
@@ -177,6 +178,65 @@ std::vector<StudyPoint> prepare_points(const StudyFile& study, const std::vector
     throw InputError(problems);
   }
   return points;
+}
+
+void narrow_study(StudyFile& study, const std::vector<std::string>& only) {
+  ErrorList errors;
+  for (const auto& option : only) {
+    const auto eq = option.find('=');
+    const std::string column = option.substr(0, eq);
+    if (eq == std::string::npos || column.empty() || eq + 1 == option.size()) {
+      errors.add(
+          fmt::format("--only {}: expected COLUMN=VALUE[,VALUE...], for example --only "
+                      "cluster.nodes=1,8 or --only variant=fsdp",
+                      option));
+      continue;
+    }
+    std::vector<std::string> wanted;
+    for (std::size_t start = eq + 1; start <= option.size();) {
+      const auto comma = std::min(option.find(',', start), option.size());
+      wanted.push_back(option.substr(start, comma - start));
+      start = comma + 1;
+    }
+    Axis* axis = nullptr;
+    for (auto& a : study.axes)
+      if (a.column == column ||
+          (a.column.empty() && std::find(a.keys.begin(), a.keys.end(), column) != a.keys.end()))
+        axis = &a;
+    if (!axis) {
+      errors.add(fmt::format("--only {}: '{}' is not varied by {}; expected one of its parameters: {}",
+                             option, column, study.path, join(parameter_names(study), ", ")));
+      continue;
+    }
+    // The text of each of the axis's values for this column.
+    const auto text_of = [&](const AxisValue& v) {
+      if (!axis->column.empty())
+        return v.label;
+      for (const auto& assignment : v.assignments)
+        if (assignment.key == column)
+          return flow_text(assignment.value);
+      return std::string();
+    };
+    std::vector<std::string> available;
+    for (const auto& v : axis->values)
+      if (std::find(available.begin(), available.end(), text_of(v)) == available.end())
+        available.push_back(text_of(v));
+    bool ok = true;
+    for (const auto& w : wanted)
+      if (std::find(available.begin(), available.end(), w) == available.end()) {
+        errors.add(fmt::format("--only {}: '{}' is not one of the values of {} in {}; expected one of: {}",
+                               option, w, column, study.path, join(available, ", ")));
+        ok = false;
+      }
+    if (!ok)
+      continue;
+    std::vector<AxisValue> kept;
+    for (const auto& v : axis->values)
+      if (std::find(wanted.begin(), wanted.end(), text_of(v)) != wanted.end())
+        kept.push_back(v);
+    axis->values = std::move(kept);
+  }
+  errors.throw_if_any();
 }
 
 std::string study_fingerprint(const std::vector<StudyPoint>& points) {

@@ -34,6 +34,14 @@ struct StudyPoint {
 // apply to every point and may not touch a swept key. Throws InputError.
 std::vector<StudyPoint> prepare_points(const StudyFile& study, const std::vector<std::string>& overrides);
 
+// Narrows the study to a subset (`trainsim sweep --only COLUMN=V1,V2`): each
+// entry keeps, on the axis that defines COLUMN (a swept key, or `variant`),
+// only the values listed (compared as written in the study file: `8`,
+// `dgx-h100-ndr`, a variant's name); on a zip group the entries whose value
+// of that key is listed. Throws InputError naming the option when COLUMN is
+// not a parameter of the study or a value is not one of its values.
+void narrow_study(StudyFile& study, const std::vector<std::string>& only);
+
 // A fingerprint of the whole study (every point's id, scenario or reason):
 // shards of one study share it, so merge can tell them from another study's.
 std::string study_fingerprint(const std::vector<StudyPoint>& points);

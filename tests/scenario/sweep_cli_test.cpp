@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <thread>
 
 #include "support/cli.hpp"
@@ -290,6 +291,47 @@ TEST(SweepCli, BadStudiesAreRefusedBeforeAnythingRuns) {
   const auto shard = run_cli({"sweep", typo.string(), "--shard", "2/2"});
   EXPECT_EQ(shard.status, 1);
   EXPECT_NE(shard.err.find("--shard 2/2: expected I/N with 0 <= I < N"), std::string::npos) << shard.err;
+  fs::remove_all(dir);
+}
+
+TEST(SweepCli, OnlyRunsTheListedValuesOfSweptColumns) {
+  const auto dir = fresh_dir("only");
+  const auto study = write_study(dir, kTpPpStudy + R"(variants:
+  small: {plan.global_batch_size: 8}
+  big: {plan.global_batch_size: 16}
+)");
+  const auto out = dir / "out";
+  const auto r = run_cli({"sweep", study.string(), "--out", out.string(), "-j", "2", "--only", "plan.tp=2,1",
+                          "--only", "variant=big", "--keep", "summary"});
+  ASSERT_EQ(r.status, 0) << r.err << r.out;
+  EXPECT_NE(r.out.find("sweep tiny: 4 ok, 0 failed, 0 dropped (4 points)"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("--only plan.tp=2,1 --only variant=big"), std::string::npos) << r.err;
+  const auto results = nlohmann::json::parse(read_file(out / "results.json"));
+  ASSERT_EQ(results["rows"].size(), 4u);
+  std::set<std::pair<int, int>> tp_pp;
+  for (const auto& row : results["rows"]) {
+    EXPECT_EQ(row["variant"], "big");
+    EXPECT_EQ(row["plan.global_batch_size"], 16);
+    tp_pp.emplace(row["plan.tp"].get<int>(), row["plan.pp"].get<int>());
+  }
+  // The study file's order is kept (tp 1 before tp 2), whatever the option's.
+  EXPECT_EQ(tp_pp, (std::set<std::pair<int, int>>{{1, 1}, {1, 2}, {2, 1}, {2, 2}}));
+  EXPECT_EQ(results["rows"][0]["plan.tp"], 1);
+
+  const auto column =
+      run_cli({"sweep", study.string(), "--out", (dir / "o").string(), "--only", "plan.dp=1"});
+  EXPECT_EQ(column.status, 1);
+  EXPECT_NE(column.err.find("--only plan.dp=1: 'plan.dp' is not varied by"), std::string::npos) << column.err;
+  EXPECT_NE(column.err.find("expected one of its parameters: variant, plan.tp, plan.pp"), std::string::npos)
+      << column.err;
+  const auto value = run_cli({"sweep", study.string(), "--out", (dir / "o").string(), "--only", "plan.tp=4"});
+  EXPECT_EQ(value.status, 1);
+  EXPECT_NE(value.err.find("'4' is not one of the values of plan.tp"), std::string::npos) << value.err;
+  EXPECT_NE(value.err.find("expected one of: 1, 2, 8"), std::string::npos) << value.err;
+  const auto form = run_cli({"sweep", study.string(), "--out", (dir / "o").string(), "--only", "plan.tp"});
+  EXPECT_EQ(form.status, 1);
+  EXPECT_NE(form.err.find("--only plan.tp: expected COLUMN=VALUE[,VALUE...]"), std::string::npos) << form.err;
+  EXPECT_FALSE(fs::exists(dir / "o"));
   fs::remove_all(dir);
 }
 

@@ -70,6 +70,9 @@ TEST(Reporters, SummaryJsonHasEverySectionAndCausesAddUp) {
     EXPECT_DOUBLE_EQ(idle, g["idle_s"].get<double>());
   }
   EXPECT_DOUBLE_EQ(j["energy"]["energy_J"].get<double>(), 3000);
+  EXPECT_DOUBLE_EQ(j["energy"]["tokens_per_J"].get<double>(), j["tokens_per_iteration"].get<double>() / 3000);
+  EXPECT_DOUBLE_EQ(
+      j["energy"]["tokens_per_J"].get<double>() * j["energy"]["energy_per_token_J"].get<double>(), 1);
   EXPECT_EQ(j["critical_path"]["by_kind"][0]["seconds"].get<double>(), 3);
 }
 

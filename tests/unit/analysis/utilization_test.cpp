@@ -66,6 +66,53 @@ TEST(Utilization, ExposedCommunicationIsSplitByKindAndAddsUp) {
   EXPECT_DOUBLE_EQ(g.comm_busy_by_kind_s[comm_kind_index(CommKind::dp)], 1.5);
 }
 
+// Compute [0,1]; DP all-gather [0.5,2]; DP reduce-scatter [1.5,3]; a BPipe
+// eviction from GPU 0 to GPU 1 [3,4]. GPU 0 exposed: all-gather alone
+// [1,1.5], shared [1.5,2] (half each), reduce-scatter alone [2,3], the
+// eviction [3,4]; GPU 1 (no compute) sees the eviction whole too.
+TEST(Utilization, ExposedCommunicationIsSplitByOperationAndAddsUp) {
+  workloads::TaskGraph graph;
+  graph.gpu_count = 2;
+  const auto f = graph.add({.kind = TaskKind::forward, .gpu = 0});
+  const int group = graph.add_group({0});
+  const auto ag = graph.add({.kind = TaskKind::collective,
+                             .comm = CommKind::dp,
+                             .op = workloads::CollectiveOp::all_gather,
+                             .group = group});
+  const auto rs = graph.add({.kind = TaskKind::collective,
+                             .comm = CommKind::dp,
+                             .op = workloads::CollectiveOp::reduce_scatter,
+                             .group = group});
+  const auto evict = graph.add({.kind = TaskKind::send,
+                                .comm = CommKind::pp,
+                                .gpu = 0,
+                                .peer = 1,
+                                .transfer = workloads::TransferKind::evict});
+  Timeline t;
+  t.end_s = 4;
+  t.records = {{f, 0, Stream::compute, 0, 1},
+               {ag, 0, Stream::dp_comm, 0.5, 2},
+               {rs, 0, Stream::dp_comm, 1.5, 3},
+               {evict, 0, Stream::pp_comm, 3, 4}};
+  const auto u = analyze_utilization(graph, t);
+  EXPECT_EQ(comm_op_label(graph[ag]), "dp_all_gather");
+  EXPECT_EQ(comm_op_label(graph[evict]), "pp_evict");
+  EXPECT_EQ(comm_op_label(graph[f]), "");
+  EXPECT_EQ(comm_op_label({.kind = TaskKind::send, .comm = CommKind::pp, .gpu = 0, .peer = 1}), "pp_send");
+  ASSERT_EQ(u.exposed_by_op_s.size(), 3u);
+  EXPECT_DOUBLE_EQ(u.exposed_by_op_s.at("dp_all_gather"), 0.75);
+  EXPECT_DOUBLE_EQ(u.exposed_by_op_s.at("dp_reduce_scatter"), 1.25);
+  EXPECT_DOUBLE_EQ(u.exposed_by_op_s.at("pp_evict"), 2);
+  // The split by operation adds up to the split by kind.
+  double by_op = 0;
+  for (const auto& [label, s] : u.exposed_by_op_s)
+    by_op += s;
+  double by_kind = 0;
+  for (double s : u.exposed_by_kind_s)
+    by_kind += s;
+  EXPECT_DOUBLE_EQ(by_op, by_kind);
+}
+
 TEST(Utilization, APipelineTransferIsCommunicationOnBothEnds) {
   testing::TwoStagePipeline h;
   const auto u = analyze_utilization(h.graph, h.timeline);

@@ -1,0 +1,131 @@
+// The two founding studies (scenarios/study-hardware-scaling.yaml,
+// scenarios/study-bpipe.yaml), each run through `trainsim sweep` as shipped,
+// narrowed with --only and shrunk with --set to a few seconds, and held to
+// the qualitative conclusion docs/founding_studies.md draws from the full
+// runs.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "support/cli.hpp"
+
+namespace trainsim::testing {
+namespace {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+// The study's rows by a key built from their parameters.
+std::map<std::string, json> rows_by(const json& results, const std::vector<std::string>& columns) {
+  std::map<std::string, json> out;
+  for (const auto& row : results["rows"]) {
+    std::string key;
+    for (const auto& c : columns) {
+      // append() only: GCC 12 warns falsely (-Wrestrict) on "literal" + std::string.
+      if (!key.empty())
+        key.append(" ");
+      key.append(row[c].is_string() ? row[c].get<std::string>() : row[c].dump());
+    }
+    out[key] = row;
+  }
+  return out;
+}
+
+std::string key_of(std::initializer_list<std::string> parts) {
+  std::string key;
+  for (const auto& p : parts) {
+    if (!key.empty())
+      key.append(" ");
+    key.append(p);
+  }
+  return key;
+}
+
+double figure(const json& row, const std::string& name) {
+  EXPECT_EQ(row["status"], "ok") << row.dump();
+  return row.contains(name) && row[name].is_number() ? row[name].get<double>() : -1;
+}
+
+// Llama-2 7B (4 of its 32 layers), 64 sequences of 4,096 tokens, pure FSDP
+// and FSDP + TP 2, on 8 and 64 GPUs of each GPU generation.
+TEST(FoundingStudies, HardwareScalingPerGpuThroughputFallsAndH100RunsAtLowerMfu) {
+  const auto dir = fresh_dir("study-hw");
+  const auto r = run_cli({"sweep", "scenarios/study-hardware-scaling.yaml", "--out", dir.string(), "-j", "2",
+                          "--quiet", "--keep", "summary", "--only", "model.preset=llama2-7b", "--only",
+                          "variant=fsdp,fsdp-tp2", "--only", "cluster.nodes=1,8", "--set", "model.layers=4",
+                          "--set", "plan.global_batch_size=64"});
+  ASSERT_EQ(r.status, 0) << r.err << r.out;
+  const auto results = json::parse(read_file(dir / "results.json"));
+  ASSERT_EQ(results["rows"].size(), 8u);
+  auto rows = rows_by(results, {"variant", "cluster.preset", "cluster.nodes"});
+  for (const std::string gpu : {"dgx-a100-hdr", "dgx-h100-ndr"}) {
+    const auto& small = rows[key_of({"fsdp", gpu, "1"})];
+    const auto& large = rows[key_of({"fsdp", gpu, "8"})];
+    // Strong scaling: each GPU does less per second at 64 GPUs than at 8 ...
+    EXPECT_LT(figure(large, "tokens_per_s_per_gpu"), figure(small, "tokens_per_s_per_gpu")) << gpu;
+    // ... though the cluster as a whole is faster.
+    EXPECT_GT(figure(large, "tokens_per_s"), 4 * figure(small, "tokens_per_s")) << gpu;
+    // because FSDP's gathers and reduce-scatters are exposed more.
+    const std::string gather = "utilization.exposed_comm_by_op_fraction.dp_all_gather";
+    const std::string scatter = "utilization.exposed_comm_by_op_fraction.dp_reduce_scatter";
+    EXPECT_GT(figure(large, gather) + figure(large, scatter), figure(small, gather) + figure(small, scatter))
+        << gpu;
+    // Power follows compute: a GPU waiting on the network draws less; so do
+    // the tokens per joule.
+    EXPECT_LE(figure(large, "energy.average_power_per_gpu_W"),
+              figure(small, "energy.average_power_per_gpu_W"));
+    EXPECT_LT(figure(large, "energy.tokens_per_J"), figure(small, "energy.tokens_per_J")) << gpu;
+  }
+  // H100 is faster but used less efficiently than A100 on the same work.
+  for (const std::string key : {"fsdp", "fsdp-tp2"})
+    for (const std::string nodes : {"1", "8"}) {
+      const auto& a100 = rows[key_of({key, "dgx-a100-hdr", nodes})];
+      const auto& h100 = rows[key_of({key, "dgx-h100-ndr", nodes})];
+      EXPECT_GT(figure(h100, "tokens_per_s"), figure(a100, "tokens_per_s")) << key << nodes;
+      EXPECT_LT(figure(h100, "mfu"), figure(a100, "mfu")) << key << nodes;
+    }
+  EXPECT_TRUE(fs::exists(dir / "plots" / "7b-a100-tokens-per-gpu.svg"));
+  fs::remove_all(dir);
+}
+
+// GPT-3 96B (the study's shape, all 80 layers) with 16 micro-batches per
+// pipeline, micro-batch 1, no or full recomputation, evictor/acceptor pairs
+// at NVLink speed.
+TEST(FoundingStudies, BPipeBeatsOneFOneBOnGptWithoutFlashAttentionAndTheGapShrinksWithIt) {
+  const auto dir = fresh_dir("study-bpipe");
+  const auto r = run_cli({"sweep", "scenarios/study-bpipe.yaml", "--out", dir.string(), "-j", "2", "--quiet",
+                          "--keep", "summary", "--only", "variant=gpt3-96b", "--only",
+                          "cluster.nic.bandwidth=2400Gbps", "--only", "plan.recompute=none,full", "--only",
+                          "plan.micro_batch_size=1", "--set", "plan.global_batch_size=32"});
+  ASSERT_EQ(r.status, 0) << r.err << r.out;
+  const auto results = json::parse(read_file(dir / "results.json"));
+  ASSERT_EQ(results["rows"].size(), 8u);
+  auto rows = rows_by(results, {"model.flash_attention", "plan.schedule", "plan.recompute"});
+  // Without FlashAttention 1F1B cannot keep every activation on stage 0 ...
+  EXPECT_EQ(rows["false 1f1b none"]["status"], "dropped");
+  EXPECT_NE(rows["false 1f1b none"]["reason"].get<std::string>().find("does_not_fit_in_memory"),
+            std::string::npos);
+  // ... BPipe can, by moving some to the last stage, and so it skips the
+  // recomputation 1F1B needs: faster.
+  const double bpipe_noflash = figure(rows["false bpipe none"], "iteration_time_s");
+  const double onefoneb_noflash = figure(rows["false 1f1b full"], "iteration_time_s");
+  EXPECT_LT(bpipe_noflash * 1.15, onefoneb_noflash);
+  EXPECT_GT(figure(rows["false bpipe none"], "utilization.exposed_comm_by_op_fraction.pp_evict"), -1);
+  // With FlashAttention 1F1B fits without recomputation too: BPipe has
+  // nothing left to buy and only adds its transfers.
+  ASSERT_EQ(rows["true 1f1b none"]["status"], "ok");
+  const double gain_noflash = onefoneb_noflash / bpipe_noflash;
+  const double gain_flash = figure(rows["true 1f1b none"], "iteration_time_s") /
+                            figure(rows["true bpipe none"], "iteration_time_s");
+  EXPECT_LT(gain_flash, 1.02);
+  EXPECT_LT(gain_flash, gain_noflash - 0.1);
+  // With full recomputation nothing is evicted: the two schedules coincide.
+  EXPECT_NEAR(figure(rows["false bpipe full"], "iteration_time_s"), onefoneb_noflash,
+              0.01 * onefoneb_noflash);
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace trainsim::testing
