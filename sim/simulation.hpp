@@ -2,21 +2,37 @@
 // One scenario from specs to results: build the task graph, build the SimGrid
 // platform, replay, summarize. The CLI and the scenario tests call this.
 #include <memory>
+#include <optional>
+#include <vector>
 
 #include "analysis/summary.hpp"
 #include "analysis/timeline.hpp"
+#include "sim/job_failures.hpp"
+#include "sim/perturbation_driver.hpp"
 #include "sim/scenario.hpp"
 #include "workloads/task_graph.hpp"
 
 namespace trainsim::sim {
 
-struct SimulationResult {
-  workloads::TaskGraph graph;
-  analysis::Timeline timeline;
-  analysis::Summary summary;
+struct SimulationOptions {
+  // Consecutive iterations replayed (`trainsim run --iterations N`).
+  int iterations = 1;
 };
 
-// Runs one simulated iteration of `scenario`. One call per process.
-SimulationResult simulate(const Scenario& scenario);
+struct SimulationResult {
+  workloads::TaskGraph graph;
+  // The first iteration (what the reports describe).
+  analysis::Timeline timeline;
+  analysis::Summary summary;
+  // Every replayed iteration's duration, in order.
+  std::vector<double> iteration_times_s;
+  PerturbationStats perturbations;
+  // With a `perturbations.failures` section: the job-level run.
+  std::optional<JobFailureResult> failures;
+};
+
+// Runs `options.iterations` simulated iterations of `scenario`. One call per
+// process.
+SimulationResult simulate(const Scenario& scenario, const SimulationOptions& options = {});
 
 }  // namespace trainsim::sim
