@@ -30,7 +30,8 @@ int ceil_div(int a, int b) {
 
 }  // namespace
 
-ClusterZone::ClusterZone(const platforms::ClusterSpec& spec) : NetZoneImpl("cluster"), spec_(spec) {
+ClusterZone::ClusterZone(const platforms::ClusterSpec& spec, std::vector<std::vector<double>> speed_factors)
+    : NetZoneImpl("cluster"), spec_(spec), speed_factors_(std::move(speed_factors)) {
   const int nodes = spec.node_count();
   gpu_.resize(static_cast<std::size_t>(spec.gpu_count()));
   node_.resize(static_cast<std::size_t>(nodes));
@@ -89,8 +90,12 @@ void ClusterZone::build_node(int node, const platforms::NodeGroup& group) {
     gpu.node = node;
     gpu.local_rank = local;
     gpu.nic_index = group.nic_of(local);
-    gpu.host = create_host(fmt::format("gpu{}", id), {group.gpu.peak_bf16_flops});
-    set_gpu_power(gpu.host, group.gpu);
+    std::vector<double> speeds{group.gpu.peak_bf16_flops};
+    if (static_cast<std::size_t>(id) < speed_factors_.size())
+      for (double factor : speed_factors_[static_cast<std::size_t>(id)])
+        speeds.push_back(group.gpu.peak_bf16_flops * factor);
+    gpu.host = create_host(fmt::format("gpu{}", id), speeds);
+    set_gpu_power(gpu.host, group.gpu, speeds.size());
     gpu.host->seal();
     const auto netpoint = gpu.host->get_netpoint()->id();
     if (endpoint_of_netpoint_.size() <= netpoint)
@@ -367,9 +372,15 @@ void ClusterZone::get_local_route(const kr::NetPoint* src, const kr::NetPoint* d
                                   double* latency) {
   const int a = endpoint_of_netpoint_[src->id()];
   const int b = endpoint_of_netpoint_[dst->id()];
-  const double route_s = walk(a, b, [into](sg::Link* link) { into->link_list_.push_back(link->get_impl()); });
+  // Links carry no latency of their own (see duplex()) unless a perturbation
+  // adds some to one (sim/perturbation_driver.hpp).
+  double added_s = 0;
+  const double route_s = walk(a, b, [into, &added_s](sg::Link* link) {
+    into->link_list_.push_back(link->get_impl());
+    added_s += link->get_latency();
+  });
   if (latency != nullptr)
-    *latency += route_s;
+    *latency += route_s + added_s;
 }
 
 double ClusterZone::for_each_link(int src, int dst, const std::function<void(sg::Link*)>& visit) const {

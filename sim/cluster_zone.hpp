@@ -65,7 +65,11 @@ class ClusterZone final : public simgrid::kernel::routing::NetZoneImpl {
   // Creates one host per GPU (speed: its bf16 peak), one per NVLS switch, and
   // every link, then seals the zone. Must be the first netzone of the process
   // (the root). The spec must outlive the zone.
-  explicit ClusterZone(const platforms::ClusterSpec& spec);
+  // `speed_factors[gpu]`, when given, adds pstates to that GPU's host at
+  // those fractions of its peak (pstate 0 stays the peak): slowed GPUs run at
+  // another pstate (sim/perturbation_driver.hpp).
+  explicit ClusterZone(const platforms::ClusterSpec& spec,
+                       std::vector<std::vector<double>> speed_factors = {});
 
   const platforms::ClusterSpec& spec() const { return spec_; }
   int gpu_count() const { return static_cast<int>(gpu_.size()); }
@@ -136,6 +140,7 @@ class ClusterZone final : public simgrid::kernel::routing::NetZoneImpl {
   int pod_of_leaf(int leaf) const { return leaf / spec_.fabric.leaves_per_pod; }
 
   const platforms::ClusterSpec& spec_;
+  std::vector<std::vector<double>> speed_factors_;
   std::vector<Gpu> gpu_;
   std::vector<Node> node_;
   std::vector<int> endpoint_of_netpoint_;

@@ -17,7 +17,9 @@ class ClusterZone;
 // Turns the plugin on; call after the engine exists, before any host.
 void enable_gpu_energy();
 // Sets the host's power profile from the GPU; call before the host is sealed.
-void set_gpu_power(simgrid::s4u::Host* host, const platforms::GpuSpec& gpu);
+// A host with several pstates (slowed GPUs, sim/perturbation_driver.hpp)
+// draws the same power in each: the catalogue has no figure per clock.
+void set_gpu_power(simgrid::s4u::Host* host, const platforms::GpuSpec& gpu, std::size_t pstates = 1);
 // Joules each GPU consumed since the start of the simulation, by GPU rank.
 std::vector<double> consumed_energy_J(const ClusterZone& zone);
 

@@ -15,6 +15,8 @@
 
 #include "sim/collectives.hpp"
 #include "sim/flow_recorder.hpp"
+#include "sim/input_error.hpp"
+#include "sim/perturbation_driver.hpp"
 
 namespace trainsim::sim {
 namespace sg = simgrid::s4u;
@@ -26,31 +28,34 @@ namespace {
 
 class Replayer {
  public:
-  Replayer(const TaskGraph& graph, const ClusterZone& zone)
+  Replayer(const TaskGraph& graph, const ClusterZone& zone, const ReplayOptions& options)
       : graph_(graph),
         zone_(zone),
+        options_(options),
+        driver_(options.perturbations),
         remaining_(graph.size()),
         start_s_(graph.size(), 0.0),
         compute_queue_(static_cast<std::size_t>(graph.gpu_count)),
         compute_busy_(static_cast<std::size_t>(graph.gpu_count), false),
         collectives_(graph.size()),
         collective_delay_s_(graph.size(), 0.0),
-        flow_recorder_(timeline_) {
-    for (TaskId v = 0; v < graph.size(); ++v)
-      remaining_[v] = static_cast<int>(boost::in_degree(v, graph.graph));
-  }
+        flow_recorder_(timeline_) {}
 
-  analysis::Timeline run() {
+  ReplayResult run() {
     sg::Activity::on_completion_cb([this](const sg::Activity& activity) { on_activity_done(activity); });
-    for (TaskId v = 0; v < graph_.size(); ++v)
-      if (remaining_[v] == 0)
-        ready_.push_back(v);
-    drain();
+    if (driver_ != nullptr)
+      driver_->start();
+    begin_iteration();
     sg::Engine::get_instance()->run();
-    if (completed_ != graph_.size())
+    if (iteration_ < options_.iterations && driver_ != nullptr && driver_->waiting_flows() > 0)
+      throw InputError(
+          {"the job stalls for good: a link of the perturbations section goes down and never "
+           "comes back while transfers need it (give the fault an `until`, or `uplinks` for a "
+           "fat-tree uplink that ECMP can route around)"});
+    if (iteration_ < options_.iterations)
       throw std::logic_error("replay stalled: " + std::to_string(graph_.size() - completed_) +
                              " tasks never became ready (cyclic or broken task graph)");
-    return std::move(timeline_);
+    return {std::move(timeline_), std::move(iteration_start_s_), std::move(iteration_end_s_)};
   }
 
  private:
@@ -60,11 +65,40 @@ class Replayer {
     int rank = -1;  // collective flows: the collective's tag for the flow
     sg::ActivityPtr activity;
     std::size_t flow = kNoFlow;  // communications: the FlowRecorder handle
+    int src = -1;                // communications: endpoints, to retry a flow
+    int dst = -1;                // cut by a link going down
   };
 
   static constexpr std::size_t kNoFlow = static_cast<std::size_t>(-1);
 
   static double now() { return sg::Engine::get_clock(); }
+
+  // Every task of the graph becomes pending again; the sources start now.
+  void begin_iteration() {
+    iteration_start_s_.push_back(now());
+    completed_ = 0;
+    for (TaskId v = 0; v < graph_.size(); ++v)
+      remaining_[v] = static_cast<int>(boost::in_degree(v, graph_.graph));
+    if (driver_ != nullptr)
+      driver_->begin_iteration(iteration_);
+    for (TaskId v = 0; v < graph_.size(); ++v)
+      if (remaining_[v] == 0)
+        ready_.push_back(v);
+    drain();
+  }
+
+  void end_iteration() {
+    iteration_end_s_.push_back(now());
+    if (iteration_ == 0 && options_.on_first_iteration_end)
+      options_.on_first_iteration_end();
+    ++iteration_;
+    if (iteration_ < options_.iterations)
+      begin_iteration();
+    else if (driver_ != nullptr)
+      driver_->stop();  // pending perturbation timers (flapping) would run on forever
+  }
+
+  bool recording() const { return iteration_ == 0; }
 
   // Handles every task that became ready, including the chains of zero-cost
   // tasks that complete on the spot, without recursion.
@@ -110,8 +144,9 @@ class Replayer {
       sg::Host* host = zone_.host(gpu);
       auto exec = sg::Exec::init();
       exec->set_host(host);
-      // Durations are at nominal speed; a slowed host stretches them.
-      exec->set_flops_amount(task.duration_s * host->get_speed());
+      // Durations are at nominal speed (pstate 0); a slowed host (another
+      // pstate, sim/perturbation_driver.hpp) stretches them.
+      exec->set_flops_amount(task.duration_s * host->get_pstate_speed(0));
       exec->set_data(slot_for(id, -1, exec));
       exec->start();
     }
@@ -120,14 +155,25 @@ class Replayer {
   // src and dst are flow endpoints: GPU ranks, or an NVSwitch for in-switch
   // reductions (ClusterZone::switch_endpoint).
   void start_comm(TaskId id, int rank, int src, int dst, double bytes) {
+    if (driver_ != nullptr && !driver_->route_up(src, dst)) {
+      // A link of the route is down: the flow waits for it (SimGrid would
+      // drop a transfer started on a dead route).
+      const double since = now();
+      driver_->when_link_up([this, id, rank, src, dst, bytes, since]() {
+        driver_->note_stall(now() - since);
+        start_comm(id, rank, src, dst, bytes);
+      });
+      return;
+    }
     auto comm = sg::Comm::sendto_init(zone_.endpoint_host(src), zone_.endpoint_host(dst));
     comm->set_payload_size(static_cast<std::uint64_t>(std::llround(bytes)));
     // A leg to or from an NVSwitch is recorded on its GPU (src == dst).
     const int gpus = zone_.gpu_count();
     const std::size_t flow =
-        flow_recorder_.start(id, src, dst, src < gpus ? src : dst, dst < gpus ? dst : src,
-                             zone_.endpoint_host(src), zone_.endpoint_host(dst), bytes, now());
-    comm->set_data(slot_for(id, rank, comm, flow));
+        recording() ? flow_recorder_.start(id, src, dst, src < gpus ? src : dst, dst < gpus ? dst : src,
+                                           zone_.endpoint_host(src), zone_.endpoint_host(dst), bytes, now())
+                    : kNoFlow;
+    comm->set_data(slot_for(id, rank, comm, flow, src, dst));
     comm->start();
   }
 
@@ -152,7 +198,8 @@ class Replayer {
     flows_.clear();
   }
 
-  void* slot_for(TaskId id, int rank, sg::ActivityPtr activity, std::size_t flow = kNoFlow) {
+  void* slot_for(TaskId id, int rank, sg::ActivityPtr activity, std::size_t flow = kNoFlow, int src = -1,
+                 int dst = -1) {
     std::size_t index;
     if (!free_slots_.empty()) {
       index = free_slots_.back();
@@ -161,7 +208,7 @@ class Replayer {
       index = slots_.size();
       slots_.emplace_back();
     }
-    slots_[index] = Slot{id, rank, std::move(activity), flow};
+    slots_[index] = Slot{id, rank, std::move(activity), flow, src, dst};
     // Slot indices travel in the activity's data pointer, offset by one so
     // that no slot is a null pointer.
     return reinterpret_cast<void*>(index + 1);
@@ -173,6 +220,18 @@ class Replayer {
     retired_.clear();
     const auto index = reinterpret_cast<std::size_t>(activity.get_data<void>()) - 1;
     Slot& slot = slots_[index];
+    if (activity.get_state() == sg::Activity::State::FAILED && driver_ != nullptr && slot.src >= 0) {
+      // A link of its route went down: the rest of the flow waits for it.
+      const auto* comm = dynamic_cast<const sg::Comm*>(&activity);
+      const double left = comm != nullptr ? comm->get_remaining() : 0;
+      retired_.push_back(std::move(slot.activity));
+      if (slot.flow != kNoFlow)
+        flow_recorder_.finish(slot.flow, now());
+      free_slots_.push_back(index);
+      start_comm(slot.task, slot.rank, slot.src, slot.dst, std::max(left, 1.0));
+      drain();
+      return;
+    }
     if (activity.get_state() != sg::Activity::State::FINISHED)
       throw std::logic_error("a simulated activity failed: " + workloads::task_label(graph_[slot.task]));
     retired_.push_back(std::move(slot.activity));
@@ -214,24 +273,33 @@ class Replayer {
   void complete(TaskId id) {
     const auto& task = graph_[id];
     const double end = now();
-    const auto stream = analysis::stream_of(task);
-    if (task.kind == TaskKind::collective) {
-      for (int gpu : graph_.groups[static_cast<std::size_t>(task.group)])
-        timeline_.records.push_back({id, gpu, stream, start_s_[id], end});
-    } else {
-      timeline_.records.push_back({id, task.gpu, stream, start_s_[id], end});
+    if (recording()) {
+      const auto stream = analysis::stream_of(task);
+      if (task.kind == TaskKind::collective) {
+        for (int gpu : graph_.groups[static_cast<std::size_t>(task.group)])
+          timeline_.records.push_back({id, gpu, stream, start_s_[id], end});
+      } else {
+        timeline_.records.push_back({id, task.gpu, stream, start_s_[id], end});
+      }
+      timeline_.end_s = std::max(timeline_.end_s, end);
     }
-    timeline_.end_s = std::max(timeline_.end_s, end);
     ++completed_;
     for (auto [e, e_end] = boost::out_edges(id, graph_.graph); e != e_end; ++e) {
       const TaskId next = boost::target(*e, graph_.graph);
       if (--remaining_[next] == 0)
         ready_.push_back(next);
     }
+    if (completed_ == graph_.size())
+      end_iteration();
   }
 
   const TaskGraph& graph_;
   const ClusterZone& zone_;
+  const ReplayOptions& options_;
+  PerturbationDriver* driver_;
+  int iteration_ = 0;
+  std::vector<double> iteration_start_s_;
+  std::vector<double> iteration_end_s_;
   std::vector<int> remaining_;
   std::vector<double> start_s_;
   std::deque<TaskId> ready_;
@@ -251,7 +319,12 @@ class Replayer {
 }  // namespace
 
 analysis::Timeline replay(const TaskGraph& graph, const ClusterZone& zone) {
-  return Replayer(graph, zone).run();
+  const ReplayOptions options;
+  return Replayer(graph, zone, options).run().timeline;
+}
+
+ReplayResult replay(const TaskGraph& graph, const ClusterZone& zone, const ReplayOptions& options) {
+  return Replayer(graph, zone, options).run();
 }
 
 }  // namespace trainsim::sim

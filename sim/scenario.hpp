@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "platforms/cluster_spec.hpp"
+#include "sim/perturbations.hpp"
 #include "workloads/model_spec.hpp"
 #include "workloads/parallel_plan.hpp"
 
@@ -21,6 +22,8 @@ struct Scenario {
   workloads::ParallelPlan plan;
   // Overrides every GPU's matmul efficiency in the cost model when set.
   std::optional<double> compute_efficiency;
+  // Slow GPUs, stragglers, link faults, failures (the `perturbations` section).
+  Perturbations perturbations;
 };
 
 struct LoadOptions {

@@ -56,6 +56,9 @@ Scenario load_document(const YAML::Node& root, const InputSource& source, const 
   ok = model && read_model_section(*model, scenario) && ok;
   auto plan = required_map(top, "plan", "dp, tp, pp, micro_batch_size, global_batch_size, schedule");
   ok = plan && read_plan_section(*plan, scenario) && ok;
+  if (top.has("perturbations"))
+    if (auto perturbations = top.map("perturbations"); perturbations && ok)
+      ok = read_perturbations_section(*perturbations, scenario) && ok;
   top.finish();
   errors.throw_if_any();
   if (ok) {

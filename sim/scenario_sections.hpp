@@ -12,6 +12,9 @@ namespace trainsim::sim {
 bool read_cluster_section(MapReader& cluster, Scenario& scenario);
 bool read_model_section(MapReader& model, Scenario& scenario);
 bool read_plan_section(MapReader& plan, Scenario& scenario);
+// Read after the cluster and plan: its selectors name ranks, nodes, stages
+// and links (scenario_perturbations.cpp).
+bool read_perturbations_section(MapReader& perturbations, Scenario& scenario);
 
 // Cross-field rules, each reported at the plan key a user would change.
 // Derives plan.dp when it was left to "auto".

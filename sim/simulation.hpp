@@ -2,25 +2,41 @@
 // One scenario from specs to results: build the task graph, build the SimGrid
 // platform, replay, summarize. The CLI and the scenario tests call this.
 #include <memory>
+#include <optional>
+#include <vector>
 
 #include "analysis/summary.hpp"
 #include "analysis/timeline.hpp"
+#include "sim/job_failures.hpp"
+#include "sim/perturbation_driver.hpp"
 #include "sim/scenario.hpp"
 #include "workloads/task_graph.hpp"
 
 namespace trainsim::sim {
 
+struct SimulationOptions {
+  // Consecutive iterations replayed (`trainsim run --iterations N`).
+  int iterations = 1;
+};
+
 struct SimulationResult {
   workloads::TaskGraph graph;
+  // The first iteration (what the reports describe).
   analysis::Timeline timeline;
   analysis::Summary summary;
+  // Every replayed iteration's duration, in order.
+  std::vector<double> iteration_times_s;
+  PerturbationStats perturbations;
+  // With a `perturbations.failures` section: the job-level run.
+  std::optional<JobFailureResult> failures;
 };
 
 // The task graph of one iteration of `scenario` (deterministic: the same
 // scenario always gives the same graph). Needs no SimGrid engine.
 workloads::TaskGraph build_task_graph(const Scenario& scenario);
 
-// Runs one simulated iteration of `scenario`. One call per process.
-SimulationResult simulate(const Scenario& scenario);
+// Runs `options.iterations` simulated iterations of `scenario`. One call per
+// process.
+SimulationResult simulate(const Scenario& scenario, const SimulationOptions& options = {});
 
 }  // namespace trainsim::sim

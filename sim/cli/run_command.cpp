@@ -1,6 +1,8 @@
 #include "sim/cli/run_command.hpp"
 
 #include <fmt/format.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -8,6 +10,7 @@
 #include <sstream>
 
 #include "analysis/run_archive.hpp"
+#include "sim/cli/perturbation_report.hpp"
 #include "sim/cli/report_command.hpp"
 #include "sim/input_error.hpp"
 #include "sim/memory_check.hpp"
@@ -31,8 +34,71 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& options) {
   cmd->add_flag(
       "--allow-oom", options.allow_oom,
       "Simulate even when the plan does not fit in GPU memory (the summary still reports the peak)");
+  cmd->add_option("--iterations", options.iterations,
+                  "Replay N consecutive iterations (stragglers differ per iteration); summary.json gets an "
+                  "`iterations` block (the reports describe the first iteration)")
+      ->check(CLI::Range(1, 100000));
+  cmd->add_option("--seeds", options.seeds,
+                  "Repeat with K seeds (scenario seed .. seed+K-1, one process each) and report the mean "
+                  "iteration time with its 95% confidence interval")
+      ->check(CLI::Range(1, 10000));
   return cmd;
 }
+
+namespace {
+
+// Runs one seed in a child process (SimGrid allows one engine per process)
+// and reads back its iteration times and goodput.
+SeedResult run_seed_in_child(sim::Scenario scenario, std::uint64_t seed, int iterations) {
+  int fds[2];
+  if (pipe(fds) != 0)
+    throw std::runtime_error("cannot create a pipe for a seed run");
+  const pid_t pid = fork();
+  if (pid < 0)
+    throw std::runtime_error("cannot fork a seed run");
+  if (pid == 0) {
+    close(fds[0]);
+    int status = 0;
+    std::string text;
+    try {
+      scenario.seed = seed;
+      const auto result = sim::simulate(scenario, {.iterations = iterations});
+      text = fmt::format("{}", result.failures ? result.failures->goodput_tokens_per_hour : -1.0);
+      for (double t : result.iteration_times_s)
+        text += fmt::format(" {:.17g}", t);
+    } catch (const std::exception& e) {
+      text = std::string("error ") + e.what();
+      status = 2;
+    }
+    for (std::size_t done = 0; done < text.size();) {
+      const auto n = write(fds[1], text.data() + done, text.size() - done);
+      if (n <= 0)
+        break;
+      done += static_cast<std::size_t>(n);
+    }
+    close(fds[1]);
+    _exit(status);
+  }
+  close(fds[1]);
+  std::string text;
+  char buffer[4096];
+  for (ssize_t n; (n = read(fds[0], buffer, sizeof buffer)) > 0;)
+    text.append(buffer, static_cast<std::size_t>(n));
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || text.rfind("error", 0) == 0)
+    throw std::runtime_error(fmt::format("the run with seed {} failed: {}", seed, text));
+  SeedResult r;
+  r.seed = seed;
+  std::istringstream in(text);
+  in >> r.goodput_tokens_per_hour;
+  for (double t; in >> t;)
+    r.iteration_times_s.push_back(t);
+  return r;
+}
+
+}  // namespace
 
 int run_command(const RunOptions& options) {
   const sim::Scenario scenario =
@@ -56,10 +122,27 @@ int run_command(const RunOptions& options) {
     text << in.rdbuf();
     scenario_text = text.str();
   }
-  const sim::SimulationResult result = sim::simulate(scenario);
+  // Other seeds first, in child processes, before this process starts its
+  // own SimGrid engine.
+  std::vector<SeedResult> seeds;
+  for (int k = 1; k < options.seeds; ++k)
+    seeds.push_back(
+        run_seed_in_child(scenario, scenario.seed + static_cast<std::uint64_t>(k), options.iterations));
+  const sim::SimulationResult result = sim::simulate(scenario, {.iterations = options.iterations});
+  if (options.seeds > 1)
+    seeds.insert(seeds.begin(),
+                 SeedResult{scenario.seed, result.iteration_times_s,
+                            result.failures ? result.failures->goodput_tokens_per_hour : -1.0});
   save_run(out_dir, scenario, scenario_text, options.overrides, result.graph, result.timeline);
   write_reports(out_dir, scenario, result.graph, result.timeline, options.html, options.quiet,
                 {analysis::kRunArchiveFile});
+  // A plain run keeps exactly the outputs `trainsim report` regenerates.
+  if (options.iterations > 1 || options.seeds > 1 || !scenario.perturbations.empty()) {
+    const auto blocks = perturbation_blocks(scenario, result, seeds);
+    add_to_summary_json(out_dir, blocks);
+    if (!options.quiet)
+      print_perturbation_summary(std::cout, blocks);
+  }
   return 0;
 }
 

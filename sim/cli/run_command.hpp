@@ -14,6 +14,10 @@ struct RunOptions {
   bool quiet = false;
   // Simulate a plan even when the memory model says it does not fit.
   bool allow_oom = false;
+  // Consecutive iterations replayed (stragglers differ per iteration).
+  int iterations = 1;
+  // Runs with seeds seed .. seed + seeds - 1 (confidence intervals).
+  int seeds = 1;
 };
 
 // Registers the subcommand; `options` must outlive parsing.

@@ -1,0 +1,114 @@
+// Perturbations through the real CLI: --iterations, --seeds, the summary.json
+// blocks, determinism per seed, and errors for bad input. Each TEST runs the
+// binary (one simulation per process, several for --seeds).
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "support/cli.hpp"
+
+namespace trainsim::testing {
+namespace {
+
+const std::string kScenario = R"(name: stragglers
+seed: 3
+cluster:
+  gpu: A100-80GB
+  nodes: 2
+  gpus_per_node: 8
+  nic: {bandwidth: 200Gbps, latency: 5us}
+model:
+  preset: gpt3-1.3b
+plan:
+  dp: 2
+  tp: 2
+  pp: 4
+  micro_batch_size: 1
+  global_batch_size: 16
+perturbations:
+  stragglers:
+    probability: 0.2
+    speed: {distribution: uniform, min: 0.5, max: 0.9}
+    duration: {distribution: fixed, value: 50ms}
+)";
+
+nlohmann::json run_and_read(const std::string& yaml, const std::vector<std::string>& extra,
+                            CliResult* result = nullptr) {
+  const auto path = write_temp_file("scenario.yaml", yaml);
+  const auto out = path.parent_path() / "out";
+  std::vector<std::string> args{"run", path.string(), "-q", "--out", out.string()};
+  args.insert(args.end(), extra.begin(), extra.end());
+  const auto r = run_cli(args);
+  if (result != nullptr)
+    *result = r;
+  EXPECT_EQ(r.status, 0) << r.err;
+  return nlohmann::json::parse(read_file(out / "summary.json"));
+}
+
+TEST(PerturbationCli, IterationsBlockAndSameSeedSameTimesOtherSeedOthers) {
+  const auto a = run_and_read(kScenario, {"--iterations", "6"});
+  const auto b = run_and_read(kScenario, {"--iterations", "6"});
+  const auto c = run_and_read(kScenario, {"--iterations", "6", "--set", "seed=4"});
+  const auto& it = a["iterations"];
+  ASSERT_EQ(it["times_s"].size(), 6u);
+  EXPECT_EQ(it["count"], 6);
+  EXPECT_GE(it["max_s"].get<double>(), it["p99_s"].get<double>());
+  EXPECT_GE(it["p99_s"].get<double>(), it["p50_s"].get<double>());
+  EXPECT_EQ(a.dump(), b.dump());
+  EXPECT_NE(a["iterations"]["times_s"], c["iterations"]["times_s"]);
+  EXPECT_GT(a["perturbations"]["straggler_episodes"].get<int>(), 0);
+  // The report describes the first iteration.
+  EXPECT_DOUBLE_EQ(a["iteration_time_s"].get<double>(), it["times_s"][0].get<double>());
+}
+
+TEST(PerturbationCli, SeedsGiveAConfidenceInterval) {
+  CliResult r;
+  const auto j = run_and_read(kScenario, {"--iterations", "3", "--seeds", "3"}, &r);
+  const auto& s = j["seeds"];
+  ASSERT_EQ(s["runs"].size(), 3u);
+  EXPECT_EQ(s["runs"][0]["seed"], 3);
+  EXPECT_EQ(s["runs"][2]["seed"], 5);
+  double mean = 0;
+  for (const auto& run : s["runs"])
+    mean += run["mean_iteration_time_s"].get<double>() / 3;
+  EXPECT_NEAR(s["mean_iteration_time_s"].get<double>(), mean, 1e-12);
+  EXPECT_GE(s["ci95_half_width_s"].get<double>(), 0);
+}
+
+TEST(PerturbationCli, FailuresReportGoodputWhoseSharesAddUp) {
+  const std::string yaml = kScenario + R"(  failures:
+    gpu_mtbf: 100h
+    restart_delay: 5min
+    checkpoint_interval: 30min
+    storage_bandwidth: 10GBps
+    run_time: 48h
+)";
+  CliResult r;
+  const auto j = run_and_read(yaml, {"--iterations", "2"}, &r);
+  const auto& f = j["failures"];
+  double sum = 0;
+  for (const auto& [key, value] : f["share"].items())
+    sum += value.get<double>();
+  EXPECT_NEAR(sum, 1.0, 1e-9);
+  EXPECT_GT(f["failures"].get<int>(), 0);
+  EXPECT_LT(f["goodput_tokens_per_hour"].get<double>(), f["ideal_tokens_per_hour"].get<double>());
+  // 1.3B parameters x 14 bytes at 10 GB/s.
+  EXPECT_NEAR(f["checkpoint_write_s"].get<double>(), j["model"]["parameters"].get<double>() * 14 / 10e9,
+              1e-9);
+}
+
+TEST(PerturbationCli, BadPerturbationIsAnInputErrorWithItsLine) {
+  const auto path =
+      write_temp_file("scenario.yaml", kScenario + "  links:\n    - {links: [leaf7-uplink], down: true}\n");
+  const auto r = run_cli({"run", path.string(), "-q", "--out", (path.parent_path() / "out").string()});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(
+      r.err.find(
+          "scenario.yaml:22:16: perturbations.links.0.links: 'leaf7-uplink' is not a link of this cluster"),
+      std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("Backtrace"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace trainsim::testing
