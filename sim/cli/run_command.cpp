@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "analysis/run_archive.hpp"
+#include "sim/cli/balance_run.hpp"
 #include "sim/cli/report_command.hpp"
 #include "sim/input_error.hpp"
 #include "sim/memory_check.hpp"
@@ -31,10 +32,17 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& options) {
   cmd->add_flag(
       "--allow-oom", options.allow_oom,
       "Simulate even when the plan does not fit in GPU memory (the summary still reports the peak)");
+  cmd->add_option("--balance", options.balance,
+                  "auto: search the layers per pipeline stage (and micro-batches per DP replica on mixed "
+                  "clusters) that equalise stage times on the cluster's GPUs, simulate it and the even split "
+                  "(into OUT/even/), and report the gain; off (default): the scenario as written")
+      ->check(CLI::IsMember({"auto", "off"}));
   return cmd;
 }
 
 int run_command(const RunOptions& options) {
+  if (options.balance == "auto")
+    return run_balanced(options);
   const sim::Scenario scenario =
       sim::load_scenario(options.scenario, options.overrides, {.check_memory = !options.allow_oom});
   if (options.allow_oom)

@@ -14,6 +14,10 @@ struct RunOptions {
   bool quiet = false;
   // Simulate a plan even when the memory model says it does not fit.
   bool allow_oom = false;
+  // --balance auto: search a balanced layer partition (and DP shares), and
+  // simulate it against the even split (sim/cli/balance_run.hpp). "off":
+  // the scenario as written.
+  std::string balance = "off";
 };
 
 // Registers the subcommand; `options` must outlive parsing.
