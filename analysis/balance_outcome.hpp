@@ -12,8 +12,8 @@
 namespace trainsim::analysis {
 
 struct PartitionOutcome {
-  std::vector<int> stage_layers;
-  std::vector<int> dp_micro_batches;
+  std::vector<int> stage_layers{};
+  std::vector<int> dp_micro_batches{};
   double estimated_iteration_time_s = 0;  // the search's compute-only estimate
   double iteration_time_s = 0;            // simulated
 };
@@ -24,9 +24,9 @@ struct BalanceOutcome {
   bool searched_dp_shares = false;  // replicas on different GPU types: shares searched too
   // Virtual stages whose layer count the search had to cap to fit in GPU
   // memory (empty when none).
-  std::vector<int> memory_capped_stages;
+  std::vector<int> memory_capped_stages{};
   // Where the even split's own outputs went, relative to the run directory.
-  std::string even_run_dir;
+  std::string even_run_dir{};
 
   // even / balanced iteration time (> 1: the balanced split is faster).
   double speedup() const {

@@ -49,12 +49,12 @@ struct ParallelPlan {
   // entries, each >= 1, summing to the model's layers): an uneven partition
   // for pipelines over unequal GPUs. Empty: the even split. The first and
   // last virtual stages still hold the embedding and the logits.
-  std::vector<int> stage_layers;
+  std::vector<int> stage_layers{};
   // Micro-batches each data-parallel replica runs per iteration (dp
   // entries, each >= 1, summing to global_batch_size / micro_batch_size),
   // so that faster replicas can take more. Empty: the even share,
   // micro_batches() each.
-  std::vector<int> dp_micro_batches;
+  std::vector<int> dp_micro_batches{};
   Recompute recompute = Recompute::none;
   // Bytes per gradient element in the DP all-reduce (2 for bf16/fp16).
   int grad_bytes = 2;

@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "workloads/context_parallel.hpp"
+#include "workloads/iteration_builder.hpp"
 #include "workloads/schedule.hpp"
 
 namespace trainsim::workloads {
@@ -17,7 +18,28 @@ constexpr double kInfinity = std::numeric_limits<double>::infinity();
 // A candidate must beat the incumbent by more than this fraction.
 constexpr double kStrictGain = 1e-9;
 
-// t(vs, d, l) for every virtual stage, replica and layer count.
+// The TP all-reduces of one micro-batch's forward and backward through `layers`
+// layers on `gpu`'s TP group (2 per layer each way, 2 more in the backward
+// with full recomputation; sequence parallelism moves the same volume), as
+// rings over the group's NVLink (its NIC when the group spans nodes), plus
+// one launch per op: they sit on the critical path of every op, and a slower
+// NVLink (A100 against H100) makes a stage slower.
+double tp_communication_s(const ModelSpec& model, const ParallelPlan& plan,
+                          const platforms::ClusterSpec& cluster, int gpu, int layers) {
+  if (plan.tp <= 1)
+    return 0;
+  const auto& group = cluster.group_of(gpu);
+  const auto& link = plan.tp <= group.gpus_per_node ? group.nvlink : group.nic;
+  if (link.effective_Bps() <= 0)
+    return 0;
+  const double ring = 2.0 * (plan.tp - 1) / plan.tp * tp_allreduce_bytes(model, plan) / link.effective_Bps();
+  const int all_reduces = (plan.recompute == Recompute::full ? 6 : 4) * layers;
+  const int launches = plan.sequence_parallel ? 4 : 2;
+  return all_reduces * ring + launches * (cluster.collectives.launch_latency_s + link.latency_s);
+}
+
+// t(vs, d, l) for every virtual stage, replica and layer count: compute on
+// the stage's slowest GPU plus its TP communication.
 class StageCosts {
  public:
   StageCosts(const ModelSpec& model, const ParallelPlan& plan, const platforms::ClusterSpec& cluster,
@@ -54,7 +76,8 @@ class StageCosts {
               if (it == cache.end())
                 it = cache.emplace(key, c.forward(slice, gpu).duration_s + c.backward(slice, gpu).duration_s)
                          .first;
-              slowest = std::max(slowest, it->second);
+              slowest = std::max(slowest, it->second + tp_communication_s(model, plan, cluster,
+                                                                          plan.gpu_of(rank, d, tp, cp), l));
             }
           row[static_cast<std::size_t>(l)] = slowest;
         }

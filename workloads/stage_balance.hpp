@@ -9,13 +9,14 @@
 //
 //   t(vs, d, l)  forward + backward of one micro-batch through virtual stage
 //                vs holding l layers (plus the embedding / logits of the
-//                first / last), on replica d's GPUs
+//                first / last), on replica d's GPUs, plus the TP
+//                all-reduces of those ops as rings over the stage's NVLink
 //   R(r, d)      sum of t over the virtual stages of pipeline rank r
 //   T(d)         sum over vs of t + (m_d - 1) x max over r of R(r, d)
 //                (a 1F1B / GPipe pipeline: fill and drain once, then the
 //                slowest rank sets the pace)
-//   estimate     max over d of T(d); communication, the optimizer step and
-//                the DP gradient reduction are left out (the simulation
+//   estimate     max over d of T(d); pipeline transfers, the optimizer step
+//                and the DP gradient reduction are left out (the simulation
 //                that follows has them)
 //
 // Partition step: the contiguous split of the layers minimising the largest
