@@ -15,7 +15,7 @@ nlohmann::json summary_of(const std::filesystem::path& dir) {
   return nlohmann::json::parse(read_file(dir / "summary.json"));
 }
 
-TEST(HeteroCli, BalanceAutoBeatsTheEvenSplitOnAMixedPipelineAndReportRegeneratesIt) {
+TEST(HeteroCli, BalanceAutoBeatsTheEvenSplitOnAMixedPipelineAndReportWritesItAgain) {
   const auto out = fresh_dir("hetero-pipeline");
   const auto r = run_cli({"run", "scenarios/hetero-a100-h100.yaml", "--balance", "auto", "--out",
                           out.string(), "--set", "plan.global_batch_size=8"});
@@ -34,10 +34,13 @@ TEST(HeteroCli, BalanceAutoBeatsTheEvenSplitOnAMixedPipelineAndReportRegenerates
   const auto& layers = b.at("balanced").at("stage_layers");
   EXPECT_LT(layers[0].get<int>() + layers[1].get<int>(), layers[2].get<int>() + layers[3].get<int>());
 
-  const std::string before = read_file(out / "summary.json");
+  // `trainsim report` writes the balance block and the balanced plan again.
   const auto again = run_cli({"report", out.string(), "--quiet"});
   ASSERT_EQ(again.status, 0) << again.err;
-  EXPECT_EQ(read_file(out / "summary.json"), before);
+  const auto regenerated = summary_of(out);
+  EXPECT_EQ(regenerated.at("balance"), b);
+  EXPECT_EQ(regenerated.at("plan"), s.at("plan"));
+  EXPECT_EQ(regenerated.at("iteration_time_s"), s.at("iteration_time_s"));
   std::filesystem::remove_all(out);
 }
 
