@@ -17,8 +17,8 @@ nlohmann::json summary_of(const std::filesystem::path& dir) {
 
 TEST(HeteroCli, BalanceAutoBeatsTheEvenSplitOnAMixedPipelineAndReportWritesItAgain) {
   const auto out = fresh_dir("hetero-pipeline");
-  const auto r = run_cli({"run", "scenarios/hetero-a100-h100.yaml", "--balance", "auto", "--out",
-                          out.string(), "--set", "plan.global_batch_size=8"});
+  const auto r =
+      run_cli({"run", "scenarios/hetero-a100-h100.yaml", "--balance", "auto", "--out", out.string()});
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("balance (--balance auto"), std::string::npos) << r.out;
   const auto s = summary_of(out);
@@ -49,7 +49,8 @@ TEST(HeteroCli, BalanceAutoSearchesDataParallelSharesWhenReplicasDifferInGpus) {
   const auto r = run_cli({"run", "scenarios/hetero-a100-h100-dp.yaml", "--balance", "auto", "--quiet",
                           "--out", out.string(), "--set", "plan.global_batch_size=16"});
   ASSERT_EQ(r.status, 0) << r.err;
-  const auto& b = summary_of(out).at("balance");
+  const auto s = summary_of(out);
+  const auto& b = s.at("balance");
   EXPECT_TRUE(b.at("searched_dp_shares").get<bool>());
   const auto shares = b.at("balanced").at("dp_micro_batches").get<std::vector<int>>();
   ASSERT_EQ(shares.size(), 2u);
@@ -69,7 +70,8 @@ plan: {tp: 8, pp: 4, micro_batch_size: 1, global_batch_size: 8, recompute: full}
   const auto out = fresh_dir("hetero-uniform");
   const auto r = run_cli({"run", scenario.string(), "--balance", "auto", "--quiet", "--out", out.string()});
   ASSERT_EQ(r.status, 0) << r.err;
-  const auto& b = summary_of(out).at("balance");
+  const auto s = summary_of(out);
+  const auto& b = s.at("balance");
   EXPECT_TRUE(b.at("same_partition").get<bool>());
   EXPECT_EQ(b.at("balanced").at("stage_layers"), nlohmann::json::parse("[4, 4, 4, 4]"));
   EXPECT_EQ(b.at("balanced").at("iteration_time_s").get<double>(),
