@@ -36,9 +36,11 @@ TEST(HeteroReplay, SlowestShareSetsTheIterationTimeOfEveryReplica) {
   EXPECT_NEAR(summary.tokens_per_s, 8.0 * model.seq_len / summary.iteration_time_s,
               1e-9 * summary.tokens_per_s);
   // The replica with 3 micro-batches idles for the 2 it does not run.
-  for (const auto& gpu : summary.gpus)
-    if (plan.dp_rank_of(gpu.gpu) == 1)
+  for (const auto& gpu : summary.gpus) {
+    if (plan.dp_rank_of(gpu.gpu) == 1) {
       EXPECT_NEAR(gpu.compute_s, 3 * (t_f + t_b), 1e-9);
+    }
+  }
 }
 
 TEST(HeteroReplay, OneMicroBatchThroughAnUnevenPipelineTakesTheSumOfItsStages) {
