@@ -3,6 +3,7 @@
 // scenario's name and the specs it was built from.
 #include <string>
 
+#include "analysis/balance_outcome.hpp"
 #include "platforms/cluster_spec.hpp"
 #include "workloads/model_spec.hpp"
 #include "workloads/parallel_plan.hpp"
@@ -17,6 +18,9 @@ struct RunContext {
   const workloads::ModelSpec& model;
   const workloads::ParallelPlan& plan;
   const workloads::TaskGraph& graph;
+  // `trainsim run --balance auto`: the even and balanced splits (null
+  // otherwise).
+  const BalanceOutcome* balance = nullptr;
 };
 
 }  // namespace trainsim::analysis

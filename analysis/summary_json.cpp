@@ -102,7 +102,22 @@ void write_summary_json(std::ostream& out, const RunContext& run, const Report& 
                {"zero_stage", run.plan.zero_stage},
                {"overlap_grad_reduce", run.plan.overlap_grad_reduce},
                {"grad_bucket_size_bytes", run.plan.grad_bucket_size_bytes()}};
+  // The partition actually run: every virtual stage's layers and every
+  // replica's micro-batches, given (uneven) or derived (even).
+  {
+    std::vector<int> stage_layers, dp_micro_batches;
+    for (int vs = 0; vs < run.plan.pp * run.plan.virtual_stages; ++vs)
+      stage_layers.push_back(run.plan.layers_of(vs, run.model.layers));
+    for (int d = 0; d < run.plan.dp; ++d)
+      dp_micro_batches.push_back(run.plan.micro_batches_of(d));
+    j["plan"]["stage_layers"] = stage_layers;
+    j["plan"]["uneven_stage_layers"] = !run.plan.stage_layers.empty();
+    j["plan"]["dp_micro_batches"] = dp_micro_batches;
+    j["plan"]["uneven_dp_micro_batches"] = !run.plan.dp_micro_batches.empty();
+  }
 
+  if (run.balance)
+    j["balance"] = to_json(*run.balance);
   j["iteration_time_s"] = s.iteration_time_s;
   j["tokens_per_iteration"] = s.tokens_per_iteration;
   j["tokens_per_s"] = s.tokens_per_s;

@@ -1,4 +1,5 @@
 #include <fmt/ostream.h>
+#include <fmt/ranges.h>
 
 #include <ostream>
 
@@ -49,6 +50,12 @@ void write_terminal_summary(std::ostream& out, const RunContext& run, const Repo
                            units::format_bytes(plan.grad_bucket_size_bytes()));
   if (!options.empty())
     fmt::print(out, "             {}\n", options.substr(2));
+  if (!plan.stage_layers.empty())
+    fmt::print(out, "             layers per {}stage [{}]\n", plan.virtual_stages > 1 ? "virtual " : "",
+               fmt::join(plan.stage_layers, ", "));
+  if (!plan.dp_micro_batches.empty())
+    fmt::print(out, "             micro-batches per DP replica [{}]\n",
+               fmt::join(plan.dp_micro_batches, ", "));
   fmt::print(out, "\n");
   const double hw_tflops =
       t > 0 && !s.gpus.empty() ? s.hardware_flops / t / 1e12 / static_cast<double>(s.gpus.size()) : 0;
@@ -70,8 +77,9 @@ void write_terminal_summary(std::ostream& out, const RunContext& run, const Repo
   fmt::print(out, "  {:<24}{:>12}\n", "exposed comm by kind", exposed);
   if (s.peak_memory_gpu >= 0) {
     const auto& g = s.gpus[static_cast<std::size_t>(s.peak_memory_gpu)];
-    fmt::print(out, "  {:<24}{:>12}   on GPU {} of {}{}\n", "peak memory", units::format_bytes(s.peak_memory_bytes),
-               g.gpu, units::format_bytes(g.memory_capacity_bytes), s.fits_in_memory ? "" : "  (DOES NOT FIT)");
+    fmt::print(out, "  {:<24}{:>12}   on GPU {} of {}{}\n", "peak memory",
+               units::format_bytes(s.peak_memory_bytes), g.gpu, units::format_bytes(g.memory_capacity_bytes),
+               s.fits_in_memory ? "" : "  (DOES NOT FIT)");
   }
   if (report.energy.measured)
     fmt::print(out, "  {:<24}{:>12}   {:.3g} J/token, {:.0f} W per GPU, {} drawn idle\n",
@@ -112,6 +120,32 @@ void write_terminal_summary(std::ostream& out, const RunContext& run, const Repo
   for (std::size_t i = 0; i < causes.size(); ++i)
     fmt::print(out, "  {}. {:<44}{:>7}   worst: stage {} ({})\n", i + 1, describe(causes[i].cause),
                pct(causes[i].fraction), causes[i].worst_stage, pct(causes[i].worst_stage_fraction));
+
+  if (run.balance) {
+    const BalanceOutcome& b = *run.balance;
+    auto split = [](const PartitionOutcome& p) {
+      return fmt::format("layers [{}], micro-batches [{}]", fmt::join(p.stage_layers, ", "),
+                         fmt::join(p.dp_micro_batches, ", "));
+    };
+    fmt::print(out, "\nbalance (--balance auto{}; outputs above: the balanced split)\n",
+               b.searched_dp_shares ? ", layers and DP shares" : ", layers");
+    fmt::print(out, "  {:<10}{:>12}   {}   (estimate {})\n", "even",
+               units::format_duration(b.even.iteration_time_s), split(b.even),
+               units::format_duration(b.even.estimated_iteration_time_s));
+    fmt::print(out, "  {:<10}{:>12}   {}   (estimate {})\n", "balanced",
+               units::format_duration(b.balanced.iteration_time_s), split(b.balanced),
+               units::format_duration(b.balanced.estimated_iteration_time_s));
+    fmt::print(out, "  {:<10}{:>11.3f}x   {}\n", "speedup", b.speedup(),
+               b.even.stage_layers == b.balanced.stage_layers &&
+                       b.even.dp_micro_batches == b.balanced.dp_micro_batches
+                   ? "the even split is already balanced"
+                   : fmt::format("{:.1f}% less time per iteration",
+                                 100 * (1 - b.balanced.iteration_time_s / b.even.iteration_time_s)));
+    if (!b.memory_capped_stages.empty())
+      fmt::print(out, "  capped to fit in GPU memory: virtual stage{} {}\n",
+                 b.memory_capped_stages.size() > 1 ? "s" : "", fmt::join(b.memory_capped_stages, ", "));
+    fmt::print(out, "  even split's own outputs: {}/\n", b.even_run_dir);
+  }
 }
 
 }  // namespace trainsim::analysis

@@ -7,8 +7,8 @@
 
 #include <sstream>
 
-#include "analysis/report.hpp"
 #include "analysis/memory_curve.hpp"
+#include "analysis/report.hpp"
 #include "analysis/reporters.hpp"
 #include "analysis/summary.hpp"
 #include "platforms/gpu_spec.hpp"
@@ -127,7 +127,7 @@ void BM_ChromeTrace512Gpus(benchmark::State& state) {
   const workloads::AnalyticCostModel cost(p.model, p.plan);
   const auto graph = workloads::build_iteration(p.model, p.plan, p.cluster, cost);
   const auto timeline = fake_timeline(graph);
-  const analysis::RunContext run{"bench", "", p.cluster, p.model, p.plan, graph};
+  const analysis::RunContext run{"bench", "", p.cluster, p.model, p.plan, graph, nullptr};
   const auto report = analysis::build_report(run, timeline);
   for (auto _ : state) {
     std::ostringstream out;

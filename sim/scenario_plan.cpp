@@ -44,6 +44,7 @@ bool read_plan_section(MapReader& p, Scenario& scenario) {
           {{"none", Recompute::none}, {"selective", Recompute::selective}, {"full", Recompute::full}}))
     plan.recompute = *r;
   read_parallelism_options(p, scenario);
+  read_partition_options(p, scenario);
   p.finish();
   return p.error_count() == before;
 }
@@ -76,26 +77,41 @@ void validate_scenario(MapReader& p, Scenario& scenario) {
                       "dp x tp x pp{} = {} x {} x {}{} = {} GPUs, but the cluster has {} ({}); expected the "
                       "product to equal the GPU count",
                       cp_names, plan.dp, plan.tp, plan.pp, cp_value, plan.gpu_count(), gpus, cluster_size));
-  if (plan.global_batch_size % (plan.micro_batch_size * plan.dp) != 0)
+  bool batch_ok = true;
+  if (!plan.dp_micro_batches.empty()) {
+    batch_ok = validate_dp_micro_batches(p, scenario);
+  } else if (plan.global_batch_size % (plan.micro_batch_size * plan.dp) != 0) {
+    batch_ok = false;
     p.error(
         "global_batch_size",
-        fmt::format("{} is not divisible by micro_batch_size x dp = {} x {} = {}; expected a multiple of {}",
+        fmt::format("{} is not divisible by micro_batch_size x dp = {} x {} = {}; expected a multiple of {} "
+                    "(or uneven shares in plan.dp_micro_batches)",
                     plan.global_batch_size, plan.micro_batch_size, plan.dp, plan.micro_batch_size * plan.dp,
                     plan.micro_batch_size * plan.dp));
-  if (model.layers % plan.pp != 0)
-    p.error("pp", fmt::format("model.layers = {} is not divisible by pp = {}; expected a divisor of {}",
-                              model.layers, plan.pp, model.layers));
+  }
+  bool layers_ok = true;
+  if (plan.stage_layers.empty() && model.layers % plan.pp != 0) {
+    layers_ok = false;
+    p.error("pp",
+            fmt::format("model.layers = {} is not divisible by pp = {}; expected a divisor of {} (or an "
+                        "uneven partition in plan.stage_layers)",
+                        model.layers, plan.pp, model.layers));
+  }
   // Schedule rules (model chunks per GPU, micro-batch counts), checked once
   // the shapes they depend on are known to be right.
   if (plan.virtual_stages == 0)
     plan.virtual_stages = workloads::default_virtual_stages(plan.schedule);
-  if (plan.virtual_stages == 0)
+  if (plan.virtual_stages == 0) {
     p.error("virtual_stages", fmt::format("missing: schedule {} needs the number of model chunks per GPU "
                                           "(expected an integer >= 2, e.g. virtual_stages: 2)",
                                           to_string(plan.schedule)));
-  else if (model.layers % plan.pp == 0 && plan.global_batch_size % (plan.micro_batch_size * plan.dp) == 0)
-    for (const auto& problem : workloads::schedule_problems(plan, model.layers))
-      p.error(problem.key, problem.message);
+  } else {
+    if (!plan.stage_layers.empty())
+      layers_ok = validate_stage_layers(p, scenario);
+    if (layers_ok && batch_ok)
+      for (const auto& problem : workloads::schedule_problems(plan, model.layers))
+        p.error(problem.key, problem.message);
+  }
   if (model.heads % plan.tp != 0)
     p.error("tp", fmt::format("model.heads = {} is not divisible by tp = {}; expected a divisor of {}",
                               model.heads, plan.tp, model.heads));

@@ -26,6 +26,13 @@ void validate_scenario(MapReader& plan, Scenario& scenario);
 void read_parallelism_options(MapReader& plan, Scenario& scenario);
 void validate_parallelism_options(MapReader& plan, Scenario& scenario);
 
+// The heterogeneous-cluster keys (scenario_plan_partition.cpp):
+// stage_layers and dp_micro_batches, read with the plan section; each
+// validator returns true when its key (when given) is right.
+void read_partition_options(MapReader& plan, Scenario& scenario);
+bool validate_stage_layers(MapReader& plan, const Scenario& scenario);
+bool validate_dp_micro_batches(MapReader& plan, const Scenario& scenario);
+
 // Integer ceiling for counts in scenario files.
 inline constexpr long long kMaxCount = 1LL << 30;
 

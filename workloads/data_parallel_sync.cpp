@@ -60,14 +60,21 @@ void IterationBuilder::add_gradient_sync_and_step(int rank, int tp) {
 
   if (sharded_gradients || plan_.overlap_grad_reduce) {
     const double bucket_parameters = plan_.grad_bucket_size_bytes() / g;
-    const auto& list = schedule_.per_rank[static_cast<std::size_t>(rank)];
+    // Members walk their own op lists: with plan.dp_micro_batches the
+    // replicas' lists differ in length, but (ZeRO 0/1, the only stages that
+    // allow uneven shares) only each chunk's last gradient op reduces, and
+    // it has the same pieces on every member. ZeRO-2 shares are even, so
+    // the lists are the same.
+    const auto& list = schedule(0).per_rank[static_cast<std::size_t>(rank)];
     for (std::size_t k = 0; k < list.size(); ++k) {
       const PipeOp& op = list[k];
       if (!produces_gradients(op.kind))
         continue;
-      if (!sharded_gradients &&
-          k != last_gradient_op_[static_cast<std::size_t>(rank)][static_cast<std::size_t>(op.chunk)])
+      if (!sharded_gradients && k != last_gradient_op(0, rank, op.chunk))
         continue;
+      std::vector<std::size_t> member_op;  // the op on each member
+      for (int gpu : members)
+        member_op.push_back(sharded_gradients ? k : last_gradient_op(plan_.dp_rank_of(gpu), rank, op.chunk));
       const auto& pieces = ops_[idx(members.front())][k].pieces;
       double in_bucket = 0;
       for (std::size_t p = 0; p < pieces.size(); ++p) {
@@ -80,8 +87,10 @@ void IterationBuilder::add_gradient_sync_and_step(int rank, int tp) {
         if (!last_piece && (!plan_.overlap_grad_reduce || in_bucket < bucket_parameters))
           continue;
         std::vector<TaskId> after;
-        for (int gpu : members)
-          after.push_back(last_piece ? ops_[idx(gpu)][k].done : ops_[idx(gpu)][k].pieces[p].last);
+        for (std::size_t i = 0; i < members.size(); ++i) {
+          const BuiltOp& built = ops_[idx(members[i])][member_op[i]];
+          after.push_back(last_piece ? built.done : built.pieces[p].last);
+        }
         const TaskId id = add_reduction(g * in_bucket, sharded_gradients ? op.micro_batch : -1, op.chunk,
                                         pieces[p].layer, after);
         if (sharded_gradients)

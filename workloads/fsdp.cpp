@@ -35,7 +35,8 @@ void IterationBuilder::add_fsdp_sync_and_step(int rank, int tp) {
   TaskId previous_gather = kNone, previous_reduce = kNone;
   // (op, piece) of every gathered unit so far, to bound the prefetch.
   std::vector<std::pair<std::size_t, std::size_t>> gathered;
-  const auto& list = schedule_.per_rank[static_cast<std::size_t>(rank)];
+  // Replicas run the same list: FSDP requires even micro-batch shares.
+  const auto& list = schedule(0).per_rank[static_cast<std::size_t>(rank)];
   for (std::size_t k = 0; k < list.size(); ++k) {
     const PipeOp& op = list[k];
     const auto& pieces = ops_[idx(members.front())][k].pieces;

@@ -90,10 +90,19 @@ OpCost IterationBuilder::op_cost(PipeOpKind kind, const StageSlice& slice,
 
 TaskGraph IterationBuilder::build() {
   graph_.gpu_count = plan_.gpu_count();
-  schedule_ = schedule_for_gpu_costs(model_, plan_, cluster_, cost_);
+  // One schedule per replica; replicas with the same micro-batch count share
+  // the generator's answer.
+  schedules_.clear();
+  for (int dp = 0; dp < plan_.dp; ++dp) {
+    const int m = plan_.micro_batches_of(dp);
+    const auto same = std::find_if(schedules_.begin(), schedules_.end(),
+                                   [&](const PipelineSchedule& s) { return s.micro_batches == m; });
+    schedules_.push_back(
+        same != schedules_.end() ? *same : schedule_for_gpu_costs(model_, plan_, cluster_, cost_, m));
+  }
   m_ = plan_.micro_batches();
   const auto gpus = static_cast<std::size_t>(plan_.gpu_count());
-  const auto slots = static_cast<std::size_t>(schedule_.chunks * m_);
+  const auto slots = static_cast<std::size_t>(plan_.virtual_stages * m_);
   ops_.assign(gpus, {});
   forward_op_.assign(gpus, std::vector<std::size_t>(slots, 0));
   backward_op_ = forward_op_;
@@ -102,14 +111,18 @@ TaskGraph IterationBuilder::build() {
   for (int gpu = 0; gpu < plan_.gpu_count(); ++gpu)
     graph_.resident_memory[idx(gpu)] = memory_.resident(plan_.pp_rank_of(gpu));
 
-  last_gradient_op_.assign(static_cast<std::size_t>(plan_.pp),
-                           std::vector<std::size_t>(static_cast<std::size_t>(schedule_.chunks), 0));
-  for (int rank = 0; rank < plan_.pp; ++rank) {
-    const auto& list = schedule_.per_rank[static_cast<std::size_t>(rank)];
-    for (std::size_t k = 0; k < list.size(); ++k)
-      if (produces_gradients(list[k].kind))
-        last_gradient_op_[static_cast<std::size_t>(rank)][static_cast<std::size_t>(list[k].chunk)] = k;
-  }
+  last_gradient_op_.assign(static_cast<std::size_t>(plan_.dp),
+                           std::vector<std::vector<std::size_t>>(
+                               static_cast<std::size_t>(plan_.pp),
+                               std::vector<std::size_t>(static_cast<std::size_t>(plan_.virtual_stages), 0)));
+  for (int dp = 0; dp < plan_.dp; ++dp)
+    for (int rank = 0; rank < plan_.pp; ++rank) {
+      const auto& list = schedule(dp).per_rank[static_cast<std::size_t>(rank)];
+      for (std::size_t k = 0; k < list.size(); ++k)
+        if (produces_gradients(list[k].kind))
+          last_gradient_op_[static_cast<std::size_t>(dp)][static_cast<std::size_t>(rank)]
+                           [static_cast<std::size_t>(list[k].chunk)] = k;
+    }
 
   for (int dp = 0; dp < plan_.dp; ++dp)
     for (int rank = 0; rank < plan_.pp; ++rank)
@@ -142,16 +155,15 @@ TaskGraph IterationBuilder::build() {
 // buckets fire as the layers of the backward that completes the gradients
 // finish (Megatron: the last micro-batch's; ZeRO-2 reduces after every
 // micro-batch).
-bool IterationBuilder::split_per_layer(int rank, std::size_t op_index) const {
+bool IterationBuilder::split_per_layer(int dp, int rank, std::size_t op_index) const {
   if (plan_.data_parallel_size() <= 1)
     return false;
   if (plan_.zero_stage >= 3)
     return true;
-  const PipeOp& op = schedule_.per_rank[static_cast<std::size_t>(rank)][op_index];
+  const PipeOp& op = schedule(dp).per_rank[static_cast<std::size_t>(rank)][op_index];
   if (!plan_.overlap_grad_reduce || !produces_gradients(op.kind))
     return false;
-  return plan_.zero_stage == 2 ||
-         last_gradient_op_[static_cast<std::size_t>(rank)][static_cast<std::size_t>(op.chunk)] == op_index;
+  return plan_.zero_stage == 2 || last_gradient_op(dp, rank, op.chunk) == op_index;
 }
 
 void IterationBuilder::add_rank_ops(int dp, int rank) {
@@ -172,16 +184,17 @@ void IterationBuilder::add_rank_ops(int dp, int rank) {
         members.push_back(plan_.gpu_of(rank, dp, tp, cp));
       cp_groups[static_cast<std::size_t>(tp)] = graph_.add_group(members);
     }
-  const auto& list = schedule_.per_rank[static_cast<std::size_t>(rank)];
+  const auto& list = schedule(dp).per_rank[static_cast<std::size_t>(rank)];
   for (std::size_t k = 0; k < list.size(); ++k)
     add_op(dp, rank, k, tp_groups, cp_groups);
 }
 
 void IterationBuilder::add_op(int dp, int rank, std::size_t op_index, const std::vector<int>& tp_groups,
                               const std::vector<int>& cp_groups) {
-  const PipeOp& op = schedule_.per_rank[static_cast<std::size_t>(rank)][op_index];
-  const int vs = schedule_.virtual_stage(rank, op.chunk);
+  const PipeOp& op = schedule(dp).per_rank[static_cast<std::size_t>(rank)][op_index];
+  const int vs = schedule(dp).virtual_stage(rank, op.chunk);
   const StageSlice slice = virtual_stage_slice(model_, plan_, vs);
+  const int first_layer = plan_.first_layer_of(vs, model_.layers);
 
   // The op's pieces: one per layer (a backward walks them last to first,
   // the embedding rides with the first layer and the logits with the last),
@@ -192,7 +205,7 @@ void IterationBuilder::add_op(int dp, int rank, std::size_t op_index, const std:
     double parameters = 0;
   };
   std::vector<PieceSpec> specs;
-  if (split_per_layer(rank, op_index)) {
+  if (split_per_layer(dp, rank, op_index)) {
     for (int l = 0; l < slice.layers; ++l) {
       const StageSlice piece{.layers = 1,
                              .first_layer = slice.first_layer + l,
@@ -203,7 +216,7 @@ void IterationBuilder::add_op(int dp, int rank, std::size_t op_index, const std:
         parameters += model_.embedding_parameters() / plan_.tp;
       if (piece.logits)
         parameters += model_.logits_parameters() / plan_.tp;
-      specs.push_back({piece, vs * slice.layers + l, parameters});
+      specs.push_back({piece, first_layer + l, parameters});
     }
     if (op.kind != PipeOpKind::forward)
       std::reverse(specs.begin(), specs.end());
@@ -400,13 +413,15 @@ void IterationBuilder::gate(TaskId input, int gpu, std::size_t op_index) {
 // hand over in memory: a dependency, no transfer.
 void IterationBuilder::add_pipeline_sends(int dp, int cp) {
   const double bytes = pipeline_message_bytes(model_, plan_);
-  const int stages = schedule_.virtual_stages();
+  const PipelineSchedule& sched = schedule(dp);
+  const int m = plan_.micro_batches_of(dp);
+  const int stages = sched.virtual_stages();
   for (int tp = 0; tp < plan_.tp; ++tp) {
     for (int vs = 0; vs + 1 < stages; ++vs) {
-      const int r0 = schedule_.rank_of(vs), r1 = schedule_.rank_of(vs + 1);
-      const int c0 = schedule_.chunk_of(vs), c1 = schedule_.chunk_of(vs + 1);
+      const int r0 = sched.rank_of(vs), r1 = sched.rank_of(vs + 1);
+      const int c0 = sched.chunk_of(vs), c1 = sched.chunk_of(vs + 1);
       const int g0 = plan_.gpu_of(r0, dp, tp, cp), g1 = plan_.gpu_of(r1, dp, tp, cp);
-      for (int mb = 0; mb < m_; ++mb) {
+      for (int mb = 0; mb < m; ++mb) {
         const std::size_t f0 = forward_op_[idx(g0)][slot(c0, mb)], f1 = forward_op_[idx(g1)][slot(c1, mb)];
         const std::size_t b0 = backward_op_[idx(g0)][slot(c0, mb)], b1 = backward_op_[idx(g1)][slot(c1, mb)];
         const TaskId f_out = ops_[idx(g0)][f0].done;
@@ -440,9 +455,9 @@ void IterationBuilder::add_pipeline_sends(int dp, int cp) {
     // from its own forward's loss, and so does the forward it is paired with
     // when they run overlapped (DualPipe's F&B).
     const int last = stages - 1;
-    const int g = plan_.gpu_of(schedule_.rank_of(last), dp, tp, cp);
-    for (int mb = 0; mb < m_; ++mb) {
-      const std::size_t s = slot(schedule_.chunk_of(last), mb);
+    const int g = plan_.gpu_of(sched.rank_of(last), dp, tp, cp);
+    for (int mb = 0; mb < m; ++mb) {
+      const std::size_t s = slot(sched.chunk_of(last), mb);
       const TaskId loss = ops_[idx(g)][forward_op_[idx(g)][s]].done;
       const std::size_t b = backward_op_[idx(g)][s];
       gate(loss, g, b);
@@ -459,8 +474,9 @@ void IterationBuilder::add_pipeline_sends(int dp, int cp) {
 // with the activations and gradients. The activations live on the acceptor
 // from the start of the eviction to the end of the reload.
 void IterationBuilder::add_evictions(int dp, int cp) {
-  for (const ActivationEviction& e : schedule_.evictions) {
-    const StageSlice slice = virtual_stage_slice(model_, plan_, schedule_.virtual_stage(e.rank, e.chunk));
+  const PipelineSchedule& sched = schedule(dp);
+  for (const ActivationEviction& e : sched.evictions) {
+    const StageSlice slice = virtual_stage_slice(model_, plan_, sched.virtual_stage(e.rank, e.chunk));
     const double bytes = stage_activation_bytes(model_, plan_, slice.layers, slice.first_layer);
     for (int tp = 0; tp < plan_.tp; ++tp) {
       const int evictor = plan_.gpu_of(e.rank, dp, tp, cp), acceptor = plan_.gpu_of(e.acceptor, dp, tp, cp);
@@ -535,6 +551,46 @@ std::vector<TaskId> IterationBuilder::add_optimizer_steps(int rank, const std::v
 
 }  // namespace detail
 
+std::string partition_problem(const ModelSpec& model, const ParallelPlan& plan) {
+  const int stages = plan.pp * plan.virtual_stages;
+  if (plan.pp <= 0 || plan.virtual_stages <= 0)
+    return "pp or virtual_stages below 1";
+  if (plan.stage_layers.empty()) {
+    if (model.layers % stages != 0)
+      return "layers not divisible by pp x virtual_stages";
+  } else {
+    if (static_cast<int>(plan.stage_layers.size()) != stages)
+      return "stage_layers does not have pp x virtual_stages entries";
+    int sum = 0;
+    for (int layers : plan.stage_layers) {
+      if (layers < 1)
+        return "stage_layers has a stage without layers";
+      sum += layers;
+    }
+    if (sum != model.layers)
+      return "stage_layers does not add up to the model's layers";
+  }
+  if (plan.dp_micro_batches.empty()) {
+    if (plan.micro_batch_size <= 0 || plan.dp <= 0 || plan.micro_batches() <= 0)
+      return "no micro-batches";
+  } else {
+    if (static_cast<int>(plan.dp_micro_batches.size()) != plan.dp)
+      return "dp_micro_batches does not have dp entries";
+    long long sum = 0;
+    for (int m : plan.dp_micro_batches) {
+      if (m < 1)
+        return "dp_micro_batches has a replica without micro-batches";
+      sum += m;
+    }
+    if (sum * plan.micro_batch_size != plan.global_batch_size)
+      return "dp_micro_batches x micro_batch_size does not add up to the global batch";
+    if (plan.zero_stage >= 2)
+      return "dp_micro_batches with zero_stage 2 or 3 (per-micro-batch gradient collectives need equal "
+             "counts)";
+  }
+  return {};
+}
+
 double pipeline_message_bytes(const ModelSpec& model, const ParallelPlan& plan) {
   return 2.0 * plan.micro_batch_size * model.seq_len / plan.cp * model.hidden / plan.tp;
 }
@@ -545,9 +601,8 @@ double tp_allreduce_bytes(const ModelSpec& model, const ParallelPlan& plan) {
 
 StageSlice virtual_stage_slice(const ModelSpec& model, const ParallelPlan& plan, int virtual_stage) {
   const int stages = plan.pp * plan.virtual_stages;
-  const int layers = model.layers / stages;
-  return {.layers = layers,
-          .first_layer = virtual_stage * layers,
+  return {.layers = plan.layers_of(virtual_stage, model.layers),
+          .first_layer = plan.first_layer_of(virtual_stage, model.layers),
           .embedding = virtual_stage == 0,
           .logits = virtual_stage == stages - 1};
 }
@@ -582,7 +637,8 @@ namespace detail {
 
 // schedule_for with the cost of one GPU already divided by context parallelism.
 PipelineSchedule schedule_for_gpu_costs(const ModelSpec& model, const ParallelPlan& plan,
-                                        const platforms::ClusterSpec& cluster, const CostModel& cost) {
+                                        const platforms::ClusterSpec& cluster, const CostModel& cost,
+                                        int micro_batches) {
   ScheduleOptions options;
   options.virtual_stages = plan.virtual_stages;
   if (plan.schedule == ScheduleKind::zb_v) {
@@ -605,26 +661,31 @@ PipelineSchedule schedule_for_gpu_costs(const ModelSpec& model, const ParallelPl
     in.forward_memory = 34.0 * model.hidden + 5.0 * model.heads * model.seq_len;
     in.weight_memory = -32.0 * model.hidden;
   }
-  return make_schedule(plan.schedule, plan.pp, plan.micro_batches(), options);
+  return make_schedule(plan.schedule, plan.pp, micro_batches, options);
 }
 
 }  // namespace detail
 
 PipelineSchedule schedule_for(const ModelSpec& model, const ParallelPlan& plan,
                               const platforms::ClusterSpec& cluster, const CostModel& cost) {
+  return schedule_for(model, plan, cluster, cost, plan.micro_batches());
+}
+
+PipelineSchedule schedule_for(const ModelSpec& model, const ParallelPlan& plan,
+                              const platforms::ClusterSpec& cluster, const CostModel& cost,
+                              int micro_batches) {
   if (plan.cp > 1)
-    return detail::schedule_for_gpu_costs(model, plan, cluster, ContextParallelCost(cost, plan.cp));
-  return detail::schedule_for_gpu_costs(model, plan, cluster, cost);
+    return detail::schedule_for_gpu_costs(model, plan, cluster, ContextParallelCost(cost, plan.cp),
+                                          micro_batches);
+  return detail::schedule_for_gpu_costs(model, plan, cluster, cost, micro_batches);
 }
 
 TaskGraph build_iteration(const ModelSpec& model, const ParallelPlan& plan,
                           const platforms::ClusterSpec& cluster, const CostModel& cost) {
   if (plan.gpu_count() != cluster.gpu_count())
     throw std::invalid_argument("plan and cluster GPU counts differ");
-  if (plan.pp <= 0 || plan.virtual_stages <= 0 || model.layers % (plan.pp * plan.virtual_stages) != 0)
-    throw std::invalid_argument("layers not divisible by pp x virtual_stages");
-  if (plan.micro_batches() <= 0)
-    throw std::invalid_argument("no micro-batches");
+  if (const std::string problem = partition_problem(model, plan); !problem.empty())
+    throw std::invalid_argument(problem);
   if (plan.cp < 1 || plan.zero_stage < 0 || plan.zero_stage > 3)
     throw std::invalid_argument("context parallelism below 1 or ZeRO stage outside 0..3");
   if (plan.ep < 1 || plan.data_parallel_size() % plan.ep != 0 ||

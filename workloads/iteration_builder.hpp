@@ -12,6 +12,8 @@
 // reduce-scatter + all-gather, FSDP's per-layer gathers and reduce-scatters,
 // in buckets or not), the optimizer step, and every task's memory events
 // (workloads/memory_model.hpp). docs/parallelism.md has the details.
+#include <string>
+
 #include "platforms/cluster_spec.hpp"
 #include "workloads/cost_model.hpp"
 #include "workloads/model_spec.hpp"
@@ -23,9 +25,10 @@ namespace trainsim::workloads {
 
 // Preconditions (the scenario validator checks them with clear messages;
 // here they throw std::invalid_argument): plan.gpu_count() ==
-// cluster.gpu_count(), layers divisible by pp x virtual_stages, global batch
-// divisible by micro-batch x dp, schedule_problems(plan) empty, cp >= 1 and
-// zero_stage in 0..3.
+// cluster.gpu_count(), partition_problem() empty (layers divisible by pp x
+// virtual_stages or a valid plan.stage_layers; global batch divisible by
+// micro-batch x dp or a valid plan.dp_micro_batches), schedule_problems(plan)
+// empty, cp >= 1 and zero_stage in 0..3.
 TaskGraph build_iteration(const ModelSpec& model, const ParallelPlan& plan,
                           const platforms::ClusterSpec& cluster, const CostModel& cost);
 
@@ -36,6 +39,17 @@ TaskGraph build_iteration(const ModelSpec& model, const ParallelPlan& plan,
 // context parallelism the times are one CP rank's.
 PipelineSchedule schedule_for(const ModelSpec& model, const ParallelPlan& plan,
                               const platforms::ClusterSpec& cluster, const CostModel& cost);
+// The same for a pipeline of `micro_batches` micro-batches (the schedule of
+// one data-parallel replica under plan.dp_micro_batches).
+PipelineSchedule schedule_for(const ModelSpec& model, const ParallelPlan& plan,
+                              const platforms::ClusterSpec& cluster, const CostModel& cost,
+                              int micro_batches);
+
+// Why the plan's layer partition (stage_layers or the even split) or its
+// micro-batch shares (dp_micro_batches or the even share) cannot be built,
+// in a few words; empty when they can. The scenario loader gives the
+// user-facing messages; this is the builder's precondition.
+std::string partition_problem(const ModelSpec& model, const ParallelPlan& plan);
 
 // Per-GPU bytes the pipeline sends between stages per micro-batch: the
 // b x s x h bf16 activation, split over the TP group (Megatron's
@@ -46,7 +60,8 @@ double pipeline_message_bytes(const ModelSpec& model, const ParallelPlan& plan);
 // with context parallelism).
 double tp_allreduce_bytes(const ModelSpec& model, const ParallelPlan& plan);
 // The layers, embedding and logits of virtual stage `virtual_stage` (of
-// pp x virtual_stages): the embedding on the first, the logits on the last.
+// pp x virtual_stages): plan.stage_layers' entry or the even share, the
+// embedding on the first, the logits on the last.
 StageSlice virtual_stage_slice(const ModelSpec& model, const ParallelPlan& plan, int virtual_stage);
 // Parameters held by one GPU of pipeline rank `stage`: the layers of all its
 // chunks, plus the embedding / logits when it holds the first / last virtual

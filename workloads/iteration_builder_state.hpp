@@ -30,9 +30,11 @@ namespace trainsim::workloads::detail {
 
 inline constexpr TaskId kNone = static_cast<TaskId>(-1);
 
-// schedule_for, given the cost of one GPU (context parallelism applied).
+// schedule_for, given the cost of one GPU (context parallelism applied), for
+// a pipeline running `micro_batches` micro-batches.
 PipelineSchedule schedule_for_gpu_costs(const ModelSpec& model, const ParallelPlan& plan,
-                                        const platforms::ClusterSpec& cluster, const CostModel& cost);
+                                        const platforms::ClusterSpec& cluster, const CostModel& cost,
+                                        int micro_batches);
 
 // One piece of an op on one GPU: a layer (FSDP unit, gradient-bucket
 // granularity) or the whole op. Under ring attention a piece is two compute
@@ -70,10 +72,17 @@ class IterationBuilder {
  private:
   std::size_t idx(int gpu) const { return static_cast<std::size_t>(gpu); }
   std::size_t slot(int chunk, int mb) const { return static_cast<std::size_t>(chunk * m_ + mb); }
+  // The schedule of data-parallel replica `dp` (replicas differ only in their
+  // micro-batch counts, plan.dp_micro_batches).
+  const PipelineSchedule& schedule(int dp) const { return schedules_[static_cast<std::size_t>(dp)]; }
+  std::size_t last_gradient_op(int dp, int rank, int chunk) const {
+    return last_gradient_op_[static_cast<std::size_t>(dp)][static_cast<std::size_t>(rank)]
+                            [static_cast<std::size_t>(chunk)];
+  }
   OpCost op_cost(PipeOpKind kind, const StageSlice& slice, const platforms::GpuSpec& gpu) const;
 
   // iteration_builder.cpp
-  bool split_per_layer(int rank, std::size_t op_index) const;
+  bool split_per_layer(int dp, int rank, std::size_t op_index) const;
   void add_rank_ops(int dp, int rank);
   void add_op(int dp, int rank, std::size_t op_index, const std::vector<int>& tp_groups,
               const std::vector<int>& cp_groups);
@@ -107,16 +116,16 @@ class IterationBuilder {
   const platforms::ClusterSpec& cluster_;
   const CostModel& cost_;
   GpuMemoryModel memory_;
-  PipelineSchedule schedule_;
-  int m_ = 0;
+  std::vector<PipelineSchedule> schedules_;  // per DP replica
+  int m_ = 0;                                // the most micro-batches of any replica: the slot stride
   TaskGraph graph_;
   // Per GPU: its ops in list order, and which op runs each (chunk,
   // micro-batch) forward and backward (B, or the zero-bubble input gradient).
   std::vector<std::vector<BuiltOp>> ops_;
   std::vector<std::vector<std::size_t>> forward_op_, backward_op_;
-  // Per rank and chunk: the index of the last op producing weight gradients
-  // (where Megatron's overlapped buckets fire).
-  std::vector<std::vector<std::size_t>> last_gradient_op_;
+  // Per DP replica, rank and chunk: the index of the last op producing
+  // weight gradients (where Megatron's overlapped buckets fire).
+  std::vector<std::vector<std::vector<std::size_t>>> last_gradient_op_;
   std::vector<TaskId> last_;
 };
 

@@ -2,6 +2,7 @@
 // How one training iteration is split over GPUs (Megatron vocabulary).
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace trainsim::workloads {
 
@@ -48,8 +49,19 @@ struct ParallelPlan {
   ScheduleKind schedule = ScheduleKind::one_f_one_b;
   // Model chunks per GPU (v): interleaved_1f1b's virtual stages, 2 for the
   // V-shaped schedules (zb_v, dualpipe_v), 1 otherwise. The pipeline has
-  // pp x v virtual stages of layers / (pp x v) layers each.
+  // pp x v virtual stages of layers / (pp x v) layers each, unless
+  // stage_layers says otherwise.
   int virtual_stages = 1;
+  // Layers of each virtual stage in model order (pp x virtual_stages
+  // entries, each >= 1, summing to the model's layers): an uneven partition
+  // for pipelines over unequal GPUs. Empty: the even split. The first and
+  // last virtual stages still hold the embedding and the logits.
+  std::vector<int> stage_layers{};
+  // Micro-batches each data-parallel replica runs per iteration (dp
+  // entries, each >= 1, summing to global_batch_size / micro_batch_size),
+  // so that faster replicas can take more. Empty: the even share,
+  // micro_batches() each.
+  std::vector<int> dp_micro_batches{};
   Recompute recompute = Recompute::none;
   // Bytes per gradient element in the DP all-reduce (2 for bf16/fp16).
   int grad_bytes = 2;
@@ -77,8 +89,34 @@ struct ParallelPlan {
   double grad_bucket_size_bytes() const {
     return grad_bucket_bytes > 0 ? grad_bucket_bytes : kDefaultGradBucketElements * grad_bytes;
   }
-  // m: micro-batches each pipeline runs per iteration.
-  int micro_batches() const { return global_batch_size / (micro_batch_size * dp); }
+  // m: micro-batches each pipeline runs per iteration (with uneven
+  // dp_micro_batches, the largest share).
+  int micro_batches() const {
+    if (!dp_micro_batches.empty()) {
+      int most = 0;
+      for (int m : dp_micro_batches)
+        most = m > most ? m : most;
+      return most;
+    }
+    return global_batch_size / (micro_batch_size * dp);
+  }
+  // Micro-batches of data-parallel replica `dp_rank`.
+  int micro_batches_of(int dp_rank) const {
+    return dp_micro_batches.empty() ? global_batch_size / (micro_batch_size * dp)
+                                    : dp_micro_batches[static_cast<std::size_t>(dp_rank)];
+  }
+  // Layers of virtual stage `virtual_stage` (of pp x virtual_stages) and the
+  // index of its first layer, for a model of `layers` layers.
+  int layers_of(int virtual_stage, int layers) const {
+    return stage_layers.empty() ? layers / (pp * virtual_stages)
+                                : stage_layers[static_cast<std::size_t>(virtual_stage)];
+  }
+  int first_layer_of(int virtual_stage, int layers) const {
+    int first = 0;
+    for (int vs = 0; vs < virtual_stage; ++vs)
+      first += layers_of(vs, layers);
+    return first;
+  }
 
   // Megatron's rank order (tp fastest, then cp, then dp, then pp): TP groups
   // sit inside a node, pipeline stages are farthest apart.

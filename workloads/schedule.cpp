@@ -1,5 +1,7 @@
 #include "workloads/schedule.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include <stdexcept>
@@ -77,11 +79,28 @@ std::vector<ScheduleProblem> schedule_problems(const ParallelPlan& plan, int lay
   std::vector<ScheduleProblem> problems;
   const int p = plan.pp;
   const int v = plan.virtual_stages;
-  const int m = plan.micro_batch_size > 0 && plan.dp > 0 ? plan.micro_batches() : 0;
   const std::string name(to_string(plan.schedule));
-  const std::string m_text =
-      fmt::format("m = global_batch_size / (micro_batch_size x dp) = {} / ({} x {}) = {}",
-                  plan.global_batch_size, plan.micro_batch_size, plan.dp, m);
+  // The micro-batch rules apply to every replica's count: the even share,
+  // or each entry of dp_micro_batches (reported at that key).
+  struct Share {
+    int m = 0;
+    std::string text;  // how m came about
+  };
+  std::vector<Share> shares;
+  const bool uneven = !plan.dp_micro_batches.empty();
+  if (uneven) {
+    for (std::size_t d = 0; d < plan.dp_micro_batches.size(); ++d) {
+      const int m = plan.dp_micro_batches[d];
+      const bool seen = std::any_of(shares.begin(), shares.end(), [&](const Share& s) { return s.m == m; });
+      if (!seen)
+        shares.push_back({m, fmt::format("replica {} runs m = {}", d, m)});
+    }
+  } else {
+    const int m = plan.micro_batch_size > 0 && plan.dp > 0 ? plan.micro_batches() : 0;
+    shares.push_back({m, fmt::format("m = global_batch_size / (micro_batch_size x dp) = {} / ({} x {}) = {}",
+                                     plan.global_batch_size, plan.micro_batch_size, plan.dp, m)});
+  }
+  const std::string batch_key = uneven ? "dp_micro_batches" : "global_batch_size";
   const int per_pipeline = plan.micro_batch_size * plan.dp;
 
   switch (plan.schedule) {
@@ -97,13 +116,18 @@ std::vector<ScheduleProblem> schedule_problems(const ParallelPlan& plan, int lay
       // Megatron-LM: microbatch_group_size_per_vp_stage (= pp) must lie in
       // [pp, m] and divide m unless the last group still has >= pp
       // micro-batches, which with a group of pp means m is a multiple of pp.
-      if (m > 0 && m % p != 0)
-        problems.push_back(
-            {"global_batch_size",
-             fmt::format(
-                 "schedule {} runs micro-batches in groups of pp = {} (Megatron-LM's rule), but {} is not a "
-                 "multiple of {}; expected global_batch_size a multiple of pp x micro_batch_size x dp = {}",
-                 name, p, m_text, p, p * per_pipeline)});
+      for (const Share& share : shares)
+        if (share.m > 0 && share.m % p != 0)
+          problems.push_back(
+              {batch_key,
+               uneven
+                   ? fmt::format("schedule {} runs micro-batches in groups of pp = {} (Megatron-LM's rule), "
+                                 "but {}, not a multiple of {}; expected every entry a multiple of {}",
+                                 name, p, share.text, p, p)
+                   : fmt::format("schedule {} runs micro-batches in groups of pp = {} (Megatron-LM's rule), "
+                                 "but {} is not a multiple of {}; expected global_batch_size a multiple of "
+                                 "pp x micro_batch_size x dp = {}",
+                                 name, p, share.text, p, p * per_pipeline)});
       break;
     case ScheduleKind::zb_v:
     case ScheduleKind::dualpipe_v:
@@ -112,11 +136,17 @@ std::vector<ScheduleProblem> schedule_problems(const ParallelPlan& plan, int lay
             {"virtual_stages", fmt::format("{} with schedule {}; expected 2 (a V-shaped schedule puts "
                                            "exactly two model chunks on each GPU), or leave it out",
                                            v, name)});
-      if (plan.schedule == ScheduleKind::dualpipe_v && m > 0 && m < 2 * p)
-        problems.push_back({"global_batch_size",
-                            fmt::format("schedule {} needs at least 2 x pp = {} micro-batches per pipeline "
-                                        "(DualPipe's rule), but {}; expected global_batch_size >= {}",
-                                        name, 2 * p, m_text, 2 * p * per_pipeline)});
+      if (plan.schedule == ScheduleKind::dualpipe_v)
+        for (const Share& share : shares)
+          if (share.m > 0 && share.m < 2 * p)
+            problems.push_back(
+                {batch_key,
+                 uneven ? fmt::format("schedule {} needs at least 2 x pp = {} micro-batches per pipeline "
+                                      "(DualPipe's rule), but {}; expected every entry >= {}",
+                                      name, 2 * p, share.text, 2 * p)
+                        : fmt::format("schedule {} needs at least 2 x pp = {} micro-batches per pipeline "
+                                      "(DualPipe's rule), but {}; expected global_batch_size >= {}",
+                                      name, 2 * p, share.text, 2 * p * per_pipeline)});
       break;
     default:
       if (v != 1)
@@ -126,6 +156,8 @@ std::vector<ScheduleProblem> schedule_problems(const ParallelPlan& plan, int lay
                                            v, name)});
       break;
   }
+  if (!plan.stage_layers.empty())
+    return problems;  // an explicit partition need not be even
   if (v > 1 && p > 0 && layers % (p * v) != 0)
     problems.push_back(
         {"virtual_stages",

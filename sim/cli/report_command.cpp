@@ -5,6 +5,7 @@
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "analysis/output_files.hpp"
 #include "analysis/report.hpp"
@@ -40,12 +41,14 @@ CLI::App* add_report_command(CLI::App& app, ReportOptions& options) {
 
 void save_run(const fs::path& dir, const sim::Scenario& scenario, const std::string& scenario_text,
               const std::vector<std::string>& overrides, const workloads::TaskGraph& graph,
-              const analysis::Timeline& timeline) {
-  const nlohmann::ordered_json meta = {{"schema", kRunSchema},
-                                       {"trainsim_version", version_string},
-                                       {"scenario_file", scenario.file},
-                                       {"overrides", overrides},
-                                       {"scenario_yaml", scenario_text}};
+              const analysis::Timeline& timeline, const analysis::BalanceOutcome* balance) {
+  nlohmann::ordered_json meta = {{"schema", kRunSchema},
+                                 {"trainsim_version", version_string},
+                                 {"scenario_file", scenario.file},
+                                 {"overrides", overrides},
+                                 {"scenario_yaml", scenario_text}};
+  if (balance)
+    meta["balance"] = analysis::to_json(*balance);
   const fs::path path = dir / analysis::kRunArchiveFile;
   std::ofstream out(path, std::ios::binary);
   if (!out)
@@ -58,9 +61,9 @@ void save_run(const fs::path& dir, const sim::Scenario& scenario, const std::str
 
 void write_reports(const fs::path& dir, const sim::Scenario& scenario, const workloads::TaskGraph& graph,
                    const analysis::Timeline& timeline, bool html, bool quiet,
-                   const std::vector<std::string>& also_written) {
-  const analysis::RunContext run{scenario.name,  scenario.file, scenario.cluster,
-                                 scenario.model, scenario.plan, graph};
+                   const std::vector<std::string>& also_written, const analysis::BalanceOutcome* balance) {
+  const analysis::RunContext run{scenario.name, scenario.file, scenario.cluster, scenario.model,
+                                 scenario.plan, graph,         balance};
   const analysis::Report report = analysis::build_report(run, timeline);
   auto written = analysis::write_output_files(dir, run, timeline, report, html);
   if (!quiet) {
@@ -80,11 +83,14 @@ int report_command(const ReportOptions& options) {
                      run_dir.string(), analysis::kRunArchiveFile, run_dir.string())});
   analysis::RunArchive archive;
   nlohmann::json meta;
+  std::optional<analysis::BalanceOutcome> balance;
   try {
     archive = analysis::read_run_archive(in);
     meta = nlohmann::json::parse(archive.metadata_json);
     if (meta.value("schema", "") != kRunSchema)
       throw std::runtime_error(fmt::format("metadata schema is not {}", kRunSchema));
+    if (meta.contains("balance"))
+      balance = analysis::balance_outcome_from_json(meta.at("balance"));
   } catch (const std::exception& e) {
     throw sim::InputError({fmt::format("{}: {}", archive_path.string(), e.what())});
   }
@@ -109,7 +115,8 @@ int report_command(const ReportOptions& options) {
   if (ec)
     throw sim::InputError(
         {fmt::format("{}: cannot create the output directory: {}", out_dir.string(), ec.message())});
-  write_reports(out_dir, scenario, graph, archive.timeline, options.html, options.quiet);
+  write_reports(out_dir, scenario, graph, archive.timeline, options.html, options.quiet, {},
+                balance ? &*balance : nullptr);
   return 0;
 }
 

@@ -11,6 +11,7 @@
 
 #include "analysis/run_archive.hpp"
 #include "sim/cli/perturbation_report.hpp"
+#include "sim/cli/balance_run.hpp"
 #include "sim/cli/report_command.hpp"
 #include "sim/input_error.hpp"
 #include "sim/memory_check.hpp"
@@ -42,6 +43,11 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& options) {
                   "Repeat with K seeds (scenario seed .. seed+K-1, one process each) and report the mean "
                   "iteration time with its 95% confidence interval")
       ->check(CLI::Range(1, 10000));
+  cmd->add_option("--balance", options.balance,
+                  "auto: search the layers per pipeline stage (and micro-batches per DP replica on mixed "
+                  "clusters) that equalise stage times on the cluster's GPUs, simulate it and the even split "
+                  "(into OUT/even/), and report the gain; off (default): the scenario as written")
+      ->check(CLI::IsMember({"auto", "off"}));
   return cmd;
 }
 
@@ -101,6 +107,8 @@ SeedResult run_seed_in_child(sim::Scenario scenario, std::uint64_t seed, int ite
 }  // namespace
 
 int run_command(const RunOptions& options) {
+  if (options.balance == "auto")
+    return run_balanced(options);
   const sim::Scenario scenario =
       sim::load_scenario(options.scenario, options.overrides, {.check_memory = !options.allow_oom});
   if (options.allow_oom)

@@ -18,6 +18,10 @@ struct RunOptions {
   int iterations = 1;
   // Runs with seeds seed .. seed + seeds - 1 (confidence intervals).
   int seeds = 1;
+  // --balance auto: search a balanced layer partition (and DP shares), and
+  // simulate it against the even split (sim/cli/balance_run.hpp). "off":
+  // the scenario as written.
+  std::string balance = "off";
 };
 
 // Registers the subcommand; `options` must outlive parsing.

@@ -19,7 +19,7 @@ std::size_t count(const std::string& text, const std::string& needle) {
 
 struct Reported {
   testing::TwoStagePipeline h;
-  RunContext run{"hand-made", "hand.yaml", h.cluster, h.model, h.plan, h.graph};
+  RunContext run{"hand-made", "hand.yaml", h.cluster, h.model, h.plan, h.graph, nullptr};
   Report report;
   Reported() {
     h.timeline.gpu_energy_J = {1000, 2000};
@@ -160,7 +160,7 @@ TEST(Reporters, GanttOfALargeClusterShowsOneReplica) {
     timeline.records.push_back({f, g, Stream::compute, 0, 1});
   }
   timeline.end_s = 1;
-  const RunContext run{"large", "large.yaml", cluster, model, plan, graph};
+  const RunContext run{"large", "large.yaml", cluster, model, plan, graph, nullptr};
   const auto report = build_report(run, timeline);
   std::ostringstream out;
   write_gantt_svg(out, run, timeline, report);

@@ -1,0 +1,215 @@
+#include "sim/cli/balance_run.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "analysis/balance_outcome.hpp"
+#include "analysis/run_archive.hpp"
+#include "sim/cli/report_command.hpp"
+#include "sim/cost_model_choice.hpp"
+#include "sim/input_error.hpp"
+#include "sim/memory_check.hpp"
+#include "sim/scenario.hpp"
+#include "sim/simulation.hpp"
+#include "workloads/schedule.hpp"
+#include "workloads/stage_balance.hpp"
+
+namespace trainsim::cli {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kEvenDir = "even";
+
+std::string list_text(const std::vector<int>& values) {
+  return fmt::format("[{}]", fmt::join(values, ","));
+}
+
+// The balanced scenario: the user's overrides plus the partition found
+// (only the keys that differ from the even split, so a tie is the user's
+// own scenario).
+std::vector<std::string> balanced_overrides(const RunOptions& options,
+                                            const workloads::BalanceResult& found) {
+  std::vector<std::string> overrides = options.overrides;
+  if (found.balanced.stage_layers != found.even.stage_layers)
+    overrides.push_back("plan.stage_layers=" + list_text(found.balanced.stage_layers));
+  if (found.balanced.dp_micro_batches != found.even.dp_micro_batches)
+    overrides.push_back("plan.dp_micro_batches=" + list_text(found.balanced.dp_micro_batches));
+  return overrides;
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The even split, simulated in a child process (one SimGrid engine per
+// process) while the parent simulates the balanced one. The child writes its
+// outputs into `dir` and its iteration time into the pipe.
+struct EvenChild {
+  pid_t pid = -1;
+  int fd = -1;
+};
+
+EvenChild start_even_run(const sim::Scenario& even, const RunOptions& options,
+                         const std::string& scenario_text, const fs::path& dir) {
+  int fds[2];
+  if (::pipe(fds) != 0)
+    throw std::runtime_error(fmt::format("pipe failed: {}", std::strerror(errno)));
+  std::cout.flush();
+  std::cerr.flush();
+  const pid_t pid = ::fork();
+  if (pid < 0)
+    throw std::runtime_error(fmt::format("fork failed: {}", std::strerror(errno)));
+  if (pid == 0) {
+    ::close(fds[0]);
+    int status = 0;
+    try {
+      fs::create_directories(dir);
+      const sim::SimulationResult result = sim::simulate(even);
+      save_run(dir, even, scenario_text, options.overrides, result.graph, result.timeline);
+      write_reports(dir, even, result.graph, result.timeline, options.html, true);
+      const double t = result.summary.iteration_time_s;
+      if (::write(fds[1], &t, sizeof t) != static_cast<ssize_t>(sizeof t))
+        status = 2;
+    } catch (const sim::InputError& e) {
+      for (const auto& problem : e.problems())
+        std::cerr << "error: even split: " << problem << '\n';
+      status = 1;
+    } catch (const std::exception& e) {
+      std::cerr << "internal error: even split: " << e.what() << '\n';
+      status = 2;
+    }
+    std::cerr.flush();
+    ::_exit(status);
+  }
+  ::close(fds[1]);
+  return {pid, fds[0]};
+}
+
+double finish_even_run(const EvenChild& child) {
+  double t = 0;
+  const auto got = ::read(child.fd, &t, sizeof t);
+  ::close(child.fd);
+  int status = 0;
+  if (::waitpid(child.pid, &status, 0) < 0)
+    throw std::runtime_error(fmt::format("waitpid failed: {}", std::strerror(errno)));
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || got != static_cast<ssize_t>(sizeof t)) {
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 1)
+      throw sim::InputError({"the even split could not be simulated (see above)"});
+    throw std::runtime_error("the even split's simulation failed (see above)");
+  }
+  return t;
+}
+
+}  // namespace
+
+int run_balanced(const RunOptions& options) {
+  const sim::LoadOptions load{.check_memory = !options.allow_oom};
+  const sim::Scenario even = sim::load_scenario(options.scenario, options.overrides, load);
+  if (!even.plan.stage_layers.empty() || !even.plan.dp_micro_batches.empty())
+    throw sim::InputError({fmt::format(
+        "{}: plan.{}: given with --balance auto, which searches the layer partition and the DP micro-batch "
+        "shares itself and compares them with the even split; expected the key left out (or run without "
+        "--balance)",
+        even.file, even.plan.stage_layers.empty() ? "dp_micro_batches" : "stage_layers")});
+  if (options.allow_oom)
+    for (const auto& problem : sim::memory_problems(even))
+      std::cerr << "warning: " << even.file << ": plan: " << problem << " (simulating anyway: --allow-oom)\n";
+
+  // Search, then cap the stages that do not fit in memory and search again.
+  const auto cost = sim::make_cost_model(even);
+  const int stages = even.plan.pp * even.plan.virtual_stages;
+  std::vector<int> caps(static_cast<std::size_t>(stages), even.model.layers);
+  std::vector<int> capped;
+  workloads::BalanceResult found;
+  std::vector<std::string> overrides;
+  sim::Scenario balanced;
+  const workloads::PipelineSchedule layout{.ranks = even.plan.pp,
+                                           .micro_batches = 1,
+                                           .chunks = even.plan.virtual_stages,
+                                           .placement = workloads::placement_of(even.plan.schedule),
+                                           .per_rank = {},
+                                           .evictions = {}};
+  for (int attempt = 0;; ++attempt) {
+    found = workloads::balance_stages(even.model, even.plan, even.cluster, *cost, caps);
+    overrides = balanced_overrides(options, found);
+    balanced = sim::load_scenario(options.scenario, overrides, {.check_memory = false});
+    if (options.allow_oom)
+      break;
+    const std::vector<int> ranks = sim::ranks_out_of_memory(balanced);
+    if (ranks.empty())
+      break;
+    bool tightened = false;
+    for (int rank : ranks)
+      for (int chunk = 0; chunk < even.plan.virtual_stages; ++chunk) {
+        const int vs = layout.virtual_stage(rank, chunk);
+        const int layers = found.balanced.stage_layers[static_cast<std::size_t>(vs)];
+        if (layers > 1 && caps[static_cast<std::size_t>(vs)] >= layers) {
+          caps[static_cast<std::size_t>(vs)] = layers - 1;
+          tightened = true;
+          if (std::find(capped.begin(), capped.end(), vs) == capped.end())
+            capped.push_back(vs);
+        }
+      }
+    if (!tightened || attempt > even.model.layers * stages) {
+      // Nothing left to cap: keep the even split, which fits (the loader
+      // checked it).
+      found.balanced = found.even;
+      overrides = options.overrides;
+      balanced = even;
+      break;
+    }
+  }
+  std::sort(capped.begin(), capped.end());
+
+  const fs::path out_dir = options.out_dir.empty() ? fs::path("runs") / even.name : fs::path(options.out_dir);
+  std::error_code ec;
+  fs::create_directories(out_dir, ec);
+  if (ec)
+    throw sim::InputError(
+        {fmt::format("{}: cannot create the output directory: {}", out_dir.string(), ec.message())});
+  const std::string scenario_text = read_text(options.scenario);
+
+  const EvenChild child = start_even_run(even, options, scenario_text, out_dir / kEvenDir);
+  sim::SimulationResult result;
+  try {
+    result = sim::simulate(balanced);
+  } catch (...) {
+    ::kill(child.pid, SIGTERM);
+    ::waitpid(child.pid, nullptr, 0);
+    throw;
+  }
+  const double even_time_s = finish_even_run(child);
+
+  analysis::BalanceOutcome outcome{
+      .even = {.stage_layers = found.even.stage_layers,
+               .dp_micro_batches = found.even.dp_micro_batches,
+               .estimated_iteration_time_s = found.even.estimated_iteration_s,
+               .iteration_time_s = even_time_s},
+      .balanced = {.stage_layers = found.balanced.stage_layers,
+                   .dp_micro_batches = found.balanced.dp_micro_batches,
+                   .estimated_iteration_time_s = found.balanced.estimated_iteration_s,
+                   .iteration_time_s = result.summary.iteration_time_s},
+      .searched_dp_shares = found.searched_dp_shares,
+      .memory_capped_stages = capped,
+      .even_run_dir = kEvenDir};
+  save_run(out_dir, balanced, scenario_text, overrides, result.graph, result.timeline, &outcome);
+  write_reports(out_dir, balanced, result.graph, result.timeline, options.html, options.quiet,
+                {analysis::kRunArchiveFile, std::string(kEvenDir) + "/"}, &outcome);
+  return 0;
+}
+
+}  // namespace trainsim::cli
