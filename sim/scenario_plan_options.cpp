@@ -64,6 +64,11 @@ void validate_expert_parallel(MapReader& p, const Scenario& scenario) {
                              "and 1 (the distributed optimizer); expected zero_stage 0 or 1, or "
                              "expert_parallel: 1",
                              plan.ep, plan.zero_stage));
+  if (!plan.dp_micro_batches.empty())
+    p.error(key, fmt::format("{} with dp_micro_batches: an EP group's all-to-alls join GPUs of different "
+                             "data-parallel replicas, which must then run the same micro-batches; expected "
+                             "no dp_micro_batches, or expert_parallel: 1",
+                             plan.ep));
   if (plan.overlap_grad_reduce)
     p.error(key, fmt::format("{} with overlap_grad_reduce: trainsim reduces MoE gradients (dense and expert "
                              "groups) after the backward; expected overlap_grad_reduce: false, or "

@@ -28,7 +28,10 @@ namespace trainsim::workloads::detail {
 void IterationBuilder::add_expert_all_to_alls(int rank, int tp) {
   const int positions = plan_.data_parallel_size();
   const double bytes = ep_all_to_all_bytes(model_, plan_);
-  const auto& list = schedule_.per_rank[static_cast<std::size_t>(rank)];
+  // The loader refuses per-replica micro-batch shares with ep > 1: every
+  // replica runs replica 0's schedule.
+  const PipelineSchedule& sched = schedule(0);
+  const auto& list = sched.per_rank[static_cast<std::size_t>(rank)];
   for (int first = 0; first < positions; first += plan_.ep) {
     std::vector<int> members;
     for (int j = first; j < first + plan_.ep; ++j)
@@ -36,7 +39,7 @@ void IterationBuilder::add_expert_all_to_alls(int rank, int tp) {
     const int group = graph_.add_group(members);
     for (std::size_t k = 0; k < list.size(); ++k) {
       const PipeOp& op = list[k];
-      const StageSlice slice = virtual_stage_slice(model_, plan_, schedule_.virtual_stage(rank, op.chunk));
+      const StageSlice slice = virtual_stage_slice(model_, plan_, sched.virtual_stage(rank, op.chunk));
       const int fold = ep_all_to_alls(plan_, op.kind, model_.moe_layers_in(slice.first_layer, slice.layers));
       if (fold == 0)
         continue;

@@ -10,8 +10,8 @@
 #include <sstream>
 
 #include "analysis/run_archive.hpp"
-#include "sim/cli/perturbation_report.hpp"
 #include "sim/cli/balance_run.hpp"
+#include "sim/cli/perturbation_report.hpp"
 #include "sim/cli/report_command.hpp"
 #include "sim/input_error.hpp"
 #include "sim/memory_check.hpp"

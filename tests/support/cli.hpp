@@ -26,13 +26,15 @@ inline std::string read_file(const std::filesystem::path& path) {
 
 inline std::string shell_quote(const std::string& s) {
   std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  for (char c : s)
+    q += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return q + "'";
 }
 
 // A fresh, empty directory under the system temp dir.
 inline std::filesystem::path fresh_dir(const std::string& name) {
-  const auto dir = std::filesystem::temp_directory_path() / ("trainsim-test-" + name + "-" + std::to_string(::getpid()));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("trainsim-test-" + name + "-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir;
@@ -44,7 +46,8 @@ inline CliResult run_cli(const std::vector<std::string>& args, const std::string
   // on "literal" + std::string temporaries.
   std::string cmd = "cd ";
   cmd.append(shell_quote(cwd)).append(" && ").append(shell_quote(TRAINSIM_EXE));
-  for (const auto& a : args) cmd.append(" ").append(shell_quote(a));
+  for (const auto& a : args)
+    cmd.append(" ").append(shell_quote(a));
   cmd.append(" >").append(shell_quote((dir / "out").string()));
   cmd.append(" 2>").append(shell_quote((dir / "err").string())).append(" </dev/null");
   const int raw = std::system(cmd.c_str());

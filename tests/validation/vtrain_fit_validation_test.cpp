@@ -12,7 +12,7 @@
 namespace trainsim::testing {
 namespace {
 
-// The bound docs/calibration.md records: 3.01% measured, plus a small margin
+// The bound docs/calibration.md records: 2.99% measured, plus a small margin
 // for platform-dependent floating point.
 constexpr double kFitMapePercent = 3.5;
 

@@ -36,9 +36,8 @@ ParallelPlan tp8(Recompute recompute) {
 }
 
 // One TP all-reduce of the b s h fp16 activation as the replay runs it: a
-// ring over 8 GPUs on NVLink with the constants of
-// scenarios/validation/vtrain-a100.yaml (230 GB/s per direction, 6 us per
-// step, fitted to nccl-tests on 8 A100s). With sequence parallelism the
+// ring over 8 GPUs on NVLink fitted to vTrain's nccl-tests on 8 A100s
+// (230 GB/s per direction, 6 us per step; docs/calibration.md). With sequence parallelism the
 // reduce-scatter + all-gather pair moves the same bytes in as many steps.
 double tp_allreduce_s() {
   const double n = 8, bytes = 2.0 * 4 * 2048 * 6144, bandwidth = 230e9, latency = 6e-6;
