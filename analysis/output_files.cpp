@@ -43,4 +43,14 @@ std::vector<std::string> write_output_files(const std::filesystem::path& dir, co
   return written;
 }
 
+std::string file_safe_name(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+                    c == '-' || c == '_';
+    out += ok ? c : '_';
+  }
+  return out;
+}
+
 }  // namespace trainsim::analysis

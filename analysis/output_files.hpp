@@ -16,4 +16,8 @@ namespace trainsim::analysis {
 std::vector<std::string> write_output_files(const std::filesystem::path& dir, const RunContext& run,
                                             const Timeline& timeline, const Report& report, bool html);
 
+// `text` with every character other than letters, digits, '.', '-' and '_'
+// replaced by '_': a file or folder name on every filesystem.
+std::string file_safe_name(const std::string& text);
+
 }  // namespace trainsim::analysis

@@ -6,6 +6,8 @@
 #include <map>
 #include <set>
 
+#include "analysis/output_files.hpp"
+
 namespace trainsim::analysis {
 namespace {
 
@@ -25,16 +27,6 @@ std::string text_of(const ordered_json& value) {
 std::string last_component(const std::string& key) {
   const auto dot = key.rfind('.');
   return dot == std::string::npos ? key : key.substr(dot + 1);
-}
-
-std::string file_safe(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-                    c == '-' || c == '_';
-    out += ok ? c : '_';
-  }
-  return out;
 }
 
 bool matches(const ordered_json& value, const ordered_json& wanted) {
@@ -58,7 +50,7 @@ std::string PlotSpec::file_or_default() const {
   std::string name = fmt::format("{}-vs-{}", y, x);
   if (!lines.empty())
     name += fmt::format("-by-{}", join(lines, "-"));
-  return file_safe(name) + ".svg";
+  return file_safe_name(name) + ".svg";
 }
 
 ordered_json PlotSpec::to_json() const {

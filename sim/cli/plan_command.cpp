@@ -8,6 +8,7 @@
 #include <sstream>
 #include <thread>
 
+#include "analysis/output_files.hpp"
 #include "analysis/plan_report.hpp"
 #include "platforms/presets.hpp"
 #include "sim/input_error.hpp"
@@ -60,16 +61,6 @@ CLI::App* add_plan_command(CLI::App& app, PlanOptions& options) {
 }
 
 namespace {
-
-std::string folder_name(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-                    c == '-' || c == '_';
-    out += ok ? c : '_';
-  }
-  return out;
-}
 
 nlohmann::ordered_json plan_json(const workloads::ParallelPlan& p) {
   return {{"tp", p.tp},
@@ -150,10 +141,10 @@ int plan_command(const PlanOptions& options) {
   }
 
   const std::size_t top = std::min<std::size_t>(static_cast<std::size_t>(options.top), search.ranked.size());
-  const fs::path out_dir =
-      options.out_dir.empty()
-          ? fs::path("runs") / folder_name(fmt::format("plan-{}-{}", base.model.name, options.gpus))
-          : fs::path(options.out_dir);
+  const fs::path out_dir = options.out_dir.empty()
+                               ? fs::path("runs") / analysis::file_safe_name(fmt::format(
+                                                        "plan-{}-{}", base.model.name, options.gpus))
+                               : fs::path(options.out_dir);
   std::error_code ec;
   fs::create_directories(out_dir / "points", ec);
   if (ec)
