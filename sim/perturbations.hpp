@@ -104,6 +104,9 @@ struct Perturbations {
 
   bool touches_gpus() const { return !slow_gpus.empty() || !throttling.empty() || stragglers.enabled; }
   bool empty() const { return !touches_gpus() && links.empty() && !failures.enabled; }
+  // Only random stragglers draw from the seed during the replay; failures
+  // draw theirs in the job-level run after it.
+  bool replay_depends_on_seed() const { return stragglers.enabled; }
 };
 
 }  // namespace trainsim::sim

@@ -1,5 +1,7 @@
 #include "sim/simulation.hpp"
 
+#include <stdexcept>
+
 #include "sim/cluster_zone.hpp"
 #include "sim/cost_model_choice.hpp"
 #include "sim/engine_setup.hpp"
@@ -15,6 +17,8 @@ workloads::TaskGraph build_task_graph(const Scenario& scenario) {
 }
 
 SimulationResult simulate(const Scenario& scenario, const SimulationOptions& options) {
+  if (!options.more_failure_seeds.empty() && scenario.perturbations.replay_depends_on_seed())
+    throw std::logic_error("more failure seeds on one replay, but the replay depends on the seed");
   SimulationResult result;
   result.graph = build_task_graph(scenario);
 
@@ -47,11 +51,16 @@ SimulationResult simulate(const Scenario& scenario, const SimulationOptions& opt
     result.perturbations = driver->stats();
   result.summary =
       analysis::summarize(result.graph, result.timeline, scenario.model, scenario.plan, scenario.cluster);
-  if (perturbations.failures.enabled)
-    result.failures =
-        simulate_job_failures(perturbations.failures, result.iteration_times_s,
-                              result.summary.tokens_per_iteration, scenario.model.parameter_count(),
-                              scenario.cluster.gpu_count(), scenario.cluster.node_count(), scenario.seed);
+  if (perturbations.failures.enabled) {
+    const auto job_run = [&](std::uint64_t seed) {
+      return simulate_job_failures(perturbations.failures, result.iteration_times_s,
+                                   result.summary.tokens_per_iteration, scenario.model.parameter_count(),
+                                   scenario.cluster.gpu_count(), scenario.cluster.node_count(), seed);
+    };
+    result.failures = job_run(scenario.seed);
+    for (std::uint64_t seed : options.more_failure_seeds)
+      result.more_failures.push_back(job_run(seed));
+  }
   return result;
 }
 

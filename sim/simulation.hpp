@@ -1,6 +1,7 @@
 #pragma once
 // One scenario from specs to results: build the task graph, build the SimGrid
 // platform, replay, summarize. The CLI and the scenario tests call this.
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -17,6 +18,11 @@ namespace trainsim::sim {
 struct SimulationOptions {
   // Consecutive iterations replayed (`trainsim run --iterations N`).
   int iterations = 1;
+  // More seeds for the job-level failure run, each run after the one of the
+  // scenario's own seed on the same replayed iterations (`--seeds K` when the
+  // replay does not depend on the seed: one replay instead of K). Refused
+  // when it does (random stragglers).
+  std::vector<std::uint64_t> more_failure_seeds;
 };
 
 struct SimulationResult {
@@ -29,6 +35,8 @@ struct SimulationResult {
   PerturbationStats perturbations;
   // With a `perturbations.failures` section: the job-level run.
   std::optional<JobFailureResult> failures;
+  // The job-level runs of `options.more_failure_seeds`, in order.
+  std::vector<JobFailureResult> more_failures;
 };
 
 // The task graph of one iteration of `scenario` (deterministic: the same

@@ -40,8 +40,9 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& options) {
                   "`iterations` block (the reports describe the first iteration)")
       ->check(CLI::Range(1, 100000));
   cmd->add_option("--seeds", options.seeds,
-                  "Repeat with K seeds (scenario seed .. seed+K-1, one process each) and report the mean "
-                  "iteration time with its 95% confidence interval")
+                  "Repeat with K seeds (scenario seed .. seed+K-1; one process each with random stragglers, "
+                  "otherwise one replay and K failure runs) and report the mean iteration time (and "
+                  "goodput) with its 95% confidence interval")
       ->check(CLI::Range(1, 10000));
   cmd->add_option("--balance", options.balance,
                   "auto: search the layers per pipeline stage (and micro-batches per DP replica on mixed "
@@ -68,7 +69,7 @@ SeedResult run_seed_in_child(sim::Scenario scenario, std::uint64_t seed, int ite
     std::string text;
     try {
       scenario.seed = seed;
-      const auto result = sim::simulate(scenario, {.iterations = iterations});
+      const auto result = sim::simulate(scenario, {.iterations = iterations, .more_failure_seeds = {}});
       text = fmt::format("{}", result.failures ? result.failures->goodput_tokens_per_hour : -1.0);
       for (double t : result.iteration_times_s)
         text += fmt::format(" {:.17g}", t);
@@ -130,17 +131,32 @@ int run_command(const RunOptions& options) {
     text << in.rdbuf();
     scenario_text = text.str();
   }
-  // Other seeds first, in child processes, before this process starts its
-  // own SimGrid engine.
+  // When the replay depends on the seed (random stragglers), the other seeds
+  // run first, in child processes, before this process starts its own
+  // SimGrid engine. Otherwise one replay serves every seed: only the
+  // job-level failure run differs, and it runs once per seed after the
+  // replay (a 16,384-GPU iteration is replayed once, not K times).
+  const bool one_replay = !scenario.perturbations.replay_depends_on_seed();
+  sim::SimulationOptions simulation_options{.iterations = options.iterations, .more_failure_seeds = {}};
   std::vector<SeedResult> seeds;
-  for (int k = 1; k < options.seeds; ++k)
-    seeds.push_back(
-        run_seed_in_child(scenario, scenario.seed + static_cast<std::uint64_t>(k), options.iterations));
-  const sim::SimulationResult result = sim::simulate(scenario, {.iterations = options.iterations});
+  for (int k = 1; k < options.seeds; ++k) {
+    const std::uint64_t seed = scenario.seed + static_cast<std::uint64_t>(k);
+    if (one_replay)
+      simulation_options.more_failure_seeds.push_back(seed);
+    else
+      seeds.push_back(run_seed_in_child(scenario, seed, options.iterations));
+  }
+  const sim::SimulationResult result = sim::simulate(scenario, simulation_options);
   if (options.seeds > 1)
     seeds.insert(seeds.begin(),
                  SeedResult{scenario.seed, result.iteration_times_s,
                             result.failures ? result.failures->goodput_tokens_per_hour : -1.0});
+  if (one_replay)
+    for (int k = 1; k < options.seeds; ++k) {
+      const auto i = static_cast<std::size_t>(k - 1);
+      seeds.push_back(SeedResult{scenario.seed + static_cast<std::uint64_t>(k), result.iteration_times_s,
+                                 result.failures ? result.more_failures[i].goodput_tokens_per_hour : -1.0});
+    }
   save_run(out_dir, scenario, scenario_text, options.overrides, result.graph, result.timeline);
   write_reports(out_dir, scenario, result.graph, result.timeline, options.html, options.quiet,
                 {analysis::kRunArchiveFile});

@@ -97,6 +97,34 @@ TEST(PerturbationCli, FailuresReportGoodputWhoseSharesAddUp) {
               1e-9);
 }
 
+// Without random stragglers the replay does not depend on the seed: --seeds
+// replays once and runs the job-level failure simulation once per seed. Each
+// seed's goodput must be the one a separate run with that seed gives.
+TEST(PerturbationCli, SeedsShareOneReplayWhenOnlyFailuresDrawFromThem) {
+  std::string yaml = kScenario.substr(0, kScenario.find("  stragglers:"));
+  yaml += R"(  failures:
+    gpu_mtbf: 100h
+    restart_delay: 5min
+    checkpoint_interval: 30min
+    storage_bandwidth: 10GBps
+    run_time: 48h
+)";
+  const auto shared = run_and_read(yaml, {"--seeds", "3"});
+  const auto& runs = shared["seeds"]["runs"];
+  ASSERT_EQ(runs.size(), 3u);
+  for (int k = 0; k < 3; ++k) {
+    const auto alone = run_and_read(yaml, {"--set", "seed=" + std::to_string(3 + k)});
+    EXPECT_EQ(runs[k]["seed"], 3 + k);
+    EXPECT_DOUBLE_EQ(runs[k]["mean_iteration_time_s"].get<double>(), alone["iteration_time_s"].get<double>());
+    EXPECT_NEAR(runs[k]["goodput_tokens_per_hour"].get<double>(),
+                alone["failures"]["goodput_tokens_per_hour"].get<double>(),
+                1e-9 * alone["failures"]["goodput_tokens_per_hour"].get<double>());
+  }
+  // Different seeds draw different failures.
+  EXPECT_NE(runs[0]["goodput_tokens_per_hour"], runs[1]["goodput_tokens_per_hour"]);
+  EXPECT_EQ(shared["seeds"]["ci95_half_width_s"].get<double>(), 0.0);
+}
+
 TEST(PerturbationCli, BadPerturbationIsAnInputErrorWithItsLine) {
   const auto path =
       write_temp_file("scenario.yaml", kScenario + "  links:\n    - {links: [leaf7-uplink], down: true}\n");
