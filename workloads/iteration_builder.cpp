@@ -431,24 +431,25 @@ void IterationBuilder::add_pipeline_sends(int dp, int cp) {
           gate(b_out, g0, b0);
           continue;
         }
-        gate(add_send({.from = g0,
-                       .to = g1,
-                       .stage = r0,
-                       .chunk = c0,
-                       .mb = mb,
-                       .bytes = bytes,
-                       .transfer = TransferKind::activation},
-                      {f_out}),
-             g1, f1);
-        gate(add_send({.from = g1,
-                       .to = g0,
-                       .stage = r1,
-                       .chunk = c1,
-                       .mb = mb,
-                       .bytes = bytes,
-                       .transfer = TransferKind::gradient},
-                      {b_out}),
-             g0, b0);
+        // Activations downstream after the forward, gradients upstream after
+        // the backward; each gates the op that consumes it.
+        struct Hop {
+          int from, to, stage, chunk;
+          TransferKind transfer;
+          TaskId after;
+          std::size_t consumer;
+        };
+        for (const Hop& h : {Hop{g0, g1, r0, c0, TransferKind::activation, f_out, f1},
+                             Hop{g1, g0, r1, c1, TransferKind::gradient, b_out, b0}})
+          gate(add_send({.from = h.from,
+                         .to = h.to,
+                         .stage = h.stage,
+                         .chunk = h.chunk,
+                         .mb = mb,
+                         .bytes = bytes,
+                         .transfer = h.transfer},
+                        {h.after}),
+               h.to, h.consumer);
       }
     }
     // The last virtual stage turns the forward around: its backward starts

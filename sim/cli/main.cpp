@@ -4,7 +4,10 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include <functional>
 #include <iostream>
+#include <memory>
+#include <vector>
 
 #include "sim/cli/collective_command.hpp"
 #include "sim/cli/compare_command.hpp"
@@ -17,27 +20,38 @@
 #include "sim/input_error.hpp"
 #include "trainsim_version.hpp"
 
+namespace {
+
+// A subcommand: its CLI::App and the call that runs it with its options.
+struct Subcommand {
+  CLI::App* app;
+  std::function<int()> run;
+};
+
+template <class Options, class Add, class Run>
+Subcommand subcommand(CLI::App& app, Add add, Run run) {
+  auto options = std::make_shared<Options>();
+  return {add(app, *options), [options, run]() { return run(*options); }};
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
+  namespace cli = trainsim::cli;
   CLI::App app{"trainsim: a discrete-event simulator of distributed LLM training clusters (SimGrid)",
                "trainsim"};
   app.set_version_flag("-V,--version", fmt::format("trainsim {}", trainsim::version_string));
   app.require_subcommand(1);
-  trainsim::cli::RunOptions run_options;
-  auto* run = trainsim::cli::add_run_command(app, run_options);
-  trainsim::cli::CollectiveOptions collective_options;
-  auto* collective = trainsim::cli::add_collective_command(app, collective_options);
-  trainsim::cli::SweepOptions sweep_options;
-  auto* sweep = trainsim::cli::add_sweep_command(app, sweep_options);
-  trainsim::cli::MergeOptions merge_options;
-  auto* merge = trainsim::cli::add_merge_command(app, merge_options);
-  trainsim::cli::CompareOptions compare_options;
-  auto* compare = trainsim::cli::add_compare_command(app, compare_options);
-  trainsim::cli::PlanOptions plan_options;
-  auto* plan = trainsim::cli::add_plan_command(app, plan_options);
-  trainsim::cli::ReportOptions report_options;
-  auto* report = trainsim::cli::add_report_command(app, report_options);
-  trainsim::cli::ValidateOptions validate_options;
-  auto* validate = trainsim::cli::add_validate_command(app, validate_options);
+  const std::vector<Subcommand> subcommands{
+      subcommand<cli::RunOptions>(app, cli::add_run_command, cli::run_command),
+      subcommand<cli::CollectiveOptions>(app, cli::add_collective_command, cli::collective_command),
+      subcommand<cli::SweepOptions>(app, cli::add_sweep_command, cli::sweep_command),
+      subcommand<cli::MergeOptions>(app, cli::add_merge_command, cli::merge_command),
+      subcommand<cli::CompareOptions>(app, cli::add_compare_command, cli::compare_command),
+      subcommand<cli::PlanOptions>(app, cli::add_plan_command, cli::plan_command),
+      subcommand<cli::ReportOptions>(app, cli::add_report_command, cli::report_command),
+      subcommand<cli::ValidateOptions>(app, cli::add_validate_command, cli::validate_command),
+  };
 
   try {
     app.parse(argc, argv);
@@ -46,22 +60,9 @@ int main(int argc, char** argv) {
     return status == 0 ? 0 : 1;
   }
   try {
-    if (run->parsed())
-      return trainsim::cli::run_command(run_options);
-    if (collective->parsed())
-      return trainsim::cli::collective_command(collective_options);
-    if (sweep->parsed())
-      return trainsim::cli::sweep_command(sweep_options);
-    if (merge->parsed())
-      return trainsim::cli::merge_command(merge_options);
-    if (compare->parsed())
-      return trainsim::cli::compare_command(compare_options);
-    if (plan->parsed())
-      return trainsim::cli::plan_command(plan_options);
-    if (report->parsed())
-      return trainsim::cli::report_command(report_options);
-    if (validate->parsed())
-      return trainsim::cli::validate_command(validate_options);
+    for (const auto& command : subcommands)
+      if (command.app->parsed())
+        return command.run();
     return 1;
   } catch (const trainsim::sim::InputError& e) {
     for (const auto& problem : e.problems())

@@ -2,50 +2,12 @@
 // the key and the bad value; exit status 1; nothing from SimGrid.
 #include <gtest/gtest.h>
 
-#include "support/cli.hpp"
+#include "support/scenario_text.hpp"
 
 namespace trainsim::testing {
 namespace {
 
-const std::string kGood = R"(cluster:
-  gpu: A100-80GB
-  nodes: 2
-  gpus_per_node: 8
-  nic: {bandwidth: 200Gbps, latency: 5us}
-model:
-  preset: gpt3-1.3b
-plan:
-  dp: 2
-  tp: 2
-  pp: 4
-  micro_batch_size: 1
-  global_batch_size: 16
-)";
-
-std::string with(const std::string& text, const std::string& from, const std::string& to) {
-  const auto at = text.find(from);
-  EXPECT_NE(at, std::string::npos) << from;
-  if (at == std::string::npos)
-    return text;
-  return text.substr(0, at) + to + text.substr(at + from.size());
-}
-
-CliResult run_text(const std::string& yaml) {
-  const auto path = write_temp_file("scenario.yaml", yaml);
-  const auto out = path.parent_path() / "out";
-  return run_cli({"run", path.string(), "-q", "--out", out.string()});
-}
-
-void expect_one_error(const CliResult& r, const std::string& location, const std::string& key,
-                      const std::string& detail) {
-  EXPECT_EQ(r.status, 1) << r.err;
-  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-  EXPECT_NE(r.err.find("scenario.yaml:" + location), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find(key), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find(detail), std::string::npos) << r.err;
-  EXPECT_EQ(r.err.find("simgrid"), std::string::npos) << r.err;
-  EXPECT_EQ(r.err.find("Backtrace"), std::string::npos) << r.err;
-}
+const std::string& kGood = kSmallPipelineScenario;
 
 TEST(InputErrors, GoodScenarioRuns) {
   EXPECT_EQ(run_text(kGood).status, 0);

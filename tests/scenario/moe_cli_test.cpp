@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "support/cli.hpp"
+#include "support/scenario_text.hpp"
 
 namespace trainsim::testing {
 namespace {
@@ -37,30 +37,6 @@ plan:
   micro_batch_size: 1
   global_batch_size: 16
 )";
-
-std::string with(const std::string& text, const std::string& from, const std::string& to) {
-  const auto at = text.find(from);
-  EXPECT_NE(at, std::string::npos) << from;
-  if (at == std::string::npos)
-    return text;
-  return text.substr(0, at) + to + text.substr(at + from.size());
-}
-
-CliResult run_text(const std::string& yaml, const fs::path& out = {}) {
-  const auto path = write_temp_file("scenario.yaml", yaml);
-  const auto dir = out.empty() ? path.parent_path() / "out" : out;
-  return run_cli({"run", path.string(), "-q", "--out", dir.string()});
-}
-
-void expect_one_error(const CliResult& r, const std::string& location, const std::string& key,
-                      const std::string& detail) {
-  EXPECT_EQ(r.status, 1) << r.err;
-  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-  EXPECT_NE(r.err.find("scenario.yaml:" + location), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find(key), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find(detail), std::string::npos) << r.err;
-  EXPECT_EQ(r.err.find("Backtrace"), std::string::npos) << r.err;
-}
 
 TEST(MoeCli, SmallMoeRunsWithAllToAllsOnTheEpStream) {
   const auto out = fresh_dir("moe-small");

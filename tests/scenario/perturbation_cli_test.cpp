@@ -5,27 +5,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "support/cli.hpp"
+#include "support/scenario_text.hpp"
 
 namespace trainsim::testing {
 namespace {
 
-const std::string kScenario = R"(name: stragglers
-seed: 3
-cluster:
-  gpu: A100-80GB
-  nodes: 2
-  gpus_per_node: 8
-  nic: {bandwidth: 200Gbps, latency: 5us}
-model:
-  preset: gpt3-1.3b
-plan:
-  dp: 2
-  tp: 2
-  pp: 4
-  micro_batch_size: 1
-  global_batch_size: 16
-perturbations:
+const std::string kScenario = "name: stragglers\nseed: 3\n" + kSmallPipelineScenario + R"(perturbations:
   stragglers:
     probability: 0.2
     speed: {distribution: uniform, min: 0.5, max: 0.9}
