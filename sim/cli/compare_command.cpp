@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "analysis/comparison_table.hpp"
+#include "analysis/output_files.hpp"
 #include "sim/input_error.hpp"
 #include "sim/study/point_runner.hpp"
 #include "sim/study/study_file.hpp"
@@ -32,21 +33,18 @@ CLI::App* add_compare_command(CLI::App& app, CompareOptions& options) {
   cmd->add_option("-s,--set", options.overrides,
                   "Override a scenario value in every variant, KEY=VALUE with a dotted key (repeatable)");
   cmd->add_flag("-q,--quiet", options.quiet, "No progress display");
+  cmd->add_flag("--allow-oom", options.allow_oom,
+                "Simulate the variants whose plan does not fit in GPU memoryinstead of refusing them (each "
+                "summary still reports its peak and fits_in_memory: false)");
   return cmd;
 }
 
 namespace {
 
+// A variant's folder: its name, file-safe.
 std::string folder_name(const std::string& name) {
-  std::string out;
-  for (char c : name) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-                    c == '-' || c == '_';
-    out += ok ? c : '_';
-  }
-  if (out.empty() || out == "." || out == "..")
-    out = "variant";
-  return out;
+  const std::string out = analysis::file_safe_name(name);
+  return out.empty() || out == "." || out == ".." ? "variant" : out;
 }
 
 }  // namespace
@@ -67,7 +65,7 @@ int compare_command(const CompareOptions& options) {
                       file, file));
       continue;
     }
-    for (auto& point : sim::prepare_points(study, options.overrides)) {
+    for (auto& point : sim::prepare_points(study, options.overrides, {.check_memory = !options.allow_oom})) {
       const std::string name =
           study.has_variants ? point.parameters["variant"].get<std::string>() : study.name;
       if (point.dropped)
@@ -110,6 +108,8 @@ int compare_command(const CompareOptions& options) {
       options.jobs > 0 ? options.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   runner.resume = false;  // a comparison always simulates what it prints
   runner.trainsim_exe = sim::current_executable();
+  if (options.allow_oom)
+    runner.run_arguments.push_back("--allow-oom");
   runner.progress = options.quiet ? sim::ProgressStyle::none : sim::default_progress_style();
 
   std::vector<sim::PointOutcome> outcomes;

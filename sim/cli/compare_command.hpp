@@ -14,6 +14,7 @@ struct CompareOptions {
   int jobs = 0;         // 0: one per processor
   std::vector<std::string> overrides;
   bool quiet = false;
+  bool allow_oom = false;  // simulate plans that do not fit in GPU memory too
 };
 
 CLI::App* add_compare_command(CLI::App& app, CompareOptions& options);

@@ -38,6 +38,9 @@ CLI::App* add_sweep_command(CLI::App& app, SweepOptions& options) {
   cmd->add_flag("--html", options.html,
                 "Also write report.html: the plots and the results table in one page");
   cmd->add_flag("-q,--quiet", options.quiet, "No progress display");
+  cmd->add_flag("--allow-oom", options.allow_oom,
+                "Simulate the points whose plan does not fit in GPU memory instead of dropping them (each "
+                "summary still reports its peak and fits_in_memory: false)");
   return cmd;
 }
 
@@ -78,7 +81,7 @@ int sweep_command(const SweepOptions& options) {
   if (!options.shard.empty())
     shard = sim::parse_shard(options.shard);
 
-  const auto points = sim::prepare_points(study, options.overrides);
+  const auto points = sim::prepare_points(study, options.overrides, {.check_memory = !options.allow_oom});
   std::map<std::string, std::size_t> dropped_by_reason;
   for (const auto& p : points)
     if (p.dropped)
@@ -126,6 +129,8 @@ int sweep_command(const SweepOptions& options) {
   runner.jobs = worker_count(options.jobs);
   runner.keep = options.keep == "summary" ? sim::KeepOutputs::summary : sim::KeepOutputs::all;
   runner.trainsim_exe = sim::current_executable();
+  if (options.allow_oom)
+    runner.run_arguments.push_back("--allow-oom");
   runner.progress = options.quiet ? sim::ProgressStyle::none : sim::default_progress_style();
   const std::size_t reused = sim::count_finished(jobs, runner.root);
 

@@ -17,6 +17,7 @@ struct SweepOptions {
   std::string keep = "all";
   bool html = false;
   bool quiet = false;
+  bool allow_oom = false;  // simulate plans that do not fit in GPU memory too
 };
 
 CLI::App* add_sweep_command(CLI::App& app, SweepOptions& options);

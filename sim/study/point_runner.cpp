@@ -158,6 +158,7 @@ void Pool::launch(std::size_t j) {
   const std::string out = dir.string();
   const std::string log = (dir / "run.log").string();
   std::vector<std::string> args{options_.trainsim_exe, "run", scenario, "--out", out, "--quiet"};
+  args.insert(args.end(), options_.run_arguments.begin(), options_.run_arguments.end());
   std::vector<char*> argv;
   for (auto& a : args)
     argv.push_back(a.data());

@@ -52,6 +52,8 @@ struct RunnerOptions {
   bool resume = true;
   KeepOutputs keep = KeepOutputs::all;
   std::string trainsim_exe;  // the binary each point runs with (current_executable())
+  // More arguments for each point's `trainsim run` (e.g. --allow-oom).
+  std::vector<std::string> run_arguments;
   ProgressStyle progress = ProgressStyle::lines;
 };
 

@@ -95,7 +95,8 @@ nlohmann::ordered_json yaml_to_json(const YAML::Node& node) {
   return nullptr;
 }
 
-std::vector<StudyPoint> prepare_points(const StudyFile& study, const std::vector<std::string>& overrides) {
+std::vector<StudyPoint> prepare_points(const StudyFile& study, const std::vector<std::string>& overrides,
+                                       const LoadOptions& load) {
   // --set applies to every point; on a swept key it would silently undo the sweep.
   for (const auto& o : overrides)
     for (const auto& axis : study.axes)
@@ -145,7 +146,7 @@ std::vector<StudyPoint> prepare_points(const StudyFile& study, const std::vector
     point.label = join(label, " ");
     try {
       errors.throw_if_any();
-      load_scenario_document(root, source);
+      load_scenario_document(root, source, load);
       YAML::Emitter emitter;
       emitter << root;
       // No path in here: resume compares this text, and the same study run

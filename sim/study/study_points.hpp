@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/results_table.hpp"
+#include "sim/scenario.hpp"
 #include "sim/study/study_file.hpp"
 
 namespace trainsim::sim {
@@ -31,8 +32,11 @@ struct StudyPoint {
 };
 
 // Expands, resolves and checks every point. `overrides` (--set KEY=VALUE)
-// apply to every point and may not touch a swept key. Throws InputError.
-std::vector<StudyPoint> prepare_points(const StudyFile& study, const std::vector<std::string>& overrides);
+// apply to every point and may not touch a swept key. `load` says how each
+// point is checked (`check_memory = false`: --allow-oom keeps plans that do
+// not fit). Throws InputError.
+std::vector<StudyPoint> prepare_points(const StudyFile& study, const std::vector<std::string>& overrides,
+                                       const LoadOptions& load = {});
 
 // Narrows the study to a subset (`trainsim sweep --only COLUMN=V1,V2`): each
 // entry keeps, on the axis that defines COLUMN (a swept key, or `variant`),

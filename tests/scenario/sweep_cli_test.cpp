@@ -350,6 +350,45 @@ TEST(SweepCli, APlotThatCannotBeDrawnIsAnErrorButTheResultsAreKept) {
   fs::remove_all(dir);
 }
 
+// GPT-3 175B on 4 GPUs does not fit: dropped with its reason, or simulated
+// with --allow-oom (its summary says it does not fit).
+TEST(SweepCli, AllowOomSimulatesPointsThatDoNotFitInsteadOfDroppingThem) {
+  const auto dir = fresh_dir("sweep-oom");
+  const auto study = write_study(dir, kTiny + R"(sweep:
+  grid:
+    model.preset: [gpt3-125m, gpt3-175b]
+)");
+  const auto dropped = run_cli({"sweep", study.string(), "--out", (dir / "a").string(), "-j", "2"});
+  ASSERT_EQ(dropped.status, 0) << dropped.err;
+  EXPECT_NE(dropped.out.find("1 ok, 0 failed, 1 dropped (2 points)"), std::string::npos) << dropped.out;
+  const auto csv = lines_of(read_file(dir / "a" / "results.csv"));
+  ASSERT_EQ(csv.size(), 3u);
+  EXPECT_NE(csv[2].find("does_not_fit_in_memory"), std::string::npos) << csv[2];
+
+  const auto kept =
+      run_cli({"sweep", study.string(), "--out", (dir / "b").string(), "-j", "2", "--allow-oom"});
+  ASSERT_EQ(kept.status, 0) << kept.err;
+  EXPECT_NE(kept.out.find("2 ok, 0 failed, 0 dropped (2 points)"), std::string::npos) << kept.out;
+  const auto big = nlohmann::json::parse(read_file(dir / "b" / "points" / "0001" / "summary.json"));
+  EXPECT_EQ(big["model"]["name"], "gpt3-175b");
+  EXPECT_FALSE(big["fits_in_memory"].get<bool>());
+
+  const auto variants = write_study(dir, kTiny + R"(variants:
+  small: {model.preset: gpt3-125m}
+  big: {model.preset: gpt3-175b}
+)",
+                                    "variants.yaml");
+  const auto refused = run_cli({"compare", variants.string(), "--out", (dir / "c").string()});
+  EXPECT_EQ(refused.status, 1);
+  EXPECT_NE(refused.err.find("variant big cannot run: does_not_fit_in_memory"), std::string::npos)
+      << refused.err;
+  const auto compared =
+      run_cli({"compare", variants.string(), "--out", (dir / "d").string(), "-j", "2", "--allow-oom"});
+  ASSERT_EQ(compared.status, 0) << compared.err;
+  EXPECT_NE(compared.out.find("2 variants, ratios to the first (small)"), std::string::npos) << compared.out;
+  fs::remove_all(dir);
+}
+
 TEST(CompareCli, VariantsSideBySideWithRatiosToTheFirst) {
   const auto dir = fresh_dir("compare");
   const auto study = write_study(dir, kTiny + R"(variants:
