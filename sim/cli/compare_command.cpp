@@ -34,7 +34,7 @@ CLI::App* add_compare_command(CLI::App& app, CompareOptions& options) {
                   "Override a scenario value in every variant, KEY=VALUE with a dotted key (repeatable)");
   cmd->add_flag("-q,--quiet", options.quiet, "No progress display");
   cmd->add_flag("--allow-oom", options.allow_oom,
-                "Simulate the variants whose plan does not fit in GPU memoryinstead of refusing them (each "
+                "Simulate the variants whose plan does not fit in GPU memory instead of refusing them (each "
                 "summary still reports its peak and fits_in_memory: false)");
   return cmd;
 }

@@ -151,12 +151,10 @@ int run_command(const RunOptions& options) {
     seeds.insert(seeds.begin(),
                  SeedResult{scenario.seed, result.iteration_times_s,
                             result.failures ? result.failures->goodput_tokens_per_hour : -1.0});
-  if (one_replay)
-    for (int k = 1; k < options.seeds; ++k) {
-      const auto i = static_cast<std::size_t>(k - 1);
-      seeds.push_back(SeedResult{scenario.seed + static_cast<std::uint64_t>(k), result.iteration_times_s,
-                                 result.failures ? result.more_failures[i].goodput_tokens_per_hour : -1.0});
-    }
+  const auto& more_seeds = simulation_options.more_failure_seeds;
+  for (std::size_t i = 0; i < more_seeds.size(); ++i)
+    seeds.push_back(SeedResult{more_seeds[i], result.iteration_times_s,
+                               result.failures ? result.more_failures[i].goodput_tokens_per_hour : -1.0});
   save_run(out_dir, scenario, scenario_text, options.overrides, result.graph, result.timeline);
   write_reports(out_dir, scenario, result.graph, result.timeline, options.html, options.quiet,
                 {analysis::kRunArchiveFile});

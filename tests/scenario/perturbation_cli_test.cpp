@@ -17,6 +17,15 @@ const std::string kScenario = "name: stragglers\nseed: 3\n" + kSmallPipelineScen
     duration: {distribution: fixed, value: 50ms}
 )";
 
+// Failures every 100 GPU-hours over 48 h: several per run on 16 GPUs.
+const std::string kFailures = R"(  failures:
+    gpu_mtbf: 100h
+    restart_delay: 5min
+    checkpoint_interval: 30min
+    storage_bandwidth: 10GBps
+    run_time: 48h
+)";
+
 nlohmann::json run_and_read(const std::string& yaml, const std::vector<std::string>& extra,
                             CliResult* result = nullptr) {
   const auto path = write_temp_file("scenario.yaml", yaml);
@@ -61,13 +70,7 @@ TEST(PerturbationCli, SeedsGiveAConfidenceInterval) {
 }
 
 TEST(PerturbationCli, FailuresReportGoodputWhoseSharesAddUp) {
-  const std::string yaml = kScenario + R"(  failures:
-    gpu_mtbf: 100h
-    restart_delay: 5min
-    checkpoint_interval: 30min
-    storage_bandwidth: 10GBps
-    run_time: 48h
-)";
+  const std::string yaml = kScenario + kFailures;
   CliResult r;
   const auto j = run_and_read(yaml, {"--iterations", "2"}, &r);
   const auto& f = j["failures"];
@@ -86,14 +89,7 @@ TEST(PerturbationCli, FailuresReportGoodputWhoseSharesAddUp) {
 // replays once and runs the job-level failure simulation once per seed. Each
 // seed's goodput must be the one a separate run with that seed gives.
 TEST(PerturbationCli, SeedsShareOneReplayWhenOnlyFailuresDrawFromThem) {
-  std::string yaml = kScenario.substr(0, kScenario.find("  stragglers:"));
-  yaml += R"(  failures:
-    gpu_mtbf: 100h
-    restart_delay: 5min
-    checkpoint_interval: 30min
-    storage_bandwidth: 10GBps
-    run_time: 48h
-)";
+  const std::string yaml = kScenario.substr(0, kScenario.find("  stragglers:")) + kFailures;
   const auto shared = run_and_read(yaml, {"--seeds", "3"});
   const auto& runs = shared["seeds"]["runs"];
   ASSERT_EQ(runs.size(), 3u);
