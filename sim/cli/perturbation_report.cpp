@@ -18,6 +18,16 @@ ordered_json stats_json(const analysis::IterationStats& s) {
           {"p95_s", s.p95_s},          {"p99_s", s.p99_s},     {"max_s", s.max_s},   {"min_s", s.min_s}};
 }
 
+// The five parts of the run's wall clock, as fractions of it (they add up to 1).
+ordered_json share_json(const sim::JobFailureResult& f) {
+  const double run = f.run_time_s > 0 ? f.run_time_s : 1;
+  return {{"useful", f.useful_s / run},
+          {"lost_work", f.lost_work_s / run},
+          {"restart", f.restart_s / run},
+          {"checkpoint", f.checkpoint_s / run},
+          {"unfinished", f.unfinished_s / run}};
+}
+
 }  // namespace
 
 ordered_json perturbation_blocks(const sim::Scenario& scenario, const sim::SimulationResult& result,
@@ -44,7 +54,6 @@ ordered_json perturbation_blocks(const sim::Scenario& scenario, const sim::Simul
   }
   if (result.failures) {
     const auto& f = *result.failures;
-    const double run = f.run_time_s > 0 ? f.run_time_s : 1;
     j["failures"] = {
         {"model",
          "job-level event simulation on SimGrid timers; iterations take the replayed iterations' times"},
@@ -65,24 +74,25 @@ ordered_json perturbation_blocks(const sim::Scenario& scenario, const sim::Simul
           {"restart", f.restart_s},
           {"checkpoint", f.checkpoint_s},
           {"unfinished", f.unfinished_s}}},
-        {"share",
-         {{"useful", f.useful_s / run},
-          {"lost_work", f.lost_work_s / run},
-          {"restart", f.restart_s / run},
-          {"checkpoint", f.checkpoint_s / run},
-          {"unfinished", f.unfinished_s / run}}}};
+        {"share", share_json(f)}};
   }
   if (seeds.size() > 1) {
     std::vector<double> means;
     std::vector<double> goodputs;
     ordered_json list = ordered_json::array();
+    ordered_json share_mean = ordered_json::object();
     for (const auto& s : seeds) {
       const auto st = analysis::iteration_stats(s.iteration_times_s);
       means.push_back(st.mean_s);
       ordered_json e = {{"seed", s.seed}, {"mean_iteration_time_s", st.mean_s}, {"p99_s", st.p99_s}};
-      if (s.goodput_tokens_per_hour >= 0) {
-        goodputs.push_back(s.goodput_tokens_per_hour);
-        e["goodput_tokens_per_hour"] = s.goodput_tokens_per_hour;
+      if (s.failures) {
+        goodputs.push_back(s.failures->goodput_tokens_per_hour);
+        e["goodput_tokens_per_hour"] = s.failures->goodput_tokens_per_hour;
+        e["failures"] = s.failures->failures;
+        e["share"] = share_json(*s.failures);
+        for (const auto& [part, value] : e["share"].items())
+          share_mean[part] =
+              share_mean.value(part, 0.0) + value.get<double>() / static_cast<double>(seeds.size());
       }
       list.push_back(e);
     }
@@ -99,6 +109,7 @@ ordered_json perturbation_blocks(const sim::Scenario& scenario, const sim::Simul
                                                {"ci95_half_width", g.half_width},
                                                {"ci95_low", g.low()},
                                                {"ci95_high", g.high()}};
+      j["seeds"]["share_mean"] = share_mean;
     }
   }
   return j;

@@ -5,6 +5,7 @@
 // (README "Perturbations", docs/perturbations.md).
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <ostream>
 #include <vector>
 
@@ -17,7 +18,7 @@ namespace trainsim::cli {
 struct SeedResult {
   std::uint64_t seed = 0;
   std::vector<double> iteration_times_s;
-  double goodput_tokens_per_hour = -1;  // < 0: no failures section
+  std::optional<sim::JobFailureResult> failures;  // with a failures section
 };
 
 nlohmann::ordered_json perturbation_blocks(const sim::Scenario& scenario, const sim::SimulationResult& result,

@@ -9,6 +9,8 @@
 #include <iostream>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "analysis/run_archive.hpp"
 #include "sim/cli/balance_run.hpp"
 #include "sim/cli/perturbation_report.hpp"
@@ -70,9 +72,15 @@ SeedResult run_seed_in_child(sim::Scenario scenario, std::uint64_t seed, int ite
     try {
       scenario.seed = seed;
       const auto result = sim::simulate(scenario, {.iterations = iterations, .more_failure_seeds = {}});
-      text = fmt::format("{}", result.failures ? result.failures->goodput_tokens_per_hour : -1.0);
-      for (double t : result.iteration_times_s)
-        text += fmt::format(" {:.17g}", t);
+      nlohmann::json j = {{"times", result.iteration_times_s}};
+      if (result.failures) {
+        const auto& f = *result.failures;
+        j["failures"] = {{"run_time_s", f.run_time_s},     {"failures", f.failures},
+                         {"useful_s", f.useful_s},         {"lost_work_s", f.lost_work_s},
+                         {"restart_s", f.restart_s},       {"checkpoint_s", f.checkpoint_s},
+                         {"unfinished_s", f.unfinished_s}, {"goodput", f.goodput_tokens_per_hour}};
+      }
+      text = j.dump();
     } catch (const std::exception& e) {
       text = std::string("error ") + e.what();
       status = 2;
@@ -96,12 +104,24 @@ SeedResult run_seed_in_child(sim::Scenario scenario, std::uint64_t seed, int ite
   waitpid(pid, &status, 0);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || text.rfind("error", 0) == 0)
     throw std::runtime_error(fmt::format("the run with seed {} failed: {}", seed, text));
+  // The child's figures, as it wrote them above.
+  const auto j = nlohmann::json::parse(text);
   SeedResult r;
   r.seed = seed;
-  std::istringstream in(text);
-  in >> r.goodput_tokens_per_hour;
-  for (double t; in >> t;)
-    r.iteration_times_s.push_back(t);
+  r.iteration_times_s = j.at("times").get<std::vector<double>>();
+  if (j.contains("failures")) {
+    const auto& v = j.at("failures");
+    sim::JobFailureResult f;
+    f.run_time_s = v.at("run_time_s").get<double>();
+    f.failures = v.at("failures").get<int>();
+    f.useful_s = v.at("useful_s").get<double>();
+    f.lost_work_s = v.at("lost_work_s").get<double>();
+    f.restart_s = v.at("restart_s").get<double>();
+    f.checkpoint_s = v.at("checkpoint_s").get<double>();
+    f.unfinished_s = v.at("unfinished_s").get<double>();
+    f.goodput_tokens_per_hour = v.at("goodput").get<double>();
+    r.failures = f;
+  }
   return r;
 }
 
@@ -148,13 +168,11 @@ int run_command(const RunOptions& options) {
   }
   const sim::SimulationResult result = sim::simulate(scenario, simulation_options);
   if (options.seeds > 1)
-    seeds.insert(seeds.begin(),
-                 SeedResult{scenario.seed, result.iteration_times_s,
-                            result.failures ? result.failures->goodput_tokens_per_hour : -1.0});
+    seeds.insert(seeds.begin(), SeedResult{scenario.seed, result.iteration_times_s, result.failures});
   const auto& more_seeds = simulation_options.more_failure_seeds;
   for (std::size_t i = 0; i < more_seeds.size(); ++i)
     seeds.push_back(SeedResult{more_seeds[i], result.iteration_times_s,
-                               result.failures ? result.more_failures[i].goodput_tokens_per_hour : -1.0});
+                               result.failures ? std::optional(result.more_failures[i]) : std::nullopt});
   save_run(out_dir, scenario, scenario_text, options.overrides, result.graph, result.timeline);
   write_reports(out_dir, scenario, result.graph, result.timeline, options.html, options.quiet,
                 {analysis::kRunArchiveFile});

@@ -100,10 +100,36 @@ TEST(PerturbationCli, SeedsShareOneReplayWhenOnlyFailuresDrawFromThem) {
     EXPECT_NEAR(runs[k]["goodput_tokens_per_hour"].get<double>(),
                 alone["failures"]["goodput_tokens_per_hour"].get<double>(),
                 1e-9 * alone["failures"]["goodput_tokens_per_hour"].get<double>());
+    EXPECT_EQ(runs[k]["failures"], alone["failures"]["failures"]);
+    for (const auto& [part, value] : alone["failures"]["share"].items())
+      EXPECT_NEAR(runs[k]["share"][part].get<double>(), value.get<double>(), 1e-9) << part;
   }
+  // The mean shares over the seeds still add up to the whole run.
+  double sum = 0;
+  for (const auto& [part, value] : shared["seeds"]["share_mean"].items()) {
+    double mean = 0;
+    for (const auto& run : runs)
+      mean += run["share"][part].get<double>() / 3;
+    EXPECT_NEAR(value.get<double>(), mean, 1e-12) << part;
+    sum += value.get<double>();
+  }
+  EXPECT_NEAR(sum, 1.0, 1e-9);
   // Different seeds draw different failures.
   EXPECT_NE(runs[0]["goodput_tokens_per_hour"], runs[1]["goodput_tokens_per_hour"]);
   EXPECT_EQ(shared["seeds"]["ci95_half_width_s"].get<double>(), 0.0);
+}
+
+// With random stragglers each extra seed runs in a child process: its
+// failure figures come back through the pipe whole.
+TEST(PerturbationCli, SeedsInChildProcessesReportTheirFailureShares) {
+  const auto j = run_and_read(kScenario + kFailures, {"--seeds", "2"});
+  const auto& runs = j["seeds"]["runs"];
+  ASSERT_EQ(runs.size(), 2u);
+  const auto alone = run_and_read(kScenario + kFailures, {"--set", "seed=4"});
+  EXPECT_EQ(runs[1]["failures"], alone["failures"]["failures"]);
+  EXPECT_EQ(runs[1]["goodput_tokens_per_hour"], alone["failures"]["goodput_tokens_per_hour"]);
+  for (const auto& [part, value] : alone["failures"]["share"].items())
+    EXPECT_EQ(runs[1]["share"][part], value) << part;
 }
 
 TEST(PerturbationCli, BadPerturbationIsAnInputErrorWithItsLine) {
