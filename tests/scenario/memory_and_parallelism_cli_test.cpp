@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "support/cli.hpp"
+#include "support/run_summary.hpp"
 
 namespace trainsim::testing {
 namespace {
@@ -17,23 +18,8 @@ using nlohmann::json;
 
 constexpr double kGiB = 1024.0 * 1024 * 1024;
 
-json run_json(const std::vector<std::string>& args, CliResult* result = nullptr) {
-  const auto out = fresh_dir("memory-cli");
-  std::vector<std::string> all = args;
-  all.insert(all.end(), {"--quiet", "--out", out.string()});
-  const auto r = run_cli(all);
-  if (result)
-    *result = r;
-  EXPECT_EQ(r.status, 0) << r.err;
-  json summary;
-  if (r.status == 0)
-    summary = json::parse(read_file(out / "summary.json"));
-  fs::remove_all(out);
-  return summary;
-}
-
 TEST(MemoryCli, SummaryReportsThePeakOfEveryGpuAndWhen) {
-  const auto s = run_json({"run", "scenarios/quickstart.yaml"});
+  const auto s = run_summary({"run", "scenarios/quickstart.yaml"});
   ASSERT_TRUE(s.contains("peak_memory_bytes"));
   EXPECT_TRUE(s["fits_in_memory"].get<bool>());
   double largest = 0;
@@ -82,7 +68,7 @@ TEST(MemoryCli, AllowOomSimulatesAnywayAndTheSummarySaysItDoesNotFit) {
   std::vector<std::string> args = {"run", "scenarios/quickstart.yaml", "--allow-oom"};
   args.insert(args.end(), kTooBig.begin(), kTooBig.end());
   CliResult r;
-  const auto s = run_json(args, &r);
+  const auto s = run_summary(args, &r);
   EXPECT_NE(r.err.find("warning: scenarios/quickstart.yaml: plan: does not fit in GPU memory: GPU 0"),
             std::string::npos)
       << r.err;
@@ -131,9 +117,9 @@ double figure(const json& s, const char* key) {
 }
 
 TEST(OptionScenario, SequenceParallelFreesActivationsAtTheSameTime) {
-  const auto on = run_json({"run", "scenarios/sequence-parallel.yaml"});
+  const auto on = run_summary({"run", "scenarios/sequence-parallel.yaml"});
   const auto off =
-      run_json({"run", "scenarios/sequence-parallel.yaml", "--set", "plan.sequence_parallel=false"});
+      run_summary({"run", "scenarios/sequence-parallel.yaml", "--set", "plan.sequence_parallel=false"});
   EXPECT_TRUE(on["plan"]["sequence_parallel"].get<bool>());
   EXPECT_LT(figure(on, "peak_memory_bytes"), 0.8 * figure(off, "peak_memory_bytes"));
   // Same TP volume and latency terms, while the per-op cost model splits the
@@ -142,8 +128,8 @@ TEST(OptionScenario, SequenceParallelFreesActivationsAtTheSameTime) {
 }
 
 TEST(OptionScenario, ContextParallelHidesItsRingInANodeButNotAcrossNodes) {
-  const auto node = run_json({"run", "scenarios/context-parallel.yaml"});
-  const auto across = run_json(
+  const auto node = run_summary({"run", "scenarios/context-parallel.yaml"});
+  const auto across = run_summary(
       {"run", "scenarios/context-parallel.yaml", "--set", "plan.context_parallel=8", "--set", "plan.dp=1"});
   EXPECT_EQ(node["plan"]["context_parallel"].get<int>(), 4);
   EXPECT_LT(figure(node, "exposed_comm_fraction"), 0.1);
@@ -152,7 +138,7 @@ TEST(OptionScenario, ContextParallelHidesItsRingInANodeButNotAcrossNodes) {
 }
 
 TEST(OptionScenario, FsdpFitsWherePlainDataParallelismDoesNot) {
-  const auto fsdp = run_json({"run", "scenarios/zero-fsdp.yaml"});
+  const auto fsdp = run_summary({"run", "scenarios/zero-fsdp.yaml"});
   EXPECT_EQ(fsdp["plan"]["zero_stage"].get<int>(), 3);
   EXPECT_TRUE(fsdp["fits_in_memory"].get<bool>());
   const auto r = run_cli({"run", "scenarios/zero-fsdp.yaml", "--set", "plan.zero_stage=0", "--quiet", "--out",
@@ -162,9 +148,9 @@ TEST(OptionScenario, FsdpFitsWherePlainDataParallelismDoesNot) {
 }
 
 TEST(OptionScenario, GradientBucketsHideMostOfTheAllReduce) {
-  const auto on = run_json({"run", "scenarios/grad-buckets.yaml"});
+  const auto on = run_summary({"run", "scenarios/grad-buckets.yaml"});
   const auto off =
-      run_json({"run", "scenarios/grad-buckets.yaml", "--set", "plan.overlap_grad_reduce=false"});
+      run_summary({"run", "scenarios/grad-buckets.yaml", "--set", "plan.overlap_grad_reduce=false"});
   // The data-parallel all-reduce runs over 8 NICs (NCCL channels per rail)
   // and is a small part of the iteration either way; what buckets change is
   // how much of it shows.

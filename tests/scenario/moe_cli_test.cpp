@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "support/run_summary.hpp"
 #include "support/scenario_text.hpp"
 
 namespace trainsim::testing {
@@ -57,17 +58,11 @@ TEST(MoeCli, SmallMoeRunsWithAllToAllsOnTheEpStream) {
   fs::remove_all(out);
 }
 
+// The shipped Mixtral scenario with extra options.
 json run_scenario(const std::vector<std::string>& extra) {
-  const auto out = fresh_dir("moe-mixtral");
-  std::vector<std::string> args = {"run", "scenarios/moe-mixtral.yaml", "-q", "--out", out.string()};
+  std::vector<std::string> args = {"run", "scenarios/moe-mixtral.yaml"};
   args.insert(args.end(), extra.begin(), extra.end());
-  const auto r = run_cli(args);
-  EXPECT_EQ(r.status, 0) << r.err;
-  json summary;
-  if (r.status == 0)
-    summary = json::parse(read_file(out / "summary.json"));
-  fs::remove_all(out);
-  return summary;
+  return run_summary(args);
 }
 
 // The shipped study (docs/moe.md): Mixtral 8x7B on 4 DGX H100 nodes, ep 8

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "support/run_summary.hpp"
 #include "support/scenario_text.hpp"
 
 namespace trainsim::testing {
@@ -26,17 +27,12 @@ const std::string kFailures = R"(  failures:
     run_time: 48h
 )";
 
+// `trainsim run` on the text written to a fresh scenario.yaml, plus `extra`.
 nlohmann::json run_and_read(const std::string& yaml, const std::vector<std::string>& extra,
                             CliResult* result = nullptr) {
-  const auto path = write_temp_file("scenario.yaml", yaml);
-  const auto out = path.parent_path() / "out";
-  std::vector<std::string> args{"run", path.string(), "-q", "--out", out.string()};
+  std::vector<std::string> args{"run", write_temp_file("scenario.yaml", yaml).string()};
   args.insert(args.end(), extra.begin(), extra.end());
-  const auto r = run_cli(args);
-  if (result != nullptr)
-    *result = r;
-  EXPECT_EQ(r.status, 0) << r.err;
-  return nlohmann::json::parse(read_file(out / "summary.json"));
+  return run_summary(args, result);
 }
 
 TEST(PerturbationCli, IterationsBlockAndSameSeedSameTimesOtherSeedOthers) {
