@@ -56,7 +56,7 @@ double ring_time_s(CollectiveOp op, double bytes, int ranks, int channels, doubl
 
 // The plan must be valid for the model and the cluster (the scenario loader
 // checks it first). `cost` is the model the simulation would use
-// (sim::make_cost_model), on the cluster's GPUs.
+// (scenario::make_cost_model), on the cluster's GPUs.
 PlanEstimate estimate_plan(const ModelSpec& model, const ParallelPlan& plan,
                            const platforms::ClusterSpec& cluster, const CostModel& cost);
 

@@ -253,7 +253,7 @@ BalanceResult balance_stages(const ModelSpec& model, const ParallelPlan& plan,
   BalanceResult result;
   result.even = describe(costs, even_layers, even_shares);
   result.balanced = result.even;
-  // Uneven shares need ZeRO 0 or 1 (sim/scenario_plan_partition.cpp).
+  // Uneven shares need ZeRO 0 or 1 (sim/scenario/plan_partition.cpp).
   result.searched_dp_shares = costs.replicas_differ() && plan.dp > 1 && plan.zero_stage <= 1;
 
   std::vector<int> shares = even_shares, layers;

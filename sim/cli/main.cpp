@@ -17,7 +17,7 @@
 #include "sim/cli/run_command.hpp"
 #include "sim/cli/sweep_command.hpp"
 #include "sim/cli/validate_command.hpp"
-#include "sim/input_error.hpp"
+#include "platforms/input_error.hpp"
 #include "trainsim_version.hpp"
 
 namespace {
@@ -64,7 +64,7 @@ int main(int argc, char** argv) {
       if (command.app->parsed())
         return command.run();
     return 1;
-  } catch (const trainsim::sim::InputError& e) {
+  } catch (const trainsim::platforms::InputError& e) {
     for (const auto& problem : e.problems())
       std::cerr << "error: " << problem << '\n';
     return 1;

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 #include "workloads/plan_estimate.hpp"
 #include "workloads/plan_space.hpp"
 
@@ -47,7 +47,7 @@ struct MemoryPruned {
 };
 
 struct PlanSearch {
-  Scenario base;  // the cluster and model every plan runs on (its plan is a placeholder)
+  scenario::Scenario base;  // the cluster and model every plan runs on (its plan is a placeholder)
   std::string model_source;
   std::string cluster_source;
   std::string fidelity;

@@ -9,10 +9,10 @@
 #include "analysis/memory.hpp"
 #include "analysis/summary.hpp"
 #include "analysis/utilization.hpp"
-#include "sim/cluster_zone.hpp"
-#include "sim/engine_setup.hpp"
-#include "sim/replay.hpp"
-#include "sim/simulation.hpp"
+#include "sim/platform/cluster_zone.hpp"
+#include "sim/platform/engine_setup.hpp"
+#include "sim/replay/replay.hpp"
+#include "sim/replay/simulation.hpp"
 #include "support/test_cluster.hpp"
 #include "workloads/activation_memory.hpp"
 #include "workloads/iteration_builder.hpp"
@@ -180,7 +180,7 @@ TEST(AnalysisEndToEnd, APipelineSendLoadsItsNicLinksForLatencyPlusSizeOverBandwi
 // SimGrid's energy plugin, set from the catalogue, charges idle power all
 // iteration plus (max - idle) while a compute op runs.
 TEST(AnalysisEndToEnd, MeasuredEnergyIsIdlePowerPlusComputeAtMaxPower) {
-  const auto scenario = parse_scenario_text(R"(
+  const auto scenario = scenario::parse_scenario_text(R"(
 cluster: {gpu: A100-80GB, nodes: 1, gpus_per_node: 4, nvlink: {bandwidth: 300GBps, latency: 2us},
           nic: {bandwidth: 200Gbps, latency: 5us}}
 model: {preset: gpt3-125m}

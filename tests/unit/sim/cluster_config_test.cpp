@@ -4,8 +4,8 @@
 #include <gtest/gtest.h>
 
 #include "platforms/presets.hpp"
-#include "sim/cluster_loader.hpp"
-#include "sim/input_error.hpp"
+#include "sim/scenario/cluster_loader.hpp"
+#include "platforms/input_error.hpp"
 
 namespace trainsim::sim {
 namespace {
@@ -15,13 +15,13 @@ using platforms::FabricTopology;
 using platforms::NodeShape;
 
 platforms::ClusterSpec parse(const std::string& yaml, const std::vector<std::string>& overrides = {}) {
-  return parse_cluster_text(yaml, "c.yaml", overrides);
+  return scenario::parse_cluster_text(yaml, "c.yaml", overrides);
 }
 
 std::vector<std::string> problems(const std::string& yaml, const std::vector<std::string>& overrides = {}) {
   try {
     parse(yaml, overrides);
-  } catch (const InputError& e) {
+  } catch (const platforms::InputError& e) {
     return e.problems();
   }
   return {};
@@ -39,14 +39,14 @@ TEST(ClusterConfig, EveryShippedPresetLoads) {
   ASSERT_EQ(platforms::cluster_presets().size(), 5u);
   for (const auto& preset : platforms::cluster_presets()) {
     SCOPED_TRACE(std::string(preset.name));
-    const auto c = load_cluster(std::string(preset.name));
+    const auto c = scenario::load_cluster(std::string(preset.name));
     EXPECT_EQ(c.name, preset.name);
     EXPECT_GT(c.gpu_count(), 0);
   }
 }
 
 TEST(ClusterConfig, PresetsDescribeTheirHardware) {
-  const auto a100 = load_cluster("dgx-a100-hdr");
+  const auto a100 = scenario::load_cluster("dgx-a100-hdr");
   ASSERT_EQ(a100.groups.size(), 1u);
   EXPECT_EQ(a100.groups[0].gpu.name, "A100-SXM-80GB");
   EXPECT_EQ(a100.groups[0].shape, NodeShape::nvswitch);
@@ -54,23 +54,23 @@ TEST(ClusterConfig, PresetsDescribeTheirHardware) {
   EXPECT_DOUBLE_EQ(a100.groups[0].nic.bandwidth_Bps, 200e9 / 8);
   EXPECT_EQ(a100.fabric.topology, FabricTopology::fat_tree);
 
-  const auto h100 = load_cluster("dgx-h100-ndr");
+  const auto h100 = scenario::load_cluster("dgx-h100-ndr");
   EXPECT_TRUE(h100.groups[0].nvls);
   EXPECT_DOUBLE_EQ(h100.groups[0].nic.bandwidth_Bps, 400e9 / 8);
   EXPECT_EQ(h100.fabric.topology, FabricTopology::rail_optimised);
 
-  const auto v100 = load_cluster("dgx1-v100");
+  const auto v100 = scenario::load_cluster("dgx1-v100");
   EXPECT_EQ(v100.groups[0].shape, NodeShape::cube_mesh);
   EXPECT_EQ(v100.groups[0].nics_per_node, 4);
   EXPECT_TRUE(v100.groups[0].shared_nics());
 
-  const auto roce = load_cluster("hgx-h200-roce");
+  const auto roce = scenario::load_cluster("hgx-h200-roce");
   EXPECT_EQ(roce.fabric.technology, FabricTechnology::roce);
   EXPECT_EQ(roce.fabric.levels, 3);
-  EXPECT_LT(roce.fabric.efficiency, load_cluster("dgx-a100-hdr").fabric.efficiency);
+  EXPECT_LT(roce.fabric.efficiency, scenario::load_cluster("dgx-a100-hdr").fabric.efficiency);
   EXPECT_GT(roce.groups[0].nic.latency_s, a100.groups[0].nic.latency_s);
 
-  const auto mixed = load_cluster("mixed-a100-h100");
+  const auto mixed = scenario::load_cluster("mixed-a100-h100");
   ASSERT_EQ(mixed.groups.size(), 2u);
   EXPECT_EQ(mixed.gpu_of(0).name, "A100-SXM-80GB");
   EXPECT_EQ(mixed.gpu_of(128).name, "H100-SXM");
@@ -94,7 +94,7 @@ TEST(ClusterConfig, ScenarioKeysOverrideAPresetKeyByKey) {
 
 TEST(ClusterConfig, SetOverridesPresetsAndListItems) {
   const auto c =
-      load_cluster("mixed-a100-h100", {"cluster.groups.1.nodes=8", "cluster.fabric.oversubscription=4"});
+      scenario::load_cluster("mixed-a100-h100", {"cluster.groups.1.nodes=8", "cluster.fabric.oversubscription=4"});
   EXPECT_EQ(c.groups[1].nodes, 8);
   EXPECT_EQ(c.groups[0].nodes, 16);
   EXPECT_DOUBLE_EQ(c.fabric.oversubscription, 4);

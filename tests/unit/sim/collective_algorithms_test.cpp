@@ -6,9 +6,9 @@
 #include <cmath>
 #include <numeric>
 
-#include "sim/cluster_zone.hpp"
-#include "sim/engine_setup.hpp"
-#include "sim/replay.hpp"
+#include "sim/platform/cluster_zone.hpp"
+#include "sim/platform/engine_setup.hpp"
+#include "sim/replay/replay.hpp"
 #include "support/test_cluster.hpp"
 
 namespace trainsim::sim {

@@ -8,10 +8,10 @@
 #include <numeric>
 #include <set>
 
-#include "sim/cluster_loader.hpp"
-#include "sim/cluster_zone.hpp"
-#include "sim/collective_flows.hpp"
-#include "sim/engine_setup.hpp"
+#include "sim/scenario/cluster_loader.hpp"
+#include "sim/platform/cluster_zone.hpp"
+#include "sim/collectives/flows.hpp"
+#include "sim/platform/engine_setup.hpp"
 
 namespace trainsim::sim {
 namespace {
@@ -24,7 +24,7 @@ struct Platform {
   std::unique_ptr<simgrid::s4u::Engine> engine;
   ClusterZone* zone = nullptr;
   explicit Platform(const std::string& preset, std::vector<std::string> overrides = {})
-      : spec(load_cluster(preset, overrides)), engine(make_engine()) {
+      : spec(scenario::load_cluster(preset, overrides)), engine(make_engine()) {
     zone = new ClusterZone(spec);  // owned by the engine
   }
 };

@@ -2,9 +2,9 @@
 // oversubscribed uplink is where they meet. Each TEST is one simulation.
 #include <gtest/gtest.h>
 
-#include "sim/cluster_zone.hpp"
-#include "sim/engine_setup.hpp"
-#include "sim/replay.hpp"
+#include "sim/platform/cluster_zone.hpp"
+#include "sim/platform/engine_setup.hpp"
+#include "sim/replay/replay.hpp"
 #include "support/test_cluster.hpp"
 
 namespace trainsim::sim {

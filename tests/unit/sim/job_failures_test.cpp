@@ -2,9 +2,9 @@
 // account for every second of the run. Each TEST is one simulation.
 #include <gtest/gtest.h>
 
-#include "sim/cluster_zone.hpp"
-#include "sim/engine_setup.hpp"
-#include "sim/job_failures.hpp"
+#include "sim/platform/cluster_zone.hpp"
+#include "sim/platform/engine_setup.hpp"
+#include "sim/perturbations/job_failures.hpp"
 #include "support/test_cluster.hpp"
 
 namespace trainsim::sim {
@@ -14,7 +14,7 @@ TEST(JobFailures, AFailureAtAGivenTimeLosesTheWorkSinceTheLastCheckpoint) {
   auto engine = make_engine();
   const auto cluster = testing::free_network_cluster(1);
   new ClusterZone(cluster);
-  Failures f;
+  scenario::Failures f;
   f.enabled = true;
   f.at_s = {333};
   f.restart_delay_s = 50;
@@ -46,7 +46,7 @@ TEST(JobFailures, RandomFailuresAtTheirMtbfStillAddUp) {
   auto engine = make_engine();
   const auto cluster = testing::free_network_cluster(1);
   new ClusterZone(cluster);
-  Failures f;
+  scenario::Failures f;
   f.enabled = true;
   f.gpu_mtbf_s = 50000.0 * 3600;
   f.restart_delay_s = 600;

@@ -3,9 +3,9 @@
 // Each TEST runs in its own process (one SimGrid engine per process).
 #include <gtest/gtest.h>
 
-#include "sim/cluster_zone.hpp"
-#include "sim/engine_setup.hpp"
-#include "sim/replay.hpp"
+#include "sim/platform/cluster_zone.hpp"
+#include "sim/platform/engine_setup.hpp"
+#include "sim/replay/replay.hpp"
 #include "support/test_cluster.hpp"
 
 namespace trainsim::sim {

@@ -2,8 +2,8 @@
 // and every mistake is reported at its file:line with the key and the value.
 #include <gtest/gtest.h>
 
-#include "sim/input_error.hpp"
-#include "sim/scenario.hpp"
+#include "platforms/input_error.hpp"
+#include "sim/scenario/scenario.hpp"
 
 namespace trainsim::sim {
 namespace {
@@ -24,15 +24,15 @@ plan:
   global_batch_size: 16
 )";
 
-Scenario load(const std::string& perturbations) {
-  return parse_scenario_text(kBase + "perturbations:\n" + perturbations, "study.yaml");
+scenario::Scenario load(const std::string& perturbations) {
+  return scenario::parse_scenario_text(kBase + "perturbations:\n" + perturbations, "study.yaml");
 }
 
 // Every problem the loader reports, joined.
 std::string errors_of(const std::string& perturbations) {
   try {
     load(perturbations);
-  } catch (const InputError& e) {
+  } catch (const platforms::InputError& e) {
     std::string all;
     for (const auto& p : e.problems())
       all += p + "\n";

@@ -6,10 +6,10 @@
 #include <optional>
 
 #include "analysis/summary.hpp"
-#include "sim/cluster_zone.hpp"
-#include "sim/engine_setup.hpp"
-#include "sim/perturbation_driver.hpp"
-#include "sim/replay.hpp"
+#include "sim/platform/cluster_zone.hpp"
+#include "sim/platform/engine_setup.hpp"
+#include "sim/perturbations/driver.hpp"
+#include "sim/replay/replay.hpp"
 #include "support/test_cluster.hpp"
 #include "workloads/iteration_builder.hpp"
 
@@ -26,7 +26,7 @@ struct Run {
 };
 
 Run replay_with(const workloads::TaskGraph& graph, const platforms::ClusterSpec& cluster,
-                const Perturbations& p, int iterations = 1, std::uint64_t seed = 1) {
+                const scenario::Perturbations& p, int iterations = 1, std::uint64_t seed = 1) {
   auto engine = make_engine();
   const auto speeds = plan_gpu_speeds(p, cluster.gpu_count(), iterations, seed);
   auto* zone = new ClusterZone(cluster, speeds.pstate_factors);
@@ -69,7 +69,7 @@ class SlowStage : public ::testing::TestWithParam<int> {};
 TEST_P(SlowStage, OneSlowGpuInGPipeGivesTheFlowShopTimeWhereverItSits) {
   const int p = 4, m = 8, stage = GetParam();
   const auto cluster = testing::free_network_cluster(p);
-  Perturbations perturbations;
+  scenario::Perturbations perturbations;
   perturbations.slow_gpus.push_back({.gpus = {stage}, .speed = 0.8, .window = {}});
   const auto run = replay_with(pipeline(cluster, p, m, 1, ScheduleKind::gpipe), cluster, perturbations);
   EXPECT_NEAR(run.result.timeline.end_s, slowed_pipeline_s(p, m, 0.8), kTolerance_s);
@@ -80,7 +80,7 @@ INSTANTIATE_TEST_SUITE_P(Stages, SlowStage, ::testing::Values(0, 1, 2, 3));
 TEST(SlowStage, ASlowLastStageIn1F1BAddsItsExtraTimeForEveryMicroBatch) {
   const int p = 4, m = 8;
   const auto cluster = testing::free_network_cluster(p);
-  Perturbations perturbations;
+  scenario::Perturbations perturbations;
   perturbations.slow_gpus.push_back({.gpus = {p - 1}, .speed = 0.8, .window = {}});
   const auto run = replay_with(pipeline(cluster, p, m), cluster, perturbations);
   EXPECT_NEAR(run.result.timeline.end_s, slowed_pipeline_s(p, m, 0.8), kTolerance_s);
@@ -89,7 +89,7 @@ TEST(SlowStage, ASlowLastStageIn1F1BAddsItsExtraTimeForEveryMicroBatch) {
 TEST(SlowStage, SlowingEveryGpuScalesTheIteration) {
   const int p = 4, m = 8;
   const auto cluster = testing::free_network_cluster(p);
-  Perturbations perturbations;
+  scenario::Perturbations perturbations;
   perturbations.slow_gpus.push_back({.gpus = {0, 1, 2, 3}, .speed = 0.8, .window = {}});
   const auto run = replay_with(pipeline(cluster, p, m), cluster, perturbations);
   EXPECT_NEAR(run.result.timeline.end_s, (m + p - 1) * (kForward + kBackward) / 0.8, kTolerance_s);
@@ -100,7 +100,7 @@ TEST(SlowStage, ASlowReplicaHoldsBackEveryDataParallelReplica) {
   // whole iteration because the replicas' gradient all-reduce waits for it.
   const int p = 2, m = 4;
   const auto cluster = testing::free_network_cluster(p * 2);
-  Perturbations perturbations;
+  scenario::Perturbations perturbations;
   perturbations.slow_gpus.push_back({.gpus = {2}, .speed = 0.5, .window = {}});
   const auto run = replay_with(pipeline(cluster, p, m, 2), cluster, perturbations);
   // (The gradient all-reduce moves gigabytes over the 1 EB/s network: ns.)
@@ -112,7 +112,7 @@ TEST(SlowWindow, AStragglerWhileItsGpuIdlesCostsNothing) {
   // only before then is off the critical path.
   const int p = 4, m = 8;
   const auto cluster = testing::free_network_cluster(p);
-  Perturbations perturbations;
+  scenario::Perturbations perturbations;
   perturbations.slow_gpus.push_back(
       {.gpus = {p - 1}, .speed = 0.25, .window = {.from_s = 0, .until_s = 0.99 * (p - 1) * kForward}});
   const auto run = replay_with(pipeline(cluster, p, m), cluster, perturbations);
@@ -125,7 +125,7 @@ TEST(SlowWindow, AWindowOnTheCriticalPathCostsItsLostWork) {
   // [0, t_F) it does half a forward, so everything after shifts by t_F / 2.
   const int p = 2, m = 1;
   const auto cluster = testing::free_network_cluster(p);
-  Perturbations perturbations;
+  scenario::Perturbations perturbations;
   perturbations.slow_gpus.push_back(
       {.gpus = {0}, .speed = 0.5, .window = {.from_s = 0, .until_s = kForward}});
   const auto run = replay_with(pipeline(cluster, p, m), cluster, perturbations);
@@ -137,7 +137,7 @@ TEST(Throttling, AProfileOfSpeedsStretchesComputeStepByStep) {
   // One GPU, one stage: forward then backward (3 ms of work at full speed).
   // Full speed for 1 ms, then half speed: 1 ms + 2 x 2 ms = 5 ms.
   const auto cluster = testing::free_network_cluster(1);
-  Perturbations perturbations;
+  scenario::Perturbations perturbations;
   perturbations.throttling.push_back({.gpus = {0}, .points = {{0, 1.0}, {1e-3, 0.5}}});
   const auto run = replay_with(pipeline(cluster, 1, 1), cluster, perturbations);
   EXPECT_NEAR(run.result.timeline.end_s, 5e-3, kTolerance_s);
@@ -155,8 +155,8 @@ workloads::TaskGraph two_sends(const platforms::ClusterSpec& cluster, workloads:
   return graph;
 }
 
-LinkFault fault_on(const std::string& link) {
-  LinkFault f;
+scenario::LinkFault fault_on(const std::string& link) {
+  scenario::LinkFault f;
   f.links = {link};
   return f;
 }
@@ -172,7 +172,7 @@ TEST(LinkFaults, ADegradedNicSlowsExactlyTheFlowsCrossingIt) {
   const auto cluster = testing::uniform_cluster(4, 1, kB, kA);
   workloads::TaskId a = 0, b = 0;
   const auto graph = two_sends(cluster, a, b);
-  Perturbations perturbations;
+  scenario::Perturbations perturbations;
   auto fault = fault_on("node0-nic0");
   fault.bandwidth_factor = 0.5;
   perturbations.links.push_back(fault);
@@ -185,7 +185,7 @@ TEST(LinkFaults, AddedLatencyDelaysOnlyTheRoutesThroughTheLink) {
   const auto cluster = testing::uniform_cluster(4, 1, kB, kA);
   workloads::TaskId a = 0, b = 0;
   const auto graph = two_sends(cluster, a, b);
-  Perturbations perturbations;
+  scenario::Perturbations perturbations;
   auto fault = fault_on("node3-nic0");
   fault.added_latency_s = 1e-3;
   perturbations.links.push_back(fault);
@@ -200,7 +200,7 @@ TEST(LinkFaults, ALinkDownStallsItsFlowsUntilItComesBack) {
   const auto cluster = testing::uniform_cluster(4, 1, kB, kA);
   workloads::TaskId a = 0, b = 0;
   const auto graph = two_sends(cluster, a, b);
-  Perturbations perturbations;
+  scenario::Perturbations perturbations;
   auto fault = fault_on("node1-nic0");
   fault.down = true;
   fault.window = {2e-3, 7e-3};
@@ -222,7 +222,7 @@ TEST(LinkFaults, AFatTreeUplinkDownLosesOneOfItsUplinksInsteadOfStalling) {
   workloads::TaskGraph graph;
   graph.gpu_count = 4;
   const auto t = graph.add({.kind = workloads::TaskKind::send, .gpu = 0, .peer = 2, .bytes = kS});
-  Perturbations perturbations;
+  scenario::Perturbations perturbations;
   auto fault = fault_on("leaf0-uplink");
   fault.down = true;
   fault.uplinks = 4;
@@ -244,10 +244,10 @@ TEST(LinkFaults, AFlappingLinkIsDegradedForItsDutyOfEveryPeriod) {
   graph.gpu_count = 4;
   const double bytes = 10e-3 * kB;
   const auto t = graph.add({.kind = workloads::TaskKind::send, .gpu = 0, .peer = 1, .bytes = bytes});
-  Perturbations perturbations;
+  scenario::Perturbations perturbations;
   auto fault = fault_on("node0-nic0");
   fault.bandwidth_factor = 0.5;
-  fault.window = {1e-3, kForever};
+  fault.window = {1e-3, scenario::kForever};
   fault.period_s = 2e-3;
   fault.duty = 0.5;
   perturbations.links.push_back(fault);
@@ -258,11 +258,11 @@ TEST(LinkFaults, AFlappingLinkIsDegradedForItsDutyOfEveryPeriod) {
 }
 
 TEST(Stragglers, ASeedGivesTheSameEpisodesAndAnotherSeedOthers) {
-  Perturbations p;
+  scenario::Perturbations p;
   p.stragglers = {.enabled = true,
                   .probability = 0.3,
-                  .speed = {.kind = Distribution::Kind::lognormal, .a = 0.6, .b = 0.3, .min = 1e-3, .max = 1},
-                  .duration_s = {.kind = Distribution::Kind::uniform, .a = 1e-3, .b = 5e-3},
+                  .speed = {.kind = scenario::Distribution::Kind::lognormal, .a = 0.6, .b = 0.3, .min = 1e-3, .max = 1},
+                  .duration_s = {.kind = scenario::Distribution::Kind::uniform, .a = 1e-3, .b = 5e-3},
                   .gpus = {0, 1, 2, 3, 4, 5, 6, 7}};
   const auto a = plan_gpu_speeds(p, 8, 20, 7);
   const auto b = plan_gpu_speeds(p, 8, 20, 7);
@@ -294,11 +294,11 @@ TEST(Stragglers, ACertainStragglerSlowsEveryIterationItCovers) {
   // every later one, since an episode in progress is not redrawn) runs its
   // only stage at half speed.
   const auto cluster = testing::free_network_cluster(1);
-  Perturbations p;
+  scenario::Perturbations p;
   p.stragglers = {.enabled = true,
                   .probability = 1,
-                  .speed = {.kind = Distribution::Kind::fixed, .a = 0.5, .min = 1e-3, .max = 1},
-                  .duration_s = {.kind = Distribution::Kind::fixed, .a = 1.0},
+                  .speed = {.kind = scenario::Distribution::Kind::fixed, .a = 0.5, .min = 1e-3, .max = 1},
+                  .duration_s = {.kind = scenario::Distribution::Kind::fixed, .a = 1.0},
                   .gpus = {0}};
   const auto run = replay_with(pipeline(cluster, 1, 2), cluster, p, 3);
   ASSERT_EQ(run.result.iteration_end_s.size(), 3u);
@@ -310,7 +310,7 @@ TEST(Stragglers, ACertainStragglerSlowsEveryIterationItCovers) {
 TEST(Iterations, IterationsFollowEachOtherWithoutPerturbations) {
   const int p = 4, m = 8;
   const auto cluster = testing::free_network_cluster(p);
-  const auto run = replay_with(pipeline(cluster, p, m), cluster, Perturbations{}, 5);
+  const auto run = replay_with(pipeline(cluster, p, m), cluster, scenario::Perturbations{}, 5);
   const double one = (m + p - 1) * (kForward + kBackward);
   ASSERT_EQ(run.result.iteration_end_s.size(), 5u);
   for (std::size_t i = 0; i < 5; ++i) {

@@ -6,9 +6,9 @@
 #include <tuple>
 
 #include "analysis/summary.hpp"
-#include "sim/cluster_zone.hpp"
-#include "sim/engine_setup.hpp"
-#include "sim/replay.hpp"
+#include "sim/platform/cluster_zone.hpp"
+#include "sim/platform/engine_setup.hpp"
+#include "sim/replay/replay.hpp"
 #include "support/test_cluster.hpp"
 #include "workloads/iteration_builder.hpp"
 

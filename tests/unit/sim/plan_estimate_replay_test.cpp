@@ -5,9 +5,9 @@
 #include <gtest/gtest.h>
 
 #include "analysis/summary.hpp"
-#include "sim/cluster_zone.hpp"
-#include "sim/engine_setup.hpp"
-#include "sim/replay.hpp"
+#include "sim/platform/cluster_zone.hpp"
+#include "sim/platform/engine_setup.hpp"
+#include "sim/replay/replay.hpp"
 #include "support/test_cluster.hpp"
 #include "workloads/iteration_builder.hpp"
 #include "workloads/plan_estimate.hpp"

@@ -1,8 +1,8 @@
 #include <gtest/gtest.h>
 
-#include "sim/infeasible_plan.hpp"
-#include "sim/input_error.hpp"
-#include "sim/scenario.hpp"
+#include "sim/scenario/infeasible_plan.hpp"
+#include "platforms/input_error.hpp"
+#include "sim/scenario/scenario.hpp"
 
 #include <tuple>
 
@@ -26,15 +26,15 @@ plan:
 
 std::vector<std::string> problems(const std::string& yaml, const std::vector<std::string>& overrides = {}) {
   try {
-    parse_scenario_text(yaml, "t.yaml", overrides);
-  } catch (const InputError& e) {
+    scenario::parse_scenario_text(yaml, "t.yaml", overrides);
+  } catch (const platforms::InputError& e) {
     return e.problems();
   }
   return {};
 }
 
 TEST(ScenarioLoader, ReadsUnitsPresetsAndDerivesDp) {
-  const auto s = parse_scenario_text(kMinimal, "t.yaml");
+  const auto s = scenario::parse_scenario_text(kMinimal, "t.yaml");
   EXPECT_EQ(s.name, "small");
   EXPECT_EQ(s.cluster.gpu_count(), 16);
   EXPECT_EQ(s.cluster.groups[0].gpu.name, "H100-SXM");
@@ -48,7 +48,7 @@ TEST(ScenarioLoader, ReadsUnitsPresetsAndDerivesDp) {
 }
 
 TEST(ScenarioLoader, OverridesReplaceAndAddValues) {
-  const auto s = parse_scenario_text(kMinimal, "t.yaml", {"plan.pp=4", "cluster.nodes=4", "plan.dp=4"});
+  const auto s = scenario::parse_scenario_text(kMinimal, "t.yaml", {"plan.pp=4", "cluster.nodes=4", "plan.dp=4"});
   EXPECT_EQ(s.plan.pp, 4);
   EXPECT_EQ(s.cluster.gpu_count(), 32);
   EXPECT_EQ(s.plan.dp, 4);
@@ -104,13 +104,13 @@ TEST(ScenarioLoader, UnknownGpuAndPresetListTheKnownOnes) {
 
 TEST(ScenarioLoader, PresetShapeFollowsOverriddenHeadsAndHidden) {
   // Shapes only: these models do not fit the minimal cluster's memory.
-  const LoadOptions shapes_only{.check_memory = false};
+  const scenario::LoadOptions shapes_only{.check_memory = false};
   const auto s =
-      parse_scenario_text(kMinimal, "t.yaml", {"model.hidden=4096", "model.heads=32"}, shapes_only);
+      scenario::parse_scenario_text(kMinimal, "t.yaml", {"model.hidden=4096", "model.heads=32"}, shapes_only);
   EXPECT_EQ(s.model.kv_heads, 32);
   EXPECT_EQ(s.model.ffn_hidden, 4 * 4096);
   const auto llama =
-      parse_scenario_text(kMinimal, "t.yaml", {"model.preset=llama2-70b", "model.layers=40"}, shapes_only);
+      scenario::parse_scenario_text(kMinimal, "t.yaml", {"model.preset=llama2-70b", "model.layers=40"}, shapes_only);
   EXPECT_EQ(llama.model.kv_heads, 8);
   EXPECT_EQ(llama.model.ffn_hidden, 28672);
 }
@@ -143,7 +143,7 @@ TEST(ScenarioLoader, EveryScheduleWordParsesWithItsChunkCount) {
     std::vector<std::string> set = {"plan.schedule=" + word};
     if (word == "interleaved_1f1b")
       set.push_back("plan.virtual_stages=3");
-    const auto s = parse_scenario_text(kMinimal, "t.yaml", set);
+    const auto s = scenario::parse_scenario_text(kMinimal, "t.yaml", set);
     EXPECT_EQ(s.plan.schedule, kind) << word;
     EXPECT_EQ(s.plan.virtual_stages, chunks) << word;
   }
@@ -209,7 +209,7 @@ TEST(ScenarioLoader, MicroBatchCountsMustSuitTheSchedule) {
 // kMinimal: 16 H100s, tp 2 x pp 2.
 TEST(ScenarioLoader, ParallelismOptionsReachThePlan) {
   const auto s =
-      parse_scenario_text(kMinimal, "t.yaml",
+      scenario::parse_scenario_text(kMinimal, "t.yaml",
                           {"plan.sequence_parallel=true", "plan.context_parallel=2", "plan.zero_stage=1",
                            "plan.overlap_grad_reduce=true", "plan.grad_bucket_size=25MB"});
   EXPECT_TRUE(s.plan.sequence_parallel);
@@ -218,7 +218,7 @@ TEST(ScenarioLoader, ParallelismOptionsReachThePlan) {
   EXPECT_EQ(s.plan.zero_stage, 1);
   EXPECT_TRUE(s.plan.overlap_grad_reduce);
   EXPECT_DOUBLE_EQ(s.plan.grad_bucket_size_bytes(), 25e6);
-  const auto d = parse_scenario_text(kMinimal, "t.yaml");
+  const auto d = scenario::parse_scenario_text(kMinimal, "t.yaml");
   EXPECT_FALSE(d.plan.sequence_parallel);
   EXPECT_EQ(d.plan.cp, 1);
   EXPECT_EQ(d.plan.zero_stage, 0);
@@ -263,10 +263,10 @@ TEST(ScenarioLoader, PlanThatDoesNotFitInMemoryIsInfeasibleWithTheBreakdown) {
   const std::vector<std::string> big = {"model.preset=gpt3-13b", "plan.micro_batch_size=4",
                                         "plan.global_batch_size=64"};
   try {
-    parse_scenario_text(kMinimal, "t.yaml", big);
-    FAIL() << "expected InfeasiblePlan";
-  } catch (const InfeasiblePlan& e) {
-    EXPECT_EQ(e.reason(), Infeasibility::does_not_fit_in_memory);
+    scenario::parse_scenario_text(kMinimal, "t.yaml", big);
+    FAIL() << "expected scenario::InfeasiblePlan";
+  } catch (const scenario::InfeasiblePlan& e) {
+    EXPECT_EQ(e.reason(), scenario::Infeasibility::does_not_fit_in_memory);
     ASSERT_FALSE(e.problems().empty());
     const auto& p = e.problems()[0];
     EXPECT_EQ(p.rfind("t.yaml:", 0), 0u) << p;
@@ -280,11 +280,11 @@ TEST(ScenarioLoader, PlanThatDoesNotFitInMemoryIsInfeasibleWithTheBreakdown) {
   }
   // The same plan, memory unchecked (trainsim run --allow-oom), loads; and
   // ZeRO-3 over the 4 data-parallel GPUs with selective recomputation fits.
-  EXPECT_NO_THROW(parse_scenario_text(kMinimal, "t.yaml", big, {.check_memory = false}));
+  EXPECT_NO_THROW(scenario::parse_scenario_text(kMinimal, "t.yaml", big, {.check_memory = false}));
   auto fits = big;
   fits.insert(fits.end(), {"plan.zero_stage=3", "plan.recompute=selective", "plan.micro_batch_size=1",
                            "plan.global_batch_size=32"});
-  EXPECT_NO_THROW(parse_scenario_text(kMinimal, "t.yaml", fits));
+  EXPECT_NO_THROW(scenario::parse_scenario_text(kMinimal, "t.yaml", fits));
 }
 
 }  // namespace

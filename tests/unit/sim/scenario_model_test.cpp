@@ -2,8 +2,8 @@
 // precision, as the loader reads them.
 #include <gtest/gtest.h>
 
-#include "sim/input_error.hpp"
-#include "sim/scenario.hpp"
+#include "platforms/input_error.hpp"
+#include "sim/scenario/scenario.hpp"
 
 namespace trainsim::sim {
 namespace {
@@ -15,19 +15,19 @@ std::string scenario(const std::string& model_extra, const std::string& plan_ext
 
 std::vector<std::string> problems(const std::string& yaml) {
   try {
-    parse_scenario_text(yaml, "t.yaml");
-  } catch (const InputError& e) {
+    scenario::parse_scenario_text(yaml, "t.yaml");
+  } catch (const platforms::InputError& e) {
     return e.problems();
   }
   return {};
 }
 
 TEST(ScenarioModel, FlashAttentionDefaultsToThePresetAndCanBeSet) {
-  EXPECT_FALSE(parse_scenario_text(scenario("gpt3-1.3b"), "t.yaml").model.flash_attention);
-  EXPECT_TRUE(parse_scenario_text(scenario("llama2-7b"), "t.yaml").model.flash_attention);
+  EXPECT_FALSE(scenario::parse_scenario_text(scenario("gpt3-1.3b"), "t.yaml").model.flash_attention);
+  EXPECT_TRUE(scenario::parse_scenario_text(scenario("llama2-7b"), "t.yaml").model.flash_attention);
   EXPECT_TRUE(
-      parse_scenario_text(scenario("gpt3-1.3b\n  flash_attention: true"), "t.yaml").model.flash_attention);
-  EXPECT_FALSE(parse_scenario_text(scenario("llama2-7b"), "t.yaml", {"model.flash_attention=false"})
+      scenario::parse_scenario_text(scenario("gpt3-1.3b\n  flash_attention: true"), "t.yaml").model.flash_attention);
+  EXPECT_FALSE(scenario::parse_scenario_text(scenario("llama2-7b"), "t.yaml", {"model.flash_attention=false"})
                    .model.flash_attention);
   const auto p = problems(scenario("gpt3-1.3b\n  flash_attention: sometimes"));
   ASSERT_EQ(p.size(), 1u);
@@ -37,12 +37,12 @@ TEST(ScenarioModel, FlashAttentionDefaultsToThePresetAndCanBeSet) {
 }
 
 TEST(ScenarioModel, GradientAllReducePrecisionSetsItsBytes) {
-  EXPECT_EQ(parse_scenario_text(scenario("gpt3-1.3b"), "t.yaml").plan.grad_bytes, 2);
+  EXPECT_EQ(scenario::parse_scenario_text(scenario("gpt3-1.3b"), "t.yaml").plan.grad_bytes, 2);
   EXPECT_EQ(
-      parse_scenario_text(scenario("gpt3-1.3b", ", grad_allreduce_dtype: fp32"), "t.yaml").plan.grad_bytes,
+      scenario::parse_scenario_text(scenario("gpt3-1.3b", ", grad_allreduce_dtype: fp32"), "t.yaml").plan.grad_bytes,
       4);
   EXPECT_EQ(
-      parse_scenario_text(scenario("gpt3-1.3b", ", grad_allreduce_dtype: fp16"), "t.yaml").plan.grad_bytes,
+      scenario::parse_scenario_text(scenario("gpt3-1.3b", ", grad_allreduce_dtype: fp16"), "t.yaml").plan.grad_bytes,
       2);
   const auto p = problems(scenario("gpt3-1.3b", ", grad_allreduce_dtype: int8"));
   ASSERT_EQ(p.size(), 1u);

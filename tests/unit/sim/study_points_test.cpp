@@ -4,9 +4,9 @@
 
 #include <set>
 
-#include "sim/infeasible_plan.hpp"
-#include "sim/input_error.hpp"
-#include "sim/scenario.hpp"
+#include "sim/scenario/infeasible_plan.hpp"
+#include "platforms/input_error.hpp"
+#include "sim/scenario/scenario.hpp"
 #include "sim/study/progress.hpp"
 #include "sim/study/study_file.hpp"
 
@@ -32,7 +32,7 @@ std::vector<std::string> problems_of(const std::string& text,
                                      const std::vector<std::string>& overrides = {}) {
   try {
     prepare_points(parse_study_text(text, "study.yaml"), overrides);
-  } catch (const InputError& e) {
+  } catch (const platforms::InputError& e) {
     return e.problems();
   }
   return {};
@@ -113,8 +113,8 @@ TEST(StudyExpansion, EachPointIsAResolvedScenarioWithDerivedDp) {
     EXPECT_NE(p.scenario_yaml.find("trainsim run"), std::string::npos);  // says how to run it alone
   }
   // The point's file is a scenario `trainsim run` accepts, with dp = GPUs / (tp pp).
-  const auto one = parse_scenario_text(points[0].scenario_yaml, "p0.yaml");
-  const auto two = parse_scenario_text(points[1].scenario_yaml, "p1.yaml");
+  const auto one = scenario::parse_scenario_text(points[0].scenario_yaml, "p0.yaml");
+  const auto two = scenario::parse_scenario_text(points[1].scenario_yaml, "p1.yaml");
   EXPECT_EQ(one.plan.tp, 2);
   EXPECT_EQ(one.plan.pp, 2);
   EXPECT_EQ(one.plan.dp, 1);
@@ -140,8 +140,8 @@ variants:
   EXPECT_EQ(points[3].parameters["plan.tp"], 2);
   EXPECT_EQ(points[5].parameters["variant"], "base");
   EXPECT_EQ(points[2].label, "variant=1f1b plan.tp=1");
-  EXPECT_EQ(parse_scenario_text(points[2].scenario_yaml, "p.yaml").plan.pp, 2);
-  EXPECT_EQ(parse_scenario_text(points[4].scenario_yaml, "p.yaml").plan.pp, 1);
+  EXPECT_EQ(scenario::parse_scenario_text(points[2].scenario_yaml, "p.yaml").plan.pp, 2);
+  EXPECT_EQ(scenario::parse_scenario_text(points[4].scenario_yaml, "p.yaml").plan.pp, 1);
 }
 
 TEST(StudyFilters, PlansThatDoNotDivideAreDroppedWithTheLoadersReasonAndLine) {
@@ -185,22 +185,22 @@ TEST(StudyFilters, BatchThatDoesNotDivideIsDroppedToo) {
 TEST(StudyFilters, InfeasiblePlansAreBadInputForRunAndCarryAReasonForSweeps) {
   // The hook the memory model throws through: still an InputError (run exits 1).
   try {
-    throw InfeasiblePlan(Infeasibility::does_not_fit_in_memory,
+    throw scenario::InfeasiblePlan(scenario::Infeasibility::does_not_fit_in_memory,
                          {"t.yaml: plan: GPU 3 needs 90 GiB of 80 GiB"});
-  } catch (const InputError& e) {
+  } catch (const platforms::InputError& e) {
     EXPECT_EQ(e.problems().size(), 1u);
-    EXPECT_EQ(dynamic_cast<const InfeasiblePlan&>(e).reason(), Infeasibility::does_not_fit_in_memory);
+    EXPECT_EQ(dynamic_cast<const scenario::InfeasiblePlan&>(e).reason(), scenario::Infeasibility::does_not_fit_in_memory);
   }
-  EXPECT_EQ(to_string(Infeasibility::does_not_fit_in_memory), "does_not_fit_in_memory");
-  EXPECT_EQ(to_string(Infeasibility::invalid_plan), "invalid_plan");
+  EXPECT_EQ(to_string(scenario::Infeasibility::does_not_fit_in_memory), "does_not_fit_in_memory");
+  EXPECT_EQ(to_string(scenario::Infeasibility::invalid_plan), "invalid_plan");
   // The loader reports cross-field plan rules as InfeasiblePlan, malformed input as plain InputError.
-  EXPECT_THROW(parse_scenario_text(kBase, "t.yaml", {"plan.tp=8"}), InfeasiblePlan);
+  EXPECT_THROW(scenario::parse_scenario_text(kBase, "t.yaml", {"plan.tp=8"}), scenario::InfeasiblePlan);
   try {
-    parse_scenario_text(kBase, "t.yaml", {"plan.tp=x"});
+    scenario::parse_scenario_text(kBase, "t.yaml", {"plan.tp=x"});
     FAIL();
-  } catch (const InfeasiblePlan&) {
+  } catch (const scenario::InfeasiblePlan&) {
     FAIL() << "a malformed value is not an infeasible plan";
-  } catch (const InputError&) {
+  } catch (const platforms::InputError&) {
   }
 }
 
@@ -269,18 +269,18 @@ TEST(StudyErrors, AKeySweptTwiceOrOverriddenIsRefused) {
 
 TEST(StudyErrors, RunRejectsAStudyFileAndSaysWhichCommandRunsIt) {
   try {
-    parse_scenario_text(kBase + "sweep:\n  grid:\n    plan.tp: [1, 2]\n", "study.yaml");
+    scenario::parse_scenario_text(kBase + "sweep:\n  grid:\n    plan.tp: [1, 2]\n", "study.yaml");
     FAIL();
-  } catch (const InputError& e) {
+  } catch (const platforms::InputError& e) {
     const auto text = all(e.problems());
     EXPECT_NE(text.find("study.yaml:14:3: sweep: `trainsim run` simulates one scenario"), std::string::npos)
         << text;
     EXPECT_NE(text.find("trainsim sweep study.yaml"), std::string::npos) << text;
   }
   try {
-    parse_scenario_text(kBase + "variants:\n  a: {plan.tp: 2}\n", "study.yaml");
+    scenario::parse_scenario_text(kBase + "variants:\n  a: {plan.tp: 2}\n", "study.yaml");
     FAIL();
-  } catch (const InputError& e) {
+  } catch (const platforms::InputError& e) {
     EXPECT_NE(all(e.problems()).find("trainsim compare study.yaml"), std::string::npos) << all(e.problems());
   }
 }
@@ -296,7 +296,7 @@ TEST(StudyShards, EveryPointBelongsToExactlyOneShard) {
     EXPECT_EQ(owners, 1);
   }
   for (const char* bad : {"3/3", "-1/2", "1", "a/b", "1/0", "1/2/3"})
-    EXPECT_THROW(parse_shard(bad), InputError) << bad;
+    EXPECT_THROW(parse_shard(bad), platforms::InputError) << bad;
 }
 
 TEST(StudyShards, FingerprintChangesWithAnyPointAndNotOtherwise) {

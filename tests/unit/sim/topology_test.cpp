@@ -3,9 +3,9 @@
 // TEST builds one platform in its own process (one SimGrid engine each).
 #include <gtest/gtest.h>
 
-#include "sim/cluster_loader.hpp"
-#include "sim/cluster_zone.hpp"
-#include "sim/engine_setup.hpp"
+#include "sim/scenario/cluster_loader.hpp"
+#include "sim/platform/cluster_zone.hpp"
+#include "sim/platform/engine_setup.hpp"
 
 namespace trainsim::sim {
 namespace {
@@ -15,7 +15,7 @@ struct Platform {
   std::unique_ptr<simgrid::s4u::Engine> engine;
   ClusterZone* zone = nullptr;
   explicit Platform(const std::string& yaml)
-      : spec(parse_cluster_text(yaml, "t.yaml")), engine(make_engine()) {
+      : spec(scenario::parse_cluster_text(yaml, "t.yaml")), engine(make_engine()) {
     zone = new ClusterZone(spec);  // owned by the engine
   }
 };

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "sim/input_error.hpp"
+#include "platforms/input_error.hpp"
 
 namespace trainsim::cli {
 namespace {
@@ -25,7 +25,7 @@ const char* kSingle =
 std::vector<std::string> problems(const std::string& text) {
   try {
     parse_validation_dataset(text, "d.csv");
-  } catch (const sim::InputError& e) {
+  } catch (const platforms::InputError& e) {
     return e.problems();
   }
   return {};
