@@ -15,12 +15,12 @@
 
 #include "analysis/balance_outcome.hpp"
 #include "analysis/run_archive.hpp"
-#include "sim/cli/report_command.hpp"
-#include "sim/scenario/cost_model_choice.hpp"
 #include "platforms/input_error.hpp"
+#include "sim/cli/report_command.hpp"
+#include "sim/replay/simulation.hpp"
+#include "sim/scenario/cost_model_choice.hpp"
 #include "sim/scenario/memory_check.hpp"
 #include "sim/scenario/scenario.hpp"
-#include "sim/replay/simulation.hpp"
 #include "workloads/schedule.hpp"
 #include "workloads/stage_balance.hpp"
 

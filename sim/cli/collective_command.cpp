@@ -4,11 +4,11 @@
 
 #include <iostream>
 
+#include "platforms/input_error.hpp"
 #include "platforms/presets.hpp"
 #include "platforms/units.hpp"
-#include "sim/scenario/cluster_loader.hpp"
 #include "sim/replay/collective_benchmark.hpp"
-#include "platforms/input_error.hpp"
+#include "sim/scenario/cluster_loader.hpp"
 
 namespace trainsim::cli {
 namespace {
@@ -104,8 +104,8 @@ int collective_command(const CollectiveOptions& options) {
   std::string grown;
   if (bench.ranks > cluster.gpu_count()) {
     if (cluster.groups.size() != 1)
-      throw platforms::InputError({fmt::format("--ranks {}: the mixed cluster {} has only {} GPUs", bench.ranks,
-                                         cluster.name, cluster.gpu_count())});
+      throw platforms::InputError({fmt::format("--ranks {}: the mixed cluster {} has only {} GPUs",
+                                               bench.ranks, cluster.name, cluster.gpu_count())});
     auto& group = cluster.groups.front();
     const int nodes = (bench.ranks + group.gpus_per_node - 1) / group.gpus_per_node;
     grown = fmt::format("# the cluster was grown from {} to {} nodes to hold {} ranks\n", group.nodes, nodes,
@@ -113,7 +113,8 @@ int collective_command(const CollectiveOptions& options) {
     group.nodes = nodes;
   }
   if (bench.ranks < 2)
-    throw platforms::InputError({fmt::format("--ranks {}: a collective needs at least two ranks", bench.ranks)});
+    throw platforms::InputError(
+        {fmt::format("--ranks {}: a collective needs at least two ranks", bench.ranks)});
 
   const auto rows = sim::run_collective_benchmark(cluster, bench);
 

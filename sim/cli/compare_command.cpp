@@ -22,8 +22,9 @@ CLI::App* add_compare_command(CLI::App& app, CompareOptions& options) {
   auto* cmd = app.add_subcommand(
       "compare",
       "Simulate variants in parallel and print their figures side by side, with ratios to the first");
-  cmd->add_option("files", options.files,
-                  "scenario::Scenario files, or study files with a `variants` section (each variant is compared)")
+  cmd->add_option(
+         "files", options.files,
+         "scenario::Scenario files, or study files with a `variants` section (each variant is compared)")
       ->required();
   cmd->add_option(
       "-o,--out", options.out_dir,

@@ -9,6 +9,7 @@
 #include <memory>
 #include <vector>
 
+#include "platforms/input_error.hpp"
 #include "sim/cli/collective_command.hpp"
 #include "sim/cli/compare_command.hpp"
 #include "sim/cli/merge_command.hpp"
@@ -17,7 +18,6 @@
 #include "sim/cli/run_command.hpp"
 #include "sim/cli/sweep_command.hpp"
 #include "sim/cli/validate_command.hpp"
-#include "platforms/input_error.hpp"
 #include "trainsim_version.hpp"
 
 namespace {

@@ -10,8 +10,8 @@
 
 #include "analysis/output_files.hpp"
 #include "analysis/plan_report.hpp"
-#include "platforms/presets.hpp"
 #include "platforms/input_error.hpp"
+#include "platforms/presets.hpp"
 #include "sim/study/plan_search.hpp"
 #include "sim/study/point_runner.hpp"
 #include "workloads/model_spec.hpp"

@@ -96,9 +96,9 @@ int report_command(const ReportOptions& options) {
   }
   const auto overrides = meta.value("overrides", std::vector<std::string>{});
   // The run already passed (or, with --allow-oom, waived) the memory check.
-  const scenario::Scenario scenario = scenario::parse_scenario_text(meta.value("scenario_yaml", std::string{}),
-                                                          meta.value("scenario_file", std::string{}),
-                                                          overrides, {.check_memory = false});
+  const scenario::Scenario scenario = scenario::parse_scenario_text(
+      meta.value("scenario_yaml", std::string{}), meta.value("scenario_file", std::string{}), overrides,
+      {.check_memory = false});
   // The graph is rebuilt, not stored; a different trainsim may build a
   // different one, and the timeline would then not match it.
   const workloads::TaskGraph graph = sim::build_task_graph(scenario);

@@ -12,13 +12,13 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/run_archive.hpp"
+#include "platforms/input_error.hpp"
 #include "sim/cli/balance_run.hpp"
 #include "sim/cli/perturbation_report.hpp"
 #include "sim/cli/report_command.hpp"
-#include "platforms/input_error.hpp"
+#include "sim/replay/simulation.hpp"
 #include "sim/scenario/memory_check.hpp"
 #include "sim/scenario/scenario.hpp"
-#include "sim/replay/simulation.hpp"
 
 namespace trainsim::cli {
 namespace fs = std::filesystem;

@@ -18,11 +18,11 @@
 #include <sstream>
 #include <thread>
 
+#include "platforms/input_error.hpp"
 #include "sim/cli/embedded_templates.hpp"
 #include "sim/cli/validation_dataset.hpp"
-#include "platforms/input_error.hpp"
-#include "sim/scenario/scenario.hpp"
 #include "sim/replay/simulation.hpp"
+#include "sim/scenario/scenario.hpp"
 
 namespace trainsim::cli {
 namespace fs = std::filesystem;
@@ -33,8 +33,9 @@ CLI::App* add_validate_command(CLI::App& app, ValidateOptions& options) {
       "Replay every row of a measured dataset (vTrain CSV format) and report the prediction error");
   cmd->add_option("dataset", options.dataset, "CSV of measured iteration times (vTrain's columns)")
       ->required();
-  cmd->add_option("-t,--template", options.template_file,
-                  "scenario::Scenario each row fills in (default: the built-in scenarios/validation/vtrain-a100.yaml)");
+  cmd->add_option(
+      "-t,--template", options.template_file,
+      "scenario::Scenario each row fills in (default: the built-in scenarios/validation/vtrain-a100.yaml)");
   cmd->add_option("-j,--jobs", options.jobs, "Simulations run at once (default: one per hardware thread)")
       ->check(CLI::Range(1, 1024));
   cmd->add_option("--subset", options.subset,

@@ -11,8 +11,8 @@
 #include <stdexcept>
 #include <unordered_map>
 
-#include "sim/platform/cluster_zone.hpp"
 #include "sim/collectives/flows.hpp"
+#include "sim/platform/cluster_zone.hpp"
 
 namespace trainsim::sim {
 namespace {

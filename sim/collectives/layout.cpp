@@ -6,8 +6,8 @@
 #include <map>
 #include <stdexcept>
 
-#include "sim/platform/cluster_zone.hpp"
 #include "sim/collectives/flows.hpp"
+#include "sim/platform/cluster_zone.hpp"
 
 namespace trainsim::sim {
 namespace {

@@ -59,7 +59,8 @@ double step_speed_at(const scenario::Perturbations& p, int gpu, double t) {
 
 }  // namespace
 
-GpuSpeedPlan plan_gpu_speeds(const scenario::Perturbations& p, int gpu_count, int iterations, std::uint64_t seed) {
+GpuSpeedPlan plan_gpu_speeds(const scenario::Perturbations& p, int gpu_count, int iterations,
+                             std::uint64_t seed) {
   GpuSpeedPlan plan;
   const auto n = static_cast<std::size_t>(gpu_count);
   plan.steps.resize(n);

@@ -72,7 +72,8 @@ struct PerturbationStats {
 
 class PerturbationDriver {
  public:
-  PerturbationDriver(const scenario::Perturbations& perturbations, const GpuSpeedPlan& plan, const ClusterZone& zone);
+  PerturbationDriver(const scenario::Perturbations& perturbations, const GpuSpeedPlan& plan,
+                     const ClusterZone& zone);
   PerturbationDriver(const PerturbationDriver&) = delete;
   PerturbationDriver& operator=(const PerturbationDriver&) = delete;
 

@@ -172,7 +172,8 @@ class Job {
 
 }  // namespace
 
-JobFailureResult simulate_job_failures(const scenario::Failures& failures, const std::vector<double>& iteration_times_s,
+JobFailureResult simulate_job_failures(const scenario::Failures& failures,
+                                       const std::vector<double>& iteration_times_s,
                                        double tokens_per_iteration, double parameters, int gpus, int nodes,
                                        std::uint64_t seed) {
   if (iteration_times_s.empty())

@@ -42,7 +42,8 @@ struct JobFailureResult {
 
 // Runs the job on the current SimGrid engine (after the replay), from its
 // current clock. `iteration_times_s` must not be empty.
-JobFailureResult simulate_job_failures(const scenario::Failures& failures, const std::vector<double>& iteration_times_s,
+JobFailureResult simulate_job_failures(const scenario::Failures& failures,
+                                       const std::vector<double>& iteration_times_s,
                                        double tokens_per_iteration, double parameters, int gpus, int nodes,
                                        std::uint64_t seed);
 

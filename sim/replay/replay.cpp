@@ -13,10 +13,10 @@
 #include <memory>
 #include <stdexcept>
 
-#include "sim/collectives/collectives.hpp"
-#include "sim/replay/flow_recorder.hpp"
 #include "platforms/input_error.hpp"
+#include "sim/collectives/collectives.hpp"
 #include "sim/perturbations/driver.hpp"
+#include "sim/replay/flow_recorder.hpp"
 
 namespace trainsim::sim {
 namespace sg = simgrid::s4u;

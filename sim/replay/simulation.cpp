@@ -3,10 +3,10 @@
 #include <stdexcept>
 
 #include "sim/platform/cluster_zone.hpp"
-#include "sim/scenario/cost_model_choice.hpp"
 #include "sim/platform/engine_setup.hpp"
 #include "sim/platform/gpu_energy.hpp"
 #include "sim/replay/replay.hpp"
+#include "sim/scenario/cost_model_choice.hpp"
 #include "workloads/iteration_builder.hpp"
 
 namespace trainsim::sim {

@@ -8,8 +8,8 @@
 
 #include "analysis/summary.hpp"
 #include "analysis/timeline.hpp"
-#include "sim/perturbations/job_failures.hpp"
 #include "sim/perturbations/driver.hpp"
+#include "sim/perturbations/job_failures.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "workloads/task_graph.hpp"
 

@@ -7,8 +7,8 @@
 #include <sstream>
 
 #include "platforms/presets.hpp"
-#include "sim/scenario/sections.hpp"
 #include "platforms/yaml_reader.hpp"
+#include "sim/scenario/sections.hpp"
 
 namespace trainsim::scenario {
 

@@ -164,7 +164,8 @@ void read_group_fields(platforms::MapReader& m, GroupInput& in) {
 
 // Defaults, then the rules within one group, reported at `m` (the group's
 // map, or the cluster's).
-platforms::NodeGroup resolve_group(const GroupInput& in, const platforms::FabricSpec& fabric, platforms::MapReader& m) {
+platforms::NodeGroup resolve_group(const GroupInput& in, const platforms::FabricSpec& fabric,
+                                   platforms::MapReader& m) {
   platforms::NodeGroup g;
   if (in.gpu)
     g.gpu = *in.gpu;

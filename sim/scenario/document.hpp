@@ -6,8 +6,8 @@
 // where the bad value came from.
 #include <yaml-cpp/yaml.h>
 
-#include "sim/scenario/scenario.hpp"
 #include "platforms/yaml_reader.hpp"
+#include "sim/scenario/scenario.hpp"
 
 namespace trainsim::scenario {
 

@@ -9,17 +9,18 @@
 #include <limits>
 #include <sstream>
 
+#include "platforms/yaml_reader.hpp"
+#include "sim/scenario/document.hpp"
 #include "sim/scenario/infeasible_plan.hpp"
 #include "sim/scenario/memory_check.hpp"
 #include "sim/scenario/scenario.hpp"
-#include "sim/scenario/document.hpp"
 #include "sim/scenario/sections.hpp"
-#include "platforms/yaml_reader.hpp"
 
 namespace trainsim::scenario {
 namespace {
 
-std::optional<platforms::MapReader> required_map(platforms::MapReader& parent, std::string_view key, std::string_view expected) {
+std::optional<platforms::MapReader> required_map(platforms::MapReader& parent, std::string_view key,
+                                                 std::string_view expected) {
   if (!parent.has(key)) {
     parent.accept(key);
     parent.error(key, fmt::format("missing section (expected a map with {})", expected));
@@ -28,7 +29,8 @@ std::optional<platforms::MapReader> required_map(platforms::MapReader& parent, s
   return parent.map(key);
 }
 
-Scenario load_document(const YAML::Node& root, const platforms::InputSource& source, const LoadOptions& options) {
+Scenario load_document(const YAML::Node& root, const platforms::InputSource& source,
+                       const LoadOptions& options) {
   const std::string& file = source.file();
   platforms::ErrorList errors;
   Scenario scenario;

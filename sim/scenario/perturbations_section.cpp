@@ -335,8 +335,8 @@ class PerturbationReader {
       for (const auto& kv : m.node())
         if (kv.first.Scalar() == "links") {
           if (!kv.second.IsSequence() || kv.second.size() == 0) {
-            m.error("links",
-                    fmt::format("expected a list of link names, found {}", platforms::describe_yaml_value(kv.second)));
+            m.error("links", fmt::format("expected a list of link names, found {}",
+                                         platforms::describe_yaml_value(kv.second)));
             continue;
           }
           for (const auto& item : kv.second) {
@@ -350,8 +350,8 @@ class PerturbationReader {
               m.errors().add(fmt::format(
                   "{}: {}: {} is not a link of this cluster (expected a name the cluster's network gives, "
                   "such as {}; see docs/perturbations.md)",
-                  m.source().where(m.key_path("links"), item), m.key_path("links"), platforms::describe_yaml_value(item),
-                  examples));
+                  m.source().where(m.key_path("links"), item), m.key_path("links"),
+                  platforms::describe_yaml_value(item), examples));
             } else {
               f.links.push_back(name);
             }

@@ -3,8 +3,8 @@
 // finds through the platforms::MapReader and fills what it could read; validate_scenario
 // then checks the rules that span sections. One file per section keeps each
 // part of the format next to its documentation.
-#include "sim/scenario/scenario.hpp"
 #include "platforms/yaml_reader.hpp"
+#include "sim/scenario/scenario.hpp"
 
 namespace trainsim::scenario {
 

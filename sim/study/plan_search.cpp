@@ -8,13 +8,13 @@
 #include <optional>
 #include <sstream>
 
-#include "platforms/presets.hpp"
-#include "sim/scenario/cost_model_choice.hpp"
-#include "sim/scenario/infeasible_plan.hpp"
 #include "platforms/input_error.hpp"
-#include "sim/scenario/document.hpp"
-#include "sim/scenario/sections.hpp"
+#include "platforms/presets.hpp"
 #include "platforms/yaml_reader.hpp"
+#include "sim/scenario/cost_model_choice.hpp"
+#include "sim/scenario/document.hpp"
+#include "sim/scenario/infeasible_plan.hpp"
+#include "sim/scenario/sections.hpp"
 #include "workloads/schedule.hpp"
 
 namespace trainsim::sim {
@@ -67,9 +67,9 @@ std::vector<std::string> axis_words(const std::string& assignment, const std::st
       if (v.IsScalar())
         words.push_back(v.Scalar());
   if (words.empty() || (value.IsSequence() && words.size() != value.size()))
-    throw platforms::InputError({fmt::format("--set {}: expected a value or a list of values, e.g. {}=4 or {}=[2,4]",
-                                  assignment, assignment.substr(0, assignment.find('=')),
-                                  assignment.substr(0, assignment.find('=')))});
+    throw platforms::InputError({fmt::format(
+        "--set {}: expected a value or a list of values, e.g. {}=4 or {}=[2,4]", assignment,
+        assignment.substr(0, assignment.find('=')), assignment.substr(0, assignment.find('=')))});
   return words;
 }
 
@@ -196,7 +196,8 @@ BaseDocument base_document(const PlanSearchRequest& request) {
     } else if (std::filesystem::is_regular_file(request.model)) {
       const YAML::Node other = read_yaml_file(request.model, "--model");
       if (!other["model"])
-        throw platforms::InputError({fmt::format("--model {}: the file has no `model` section", request.model)});
+        throw platforms::InputError(
+            {fmt::format("--model {}: the file has no `model` section", request.model)});
       root["model"] = other["model"];
       source.mark_origin("model", request.model);
       base.model_source = fmt::format("{} (model section)", request.model);
@@ -224,7 +225,8 @@ BaseDocument base_document(const PlanSearchRequest& request) {
     } else if (std::filesystem::is_regular_file(request.cluster)) {
       const YAML::Node other = read_yaml_file(request.cluster, "--cluster");
       if (!other["cluster"])
-        throw platforms::InputError({fmt::format("--cluster {}: the file has no `cluster` section", request.cluster)});
+        throw platforms::InputError(
+            {fmt::format("--cluster {}: the file has no `cluster` section", request.cluster)});
       root["cluster"] = other["cluster"];
       source.mark_origin("cluster", request.cluster);
       base.cluster_source = fmt::format("{} (cluster section)", request.cluster);
@@ -356,7 +358,8 @@ PlanSearch prepare_plan_search(const PlanSearchRequest& request) {
     plan["context_parallel"] = cp;
     probe["plan"] = plan;
     try {
-      search.base = scenario::load_scenario_document(probe, base.source, scenario::LoadOptions{.check_memory = false});
+      search.base =
+          scenario::load_scenario_document(probe, base.source, scenario::LoadOptions{.check_memory = false});
     } catch (const scenario::InfeasiblePlan& e) {
       throw platforms::InputError(e.problems());
     }

@@ -8,8 +8,8 @@
 #include <sstream>
 
 #include "platforms/input_error.hpp"
-#include "sim/scenario/document.hpp"
 #include "platforms/yaml_reader.hpp"
+#include "sim/scenario/document.hpp"
 
 namespace trainsim::sim {
 namespace {
@@ -93,9 +93,9 @@ std::optional<std::vector<YAML::Node>> StudyReader::value_list(const std::string
 
 void StudyReader::read_grid(const YAML::Node& node) {
   if (!node.IsMap()) {
-    error(
-        "sweep.grid", node,
-        fmt::format("expected a map of dotted keys to lists of values, found {}", platforms::describe_yaml_value(node)));
+    error("sweep.grid", node,
+          fmt::format("expected a map of dotted keys to lists of values, found {}",
+                      platforms::describe_yaml_value(node)));
     return;
   }
   std::set<std::string> seen;
@@ -164,7 +164,8 @@ void StudyReader::read_zip_group(const YAML::Node& node, const std::string& path
 
 void StudyReader::read_plots(const YAML::Node& node) {
   if (!node.IsSequence()) {
-    error("sweep.plots", node, fmt::format("expected a list of plots, found {}", platforms::describe_yaml_value(node)));
+    error("sweep.plots", node,
+          fmt::format("expected a list of plots, found {}", platforms::describe_yaml_value(node)));
     return;
   }
   std::set<std::string> files;
@@ -203,8 +204,9 @@ void StudyReader::read_plots(const YAML::Node& node) {
       } else {
         for (const auto& kv : where) {
           if (!kv.second.IsScalar()) {
-            error(fmt::format("{}.where.{}", path, kv.first.Scalar()), kv.second,
-                  fmt::format("expected a single value, found {}", platforms::describe_yaml_value(kv.second)));
+            error(
+                fmt::format("{}.where.{}", path, kv.first.Scalar()), kv.second,
+                fmt::format("expected a single value, found {}", platforms::describe_yaml_value(kv.second)));
             continue;
           }
           spec.where.emplace_back(kv.first.Scalar(), analysis::parameter_value(kv.second.Scalar()));

@@ -6,10 +6,10 @@
 #include <charconv>
 #include <map>
 
-#include "sim/scenario/infeasible_plan.hpp"
 #include "platforms/input_error.hpp"
-#include "sim/scenario/document.hpp"
 #include "platforms/yaml_reader.hpp"
+#include "sim/scenario/document.hpp"
+#include "sim/scenario/infeasible_plan.hpp"
 
 namespace trainsim::sim {
 namespace {

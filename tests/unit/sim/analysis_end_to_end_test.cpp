@@ -186,7 +186,7 @@ cluster: {gpu: A100-80GB, nodes: 1, gpus_per_node: 4, nvlink: {bandwidth: 300GBp
 model: {preset: gpt3-125m}
 plan: {dp: 2, tp: 1, pp: 2, micro_batch_size: 1, global_batch_size: 8}
 )",
-                                            "energy.yaml");
+                                                      "energy.yaml");
   const auto result = simulate(scenario);
   ASSERT_EQ(result.timeline.gpu_energy_J.size(), 4u);
   const auto& gpu = scenario.cluster.gpu_of(0);

@@ -3,9 +3,9 @@
 // platform input gets. No SimGrid here: parsing only.
 #include <gtest/gtest.h>
 
+#include "platforms/input_error.hpp"
 #include "platforms/presets.hpp"
 #include "sim/scenario/cluster_loader.hpp"
-#include "platforms/input_error.hpp"
 
 namespace trainsim::sim {
 namespace {
@@ -93,8 +93,8 @@ TEST(ClusterConfig, ScenarioKeysOverrideAPresetKeyByKey) {
 }
 
 TEST(ClusterConfig, SetOverridesPresetsAndListItems) {
-  const auto c =
-      scenario::load_cluster("mixed-a100-h100", {"cluster.groups.1.nodes=8", "cluster.fabric.oversubscription=4"});
+  const auto c = scenario::load_cluster("mixed-a100-h100",
+                                        {"cluster.groups.1.nodes=8", "cluster.fabric.oversubscription=4"});
   EXPECT_EQ(c.groups[1].nodes, 8);
   EXPECT_EQ(c.groups[0].nodes, 16);
   EXPECT_DOUBLE_EQ(c.fabric.oversubscription, 4);

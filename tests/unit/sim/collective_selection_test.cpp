@@ -8,10 +8,10 @@
 #include <numeric>
 #include <set>
 
-#include "sim/scenario/cluster_loader.hpp"
-#include "sim/platform/cluster_zone.hpp"
 #include "sim/collectives/flows.hpp"
+#include "sim/platform/cluster_zone.hpp"
 #include "sim/platform/engine_setup.hpp"
+#include "sim/scenario/cluster_loader.hpp"
 
 namespace trainsim::sim {
 namespace {

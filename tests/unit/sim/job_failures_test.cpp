@@ -2,9 +2,9 @@
 // account for every second of the run. Each TEST is one simulation.
 #include <gtest/gtest.h>
 
+#include "sim/perturbations/job_failures.hpp"
 #include "sim/platform/cluster_zone.hpp"
 #include "sim/platform/engine_setup.hpp"
-#include "sim/perturbations/job_failures.hpp"
 #include "support/test_cluster.hpp"
 
 namespace trainsim::sim {

@@ -6,9 +6,9 @@
 #include <optional>
 
 #include "analysis/summary.hpp"
+#include "sim/perturbations/driver.hpp"
 #include "sim/platform/cluster_zone.hpp"
 #include "sim/platform/engine_setup.hpp"
-#include "sim/perturbations/driver.hpp"
 #include "sim/replay/replay.hpp"
 #include "support/test_cluster.hpp"
 #include "workloads/iteration_builder.hpp"
@@ -259,11 +259,12 @@ TEST(LinkFaults, AFlappingLinkIsDegradedForItsDutyOfEveryPeriod) {
 
 TEST(Stragglers, ASeedGivesTheSameEpisodesAndAnotherSeedOthers) {
   scenario::Perturbations p;
-  p.stragglers = {.enabled = true,
-                  .probability = 0.3,
-                  .speed = {.kind = scenario::Distribution::Kind::lognormal, .a = 0.6, .b = 0.3, .min = 1e-3, .max = 1},
-                  .duration_s = {.kind = scenario::Distribution::Kind::uniform, .a = 1e-3, .b = 5e-3},
-                  .gpus = {0, 1, 2, 3, 4, 5, 6, 7}};
+  p.stragglers = {
+      .enabled = true,
+      .probability = 0.3,
+      .speed = {.kind = scenario::Distribution::Kind::lognormal, .a = 0.6, .b = 0.3, .min = 1e-3, .max = 1},
+      .duration_s = {.kind = scenario::Distribution::Kind::uniform, .a = 1e-3, .b = 5e-3},
+      .gpus = {0, 1, 2, 3, 4, 5, 6, 7}};
   const auto a = plan_gpu_speeds(p, 8, 20, 7);
   const auto b = plan_gpu_speeds(p, 8, 20, 7);
   const auto c = plan_gpu_speeds(p, 8, 20, 8);

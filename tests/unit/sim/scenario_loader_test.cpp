@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
-#include "sim/scenario/infeasible_plan.hpp"
 #include "platforms/input_error.hpp"
+#include "sim/scenario/infeasible_plan.hpp"
 #include "sim/scenario/scenario.hpp"
 
 #include <tuple>
@@ -48,7 +48,8 @@ TEST(ScenarioLoader, ReadsUnitsPresetsAndDerivesDp) {
 }
 
 TEST(ScenarioLoader, OverridesReplaceAndAddValues) {
-  const auto s = scenario::parse_scenario_text(kMinimal, "t.yaml", {"plan.pp=4", "cluster.nodes=4", "plan.dp=4"});
+  const auto s =
+      scenario::parse_scenario_text(kMinimal, "t.yaml", {"plan.pp=4", "cluster.nodes=4", "plan.dp=4"});
   EXPECT_EQ(s.plan.pp, 4);
   EXPECT_EQ(s.cluster.gpu_count(), 32);
   EXPECT_EQ(s.plan.dp, 4);
@@ -109,8 +110,8 @@ TEST(ScenarioLoader, PresetShapeFollowsOverriddenHeadsAndHidden) {
       scenario::parse_scenario_text(kMinimal, "t.yaml", {"model.hidden=4096", "model.heads=32"}, shapes_only);
   EXPECT_EQ(s.model.kv_heads, 32);
   EXPECT_EQ(s.model.ffn_hidden, 4 * 4096);
-  const auto llama =
-      scenario::parse_scenario_text(kMinimal, "t.yaml", {"model.preset=llama2-70b", "model.layers=40"}, shapes_only);
+  const auto llama = scenario::parse_scenario_text(
+      kMinimal, "t.yaml", {"model.preset=llama2-70b", "model.layers=40"}, shapes_only);
   EXPECT_EQ(llama.model.kv_heads, 8);
   EXPECT_EQ(llama.model.ffn_hidden, 28672);
 }
@@ -208,10 +209,10 @@ TEST(ScenarioLoader, MicroBatchCountsMustSuitTheSchedule) {
 
 // kMinimal: 16 H100s, tp 2 x pp 2.
 TEST(ScenarioLoader, ParallelismOptionsReachThePlan) {
-  const auto s =
-      scenario::parse_scenario_text(kMinimal, "t.yaml",
-                          {"plan.sequence_parallel=true", "plan.context_parallel=2", "plan.zero_stage=1",
-                           "plan.overlap_grad_reduce=true", "plan.grad_bucket_size=25MB"});
+  const auto s = scenario::parse_scenario_text(
+      kMinimal, "t.yaml",
+      {"plan.sequence_parallel=true", "plan.context_parallel=2", "plan.zero_stage=1",
+       "plan.overlap_grad_reduce=true", "plan.grad_bucket_size=25MB"});
   EXPECT_TRUE(s.plan.sequence_parallel);
   EXPECT_EQ(s.plan.cp, 2);
   EXPECT_EQ(s.plan.dp, 2);  // auto: 16 / (tp 2 x pp 2 x cp 2)

@@ -25,8 +25,8 @@ std::vector<std::string> problems(const std::string& yaml) {
 TEST(ScenarioModel, FlashAttentionDefaultsToThePresetAndCanBeSet) {
   EXPECT_FALSE(scenario::parse_scenario_text(scenario("gpt3-1.3b"), "t.yaml").model.flash_attention);
   EXPECT_TRUE(scenario::parse_scenario_text(scenario("llama2-7b"), "t.yaml").model.flash_attention);
-  EXPECT_TRUE(
-      scenario::parse_scenario_text(scenario("gpt3-1.3b\n  flash_attention: true"), "t.yaml").model.flash_attention);
+  EXPECT_TRUE(scenario::parse_scenario_text(scenario("gpt3-1.3b\n  flash_attention: true"), "t.yaml")
+                  .model.flash_attention);
   EXPECT_FALSE(scenario::parse_scenario_text(scenario("llama2-7b"), "t.yaml", {"model.flash_attention=false"})
                    .model.flash_attention);
   const auto p = problems(scenario("gpt3-1.3b\n  flash_attention: sometimes"));
@@ -38,12 +38,12 @@ TEST(ScenarioModel, FlashAttentionDefaultsToThePresetAndCanBeSet) {
 
 TEST(ScenarioModel, GradientAllReducePrecisionSetsItsBytes) {
   EXPECT_EQ(scenario::parse_scenario_text(scenario("gpt3-1.3b"), "t.yaml").plan.grad_bytes, 2);
-  EXPECT_EQ(
-      scenario::parse_scenario_text(scenario("gpt3-1.3b", ", grad_allreduce_dtype: fp32"), "t.yaml").plan.grad_bytes,
-      4);
-  EXPECT_EQ(
-      scenario::parse_scenario_text(scenario("gpt3-1.3b", ", grad_allreduce_dtype: fp16"), "t.yaml").plan.grad_bytes,
-      2);
+  EXPECT_EQ(scenario::parse_scenario_text(scenario("gpt3-1.3b", ", grad_allreduce_dtype: fp32"), "t.yaml")
+                .plan.grad_bytes,
+            4);
+  EXPECT_EQ(scenario::parse_scenario_text(scenario("gpt3-1.3b", ", grad_allreduce_dtype: fp16"), "t.yaml")
+                .plan.grad_bytes,
+            2);
   const auto p = problems(scenario("gpt3-1.3b", ", grad_allreduce_dtype: int8"));
   ASSERT_EQ(p.size(), 1u);
   EXPECT_NE(p[0].find("plan.grad_allreduce_dtype"), std::string::npos) << p[0];

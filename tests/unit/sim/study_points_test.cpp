@@ -4,8 +4,8 @@
 
 #include <set>
 
-#include "sim/scenario/infeasible_plan.hpp"
 #include "platforms/input_error.hpp"
+#include "sim/scenario/infeasible_plan.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "sim/study/progress.hpp"
 #include "sim/study/study_file.hpp"
@@ -186,10 +186,11 @@ TEST(StudyFilters, InfeasiblePlansAreBadInputForRunAndCarryAReasonForSweeps) {
   // The hook the memory model throws through: still an InputError (run exits 1).
   try {
     throw scenario::InfeasiblePlan(scenario::Infeasibility::does_not_fit_in_memory,
-                         {"t.yaml: plan: GPU 3 needs 90 GiB of 80 GiB"});
+                                   {"t.yaml: plan: GPU 3 needs 90 GiB of 80 GiB"});
   } catch (const platforms::InputError& e) {
     EXPECT_EQ(e.problems().size(), 1u);
-    EXPECT_EQ(dynamic_cast<const scenario::InfeasiblePlan&>(e).reason(), scenario::Infeasibility::does_not_fit_in_memory);
+    EXPECT_EQ(dynamic_cast<const scenario::InfeasiblePlan&>(e).reason(),
+              scenario::Infeasibility::does_not_fit_in_memory);
   }
   EXPECT_EQ(to_string(scenario::Infeasibility::does_not_fit_in_memory), "does_not_fit_in_memory");
   EXPECT_EQ(to_string(scenario::Infeasibility::invalid_plan), "invalid_plan");

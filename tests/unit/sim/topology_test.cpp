@@ -3,9 +3,9 @@
 // TEST builds one platform in its own process (one SimGrid engine each).
 #include <gtest/gtest.h>
 
-#include "sim/scenario/cluster_loader.hpp"
 #include "sim/platform/cluster_zone.hpp"
 #include "sim/platform/engine_setup.hpp"
+#include "sim/scenario/cluster_loader.hpp"
 
 namespace trainsim::sim {
 namespace {
