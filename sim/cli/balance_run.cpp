@@ -14,15 +14,15 @@
 #include <sstream>
 
 #include "analysis/balance_outcome.hpp"
-#include "analysis/run_archive.hpp"
+#include "analysis/reporters/run_archive.hpp"
 #include "platforms/input_error.hpp"
 #include "sim/cli/report_command.hpp"
 #include "sim/replay/simulation.hpp"
 #include "sim/scenario/cost_model_choice.hpp"
 #include "sim/scenario/memory_check.hpp"
 #include "sim/scenario/scenario.hpp"
+#include "workloads/planning/stage_balance.hpp"
 #include "workloads/schedule.hpp"
-#include "workloads/stage_balance.hpp"
 
 namespace trainsim::cli {
 namespace fs = std::filesystem;

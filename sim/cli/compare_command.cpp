@@ -7,8 +7,8 @@
 #include <set>
 #include <thread>
 
-#include "analysis/comparison_table.hpp"
-#include "analysis/output_files.hpp"
+#include "analysis/reporters/output_files.hpp"
+#include "analysis/studies/comparison_table.hpp"
 #include "platforms/input_error.hpp"
 #include "sim/study/point_runner.hpp"
 #include "sim/study/study_file.hpp"

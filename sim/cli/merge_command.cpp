@@ -8,7 +8,7 @@
 #include <map>
 #include <set>
 
-#include "analysis/results_table.hpp"
+#include "analysis/studies/results_table.hpp"
 #include "platforms/input_error.hpp"
 #include "sim/study/study_results.hpp"
 

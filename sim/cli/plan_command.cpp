@@ -8,8 +8,8 @@
 #include <sstream>
 #include <thread>
 
-#include "analysis/output_files.hpp"
-#include "analysis/plan_report.hpp"
+#include "analysis/reporters/output_files.hpp"
+#include "analysis/studies/plan_report.hpp"
 #include "platforms/input_error.hpp"
 #include "platforms/presets.hpp"
 #include "sim/study/plan_search.hpp"

@@ -7,10 +7,10 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
-#include "analysis/output_files.hpp"
 #include "analysis/report.hpp"
-#include "analysis/reporters.hpp"
-#include "analysis/run_archive.hpp"
+#include "analysis/reporters/output_files.hpp"
+#include "analysis/reporters/reporters.hpp"
+#include "analysis/reporters/run_archive.hpp"
 #include "platforms/input_error.hpp"
 #include "sim/replay/simulation.hpp"
 #include "trainsim_version.hpp"

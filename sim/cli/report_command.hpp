@@ -27,7 +27,7 @@ CLI::App* add_report_command(CLI::App& app, ReportOptions& options);
 // Returns the process exit status.
 int report_command(const ReportOptions& options);
 
-// Saves what `report` needs into `dir` (analysis/run_archive.hpp): the
+// Saves what `report` needs into `dir` (analysis/reporters/run_archive.hpp): the
 // scenario text and overrides, the task graph and the timeline (and what
 // `run --balance auto` found, when given).
 void save_run(const std::filesystem::path& dir, const scenario::Scenario& scenario,

@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "analysis/run_archive.hpp"
+#include "analysis/reporters/run_archive.hpp"
 #include "platforms/input_error.hpp"
 #include "sim/cli/balance_run.hpp"
 #include "sim/cli/perturbation_report.hpp"

@@ -7,7 +7,7 @@
 #include "sim/platform/gpu_energy.hpp"
 #include "sim/replay/replay.hpp"
 #include "sim/scenario/cost_model_choice.hpp"
-#include "workloads/iteration_builder.hpp"
+#include "workloads/graph_builder/iteration_builder.hpp"
 
 namespace trainsim::sim {
 

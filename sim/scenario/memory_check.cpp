@@ -6,7 +6,7 @@
 
 #include "platforms/units.hpp"
 #include "sim/scenario/cost_model_choice.hpp"
-#include "workloads/iteration_builder.hpp"
+#include "workloads/stage_slices.hpp"
 
 namespace trainsim::scenario {
 

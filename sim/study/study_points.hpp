@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "analysis/results_table.hpp"
+#include "analysis/studies/results_table.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "sim/study/study_file.hpp"
 
