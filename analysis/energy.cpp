@@ -2,10 +2,22 @@
 
 #include <algorithm>
 
-namespace trainsim::analysis {
+#include "analysis/gpu_power.hpp"
 
-EnergyReport analyze_energy(const Timeline& timeline, const Summary& summary, const BubbleReport& bubbles,
-                            const platforms::ClusterSpec& cluster) {
+namespace trainsim::analysis {
+namespace {
+
+// What a GPU waiting for this cause runs: NCCL kernels for communication
+// waits, nothing for the others.
+bool waits_in_communication(BubbleCause cause) {
+  return cause == BubbleCause::p2p_wait || cause == BubbleCause::collective_wait ||
+         cause == BubbleCause::dp_comm;
+}
+
+}  // namespace
+
+EnergyReport analyze_energy(const workloads::TaskGraph& graph, const Timeline& timeline, const Summary& summary,
+                            const BubbleReport& bubbles, const platforms::ClusterSpec& cluster) {
   EnergyReport e;
   const double t = summary.iteration_time_s;
   const std::size_t gpus = summary.gpus.size();
@@ -13,22 +25,26 @@ EnergyReport analyze_energy(const Timeline& timeline, const Summary& summary, co
   if (!e.measured)
     return e;
   e.gpus.resize(gpus);
+  const auto activity = gpu_activity(graph, timeline, cluster);
   for (std::size_t g = 0; g < gpus; ++g) {
     auto& out = e.gpus[g];
     out.gpu = static_cast<int>(g);
     out.energy_J = timeline.gpu_energy_J[g];
     out.average_power_W = t > 0 ? out.energy_J / t : 0;
-    const double idle_W = cluster.gpu_of(out.gpu).idle_power_W;
-    out.idle_energy_J = idle_W * std::max(0.0, t - summary.gpus[g].compute_s);
+    const auto& spec = cluster.gpu_of(out.gpu);
+    out.communication_energy_J = spec.communication_power_W * activity[g].communication_s;
+    out.idle_energy_J = out.communication_energy_J + spec.idle_power_W * activity[g].idle_s;
     e.energy_J += out.energy_J;
     e.idle_energy_J += out.idle_energy_J;
+    e.communication_energy_J += out.communication_energy_J;
     if (g < bubbles.gpus.size())
       for (BubbleCause c : kBubbleCauses) {
         const auto i = static_cast<std::size_t>(c);
         // The own optimizer step computes at full power: only the wait for
         // other GPUs' optimizer steps is idle.
         const double own = c == BubbleCause::optimizer ? bubbles.gpus[g].optimizer_s : 0;
-        e.idle_energy_by_cause_J[i] += idle_W * std::max(0.0, bubbles.gpus[g].cause_s[i] - own);
+        const double watts = waits_in_communication(c) ? spec.communication_power_W : spec.idle_power_W;
+        e.idle_energy_by_cause_J[i] += watts * std::max(0.0, bubbles.gpus[g].cause_s[i] - own);
       }
   }
   e.energy_per_token_J = summary.tokens_per_iteration > 0 ? e.energy_J / summary.tokens_per_iteration : 0;

@@ -1,8 +1,8 @@
 #pragma once
-// Energy of the iteration, from what SimGrid's host energy plugin measured per
-// GPU (idle power while no compute kernel runs, maximum power while one
-// does; sim/platform/gpu_energy.hpp), with the share drawn while GPUs idle in
-// bubbles and exposed communication.
+// Energy of the iteration, from the power model of analysis/gpu_power.hpp
+// (power by what each GPU does: compute, memory-bound compute, NCCL only,
+// idle), with the share drawn while GPUs run no compute kernel (bubbles and
+// exposed communication).
 #include <vector>
 
 #include "analysis/bubbles.hpp"
@@ -14,11 +14,14 @@ namespace trainsim::analysis {
 
 struct GpuEnergy {
   int gpu = 0;
-  double energy_J = 0;         // measured by SimGrid
+  double energy_J = 0;         // the power model's, integrated over the iteration
   double average_power_W = 0;  // energy / iteration time
   // Drawn while the GPU ran no compute kernel (bubbles and exposed
-  // communication): its idle power x (iteration time - compute time).
+  // communication): communication power while only NCCL kernels ran, idle
+  // power otherwise.
   double idle_energy_J = 0;
+  // The part of idle_energy_J drawn while only NCCL kernels ran.
+  double communication_energy_J = 0;
 };
 
 struct EnergyReport {
@@ -29,13 +32,16 @@ struct EnergyReport {
   double cluster_power_W = 0;
   double idle_energy_J = 0;
   double idle_energy_fraction = 0;
-  // idle_energy_J split by bubble cause (the cause's time x idle power,
-  // summed over GPUs; the own optimizer step computes and is not idle).
+  double communication_energy_J = 0;
+  // idle_energy_J split by bubble cause (the cause's time x the power of
+  // what the GPU waits in: communication power for communication waits,
+  // idle power for the others; summed over GPUs; the own optimizer step
+  // computes and is not idle).
   CauseSeconds idle_energy_by_cause_J{};
   std::vector<GpuEnergy> gpus;
 };
 
-EnergyReport analyze_energy(const Timeline& timeline, const Summary& summary, const BubbleReport& bubbles,
-                            const platforms::ClusterSpec& cluster);
+EnergyReport analyze_energy(const workloads::TaskGraph& graph, const Timeline& timeline, const Summary& summary,
+                            const BubbleReport& bubbles, const platforms::ClusterSpec& cluster);
 
 }  // namespace trainsim::analysis

@@ -11,7 +11,7 @@ Report build_report(const RunContext& run, const Timeline& timeline) {
   r.critical_path = critical_path(run.graph, timeline);
   r.utilization = analyze_utilization(run.graph, timeline);
   r.memory = memory_over_time(run.graph, timeline, run.cluster);
-  r.energy = analyze_energy(timeline, r.summary, r.bubbles, run.cluster);
+  r.energy = analyze_energy(run.graph, timeline, r.summary, r.bubbles, run.cluster);
   r.collectives = collective_usage(run.graph, timeline);
   return r;
 }

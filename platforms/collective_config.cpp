@@ -5,12 +5,13 @@
 
 namespace trainsim::platforms {
 namespace {
-constexpr std::array<std::pair<std::string_view, CollectiveAlgorithm>, 5> kAlgorithms{{
+constexpr std::array<std::pair<std::string_view, CollectiveAlgorithm>, 6> kAlgorithms{{
     {"auto", CollectiveAlgorithm::automatic},
     {"ring", CollectiveAlgorithm::ring},
     {"tree", CollectiveAlgorithm::tree},
     {"hierarchical", CollectiveAlgorithm::hierarchical},
     {"nvls", CollectiveAlgorithm::nvls},
+    {"nvls_tree", CollectiveAlgorithm::nvls_tree},
 }};
 }  // namespace
 
@@ -33,7 +34,7 @@ std::optional<CollectiveAlgorithm> collective_algorithm_from_string(std::string_
 }
 
 std::string_view collective_algorithm_names() {
-  return "auto, ring, tree, hierarchical, nvls";
+  return "auto, ring, tree, hierarchical, nvls, nvls_tree";
 }
 
 std::string_view to_string(Fidelity fidelity) {

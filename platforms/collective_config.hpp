@@ -18,6 +18,10 @@ namespace trainsim::platforms {
 // p2p_ring is what a workload asks for when its ranks pass blocks to their
 // neighbour in group order with plain send/recv (ring attention), one flow
 // per rank and no NCCL channels over other NICs.
+// nvls_tree is NCCL's NVLSTree all-reduce across nodes of NVLS switches: the
+// node's GPUs reduce into the NVSwitch, one head per NIC runs a double binary
+// tree over the nodes, the result is multicast back through the switch.
+// (Values are saved in run archives: new ones go at the end.)
 enum class CollectiveAlgorithm : unsigned char {
   automatic,
   ring,
@@ -25,12 +29,15 @@ enum class CollectiveAlgorithm : unsigned char {
   hierarchical,
   nvls,
   direct,
-  p2p_ring
+  p2p_ring,
+  nvls_tree
 };
+inline constexpr CollectiveAlgorithm kLastCollectiveAlgorithm = CollectiveAlgorithm::nvls_tree;
 std::string_view to_string(CollectiveAlgorithm algorithm);
-// Parses what a user may ask for: auto, ring, tree, hierarchical, nvls.
+// Parses what a user may ask for: auto, ring, tree, hierarchical, nvls,
+// nvls_tree.
 std::optional<CollectiveAlgorithm> collective_algorithm_from_string(std::string_view text);
-// "auto, ring, tree, hierarchical, nvls", for messages.
+// "auto, ring, tree, hierarchical, nvls, nvls_tree", for messages.
 std::string_view collective_algorithm_names();
 
 // detailed: every step of the algorithm is a set of flows (a ring all-reduce

@@ -10,11 +10,31 @@ namespace trainsim::platforms {
 namespace {
 
 constexpr double T = 1e12, GB = 1e9, GiB = 1024.0 * 1024 * 1024;
+// communication_power_W as a share of max_power_W (fitted on H100, see above).
+constexpr double kCommunicationShareOfMax = kCommunicationPowerFraction;
 
 // Datasheet values, dense (no structured sparsity). NVLink and PCIe figures
-// are per direction: half of the bidirectional totals vendors quote. Idle power is the
-// typical nvidia-smi / rocm-smi reading of an idle SXM board in a DGX/HGX
-// chassis (not a datasheet value: it varies by +-20% with clocks and fans).
+// are per direction: half of the bidirectional totals vendors quote.
+//
+// Power by activity (gpu_spec.hpp; docs/calibration.md, "GPU power"):
+// - max_power: the board limit (TDP), what compute-bound kernels draw:
+//   GEMM-heavy training phases run at or above TDP (Patel et al., ASPLOS
+//   2024: "peak power draw ... often reaches or exceeds their TDP").
+// - idle_power: a GPU the job holds but that runs no kernel (P0, clocks up,
+//   context loaded): nvidia-smi readings, sources per GPU below (not a
+//   datasheet value; +-20% with clocks and temperature).
+// - memory_power: HBM-bound kernels. No public per-kernel measurement was
+//   found for these GPUs: 70% of the board limit is an assumption (the
+//   H100/H200 power-capping study of Ujeniya et al., arXiv 2604.11391,
+//   reports memory-bound kernels below compute-bound ones, no figure).
+// - communication_power: only NCCL kernels running (a collective or send
+//   while no compute kernel runs). NCCL's kernels spin on a few SMs and
+//   move data through HBM, NVLink and PCIe, so the GPU reads 100%
+//   utilisation (cupy/cupy#3557) and stays in P0. No public wattage was
+//   found; the H100-SXM value is fitted to Fernandez et al.'s power per
+//   GPU falling 5.9% while throughput per GPU falls 37% from 128 to 2,048
+//   H100s (docs/founding_studies.md), the others take the same fraction of
+//   their board limit.
 std::vector<GpuSpec> build_catalogue() {
   std::vector<GpuSpec> gpus;
   // NVIDIA Tesla V100 datasheet (2020, SXM2): 15.7 TF fp32, 125 TF tensor
@@ -31,8 +51,12 @@ std::vector<GpuSpec> build_catalogue() {
                   .hbm_bandwidth_Bps = 900 * GB,
                   .nvlink_bandwidth_Bps = 150 * GB,
                   .pcie_bandwidth_Bps = 16 * GB,
-                  .idle_power_W = 40,
+                  // idle: 53 W in P0 with 20 GB allocated, 0% utilisation
+                  // (nvidia-smi in zai-org/GLM-130B#32).
+                  .idle_power_W = 53,
                   .max_power_W = 300,
+                  .memory_power_W = kMemoryPowerFraction * 300,
+                  .communication_power_W = kCommunicationShareOfMax * 300,
                   .matmul_efficiency = 0.65});
   // NVIDIA A100 datasheet (2021, SXM): 19.5 TF fp32, 156 TF tf32, 312 TF
   // bf16 (dense; twice with sparsity), no fp8, 40 GB HBM2 at 1,555 GB/s,
@@ -47,8 +71,10 @@ std::vector<GpuSpec> build_catalogue() {
                   .hbm_bandwidth_Bps = 1555 * GB,
                   .nvlink_bandwidth_Bps = 300 * GB,
                   .pcie_bandwidth_Bps = 32 * GB,
-                  .idle_power_W = 55,
+                  .idle_power_W = 62,  // as the 80 GB board
                   .max_power_W = 400,
+                  .memory_power_W = kMemoryPowerFraction * 400,
+                  .communication_power_W = kCommunicationShareOfMax * 400,
                   .matmul_efficiency = 0.7});
   // Same datasheet: 80 GB HBM2e at 2,039 GB/s.
   gpus.push_back({.name = "A100-SXM-80GB",
@@ -60,8 +86,12 @@ std::vector<GpuSpec> build_catalogue() {
                   .hbm_bandwidth_Bps = 2039 * GB,
                   .nvlink_bandwidth_Bps = 300 * GB,
                   .pcie_bandwidth_Bps = 32 * GB,
-                  .idle_power_W = 60,
+                  // idle: 62 W in P0 at 0% utilisation (an nvidia-smi
+                  // reading of an A100-SXM4-80GB, driver 550).
+                  .idle_power_W = 62,
                   .max_power_W = 400,
+                  .memory_power_W = kMemoryPowerFraction * 400,
+                  .communication_power_W = kCommunicationShareOfMax * 400,
                   .matmul_efficiency = 0.7});
   // NVIDIA H100 Tensor Core GPU datasheet (SXM5): 67 TF fp32, 494.7 TF tf32,
   // 989.4 TF bf16, 1,978.9 TF fp8 (dense: half the datasheet's sparsity
@@ -77,8 +107,12 @@ std::vector<GpuSpec> build_catalogue() {
                   .hbm_bandwidth_Bps = 3350 * GB,
                   .nvlink_bandwidth_Bps = 450 * GB,
                   .pcie_bandwidth_Bps = 64 * GB,
-                  .idle_power_W = 75,
+                  // idle: 140-145 W in P0 with 72 GB allocated, 0%
+                  // utilisation (nvidia-smi in wilicc/gpu-burn#114).
+                  .idle_power_W = 140,
                   .max_power_W = 700,
+                  .memory_power_W = kMemoryPowerFraction * 700,
+                  .communication_power_W = kCommunicationShareOfMax * 700,
                   .matmul_efficiency = 0.6});
   // NVIDIA H200 datasheet (SXM): H100 compute, 141 GB HBM3e at 4.8 TB/s,
   // NVLink 900 GB/s, PCIe Gen5 128 GB/s (bidirectional), up to 700 W.
@@ -92,8 +126,10 @@ std::vector<GpuSpec> build_catalogue() {
                   .hbm_bandwidth_Bps = 4800 * GB,
                   .nvlink_bandwidth_Bps = 450 * GB,
                   .pcie_bandwidth_Bps = 64 * GB,
-                  .idle_power_W = 75,
+                  .idle_power_W = 140,  // as the H100-SXM (same board power)
                   .max_power_W = 700,
+                  .memory_power_W = kMemoryPowerFraction * 700,
+                  .communication_power_W = kCommunicationShareOfMax * 700,
                   .matmul_efficiency = 0.62});
   // NVIDIA HGX B200 datasheet (8-GPU board figures / 8, dense = half of
   // sparse): 75 TF fp32, 1.1 PF tf32, 2.25 PF bf16, 4.5 PF fp8, 180 GB
@@ -108,8 +144,10 @@ std::vector<GpuSpec> build_catalogue() {
                   .hbm_bandwidth_Bps = 8000 * GB,
                   .nvlink_bandwidth_Bps = 900 * GB,
                   .pcie_bandwidth_Bps = 64 * GB,
-                  .idle_power_W = 120,
+                  .idle_power_W = 200,  // the H100's 20% of its board limit (no reading found)
                   .max_power_W = 1000,
+                  .memory_power_W = kMemoryPowerFraction * 1000,
+                  .communication_power_W = kCommunicationShareOfMax * 1000,
                   .matmul_efficiency = 0.6});
   // AMD Instinct MI300X datasheet: 163.4 TF fp32 matrix, 653.7 TF tf32,
   // 1,307.4 TF bf16, 2,614.9 TF fp8 (dense), 192 GB HBM3 at 5.3 TB/s,
@@ -125,8 +163,10 @@ std::vector<GpuSpec> build_catalogue() {
                   .hbm_bandwidth_Bps = 5300 * GB,
                   .nvlink_bandwidth_Bps = 448 * GB,
                   .pcie_bandwidth_Bps = 64 * GB,
-                  .idle_power_W = 100,
+                  .idle_power_W = 150,  // the H100's 20% of its board limit (no reading found)
                   .max_power_W = 750,
+                  .memory_power_W = kMemoryPowerFraction * 750,
+                  .communication_power_W = kCommunicationShareOfMax * 750,
                   .matmul_efficiency = 0.5});
   return gpus;
 }

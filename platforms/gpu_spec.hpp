@@ -26,14 +26,33 @@ struct GpuSpec {
   // Host interface (PCIe x16) per direction: the path to a NIC, and between
   // GPUs of a node without NVLink.
   double pcie_bandwidth_Bps = 0;
+  // Board power by what the GPU does (analysis/gpu_power.hpp): compute
+  // kernels bound by the tensor cores draw the board limit (max_power_W),
+  // kernels bound by HBM bandwidth draw memory_power_W, NCCL kernels alone
+  // (a collective or send with no compute kernel) communication_power_W,
+  // and a GPU that the job holds but that runs no kernel (P0, context
+  // loaded: pipeline bubbles, waiting for a peer) idle_power_W.
   double idle_power_W = 0;
   double max_power_W = 0;
+  double memory_power_W = 0;
+  double communication_power_W = 0;
   // Fraction of peak that large training matmuls reach on this GPU: the
   // default compute efficiency of the cost model (calibrated, see docs).
   double matmul_efficiency = 0.7;
 
   double peak_flops(DType dtype) const;
+  // Power while a compute task runs that spends `memory_bound_fraction` of
+  // its time in HBM-bound kernels and the rest in compute-bound ones.
+  double compute_power_W(double memory_bound_fraction) const {
+    return max_power_W + (memory_power_W - max_power_W) * memory_bound_fraction;
+  }
 };
+
+// A user-defined GPU without these figures gets them as these fractions of
+// its max_power (the H100-SXM's catalogue values over its 700 W).
+inline constexpr double kIdlePowerFraction = 0.2;
+inline constexpr double kMemoryPowerFraction = 0.7;
+inline constexpr double kCommunicationPowerFraction = 0.6;
 
 // The built-in catalogue: datasheet values, sources in gpu_catalogue.cpp.
 const std::vector<GpuSpec>& gpu_catalogue();

@@ -64,7 +64,7 @@ OpCost AnalyticCostModel::backward_weight(const StageSlice& slice, const platfor
 }
 
 OpCost AnalyticCostModel::optimizer(double parameters, const platforms::GpuSpec& gpu) const {
-  return {parameters * kOptimizerBytesPerParameter / gpu.hbm_bandwidth_Bps, 0, 0};
+  return {parameters * kOptimizerBytesPerParameter / gpu.hbm_bandwidth_Bps, 0, 0, 1.0};
 }
 
 }  // namespace trainsim::workloads

@@ -23,6 +23,9 @@ struct OpCost {
   double duration_s = 0;
   double model_flops = 0;     // counted by MFU
   double hardware_flops = 0;  // counted by HFU (adds recomputation)
+  // Share of duration_s spent in kernels bound by HBM bandwidth rather than
+  // by the tensor cores (the GPU draws less power in them).
+  double memory_bound_fraction = 0;
 };
 
 class CostModel {
@@ -38,6 +41,11 @@ class CostModel {
   virtual OpCost backward_weight(const StageSlice& slice, const platforms::GpuSpec& gpu) const = 0;
   // The optimizer step over `parameters` local parameters.
   virtual OpCost optimizer(double parameters, const platforms::GpuSpec& gpu) const = 0;
+  // One element-wise kernel that reads and writes `bytes` in all (FSDP2's
+  // copy-in and copy-out, a gradient cast): bound by HBM bandwidth.
+  virtual double memory_kernel_s(double bytes, const platforms::GpuSpec& gpu) const {
+    return bytes / gpu.hbm_bandwidth_Bps;
+  }
 };
 
 // FLOPs from the model shape (Narayanan et al.), time = FLOPs / (peak bf16 x

@@ -73,7 +73,8 @@ OpTiming time_op(const TransformerOp& op, const platforms::GpuSpec& gpu,
 PerOpCostModel::PerOpCostModel(ModelSpec model, ParallelPlan plan, Options options)
     : model_(std::move(model)),
       plan_(plan),
-      setup_(layer_setup(model_, plan_.micro_batch_size, plan_.tp, options.sequence_parallel, plan_.ep)),
+      setup_(layer_setup(model_, plan_.micro_batch_size, plan_.tp, options.sequence_parallel, plan_.ep,
+                         plan_.pytorch())),
       flops_(model_, plan_),
       layer_ops_(layer_ops(model_, setup_)),
       moe_layer_ops_(model_.is_moe() ? moe_layer_ops(model_, setup_) : std::vector<TransformerOp>{}),
@@ -114,6 +115,14 @@ const PerOpCostModel::PartTimes& PerOpCostModel::times(const platforms::GpuSpec&
   };
 
   PartTimes p;
+  double kernels_s = 0, memory_bound_s = 0;
+  for (const auto& op : layer_ops_) {
+    const OpTiming t = time_op(op, gpu, profile);
+    kernels_s += t.duration_s;
+    if (t.memory_s >= t.compute_s)
+      memory_bound_s += t.duration_s;
+  }
+  p.layer_memory_bound_fraction = kernels_s > 0 ? memory_bound_s / kernels_s : 0;
   p.layer = layer(layer_ops_);
   p.moe_layer = layer(moe_layer_ops_);
   p.embedding_forward_s = pass(embedding_ops_, forward);
@@ -165,6 +174,7 @@ OpCost PerOpCostModel::forward(const StageSlice& slice, const platforms::GpuSpec
   cost.duration_s = layers_time(slice, &LayerPassTimes::forward_s, t) +
                     (slice.embedding ? t.embedding_forward_s : 0.0) +
                     (slice.logits ? t.logits_forward_s : 0.0);
+  cost.memory_bound_fraction = t.layer_memory_bound_fraction;
   return cost;
 }
 
@@ -174,6 +184,7 @@ OpCost PerOpCostModel::backward_input(const StageSlice& slice, const platforms::
   cost.duration_s = layers_time(slice, &LayerPassTimes::recompute_s, t) +
                     layers_time(slice, &LayerPassTimes::backward_input_s, t) +
                     (slice.logits ? t.logits_input_s : 0.0);
+  cost.memory_bound_fraction = t.layer_memory_bound_fraction;
   return cost;
 }
 
@@ -182,12 +193,14 @@ OpCost PerOpCostModel::backward_weight(const StageSlice& slice, const platforms:
   OpCost cost = flops_.backward_weight(slice, gpu);
   cost.duration_s = layers_time(slice, &LayerPassTimes::backward_weight_s, t) +
                     (slice.embedding ? t.embedding_weight_s : 0.0) + (slice.logits ? t.logits_weight_s : 0.0);
+  cost.memory_bound_fraction = t.layer_memory_bound_fraction;
   return cost;
 }
 
 OpCost PerOpCostModel::backward(const StageSlice& slice, const platforms::GpuSpec& gpu) const {
   OpCost cost = flops_.backward(slice, gpu);
   cost.duration_s = backward_input(slice, gpu).duration_s + backward_weight(slice, gpu).duration_s;
+  cost.memory_bound_fraction = times(gpu).layer_memory_bound_fraction;
   return cost;
 }
 
@@ -195,7 +208,12 @@ OpCost PerOpCostModel::optimizer(double parameters, const platforms::GpuSpec& gp
   const auto& profile = platforms::efficiency_profile_for(gpu.name);
   const double bytes = parameters * kOptimizerBytesPerParameter;
   const double device_s = memory_time(bytes, kOptimizerKernels, gpu, profile);
-  return {std::max(device_s, kOptimizerKernels * profile.host_overhead_per_kernel_s), 0, 0};
+  return {std::max(device_s, kOptimizerKernels * profile.host_overhead_per_kernel_s), 0, 0, 1.0};
+}
+
+double PerOpCostModel::memory_kernel_s(double bytes, const platforms::GpuSpec& gpu) const {
+  const auto& profile = platforms::efficiency_profile_for(gpu.name);
+  return std::max(memory_time(bytes, 1, gpu, profile), profile.host_overhead_per_kernel_s);
 }
 
 }  // namespace trainsim::workloads

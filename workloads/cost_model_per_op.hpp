@@ -58,6 +58,7 @@ class PerOpCostModel final : public CostModel {
   OpCost backward_input(const StageSlice& slice, const platforms::GpuSpec& gpu) const override;
   OpCost backward_weight(const StageSlice& slice, const platforms::GpuSpec& gpu) const override;
   OpCost optimizer(double parameters, const platforms::GpuSpec& gpu) const override;
+  double memory_kernel_s(double bytes, const platforms::GpuSpec& gpu) const override;
 
   LayerPassTimes layer_times(const platforms::GpuSpec& gpu) const;
   // The same for a MoE layer (zero for a dense model).
@@ -73,6 +74,9 @@ class PerOpCostModel final : public CostModel {
     LayerPassTimes layer, moe_layer;
     double embedding_forward_s = 0, embedding_weight_s = 0;
     double logits_forward_s = 0, logits_input_s = 0, logits_weight_s = 0;
+    // Share of a layer's kernel time (all passes) in HBM-bound kernels: the
+    // memory_bound_fraction of every forward and backward.
+    double layer_memory_bound_fraction = 0;
   };
   const PartTimes& times(const platforms::GpuSpec& gpu) const;
   // Sum over a slice's layers of one pass time (dense and MoE layers).

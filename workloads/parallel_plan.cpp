@@ -36,4 +36,16 @@ std::string_view to_string(Recompute recompute) {
   return "?";
 }
 
+std::string_view to_string(Framework framework) {
+  switch (framework) {
+    case Framework::megatron:
+      return "megatron";
+    case Framework::pytorch_fsdp:
+      return "pytorch_fsdp";
+    case Framework::pytorch_fsdp2:
+      return "pytorch_fsdp2";
+  }
+  return "?";
+}
+
 }  // namespace trainsim::workloads

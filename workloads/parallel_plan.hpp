@@ -23,6 +23,23 @@ std::string_view to_string(ScheduleKind kind);
 enum class Recompute { none, selective, full };
 std::string_view to_string(Recompute recompute);
 
+// The training framework the plan runs on, which sets the kernels a layer
+// launches and the data-parallel machinery around them (docs/parallelism.md,
+// "Frameworks"):
+//   megatron       Megatron-LM / Megatron-DeepSpeed: fused element-wise
+//                  kernels, what the A100 curves were calibrated on.
+//   pytorch_fsdp   PyTorch eager model code (Hugging Face / fms Llama:
+//                  RMSNorm, rotary embedding and SwiGLU as separate
+//                  element-wise kernels) under FSDP1 (flat parameters
+//                  gathered in place, two all-gathers in flight).
+//   pytorch_fsdp2  the same model code under FSDP2 (torchtitan): per-parameter
+//                  sharding, so every all-gather is followed by a copy-out
+//                  into the parameters and every reduce-scatter preceded by a
+//                  copy-in of the gradients, on the compute stream.
+// The PyTorch ones need zero_stage 3.
+enum class Framework { megatron, pytorch_fsdp, pytorch_fsdp2 };
+std::string_view to_string(Framework framework);
+
 // Megatron's default gradient bucket: 40 million gradient elements
 // (DistributedDataParallelConfig's bucket_size for data-parallel sizes up
 // to 40); plan.grad_bucket_size overrides it in bytes.
@@ -78,6 +95,8 @@ struct ParallelPlan {
   // after it. Zero stages 0 to 2 (FSDP reduces per layer anyway).
   bool overlap_grad_reduce = false;
   double grad_bucket_bytes = 0;
+  Framework framework = Framework::megatron;
+  bool pytorch() const { return framework != Framework::megatron; }
 
   int gpu_count() const { return dp * tp * pp * cp; }
   // GPUs that hold replicas of the same parameters and reduce their

@@ -67,8 +67,10 @@ struct Task {
   int chunk = 0;                               // model chunk on that rank (virtual stages)
   TransferKind transfer = TransferKind::none;  // send: what it carries
   int micro_batch = -1;
-  // Compute: time at the GPU's nominal speed.
+  // Compute: time at the GPU's nominal speed, and the share of it spent in
+  // HBM-bound kernels (what the power model reads).
   double duration_s = 0;
+  double memory_bound_fraction = 0;
   // Compute: model FLOPs (what MFU counts) and hardware FLOPs (adds
   // recomputation; what HFU counts).
   double model_flops = 0;

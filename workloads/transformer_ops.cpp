@@ -206,15 +206,55 @@ double moe_mlp(OpList& ops, const ModelSpec& model, const LayerSetup& setup, con
   return 0;
 }
 
+// Element-wise kernels of PyTorch eager Llama code, bytes read and written
+// per element (bf16 = 2, fp32 = 4) and kernel launches, counted from Hugging
+// Face transformers' modeling_llama.py (LlamaRMSNorm, apply_rotary_pos_emb /
+// rotate_half, LlamaMLP), which IBM's fms and torchtitan's Llama follow:
+//   RMSNorm: x.to(fp32) [2 -> 4], pow(2) [4 -> 4], mean [4], + eps, rsqrt,
+//     x * rsqrt [4 -> 4], .to(bf16) [4 -> 2], weight * x [2 -> 2]:
+//     36 B, 7 kernels; its autograd backward about twice that (the fp32
+//     products and reductions again, plus the weight gradient's reduction
+//     and the residual fork's add): 78 B, 13 kernels.
+//   Rotary embedding, per tensor (q, then k): neg of one half [2], cat [4],
+//     x * cos [4], rotate_half(x) * sin [4], add [6]: 20 B, 5 kernels; the
+//     backward the same traffic in 6 kernels (the slices' gradients are
+//     padded and added).
+//   SwiGLU: silu(gate) [4], * up [6]: 10 B, 2 kernels; backward: the two
+//     products' gradients and silu's: 18 B, 3 kernels.
+// Megatron fuses each of these into one or two kernels of 4-10 B.
+struct Eager {
+  double norm_bytes = 36, norm_bwd_bytes = 78;
+  int norm_kernels = 7, norm_bwd_kernels = 13;
+  double rope_bytes = 20, rope_bwd_bytes = 20;
+  int rope_kernels = 5, rope_bwd_kernels = 6;
+  double swiglu_bytes = 10, swiglu_bwd_bytes = 18;
+  int swiglu_kernels = 2, swiglu_bwd_kernels = 3;
+};
+
+// GPT-style layers (LayerNorm) use torch's fused layer_norm: one kernel, as
+// Megatron's.
+Eager eager_kernels(bool rms_norm) {
+  Eager e;
+  if (!rms_norm) {
+    e.norm_bytes = 2 + 2;
+    e.norm_kernels = 1;
+    e.norm_bwd_bytes = 2 + 2 + 2 + 2 + 2;
+    e.norm_bwd_kernels = 2;
+  }
+  return e;
+}
+
 }  // namespace
 
-LayerSetup layer_setup(const ModelSpec& model, double micro_batch, int tp, bool sequence_parallel, int ep) {
+LayerSetup layer_setup(const ModelSpec& model, double micro_batch, int tp, bool sequence_parallel, int ep,
+                       bool eager_pytorch) {
   return {.micro_batch = micro_batch,
           .tp = tp,
           .sequence_parallel = sequence_parallel,
           .flash_attention = model.flash_attention,
           .dropout = !model.swiglu,
-          .ep = ep};
+          .ep = ep,
+          .eager_pytorch = eager_pytorch};
 }
 
 std::vector<TransformerOp> layer_ops(const ModelSpec& model, const LayerSetup& setup) {
@@ -239,20 +279,36 @@ std::vector<TransformerOp> layer_ops(const ModelSpec& model, const LayerSetup& s
   const auto W = OpPass::backward_weight;
   OpList ops;
 
+  const bool eager = setup.eager_pytorch;
+  const Eager e = eager_kernels(gated);
+  const double rope_elements = d.tokens * (d.heads + d.kv_heads) * d.head_dim;
+
   // Forward.
-  ops.elementwise("norm1", F, d.tokens_norm * d.h, 2 + 2);
+  if (eager)
+    ops.elementwise("norm1", F, d.tokens_norm * d.h, e.norm_bytes, e.norm_kernels);
+  else
+    ops.elementwise("norm1", F, d.tokens_norm * d.h, 2 + 2);
   ops.matmul("qkv", F, d.tokens, d.qkv_out, d.h);
-  if (rope)
-    ops.elementwise("rope", F, d.tokens * (d.heads + d.kv_heads) * d.head_dim, 2 + 2, 2);
+  if (rope && eager)
+    ops.elementwise("rope", F, rope_elements, e.rope_bytes, 2 * e.rope_kernels);
+  else if (rope)
+    ops.elementwise("rope", F, rope_elements, 2 + 2, 2);
   attention_core(ops, d, setup, F);
+  if (eager)  // the attention output back to [tokens, heads x head_dim]: .transpose().contiguous()
+    ops.elementwise("attention_out_copy", F, d.tokens * d.heads * d.head_dim, 2 + 2);
   ops.matmul("proj", F, d.tokens, d.h, d.heads * d.head_dim);
   ops.elementwise("residual1", F, d.tokens_norm * d.h, residual_bytes);
-  ops.elementwise("norm2", F, d.tokens_norm * d.h, 2 + 2);
+  if (eager)
+    ops.elementwise("norm2", F, d.tokens_norm * d.h, e.norm_bytes, e.norm_kernels);
+  else
+    ops.elementwise("norm2", F, d.tokens_norm * d.h, 2 + 2);
   if (moe) {
     moe_mlp(ops, model, setup, d, F);
   } else {
     ops.matmul("mlp_up", F, d.tokens, up_out, d.h);
-    if (gated)
+    if (gated && eager)
+      ops.elementwise("swiglu", F, d.tokens * d.ffn, e.swiglu_bytes, e.swiglu_kernels);
+    else if (gated)
       ops.elementwise("swiglu", F, d.tokens * d.ffn, 2 + 2 + 2);  // silu(gate) * up
     else
       ops.elementwise("gelu", F, d.tokens * d.ffn, 2 + 2);  // fused bias + GeLU
@@ -269,21 +325,33 @@ std::vector<TransformerOp> layer_ops(const ModelSpec& model, const LayerSetup& s
     moe_mlp(ops, model, setup, d, B);
   } else {
     ops.matmul("mlp_down.dgrad", B, d.tokens, d.ffn, d.h);
-    if (gated)
+    if (gated && eager)
+      ops.elementwise("swiglu.bwd", B, d.tokens * d.ffn, e.swiglu_bwd_bytes, e.swiglu_bwd_kernels);
+    else if (gated)
       ops.elementwise("swiglu.bwd", B, d.tokens * d.ffn, 2 + 2 + 2 + 2 + 2);
     else
       ops.elementwise("gelu.bwd", B, d.tokens * d.ffn, 2 + 2 + 2);
     ops.matmul("mlp_up.dgrad", B, d.tokens, d.h, up_out);
   }
-  ops.elementwise("norm2.bwd", B, d.tokens_norm * d.h, 2 + 2 + 2 + 2 + 2, 2);
+  if (eager)
+    ops.elementwise("norm2.bwd", B, d.tokens_norm * d.h, e.norm_bwd_bytes, e.norm_bwd_kernels);
+  else
+    ops.elementwise("norm2.bwd", B, d.tokens_norm * d.h, 2 + 2 + 2 + 2 + 2, 2);
   if (setup.dropout)
     ops.elementwise("residual1.bwd", B, d.tokens_norm * d.h, 2 + 1 + 2);
   ops.matmul("proj.dgrad", B, d.tokens, d.heads * d.head_dim, d.h);
+  if (eager)
+    ops.elementwise("attention_out_copy.bwd", B, d.tokens * d.heads * d.head_dim, 2 + 2);
   attention_core(ops, d, setup, B);
-  if (rope)
-    ops.elementwise("rope.bwd", B, d.tokens * (d.heads + d.kv_heads) * d.head_dim, 2 + 2, 2);
+  if (rope && eager)
+    ops.elementwise("rope.bwd", B, rope_elements, e.rope_bwd_bytes, 2 * e.rope_bwd_kernels);
+  else if (rope)
+    ops.elementwise("rope.bwd", B, rope_elements, 2 + 2, 2);
   ops.matmul("qkv.dgrad", B, d.tokens, d.h, d.qkv_out);
-  ops.elementwise("norm1.bwd", B, d.tokens_norm * d.h, 2 + 2 + 2 + 2 + 2, 2);
+  if (eager)
+    ops.elementwise("norm1.bwd", B, d.tokens_norm * d.h, e.norm_bwd_bytes, e.norm_bwd_kernels);
+  else
+    ops.elementwise("norm1.bwd", B, d.tokens_norm * d.h, 2 + 2 + 2 + 2 + 2, 2);
 
   // Backward, weight gradients (W): one GEMM per weight matrix contracting
   // over the tokens, the bias gradients (a reduction of dy per biased GEMM),
@@ -301,7 +369,8 @@ std::vector<TransformerOp> layer_ops(const ModelSpec& model, const LayerSetup& s
   if (!gated)
     ops.elementwise("bias.wgrad", W, d.tokens * (d.qkv_out + d.h + (moe ? 0.0 : d.ffn) + d.h), 2, 4);
   const double weights = d.h * d.qkv_out + d.heads * d.head_dim * d.h + mlp_weights;
-  ops.elementwise("grad_accumulate", W, weights, 2 + 2 + 2, 4);
+  if (!eager)  // FSDP reduce-scatters each backward's fresh gradients: nothing to accumulate
+    ops.elementwise("grad_accumulate", W, weights, 2 + 2 + 2, 4);
   return ops.take();
 }
 

@@ -61,11 +61,17 @@ struct LayerSetup {
   bool dropout = true;
   // Expert parallelism: a MoE layer's experts spread over ep GPUs.
   int ep = 1;
+  // PyTorch eager model code (Hugging Face transformers' and IBM fms' Llama):
+  // RMSNorm, the rotary embedding and SwiGLU run as separate element-wise
+  // kernels instead of Megatron's fused ones, the attention output is made
+  // contiguous, and under FSDP the weight gradients go straight to the
+  // reduce-scatter (no accumulation into a .grad buffer).
+  bool eager_pytorch = false;
 };
 
 // The setup the model and plan imply (dropout: GPT-style layers only).
 LayerSetup layer_setup(const ModelSpec& model, double micro_batch, int tp, bool sequence_parallel = false,
-                       int ep = 1);
+                       int ep = 1, bool eager_pytorch = false);
 
 // Every op of one transformer layer, all passes, in execution order within a
 // pass.

@@ -200,7 +200,7 @@ RunArchive read_run_archive(std::istream& in) {
     const auto algorithm = r.get<std::uint8_t>();
     c.channels = r.get<std::int32_t>();
     const auto fidelity = r.get<std::uint8_t>();
-    check(task < tasks && algorithm <= static_cast<std::uint8_t>(platforms::CollectiveAlgorithm::p2p_ring) &&
+    check(task < tasks && algorithm <= static_cast<std::uint8_t>(platforms::kLastCollectiveAlgorithm) &&
               fidelity <= static_cast<std::uint8_t>(platforms::Fidelity::fast),
           "collective choice out of range");
     c.algorithm = static_cast<platforms::CollectiveAlgorithm>(algorithm);

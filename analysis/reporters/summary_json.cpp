@@ -100,6 +100,7 @@ void write_summary_json(std::ostream& out, const RunContext& run, const Report& 
                {"expert_parallel", run.plan.ep},
                {"sequence_parallel", run.plan.sequence_parallel},
                {"zero_stage", run.plan.zero_stage},
+               {"framework", to_string(run.plan.framework)},
                {"overlap_grad_reduce", run.plan.overlap_grad_reduce},
                {"grad_bucket_size_bytes", run.plan.grad_bucket_size_bytes()}};
   // The partition actually run: every virtual stage's layers and every
@@ -277,7 +278,8 @@ void write_summary_json(std::ostream& out, const RunContext& run, const Report& 
   const auto& en = report.energy;
   j["energy"] = {
       {"measured", en.measured},
-      {"source", "SimGrid host energy plugin: idle power without compute, max power while computing"},
+      {"source",
+       "power by activity: compute (board limit, less for HBM-bound kernels), NCCL only, idle (gpu catalogue)"},
       {"energy_J", en.energy_J},
       {"energy_per_token_J", en.energy_per_token_J},
       // Its inverse, the efficiency figure of scaling studies (higher is better).
@@ -286,6 +288,7 @@ void write_summary_json(std::ostream& out, const RunContext& run, const Report& 
       {"cluster_power_W", en.cluster_power_W},
       {"idle_energy_J", en.idle_energy_J},
       {"idle_energy_fraction", en.idle_energy_fraction},
+      {"communication_energy_J", en.communication_energy_J},
       {"idle_energy_by_cause_J", by_cause(en.idle_energy_by_cause_J)}};
 
   ordered_json collectives = ordered_json::array();

@@ -66,8 +66,8 @@ CLI::App* add_collective_command(CLI::App& app, CollectiveOptions& options) {
       ->check(CLI::Range(1.0001, 1e9))
       ->capture_default_str();
   cmd->add_option("--algorithm", options.algorithm,
-                  "auto (NCCL-style tuning), ring, tree, hierarchical or nvls")
-      ->check(CLI::IsMember({"auto", "ring", "tree", "hierarchical", "nvls"}))
+                  "auto (NCCL-style tuning), ring, tree, hierarchical, nvls or nvls_tree")
+      ->check(CLI::IsMember({"auto", "ring", "tree", "hierarchical", "nvls", "nvls_tree"}))
       ->capture_default_str();
   cmd->add_option("--fidelity", options.fidelity,
                   "detailed (every algorithm step) or fast (one flow per edge); default: the cluster's")

@@ -1,46 +1,12 @@
-// Expansions without a ring or tree: the pairwise all-to-all, a set of
-// independent flows (send_recv, and every fast expansion), and phases run
-// one after the other (hierarchical algorithms).
+// Expansions without a ring or tree: a set of independent flows (all-to-all,
+// send_recv, and every fast expansion), and phases run one after the other
+// (hierarchical algorithms).
 #include <stdexcept>
 
 #include "sim/collectives/flows.hpp"
 
 namespace trainsim::sim {
 namespace {
-
-class PairwiseExchange final : public Collective {
- public:
-  PairwiseExchange(std::vector<int> gpus, double bytes)
-      : gpus_(std::move(gpus)), bytes_(bytes), step_(gpus_.size(), 0) {}
-
-  void start(std::vector<FlowRequest>& out) override {
-    for (std::size_t i = 0; i < gpus_.size(); ++i)
-      send_next(i, out);
-  }
-
-  void on_flow_done(int tag, std::vector<FlowRequest>& out) override {
-    ++completed_;
-    send_next(static_cast<std::size_t>(tag), out);
-  }
-
-  bool finished() const override { return completed_ == gpus_.size() * (gpus_.size() - 1); }
-
- private:
-  // Step s (1..n-1): rank i sends to rank i + s, so at every step each rank
-  // sends once and receives once.
-  void send_next(std::size_t i, std::vector<FlowRequest>& out) {
-    const std::size_t n = gpus_.size();
-    if (step_[i] + 1 >= n)
-      return;
-    const std::size_t s = ++step_[i];
-    out.push_back({gpus_[i], gpus_[(i + s) % n], bytes_, static_cast<int>(i)});
-  }
-
-  std::vector<int> gpus_;
-  double bytes_;
-  std::vector<std::size_t> step_;
-  std::size_t completed_ = 0;
-};
 
 class FlowSet final : public Collective {
  public:
@@ -93,12 +59,6 @@ class Sequence final : public Collective {
 };
 
 }  // namespace
-
-std::unique_ptr<Collective> make_pairwise_exchange(std::vector<int> gpus, double bytes) {
-  if (gpus.size() < 2)
-    throw std::invalid_argument("an exchange needs at least two GPUs");
-  return std::make_unique<PairwiseExchange>(std::move(gpus), bytes);
-}
 
 std::unique_ptr<Collective> make_flow_set(std::vector<FlowRequest> flows) {
   return std::make_unique<FlowSet>(std::move(flows));

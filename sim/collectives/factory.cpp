@@ -25,18 +25,58 @@ struct Phase {
   std::vector<FlowRequest> edges;  // src, dst and the bytes the edge carries over the phase
   double latency_s = 0;            // latency terms of the phase's closed form
   double fill_fraction = 0;        // pipelines: fill and drain, as a fraction of the bandwidth term
+  // Latency that no flow carries in either fidelity (NVLS's fixed cost).
+  double fixed_latency_s = 0;
 };
 
 struct Expansion {
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::ring;
   int channels = 1;
   std::vector<Phase> phases;
+  // The step-by-step form; none when the algorithm has only its aggregated
+  // form (NVLSTree: the detailed fidelity runs the fast flows).
   std::function<std::unique_ptr<Collective>()> detailed;
   // All-to-all has no aggregated form: the fast fidelity runs it step by step.
   bool fast_is_detailed = false;
 };
 
-constexpr std::size_t kListedExchangeRanks = 128;
+// NCCL's NVLS resources on Hopper (NCCL 2.30 src/transport/nvls.cc,
+// ncclNvlsTuning): 16 channels on SM90, chunks of NCCL_NVLS_CHUNKSIZE =
+// 128 KiB, NVLSTree chunks capped at 64 KiB from 4 nodes up
+// (treeMaxChunkSize), one NVLS head per NIC of the node (its rails' GPUs).
+constexpr int kNvlsChannels = 16;
+constexpr double kNvlsChunkBytes = 128.0 * 1024;
+constexpr double kNvlsTreeChunkBytesFrom4Nodes = 64.0 * 1024;
+// Fraction of a GPU's effective NVLink port bandwidth (nvlink.bandwidth x
+// nvlink.efficiency) that NVLS multimem loads and stores reach. Fitted to
+// NVIDIA's DGX H100 nccl-tests sample (dgxc-benchmarking nccl/README.md):
+// 8-GPU NVLS all-reduce 480.2 GB/s bus bandwidth at 8 GiB, i.e. an
+// algorithm bandwidth of 274.4 GB/s = 0.744 x (450 GB/s x 0.82). NCCL's own
+// tuner uses 0.85 for Hopper (nvlsEfficiency, src/graph/tuning.cc) on a
+// lower link rate; docs/collectives.md.
+constexpr double kNvlsPortEfficiency = 0.744;
+// NCCL's latency of an NVLS (Simple protocol) collective inside a node:
+// hwLatencies[NVLINK][NVLS][SIMPLE] = 25 us in src/graph/tuning.cc. It is
+// what keeps NCCL on rings below about 2 MiB on 8 H100s (dgxc-benchmarking
+// sample: 27.4 us at 1 MiB, 42.2 us at 2 MiB with NVLS).
+constexpr double kNvlsLatency_s = 25e-6;
+
+// NCCL's NVLSTree chunk for an all-reduce of `bytes` split over
+// `concurrent_ops` = channels x heads streams (src/enqueue.cc,
+// calcCollChunking): smaller chunks for smaller messages, so that each
+// stream still has a few chunks to pipeline.
+double nvls_tree_chunk_bytes(double bytes, double concurrent_ops, std::size_t nodes) {
+  double chunk = nodes >= 4 ? kNvlsTreeChunkBytesFrom4Nodes : kNvlsChunkBytes;
+  if (bytes < 32 * concurrent_ops * chunk && chunk > 262144)
+    chunk = 262144;
+  if (bytes < 16 * concurrent_ops * chunk && chunk > 131072)
+    chunk = 131072;
+  if (bytes < 4 * concurrent_ops * chunk && chunk > 65536)
+    chunk = 65536;
+  if (bytes < 1 * concurrent_ops * chunk && chunk > 32768)
+    chunk = 32768;
+  return chunk;
+}
 
 double max_latency(const std::vector<FlowRequest>& edges, const ClusterZone& zone) {
   double latency = 0;
@@ -176,8 +216,10 @@ Expansion tree_expansion(const GroupLayout& layout, double bytes, const ClusterZ
 Phase switch_phase(CollectiveOp op, const GroupLayout& layout, double bytes, const ClusterZone& zone,
                    std::vector<SwitchGroup>& groups, int& chunks, double& up_chunk, double& down_chunk) {
   const int m = layout.uniform_members();
-  const double up = op == CollectiveOp::all_gather ? bytes / m : bytes;
-  const double down = op == CollectiveOp::reduce_scatter ? bytes / m : bytes;
+  // Multimem transfers reach only part of the port's rate: they carry
+  // correspondingly more bytes on it.
+  const double up = (op == CollectiveOp::all_gather ? bytes / m : bytes) / kNvlsPortEfficiency;
+  const double down = (op == CollectiveOp::reduce_scatter ? bytes / m : bytes) / kNvlsPortEfficiency;
   Phase phase;
   for (std::size_t k = 0; k < layout.nodes.size(); ++k) {
     SwitchGroup g{zone.switch_endpoint(layout.nodes[k]), layout.members[k]};
@@ -191,6 +233,7 @@ Phase switch_phase(CollectiveOp op, const GroupLayout& layout, double bytes, con
   const double latency_s = max_latency(phase.edges, zone);
   chunks = pipeline_chunks(phase.edges, 2, latency_s, zone);
   set_pipeline(phase, 2, chunks, latency_s);
+  phase.fixed_latency_s = kNvlsLatency_s;
   up_chunk = up / chunks;
   down_chunk = down / chunks;
   return phase;
@@ -272,6 +315,71 @@ Expansion hierarchical_expansion(CollectiveOp op, const GroupLayout& layout, dou
   return x;
 }
 
+// NCCL's NVLSTree all-reduce (src/device/all_reduce.h, runTreeSplit over
+// NVLS), as aggregated flows. Inside each node every GPU's buffer goes into
+// the NVSwitch, which hands the reduced 1/R of it to each of the node's R
+// heads (one per NIC); each head runs a double binary tree over the nodes
+// on its rail (S/2R per tree and direction); the heads push the result back
+// into the switch, which multicasts it to every GPU. Everything is one
+// pipeline, so the phases overlap: the time is the busiest link's load plus
+// the pipeline's fill, chunk by chunk along the path
+//   GPU -> switch -> head -> (h hops up) -> (h hops down) -> head -> switch -> GPU,
+// with NCCL's chunk size (nvls_tree_chunk_bytes) over channels x heads
+// streams. The fill is what makes mid-size all-reduces lose bandwidth with
+// the node count (log2 of it) in NVIDIA's NVLSTree scans.
+Expansion nvls_tree_expansion(const GroupLayout& layout, double bytes, const ClusterZone& zone) {
+  const auto trees = double_binary_trees(layout, zone, false);
+  const std::size_t rails = trees.size() / 2;
+  Expansion x;
+  x.algorithm = CollectiveAlgorithm::nvls_tree;
+  x.channels = kNvlsChannels;
+  std::vector<FlowRequest> switch_edges, net_edges;
+  for (std::size_t k = 0; k < layout.nodes.size(); ++k) {
+    const int sw = zone.switch_endpoint(layout.nodes[k]);
+    for (int gpu : layout.members[k]) {
+      switch_edges.push_back({gpu, sw, bytes / kNvlsPortEfficiency, 0});
+      switch_edges.push_back({sw, gpu, bytes / kNvlsPortEfficiency, 0});
+    }
+    for (std::size_t c = 0; c < rails; ++c) {
+      const int head = trees[2 * c].gpus[k];
+      const double share = bytes / static_cast<double>(rails) / kNvlsPortEfficiency;
+      switch_edges.push_back({sw, head, share, 0});
+      switch_edges.push_back({head, sw, share, 0});
+    }
+  }
+  const double per_tree = bytes / static_cast<double>(trees.size());
+  int height = 0;
+  for (const auto& tree : trees) {
+    height = std::max(height, tree.height());
+    for (std::size_t v = 0; v < tree.gpus.size(); ++v) {
+      const int p = tree.parent[v];
+      if (p < 0)
+        continue;
+      net_edges.push_back({tree.gpus[v], tree.gpus[static_cast<std::size_t>(p)], per_tree, 0});
+      net_edges.push_back({tree.gpus[static_cast<std::size_t>(p)], tree.gpus[v], per_tree, 0});
+    }
+  }
+  // Pipeline of K steps of channels x heads chunks: a chunk crosses 2h
+  // network hops, each taking 1/K of the busiest NIC's time (net_s), and
+  // four switch legs, which together move 2 (S + S/R) per GPU port: twice
+  // the port's time per direction (switch_s) over K. The busiest hop is
+  // already in the bandwidth term.
+  const double ops = static_cast<double>(kNvlsChannels * rails);
+  const double chunk = nvls_tree_chunk_bytes(bytes, ops, layout.nodes.size());
+  const double chunks = std::max(1.0, std::floor(bytes / (ops * chunk)));
+  const double switch_s = bandwidth_term_s(switch_edges, zone);
+  const double net_s = bandwidth_term_s(net_edges, zone);
+  const double fill_s = (2 * switch_s + 2 * height * net_s - std::max(switch_s, net_s)) / chunks;
+  Phase phase;
+  phase.latency_s = 4 * max_latency(switch_edges, zone) + 2 * height * max_latency(net_edges, zone);
+  phase.edges = std::move(switch_edges);
+  phase.edges.insert(phase.edges.end(), net_edges.begin(), net_edges.end());
+  const double bandwidth_s = bandwidth_term_s(phase.edges, zone);
+  phase.fill_fraction = bandwidth_s > 0 ? fill_s / bandwidth_s : 0;
+  x.phases.push_back(std::move(phase));
+  return x;
+}
+
 Expansion direct_expansion(CollectiveOp op, const GroupLayout& layout, double bytes,
                            const ClusterZone& zone) {
   const auto& gpus = layout.gpus;
@@ -285,21 +393,22 @@ Expansion direct_expansion(CollectiveOp op, const GroupLayout& layout, double by
     phase.latency_s = max_latency(phase.edges, zone);
     x.detailed = [edges = phase.edges]() { return make_flow_set(edges); };
   } else {
-    // All-to-all: each rank sends S/n to every other rank, n - 1 steps. The
-    // n(n-1) edges are listed (for estimates) only for small groups; larger
-    // ones take the latency from the routes leaving the first and last rank.
+    // All-to-all as NCCL runs it (nccl-tests' alltoall is one group of
+    // ncclSend / ncclRecv to every peer): every pair's transfer is posted at
+    // once and they proceed together over NCCL's p2p channels, sharing their
+    // links, so the latency is one hop rather than n - 1 (the latency of the
+    // routes leaving the first and last rank stands for all of them).
     const double piece = bytes / static_cast<double>(n);
     std::vector<FlowRequest> sample;
     for (std::size_t s = 1; s < n; ++s) {
       sample.push_back({gpus[0], gpus[s], piece, 0});
       sample.push_back({gpus[n - 1], gpus[(n - 1 + s) % n], piece, 0});
     }
-    phase.latency_s = static_cast<double>(n - 1) * max_latency(sample, zone);
-    if (n <= kListedExchangeRanks)
-      for (std::size_t i = 0; i < n; ++i)
-        for (std::size_t s = 1; s < n; ++s)
-          phase.edges.push_back({gpus[i], gpus[(i + s) % n], piece, 0});
-    x.detailed = [gpus, piece]() { return make_pairwise_exchange(gpus, piece); };
+    phase.latency_s = max_latency(sample, zone);
+    for (std::size_t i = 0; i < n; ++i)
+      for (std::size_t s = 1; s < n; ++s)
+        phase.edges.push_back({gpus[i], gpus[(i + s) % n], piece, 0});
+    x.detailed = [edges = phase.edges]() { return make_flow_set(edges); };
     x.fast_is_detailed = true;
   }
   x.phases.push_back(std::move(phase));
@@ -324,11 +433,25 @@ std::vector<CollectiveAlgorithm> applicable(CollectiveOp op, const GroupLayout& 
   if (op == CollectiveOp::all_reduce)
     out.push_back(CollectiveAlgorithm::tree);
   const int m = layout.uniform_members();
-  if (every_node_has_nvls(layout, zone) && (layout.single_node() || m >= 2))
+  const bool nvls = every_node_has_nvls(layout, zone) && (layout.single_node() || m >= 2);
+  if (nvls && op == CollectiveOp::all_reduce && !layout.single_node())
+    out.push_back(CollectiveAlgorithm::nvls_tree);
+  if (nvls)
     out.push_back(CollectiveAlgorithm::nvls);
   if (!layout.single_node() && m >= 2)
     out.push_back(CollectiveAlgorithm::hierarchical);
   return out;
+}
+
+// Whether NCCL's tuner would consider the algorithm (src/graph/tuning.cc):
+// hierarchical is not an NCCL algorithm; NVLS across nodes (and CollNet)
+// needs IB SHARP, which no fabric here offers, so across nodes all-reduce
+// chooses among ring, tree and NVLSTree, and all-gather / reduce-scatter run
+// rings (PAT needs one GPU per node).
+bool tuner_considers(CollectiveAlgorithm algorithm, const GroupLayout& layout) {
+  if (algorithm == CollectiveAlgorithm::hierarchical)
+    return false;
+  return algorithm != CollectiveAlgorithm::nvls || layout.single_node();
 }
 
 Expansion expand(CollectiveAlgorithm algorithm, CollectiveOp op, const GroupLayout& layout, double bytes,
@@ -341,6 +464,8 @@ Expansion expand(CollectiveAlgorithm algorithm, CollectiveOp op, const GroupLayo
                                   : hierarchical_expansion(op, layout, bytes, zone, true);
     case CollectiveAlgorithm::hierarchical:
       return hierarchical_expansion(op, layout, bytes, zone, false);
+    case CollectiveAlgorithm::nvls_tree:
+      return nvls_tree_expansion(layout, bytes, zone);
     case CollectiveAlgorithm::direct:
       return direct_expansion(op, layout, bytes, zone);
     case CollectiveAlgorithm::p2p_ring:
@@ -356,7 +481,7 @@ Expansion expand(CollectiveAlgorithm algorithm, CollectiveOp op, const GroupLayo
 double estimate(const Expansion& x, const ClusterZone& zone) {
   double total = zone.spec().collectives.launch_latency_s;
   for (const auto& phase : x.phases)
-    total += phase.latency_s + (1 + phase.fill_fraction) * bandwidth_term_s(phase.edges, zone);
+    total += phase.latency_s + phase.fixed_latency_s + (1 + phase.fill_fraction) * bandwidth_term_s(phase.edges, zone);
   return total;
 }
 
@@ -387,8 +512,7 @@ Resolved resolve(const CollectiveRequest& request, const GroupLayout& layout, co
   for (auto algorithm : candidates) {
     const double t = estimate(expand(algorithm, request.op, layout, request.bytes, zone), zone);
     r.estimates.push_back({algorithm, t});
-    // NCCL's tuner knows no hierarchical algorithm: `auto` never picks it.
-    if (algorithm == CollectiveAlgorithm::hierarchical)
+    if (!tuner_considers(algorithm, layout))
       continue;
     if (r.estimates.size() == 1 || t < best) {
       best = t;
@@ -426,13 +550,15 @@ CollectivePlan make_collective(const CollectiveRequest& request, const ClusterZo
   CollectivePlan plan;
   plan.choice = {algorithm, single.channels, config.fidelity};
   plan.extra_latency_s = config.launch_latency_s;
+  for (const auto& phase : single.phases)
+    plan.extra_latency_s += phase.fixed_latency_s;
   if (fold > 1) {
     double pass_latency_s = config.launch_latency_s;
     for (const auto& phase : single.phases)
-      pass_latency_s += phase.latency_s;
+      pass_latency_s += phase.latency_s + phase.fixed_latency_s;
     plan.extra_latency_s += (fold - 1) * pass_latency_s;
   }
-  if (config.fidelity == Fidelity::detailed || pass.fast_is_detailed) {
+  if ((config.fidelity == Fidelity::detailed && pass.detailed) || pass.fast_is_detailed) {
     plan.flows = pass.detailed();
     return plan;
   }

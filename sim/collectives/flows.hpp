@@ -32,13 +32,17 @@ std::vector<std::vector<int>> ring_channels(const GroupLayout& layout, const Clu
 
 // NCCL's double binary tree over nodes, with a chain through each node's
 // members below the GPU that holds the tree edges (one tree pair per rail).
-// parent[i] is the index in `gpus` of i's parent, -1 for the root.
+// parent[i] is the index in `gpus` of i's parent, -1 for the root. Without
+// `chain_members` a tree holds only each node's GPU of its rail (gpus[k] on
+// node k): the inter-node part of NCCL's NVLSTree, whose heads reduce and
+// broadcast inside their node through the NVSwitch instead.
 struct Tree {
   std::vector<int> gpus;
   std::vector<int> parent;
   int height() const;  // edges on the longest root-to-leaf path
 };
-std::vector<Tree> double_binary_trees(const GroupLayout& layout, const ClusterZone& zone);
+std::vector<Tree> double_binary_trees(const GroupLayout& layout, const ClusterZone& zone,
+                                      bool chain_members = true);
 // NCCL's binary tree on ranks 0..n-1 (root 0); parent of each rank.
 std::vector<int> nccl_btree_parents(int n);
 
@@ -74,10 +78,8 @@ struct SwitchGroup {
 std::unique_ptr<Collective> make_switch_pipeline(std::vector<SwitchGroup> nodes, int chunks, double up_bytes,
                                                  double down_bytes);
 
-// All-to-all: n-1 steps; at step s rank i sends bytes to rank i+s, after
-// its own previous send.
-std::unique_ptr<Collective> make_pairwise_exchange(std::vector<int> gpus, double bytes);
-// Every flow at once, each finishing on its own (send_recv, fast expansions).
+// Every flow at once, each finishing on its own (all-to-all, send_recv, fast
+// expansions).
 std::unique_ptr<Collective> make_flow_set(std::vector<FlowRequest> flows);
 // Phases one after the other: phase p+1 starts when phase p has finished.
 std::unique_ptr<Collective> make_sequence(std::vector<std::unique_ptr<Collective>> phases);

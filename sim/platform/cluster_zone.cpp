@@ -7,7 +7,6 @@
 #include <limits>
 #include <stdexcept>
 
-#include "sim/platform/gpu_energy.hpp"
 
 namespace trainsim::sim {
 namespace sg = simgrid::s4u;
@@ -49,9 +48,6 @@ ClusterZone::ClusterZone(const platforms::ClusterSpec& spec, std::vector<std::ve
     if (group.shape != NodeShape::nvswitch || !group.nvls)
       continue;
     n.nvswitch = create_host(fmt::format("node{}-nvswitch", node), {1e12});
-    // The switch's power is part of the node, not of a GPU: nothing to meter.
-    n.nvswitch->set_property("wattage_per_state", "0:0:0");
-    n.nvswitch->set_property("wattage_off", "0");
     n.nvswitch->seal();
     const auto id = n.nvswitch->get_netpoint()->id();
     if (endpoint_of_netpoint_.size() <= id)
@@ -95,7 +91,6 @@ void ClusterZone::build_node(int node, const platforms::NodeGroup& group) {
       for (double factor : speed_factors_[static_cast<std::size_t>(id)])
         speeds.push_back(group.gpu.peak_bf16_flops * factor);
     gpu.host = create_host(fmt::format("gpu{}", id), speeds);
-    set_gpu_power(gpu.host, group.gpu, speeds.size());
     gpu.host->seal();
     const auto netpoint = gpu.host->get_netpoint()->id();
     if (endpoint_of_netpoint_.size() <= netpoint)

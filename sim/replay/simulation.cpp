@@ -4,7 +4,7 @@
 
 #include "sim/platform/cluster_zone.hpp"
 #include "sim/platform/engine_setup.hpp"
-#include "sim/platform/gpu_energy.hpp"
+#include "analysis/gpu_power.hpp"
 #include "sim/replay/replay.hpp"
 #include "sim/scenario/cost_model_choice.hpp"
 #include "workloads/graph_builder/iteration_builder.hpp"
@@ -23,7 +23,6 @@ SimulationResult simulate(const scenario::Scenario& scenario, const SimulationOp
   result.graph = build_task_graph(scenario);
 
   auto engine = make_engine();
-  enable_gpu_energy();
   // Perturbed GPUs need a pstate per speed they will run at, before the
   // platform is sealed.
   const auto& perturbations = scenario.perturbations;
@@ -37,14 +36,11 @@ SimulationResult simulate(const scenario::Scenario& scenario, const SimulationOp
   ReplayOptions replay_options;
   replay_options.iterations = options.iterations;
   replay_options.perturbations = driver ? &*driver : nullptr;
-  // Energy of the first iteration, read when it ends.
-  replay_options.on_first_iteration_end = [&result, zone]() {
-    result.timeline.gpu_energy_J = consumed_energy_J(*zone);
-  };
   auto replayed = replay(result.graph, *zone, replay_options);
-  auto energy = std::move(result.timeline.gpu_energy_J);
   result.timeline = std::move(replayed.timeline);
-  result.timeline.gpu_energy_J = std::move(energy);
+  // Energy of the first iteration (the one the timeline records).
+  for (const auto& gpu : analysis::gpu_activity(result.graph, result.timeline, scenario.cluster))
+    result.timeline.gpu_energy_J.push_back(gpu.energy_J);
   for (std::size_t i = 0; i < replayed.iteration_end_s.size(); ++i)
     result.iteration_times_s.push_back(replayed.iteration_end_s[i] - replayed.iteration_start_s[i]);
   if (driver)

@@ -117,11 +117,24 @@ std::optional<platforms::GpuSpec> read_custom_gpu(platforms::MapReader g) {
   if (auto v = g.power_W("idle_power"))
     gpu.idle_power_W = *v;
   else if (!has_base)
-    gpu.idle_power_W = 0.15 * gpu.max_power_W;  // typical idle draw of an SXM board
+    gpu.idle_power_W = platforms::kIdlePowerFraction * gpu.max_power_W;
+  if (auto v = g.power_W("memory_power"))
+    gpu.memory_power_W = *v;
+  else if (!has_base)
+    gpu.memory_power_W = platforms::kMemoryPowerFraction * gpu.max_power_W;
+  if (auto v = g.power_W("communication_power"))
+    gpu.communication_power_W = *v;
+  else if (!has_base)
+    gpu.communication_power_W = platforms::kCommunicationPowerFraction * gpu.max_power_W;
   if (gpu.peak_bf16_flops <= 0 && g.has("peak_bf16") && g.error_count() == before)
     g.error("peak_bf16", "must be positive (for example \"500TFLOPS\")");
   if (gpu.max_power_W > 0 && gpu.idle_power_W >= gpu.max_power_W)
     g.error("idle_power", fmt::format("{}W is not below max_power ({}W)", gpu.idle_power_W, gpu.max_power_W));
+  for (auto [key, watts] : {std::pair{"memory_power", gpu.memory_power_W},
+                            std::pair{"communication_power", gpu.communication_power_W}})
+    if (gpu.max_power_W > 0 && watts > gpu.max_power_W)
+      g.error(key, fmt::format("{}W is above max_power ({}W); expected at most the board limit", watts,
+                               gpu.max_power_W));
   g.finish();
   if (g.error_count() != before)
     return std::nullopt;
@@ -308,7 +321,8 @@ void read_collectives(std::optional<platforms::MapReader> c, platforms::Collecti
                                                        {"ring", CollectiveAlgorithm::ring},
                                                        {"tree", CollectiveAlgorithm::tree},
                                                        {"hierarchical", CollectiveAlgorithm::hierarchical},
-                                                       {"nvls", CollectiveAlgorithm::nvls}}))
+                                                       {"nvls", CollectiveAlgorithm::nvls},
+                                                       {"nvls_tree", CollectiveAlgorithm::nvls_tree}}))
     config.algorithm = *a;
   if (auto f = c->choice<Fidelity>("fidelity", {{"detailed", Fidelity::detailed}, {"fast", Fidelity::fast}}))
     config.fidelity = *f;

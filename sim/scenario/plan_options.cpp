@@ -17,6 +17,11 @@ void read_parallelism_options(platforms::MapReader& p, Scenario& scenario) {
     plan.ep = static_cast<int>(*ep);
   if (auto zero = p.integer("zero_stage", 0, 3))
     plan.zero_stage = static_cast<int>(*zero);
+  using workloads::Framework;
+  if (auto f = p.choice<Framework>("framework", {{"megatron", Framework::megatron},
+                                                 {"pytorch_fsdp", Framework::pytorch_fsdp},
+                                                 {"pytorch_fsdp2", Framework::pytorch_fsdp2}}))
+    plan.framework = *f;
   if (auto overlap = p.boolean("overlap_grad_reduce"))
     plan.overlap_grad_reduce = *overlap;
   if (auto bucket = p.bytes("grad_bucket_size")) {
@@ -95,6 +100,10 @@ void validate_parallelism_options(platforms::MapReader& p, Scenario& scenario) {
                 "by {}",
                 plan.cp, model.seq_len, 2 * plan.cp, 2 * plan.cp));
   validate_expert_parallel(p, scenario);
+  if (plan.pytorch() && plan.zero_stage != 3)
+    p.error("framework", fmt::format("{} shards with FSDP, but zero_stage is {}; expected zero_stage: 3 (or "
+                                     "framework: megatron)",
+                                     to_string(plan.framework), plan.zero_stage));
   if (plan.zero_stage == 3) {
     for (const char* key : {"overlap_grad_reduce", "grad_bucket_size"})
       if (p.has(key))

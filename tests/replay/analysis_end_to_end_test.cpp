@@ -2,10 +2,12 @@
 // = one simulation (SimGrid keeps one engine per process).
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+
 #include <simgrid/kernel/ProfileBuilder.hpp>
 
 #include "analysis/bubbles.hpp"
 #include "analysis/critical_path.hpp"
+#include "analysis/gpu_power.hpp"
 #include "analysis/memory.hpp"
 #include "analysis/summary.hpp"
 #include "analysis/utilization.hpp"
@@ -178,9 +180,10 @@ TEST(AnalysisEndToEnd, APipelineSendLoadsItsNicLinksForLatencyPlusSizeOverBandwi
   EXPECT_NEAR(r.timeline.end_s, 2 * (t_f + t_b) + 2 * (latency + bytes / bandwidth), 1e-9);
 }
 
-// SimGrid's energy plugin, set from the catalogue, charges idle power all
-// iteration plus (max - idle) while a compute op runs.
-TEST(AnalysisEndToEnd, MeasuredEnergyIsIdlePowerPlusComputeAtMaxPower) {
+// The replay's energy is the power model's over the first iteration: every
+// GPU draws at least its idle power all iteration and at most its board
+// limit, and a GPU computing draws more than one that waits.
+TEST(AnalysisEndToEnd, EnergyIsThePowerModelsOverTheIteration) {
   const auto scenario = scenario::parse_scenario_text(R"(
 cluster: {gpu: A100-80GB, nodes: 1, gpus_per_node: 4, nvlink: {bandwidth: 300GBps, latency: 2us},
           nic: {bandwidth: 200Gbps, latency: 5us}}
@@ -192,10 +195,14 @@ plan: {dp: 2, tp: 1, pp: 2, micro_batch_size: 1, global_batch_size: 8}
   ASSERT_EQ(result.timeline.gpu_energy_J.size(), 4u);
   const auto& gpu = scenario.cluster.gpu_of(0);
   const double t = result.timeline.end_s;
+  const auto activity = analysis::gpu_activity(result.graph, result.timeline, scenario.cluster);
   for (std::size_t g = 0; g < 4; ++g) {
-    const double compute = result.summary.gpus[g].compute_s;
-    const double expected = gpu.idle_power_W * t + (gpu.max_power_W - gpu.idle_power_W) * compute;
-    EXPECT_NEAR(result.timeline.gpu_energy_J[g], expected, 1e-9 * expected) << g;
+    const auto& a = activity[g];
+    EXPECT_NEAR(a.compute_s, result.summary.gpus[g].compute_s, 1e-9 * t) << g;
+    EXPECT_NEAR(a.compute_s + a.communication_s + a.idle_s, t, 1e-9 * t) << g;
+    EXPECT_DOUBLE_EQ(result.timeline.gpu_energy_J[g], a.energy_J) << g;
+    EXPECT_GT(a.energy_J, gpu.idle_power_W * t) << g;
+    EXPECT_LT(a.energy_J, gpu.max_power_W * t) << g;
   }
 }
 

@@ -142,7 +142,11 @@ void IterationBuilder::add_expert_parallel_sync_and_step(int rank, int tp) {
   for (std::size_t i = 0; i < members.size(); ++i) {
     const int gpu = members[i];
     const OpCost cost = cost_.optimizer(local, cluster_.gpu_of(gpu));
-    Task step{.kind = TaskKind::optimizer, .gpu = gpu, .stage = rank, .duration_s = cost.duration_s};
+    Task step{.kind = TaskKind::optimizer,
+              .gpu = gpu,
+              .stage = rank,
+              .duration_s = cost.duration_s,
+              .memory_bound_fraction = cost.memory_bound_fraction};
     const TaskId id = graph_.add(step);
     graph_.depend(ready[i], id);
     if (last_[idx(gpu)] != kNone && last_[idx(gpu)] != ready[i])

@@ -20,6 +20,17 @@
 // bytes (forward, backward) and one reduce-scatter of g P bytes, i.e. 3x the
 // bytes that one all-reduce of the gradients would carry, and 1.5x its
 // traffic on the wire (ZeRO paper: 3 Psi against 2 Psi).
+//
+// PyTorch frameworks (plan.framework) add the element-wise kernels FSDP
+// itself launches on the compute stream. FSDP1 gathers into the flat
+// parameter in place and reduce-scatters the flat gradient, so it adds only
+// the cast of the bf16 gradients to a 4-byte reduce dtype (read 2P, write
+// 4P). FSDP2 (torchtitan) shards every parameter on its own: after each
+// all-gather, all_gather_copy_out copies the gathered bytes into the
+// parameters (read and write 2P), and before each reduce-scatter the
+// gradients are copied (and cast) into one contiguous input (read 2P, write
+// g P); pytorch/pytorch#157027 measured these copies at about 1.4% of an
+// iteration (Llama 3 70B, 8 GPUs).
 #include "workloads/graph_builder/iteration_builder.hpp"
 #include "workloads/graph_builder/iteration_builder_state.hpp"
 #include "workloads/stage_slices.hpp"
@@ -32,6 +43,18 @@ void IterationBuilder::add_fsdp_sync_and_step(int rank, int tp) {
   const int group = graph_.add_group(members);
   const double g = plan_.grad_bytes;
   using At = MemoryEvent::At;
+
+  // An FSDP kernel moving `bytes` on each GPU, before (start) or after the
+  // compute task `id` of that GPU: it lengthens the task.
+  const auto framework = plan_.framework;
+  auto add_kernel = [&](TaskId id, int gpu, double bytes) {
+    auto& task = graph_.graph[id];
+    const double added_s = cost_.memory_kernel_s(bytes, cluster_.gpu_of(gpu));
+    const double total_s = task.duration_s + added_s;
+    task.memory_bound_fraction =
+        total_s > 0 ? (task.memory_bound_fraction * task.duration_s + added_s) / total_s : 0;
+    task.duration_s = total_s;
+  };
 
   TaskId previous_gather = kNone, previous_reduce = kNone;
   // (op, piece) of every gathered unit so far, to bound the prefetch.
@@ -63,6 +86,8 @@ void IterationBuilder::add_fsdp_sync_and_step(int rank, int tp) {
         }
         for (int gpu : members) {
           const Piece& piece = ops_[idx(gpu)][k].pieces[p];
+          if (framework == Framework::pytorch_fsdp2)
+            add_kernel(piece.first, gpu, 2 * memory_.gathered_bytes(parameters));
           graph_.depend(id, piece.first);
           if (piece.exchange != kNone)
             graph_.depend(id, piece.exchange);
@@ -88,6 +113,8 @@ void IterationBuilder::add_fsdp_sync_and_step(int rank, int tp) {
           graph_.depend(previous_reduce, id);
         for (int gpu : members) {
           const Piece& piece = ops_[idx(gpu)][k].pieces[p];
+          if (framework == Framework::pytorch_fsdp2 || (framework == Framework::pytorch_fsdp && g > 2))
+            add_kernel(piece.last, gpu, (2 + g) * parameters);
           graph_.depend(piece.last, id);
           graph_.add_memory(piece.first, gpu, At::start, MemoryKind::buffers, g * parameters);
           graph_.add_memory(id, gpu, At::end, MemoryKind::buffers, -g * parameters);

@@ -222,9 +222,11 @@ void IterationBuilder::add_op(int dp, int rank, std::size_t op_index, const std:
   // Piece costs add up to the whole op's (the cost model's per-piece
   // answers only set the proportions).
   std::vector<std::vector<OpCost>> costs(gpus.size());
+  std::vector<double> whole_memory_bound(gpus.size());
   for (std::size_t g = 0; g < gpus.size(); ++g) {
     const auto& gpu = cluster_.gpu_of(gpus[g]);
     const OpCost whole = op_cost(op.kind, slice, gpu);
+    whole_memory_bound[g] = whole.memory_bound_fraction;
     if (specs.size() == 1) {
       costs[g] = {whole};
       continue;
@@ -259,6 +261,7 @@ void IterationBuilder::add_op(int dp, int rank, std::size_t op_index, const std:
                 .chunk = op.chunk,
                 .micro_batch = op.micro_batch,
                 .duration_s = c.duration_s,
+                .memory_bound_fraction = whole_memory_bound[g],
                 .model_flops = c.model_flops,
                 .hardware_flops = c.hardware_flops,
                 .layer = spec.layer};
@@ -522,7 +525,11 @@ std::vector<TaskId> IterationBuilder::add_optimizer_steps(int rank, const std::v
   std::vector<TaskId> steps;
   for (int gpu : members) {
     const OpCost cost = cost_.optimizer(parameters, cluster_.gpu_of(gpu));
-    Task step{.kind = TaskKind::optimizer, .gpu = gpu, .stage = rank, .duration_s = cost.duration_s};
+    Task step{.kind = TaskKind::optimizer,
+              .gpu = gpu,
+              .stage = rank,
+              .duration_s = cost.duration_s,
+              .memory_bound_fraction = cost.memory_bound_fraction};
     const TaskId id = graph_.add(step);
     graph_.depend(after != kNone ? after : last_[idx(gpu)], id);
     if (after != kNone && last_[idx(gpu)] != kNone)

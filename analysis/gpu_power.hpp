@@ -1,0 +1,29 @@
+#pragma once
+// GPU power by what each GPU does, integrated over the replayed iteration:
+// while a compute task runs the GPU draws the power of its kernels (the
+// board limit for tensor-core-bound kernels, less for HBM-bound ones:
+// GpuSpec::compute_power_W of the task's memory_bound_fraction), while only
+// NCCL kernels run (a collective it takes part in, a send or receive) its
+// communication power, and otherwise its idle power (a GPU the job holds in
+// P0). Compute overlapped with communication draws the compute power: the
+// board is at its limit either way. Values per GPU: platforms/gpu_catalogue.
+#include <vector>
+
+#include "analysis/timeline.hpp"
+#include "platforms/cluster_spec.hpp"
+#include "workloads/task_graph.hpp"
+
+namespace trainsim::analysis {
+
+struct GpuActivity {
+  double compute_s = 0;        // a compute task runs (communication or not)
+  double communication_s = 0;  // only NCCL kernels run
+  double idle_s = 0;           // nothing runs
+  double energy_J = 0;
+};
+
+// Per GPU rank, over [0, timeline.end_s] (the first iteration's records).
+std::vector<GpuActivity> gpu_activity(const workloads::TaskGraph& graph, const Timeline& timeline,
+                                      const platforms::ClusterSpec& cluster);
+
+}  // namespace trainsim::analysis
