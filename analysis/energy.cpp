@@ -16,8 +16,9 @@ bool waits_in_communication(BubbleCause cause) {
 
 }  // namespace
 
-EnergyReport analyze_energy(const workloads::TaskGraph& graph, const Timeline& timeline, const Summary& summary,
-                            const BubbleReport& bubbles, const platforms::ClusterSpec& cluster) {
+EnergyReport analyze_energy(const workloads::TaskGraph& graph, const Timeline& timeline,
+                            const Summary& summary, const BubbleReport& bubbles,
+                            const platforms::ClusterSpec& cluster) {
   EnergyReport e;
   const double t = summary.iteration_time_s;
   const std::size_t gpus = summary.gpus.size();

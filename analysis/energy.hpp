@@ -41,7 +41,8 @@ struct EnergyReport {
   std::vector<GpuEnergy> gpus;
 };
 
-EnergyReport analyze_energy(const workloads::TaskGraph& graph, const Timeline& timeline, const Summary& summary,
-                            const BubbleReport& bubbles, const platforms::ClusterSpec& cluster);
+EnergyReport analyze_energy(const workloads::TaskGraph& graph, const Timeline& timeline,
+                            const Summary& summary, const BubbleReport& bubbles,
+                            const platforms::ClusterSpec& cluster);
 
 }  // namespace trainsim::analysis

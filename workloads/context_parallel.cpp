@@ -3,7 +3,8 @@
 namespace trainsim::workloads {
 
 OpCost ContextParallelCost::divided(OpCost cost) const {
-  return {cost.duration_s / cp_, cost.model_flops / cp_, cost.hardware_flops / cp_, cost.memory_bound_fraction};
+  return {cost.duration_s / cp_, cost.model_flops / cp_, cost.hardware_flops / cp_,
+          cost.memory_bound_fraction};
 }
 
 OpCost ContextParallelCost::forward(const StageSlice& slice, const platforms::GpuSpec& gpu) const {

@@ -276,20 +276,20 @@ void write_summary_json(std::ostream& out, const RunContext& run, const Report& 
                  {"peak_gpu", mem.peak_gpu}};
 
   const auto& en = report.energy;
-  j["energy"] = {
-      {"measured", en.measured},
-      {"source",
-       "power by activity: compute (board limit, less for HBM-bound kernels), NCCL only, idle (gpu catalogue)"},
-      {"energy_J", en.energy_J},
-      {"energy_per_token_J", en.energy_per_token_J},
-      // Its inverse, the efficiency figure of scaling studies (higher is better).
-      {"tokens_per_J", en.energy_J > 0 ? s.tokens_per_iteration / en.energy_J : 0},
-      {"average_power_per_gpu_W", en.average_power_per_gpu_W},
-      {"cluster_power_W", en.cluster_power_W},
-      {"idle_energy_J", en.idle_energy_J},
-      {"idle_energy_fraction", en.idle_energy_fraction},
-      {"communication_energy_J", en.communication_energy_J},
-      {"idle_energy_by_cause_J", by_cause(en.idle_energy_by_cause_J)}};
+  j["energy"] = {{"measured", en.measured},
+                 {"source",
+                  "power by activity: compute (board limit, less for HBM-bound kernels), NCCL only, idle "
+                  "(gpu catalogue)"},
+                 {"energy_J", en.energy_J},
+                 {"energy_per_token_J", en.energy_per_token_J},
+                 // Its inverse, the efficiency figure of scaling studies (higher is better).
+                 {"tokens_per_J", en.energy_J > 0 ? s.tokens_per_iteration / en.energy_J : 0},
+                 {"average_power_per_gpu_W", en.average_power_per_gpu_W},
+                 {"cluster_power_W", en.cluster_power_W},
+                 {"idle_energy_J", en.idle_energy_J},
+                 {"idle_energy_fraction", en.idle_energy_fraction},
+                 {"communication_energy_J", en.communication_energy_J},
+                 {"idle_energy_by_cause_J", by_cause(en.idle_energy_by_cause_J)}};
 
   ordered_json collectives = ordered_json::array();
   for (const auto& c : report.collectives)

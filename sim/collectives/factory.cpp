@@ -481,7 +481,8 @@ Expansion expand(CollectiveAlgorithm algorithm, CollectiveOp op, const GroupLayo
 double estimate(const Expansion& x, const ClusterZone& zone) {
   double total = zone.spec().collectives.launch_latency_s;
   for (const auto& phase : x.phases)
-    total += phase.latency_s + phase.fixed_latency_s + (1 + phase.fill_fraction) * bandwidth_term_s(phase.edges, zone);
+    total += phase.latency_s + phase.fixed_latency_s +
+             (1 + phase.fill_fraction) * bandwidth_term_s(phase.edges, zone);
   return total;
 }
 

@@ -272,7 +272,8 @@ int Tree::height() const {
   return height;
 }
 
-std::vector<Tree> double_binary_trees(const GroupLayout& layout, const ClusterZone& zone, bool chain_members) {
+std::vector<Tree> double_binary_trees(const GroupLayout& layout, const ClusterZone& zone,
+                                      bool chain_members) {
   const int nodes = static_cast<int>(layout.nodes.size());
   const int rails = layout.single_node() ? 1 : rail_count(layout, zone);
   const auto btree = nccl_btree_parents(nodes);
@@ -298,8 +299,8 @@ std::vector<Tree> double_binary_trees(const GroupLayout& layout, const ClusterZo
         const auto& members = layout.members[static_cast<std::size_t>(k)];
         const auto reps = rail_representatives(members, zone);
         const int entry = reps[static_cast<std::size_t>(c) % reps.size()];
-        const auto chain =
-            chain_members ? node_path(members, entry, entry, zone) : std::vector<int>{members[static_cast<std::size_t>(entry)]};
+        const auto chain = chain_members ? node_path(members, entry, entry, zone)
+                                         : std::vector<int>{members[static_cast<std::size_t>(entry)]};
         head[static_cast<std::size_t>(k)] = static_cast<int>(tree.gpus.size());
         for (std::size_t i = 0; i < chain.size(); ++i) {
           tree.gpus.push_back(chain[i]);

@@ -7,7 +7,6 @@
 #include <limits>
 #include <stdexcept>
 
-
 namespace trainsim::sim {
 namespace sg = simgrid::s4u;
 namespace kr = simgrid::kernel::routing;

@@ -2,9 +2,9 @@
 
 #include <stdexcept>
 
+#include "analysis/gpu_power.hpp"
 #include "sim/platform/cluster_zone.hpp"
 #include "sim/platform/engine_setup.hpp"
-#include "analysis/gpu_power.hpp"
 #include "sim/replay/replay.hpp"
 #include "sim/scenario/cost_model_choice.hpp"
 #include "workloads/graph_builder/iteration_builder.hpp"

@@ -56,8 +56,8 @@ TEST(Memory, StepFunctionAndPeakFollowAllocationsAndFrees) {
 // until 5.5 s) and waits 3.5 s. The optimizer steps are HBM-bound.
 TEST(GpuPower, EachSpanDrawsThePowerOfWhatTheGpuRuns) {
   testing::TwoStagePipeline h;
-  h.graph[h.opt0].memory_bound_fraction = 1;
-  h.graph[h.opt1].memory_bound_fraction = 1;
+  h.graph.graph[h.opt0].memory_bound_fraction = 1;
+  h.graph.graph[h.opt1].memory_bound_fraction = 1;
   const auto a = gpu_activity(h.graph, h.timeline, h.cluster);
   ASSERT_EQ(a.size(), 2u);
   const auto& gpu = h.cluster.gpu_of(0);
@@ -113,7 +113,8 @@ TEST(Energy, PerTokenAveragePowerAndIdleEnergy) {
 TEST(Energy, WithoutMeasurementsNothingIsMade) {
   testing::TwoStagePipeline h;
   const auto s = summarize(h.graph, h.timeline, h.model, h.plan, h.cluster);
-  const auto e = analyze_energy(h.graph, h.timeline, s, analyze_bubbles(h.graph, h.timeline, h.plan), h.cluster);
+  const auto e =
+      analyze_energy(h.graph, h.timeline, s, analyze_bubbles(h.graph, h.timeline, h.plan), h.cluster);
   EXPECT_FALSE(e.measured);
   EXPECT_EQ(e.energy_J, 0);
 }

@@ -122,7 +122,10 @@ TEST(ClusterConfig, UserDefinedGpuWithUnits) {
   EXPECT_DOUBLE_EQ(gpu.hbm_bandwidth_Bps, 3e12);
   EXPECT_DOUBLE_EQ(c.groups[0].nvlink.bandwidth_Bps, 400e9);
   EXPECT_DOUBLE_EQ(gpu.max_power_W, 600);
-  EXPECT_DOUBLE_EQ(gpu.idle_power_W, 90);  // 15% of max when not given
+  // Not given: idle 20%, HBM-bound kernels 70%, NCCL only 60% of max.
+  EXPECT_DOUBLE_EQ(gpu.idle_power_W, 120);
+  EXPECT_DOUBLE_EQ(gpu.memory_power_W, 420);
+  EXPECT_DOUBLE_EQ(gpu.communication_power_W, 360);
 }
 
 TEST(ClusterConfig, UserDefinedGpuCanStartFromACatalogueGpu) {
