@@ -1,7 +1,7 @@
 #pragma once
 // Energy of the iteration, from what SimGrid's host energy plugin measured per
 // GPU (idle power while no compute kernel runs, maximum power while one
-// does; sim/gpu_energy.hpp), with the share drawn while GPUs idle in
+// does; sim/platform/gpu_energy.hpp), with the share drawn while GPUs idle in
 // bubbles and exposed communication.
 #include <vector>
 

@@ -9,12 +9,13 @@
 
 #include "analysis/memory_curve.hpp"
 #include "analysis/report.hpp"
-#include "analysis/reporters.hpp"
+#include "analysis/reporters/reporters.hpp"
 #include "analysis/summary.hpp"
 #include "platforms/gpu_spec.hpp"
 #include "workloads/cost_model.hpp"
-#include "workloads/iteration_builder.hpp"
+#include "workloads/graph_builder/iteration_builder.hpp"
 #include "workloads/memory_model.hpp"
+#include "workloads/stage_slices.hpp"
 
 namespace {
 using namespace trainsim;

@@ -3,7 +3,7 @@
 // in the binary at build time (cmake/embed_text_files.cmake), so a scenario's
 // `cluster.preset: NAME` works from any working directory and the installed
 // binary needs no data files. The YAML is parsed by the scenario loader
-// (sim/scenario_cluster.cpp) exactly like a scenario's own cluster section.
+// (sim/scenario/cluster_section.cpp) exactly like a scenario's own cluster section.
 #include <string>
 #include <string_view>
 #include <vector>

@@ -4,7 +4,7 @@
 
 #include "workloads/activation_memory.hpp"
 #include "workloads/expert_parallel.hpp"
-#include "workloads/iteration_builder.hpp"
+#include "workloads/stage_slices.hpp"
 
 namespace trainsim::workloads {
 

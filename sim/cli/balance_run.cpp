@@ -14,15 +14,15 @@
 #include <sstream>
 
 #include "analysis/balance_outcome.hpp"
-#include "analysis/run_archive.hpp"
+#include "analysis/reporters/run_archive.hpp"
+#include "platforms/input_error.hpp"
 #include "sim/cli/report_command.hpp"
-#include "sim/cost_model_choice.hpp"
-#include "sim/input_error.hpp"
-#include "sim/memory_check.hpp"
-#include "sim/scenario.hpp"
-#include "sim/simulation.hpp"
+#include "sim/replay/simulation.hpp"
+#include "sim/scenario/cost_model_choice.hpp"
+#include "sim/scenario/memory_check.hpp"
+#include "sim/scenario/scenario.hpp"
+#include "workloads/planning/stage_balance.hpp"
 #include "workloads/schedule.hpp"
-#include "workloads/stage_balance.hpp"
 
 namespace trainsim::cli {
 namespace fs = std::filesystem;
@@ -63,7 +63,7 @@ struct EvenChild {
   int fd = -1;
 };
 
-EvenChild start_even_run(const sim::Scenario& even, const RunOptions& options,
+EvenChild start_even_run(const scenario::Scenario& even, const RunOptions& options,
                          const std::string& scenario_text, const fs::path& dir) {
   int fds[2];
   if (::pipe(fds) != 0)
@@ -84,7 +84,7 @@ EvenChild start_even_run(const sim::Scenario& even, const RunOptions& options,
       const double t = result.summary.iteration_time_s;
       if (::write(fds[1], &t, sizeof t) != static_cast<ssize_t>(sizeof t))
         status = 2;
-    } catch (const sim::InputError& e) {
+    } catch (const platforms::InputError& e) {
       for (const auto& problem : e.problems())
         std::cerr << "error: even split: " << problem << '\n';
       status = 1;
@@ -108,7 +108,7 @@ double finish_even_run(const EvenChild& child) {
     throw std::runtime_error(fmt::format("waitpid failed: {}", std::strerror(errno)));
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || got != static_cast<ssize_t>(sizeof t)) {
     if (WIFEXITED(status) && WEXITSTATUS(status) == 1)
-      throw sim::InputError({"the even split could not be simulated (see above)"});
+      throw platforms::InputError({"the even split could not be simulated (see above)"});
     throw std::runtime_error("the even split's simulation failed (see above)");
   }
   return t;
@@ -117,26 +117,26 @@ double finish_even_run(const EvenChild& child) {
 }  // namespace
 
 int run_balanced(const RunOptions& options) {
-  const sim::LoadOptions load{.check_memory = !options.allow_oom};
-  const sim::Scenario even = sim::load_scenario(options.scenario, options.overrides, load);
+  const scenario::LoadOptions load{.check_memory = !options.allow_oom};
+  const scenario::Scenario even = scenario::load_scenario(options.scenario, options.overrides, load);
   if (!even.plan.stage_layers.empty() || !even.plan.dp_micro_batches.empty())
-    throw sim::InputError({fmt::format(
+    throw platforms::InputError({fmt::format(
         "{}: plan.{}: given with --balance auto, which searches the layer partition and the DP micro-batch "
         "shares itself and compares them with the even split; expected the key left out (or run without "
         "--balance)",
         even.file, even.plan.stage_layers.empty() ? "dp_micro_batches" : "stage_layers")});
   if (options.allow_oom)
-    for (const auto& problem : sim::memory_problems(even))
+    for (const auto& problem : scenario::memory_problems(even))
       std::cerr << "warning: " << even.file << ": plan: " << problem << " (simulating anyway: --allow-oom)\n";
 
   // Search, then cap the stages that do not fit in memory and search again.
-  const auto cost = sim::make_cost_model(even);
+  const auto cost = scenario::make_cost_model(even);
   const int stages = even.plan.pp * even.plan.virtual_stages;
   std::vector<int> caps(static_cast<std::size_t>(stages), even.model.layers);
   std::vector<int> capped;
   workloads::BalanceResult found;
   std::vector<std::string> overrides;
-  sim::Scenario balanced;
+  scenario::Scenario balanced;
   const workloads::PipelineSchedule layout{.ranks = even.plan.pp,
                                            .micro_batches = 1,
                                            .chunks = even.plan.virtual_stages,
@@ -146,10 +146,10 @@ int run_balanced(const RunOptions& options) {
   for (int attempt = 0;; ++attempt) {
     found = workloads::balance_stages(even.model, even.plan, even.cluster, *cost, caps);
     overrides = balanced_overrides(options, found);
-    balanced = sim::load_scenario(options.scenario, overrides, {.check_memory = false});
+    balanced = scenario::load_scenario(options.scenario, overrides, {.check_memory = false});
     if (options.allow_oom)
       break;
-    const std::vector<int> ranks = sim::ranks_out_of_memory(balanced);
+    const std::vector<int> ranks = scenario::ranks_out_of_memory(balanced);
     if (ranks.empty())
       break;
     bool tightened = false;
@@ -179,7 +179,7 @@ int run_balanced(const RunOptions& options) {
   std::error_code ec;
   fs::create_directories(out_dir, ec);
   if (ec)
-    throw sim::InputError(
+    throw platforms::InputError(
         {fmt::format("{}: cannot create the output directory: {}", out_dir.string(), ec.message())});
   const std::string scenario_text = read_text(options.scenario);
 

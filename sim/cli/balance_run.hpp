@@ -1,7 +1,7 @@
 #pragma once
 // `trainsim run --balance auto`: search a layer partition (and DP micro-batch
 // shares) that equalises the stages' compute on the scenario's GPUs
-// (workloads/stage_balance.hpp), then simulate both the even split (in a
+// (workloads/planning/stage_balance.hpp), then simulate both the even split (in a
 // child process, into RUN_DIR/even/) and the balanced one (the run's own
 // outputs), and report the gain (terminal, summary.json `balance`).
 #include "sim/cli/run_command.hpp"

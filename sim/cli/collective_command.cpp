@@ -4,11 +4,11 @@
 
 #include <iostream>
 
+#include "platforms/input_error.hpp"
 #include "platforms/presets.hpp"
 #include "platforms/units.hpp"
-#include "sim/cluster_loader.hpp"
-#include "sim/collective_benchmark.hpp"
-#include "sim/input_error.hpp"
+#include "sim/replay/collective_benchmark.hpp"
+#include "sim/scenario/cluster_loader.hpp"
 
 namespace trainsim::cli {
 namespace {
@@ -26,11 +26,11 @@ double parse_size(const std::string& option, const std::string& text) {
   try {
     const double bytes = units::parse_bytes(text);
     if (bytes < 1)
-      throw sim::InputError(
+      throw platforms::InputError(
           {fmt::format("{} {}: expected at least one byte, for example 1MiB", option, text)});
     return bytes;
   } catch (const units::UnitError& e) {
-    throw sim::InputError({fmt::format("{} {}: {}", option, text, e.what())});
+    throw platforms::InputError({fmt::format("{} {}: {}", option, text, e.what())});
   }
 }
 
@@ -82,7 +82,7 @@ CLI::App* add_collective_command(CLI::App& app, CollectiveOptions& options) {
 }
 
 int collective_command(const CollectiveOptions& options) {
-  auto cluster = sim::load_cluster(options.cluster, options.overrides);
+  auto cluster = scenario::load_cluster(options.cluster, options.overrides);
   sim::CollectiveBenchmarkOptions bench;
   for (const auto& [name, op] : kOps)
     if (name == options.op)
@@ -96,7 +96,7 @@ int collective_command(const CollectiveOptions& options) {
   const double min_bytes = parse_size("--min", options.min_size);
   const double max_bytes = parse_size("--max", options.max_size);
   if (max_bytes < min_bytes)
-    throw sim::InputError(
+    throw platforms::InputError(
         {fmt::format("--max {} is smaller than --min {}", options.max_size, options.min_size)});
   bench.sizes_bytes = sim::size_range(min_bytes, max_bytes, options.step_factor);
 
@@ -104,8 +104,8 @@ int collective_command(const CollectiveOptions& options) {
   std::string grown;
   if (bench.ranks > cluster.gpu_count()) {
     if (cluster.groups.size() != 1)
-      throw sim::InputError({fmt::format("--ranks {}: the mixed cluster {} has only {} GPUs", bench.ranks,
-                                         cluster.name, cluster.gpu_count())});
+      throw platforms::InputError({fmt::format("--ranks {}: the mixed cluster {} has only {} GPUs",
+                                               bench.ranks, cluster.name, cluster.gpu_count())});
     auto& group = cluster.groups.front();
     const int nodes = (bench.ranks + group.gpus_per_node - 1) / group.gpus_per_node;
     grown = fmt::format("# the cluster was grown from {} to {} nodes to hold {} ranks\n", group.nodes, nodes,
@@ -113,7 +113,8 @@ int collective_command(const CollectiveOptions& options) {
     group.nodes = nodes;
   }
   if (bench.ranks < 2)
-    throw sim::InputError({fmt::format("--ranks {}: a collective needs at least two ranks", bench.ranks)});
+    throw platforms::InputError(
+        {fmt::format("--ranks {}: a collective needs at least two ranks", bench.ranks)});
 
   const auto rows = sim::run_collective_benchmark(cluster, bench);
 

@@ -7,9 +7,9 @@
 #include <set>
 #include <thread>
 
-#include "analysis/comparison_table.hpp"
-#include "analysis/output_files.hpp"
-#include "sim/input_error.hpp"
+#include "analysis/reporters/output_files.hpp"
+#include "analysis/studies/comparison_table.hpp"
+#include "platforms/input_error.hpp"
 #include "sim/study/point_runner.hpp"
 #include "sim/study/study_file.hpp"
 #include "sim/study/study_points.hpp"
@@ -22,8 +22,9 @@ CLI::App* add_compare_command(CLI::App& app, CompareOptions& options) {
   auto* cmd = app.add_subcommand(
       "compare",
       "Simulate variants in parallel and print their figures side by side, with ratios to the first");
-  cmd->add_option("files", options.files,
-                  "Scenario files, or study files with a `variants` section (each variant is compared)")
+  cmd->add_option(
+         "files", options.files,
+         "scenario::Scenario files, or study files with a `variants` section (each variant is compared)")
       ->required();
   cmd->add_option(
       "-o,--out", options.out_dir,
@@ -55,7 +56,7 @@ int compare_command(const CompareOptions& options) {
     sim::StudyPoint point;
   };
   std::vector<Variant> variants;
-  sim::ErrorList errors;
+  platforms::ErrorList errors;
   for (const auto& file : options.files) {
     const sim::StudyFile study = sim::read_study_file(file);
     if (study.has_sweep) {
@@ -75,7 +76,7 @@ int compare_command(const CompareOptions& options) {
   }
   errors.throw_if_any();
   if (variants.size() < 2)
-    throw sim::InputError({fmt::format(
+    throw platforms::InputError({fmt::format(
         "compare needs at least two variants, got {} (give several scenario files, or a study file with a "
         "`variants` section)",
         variants.size())});

@@ -9,6 +9,7 @@
 #include <memory>
 #include <vector>
 
+#include "platforms/input_error.hpp"
 #include "sim/cli/collective_command.hpp"
 #include "sim/cli/compare_command.hpp"
 #include "sim/cli/merge_command.hpp"
@@ -17,7 +18,6 @@
 #include "sim/cli/run_command.hpp"
 #include "sim/cli/sweep_command.hpp"
 #include "sim/cli/validate_command.hpp"
-#include "sim/input_error.hpp"
 #include "trainsim_version.hpp"
 
 namespace {
@@ -64,7 +64,7 @@ int main(int argc, char** argv) {
       if (command.app->parsed())
         return command.run();
     return 1;
-  } catch (const trainsim::sim::InputError& e) {
+  } catch (const trainsim::platforms::InputError& e) {
     for (const auto& problem : e.problems())
       std::cerr << "error: " << problem << '\n';
     return 1;

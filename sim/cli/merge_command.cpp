@@ -8,8 +8,8 @@
 #include <map>
 #include <set>
 
-#include "analysis/results_table.hpp"
-#include "sim/input_error.hpp"
+#include "analysis/studies/results_table.hpp"
+#include "platforms/input_error.hpp"
 #include "sim/study/study_results.hpp"
 
 namespace trainsim::cli {
@@ -28,7 +28,7 @@ CLI::App* add_merge_command(CLI::App& app, MergeOptions& options) {
 }
 
 int merge_command(const MergeOptions& options) {
-  sim::ErrorList errors;
+  platforms::ErrorList errors;
   std::vector<std::pair<std::string, analysis::ResultsDocument>> shards;
   for (const auto& dir : options.shard_dirs) {
     const fs::path file = fs::path(dir) / "results.json";
@@ -78,7 +78,7 @@ int merge_command(const MergeOptions& options) {
     std::string list;
     for (const auto& m : missing)
       list.append(list.empty() ? "" : ", ").append(m);
-    throw sim::InputError(
+    throw platforms::InputError(
         {fmt::format("missing shard{} {} of study {} (run them with `trainsim sweep {} --shard "
                      "I/{}`)",
                      missing.size() > 1 ? "s" : "", list, first.study.value("name", ""),
@@ -98,7 +98,7 @@ int merge_command(const MergeOptions& options) {
   analysis::sort_rows(merged.rows);
   const std::size_t expected = first.study.value("points", std::size_t{0});
   if (merged.rows.size() != expected)
-    throw sim::InputError(
+    throw platforms::InputError(
         {fmt::format("the shards hold {} points but the study has {}", merged.rows.size(), expected)});
 
   const auto outputs = sim::write_study_outputs(options.out_dir, merged, sim::plots_of(merged), options.html);

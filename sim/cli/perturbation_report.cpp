@@ -30,7 +30,7 @@ ordered_json share_json(const sim::JobFailureResult& f) {
 
 }  // namespace
 
-ordered_json perturbation_blocks(const sim::Scenario& scenario, const sim::SimulationResult& result,
+ordered_json perturbation_blocks(const scenario::Scenario& scenario, const sim::SimulationResult& result,
                                  const std::vector<SeedResult>& seeds) {
   ordered_json j = ordered_json::object();
   const auto stats = analysis::iteration_stats(result.iteration_times_s);

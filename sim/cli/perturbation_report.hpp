@@ -9,8 +9,8 @@
 #include <ostream>
 #include <vector>
 
-#include "sim/scenario.hpp"
-#include "sim/simulation.hpp"
+#include "sim/replay/simulation.hpp"
+#include "sim/scenario/scenario.hpp"
 
 namespace trainsim::cli {
 
@@ -21,7 +21,8 @@ struct SeedResult {
   std::optional<sim::JobFailureResult> failures;  // with a failures section
 };
 
-nlohmann::ordered_json perturbation_blocks(const sim::Scenario& scenario, const sim::SimulationResult& result,
+nlohmann::ordered_json perturbation_blocks(const scenario::Scenario& scenario,
+                                           const sim::SimulationResult& result,
                                            const std::vector<SeedResult>& seeds);
 // Adds the blocks to the summary.json already written in `dir`.
 void add_to_summary_json(const std::filesystem::path& dir, const nlohmann::ordered_json& blocks);

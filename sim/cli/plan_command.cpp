@@ -8,10 +8,10 @@
 #include <sstream>
 #include <thread>
 
-#include "analysis/output_files.hpp"
-#include "analysis/plan_report.hpp"
+#include "analysis/reporters/output_files.hpp"
+#include "analysis/studies/plan_report.hpp"
+#include "platforms/input_error.hpp"
 #include "platforms/presets.hpp"
-#include "sim/input_error.hpp"
 #include "sim/study/plan_search.hpp"
 #include "sim/study/point_runner.hpp"
 #include "workloads/model_spec.hpp"
@@ -87,7 +87,7 @@ void write_atomically(const fs::path& path, const std::string& text) {
     std::ofstream out(aside, std::ios::binary);
     out << text;
     if (!out)
-      throw sim::InputError({fmt::format("{}: cannot write", aside.string())});
+      throw platforms::InputError({fmt::format("{}: cannot write", aside.string())});
   }
   fs::rename(aside, path);
 }
@@ -137,7 +137,7 @@ int plan_command(const PlanOptions& options) {
           "GPUs "
           "left (check the values fixed with --set)");
     problems.push_back("expected more GPUs, a smaller global batch or model, or fewer restrictions (--set)");
-    throw sim::InputError(problems);
+    throw platforms::InputError(problems);
   }
 
   const std::size_t top = std::min<std::size_t>(static_cast<std::size_t>(options.top), search.ranked.size());
@@ -148,7 +148,7 @@ int plan_command(const PlanOptions& options) {
   std::error_code ec;
   fs::create_directories(out_dir / "points", ec);
   if (ec)
-    throw sim::InputError(
+    throw platforms::InputError(
         {fmt::format("{}: cannot create the output directory: {}", out_dir.string(), ec.message())});
 
   std::vector<sim::PointJob> jobs;

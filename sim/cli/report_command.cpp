@@ -7,12 +7,12 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
-#include "analysis/output_files.hpp"
 #include "analysis/report.hpp"
-#include "analysis/reporters.hpp"
-#include "analysis/run_archive.hpp"
-#include "sim/input_error.hpp"
-#include "sim/simulation.hpp"
+#include "analysis/reporters/output_files.hpp"
+#include "analysis/reporters/reporters.hpp"
+#include "analysis/reporters/run_archive.hpp"
+#include "platforms/input_error.hpp"
+#include "sim/replay/simulation.hpp"
 #include "trainsim_version.hpp"
 #include "workloads/task_graph_fingerprint.hpp"
 
@@ -39,7 +39,7 @@ CLI::App* add_report_command(CLI::App& app, ReportOptions& options) {
   return cmd;
 }
 
-void save_run(const fs::path& dir, const sim::Scenario& scenario, const std::string& scenario_text,
+void save_run(const fs::path& dir, const scenario::Scenario& scenario, const std::string& scenario_text,
               const std::vector<std::string>& overrides, const workloads::TaskGraph& graph,
               const analysis::Timeline& timeline, const analysis::BalanceOutcome* balance) {
   nlohmann::ordered_json meta = {{"schema", kRunSchema},
@@ -59,7 +59,7 @@ void save_run(const fs::path& dir, const sim::Scenario& scenario, const std::str
     throw std::runtime_error(fmt::format("error while writing {}", path.string()));
 }
 
-void write_reports(const fs::path& dir, const sim::Scenario& scenario, const workloads::TaskGraph& graph,
+void write_reports(const fs::path& dir, const scenario::Scenario& scenario, const workloads::TaskGraph& graph,
                    const analysis::Timeline& timeline, bool html, bool quiet,
                    const std::vector<std::string>& also_written, const analysis::BalanceOutcome* balance) {
   const analysis::RunContext run{scenario.name, scenario.file, scenario.cluster, scenario.model,
@@ -78,7 +78,7 @@ int report_command(const ReportOptions& options) {
   const fs::path archive_path = run_dir / analysis::kRunArchiveFile;
   std::ifstream in(archive_path, std::ios::binary);
   if (!in)
-    throw sim::InputError(
+    throw platforms::InputError(
         {fmt::format("{}: no saved run here (expected {}); `trainsim run SCENARIO --out {}` saves one",
                      run_dir.string(), analysis::kRunArchiveFile, run_dir.string())});
   analysis::RunArchive archive;
@@ -92,19 +92,19 @@ int report_command(const ReportOptions& options) {
     if (meta.contains("balance"))
       balance = analysis::balance_outcome_from_json(meta.at("balance"));
   } catch (const std::exception& e) {
-    throw sim::InputError({fmt::format("{}: {}", archive_path.string(), e.what())});
+    throw platforms::InputError({fmt::format("{}: {}", archive_path.string(), e.what())});
   }
   const auto overrides = meta.value("overrides", std::vector<std::string>{});
   // The run already passed (or, with --allow-oom, waived) the memory check.
-  const sim::Scenario scenario = sim::parse_scenario_text(meta.value("scenario_yaml", std::string{}),
-                                                          meta.value("scenario_file", std::string{}),
-                                                          overrides, {.check_memory = false});
+  const scenario::Scenario scenario = scenario::parse_scenario_text(
+      meta.value("scenario_yaml", std::string{}), meta.value("scenario_file", std::string{}), overrides,
+      {.check_memory = false});
   // The graph is rebuilt, not stored; a different trainsim may build a
   // different one, and the timeline would then not match it.
   const workloads::TaskGraph graph = sim::build_task_graph(scenario);
   if (graph.gpu_count != archive.gpu_count || graph.size() != archive.task_count ||
       workloads::graph_fingerprint(graph) != archive.graph_fingerprint)
-    throw sim::InputError({fmt::format(
+    throw platforms::InputError({fmt::format(
         "{}: saved by trainsim {}, whose task graph for this scenario differs from this trainsim's "
         "({} tasks on {} GPUs saved, {} tasks on {} GPUs now); run the scenario again",
         archive_path.string(), meta.value("trainsim_version", std::string("?")), archive.task_count,
@@ -113,7 +113,7 @@ int report_command(const ReportOptions& options) {
   std::error_code ec;
   fs::create_directories(out_dir, ec);
   if (ec)
-    throw sim::InputError(
+    throw platforms::InputError(
         {fmt::format("{}: cannot create the output directory: {}", out_dir.string(), ec.message())});
   write_reports(out_dir, scenario, graph, archive.timeline, options.html, options.quiet, {},
                 balance ? &*balance : nullptr);

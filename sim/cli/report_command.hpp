@@ -10,7 +10,7 @@
 
 #include "analysis/balance_outcome.hpp"
 #include "analysis/timeline.hpp"
-#include "sim/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 #include "workloads/task_graph.hpp"
 
 namespace trainsim::cli {
@@ -27,16 +27,16 @@ CLI::App* add_report_command(CLI::App& app, ReportOptions& options);
 // Returns the process exit status.
 int report_command(const ReportOptions& options);
 
-// Saves what `report` needs into `dir` (analysis/run_archive.hpp): the
+// Saves what `report` needs into `dir` (analysis/reporters/run_archive.hpp): the
 // scenario text and overrides, the task graph and the timeline (and what
 // `run --balance auto` found, when given).
-void save_run(const std::filesystem::path& dir, const sim::Scenario& scenario,
+void save_run(const std::filesystem::path& dir, const scenario::Scenario& scenario,
               const std::string& scenario_text, const std::vector<std::string>& overrides,
               const workloads::TaskGraph& graph, const analysis::Timeline& timeline,
               const analysis::BalanceOutcome* balance = nullptr);
 // Analyses the run, writes every output file into `dir`, prints the terminal
 // summary and the files written (plus `also_written`) unless `quiet`.
-void write_reports(const std::filesystem::path& dir, const sim::Scenario& scenario,
+void write_reports(const std::filesystem::path& dir, const scenario::Scenario& scenario,
                    const workloads::TaskGraph& graph, const analysis::Timeline& timeline, bool html,
                    bool quiet, const std::vector<std::string>& also_written = {},
                    const analysis::BalanceOutcome* balance = nullptr);

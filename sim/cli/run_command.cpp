@@ -11,21 +11,21 @@
 
 #include <nlohmann/json.hpp>
 
-#include "analysis/run_archive.hpp"
+#include "analysis/reporters/run_archive.hpp"
+#include "platforms/input_error.hpp"
 #include "sim/cli/balance_run.hpp"
 #include "sim/cli/perturbation_report.hpp"
 #include "sim/cli/report_command.hpp"
-#include "sim/input_error.hpp"
-#include "sim/memory_check.hpp"
-#include "sim/scenario.hpp"
-#include "sim/simulation.hpp"
+#include "sim/replay/simulation.hpp"
+#include "sim/scenario/memory_check.hpp"
+#include "sim/scenario/scenario.hpp"
 
 namespace trainsim::cli {
 namespace fs = std::filesystem;
 
 CLI::App* add_run_command(CLI::App& app, RunOptions& options) {
   auto* cmd = app.add_subcommand("run", "Simulate one training iteration of a scenario");
-  cmd->add_option("scenario", options.scenario, "Scenario YAML file")->required();
+  cmd->add_option("scenario", options.scenario, "scenario::Scenario YAML file")->required();
   cmd->add_option("-o,--out", options.out_dir,
                   "Directory for the outputs (summary.json, CSV tables, trace.json, SVG plots, run.trainsim; "
                   "default: runs/<scenario name>)");
@@ -58,7 +58,7 @@ namespace {
 
 // Runs one seed in a child process (SimGrid allows one engine per process)
 // and reads back its iteration times and goodput.
-SeedResult run_seed_in_child(sim::Scenario scenario, std::uint64_t seed, int iterations) {
+SeedResult run_seed_in_child(scenario::Scenario scenario, std::uint64_t seed, int iterations) {
   int fds[2];
   if (pipe(fds) != 0)
     throw std::runtime_error("cannot create a pipe for a seed run");
@@ -130,10 +130,10 @@ SeedResult run_seed_in_child(sim::Scenario scenario, std::uint64_t seed, int ite
 int run_command(const RunOptions& options) {
   if (options.balance == "auto")
     return run_balanced(options);
-  const sim::Scenario scenario =
-      sim::load_scenario(options.scenario, options.overrides, {.check_memory = !options.allow_oom});
+  const scenario::Scenario scenario =
+      scenario::load_scenario(options.scenario, options.overrides, {.check_memory = !options.allow_oom});
   if (options.allow_oom)
-    for (const auto& problem : sim::memory_problems(scenario))
+    for (const auto& problem : scenario::memory_problems(scenario))
       std::cerr << "warning: " << scenario.file << ": plan: " << problem
                 << " (simulating anyway: --allow-oom)\n";
   const fs::path out_dir =
@@ -141,7 +141,7 @@ int run_command(const RunOptions& options) {
   std::error_code ec;
   fs::create_directories(out_dir, ec);
   if (ec)
-    throw sim::InputError(
+    throw platforms::InputError(
         {fmt::format("{}: cannot create the output directory: {}", out_dir.string(), ec.message())});
 
   std::string scenario_text;

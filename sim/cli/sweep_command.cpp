@@ -7,7 +7,7 @@
 #include <map>
 #include <thread>
 
-#include "sim/input_error.hpp"
+#include "platforms/input_error.hpp"
 #include "sim/study/point_runner.hpp"
 #include "sim/study/study_file.hpp"
 #include "sim/study/study_points.hpp"
@@ -73,7 +73,7 @@ int sweep_command(const SweepOptions& options) {
   sim::StudyFile study = sim::read_study_file(options.study);
   sim::narrow_study(study, options.only);
   if (!study.has_sweep && !study.has_variants)
-    throw sim::InputError({fmt::format(
+    throw platforms::InputError({fmt::format(
         "{}: has neither a `sweep` nor a `variants` section, so there is nothing to sweep (simulate one "
         "scenario with `trainsim run {}`)",
         options.study, options.study)});
@@ -99,7 +99,7 @@ int sweep_command(const SweepOptions& options) {
     for (std::size_t i = 0; i < points.size() && i < 5; ++i)
       problems.push_back(
           fmt::format("  point {} ({}): {}", points[i].id, points[i].label, *points[i].dropped));
-    throw sim::InputError(problems);
+    throw platforms::InputError(problems);
   }
 
   const fs::path out_dir =
@@ -107,7 +107,7 @@ int sweep_command(const SweepOptions& options) {
   std::error_code ec;
   fs::create_directories(out_dir / "points", ec);
   if (ec)
-    throw sim::InputError(
+    throw platforms::InputError(
         {fmt::format("{}: cannot create the output directory: {}", out_dir.string(), ec.message())});
 
   // This run's points: the whole study or one shard of it.

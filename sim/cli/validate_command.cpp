@@ -18,11 +18,11 @@
 #include <sstream>
 #include <thread>
 
+#include "platforms/input_error.hpp"
 #include "sim/cli/embedded_templates.hpp"
 #include "sim/cli/validation_dataset.hpp"
-#include "sim/input_error.hpp"
-#include "sim/scenario.hpp"
-#include "sim/simulation.hpp"
+#include "sim/replay/simulation.hpp"
+#include "sim/scenario/scenario.hpp"
 
 namespace trainsim::cli {
 namespace fs = std::filesystem;
@@ -33,8 +33,9 @@ CLI::App* add_validate_command(CLI::App& app, ValidateOptions& options) {
       "Replay every row of a measured dataset (vTrain CSV format) and report the prediction error");
   cmd->add_option("dataset", options.dataset, "CSV of measured iteration times (vTrain's columns)")
       ->required();
-  cmd->add_option("-t,--template", options.template_file,
-                  "Scenario each row fills in (default: the built-in scenarios/validation/vtrain-a100.yaml)");
+  cmd->add_option(
+      "-t,--template", options.template_file,
+      "scenario::Scenario each row fills in (default: the built-in scenarios/validation/vtrain-a100.yaml)");
   cmd->add_option("-j,--jobs", options.jobs, "Simulations run at once (default: one per hardware thread)")
       ->check(CLI::Range(1, 1024));
   cmd->add_option("--subset", options.subset,
@@ -77,7 +78,7 @@ struct RowResult {
 // time (or its error) to DIR/result.txt. The parent never starts SimGrid, so
 // every child gets a fresh engine; the child skips the timeline and trace
 // files that `trainsim run` writes.
-pid_t spawn_row(const sim::Scenario& scenario, const fs::path& dir) {
+pid_t spawn_row(const scenario::Scenario& scenario, const fs::path& dir) {
   std::cout.flush();
   std::cerr.flush();
   const pid_t pid = ::fork();
@@ -157,7 +158,7 @@ int validate_command(const ValidateOptions& options) {
   } else {
     std::ifstream in(options.template_file, std::ios::binary);
     if (!in)
-      throw sim::InputError({fmt::format("{}: cannot read the template", options.template_file)});
+      throw platforms::InputError({fmt::format("{}: cannot read the template", options.template_file)});
     template_text = read_text(options.template_file);
   }
 
@@ -168,7 +169,7 @@ int validate_command(const ValidateOptions& options) {
     if (options.subset == "all" || row.set == options.subset)
       selected.push_back(&row);
   if (selected.empty())
-    throw sim::InputError(
+    throw platforms::InputError(
         {fmt::format("{}: no rows in subset '{}' (the `set` column marks rows fit or check)", options.dataset,
                      options.subset)});
   // Rows smaller than a node get a node of their size (the template's node
@@ -182,19 +183,19 @@ int validate_command(const ValidateOptions& options) {
     }
   }();
   std::vector<std::string> problems;
-  std::vector<sim::Scenario> scenarios;
+  std::vector<scenario::Scenario> scenarios;
   for (const auto* row : selected) {
     try {
       scenarios.push_back(
-          sim::parse_scenario_text(template_text, template_label, row_overrides(*row, gpus_per_node)));
-    } catch (const sim::InputError& e) {
+          scenario::parse_scenario_text(template_text, template_label, row_overrides(*row, gpus_per_node)));
+    } catch (const platforms::InputError& e) {
       for (const auto& p : e.problems())
         problems.push_back(
             fmt::format("{}:{}: this row gives a bad scenario: {}", options.dataset, row->line, p));
     }
   }
   if (!problems.empty())
-    throw sim::InputError(problems);
+    throw platforms::InputError(problems);
 
   // Each child writes its result into a directory of its own.
   const auto work = fs::temp_directory_path() / fmt::format("trainsim-validate-{}", ::getpid());
@@ -248,7 +249,7 @@ int validate_command(const ValidateOptions& options) {
   if (!options.csv_out.empty()) {
     csv.open(options.csv_out, std::ios::binary);
     if (!csv)
-      throw sim::InputError({fmt::format("{}: cannot write the results", options.csv_out)});
+      throw platforms::InputError({fmt::format("{}: cannot write the results", options.csv_out)});
     csv << "line,set,gpus,tp,dp,pp,micro_batch,measured_ms,predicted_ms,error_percent\n";
   }
   int failures = 0;

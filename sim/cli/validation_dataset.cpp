@@ -8,7 +8,7 @@
 #include <map>
 #include <sstream>
 
-#include "sim/input_error.hpp"
+#include "platforms/input_error.hpp"
 
 namespace trainsim::cli {
 namespace {
@@ -71,7 +71,7 @@ const std::map<std::string, Column>& known_columns() {
 }  // namespace
 
 std::vector<ValidationRow> parse_validation_dataset(const std::string& text, const std::string& file) {
-  sim::ErrorList errors;
+  platforms::ErrorList errors;
   std::vector<ValidationRow> rows;
   std::vector<Column> header;
   std::vector<std::string> header_names;
@@ -200,7 +200,7 @@ std::vector<ValidationRow> parse_validation_dataset(const std::string& text, con
 std::vector<ValidationRow> read_validation_dataset(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
-    throw sim::InputError({fmt::format("{}: cannot read the dataset", path)});
+    throw platforms::InputError({fmt::format("{}: cannot read the dataset", path)});
   std::stringstream text;
   text << in.rdbuf();
   return parse_validation_dataset(text.str(), path);

@@ -28,7 +28,7 @@ struct ValidationRow {
   double measured_ms = 0;
 };
 
-// Reads the file; throws sim::InputError naming file:line, the column and the
+// Reads the file; throws platforms::InputError naming file:line, the column and the
 // bad value for every problem found (unknown or missing columns, non-numbers,
 // tp x dp x pp different from the GPU count, a `set` other than fit/check).
 std::vector<ValidationRow> read_validation_dataset(const std::string& path);

@@ -8,13 +8,13 @@
 #include <optional>
 #include <sstream>
 
+#include "platforms/input_error.hpp"
 #include "platforms/presets.hpp"
-#include "sim/cost_model_choice.hpp"
-#include "sim/infeasible_plan.hpp"
-#include "sim/input_error.hpp"
-#include "sim/scenario_document.hpp"
-#include "sim/scenario_sections.hpp"
-#include "sim/yaml_reader.hpp"
+#include "platforms/yaml_reader.hpp"
+#include "sim/scenario/cost_model_choice.hpp"
+#include "sim/scenario/document.hpp"
+#include "sim/scenario/infeasible_plan.hpp"
+#include "sim/scenario/sections.hpp"
 #include "workloads/schedule.hpp"
 
 namespace trainsim::sim {
@@ -37,16 +37,16 @@ constexpr const char* kAxisKeys[] = {
 YAML::Node read_yaml_file(const std::string& path, const std::string& option) {
   std::ifstream in(path);
   if (!in)
-    throw InputError({fmt::format("{} {}: cannot open the file", option, path)});
+    throw platforms::InputError({fmt::format("{} {}: cannot open the file", option, path)});
   std::stringstream text;
   text << in.rdbuf();
   try {
     YAML::Node root = YAML::Load(text.str());
     if (!root.IsMap())
-      throw InputError({fmt::format("{}: expected a YAML map (a scenario file)", path)});
+      throw platforms::InputError({fmt::format("{}: expected a YAML map (a scenario file)", path)});
     return root;
   } catch (const YAML::Exception& e) {
-    throw InputError(
+    throw platforms::InputError(
         {fmt::format("{}:{}:{}: not valid YAML: {}", path, e.mark.line + 1, e.mark.column + 1, e.msg)});
   }
 }
@@ -57,7 +57,7 @@ std::vector<std::string> axis_words(const std::string& assignment, const std::st
   try {
     value = YAML::Load(value_text);
   } catch (const YAML::Exception&) {
-    throw InputError({fmt::format("--set {}: the value is not valid YAML", assignment)});
+    throw platforms::InputError({fmt::format("--set {}: the value is not valid YAML", assignment)});
   }
   std::vector<std::string> words;
   if (value.IsScalar())
@@ -67,9 +67,9 @@ std::vector<std::string> axis_words(const std::string& assignment, const std::st
       if (v.IsScalar())
         words.push_back(v.Scalar());
   if (words.empty() || (value.IsSequence() && words.size() != value.size()))
-    throw InputError({fmt::format("--set {}: expected a value or a list of values, e.g. {}=4 or {}=[2,4]",
-                                  assignment, assignment.substr(0, assignment.find('=')),
-                                  assignment.substr(0, assignment.find('=')))});
+    throw platforms::InputError({fmt::format(
+        "--set {}: expected a value or a list of values, e.g. {}=4 or {}=[2,4]", assignment,
+        assignment.substr(0, assignment.find('=')), assignment.substr(0, assignment.find('=')))});
   return words;
 }
 
@@ -85,7 +85,7 @@ std::vector<int> axis_integers(const std::string& assignment, const std::vector<
       used = 0;
     }
     if (used != w.size() || w.empty() || n < min || n > max)
-      throw InputError(
+      throw platforms::InputError(
           {fmt::format("--set {}: '{}' is not an integer in [{}, {}]", assignment, w, min, max)});
     out.push_back(n);
   }
@@ -105,7 +105,7 @@ std::vector<E> axis_choices(const std::string& assignment, const std::vector<std
         found = e;
     }
     if (!found)
-      throw InputError({fmt::format("--set {}: '{}' is not one of {}", assignment, w, names)});
+      throw platforms::InputError({fmt::format("--set {}: '{}' is not one of {}", assignment, w, names)});
     out.push_back(*found);
   }
   return out;
@@ -119,7 +119,7 @@ std::vector<bool> axis_booleans(const std::string& assignment, const std::vector
     else if (w == "false")
       out.push_back(false);
     else
-      throw InputError({fmt::format("--set {}: '{}' is not true or false", assignment, w)});
+      throw platforms::InputError({fmt::format("--set {}: '{}' is not true or false", assignment, w)});
   }
   return out;
 }
@@ -157,7 +157,7 @@ std::optional<int> integer_at(const YAML::Node& map, const char* key) {
 
 // Sets a plan key in a candidate document and says where it came from.
 template <class T>
-void set_plan_key(YAML::Node& root, InputSource& source, const std::string& key, const T& value,
+void set_plan_key(YAML::Node& root, platforms::InputSource& source, const std::string& key, const T& value,
                   const std::string& origin) {
   root["plan"][key] = value;
   source.mark_override("plan." + key, origin);
@@ -165,23 +165,23 @@ void set_plan_key(YAML::Node& root, InputSource& source, const std::string& key,
 
 struct BaseDocument {
   YAML::Node root;
-  InputSource source{""};
+  platforms::InputSource source{""};
   workloads::PlanSpaceOptions space;
   std::string model_source, cluster_source, fidelity;
 };
 
 BaseDocument base_document(const PlanSearchRequest& request) {
   BaseDocument base;
-  ErrorList errors;
+  platforms::ErrorList errors;
   const std::string file = request.scenario.empty() ? std::string("trainsim plan") : request.scenario;
-  base.source = InputSource(file);
+  base.source = platforms::InputSource(file);
   auto& source = base.source;
   base.root = request.scenario.empty() ? YAML::Node(YAML::NodeType::Map)
                                        : read_yaml_file(request.scenario, "--scenario");
   YAML::Node& root = base.root;
-  for (const char* key : kStudySectionKeys)
+  for (const char* key : scenario::kStudySectionKeys)
     if (root[key])
-      throw InputError(
+      throw platforms::InputError(
           {fmt::format("--scenario {}: is a study file (it has a `{}` section); expected a "
                        "scenario, whose plan the search replaces",
                        request.scenario, key)});
@@ -196,18 +196,19 @@ BaseDocument base_document(const PlanSearchRequest& request) {
     } else if (std::filesystem::is_regular_file(request.model)) {
       const YAML::Node other = read_yaml_file(request.model, "--model");
       if (!other["model"])
-        throw InputError({fmt::format("--model {}: the file has no `model` section", request.model)});
+        throw platforms::InputError(
+            {fmt::format("--model {}: the file has no `model` section", request.model)});
       root["model"] = other["model"];
       source.mark_origin("model", request.model);
       base.model_source = fmt::format("{} (model section)", request.model);
     } else {
-      throw InputError(
+      throw platforms::InputError(
           {fmt::format("--model {}: neither a model preset (expected one of {}) nor a readable "
                        "YAML file with a `model` section",
                        request.model, workloads::model_preset_names_for_message())});
     }
   } else if (!root["model"]) {
-    throw InputError(
+    throw platforms::InputError(
         {"no model: give --model PRESET or --model FILE (a YAML file with a `model` section), "
          "or --scenario FILE with a `model` section"});
   } else {
@@ -224,18 +225,19 @@ BaseDocument base_document(const PlanSearchRequest& request) {
     } else if (std::filesystem::is_regular_file(request.cluster)) {
       const YAML::Node other = read_yaml_file(request.cluster, "--cluster");
       if (!other["cluster"])
-        throw InputError({fmt::format("--cluster {}: the file has no `cluster` section", request.cluster)});
+        throw platforms::InputError(
+            {fmt::format("--cluster {}: the file has no `cluster` section", request.cluster)});
       root["cluster"] = other["cluster"];
       source.mark_origin("cluster", request.cluster);
       base.cluster_source = fmt::format("{} (cluster section)", request.cluster);
     } else {
-      throw InputError(
+      throw platforms::InputError(
           {fmt::format("--cluster {}: neither a cluster preset (expected one of {}) nor a "
                        "readable YAML file with a `cluster` section",
                        request.cluster, platforms::cluster_preset_names())});
     }
   } else if (!root["cluster"]) {
-    throw InputError(
+    throw platforms::InputError(
         {"no cluster: give --cluster PRESET or --cluster FILE (a YAML file with a `cluster` "
          "section), or --scenario FILE with a `cluster` section"});
   } else {
@@ -271,7 +273,7 @@ BaseDocument base_document(const PlanSearchRequest& request) {
     }
     if (key.rfind("cluster.collectives", 0) == 0)
       fidelity_set = true;
-    apply_override(root, assignment, source, errors);
+    platforms::apply_override(root, assignment, source, errors);
   }
   errors.throw_if_any();
   if (!request.fidelity.empty() && !fidelity_set) {
@@ -285,7 +287,7 @@ BaseDocument base_document(const PlanSearchRequest& request) {
   if (batch == 0)
     batch = integer_at(root["plan"], "global_batch_size").value_or(0);
   if (batch <= 0)
-    throw InputError({"no global batch: give --global-batch B (sequences per iteration)"});
+    throw platforms::InputError({"no global batch: give --global-batch B (sequences per iteration)"});
   base.space.global_batch_size = batch;
   root["plan"]["global_batch_size"] = batch;
   if (request.global_batch_size > 0)
@@ -304,10 +306,10 @@ std::string without_synthetic_location(const std::string& message, const PlanSea
 }
 
 // Reads the cluster section alone, to size the cluster for --gpus.
-platforms::ClusterSpec read_base_cluster(const YAML::Node& root, const InputSource& source) {
-  ErrorList errors;
-  Scenario scenario;
-  MapReader top(YAML::Clone(root), "", source, errors);
+platforms::ClusterSpec read_base_cluster(const YAML::Node& root, const platforms::InputSource& source) {
+  platforms::ErrorList errors;
+  scenario::Scenario scenario;
+  platforms::MapReader top(YAML::Clone(root), "", source, errors);
   if (auto cluster = top.map("cluster"))
     read_cluster_section(*cluster, scenario);
   errors.throw_if_any();
@@ -318,7 +320,7 @@ platforms::ClusterSpec read_base_cluster(const YAML::Node& root, const InputSour
 
 PlanSearch prepare_plan_search(const PlanSearchRequest& request) {
   if (request.gpus < 1)
-    throw InputError({fmt::format("--gpus {}: expected a positive GPU count", request.gpus)});
+    throw platforms::InputError({fmt::format("--gpus {}: expected a positive GPU count", request.gpus)});
   BaseDocument base = base_document(request);
   PlanSearch search;
   search.model_source = base.model_source;
@@ -330,20 +332,20 @@ PlanSearch prepare_plan_search(const PlanSearchRequest& request) {
   const int gpus_per_node = cluster.groups.front().gpus_per_node;
   if (cluster.groups.size() == 1) {
     if (request.gpus % gpus_per_node != 0)
-      throw InputError({fmt::format(
+      throw platforms::InputError({fmt::format(
           "--gpus {}: the cluster {} has {} GPUs per node; expected a multiple of {} (whole nodes)",
           request.gpus, cluster.name, gpus_per_node, gpus_per_node)});
     base.root["cluster"]["nodes"] = request.gpus / gpus_per_node;
     base.source.mark_override("cluster.nodes", fmt::format("--gpus {}", request.gpus));
   } else if (request.gpus != cluster.gpu_count()) {
-    throw InputError({fmt::format(
+    throw platforms::InputError({fmt::format(
         "--gpus {}: the mixed cluster {} has {} GPUs in {} node groups; expected "
         "--gpus {} (a mixed cluster is searched as it is)",
         request.gpus, cluster.name, cluster.gpu_count(), cluster.groups.size(), cluster.gpu_count())});
   }
   const int cp = std::max(1, base.space.context_parallel);
   if (request.gpus % cp != 0)
-    throw InputError(
+    throw platforms::InputError(
         {fmt::format("--gpus {}: plan.context_parallel {} does not divide it", request.gpus, cp)});
 
   // The model and cluster, checked once with a placeholder plan that always
@@ -356,9 +358,10 @@ PlanSearch prepare_plan_search(const PlanSearchRequest& request) {
     plan["context_parallel"] = cp;
     probe["plan"] = plan;
     try {
-      search.base = load_scenario_document(probe, base.source, LoadOptions{.check_memory = false});
-    } catch (const InfeasiblePlan& e) {
-      throw InputError(e.problems());
+      search.base =
+          scenario::load_scenario_document(probe, base.source, scenario::LoadOptions{.check_memory = false});
+    } catch (const scenario::InfeasiblePlan& e) {
+      throw platforms::InputError(e.problems());
     }
   }
 
@@ -373,7 +376,7 @@ PlanSearch prepare_plan_search(const PlanSearchRequest& request) {
     const std::string key = workloads::plan_key(plan);
     const std::string origin = fmt::format("plan search candidate {}", key);
     YAML::Node root = YAML::Clone(base.root);
-    InputSource source = base.source;
+    platforms::InputSource source = base.source;
     root["name"] = fmt::format("plan-{}", key);
     set_plan_key(root, source, "dp", plan.dp, origin);
     set_plan_key(root, source, "tp", plan.tp, origin);
@@ -385,12 +388,12 @@ PlanSearch prepare_plan_search(const PlanSearchRequest& request) {
     set_plan_key(root, source, "zero_stage", plan.zero_stage, origin);
     set_plan_key(root, source, "sequence_parallel", plan.sequence_parallel, origin);
     try {
-      const Scenario scenario = load_scenario_document(root, source);
+      const scenario::Scenario scenario = scenario::load_scenario_document(root, source);
       PlanCandidate c;
       c.plan = scenario.plan;
       c.key = key;
       c.label = workloads::plan_label(scenario.plan);
-      const auto cost = make_cost_model(scenario);
+      const auto cost = scenario::make_cost_model(scenario);
       c.estimate = workloads::estimate_plan(scenario.model, scenario.plan, scenario.cluster, *cost);
       YAML::Emitter emitter;
       emitter << root;
@@ -400,8 +403,8 @@ PlanSearch prepare_plan_search(const PlanSearchRequest& request) {
           key, search.base.model.name, request.gpus, cluster.groups.front().gpu.name,
           base.space.global_batch_size, emitter.c_str());
       search.ranked.push_back(std::move(c));
-    } catch (const InfeasiblePlan& e) {
-      if (e.reason() == Infeasibility::does_not_fit_in_memory) {
+    } catch (const scenario::InfeasiblePlan& e) {
+      if (e.reason() == scenario::Infeasibility::does_not_fit_in_memory) {
         ++search.pruned[static_cast<std::size_t>(workloads::PruneReason::does_not_fit_in_memory)];
         search.memory_pruned.push_back({key, workloads::plan_label(plan),
                                         e.problems().empty()
@@ -412,7 +415,7 @@ PlanSearch prepare_plan_search(const PlanSearchRequest& request) {
         if (search.invalid_examples.size() < 3 && !e.problems().empty())
           search.invalid_examples.push_back(without_synthetic_location(e.problems().front(), request));
       }
-    } catch (const InputError& e) {
+    } catch (const platforms::InputError& e) {
       // Not a property of the plan: something in the base that only shows
       // with some plans. Reported once, after the loop.
       for (const auto& raw : e.problems()) {
@@ -423,7 +426,7 @@ PlanSearch prepare_plan_search(const PlanSearchRequest& request) {
     }
   }
   if (!unexpected.empty())
-    throw InputError(unexpected);
+    throw platforms::InputError(unexpected);
 
   std::stable_sort(search.ranked.begin(), search.ranked.end(),
                    [](const PlanCandidate& a, const PlanCandidate& b) {

@@ -2,7 +2,7 @@
 // The plan search behind `trainsim plan`: from a model, a cluster, a GPU
 // count and a global batch to the candidate plans, each checked by the
 // scenario loader exactly as `trainsim run` checks it (plan rules, then the
-// memory model), estimated (workloads/plan_estimate.hpp) and ranked. The
+// memory model), estimated (workloads/planning/plan_estimate.hpp) and ranked. The
 // best K are then simulated as study points (sim/study/point_runner.hpp);
 // the CLI (sim/cli/plan_command.cpp) composes the two and reports.
 #include <array>
@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "sim/scenario.hpp"
-#include "workloads/plan_estimate.hpp"
-#include "workloads/plan_space.hpp"
+#include "sim/scenario/scenario.hpp"
+#include "workloads/planning/plan_estimate.hpp"
+#include "workloads/planning/plan_space.hpp"
 
 namespace trainsim::sim {
 
@@ -47,7 +47,7 @@ struct MemoryPruned {
 };
 
 struct PlanSearch {
-  Scenario base;  // the cluster and model every plan runs on (its plan is a placeholder)
+  scenario::Scenario base;  // the cluster and model every plan runs on (its plan is a placeholder)
   std::string model_source;
   std::string cluster_source;
   std::string fidelity;

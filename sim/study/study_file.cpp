@@ -7,9 +7,9 @@
 #include <set>
 #include <sstream>
 
-#include "sim/input_error.hpp"
-#include "sim/scenario_document.hpp"
-#include "sim/yaml_reader.hpp"
+#include "platforms/input_error.hpp"
+#include "platforms/yaml_reader.hpp"
+#include "sim/scenario/document.hpp"
 
 namespace trainsim::sim {
 namespace {
@@ -29,7 +29,7 @@ std::vector<std::string> split_key(const std::string& key) {
 // Reads the study sections of one document, collecting every problem.
 class StudyReader {
  public:
-  StudyReader(StudyFile& study, const InputSource& source, ErrorList& errors)
+  StudyReader(StudyFile& study, const platforms::InputSource& source, platforms::ErrorList& errors)
       : study_(study), source_(source), errors_(errors) {}
 
   void read_variants(const YAML::Node& node);
@@ -48,8 +48,8 @@ class StudyReader {
   void read_plots(const YAML::Node& node);
 
   StudyFile& study_;
-  const InputSource& source_;
-  ErrorList& errors_;
+  const platforms::InputSource& source_;
+  platforms::ErrorList& errors_;
 };
 
 bool StudyReader::check_key(const std::string& path, const YAML::Node& key_node) {
@@ -64,7 +64,7 @@ bool StudyReader::check_key(const std::string& path, const YAML::Node& key_node)
     return false;
   }
   const auto first = split_key(key).front();
-  for (const char* study_key : kStudySectionKeys)
+  for (const char* study_key : scenario::kStudySectionKeys)
     if (first == study_key) {
       error(path, key_node, fmt::format("'{}' is a study section, not a scenario key", key));
       return false;
@@ -76,7 +76,7 @@ std::optional<std::vector<YAML::Node>> StudyReader::value_list(const std::string
                                                                const YAML::Node& list) {
   if (!list.IsSequence() || list.size() == 0) {
     error(path, list,
-          fmt::format("expected a non-empty list of values, found {}", describe_yaml_value(list)));
+          fmt::format("expected a non-empty list of values, found {}", platforms::describe_yaml_value(list)));
     return std::nullopt;
   }
   std::vector<YAML::Node> values;
@@ -93,9 +93,9 @@ std::optional<std::vector<YAML::Node>> StudyReader::value_list(const std::string
 
 void StudyReader::read_grid(const YAML::Node& node) {
   if (!node.IsMap()) {
-    error(
-        "sweep.grid", node,
-        fmt::format("expected a map of dotted keys to lists of values, found {}", describe_yaml_value(node)));
+    error("sweep.grid", node,
+          fmt::format("expected a map of dotted keys to lists of values, found {}",
+                      platforms::describe_yaml_value(node)));
     return;
   }
   std::set<std::string> seen;
@@ -123,7 +123,7 @@ void StudyReader::read_zip_group(const YAML::Node& node, const std::string& path
   if (!node.IsMap() || node.size() == 0) {
     error(path, node,
           fmt::format("expected a map of dotted keys to lists of equal length, found {}",
-                      describe_yaml_value(node)));
+                      platforms::describe_yaml_value(node)));
     return;
   }
   Axis axis;
@@ -164,13 +164,14 @@ void StudyReader::read_zip_group(const YAML::Node& node, const std::string& path
 
 void StudyReader::read_plots(const YAML::Node& node) {
   if (!node.IsSequence()) {
-    error("sweep.plots", node, fmt::format("expected a list of plots, found {}", describe_yaml_value(node)));
+    error("sweep.plots", node,
+          fmt::format("expected a list of plots, found {}", platforms::describe_yaml_value(node)));
     return;
   }
   std::set<std::string> files;
   for (std::size_t i = 0; i < node.size(); ++i) {
     const std::string path = fmt::format("sweep.plots[{}]", i);
-    MapReader p(node[i], path, source_, errors_);
+    platforms::MapReader p(node[i], path, source_, errors_);
     const std::size_t before = errors_.size();
     analysis::PlotSpec spec;
     for (const char* required : {"x", "y"})
@@ -191,7 +192,7 @@ void StudyReader::read_plots(const YAML::Node& node) {
             p.error("lines", "expected a column name or a list of column names");
       } else {
         p.error("lines", fmt::format("expected a column name or a list of column names, found {}",
-                                     describe_yaml_value(lines)));
+                                     platforms::describe_yaml_value(lines)));
       }
     }
     if (p.has("where")) {
@@ -199,12 +200,13 @@ void StudyReader::read_plots(const YAML::Node& node) {
       const YAML::Node where = p.node()["where"];
       if (!where.IsMap()) {
         p.error("where", fmt::format("expected a map of column names to values, found {}",
-                                     describe_yaml_value(where)));
+                                     platforms::describe_yaml_value(where)));
       } else {
         for (const auto& kv : where) {
           if (!kv.second.IsScalar()) {
-            error(fmt::format("{}.where.{}", path, kv.first.Scalar()), kv.second,
-                  fmt::format("expected a single value, found {}", describe_yaml_value(kv.second)));
+            error(
+                fmt::format("{}.where.{}", path, kv.first.Scalar()), kv.second,
+                fmt::format("expected a single value, found {}", platforms::describe_yaml_value(kv.second)));
             continue;
           }
           spec.where.emplace_back(kv.first.Scalar(), analysis::parameter_value(kv.second.Scalar()));
@@ -231,7 +233,7 @@ void StudyReader::read_plots(const YAML::Node& node) {
 }
 
 void StudyReader::read_sweep(const YAML::Node& node) {
-  MapReader sweep(node, "sweep", source_, errors_);
+  platforms::MapReader sweep(node, "sweep", source_, errors_);
   if (node.IsMap() && !sweep.has("grid") && !sweep.has("zip"))
     sweep.error("", "expected `grid` (a cartesian product) and/or `zip` (parallel lists) of scenario keys");
   if (sweep.has("grid")) {
@@ -259,7 +261,7 @@ void StudyReader::read_variants(const YAML::Node& node) {
   if (!node.IsMap() || node.size() == 0) {
     error("variants", node,
           fmt::format("expected a map of variant names to maps of dotted keys and values, found {}",
-                      describe_yaml_value(node)));
+                      platforms::describe_yaml_value(node)));
     return;
   }
   Axis axis;
@@ -290,7 +292,7 @@ void StudyReader::read_variants(const YAML::Node& node) {
       error(
           path, kv.second,
           fmt::format("expected a map of dotted keys to values (or nothing for the base scenario), found {}",
-                      describe_yaml_value(kv.second)));
+                      platforms::describe_yaml_value(kv.second)));
       continue;
     }
     axis.values.push_back(std::move(value));
@@ -331,19 +333,19 @@ StudyFile parse_study_text(const std::string& text, const std::string& path) {
   try {
     study.document = YAML::Load(text);
   } catch (const YAML::Exception& e) {
-    throw InputError(
+    throw platforms::InputError(
         {fmt::format("{}:{}:{}: not valid YAML: {}", path, e.mark.line + 1, e.mark.column + 1, e.msg)});
   }
   if (!study.document || study.document.IsNull())
     study.document = YAML::Node(YAML::NodeType::Map);
-  InputSource source(path);
-  ErrorList errors;
+  platforms::InputSource source(path);
+  platforms::ErrorList errors;
   const YAML::Node& root = study.document;
   if (!root.IsMap())
-    throw InputError(
+    throw platforms::InputError(
         {fmt::format("{}: expected a map of keys (a scenario with a sweep or variants section), "
                      "found {}",
-                     path, describe_yaml_value(root))});
+                     path, platforms::describe_yaml_value(root))});
   study.name = std::filesystem::path(path).stem().string();
   if (root["name"] && root["name"].IsScalar())
     study.name = root["name"].Scalar();
@@ -367,7 +369,7 @@ StudyFile parse_study_text(const std::string& text, const std::string& path) {
 StudyFile read_study_file(const std::string& path) {
   std::ifstream in(path);
   if (!in)
-    throw InputError({fmt::format("{}: cannot open the study file", path)});
+    throw platforms::InputError({fmt::format("{}: cannot open the study file", path)});
   std::stringstream text;
   text << in.rdbuf();
   return parse_study_text(text.str(), path);
@@ -388,7 +390,7 @@ YAML::Node base_document(const StudyFile& study) {
   YAML::Node root = YAML::Load(study.text);
   if (!root || root.IsNull())
     return YAML::Node(YAML::NodeType::Map);
-  for (const char* key : kStudySectionKeys)
+  for (const char* key : scenario::kStudySectionKeys)
     root.remove(key);
   return root;
 }

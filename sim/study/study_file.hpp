@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-#include "analysis/results_plot.hpp"
+#include "analysis/studies/results_plot.hpp"
 
 namespace trainsim::sim {
 

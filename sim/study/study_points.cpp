@@ -6,10 +6,10 @@
 #include <charconv>
 #include <map>
 
-#include "sim/infeasible_plan.hpp"
-#include "sim/input_error.hpp"
-#include "sim/scenario_document.hpp"
-#include "sim/yaml_reader.hpp"
+#include "platforms/input_error.hpp"
+#include "platforms/yaml_reader.hpp"
+#include "sim/scenario/document.hpp"
+#include "sim/scenario/infeasible_plan.hpp"
 
 namespace trainsim::sim {
 namespace {
@@ -58,7 +58,7 @@ std::vector<std::vector<std::size_t>> expand_axes(const std::vector<Axis>& axes)
     if (axis.values.empty())
       return {};
     if (total > kMaxStudyPoints / axis.values.size())
-      throw InputError(
+      throw platforms::InputError(
           {fmt::format("the study has more than {} points; split it into smaller studies", kMaxStudyPoints)});
     total *= axis.values.size();
   }
@@ -96,13 +96,13 @@ nlohmann::ordered_json yaml_to_json(const YAML::Node& node) {
 }
 
 std::vector<StudyPoint> prepare_points(const StudyFile& study, const std::vector<std::string>& overrides,
-                                       const LoadOptions& load) {
+                                       const scenario::LoadOptions& load) {
   // --set applies to every point; on a swept key it would silently undo the sweep.
   for (const auto& o : overrides)
     for (const auto& axis : study.axes)
       for (const auto& key : axis.keys)
         if (keys_overlap(override_key(o), key))
-          throw InputError(
+          throw platforms::InputError(
               {fmt::format("--set {}: '{}' is varied by the study ({}); change its values in "
                            "{} instead",
                            o, override_key(o), axis.column.empty() ? "sweep" : "variants", study.path)});
@@ -122,8 +122,8 @@ std::vector<StudyPoint> prepare_points(const StudyFile& study, const std::vector
     point.parameters = nlohmann::ordered_json::object();
     YAML::Node root = base_document(study);
     std::vector<std::string> label;
-    ErrorList errors;
-    InputSource source(study.path);
+    platforms::ErrorList errors;
+    platforms::InputSource source(study.path);
     for (std::size_t a = 0; a < study.axes.size(); ++a) {
       const auto& axis = study.axes[a];
       const auto& value = axis.values[positions[i][a]];
@@ -142,11 +142,11 @@ std::vector<StudyPoint> prepare_points(const StudyFile& study, const std::vector
       }
     }
     for (const auto& o : overrides)
-      apply_override(root, o, source, errors);
+      platforms::apply_override(root, o, source, errors);
     point.label = join(label, " ");
     try {
       errors.throw_if_any();
-      load_scenario_document(root, source, load);
+      scenario::load_scenario_document(root, source, load);
       YAML::Emitter emitter;
       emitter << root;
       // No path in here: resume compares this text, and the same study run
@@ -155,9 +155,9 @@ std::vector<StudyPoint> prepare_points(const StudyFile& study, const std::vector
           "# Point {} of study {} ({}).\n"
           "# Simulate it alone with: trainsim run <this file>\n{}\n",
           point.id, study.name, point.label.empty() ? "base scenario" : point.label, emitter.c_str());
-    } catch (const InfeasiblePlan& e) {
+    } catch (const scenario::InfeasiblePlan& e) {
       point.dropped = fmt::format("{}: {}", to_string(e.reason()), join(e.problems(), "; "));
-    } catch (const InputError& e) {
+    } catch (const platforms::InputError& e) {
       for (const auto& problem : e.problems()) {
         auto [it, fresh] = bad_input.emplace(problem, std::make_pair(point.id, 0));
         if (fresh)
@@ -176,13 +176,13 @@ std::vector<StudyPoint> prepare_points(const StudyFile& study, const std::vector
                              : fmt::format("{} (point {}{})", problem, first,
                                            count > 1 ? fmt::format(" and {} more", count - 1) : ""));
     }
-    throw InputError(problems);
+    throw platforms::InputError(problems);
   }
   return points;
 }
 
 void narrow_study(StudyFile& study, const std::vector<std::string>& only) {
-  ErrorList errors;
+  platforms::ErrorList errors;
   for (const auto& option : only) {
     const auto eq = option.find('=');
     const std::string column = option.substr(0, eq);
@@ -263,7 +263,7 @@ analysis::ShardInfo parse_shard(const std::string& text) {
          p2 == text.data() + text.size();
   }
   if (!ok || shard.count < 1 || shard.index < 0 || shard.index >= shard.count)
-    throw InputError(
+    throw platforms::InputError(
         {fmt::format("--shard {}: expected I/N with 0 <= I < N, for example --shard 3/16 (shard 3 "
                      "of 16, as Slurm's $SLURM_ARRAY_TASK_ID/16 with --array=0-15)",
                      text)});

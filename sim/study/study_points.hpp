@@ -1,7 +1,7 @@
 #pragma once
 // The points of a study: the expansion of its axes, each point's scenario
 // resolved and checked by the scenario loader before anything runs. A point
-// whose plan cannot run (sim/infeasible_plan.hpp) is dropped with its reason;
+// whose plan cannot run (sim/scenario/infeasible_plan.hpp) is dropped with its reason;
 // a point with malformed input stops the study, since that is a mistake in
 // the study file rather than a what-if that happens not to work.
 #include <cstddef>
@@ -11,8 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "analysis/results_table.hpp"
-#include "sim/scenario.hpp"
+#include "analysis/studies/results_table.hpp"
+#include "sim/scenario/scenario.hpp"
 #include "sim/study/study_file.hpp"
 
 namespace trainsim::sim {
@@ -36,7 +36,7 @@ struct StudyPoint {
 // point is checked (`check_memory = false`: --allow-oom keeps plans that do
 // not fit). Throws InputError.
 std::vector<StudyPoint> prepare_points(const StudyFile& study, const std::vector<std::string>& overrides,
-                                       const LoadOptions& load = {});
+                                       const scenario::LoadOptions& load = {});
 
 // Narrows the study to a subset (`trainsim sweep --only COLUMN=V1,V2`): each
 // entry keeps, on the axis that defines COLUMN (a swept key, or `variant`),

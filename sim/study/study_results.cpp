@@ -6,8 +6,8 @@
 #include <functional>
 #include <sstream>
 
-#include "analysis/line_plot.hpp"
-#include "analysis/study_page.hpp"
+#include "analysis/studies/line_plot.hpp"
+#include "analysis/studies/study_page.hpp"
 
 namespace trainsim::sim {
 namespace fs = std::filesystem;

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "analysis/results_plot.hpp"
-#include "analysis/results_table.hpp"
+#include "analysis/studies/results_plot.hpp"
+#include "analysis/studies/results_table.hpp"
 #include "sim/study/point_runner.hpp"
 #include "sim/study/study_points.hpp"
 

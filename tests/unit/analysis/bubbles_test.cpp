@@ -5,7 +5,7 @@
 #include <numeric>
 
 #include "analysis/summary.hpp"
-#include "hand_made_runs.hpp"
+#include "support/hand_made_runs.hpp"
 
 namespace trainsim::analysis {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "hand_made_runs.hpp"
+#include "support/hand_made_runs.hpp"
 
 namespace trainsim::analysis {
 namespace {

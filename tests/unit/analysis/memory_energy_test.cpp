@@ -2,7 +2,7 @@
 
 #include "analysis/energy.hpp"
 #include "analysis/memory.hpp"
-#include "hand_made_runs.hpp"
+#include "support/hand_made_runs.hpp"
 
 namespace trainsim::analysis {
 namespace {

@@ -7,7 +7,7 @@
 #include <cmath>
 
 #include "support/test_cluster.hpp"
-#include "workloads/iteration_builder.hpp"
+#include "workloads/graph_builder/iteration_builder.hpp"
 
 namespace trainsim::workloads {
 namespace {

@@ -4,9 +4,9 @@
 #include <gtest/gtest.h>
 
 #include "workloads/activation_memory.hpp"
-#include "workloads/iteration_builder.hpp"
 #include "workloads/memory_model.hpp"
 #include "workloads/schedule.hpp"
+#include "workloads/stage_slices.hpp"
 
 namespace trainsim::workloads {
 namespace {

@@ -1,0 +1,286 @@
+// Chrome trace-event format writer (the JSON Object Format of the Trace Event
+// Format document), as chrome://tracing, Perfetto and Chrome DevTools read it:
+//  - one process per node, one thread per GPU stream (compute, tp_comm,
+//    pp_comm, dp_comm), a complete ("X") event per task, args.critical on the
+//    tasks of the critical path;
+//  - flow arrows ("s"/"f") from each pipeline send to its receive, and from
+//    each collective step's sender to its receiver;
+//  - counter ("C") tracks: memory of every GPU (in its node's process), and
+//    active flows and throughput of the ten hottest links;
+//  - a "critical path" process with the path's segments;
+//  - metadata naming the scenario (otherData, process names).
+// Streamed with fmt rather than built as a JSON tree: a large run has
+// millions of events.
+#include <fmt/ostream.h>
+
+#include <algorithm>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <set>
+
+#include "analysis/reporters/reporters.hpp"
+#include "trainsim_version.hpp"
+
+namespace trainsim::analysis {
+namespace {
+
+// Collective steps beyond this many get no arrow (the trace stays loadable).
+constexpr std::size_t kMaxCollectiveArrows = 50000;
+
+struct ThreadId {
+  int pid;
+  int tid;
+};
+
+ThreadId thread_of(const platforms::ClusterSpec& cluster, int gpu, Stream stream) {
+  const auto loc = cluster.locate(gpu);
+  return {loc.node, loc.local_rank * kStreamCount + static_cast<int>(stream)};
+}
+
+double us(double seconds) {
+  return seconds * 1e6;
+}
+
+std::string json_string(std::string_view text) {
+  return nlohmann::json(std::string(text)).dump();
+}
+
+class EventWriter {
+ public:
+  explicit EventWriter(std::ostream& out) : out_(out) {}
+  std::ostream& next() {
+    out_ << (first_ ? "" : ",\n");
+    first_ = false;
+    return out_;
+  }
+
+ private:
+  std::ostream& out_;
+  bool first_ = true;
+};
+
+}  // namespace
+
+void write_chrome_trace(std::ostream& out, const RunContext& run, const Timeline& timeline,
+                        const Report& report) {
+  const auto& cluster = run.cluster;
+  const int nodes = cluster.node_count();
+  const int critical_pid = nodes;
+  const int links_pid = nodes + 1;
+  std::size_t collective_steps = 0;
+  for (const auto& f : timeline.flows)
+    collective_steps += run.graph[f.task].kind == workloads::TaskKind::collective;
+  out << "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"scenario\":" << json_string(run.scenario_name)
+      << ",\"scenario_file\":" << json_string(run.scenario_file) << ",\"generator\":\"trainsim "
+      << version_string << "\""
+      << fmt::format(",\"iteration_time_s\":{:.9g},\"mfu\":{:.6g}", timeline.end_s, report.summary.mfu)
+      << fmt::format(",\"collective_steps\":{},\"collective_step_arrows\":{}", collective_steps,
+                     std::min(collective_steps, kMaxCollectiveArrows))
+      << "},\n\"traceEvents\":[\n";
+  EventWriter w(out);
+
+  std::set<workloads::TaskId> critical;
+  for (const auto& seg : report.critical_path.segments)
+    if (seg.is_task)
+      critical.insert(seg.task);
+
+  // Name every node and every (GPU, stream) that appears.
+  std::set<std::pair<int, Stream>> used;
+  for (int gpu = 0; gpu < run.graph.gpu_count; ++gpu)
+    used.emplace(gpu, Stream::compute);
+  for (const auto& r : timeline.records) {
+    used.emplace(r.gpu, r.stream);
+    const auto& task = run.graph[r.task];
+    if (task.kind == workloads::TaskKind::send)
+      used.emplace(task.peer, r.stream);
+  }
+  std::set<int> used_nodes;
+  for (const auto& [gpu, stream] : used)
+    used_nodes.insert(cluster.locate(gpu).node);
+  for (int node : used_nodes) {
+    int first_gpu = 0;
+    while (cluster.locate(first_gpu).node != node)
+      ++first_gpu;
+    fmt::print(w.next(), "{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{},\"args\":{{\"name\":{}}}}}",
+               node,
+               json_string(
+                   fmt::format("{}: node {} ({})", run.scenario_name, node, cluster.gpu_of(first_gpu).name)));
+    fmt::print(w.next(),
+               "{{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":{},\"args\":{{\"sort_index\":{}}}}}",
+               node, node + 1);
+  }
+  for (const auto& [gpu, stream] : used) {
+    const auto t = thread_of(cluster, gpu, stream);
+    fmt::print(w.next(),
+               "{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{},\"tid\":{},\"args\":{{\"name\":\"GPU {} "
+               "(stage {}) "
+               "{}\"}}}}",
+               t.pid, t.tid, gpu, run.plan.pp_rank_of(gpu), to_string(stream));
+    fmt::print(w.next(),
+               "{{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":{},\"tid\":{},\"args\":{{\"sort_"
+               "index\":{}}}}}",
+               t.pid, t.tid, t.tid);
+  }
+
+  long flow_id = 0;
+  for (const auto& r : timeline.records) {
+    const auto& task = run.graph[r.task];
+    const auto t = thread_of(cluster, r.gpu, r.stream);
+    const std::string label = workloads::task_label(task);
+    const bool on_path = critical.count(r.task) > 0;
+    std::string collective_args;
+    if (const auto* choice = timeline.collective_choice(r.task))
+      collective_args =
+          fmt::format(",\"algorithm\":\"{}\",\"channels\":{},\"fidelity\":\"{}\"",
+                      to_string(choice->algorithm), choice->channels, to_string(choice->fidelity));
+    fmt::print(
+        w.next(),
+        "{{\"ph\":\"X\",\"name\":\"{}\",\"cat\":\"{}\",\"pid\":{},\"tid\":{},\"ts\":{:.3f},\"dur\":{:.3f},"
+        "\"args\":{{\"micro_batch\":{},\"stage\":{},\"bytes\":{:.0f},\"critical\":{}{}}}}}",
+        label, to_string(task.kind), t.pid, t.tid, us(r.start_s), us(r.end_s - r.start_s), task.micro_batch,
+        task.stage, task.bytes, on_path, collective_args);
+    if (task.kind != workloads::TaskKind::send)
+      continue;
+    // The receive side of a send, and an arrow from the start of the send to
+    // the arrival. Chrome DevTools binds a flow event to the event with the
+    // same (ts, pid, tid, cat): the send slice, and an "arrived" instant;
+    // Perfetto and chrome://tracing bind to the enclosing slice.
+    const auto d = thread_of(cluster, task.peer, r.stream);
+    fmt::print(w.next(),
+               "{{\"ph\":\"X\",\"name\":\"recv mb{}\",\"cat\":\"send\",\"pid\":{},\"tid\":{},\"ts\":{:.3f},"
+               "\"dur\":{:.3f},\"args\":{{\"from_gpu\":{},\"critical\":{}}}}}",
+               task.micro_batch, d.pid, d.tid, us(r.start_s), us(r.end_s - r.start_s), r.gpu, on_path);
+    ++flow_id;
+    fmt::print(
+        w.next(),
+        "{{\"ph\":\"s\",\"name\":\"p2p\",\"cat\":\"send\",\"id\":{},\"pid\":{},\"tid\":{},\"ts\":{:.3f}}}",
+        flow_id, t.pid, t.tid, us(r.start_s));
+    fmt::print(
+        w.next(),
+        "{{\"ph\":\"f\",\"bp\":\"e\",\"name\":\"p2p\",\"cat\":\"send\",\"id\":{},\"pid\":{},\"tid\":{},"
+        "\"ts\":{:.3f}}}",
+        flow_id, d.pid, d.tid, us(r.end_s));
+    fmt::print(w.next(),
+               "{{\"ph\":\"i\",\"s\":\"t\",\"name\":\"arrived mb{}\",\"cat\":\"send\",\"pid\":{},\"tid\":{},"
+               "\"ts\":{:.3f}}}",
+               task.micro_batch, d.pid, d.tid, us(r.end_s));
+  }
+
+  // Collective steps: an arrow per flow, from the sender's stream at the
+  // flow's start to the receiver's at its end, each end on an instant event
+  // (what DevTools binds it to; the others bind to the collective's slice).
+  std::size_t arrows = 0;
+  for (const auto& f : timeline.flows) {
+    const auto& task = run.graph[f.task];
+    if (task.kind != workloads::TaskKind::collective)
+      continue;
+    if (++arrows > kMaxCollectiveArrows)
+      break;
+    const auto stream = stream_of(task);
+    const auto a = thread_of(cluster, f.src_gpu, stream);
+    const auto b = thread_of(cluster, f.dst_gpu, stream);
+    const std::string name =
+        fmt::format("{} {} step", workloads::to_string(task.comm), workloads::to_string(task.op));
+    ++flow_id;
+    fmt::print(w.next(),
+               "{{\"ph\":\"i\",\"s\":\"t\",\"name\":\"{} send\",\"cat\":\"collective\",\"pid\":{},\"tid\":{},"
+               "\"ts\":{:.3f},\"args\":{{\"to_gpu\":{},\"bytes\":{:.0f}}}}}",
+               name, a.pid, a.tid, us(f.start_s), f.dst_gpu, f.bytes);
+    fmt::print(w.next(),
+               "{{\"ph\":\"i\",\"s\":\"t\",\"name\":\"{} recv\",\"cat\":\"collective\",\"pid\":{},\"tid\":{},"
+               "\"ts\":{:.3f},\"args\":{{\"from_gpu\":{}}}}}",
+               name, b.pid, b.tid, us(f.end_s), f.src_gpu);
+    fmt::print(w.next(),
+               "{{\"ph\":\"s\",\"name\":\"{}\",\"cat\":\"collective\",\"id\":{},\"pid\":{},\"tid\":{},\"ts\":"
+               "{:.3f}}}",
+               name, flow_id, a.pid, a.tid, us(f.start_s));
+    fmt::print(
+        w.next(),
+        "{{\"ph\":\"f\",\"bp\":\"e\",\"name\":\"{}\",\"cat\":\"collective\",\"id\":{},\"pid\":{},\"tid\":{},"
+        "\"ts\":{:.3f}}}",
+        name, flow_id, b.pid, b.tid, us(f.end_s));
+  }
+
+  // Memory counters, one track per GPU in its node's process.
+  for (const auto& m : report.memory.gpus) {
+    const int pid = cluster.locate(m.gpu).node;
+    for (const auto& sample : m.samples)
+      fmt::print(
+          w.next(),
+          "{{\"ph\":\"C\",\"name\":\"memory GPU {}\",\"cat\":\"memory\",\"pid\":{},\"ts\":{:.3f},\"args\":{{"
+          "\"GiB\":{:.6f}}}}}",
+          m.gpu, pid, us(sample.time_s), sample.bytes / (1024.0 * 1024 * 1024));
+  }
+
+  // The critical path.
+  fmt::print(w.next(), "{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{},\"args\":{{\"name\":{}}}}}",
+             critical_pid, json_string(fmt::format("{}: critical path", run.scenario_name)));
+  fmt::print(w.next(),
+             "{{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":{},\"args\":{{\"sort_index\":0}}}}",
+             critical_pid);
+  fmt::print(w.next(),
+             "{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{},\"tid\":0,\"args\":{{\"name\":\"critical "
+             "path\"}}}}",
+             critical_pid);
+  for (const auto& seg : report.critical_path.segments) {
+    const std::string label = seg.is_task ? workloads::task_label(run.graph[seg.task]) : "wait";
+    std::string where;
+    if (seg.gpu >= 0)
+      where = fmt::format("GPU {}", seg.gpu);
+    else if (seg.link >= 0)
+      where = timeline.links[static_cast<std::size_t>(seg.link)].name;
+    fmt::print(w.next(),
+               "{{\"ph\":\"X\",\"name\":{},\"cat\":\"critical_path\",\"pid\":{},\"tid\":0,\"ts\":{:.3f},"
+               "\"dur\":{:.3f},"
+               "\"args\":{{\"blame\":{},\"where\":{}}}}}",
+               json_string(label), critical_pid, us(seg.start_s), us(seg.end_s - seg.start_s),
+               json_string(seg.blame_kind), json_string(where));
+  }
+
+  // The hottest links: active flows and throughput over time.
+  const auto& ut = report.utilization;
+  if (!ut.hottest.empty()) {
+    fmt::print(w.next(), "{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{},\"args\":{{\"name\":{}}}}}",
+               links_pid, json_string(fmt::format("{}: hottest links", run.scenario_name)));
+    fmt::print(w.next(),
+               "{{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":{},\"args\":{{\"sort_index\":{}}}}}",
+               links_pid, nodes + 2);
+    std::map<std::uint32_t, std::vector<std::pair<double, std::pair<int, double>>>> events;
+    for (int l : ut.hottest)
+      events[static_cast<std::uint32_t>(l)];
+    for (const auto& f : timeline.flows) {
+      const double rate = f.end_s > f.start_s ? f.bytes / (f.end_s - f.start_s) : 0;
+      for (std::uint32_t k = 0; k < f.link_count; ++k) {
+        auto it = events.find(timeline.flow_links[f.first_link + k]);
+        if (it == events.end())
+          continue;
+        it->second.push_back({f.start_s, {+1, rate}});
+        it->second.push_back({f.end_s, {-1, -rate}});
+      }
+    }
+    for (int l : ut.hottest) {
+      auto& ev = events[static_cast<std::uint32_t>(l)];
+      std::sort(ev.begin(), ev.end());
+      const std::string name =
+          json_string(fmt::format("link {}", ut.links[static_cast<std::size_t>(l)].name));
+      int flows = 0;
+      double rate = 0;
+      for (std::size_t i = 0; i < ev.size();) {
+        const double time = ev[i].first;
+        for (; i < ev.size() && ev[i].first == time; ++i) {
+          flows += ev[i].second.first;
+          rate += ev[i].second.second;
+        }
+        fmt::print(
+            w.next(),
+            "{{\"ph\":\"C\",\"name\":{},\"cat\":\"link\",\"pid\":{},\"ts\":{:.3f},\"args\":{{\"flows\":{},"
+            "\"GBps\":{:.6f}}}}}",
+            name, links_pid, us(time), flows, flows > 0 ? std::max(0.0, rate) / 1e9 : 0.0);
+      }
+    }
+  }
+  out << "\n]}\n";
+}
+
+}  // namespace trainsim::analysis

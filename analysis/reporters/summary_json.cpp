@@ -1,0 +1,305 @@
+#include <nlohmann/json.hpp>
+#include <ostream>
+
+#include "analysis/reporters/reporters.hpp"
+#include "trainsim_version.hpp"
+
+namespace trainsim::analysis {
+namespace {
+
+nlohmann::ordered_json memory_breakdown(const workloads::MemoryBreakdown& b) {
+  nlohmann::ordered_json j;
+  for (int k = 0; k < workloads::kMemoryKindCount; ++k)
+    j[std::string(to_string(static_cast<workloads::MemoryKind>(k))) + "_bytes"] = b.bytes[k];
+  return j;
+}
+
+}  // namespace
+
+namespace {
+
+using nlohmann::ordered_json;
+
+ordered_json by_cause(const CauseSeconds& seconds) {
+  ordered_json j = ordered_json::object();
+  for (BubbleCause c : kBubbleCauses)
+    j[std::string(to_string(c))] = seconds[static_cast<std::size_t>(c)];
+  return j;
+}
+
+ordered_json by_comm_kind(const CommSeconds& seconds) {
+  ordered_json j = ordered_json::object();
+  for (std::size_t k = 0; k < kCommKinds.size(); ++k)
+    j[std::string(workloads::to_string(kCommKinds[k]))] = seconds[k];
+  return j;
+}
+
+ordered_json blames(const std::vector<Blame>& list) {
+  ordered_json a = ordered_json::array();
+  for (const auto& b : list)
+    a.push_back({{"name", b.name}, {"seconds", b.seconds}, {"fraction", b.fraction}});
+  return a;
+}
+
+}  // namespace
+
+void write_summary_json(std::ostream& out, const RunContext& run, const Report& report) {
+  const Summary& s = report.summary;
+  const double t = s.iteration_time_s;
+  const double gpu_time = t * static_cast<double>(s.gpus.size());
+  ordered_json j;
+  j["schema"] = kSummarySchema;
+  j["trainsim_version"] = version_string;
+  j["scenario"] = run.scenario_name;
+
+  ordered_json groups = ordered_json::array();
+  for (const auto& g : run.cluster.groups)
+    groups.push_back({{"gpu", g.gpu.name},
+                      {"nodes", g.nodes},
+                      {"gpus_per_node", g.gpus_per_node},
+                      {"nvlink_bandwidth_Bps", g.nvlink.bandwidth_Bps},
+                      {"nvlink_latency_s", g.nvlink.latency_s},
+                      {"nic_bandwidth_Bps", g.nic.bandwidth_Bps},
+                      {"nic_latency_s", g.nic.latency_s},
+                      {"node_shape", to_string(g.shape)},
+                      {"nics_per_node", g.nics_per_node}});
+  j["cluster"] = {{"gpus", run.cluster.gpu_count()},
+                  {"nodes", run.cluster.node_count()},
+                  {"groups", groups},
+                  {"fabric", to_string(run.cluster.fabric.topology)},
+                  {"name", run.cluster.name},
+                  {"technology", to_string(run.cluster.fabric.technology)}};
+  j["model"] = {{"name", run.model.name},
+                {"layers", run.model.layers},
+                {"hidden", run.model.hidden},
+                {"heads", run.model.heads},
+                {"seq_len", run.model.seq_len},
+                {"vocab", run.model.vocab},
+                {"parameters", run.model.parameter_count()}};
+  if (run.model.is_moe()) {
+    const auto& moe = run.model.moe;
+    j["model"]["active_parameters"] = run.model.active_parameter_count();
+    j["model"]["moe"] = {{"experts", moe.experts},
+                         {"top_k", moe.top_k},
+                         {"expert_ffn_hidden", moe.expert_ffn_hidden},
+                         {"shared_experts", moe.shared_experts},
+                         {"moe_layer_freq", moe.layer_freq},
+                         {"first_dense_layers", moe.first_dense_layers},
+                         {"moe_layers", run.model.moe_layers_in(0, run.model.layers)},
+                         {"capacity_factor", moe.capacity_factor}};
+  }
+  j["plan"] = {{"dp", run.plan.dp},
+               {"tp", run.plan.tp},
+               {"pp", run.plan.pp},
+               {"micro_batch_size", run.plan.micro_batch_size},
+               {"global_batch_size", run.plan.global_batch_size},
+               {"micro_batches", run.plan.micro_batches()},
+               {"schedule", to_string(run.plan.schedule)},
+               {"recompute", to_string(run.plan.recompute)},
+               {"context_parallel", run.plan.cp},
+               {"expert_parallel", run.plan.ep},
+               {"sequence_parallel", run.plan.sequence_parallel},
+               {"zero_stage", run.plan.zero_stage},
+               {"overlap_grad_reduce", run.plan.overlap_grad_reduce},
+               {"grad_bucket_size_bytes", run.plan.grad_bucket_size_bytes()}};
+  // The partition actually run: every virtual stage's layers and every
+  // replica's micro-batches, given (uneven) or derived (even).
+  {
+    std::vector<int> stage_layers, dp_micro_batches;
+    for (int vs = 0; vs < run.plan.pp * run.plan.virtual_stages; ++vs)
+      stage_layers.push_back(run.plan.layers_of(vs, run.model.layers));
+    for (int d = 0; d < run.plan.dp; ++d)
+      dp_micro_batches.push_back(run.plan.micro_batches_of(d));
+    j["plan"]["stage_layers"] = stage_layers;
+    j["plan"]["uneven_stage_layers"] = !run.plan.stage_layers.empty();
+    j["plan"]["dp_micro_batches"] = dp_micro_batches;
+    j["plan"]["uneven_dp_micro_batches"] = !run.plan.dp_micro_batches.empty();
+  }
+
+  if (run.balance)
+    j["balance"] = to_json(*run.balance);
+  j["iteration_time_s"] = s.iteration_time_s;
+  j["tokens_per_iteration"] = s.tokens_per_iteration;
+  j["tokens_per_s"] = s.tokens_per_s;
+  j["model_flops_per_iteration"] = s.model_flops;
+  j["hardware_flops_per_iteration"] = s.hardware_flops;
+  j["tflops_per_gpu"] = s.tflops_per_gpu;
+  j["mfu"] = s.mfu;
+  j["hfu"] = s.hfu;
+  j["compute_fraction"] = s.compute_fraction;
+  j["exposed_comm_fraction"] = s.exposed_comm_fraction;
+  j["bubble_fraction"] = s.bubble_fraction;
+  j["peak_memory_bytes"] = s.peak_memory_bytes;
+  j["peak_memory_gpu"] = s.peak_memory_gpu;
+  j["fits_in_memory"] = s.fits_in_memory;
+  j["task_count"] = s.task_count;
+  j["hardware_tflops_per_gpu"] =
+      t > 0 && !s.gpus.empty() ? s.hardware_flops / t / 1e12 / static_cast<double>(s.gpus.size()) : 0;
+
+  ordered_json stages = ordered_json::array();
+  for (const auto& st : s.stages) {
+    ordered_json e = {{"stage", st.stage},
+                      {"bubble_fraction", st.bubble_fraction},
+                      {"compute_fraction", st.compute_fraction},
+                      {"exposed_comm_fraction", st.exposed_comm_fraction}};
+    if (static_cast<std::size_t>(st.stage) < report.bubbles.stages.size()) {
+      const auto& b = report.bubbles.stages[static_cast<std::size_t>(st.stage)];
+      e["gpus"] = b.gpus;
+      e["lost_s"] = b.lost_s;
+      e["lost_fraction"] = t > 0 ? b.lost_s / t : 0;
+      e["idle_s"] = b.idle_s;
+      e["lost_by_cause_s"] = by_cause(b.cause_s);
+      e["idle_by_cause_s"] = by_cause(b.idle_part_s);
+    }
+    stages.push_back(e);
+  }
+  j["stages"] = stages;
+
+  ordered_json gpus = ordered_json::array();
+  for (const auto& u : s.gpus) {
+    const auto g = static_cast<std::size_t>(u.gpu);
+    ordered_json e = {{"gpu", u.gpu},
+                      {"node", u.node},
+                      {"stage", u.stage},
+                      {"type", u.gpu_type},
+                      {"compute_s", u.compute_s},
+                      {"communication_s", u.communication_s},
+                      {"overlap_s", u.overlap_s},
+                      {"exposed_comm_s", u.exposed_comm_s},
+                      {"idle_s", u.idle_s},
+                      {"achieved_tflops", u.achieved_tflops},
+                      {"achieved_hardware_tflops", u.achieved_hardware_tflops},
+                      {"peak_memory_bytes", u.peak_memory_bytes},
+                      {"peak_memory_time_s", u.peak_memory_time_s},
+                      {"memory_capacity_bytes", u.memory_capacity_bytes},
+                      {"memory_at_peak", memory_breakdown(u.memory_at_peak)}};
+    if (g < report.bubbles.gpus.size()) {
+      const auto& b = report.bubbles.gpus[g];
+      e["forward_backward_s"] = b.forward_backward_s;
+      e["optimizer_s"] = b.optimizer_s;
+      e["lost_s"] = b.lost_s;
+      e["lost_by_cause_s"] = by_cause(b.cause_s);
+      e["idle_by_cause_s"] = by_cause(b.idle_part_s);
+    }
+    if (g < report.utilization.gpus.size()) {
+      const auto& v = report.utilization.gpus[g];
+      e["compute_busy_fraction"] = t > 0 ? v.compute_busy_s / t : 0;
+      e["comm_busy_fraction"] = t > 0 ? v.comm_busy_s / t : 0;
+      e["comm_busy_by_kind_s"] = by_comm_kind(v.comm_busy_by_kind_s);
+      e["exposed_comm_by_kind_s"] = by_comm_kind(v.exposed_by_kind_s);
+    }
+    if (g < report.memory.gpus.size()) {
+      const auto& m = report.memory.gpus[g];
+      e["memory"] = {{"resident_bytes", m.resident_bytes},
+                     {"peak_bytes", m.peak_bytes},
+                     {"peak_time_s", m.peak_time_s},
+                     {"capacity_bytes", m.capacity_bytes}};
+    }
+    if (g < report.energy.gpus.size()) {
+      const auto& en = report.energy.gpus[g];
+      e["energy_J"] = en.energy_J;
+      e["average_power_W"] = en.average_power_W;
+      e["idle_energy_J"] = en.idle_energy_J;
+    }
+    gpus.push_back(e);
+  }
+  j["gpus"] = gpus;
+
+  // Lost time: every GPU-second not spent in forward/backward compute.
+  const auto& bub = report.bubbles;
+  ordered_json causes = ordered_json::object();
+  for (BubbleCause c : kBubbleCauses) {
+    const double v = bub.total_cause_s[static_cast<std::size_t>(c)];
+    causes[std::string(to_string(c))] = {{"gpu_seconds", v},
+                                         {"fraction_of_gpu_time", gpu_time > 0 ? v / gpu_time : 0},
+                                         {"description", describe(c)}};
+  }
+  ordered_json top = ordered_json::array();
+  for (const auto& c : top_lost_time_causes(report))
+    top.push_back({{"cause", to_string(c.cause)},
+                   {"fraction_of_gpu_time", c.fraction},
+                   {"worst_stage", c.worst_stage},
+                   {"worst_stage_fraction", c.worst_stage_fraction}});
+  j["lost_time"] = {{"gpu_seconds", bub.total_lost_s},
+                    {"fraction_of_gpu_time", gpu_time > 0 ? bub.total_lost_s / gpu_time : 0},
+                    {"reference_iteration_time_s", bub.reference_iteration_time_s},
+                    {"by_cause", causes},
+                    {"top_causes", top}};
+
+  const auto& cp = report.critical_path;
+  j["critical_path"] = {{"length_s", cp.length_s},
+                        {"segments", cp.segments.size()},
+                        {"by_kind", blames(cp.by_kind)},
+                        {"by_gpu", blames(cp.by_gpu)},
+                        {"by_link", blames(cp.by_link)}};
+
+  const auto& ut = report.utilization;
+  ordered_json exposed_fraction = ordered_json::object();
+  for (std::size_t k = 0; k < kCommKinds.size(); ++k)
+    exposed_fraction[std::string(workloads::to_string(kCommKinds[k]))] =
+        gpu_time > 0 ? ut.exposed_by_kind_s[k] / gpu_time : 0;
+  ordered_json hottest = ordered_json::array();
+  for (int l : ut.hottest) {
+    const auto& link = ut.links[static_cast<std::size_t>(l)];
+    hottest.push_back({{"name", link.name},
+                       {"bandwidth_Bps", link.bandwidth_Bps},
+                       {"bytes", link.bytes},
+                       {"flows", link.flows},
+                       {"busy_s", link.busy_s},
+                       {"busy_fraction", link.busy_fraction},
+                       {"utilization", link.utilization},
+                       {"peak_concurrent_flows", link.peak_concurrent_flows}});
+  }
+  ordered_json exposed_by_op_s = ordered_json::object();
+  ordered_json exposed_by_op_fraction = ordered_json::object();
+  for (const auto& [label, seconds] : ut.exposed_by_op_s) {
+    exposed_by_op_s[label] = seconds;
+    exposed_by_op_fraction[label] = gpu_time > 0 ? seconds / gpu_time : 0;
+  }
+  double link_bytes = 0;
+  for (const auto& link : ut.links)
+    link_bytes += link.bytes;
+  j["utilization"] = {{"exposed_comm_by_kind_gpu_seconds", by_comm_kind(ut.exposed_by_kind_s)},
+                      {"exposed_comm_by_kind_fraction", exposed_fraction},
+                      {"exposed_comm_by_op_gpu_seconds", exposed_by_op_s},
+                      {"exposed_comm_by_op_fraction", exposed_by_op_fraction},
+                      {"flows", ut.flow_count},
+                      {"links_used", ut.links.size()},
+                      {"link_bytes", link_bytes},
+                      {"hottest_links", hottest}};
+
+  const auto& mem = report.memory;
+  j["memory"] = {{"model", mem.model},
+                 {"resident_components", mem.components},
+                 {"peak_bytes", mem.peak_bytes},
+                 {"peak_gpu", mem.peak_gpu}};
+
+  const auto& en = report.energy;
+  j["energy"] = {
+      {"measured", en.measured},
+      {"source", "SimGrid host energy plugin: idle power without compute, max power while computing"},
+      {"energy_J", en.energy_J},
+      {"energy_per_token_J", en.energy_per_token_J},
+      // Its inverse, the efficiency figure of scaling studies (higher is better).
+      {"tokens_per_J", en.energy_J > 0 ? s.tokens_per_iteration / en.energy_J : 0},
+      {"average_power_per_gpu_W", en.average_power_per_gpu_W},
+      {"cluster_power_W", en.cluster_power_W},
+      {"idle_energy_J", en.idle_energy_J},
+      {"idle_energy_fraction", en.idle_energy_fraction},
+      {"idle_energy_by_cause_J", by_cause(en.idle_energy_by_cause_J)}};
+
+  ordered_json collectives = ordered_json::array();
+  for (const auto& c : report.collectives)
+    collectives.push_back({{"comm", workloads::to_string(c.comm)},
+                           {"op", workloads::to_string(c.op)},
+                           {"algorithm", to_string(c.algorithm)},
+                           {"channels", c.channels},
+                           {"fidelity", to_string(c.fidelity)},
+                           {"count", c.count},
+                           {"bytes", c.bytes},
+                           {"busy_s", c.busy_s}});
+  j["collectives"] = collectives;
+  out << j.dump(2) << '\n';
+}
+
+}  // namespace trainsim::analysis

@@ -1,0 +1,151 @@
+#include <fmt/ostream.h>
+#include <fmt/ranges.h>
+
+#include <ostream>
+
+#include "analysis/reporters/reporters.hpp"
+#include "platforms/units.hpp"
+
+namespace trainsim::analysis {
+namespace {
+
+std::string pct(double fraction) {
+  return fmt::format("{:.1f}%", 100 * fraction);
+}
+
+// "stage 3 compute 61%, pp p2p 9%, dp all_reduce 14%" (the largest first).
+std::string blame_line(const std::vector<Blame>& blames, std::size_t count) {
+  std::string line;
+  for (std::size_t i = 0; i < blames.size() && i < count; ++i)
+    line += fmt::format("{}{} {}%", i ? ", " : "", blames[i].name,
+                        blames[i].fraction >= 0.1 ? fmt::format("{:.0f}", 100 * blames[i].fraction)
+                                                  : fmt::format("{:.1f}", 100 * blames[i].fraction));
+  return line.empty() ? "-" : line;
+}
+
+}  // namespace
+
+void write_terminal_summary(std::ostream& out, const RunContext& run, const Report& report) {
+  const auto& plan = run.plan;
+  const Summary& s = report.summary;
+  const double t = s.iteration_time_s;
+  fmt::print(out, "scenario     {}\n", run.scenario_name);
+  fmt::print(out, "cluster      {} GPUs on {} nodes ({})\n", run.cluster.gpu_count(),
+             run.cluster.node_count(), run.cluster.groups.front().gpu.name);
+  fmt::print(out, "model        {} ({:.2f}B parameters)\n", run.model.name,
+             run.model.parameter_count() / 1e9);
+  fmt::print(out, "plan         dp {} x tp {} x pp {}, {} micro-batches of {}, schedule {}, recompute {}\n",
+             plan.dp, plan.tp, plan.pp, plan.micro_batches(), plan.micro_batch_size, to_string(plan.schedule),
+             to_string(plan.recompute));
+  std::string options;
+  if (plan.cp > 1)
+    options += fmt::format(", context parallel {}", plan.cp);
+  if (plan.sequence_parallel)
+    options += ", sequence parallel";
+  if (plan.zero_stage > 0)
+    options +=
+        plan.zero_stage == 3 ? std::string(", ZeRO-3 (FSDP)") : fmt::format(", ZeRO-{}", plan.zero_stage);
+  if (plan.overlap_grad_reduce)
+    options += fmt::format(", gradient buckets of {} overlapping the backward",
+                           units::format_bytes(plan.grad_bucket_size_bytes()));
+  if (!options.empty())
+    fmt::print(out, "             {}\n", options.substr(2));
+  if (!plan.stage_layers.empty())
+    fmt::print(out, "             layers per {}stage [{}]\n", plan.virtual_stages > 1 ? "virtual " : "",
+               fmt::join(plan.stage_layers, ", "));
+  if (!plan.dp_micro_batches.empty())
+    fmt::print(out, "             micro-batches per DP replica [{}]\n",
+               fmt::join(plan.dp_micro_batches, ", "));
+  fmt::print(out, "\n");
+  const double hw_tflops =
+      t > 0 && !s.gpus.empty() ? s.hardware_flops / t / 1e12 / static_cast<double>(s.gpus.size()) : 0;
+  fmt::print(out, "  {:<24}{:>12}\n", "iteration time", units::format_duration(t));
+  if (report.bubbles.reference_iteration_time_s < t * (1 - 1e-9))
+    fmt::print(out, "  {:<24}{:>12}   (every op at its reference speed)\n", "without stragglers",
+               units::format_duration(report.bubbles.reference_iteration_time_s));
+  fmt::print(out, "  {:<24}{:>12.4g}\n", "tokens / s", s.tokens_per_s);
+  fmt::print(out, "  {:<24}{:>12.1f}   hardware {:.1f}\n", "TFLOP/s per GPU", s.tflops_per_gpu, hw_tflops);
+  fmt::print(out, "  {:<24}{:>12}\n", "MFU", pct(s.mfu));
+  fmt::print(out, "  {:<24}{:>12}\n", "HFU", pct(s.hfu));
+  fmt::print(out, "  {:<24}{:>12}   exposed communication {}, bubble (idle) {}\n", "compute",
+             pct(s.compute_fraction), pct(s.exposed_comm_fraction), pct(s.bubble_fraction));
+  const auto& ut = report.utilization;
+  std::string exposed;
+  for (std::size_t k = 0; k < kCommKinds.size(); ++k)
+    exposed += fmt::format("{}{} {}", k ? ", " : "", workloads::to_string(kCommKinds[k]),
+                           pct(t > 0 && !s.gpus.empty() ? ut.exposed_by_kind_s[k] / (t * s.gpus.size()) : 0));
+  fmt::print(out, "  {:<24}{:>12}\n", "exposed comm by kind", exposed);
+  if (s.peak_memory_gpu >= 0) {
+    const auto& g = s.gpus[static_cast<std::size_t>(s.peak_memory_gpu)];
+    fmt::print(out, "  {:<24}{:>12}   on GPU {} of {}{}\n", "peak memory",
+               units::format_bytes(s.peak_memory_bytes), g.gpu, units::format_bytes(g.memory_capacity_bytes),
+               s.fits_in_memory ? "" : "  (DOES NOT FIT)");
+  }
+  if (report.energy.measured)
+    fmt::print(out, "  {:<24}{:>12}   {:.3g} J/token, {:.0f} W per GPU, {} drawn idle\n",
+               "energy / iteration", fmt::format("{:.4g} kJ", report.energy.energy_J / 1e3),
+               report.energy.energy_per_token_J, report.energy.average_power_per_gpu_W,
+               pct(report.energy.idle_energy_fraction));
+  fmt::print(out, "  {:<24}{}\n", "critical path", blame_line(report.critical_path.by_kind, 4));
+  if (!report.critical_path.by_link.empty())
+    fmt::print(out, "  {:<24}{}\n", "  ... on links", blame_line(report.critical_path.by_link, 3));
+  if (!report.critical_path.by_gpu.empty())
+    fmt::print(out, "  {:<24}{}\n", "  ... on GPUs", blame_line(report.critical_path.by_gpu, 3));
+  if (!ut.hottest.empty()) {
+    const auto& l = ut.links[static_cast<std::size_t>(ut.hottest.front())];
+    fmt::print(out, "  {:<24}{} ({} busy, {} of capacity, up to {} flows)\n", "hottest link", l.name,
+               pct(l.busy_fraction), pct(l.utilization), l.peak_concurrent_flows);
+  }
+
+  fmt::print(out, "\n  {:<6}{:>9}{:>9}{:>9}{:>9}", "stage", "compute", "exposed", "bubble", "lost");
+  static constexpr std::array<const char*, kBubbleCauseCount> kShort{"warm/cool", "p2p",     "collect.",
+                                                                     "straggler", "dp comm", "optim."};
+  for (const char* name : kShort)
+    fmt::print(out, "{:>10}", name);
+  fmt::print(out, "\n");
+  for (const auto& st : s.stages) {
+    const auto& b = report.bubbles.stages.at(static_cast<std::size_t>(st.stage));
+    fmt::print(out, "  {:<6}{:>9}{:>9}{:>9}{:>9}", st.stage, pct(st.compute_fraction),
+               pct(st.exposed_comm_fraction), pct(st.bubble_fraction), pct(t > 0 ? b.lost_s / t : 0));
+    for (double c : b.cause_s)
+      fmt::print(out, "{:>10}", pct(t > 0 ? c / t : 0));
+    fmt::print(out, "\n");
+  }
+
+  const auto causes = top_lost_time_causes(report);
+  fmt::print(out,
+             "\ntop causes of lost time (share of all GPU time; lost = not computing forward/backward)\n");
+  if (causes.empty())
+    fmt::print(out, "  none\n");
+  for (std::size_t i = 0; i < causes.size(); ++i)
+    fmt::print(out, "  {}. {:<44}{:>7}   worst: stage {} ({})\n", i + 1, describe(causes[i].cause),
+               pct(causes[i].fraction), causes[i].worst_stage, pct(causes[i].worst_stage_fraction));
+
+  if (run.balance) {
+    const BalanceOutcome& b = *run.balance;
+    auto split = [](const PartitionOutcome& p) {
+      return fmt::format("layers [{}], micro-batches [{}]", fmt::join(p.stage_layers, ", "),
+                         fmt::join(p.dp_micro_batches, ", "));
+    };
+    fmt::print(out, "\nbalance (--balance auto{}; outputs above: the balanced split)\n",
+               b.searched_dp_shares ? ", layers and DP shares" : ", layers");
+    fmt::print(out, "  {:<10}{:>12}   {}   (estimate {})\n", "even",
+               units::format_duration(b.even.iteration_time_s), split(b.even),
+               units::format_duration(b.even.estimated_iteration_time_s));
+    fmt::print(out, "  {:<10}{:>12}   {}   (estimate {})\n", "balanced",
+               units::format_duration(b.balanced.iteration_time_s), split(b.balanced),
+               units::format_duration(b.balanced.estimated_iteration_time_s));
+    fmt::print(out, "  {:<10}{:>11.3f}x   {}\n", "speedup", b.speedup(),
+               b.even.stage_layers == b.balanced.stage_layers &&
+                       b.even.dp_micro_batches == b.balanced.dp_micro_batches
+                   ? "the even split is already balanced"
+                   : fmt::format("{:.1f}% less time per iteration",
+                                 100 * (1 - b.balanced.iteration_time_s / b.even.iteration_time_s)));
+    if (!b.memory_capped_stages.empty())
+      fmt::print(out, "  capped to fit in GPU memory: virtual stage{} {}\n",
+                 b.memory_capped_stages.size() > 1 ? "s" : "", fmt::join(b.memory_capped_stages, ", "));
+    fmt::print(out, "  even split's own outputs: {}/\n", b.even_run_dir);
+  }
+}
+
+}  // namespace trainsim::analysis

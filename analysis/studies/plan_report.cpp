@@ -1,0 +1,289 @@
+#include "analysis/studies/plan_report.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <ostream>
+
+#include "platforms/units.hpp"
+
+namespace trainsim::analysis {
+namespace {
+
+using units::format_bytes;
+using units::format_duration;
+
+std::string percent(double fraction) {
+  return fmt::format("{:.1f}%", 100 * fraction);
+}
+
+std::string csv_field(const std::string& text) {
+  if (text.find_first_of(",\"\n") == std::string::npos)
+    return text;
+  std::string q = "\"";
+  for (char c : text)
+    q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+
+std::string number(double x) {
+  return fmt::format("{:.6g}", x);
+}
+
+// Per-GPU seconds of a simulated plan, by where the time went.
+struct Split {
+  double compute_s, exposed_s, bubble_s;
+};
+Split split_of(const SimulatedPlan& s) {
+  return {s.compute_fraction * s.iteration_time_s, s.exposed_comm_fraction * s.iteration_time_s,
+          s.bubble_fraction * s.iteration_time_s};
+}
+
+// "tp 2 vs 4, micro_batch_size 1 vs 2": the plan keys in which two rows differ.
+std::string plan_differences(const PlanRow& a, const PlanRow& b) {
+  std::string out;
+  for (const auto& [key, value] : a.plan.items()) {
+    if (!b.plan.contains(key) || b.plan[key] == value)
+      continue;
+    const auto text = [](const nlohmann::ordered_json& v) {
+      return v.is_string() ? v.get<std::string>() : v.dump();
+    };
+    out += fmt::format("{}{} {} vs {}", out.empty() ? "" : ", ", key, text(value), text(b.plan[key]));
+  }
+  return out;
+}
+
+// Why `w` beats `r`: the component (compute, bubble, exposed communication)
+// that gains the most, then the others as "at a similar" / "despite more".
+std::string comparison(const PlanRow& w, const PlanRow& r, const std::string& who) {
+  const auto& ws = *w.simulated;
+  const auto& rs = *r.simulated;
+  const double margin = (rs.iteration_time_s - ws.iteration_time_s) / rs.iteration_time_s;
+  const Split a = split_of(ws), b = split_of(rs);
+  struct Part {
+    const char* less;
+    const char* more;
+    const char* same;
+    double delta_s;  // > 0: the winner spends less here
+    std::string values;
+  };
+  std::vector<Part> parts = {
+      {"smaller bubble", "a larger bubble", "a similar bubble", b.bubble_s - a.bubble_s,
+       fmt::format("{} vs {} of the iteration", percent(ws.bubble_fraction), percent(rs.bubble_fraction))},
+      {"less exposed communication", "more exposed communication", "similar exposed communication",
+       b.exposed_s - a.exposed_s,
+       fmt::format("{} vs {}", percent(ws.exposed_comm_fraction), percent(rs.exposed_comm_fraction))},
+      {"less compute per GPU", "more compute per GPU", "similar compute per GPU", b.compute_s - a.compute_s,
+       fmt::format("{} vs {}", format_duration(a.compute_s), format_duration(b.compute_s))},
+  };
+  std::stable_sort(parts.begin(), parts.end(),
+                   [](const Part& x, const Part& y) { return x.delta_s > y.delta_s; });
+  const double small_s = 0.01 * rs.iteration_time_s;
+  std::string text =
+      fmt::format("beats {} ({}) by {} ({} vs {} per iteration): {} ({})", who, r.label, percent(margin),
+                  format_duration(ws.iteration_time_s), format_duration(rs.iteration_time_s),
+                  parts[0].delta_s > small_s ? parts[0].less : parts[0].same, parts[0].values);
+  for (std::size_t i = 1; i < parts.size(); ++i) {
+    const auto& p = parts[i];
+    const char* how = p.delta_s > small_s ? p.less : p.delta_s < -small_s ? p.more : p.same;
+    text += fmt::format("{} {} ({})", p.delta_s < -small_s ? ", despite" : (i == 1 ? ", with" : " and"), how,
+                        p.values);
+  }
+  const std::string diff = plan_differences(w, r);
+  if (!diff.empty())
+    text += fmt::format("; the plans differ in {}", diff);
+  return text + ".";
+}
+
+}  // namespace
+
+std::vector<const PlanRow*> simulated_ranking(const PlanReport& report) {
+  std::vector<const PlanRow*> ok, failed;
+  for (const auto& row : report.rows) {
+    if (!row.selected)
+      continue;
+    (row.simulated ? ok : failed).push_back(&row);
+  }
+  std::stable_sort(ok.begin(), ok.end(), [](const PlanRow* a, const PlanRow* b) {
+    if (a->simulated->iteration_time_s != b->simulated->iteration_time_s)
+      return a->simulated->iteration_time_s < b->simulated->iteration_time_s;
+    return a->key < b->key;
+  });
+  ok.insert(ok.end(), failed.begin(), failed.end());
+  return ok;
+}
+
+void write_plan_table(std::ostream& out, const PlanReport& report) {
+  const auto ranking = simulated_ranking(report);
+  std::size_t label_width = 4;
+  for (const auto* row : ranking)
+    label_width = std::max(label_width, row->label.size());
+  out << fmt::format("{:>4}  {:<{}}  {:>5}  {:>10}  {:>10}  {:>12}  {:>6}  {:>9}  {:>7}  {:>8}\n", "rank",
+                     "plan", label_width, "est#", "estimate", "simulated", "tokens/s", "MFU", "peak mem",
+                     "bubble", "exposed");
+  int rank = 0;
+  for (const auto* row : ranking) {
+    ++rank;
+    if (!row->simulated) {
+      out << fmt::format("{:>4}  {:<{}}  {:>5}  {:>10}  failed: {}\n", "-", row->label, label_width,
+                         row->estimate_rank, format_duration(row->estimate_s), row->failure);
+      continue;
+    }
+    const auto& s = *row->simulated;
+    out << fmt::format("{:>4}  {:<{}}  {:>5}  {:>10}  {:>10}  {:>12.0f}  {:>6}  {:>9}  {:>7}  {:>8}\n", rank,
+                       row->label, label_width, row->estimate_rank, format_duration(row->estimate_s),
+                       format_duration(s.iteration_time_s), s.tokens_per_s, percent(s.mfu),
+                       format_bytes(s.peak_memory_bytes), percent(s.bubble_fraction),
+                       percent(s.exposed_comm_fraction));
+  }
+}
+
+void write_plan_table_csv(std::ostream& out, const PlanReport& report) {
+  out << "rank,key,plan,estimate_rank,estimate_s,iteration_time_s,tokens_per_s,mfu,peak_memory_bytes,"
+         "bubble_fraction,exposed_comm_fraction,status\n";
+  int rank = 0;
+  for (const auto* row : simulated_ranking(report)) {
+    ++rank;
+    out << fmt::format("{},{},{},{},{}", row->simulated ? std::to_string(rank) : std::string(), row->key,
+                       csv_field(row->label), row->estimate_rank, number(row->estimate_s));
+    if (row->simulated) {
+      const auto& s = *row->simulated;
+      out << fmt::format(",{},{},{},{},{},{},ok\n", number(s.iteration_time_s), number(s.tokens_per_s),
+                         number(s.mfu), number(s.peak_memory_bytes), number(s.bubble_fraction),
+                         number(s.exposed_comm_fraction));
+    } else {
+      out << ",,,,,,,failed\n";
+    }
+  }
+}
+
+std::vector<std::string> explain_winner(const PlanReport& report) {
+  const auto ranking = simulated_ranking(report);
+  std::vector<const PlanRow*> ok;
+  for (const auto* row : ranking)
+    if (row->simulated)
+      ok.push_back(row);
+  std::vector<std::string> lines;
+  if (ok.empty())
+    return lines;
+  const PlanRow& w = *ok.front();
+  lines.push_back(fmt::format("Winner: {} at {} per iteration, {:.0f} tokens/s, MFU {}, peak memory {}.",
+                              w.label, format_duration(w.simulated->iteration_time_s),
+                              w.simulated->tokens_per_s, percent(w.simulated->mfu),
+                              format_bytes(w.simulated->peak_memory_bytes)));
+  if (ok.size() >= 2)
+    lines.push_back("It " + comparison(w, *ok[1], "#2"));
+  // The best plan of another shape, when #2 shares the winner's.
+  const auto shape = [](const PlanRow& r) {
+    return std::make_pair(r.plan.value("tp", 0), r.plan.value("pp", 0));
+  };
+  for (std::size_t i = 1; i < ok.size(); ++i) {
+    if (shape(*ok[i]) == shape(w)) {
+      continue;
+    }
+    if (i > 1)
+      lines.push_back("It " + comparison(w, *ok[i], fmt::format("the best other tp x pp shape, #{}", i + 1)));
+    break;
+  }
+  // How good the estimate was on the simulated plans.
+  double sum = 0, worst = 0;
+  for (const auto* row : ok) {
+    const double err =
+        std::abs(row->estimate_s - row->simulated->iteration_time_s) / row->simulated->iteration_time_s;
+    sum += err;
+    worst = std::max(worst, err);
+  }
+  lines.push_back(fmt::format(
+      "The estimate ranked the winner #{} of {} feasible plans; over the {} simulated plans it was {} from "
+      "the simulated iteration time on average ({} at worst).",
+      w.estimate_rank, report.rows.size(), ok.size(), percent(sum / static_cast<double>(ok.size())),
+      percent(worst)));
+  return lines;
+}
+
+void write_plans_csv(std::ostream& out, const PlanReport& report) {
+  out << "estimate_rank,key,plan,tp,pp,dp,cp,virtual_stages,micro_batch_size,schedule,recompute,zero_stage,"
+         "sequence_parallel,estimate_s,estimate_compute_s,estimate_tp_comm_s,estimate_bubble_s,"
+         "estimate_pp_comm_s,estimate_dp_exposed_s,status,rank,iteration_time_s,tokens_per_s,mfu,"
+         "peak_memory_bytes,bubble_fraction,exposed_comm_fraction,compute_fraction\n";
+  const auto ranking = simulated_ranking(report);
+  for (const auto& row : report.rows) {
+    const auto& p = row.plan;
+    const auto cellv = [&](const char* key) {
+      if (!p.contains(key))
+        return std::string();
+      return p[key].is_string() ? p[key].get<std::string>() : p[key].dump();
+    };
+    out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}", row.estimate_rank, row.key,
+                       csv_field(row.label), cellv("tp"), cellv("pp"), cellv("dp"), cellv("context_parallel"),
+                       cellv("virtual_stages"), cellv("micro_batch_size"), cellv("schedule"),
+                       cellv("recompute"), cellv("zero_stage"), cellv("sequence_parallel"),
+                       number(row.estimate_s), number(row.estimate_compute_s), number(row.estimate_tp_comm_s),
+                       number(row.estimate_bubble_s), number(row.estimate_pp_comm_s),
+                       number(row.estimate_dp_exposed_s));
+    if (row.simulated) {
+      const auto it = std::find(ranking.begin(), ranking.end(), &row);
+      const auto& s = *row.simulated;
+      out << fmt::format(",simulated,{},{},{},{},{},{},{},{}\n", it - ranking.begin() + 1,
+                         number(s.iteration_time_s), number(s.tokens_per_s), number(s.mfu),
+                         number(s.peak_memory_bytes), number(s.bubble_fraction),
+                         number(s.exposed_comm_fraction), number(s.compute_fraction));
+    } else {
+      out << fmt::format(",{},,,,,,,,\n", row.selected ? "failed" : "estimated");
+    }
+  }
+}
+
+void write_plans_json(std::ostream& out, const PlanReport& report) {
+  nlohmann::ordered_json j;
+  j["schema"] = kPlansSchema;
+  j["search"] = report.search;
+  j["enumerated"] = report.enumerated;
+  auto pruned = nlohmann::ordered_json::object();
+  for (const auto& [reason, count] : report.pruned)
+    pruned[reason] = count;
+  j["pruned"] = pruned;
+  j["feasible"] = report.rows.size();
+  const auto ranking = simulated_ranking(report);
+  auto ranked = nlohmann::ordered_json::array();
+  for (const auto* row : ranking)
+    ranked.push_back(row->key);
+  j["ranking"] = ranked;
+  j["explanation"] = explain_winner(report);
+  auto rows = nlohmann::ordered_json::array();
+  for (const auto& row : report.rows) {
+    nlohmann::ordered_json r;
+    r["key"] = row.key;
+    r["plan"] = row.plan;
+    r["estimate_rank"] = row.estimate_rank;
+    r["estimate"] = {{"iteration_time_s", row.estimate_s},  {"compute_s", row.estimate_compute_s},
+                     {"tp_comm_s", row.estimate_tp_comm_s}, {"bubble_s", row.estimate_bubble_s},
+                     {"pp_comm_s", row.estimate_pp_comm_s}, {"dp_exposed_s", row.estimate_dp_exposed_s}};
+    if (row.simulated) {
+      const auto& s = *row.simulated;
+      r["status"] = "simulated";
+      r["rank"] = std::find(ranking.begin(), ranking.end(), &row) - ranking.begin() + 1;
+      r["simulated"] = {{"iteration_time_s", s.iteration_time_s},
+                        {"tokens_per_s", s.tokens_per_s},
+                        {"mfu", s.mfu},
+                        {"peak_memory_bytes", s.peak_memory_bytes},
+                        {"bubble_fraction", s.bubble_fraction},
+                        {"exposed_comm_fraction", s.exposed_comm_fraction},
+                        {"compute_fraction", s.compute_fraction}};
+      r["folder"] = row.folder;
+    } else if (row.selected) {
+      r["status"] = "failed";
+      r["reason"] = row.failure;
+      r["folder"] = row.folder;
+    } else {
+      r["status"] = "estimated";
+    }
+    rows.push_back(r);
+  }
+  j["plans"] = rows;
+  j["does_not_fit_in_memory"] = report.memory_pruned;
+  out << j.dump(2) << '\n';
+}
+
+}  // namespace trainsim::analysis

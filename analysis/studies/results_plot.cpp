@@ -1,0 +1,189 @@
+#include "analysis/studies/results_plot.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "analysis/reporters/output_files.hpp"
+
+namespace trainsim::analysis {
+namespace {
+
+using nlohmann::ordered_json;
+
+std::string join(const std::vector<std::string>& parts, const std::string& sep) {
+  std::string out;
+  for (const auto& p : parts)
+    out += (out.empty() ? "" : sep) + p;
+  return out;
+}
+
+std::string text_of(const ordered_json& value) {
+  return value.is_string() ? value.get<std::string>() : value.dump();
+}
+
+std::string last_component(const std::string& key) {
+  const auto dot = key.rfind('.');
+  return dot == std::string::npos ? key : key.substr(dot + 1);
+}
+
+bool matches(const ordered_json& value, const ordered_json& wanted) {
+  if (value == wanted)
+    return true;
+  return !value.is_null() && text_of(value) == text_of(wanted);
+}
+
+}  // namespace
+
+std::string PlotSpec::title_or_default() const {
+  if (!title.empty())
+    return title;
+  return lines.empty() ? fmt::format("{} vs {}", y, x)
+                       : fmt::format("{} vs {}, by {}", y, x, join(lines, ", "));
+}
+
+std::string PlotSpec::file_or_default() const {
+  if (!file.empty())
+    return file;
+  std::string name = fmt::format("{}-vs-{}", y, x);
+  if (!lines.empty())
+    name += fmt::format("-by-{}", join(lines, "-"));
+  return file_safe_name(name) + ".svg";
+}
+
+ordered_json PlotSpec::to_json() const {
+  ordered_json j;
+  j["x"] = x;
+  j["y"] = y;
+  j["lines"] = lines;
+  ordered_json w = ordered_json::object();
+  for (const auto& [key, value] : where)
+    w[key] = value;
+  j["where"] = std::move(w);
+  j["log_x"] = log_x;
+  j["log_y"] = log_y;
+  j["title"] = title_or_default();
+  j["file"] = file_or_default();
+  return j;
+}
+
+PlotSpec PlotSpec::from_json(const ordered_json& j) {
+  try {
+    PlotSpec spec;
+    spec.x = j.at("x").get<std::string>();
+    spec.y = j.at("y").get<std::string>();
+    spec.lines = j.value("lines", std::vector<std::string>{});
+    if (j.contains("where"))
+      for (const auto& [key, value] : j["where"].items())
+        spec.where.emplace_back(key, value);
+    spec.log_x = j.value("log_x", false);
+    spec.log_y = j.value("log_y", false);
+    spec.title = j.value("title", "");
+    spec.file = j.value("file", "");
+    return spec;
+  } catch (const nlohmann::json::exception& e) {
+    throw ResultsFormatError(std::string("a plot spec in results.json is malformed: ") + e.what());
+  }
+}
+
+LinePlot build_results_plot(const PlotSpec& spec, const ResultsDocument& doc) {
+  const auto columns = result_columns(doc);
+  auto require_column = [&](const std::string& key, const std::string& role) {
+    if (std::find(columns.begin(), columns.end(), key) == columns.end())
+      throw PlotError(fmt::format("{} '{}' is not a column of the results (columns: {})", role, key,
+                                  join(columns, ", ")));
+  };
+  require_column(spec.x, "x");
+  require_column(spec.y, "y");
+  for (const auto& l : spec.lines)
+    require_column(l, "lines");
+  for (const auto& [key, value] : spec.where)
+    require_column(key, "where");
+
+  std::vector<const ResultRow*> rows;
+  for (const auto& row : doc.rows) {
+    if (row.status != kStatusOk)
+      continue;
+    bool keep = true;
+    for (const auto& [key, value] : spec.where)
+      keep = keep && matches(cell(row, key), value);
+    if (keep)
+      rows.push_back(&row);
+  }
+
+  LinePlot plot;
+  plot.title = spec.title_or_default();
+  plot.x_label = spec.x;
+  plot.y_label = spec.y;
+  plot.legend_title = join(spec.lines, ", ");
+  plot.x_scale = spec.log_x ? AxisScale::log : AxisScale::linear;
+  plot.y_scale = spec.log_y ? AxisScale::log : AxisScale::linear;
+
+  const bool numeric_x = std::all_of(rows.begin(), rows.end(), [&](const ResultRow* r) {
+    const auto v = cell(*r, spec.x);
+    return v.is_number();
+  });
+  std::vector<std::string> categories;  // in order of first appearance
+  std::map<std::string, std::size_t> series_index;
+  // For the duplicate check: (series, x text) -> row.
+  std::map<std::pair<std::size_t, std::string>, const ResultRow*> seen;
+  for (const ResultRow* row : rows) {
+    const auto yv = cell(*row, spec.y);
+    if (yv.is_null())
+      continue;  // this point has no such figure
+    if (!yv.is_number())
+      throw PlotError(
+          fmt::format("y '{}' is not a number at point {} ({})", spec.y, row->point, text_of(yv)));
+    const auto xv = cell(*row, spec.x);
+    if (xv.is_null())
+      continue;
+    std::vector<std::string> label_parts;
+    for (const auto& l : spec.lines) {
+      const auto v = cell(*row, l);
+      label_parts.push_back(spec.lines.size() == 1 ? text_of(v)
+                                                   : fmt::format("{}={}", last_component(l), text_of(v)));
+    }
+    const std::string label = join(label_parts, ", ");
+    auto [it, added] = series_index.emplace(label, plot.series.size());
+    if (added)
+      plot.series.push_back(PlotSeries{label, {}});
+    const std::size_t s = it->second;
+
+    double x = 0;
+    if (numeric_x) {
+      x = xv.get<double>();
+    } else {
+      const std::string name = text_of(xv);
+      auto pos = std::find(categories.begin(), categories.end(), name);
+      if (pos == categories.end())
+        pos = categories.insert(categories.end(), name);
+      x = static_cast<double>(pos - categories.begin());
+    }
+    auto [dup, fresh] = seen.emplace(std::make_pair(s, text_of(xv)), row);
+    if (!fresh) {
+      std::vector<std::string> differing;
+      for (const auto& c : columns)
+        if (c != "point" && c != spec.y && cell(*row, c) != cell(*dup->second, c) &&
+            doc.study.contains("parameters") &&
+            std::find(doc.study["parameters"].begin(), doc.study["parameters"].end(), c) !=
+                doc.study["parameters"].end())
+          differing.push_back(c);
+      throw PlotError(fmt::format(
+          "points {} and {} fall on the same line at {} = {}; they differ in {}: add {} to `lines` or fix it "
+          "with `where`",
+          dup->second->point, row->point, spec.x, text_of(xv),
+          differing.empty() ? std::string("no parameter") : join(differing, ", "),
+          differing.empty() ? std::string("a parameter") : differing.front()));
+    }
+    plot.series[s].points.push_back(PlotPoint{x, yv.get<double>()});
+  }
+  plot.x_categories = categories;
+  for (auto& s : plot.series)
+    std::stable_sort(s.points.begin(), s.points.end(),
+                     [](const PlotPoint& a, const PlotPoint& b) { return a.x < b.x; });
+  return plot;
+}
+
+}  // namespace trainsim::analysis

@@ -1,0 +1,21 @@
+#include "platforms/input_error.hpp"
+
+namespace trainsim::platforms {
+namespace {
+std::string join(const std::vector<std::string>& problems) {
+  std::string out;
+  for (const auto& p : problems)
+    out += (out.empty() ? "" : "\n") + p;
+  return out;
+}
+}  // namespace
+
+InputError::InputError(std::vector<std::string> problems)
+    : std::runtime_error(join(problems)), problems_(std::move(problems)) {}
+
+void ErrorList::throw_if_any() const {
+  if (!problems_.empty())
+    throw InputError(problems_);
+}
+
+}  // namespace trainsim::platforms

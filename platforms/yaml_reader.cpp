@@ -1,0 +1,372 @@
+#include "platforms/yaml_reader.hpp"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cmath>
+#include <limits>
+
+#include "platforms/units.hpp"
+
+namespace trainsim::platforms {
+namespace {
+
+std::string join_words(const std::vector<std::string_view>& words) {
+  std::string out;
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    if (i > 0)
+      out += i + 1 == words.size() ? " or " : ", ";
+    out += fmt::format("'{}'", words[i]);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string describe_yaml_value(const YAML::Node& node) {
+  if (node.IsScalar())
+    return fmt::format("'{}'", node.Scalar());
+  if (node.IsSequence())
+    return "a list";
+  if (node.IsMap())
+    return "a map";
+  return "nothing";
+}
+
+std::string InputSource::where(const std::string& path, const YAML::Node& node) const {
+  // The longest overridden prefix of the path wins: --set cluster.nvlink.bandwidth=...
+  for (std::string prefix = path;;) {
+    if (auto it = overrides_.find(prefix); it != overrides_.end())
+      return it->second;
+    const auto dot = prefix.rfind('.');
+    if (dot == std::string::npos)
+      break;
+    prefix.resize(dot);
+  }
+  std::string file = file_;
+  for (std::string prefix = path;;) {
+    if (auto it = origins_.find(prefix); it != origins_.end()) {
+      if (!it->second.empty())
+        file = it->second;
+      break;
+    }
+    const auto dot = prefix.rfind('.');
+    if (dot == std::string::npos)
+      break;
+    prefix.resize(dot);
+  }
+  const auto mark = node.Mark();
+  if (mark.is_null() || mark.line < 0)
+    return file;
+  return fmt::format("{}:{}:{}", file, mark.line + 1, mark.column + 1);
+}
+
+MapReader::MapReader(YAML::Node node, std::string path, const InputSource& source, ErrorList& errors)
+    : node_(std::move(node)), path_(std::move(path)), source_(&source), errors_(&errors) {
+  if (!node_.IsMap()) {
+    errors_->add(fmt::format("{}: {}: expected a map of keys, found {}", source_->where(path_, node_),
+                             path_.empty() ? "document" : path_, describe_yaml_value(node_)));
+    node_ = YAML::Node(YAML::NodeType::Map);
+    return;
+  }
+  std::set<std::string> seen;
+  for (const auto& kv : node_) {
+    const auto key = kv.first.as<std::string>();
+    if (!seen.insert(key).second)
+      errors_->add(
+          fmt::format("{}: {}: duplicate key", source_->where(key_path(key), kv.first), key_path(key)));
+  }
+}
+
+std::string MapReader::key_path(std::string_view key) const {
+  if (key.empty())
+    return path_;
+  return path_.empty() ? std::string(key) : fmt::format("{}.{}", path_, key);
+}
+
+std::string MapReader::where(std::string_view key) const {
+  if (key.empty())
+    return source_->where(path_, node_);
+  for (const auto& kv : node_)
+    if (kv.first.Scalar() == key)
+      return source_->where(key_path(key), kv.second.IsNull() ? kv.first : kv.second);
+  return source_->where(path_, node_);
+}
+
+void MapReader::error(std::string_view key, const std::string& message) {
+  errors_->add(fmt::format("{}: {}: {}", where(key), key_path(key), message));
+}
+
+bool MapReader::has(std::string_view key) const {
+  for (const auto& kv : node_)
+    if (kv.first.Scalar() == key)
+      return true;
+  return false;
+}
+
+void MapReader::accept(std::string_view key) {
+  known_.emplace(key);
+}
+
+std::optional<YAML::Node> MapReader::scalar(std::string_view key) {
+  known_.emplace(key);
+  for (const auto& kv : node_) {
+    if (kv.first.Scalar() != key)
+      continue;
+    if (!kv.second.IsScalar()) {
+      error(key, fmt::format("expected a single value, found {}", describe_yaml_value(kv.second)));
+      return std::nullopt;
+    }
+    return kv.second;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> MapReader::text(std::string_view key) {
+  auto node = scalar(key);
+  if (!node)
+    return std::nullopt;
+  return node->Scalar();
+}
+
+std::optional<long long> MapReader::integer(std::string_view key, long long min, long long max) {
+  auto node = scalar(key);
+  if (!node)
+    return std::nullopt;
+  const std::string& s = node->Scalar();
+  long long value = 0;
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+  const std::string range = max == std::numeric_limits<long long>::max()
+                                ? fmt::format(">= {}", min)
+                                : fmt::format("between {} and {}", min, max);
+  if (ec != std::errc() || ptr != s.data() + s.size()) {
+    error(key, fmt::format("'{}' is not a whole number (expected an integer {})", s, range));
+    return std::nullopt;
+  }
+  if (value < min || value > max) {
+    error(key, fmt::format("{} is out of range (expected an integer {})", value, range));
+    return std::nullopt;
+  }
+  return value;
+}
+
+std::optional<double> MapReader::number(std::string_view key, double min, double max) {
+  auto node = scalar(key);
+  if (!node)
+    return std::nullopt;
+  const std::string& s = node->Scalar();
+  double value = 0;
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+  if (ec != std::errc() || ptr != s.data() + s.size() || !std::isfinite(value)) {
+    error(key, fmt::format("'{}' is not a number (expected a number between {} and {})", s, min, max));
+    return std::nullopt;
+  }
+  if (value < min || value > max) {
+    error(key, fmt::format("{} is out of range (expected a number between {} and {})", s, min, max));
+    return std::nullopt;
+  }
+  return value;
+}
+
+std::optional<bool> MapReader::boolean(std::string_view key) {
+  auto node = scalar(key);
+  if (!node)
+    return std::nullopt;
+  const std::string& s = node->Scalar();
+  if (s == "true" || s == "yes" || s == "on")
+    return true;
+  if (s == "false" || s == "no" || s == "off")
+    return false;
+  error(key, fmt::format("'{}' is not a boolean (expected true or false)", s));
+  return std::nullopt;
+}
+
+namespace {
+template <class Parse>
+std::optional<double> quantity(MapReader& reader, std::optional<YAML::Node> node, std::string_view key,
+                               Parse parse) {
+  if (!node)
+    return std::nullopt;
+  try {
+    return parse(node->Scalar());
+  } catch (const units::UnitError& e) {
+    reader.error(key, e.what());
+    return std::nullopt;
+  }
+}
+}  // namespace
+
+std::optional<double> MapReader::bytes(std::string_view key) {
+  return quantity(*this, scalar(key), key, units::parse_bytes);
+}
+std::optional<double> MapReader::bandwidth_Bps(std::string_view key) {
+  auto v = quantity(*this, scalar(key), key, units::parse_bandwidth_Bps);
+  if (v && *v <= 0) {
+    error(key, "a bandwidth must be positive (for example \"200Gbps\")");
+    return std::nullopt;
+  }
+  return v;
+}
+std::optional<double> MapReader::duration_s(std::string_view key) {
+  return quantity(*this, scalar(key), key, units::parse_duration_s);
+}
+
+std::optional<double> MapReader::flop_rate(std::string_view key) {
+  return quantity(*this, scalar(key), key, units::parse_flop_rate);
+}
+std::optional<double> MapReader::power_W(std::string_view key) {
+  return quantity(*this, scalar(key), key, units::parse_power_W);
+}
+
+std::optional<std::string> MapReader::choice_text(std::string_view key,
+                                                  const std::vector<std::string_view>& words) {
+  auto node = scalar(key);
+  if (!node)
+    return std::nullopt;
+  for (auto w : words)
+    if (w == node->Scalar())
+      return node->Scalar();
+  error(key, fmt::format("'{}' is not a known value (expected {})", node->Scalar(), join_words(words)));
+  return std::nullopt;
+}
+
+std::optional<MapReader> MapReader::map(std::string_view key) {
+  known_.emplace(key);
+  for (const auto& kv : node_) {
+    if (kv.first.Scalar() != key)
+      continue;
+    if (!kv.second.IsMap()) {
+      error(key, fmt::format("expected a map of keys, found {}", describe_yaml_value(kv.second)));
+      return std::nullopt;
+    }
+    return MapReader(kv.second, key_path(key), *source_, *errors_);
+  }
+  return std::nullopt;
+}
+
+std::optional<std::vector<MapReader>> MapReader::map_list(std::string_view key) {
+  known_.emplace(key);
+  for (const auto& kv : node_) {
+    if (kv.first.Scalar() != key)
+      continue;
+    if (!kv.second.IsSequence() || kv.second.size() == 0) {
+      error(key, fmt::format("expected a list of maps, found {}", describe_yaml_value(kv.second)));
+      return std::nullopt;
+    }
+    std::vector<MapReader> items;
+    for (std::size_t i = 0; i < kv.second.size(); ++i)
+      items.emplace_back(kv.second[i], fmt::format("{}.{}", key_path(key), i), *source_, *errors_);
+    return items;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::vector<long long>> MapReader::integer_list(std::string_view key, long long min,
+                                                              long long max) {
+  known_.emplace(key);
+  for (const auto& kv : node_) {
+    if (kv.first.Scalar() != key)
+      continue;
+    const auto expected =
+        fmt::format("expected a list of integers between {} and {}, such as [4, 4, 2]", min, max);
+    if (!kv.second.IsSequence() || kv.second.size() == 0) {
+      error(key, fmt::format("found {} ({})", describe_yaml_value(kv.second), expected));
+      return std::nullopt;
+    }
+    std::vector<long long> values;
+    for (const auto& item : kv.second) {
+      long long value = 0;
+      const std::string text = item.IsScalar() ? item.Scalar() : std::string();
+      auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+      if (!item.IsScalar() || ec != std::errc() || ptr != text.data() + text.size() || value < min ||
+          value > max) {
+        error(key, fmt::format("{} is not valid ({})", describe_yaml_value(item), expected));
+        return std::nullopt;
+      }
+      values.push_back(value);
+    }
+    return values;
+  }
+  return std::nullopt;
+}
+
+void MapReader::finish() {
+  std::vector<std::string_view> known(known_.begin(), known_.end());
+  for (const auto& kv : node_) {
+    const auto& key = kv.first.Scalar();
+    if (known_.count(key) != 0)
+      continue;
+    errors_->add(fmt::format("{}: {}: unknown key (known keys here: {})",
+                             source_->where(key_path(key), kv.first), key_path(key), join_words(known)));
+  }
+}
+
+void apply_override(YAML::Node& root, const std::string& assignment, InputSource& source, ErrorList& errors) {
+  const auto option = fmt::format("--set {}", assignment);
+  const auto eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    errors.add(fmt::format("{}: expected KEY=VALUE with a dotted key, for example --set plan.pp=4", option));
+    return;
+  }
+  const std::string path = assignment.substr(0, eq);
+  YAML::Node value;
+  try {
+    value = YAML::Load(assignment.substr(eq + 1));
+  } catch (const YAML::Exception& e) {
+    errors.add(fmt::format("{}: the value is not valid YAML: {}", option, e.msg));
+    return;
+  }
+  std::vector<std::string> keys;
+  for (std::size_t start = 0;;) {
+    const auto dot = path.find('.', start);
+    keys.push_back(path.substr(start, dot - start));
+    if (dot == std::string::npos)
+      break;
+    start = dot + 1;
+  }
+  YAML::Node current = root;
+  std::string prefix;
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    if (keys[i].empty()) {
+      errors.add(fmt::format("{}: empty key in '{}'", option, path));
+      return;
+    }
+    prefix += (i == 0 ? "" : ".") + keys[i];
+    if (current.IsSequence()) {
+      // A list item by index: --set cluster.groups.1.nodes=8
+      std::size_t index = 0;
+      auto [ptr, ec] = std::from_chars(keys[i].data(), keys[i].data() + keys[i].size(), index);
+      if (ec != std::errc() || ptr != keys[i].data() + keys[i].size() || index >= current.size()) {
+        errors.add(fmt::format(
+            "{}: '{}' is a list of {} items, so '{}' is not one of its indices (expected 0 to {})", option,
+            prefix.substr(0, prefix.rfind('.')), current.size(), keys[i], current.size() - 1));
+        return;
+      }
+      if (i + 1 == keys.size()) {
+        current[index] = value;
+      } else {
+        YAML::Node child = current[index];
+        current.reset(child);
+      }
+      continue;
+    }
+    if (!current.IsMap() && !current.IsNull()) {
+      errors.add(fmt::format("{}: '{}' is a single value, not a map, so it has no key '{}'", option,
+                             prefix.substr(0, prefix.rfind('.')), keys[i]));
+      return;
+    }
+    if (i + 1 == keys.size()) {
+      current[keys[i]] = value;
+    } else {
+      YAML::Node child = current[keys[i]];
+      if (!child || child.IsNull()) {
+        current[keys[i]] = YAML::Node(YAML::NodeType::Map);
+        child.reset(current[keys[i]]);
+      }
+      current.reset(child);
+    }
+  }
+  source.mark_override(path, option);
+}
+
+}  // namespace trainsim::platforms

@@ -1,0 +1,452 @@
+// make_collective(): from (op, group, size, algorithm) to flows. Each
+// algorithm is laid out once as an Expansion: its phases, each with the
+// edges it loads (whole-pass volumes: the flows of the fast fidelity and the
+// basis of the tuner's estimates) and its latency terms (the closed form's),
+// plus a factory for the detailed step-by-step state machine.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <stdexcept>
+#include <unordered_map>
+
+#include "sim/collectives/flows.hpp"
+#include "sim/platform/cluster_zone.hpp"
+
+namespace trainsim::sim {
+namespace {
+
+using platforms::CollectiveAlgorithm;
+using platforms::Fidelity;
+using workloads::CollectiveOp;
+
+struct Phase {
+  std::vector<FlowRequest> edges;  // src, dst and the bytes the edge carries over the phase
+  double latency_s = 0;            // latency terms of the phase's closed form
+  double fill_fraction = 0;        // pipelines: fill and drain, as a fraction of the bandwidth term
+};
+
+struct Expansion {
+  CollectiveAlgorithm algorithm = CollectiveAlgorithm::ring;
+  int channels = 1;
+  std::vector<Phase> phases;
+  std::function<std::unique_ptr<Collective>()> detailed;
+  // All-to-all has no aggregated form: the fast fidelity runs it step by step.
+  bool fast_is_detailed = false;
+};
+
+constexpr std::size_t kListedExchangeRanks = 128;
+
+double max_latency(const std::vector<FlowRequest>& edges, const ClusterZone& zone) {
+  double latency = 0;
+  for (const auto& e : edges)
+    latency = std::max(latency, zone.path(e.src, e.dst).latency_s);
+  return latency;
+}
+
+// The busiest link direction's load over its bandwidth: how long the phase
+// takes at least when its edges move their bytes at the same time.
+double bandwidth_term_s(const std::vector<FlowRequest>& edges, const ClusterZone& zone) {
+  std::unordered_map<simgrid::s4u::Link*, double> load;
+  for (const auto& e : edges)
+    zone.for_each_link(e.src, e.dst, [&](simgrid::s4u::Link* link) { load[link] += e.bytes; });
+  double worst = 0;
+  for (const auto& [link, bytes] : load)
+    worst = std::max(worst, bytes / link->get_bandwidth());
+  return worst;
+}
+
+// Chunks of a pipeline `depth` hops deep. With one chunk in flight per
+// edge, each chunk pays the hop latency: (depth + K - 1)(latency + T/K) for a
+// bandwidth term T. NCCL hides that latency behind its in-flight slices; the
+// flow model instead takes the K that minimises this time,
+// sqrt((depth - 1) T / latency), capped by collectives.max_chunks.
+int pipeline_chunks(const std::vector<FlowRequest>& edges, int depth, double latency_s,
+                    const ClusterZone& zone) {
+  const int max_chunks = zone.spec().collectives.max_pipeline_chunks;
+  if (depth <= 1)
+    return 1;
+  if (latency_s <= 0)
+    return max_chunks;
+  const double best = std::sqrt((depth - 1) * bandwidth_term_s(edges, zone) / latency_s);
+  return static_cast<int>(std::clamp(std::round(best), 1.0, static_cast<double>(max_chunks)));
+}
+
+// Latency terms and fill of a pipeline phase whose edges are set.
+void set_pipeline(Phase& phase, int depth, int chunks, double latency_s) {
+  phase.latency_s = (depth + chunks - 1) * latency_s;
+  phase.fill_fraction = static_cast<double>(std::max(depth - 1, 0)) / chunks;
+}
+
+std::vector<FlowRequest> ring_edges(const std::vector<std::vector<int>>& rings,
+                                    const std::vector<double>& bytes) {
+  std::vector<FlowRequest> edges;
+  for (std::size_t c = 0; c < rings.size(); ++c)
+    for (std::size_t i = 0; i < rings[c].size(); ++i)
+      edges.push_back({rings[c][i], rings[c][(i + 1) % rings[c].size()], bytes[c], 0});
+  return edges;
+}
+
+// A ring phase: `steps` steps of `chunk` bytes per ring.
+Phase ring_phase(const std::vector<std::vector<int>>& rings, int steps, const std::vector<double>& chunk,
+                 const ClusterZone& zone) {
+  std::vector<double> volume;
+  for (double c : chunk)
+    volume.push_back(c * steps);
+  Phase phase;
+  phase.edges = ring_edges(rings, volume);
+  phase.latency_s = steps * max_latency(phase.edges, zone);
+  return phase;
+}
+
+int ring_steps(CollectiveOp op, int n) {
+  return op == CollectiveOp::all_reduce ? 2 * (n - 1) : n - 1;
+}
+
+Expansion ring_expansion(CollectiveOp op, const GroupLayout& layout, double bytes, const ClusterZone& zone,
+                         CollectiveAlgorithm algorithm = CollectiveAlgorithm::ring) {
+  // p2p_ring: one ring in group order, each rank sending to the next with
+  // its own NIC; NCCL's rings run one channel per rail.
+  auto rings = algorithm == CollectiveAlgorithm::p2p_ring ? std::vector<std::vector<int>>{layout.gpus}
+                                                          : ring_channels(layout, zone);
+  const auto channels = rings.size();
+  const int n = static_cast<int>(layout.gpus.size());
+  Expansion x;
+  x.algorithm = algorithm;
+  x.channels = static_cast<int>(channels);
+  if (op == CollectiveOp::broadcast) {
+    // Each ring, cut open at the root, is a chain carrying 1/C of the data.
+    std::vector<std::vector<int>> chains;
+    for (auto& ring : rings) {
+      std::rotate(ring.begin(), std::find(ring.begin(), ring.end(), layout.gpus.front()), ring.end());
+      chains.push_back(ring);
+    }
+    const double per_chain = bytes / static_cast<double>(channels);
+    Phase phase;
+    for (const auto& chain : chains)
+      for (std::size_t e = 0; e + 1 < chain.size(); ++e)
+        phase.edges.push_back({chain[e], chain[e + 1], per_chain, 0});
+    const int depth = n - 1;
+    const double latency_s = max_latency(phase.edges, zone);
+    const int chunks = pipeline_chunks(phase.edges, depth, latency_s, zone);
+    set_pipeline(phase, depth, chunks, latency_s);
+    x.phases.push_back(std::move(phase));
+    const std::vector<double> chunk(channels, per_chain / chunks);
+    x.detailed = [chains, chunks, chunk]() { return make_chain_pipeline(chains, chunks, chunk); };
+    return x;
+  }
+  const int steps = ring_steps(op, n);
+  const std::vector<double> chunk(channels, bytes / static_cast<double>(channels) / n);
+  x.phases.push_back(ring_phase(rings, steps, chunk, zone));
+  x.detailed = [rings, steps, chunk]() { return make_ring_steps(rings, steps, chunk); };
+  return x;
+}
+
+Expansion tree_expansion(const GroupLayout& layout, double bytes, const ClusterZone& zone) {
+  auto trees = double_binary_trees(layout, zone);
+  const double per_tree = bytes / static_cast<double>(trees.size());
+  Expansion x;
+  x.algorithm = CollectiveAlgorithm::tree;
+  x.channels = static_cast<int>(trees.size() / 2);
+  Phase phase;
+  int height = 0;
+  for (const auto& tree : trees) {
+    height = std::max(height, tree.height());
+    for (std::size_t v = 0; v < tree.gpus.size(); ++v) {
+      const int p = tree.parent[v];
+      if (p < 0)
+        continue;
+      phase.edges.push_back({tree.gpus[v], tree.gpus[static_cast<std::size_t>(p)], per_tree, 0});
+      phase.edges.push_back({tree.gpus[static_cast<std::size_t>(p)], tree.gpus[v], per_tree, 0});
+    }
+  }
+  // Reduce up, then broadcast down: a pipeline 2 x height hops deep.
+  const int depth = 2 * height;
+  const double latency_s = max_latency(phase.edges, zone);
+  const int chunks = pipeline_chunks(phase.edges, depth, latency_s, zone);
+  set_pipeline(phase, depth, chunks, latency_s);
+  x.phases.push_back(std::move(phase));
+  const std::vector<double> chunk(trees.size(), per_tree / chunks);
+  x.detailed = [trees, chunks, chunk]() { return make_tree_pipeline(trees, chunks, chunk); };
+  return x;
+}
+
+// In-switch reduction on every node of the layout, `bytes` per GPU buffer.
+Phase switch_phase(CollectiveOp op, const GroupLayout& layout, double bytes, const ClusterZone& zone,
+                   std::vector<SwitchGroup>& groups, int& chunks, double& up_chunk, double& down_chunk) {
+  const int m = layout.uniform_members();
+  const double up = op == CollectiveOp::all_gather ? bytes / m : bytes;
+  const double down = op == CollectiveOp::reduce_scatter ? bytes / m : bytes;
+  Phase phase;
+  for (std::size_t k = 0; k < layout.nodes.size(); ++k) {
+    SwitchGroup g{zone.switch_endpoint(layout.nodes[k]), layout.members[k]};
+    for (int gpu : g.members) {
+      phase.edges.push_back({gpu, g.switch_endpoint, up, 0});
+      phase.edges.push_back({g.switch_endpoint, gpu, down, 0});
+    }
+    groups.push_back(std::move(g));
+  }
+  // Up to the switch, then down: a pipeline two hops deep.
+  const double latency_s = max_latency(phase.edges, zone);
+  chunks = pipeline_chunks(phase.edges, 2, latency_s, zone);
+  set_pipeline(phase, 2, chunks, latency_s);
+  up_chunk = up / chunks;
+  down_chunk = down / chunks;
+  return phase;
+}
+
+Expansion nvls_single_node(CollectiveOp op, const GroupLayout& layout, double bytes,
+                           const ClusterZone& zone) {
+  Expansion x;
+  x.algorithm = CollectiveAlgorithm::nvls;
+  std::vector<SwitchGroup> groups;
+  int chunks = 1;
+  double up = 0, down = 0;
+  x.phases.push_back(switch_phase(op, layout, bytes, zone, groups, chunks, up, down));
+  x.detailed = [groups, chunks, up, down]() { return make_switch_pipeline(groups, chunks, up, down); };
+  return x;
+}
+
+// Intra-node reduce-scatter, inter-node collective across rails on S/m,
+// intra-node all-gather (all-reduce); reduce-scatter and all-gather keep
+// their half. Intra-node phases are rings (hierarchical) or in-switch
+// reductions (nvls).
+Expansion hierarchical_expansion(CollectiveOp op, const GroupLayout& layout, double bytes,
+                                 const ClusterZone& zone, bool in_switch) {
+  const int m = layout.uniform_members();
+  const int nodes = static_cast<int>(layout.nodes.size());
+  Expansion x;
+  x.algorithm = in_switch ? CollectiveAlgorithm::nvls : CollectiveAlgorithm::hierarchical;
+  std::vector<std::function<std::unique_ptr<Collective>()>> detailed;
+
+  auto intra = [&](CollectiveOp intra_op) {
+    if (in_switch) {
+      std::vector<SwitchGroup> groups;
+      int chunks = 1;
+      double up = 0, down = 0;
+      x.phases.push_back(switch_phase(intra_op, layout, bytes, zone, groups, chunks, up, down));
+      detailed.push_back(
+          [groups, chunks, up, down]() { return make_switch_pipeline(groups, chunks, up, down); });
+      return;
+    }
+    std::vector<std::vector<int>> rings;
+    std::vector<double> chunk;
+    for (const auto& members : layout.members) {
+      const auto node_rings = ring_channels(layout_of(members, zone), zone);
+      for (const auto& ring : node_rings) {
+        rings.push_back(ring);
+        chunk.push_back(bytes / static_cast<double>(node_rings.size()) / m);
+      }
+    }
+    x.channels = std::max(x.channels, static_cast<int>(rings.size() / layout.nodes.size()));
+    x.phases.push_back(ring_phase(rings, m - 1, chunk, zone));
+    detailed.push_back([rings, steps = m - 1, chunk]() { return make_ring_steps(rings, steps, chunk); });
+  };
+  auto inter = [&](CollectiveOp inter_op) {
+    std::vector<std::vector<int>> rails(static_cast<std::size_t>(m));
+    for (int r = 0; r < m; ++r)
+      for (const auto& members : layout.members)
+        rails[static_cast<std::size_t>(r)].push_back(members[static_cast<std::size_t>(r)]);
+    const int steps = ring_steps(inter_op, nodes);
+    const std::vector<double> chunk(static_cast<std::size_t>(m), bytes / m / nodes);
+    x.phases.push_back(ring_phase(rails, steps, chunk, zone));
+    detailed.push_back([rails, steps, chunk]() { return make_ring_steps(rails, steps, chunk); });
+  };
+
+  if (op == CollectiveOp::all_gather) {
+    inter(CollectiveOp::all_gather);
+    intra(CollectiveOp::all_gather);
+  } else {
+    intra(CollectiveOp::reduce_scatter);
+    inter(op == CollectiveOp::all_reduce ? CollectiveOp::all_reduce : CollectiveOp::reduce_scatter);
+    if (op == CollectiveOp::all_reduce)
+      intra(CollectiveOp::all_gather);
+  }
+  x.detailed = [detailed]() {
+    std::vector<std::unique_ptr<Collective>> phases;
+    for (const auto& make : detailed)
+      phases.push_back(make());
+    return make_sequence(std::move(phases));
+  };
+  return x;
+}
+
+Expansion direct_expansion(CollectiveOp op, const GroupLayout& layout, double bytes,
+                           const ClusterZone& zone) {
+  const auto& gpus = layout.gpus;
+  const std::size_t n = gpus.size();
+  Expansion x;
+  x.algorithm = CollectiveAlgorithm::direct;
+  Phase phase;
+  if (op == CollectiveOp::send_recv) {
+    for (std::size_t i = 0; i < n; ++i)
+      phase.edges.push_back({gpus[i], gpus[(i + 1) % n], bytes, 0});
+    phase.latency_s = max_latency(phase.edges, zone);
+    x.detailed = [edges = phase.edges]() { return make_flow_set(edges); };
+  } else {
+    // All-to-all: each rank sends S/n to every other rank, n - 1 steps. The
+    // n(n-1) edges are listed (for estimates) only for small groups; larger
+    // ones take the latency from the routes leaving the first and last rank.
+    const double piece = bytes / static_cast<double>(n);
+    std::vector<FlowRequest> sample;
+    for (std::size_t s = 1; s < n; ++s) {
+      sample.push_back({gpus[0], gpus[s], piece, 0});
+      sample.push_back({gpus[n - 1], gpus[(n - 1 + s) % n], piece, 0});
+    }
+    phase.latency_s = static_cast<double>(n - 1) * max_latency(sample, zone);
+    if (n <= kListedExchangeRanks)
+      for (std::size_t i = 0; i < n; ++i)
+        for (std::size_t s = 1; s < n; ++s)
+          phase.edges.push_back({gpus[i], gpus[(i + s) % n], piece, 0});
+    x.detailed = [gpus, piece]() { return make_pairwise_exchange(gpus, piece); };
+    x.fast_is_detailed = true;
+  }
+  x.phases.push_back(std::move(phase));
+  return x;
+}
+
+bool every_node_has_nvls(const GroupLayout& layout, const ClusterZone& zone) {
+  for (int node : layout.nodes)
+    if (!zone.has_nvls(node))
+      return false;
+  return true;
+}
+
+// The algorithms that apply to this op and group, NCCL's first.
+std::vector<CollectiveAlgorithm> applicable(CollectiveOp op, const GroupLayout& layout,
+                                            const ClusterZone& zone) {
+  if (op == CollectiveOp::all_to_all || op == CollectiveOp::send_recv)
+    return {CollectiveAlgorithm::direct};
+  if (op == CollectiveOp::broadcast)
+    return {CollectiveAlgorithm::ring};
+  std::vector<CollectiveAlgorithm> out{CollectiveAlgorithm::ring};
+  if (op == CollectiveOp::all_reduce)
+    out.push_back(CollectiveAlgorithm::tree);
+  const int m = layout.uniform_members();
+  if (every_node_has_nvls(layout, zone) && (layout.single_node() || m >= 2))
+    out.push_back(CollectiveAlgorithm::nvls);
+  if (!layout.single_node() && m >= 2)
+    out.push_back(CollectiveAlgorithm::hierarchical);
+  return out;
+}
+
+Expansion expand(CollectiveAlgorithm algorithm, CollectiveOp op, const GroupLayout& layout, double bytes,
+                 const ClusterZone& zone) {
+  switch (algorithm) {
+    case CollectiveAlgorithm::tree:
+      return tree_expansion(layout, bytes, zone);
+    case CollectiveAlgorithm::nvls:
+      return layout.single_node() ? nvls_single_node(op, layout, bytes, zone)
+                                  : hierarchical_expansion(op, layout, bytes, zone, true);
+    case CollectiveAlgorithm::hierarchical:
+      return hierarchical_expansion(op, layout, bytes, zone, false);
+    case CollectiveAlgorithm::direct:
+      return direct_expansion(op, layout, bytes, zone);
+    case CollectiveAlgorithm::p2p_ring:
+      return ring_expansion(op, layout, bytes, zone, algorithm);
+    case CollectiveAlgorithm::automatic:
+    case CollectiveAlgorithm::ring:
+      break;
+  }
+  return ring_expansion(op, layout, bytes, zone);
+}
+
+// Uncontended time of the expansion's flows plus its latency terms.
+double estimate(const Expansion& x, const ClusterZone& zone) {
+  double total = zone.spec().collectives.launch_latency_s;
+  for (const auto& phase : x.phases)
+    total += phase.latency_s + (1 + phase.fill_fraction) * bandwidth_term_s(phase.edges, zone);
+  return total;
+}
+
+struct Resolved {
+  CollectiveAlgorithm algorithm;
+  std::vector<AlgorithmEstimate> estimates;
+};
+
+Resolved resolve(const CollectiveRequest& request, const GroupLayout& layout, const ClusterZone& zone,
+                 bool want_estimates) {
+  // A workload's plain send/recv ring is what it is: no tuning.
+  if (request.algorithm == CollectiveAlgorithm::p2p_ring && request.op != CollectiveOp::all_to_all &&
+      request.op != CollectiveOp::send_recv)
+    return {CollectiveAlgorithm::p2p_ring, {}};
+  const auto candidates = applicable(request.op, layout, zone);
+  const auto asked = request.algorithm != CollectiveAlgorithm::automatic ? request.algorithm
+                                                                         : zone.spec().collectives.algorithm;
+  Resolved r{candidates.front(), {}};
+  if (candidates.size() == 1 && !want_estimates)
+    return r;
+  const bool honoured = asked != CollectiveAlgorithm::automatic &&
+                        std::find(candidates.begin(), candidates.end(), asked) != candidates.end();
+  if (honoured && !want_estimates) {
+    r.algorithm = asked;
+    return r;
+  }
+  double best = 0;
+  for (auto algorithm : candidates) {
+    const double t = estimate(expand(algorithm, request.op, layout, request.bytes, zone), zone);
+    r.estimates.push_back({algorithm, t});
+    // NCCL's tuner knows no hierarchical algorithm: `auto` never picks it.
+    if (algorithm == CollectiveAlgorithm::hierarchical)
+      continue;
+    if (r.estimates.size() == 1 || t < best) {
+      best = t;
+      r.algorithm = algorithm;
+    }
+  }
+  if (honoured)
+    r.algorithm = asked;
+  return r;
+}
+
+}  // namespace
+
+std::vector<AlgorithmEstimate> estimate_algorithms(const CollectiveRequest& request,
+                                                   const ClusterZone& zone) {
+  return resolve(request, layout_of(request.gpus, zone), zone, true).estimates;
+}
+
+CollectiveAlgorithm resolve_algorithm(const CollectiveRequest& request, const ClusterZone& zone) {
+  return resolve(request, layout_of(request.gpus, zone), zone, false).algorithm;
+}
+
+CollectivePlan make_collective(const CollectiveRequest& request, const ClusterZone& zone) {
+  if (request.gpus.size() < 2)
+    throw std::invalid_argument("a collective needs at least two GPUs");
+  const auto& config = zone.spec().collectives;
+  const auto layout = layout_of(request.gpus, zone);
+  const auto algorithm = resolve(request, layout, zone, false).algorithm;
+  const int fold = std::max(request.fold, 1);
+
+  const Expansion single = expand(algorithm, request.op, layout, request.bytes, zone);
+  const Expansion pass =
+      fold > 1 ? expand(algorithm, request.op, layout, request.bytes * fold, zone) : single;
+
+  CollectivePlan plan;
+  plan.choice = {algorithm, single.channels, config.fidelity};
+  plan.extra_latency_s = config.launch_latency_s;
+  if (fold > 1) {
+    double pass_latency_s = config.launch_latency_s;
+    for (const auto& phase : single.phases)
+      pass_latency_s += phase.latency_s;
+    plan.extra_latency_s += (fold - 1) * pass_latency_s;
+  }
+  if (config.fidelity == Fidelity::detailed || pass.fast_is_detailed) {
+    plan.flows = pass.detailed();
+    return plan;
+  }
+  // Fast: one flow per edge with its whole volume, phase after phase; the
+  // latency terms beyond the one each flow carries, and the pipelines' fill,
+  // are added at the end.
+  std::vector<std::unique_ptr<Collective>> phases;
+  for (const auto& phase : pass.phases) {
+    phases.push_back(make_flow_set(phase.edges));
+    plan.extra_latency_s += phase.latency_s - max_latency(phase.edges, zone) +
+                            phase.fill_fraction * bandwidth_term_s(phase.edges, zone);
+  }
+  plan.flows = phases.size() == 1 ? std::move(phases.front()) : make_sequence(std::move(phases));
+  return plan;
+}
+
+}  // namespace trainsim::sim

@@ -1,0 +1,85 @@
+#pragma once
+// The building blocks of collectives (internal to sim/): how a group lies on
+// the topology (nodes, rails, rings, trees) and the detailed state machines
+// that emit one flow per algorithm step. collective_factory.cpp composes them.
+#include <memory>
+#include <vector>
+
+#include "sim/collectives/collectives.hpp"
+
+namespace trainsim::sim {
+
+// ---- Layout of a group on the cluster (collective_layout.cpp) ----
+
+struct GroupLayout {
+  std::vector<int> gpus;                  // the group's order
+  std::vector<int> nodes;                 // distinct nodes, in order of first appearance
+  std::vector<std::vector<int>> members;  // per node: its group members, in group order
+  bool single_node() const { return nodes.size() == 1; }
+  // Members per node when every node has the same number, else 0.
+  int uniform_members() const;
+};
+GroupLayout layout_of(const std::vector<int>& gpus, const ClusterZone& zone);
+
+// NCCL-style rings (channels), each a permutation of the group. One node:
+// one ring on NVSwitch and PCIe; on a cube-mesh, every NVLink Hamiltonian
+// cycle that fits the lanes, in both directions. Several nodes: one ring per
+// NIC the group can use on every node (its rails); ring c enters node k
+// through the GPU of rail (c + k) mod C and leaves through rail (c + k + 1)
+// mod C, so each inter-node hop stays on one rail and every NIC carries one
+// ring in each direction.
+std::vector<std::vector<int>> ring_channels(const GroupLayout& layout, const ClusterZone& zone);
+
+// NCCL's double binary tree over nodes, with a chain through each node's
+// members below the GPU that holds the tree edges (one tree pair per rail).
+// parent[i] is the index in `gpus` of i's parent, -1 for the root.
+struct Tree {
+  std::vector<int> gpus;
+  std::vector<int> parent;
+  int height() const;  // edges on the longest root-to-leaf path
+};
+std::vector<Tree> double_binary_trees(const GroupLayout& layout, const ClusterZone& zone);
+// NCCL's binary tree on ranks 0..n-1 (root 0); parent of each rank.
+std::vector<int> nccl_btree_parents(int n);
+
+// ---- Detailed state machines (ring_collective.cpp, pipeline_collectives.cpp,
+// exchange_collectives.cpp) ----
+
+// Rings of equal step count: on ring c, rank i sends chunk_bytes[c] to rank
+// i+1 at each of `steps` steps; step k of rank i waits for its own step k-1
+// and for step k-1 of rank i-1 (the chunk it forwards). All-reduce: 2(n-1)
+// steps of S/(nC); reduce-scatter and all-gather: n-1 steps.
+std::unique_ptr<Collective> make_ring_steps(std::vector<std::vector<int>> rings, int steps,
+                                            std::vector<double> chunk_bytes);
+
+// Pipelined chains (broadcast): chain[0] holds the data; each edge forwards
+// `chunks` chunks of chunk_bytes[c], one at a time, each once received.
+std::unique_ptr<Collective> make_chain_pipeline(std::vector<std::vector<int>> chains, int chunks,
+                                                std::vector<double> chunk_bytes);
+
+// Pipelined trees (all-reduce): each chunk is reduced up to the root (a node
+// sends it once all its children did), then broadcast down; one chunk in
+// flight per edge and direction.
+std::unique_ptr<Collective> make_tree_pipeline(std::vector<Tree> trees, int chunks,
+                                               std::vector<double> chunk_bytes);
+
+// In-switch reduction (NVLS) on each node of `nodes`: per chunk, every member
+// sends up_bytes to the switch endpoint; once all have, the switch sends
+// down_bytes to every member. All-reduce: up = down = S/K; reduce-scatter:
+// up S/K, down S/(mK); all-gather: up S/(mK), down S/K.
+struct SwitchGroup {
+  int switch_endpoint;
+  std::vector<int> members;
+};
+std::unique_ptr<Collective> make_switch_pipeline(std::vector<SwitchGroup> nodes, int chunks, double up_bytes,
+                                                 double down_bytes);
+
+// All-to-all: n-1 steps; at step s rank i sends bytes to rank i+s, after
+// its own previous send.
+std::unique_ptr<Collective> make_pairwise_exchange(std::vector<int> gpus, double bytes);
+// Every flow at once, each finishing on its own (send_recv, fast expansions).
+std::unique_ptr<Collective> make_flow_set(std::vector<FlowRequest> flows);
+// Phases one after the other: phase p+1 starts when phase p has finished.
+std::unique_ptr<Collective> make_sequence(std::vector<std::unique_ptr<Collective>> phases);
+
+}  // namespace trainsim::sim

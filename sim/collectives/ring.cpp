@@ -1,0 +1,80 @@
+// Rings stepped one chunk at a time: the detailed expansion of ring
+// all-reduce, reduce-scatter and all-gather, over one or several rings
+// (NCCL channels) at once.
+#include <algorithm>
+#include <stdexcept>
+
+#include "sim/collectives/flows.hpp"
+
+namespace trainsim::sim {
+namespace {
+
+class RingSteps final : public Collective {
+ public:
+  RingSteps(std::vector<std::vector<int>> rings, int steps, std::vector<double> chunk_bytes)
+      : rings_(std::move(rings)), steps_(steps), chunk_bytes_(std::move(chunk_bytes)) {
+    for (const auto& ring : rings_) {
+      if (ring.size() < 2)
+        throw std::invalid_argument("a ring needs at least two GPUs");
+      offset_.push_back(static_cast<int>(total_));
+      total_ += ring.size();
+    }
+    offset_.push_back(static_cast<int>(total_));
+    sent_.assign(total_, 0);
+    received_.assign(total_, 0);
+    busy_.assign(total_, false);
+  }
+
+  void start(std::vector<FlowRequest>& out) override {
+    for (std::size_t c = 0; c < rings_.size(); ++c)
+      for (int i = 0; i < size(c); ++i)
+        try_send(c, i, out);
+  }
+
+  void on_flow_done(int tag, std::vector<FlowRequest>& out) override {
+    const auto c =
+        static_cast<std::size_t>(std::upper_bound(offset_.begin(), offset_.end(), tag) - offset_.begin() - 1);
+    const int i = tag - offset_[c];
+    const int next = (i + 1) % size(c);
+    busy_[static_cast<std::size_t>(tag)] = false;
+    ++sent_[static_cast<std::size_t>(tag)];
+    ++received_[static_cast<std::size_t>(offset_[c] + next)];
+    ++completed_;
+    try_send(c, i, out);
+    try_send(c, next, out);
+  }
+
+  bool finished() const override { return completed_ == static_cast<std::size_t>(steps_) * total_; }
+
+ private:
+  int size(std::size_t c) const { return static_cast<int>(rings_[c].size()); }
+
+  void try_send(std::size_t c, int i, std::vector<FlowRequest>& out) {
+    const auto t = static_cast<std::size_t>(offset_[c] + i);
+    // Step k needs the chunk received at step k - 1 (nothing for k = 0).
+    if (busy_[t] || sent_[t] >= steps_ || received_[t] < sent_[t])
+      return;
+    busy_[t] = true;
+    const auto& ring = rings_[c];
+    out.push_back({ring[static_cast<std::size_t>(i)], ring[static_cast<std::size_t>((i + 1) % size(c))],
+                   chunk_bytes_[c], static_cast<int>(t)});
+  }
+
+  std::vector<std::vector<int>> rings_;
+  int steps_;
+  std::vector<double> chunk_bytes_;
+  std::vector<int> offset_;
+  std::size_t total_ = 0;
+  std::vector<int> sent_, received_;
+  std::vector<bool> busy_;
+  std::size_t completed_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Collective> make_ring_steps(std::vector<std::vector<int>> rings, int steps,
+                                            std::vector<double> chunk_bytes) {
+  return std::make_unique<RingSteps>(std::move(rings), steps, std::move(chunk_bytes));
+}
+
+}  // namespace trainsim::sim

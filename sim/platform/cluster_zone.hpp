@@ -1,0 +1,157 @@
+#pragma once
+// The SimGrid network of a cluster, as one netzone that computes routes on the
+// fly instead of storing an n x n route table (a full zone of 4,096 GPUs takes
+// 13 s and 2 GB to build; this one takes milliseconds). Every link is
+// split-duplex: UP carries traffic leaving the endpoint that owns the link,
+// DOWN traffic arriving at it, so each direction has its own capacity. A
+// route's latency is computed per route (see below), not summed from links.
+//
+// Inside a node (one builder per node shape):
+//
+//   nvswitch                      cube_mesh (DGX-1, 8 GPUs)          pcie
+//   GPU0 GPU1 ... GPU7            GPU0 ==== GPU3 ---- GPU7 ...      GPU0 GPU1 ... GPU7
+//     |    |       |                |  \  /  |  lanes: 1 or 2         |    |       |
+//   gpuN-nvlink (per GPU port)      |   \/   |  per pair (6 per GPU) gpuN-pcie (per GPU)
+//   [ NVSwitch: non-blocking ]      GPU1 ==== GPU2 ...               [ PCIe switches ]
+//     + node switch host when     pairs without NVLink: over PCIe
+//       NVLS (in-switch reduction)
+//
+//   same node:   nvswitch: nvlink(a).up, nvlink(b).down       latency nvlink.latency
+//                cube_mesh: lane link(a,b) or pcie(a).up, pcie(b).down
+//                pcie:      pcie(a).up, pcie(b).down          latency pcie.latency
+//
+// Between nodes, GPU -> [PCIe] -> NIC -> fabric -> NIC -> [PCIe] -> GPU, with
+// latency nic.latency (through one switch) plus the fabric's extra hops.
+// PCIe joins the route when it can matter: on nodes without NVSwitch (it
+// also carries GPU-to-GPU traffic there) or when it is slower than the NIC.
+// NICs shared by several GPUs (nic.per_node < gpus_per_node) share capacity.
+//
+//   single_switch  NIC ---------------- NIC                                 (no fabric link)
+//
+//   fat_tree (2 levels)          spine                 aggregate leaf uplinks:
+//                       leafA-up /    \ leafB-up       sum of NIC bandwidth / oversubscription
+//                        [leaf A]      [leaf B]        nodes_per_leaf nodes per leaf
+//                        NIC NIC       NIC NIC
+//
+//   fat_tree (3 levels)  core                          pod uplinks: sum of leaf uplinks
+//                podP-up /    \ podQ-up                / pod_oversubscription
+//                   [pod P]    [pod Q]    leaves_per_pod leaves per pod
+//                  leaf-up ...            same pod: leaf-up, leaf-down; else via core
+//
+//   rail_optimised   spine                 rail group g (nodes_per_leaf nodes): NIC k of every
+//            rail(g,0)-up  rail(g,7)-up     node on rail switch (g, k). Same rail and group:
+//              [rail 0] ... [rail 7]        NIC, NIC; else through the spine.
+//              NIC0 of every node
+//
+//   dragonfly   group 0: routers r0..r7 all-to-all (local links), group i <-> group j: one
+//               global link. Minimal routing: local hop to the router holding the global
+//               link, global hop, local hop to the destination router. Nodes on routers.
+//
+//   torus       node (x, y, ...) linked to its + neighbour along each dimension (wrapping);
+//               dimension-ordered shortest routes; each hop adds hop_latency.
+#include <functional>
+#include <simgrid/kernel/routing/NetZoneImpl.hpp>
+#include <simgrid/s4u/Host.hpp>
+#include <simgrid/s4u/Link.hpp>
+#include <string>
+#include <vector>
+
+#include "platforms/cluster_spec.hpp"
+
+namespace trainsim::sim {
+
+class ClusterZone final : public simgrid::kernel::routing::NetZoneImpl {
+ public:
+  // Creates one host per GPU (speed: its bf16 peak), one per NVLS switch, and
+  // every link, then seals the zone. Must be the first netzone of the process
+  // (the root). The spec must outlive the zone.
+  // `speed_factors[gpu]`, when given, adds pstates to that GPU's host at
+  // those fractions of its peak (pstate 0 stays the peak): slowed GPUs run at
+  // another pstate (sim/perturbations/driver.hpp).
+  explicit ClusterZone(const platforms::ClusterSpec& spec,
+                       std::vector<std::vector<double>> speed_factors = {});
+
+  const platforms::ClusterSpec& spec() const { return spec_; }
+  int gpu_count() const { return static_cast<int>(gpu_.size()); }
+  simgrid::s4u::Host* host(int gpu) const { return gpu_[static_cast<std::size_t>(gpu)].host; }
+  // Flow endpoints: GPU ranks 0..gpu_count()-1, then one per node standing for
+  // its NVSwitch (endpoint gpu_count() + node), used by in-switch reductions.
+  simgrid::s4u::Host* endpoint_host(int endpoint) const;
+  int switch_endpoint(int node) const { return gpu_count() + node; }
+  bool has_nvls(int node) const;
+
+  int node_of(int gpu) const { return gpu_[static_cast<std::size_t>(gpu)].node; }
+  int local_rank(int gpu) const { return gpu_[static_cast<std::size_t>(gpu)].local_rank; }
+  // The NIC a GPU's traffic leaves through, as an index within its node.
+  int nic_index(int gpu) const { return gpu_[static_cast<std::size_t>(gpu)].nic_index; }
+  const platforms::NodeGroup& group_of_node(int node) const;
+  // NVLink lanes between two GPUs of one cube-mesh node (0 elsewhere).
+  int nvlink_lanes(int gpu_a, int gpu_b) const;
+
+  // What one uncontended transfer between two endpoints sees.
+  struct Path {
+    double latency_s = 0;
+    double bandwidth_Bps = 0;  // the narrowest link (after efficiency)
+    int links = 0;
+  };
+  Path path(int src, int dst) const;
+  // Link names along the route, in order, with ":up" or ":down" (tests, docs).
+  std::vector<std::string> route_names(int src, int dst) const;
+  // Calls visit on every link direction of the route (per-link load
+  // estimates) and returns the route's latency.
+  double for_each_link(int src, int dst, const std::function<void(simgrid::s4u::Link*)>& visit) const;
+
+  void get_local_route(const simgrid::kernel::routing::NetPoint* src,
+                       const simgrid::kernel::routing::NetPoint* dst, simgrid::kernel::routing::Route* into,
+                       double* latency) override;
+
+ private:
+  using Link = simgrid::s4u::Link;
+  using Duplex = simgrid::s4u::SplitDuplexLink;
+  struct Gpu {
+    simgrid::s4u::Host* host = nullptr;
+    int node = 0;
+    int local_rank = 0;
+    int nic_index = 0;
+    Duplex* nvlink = nullptr;  // nvswitch port
+    Duplex* pcie = nullptr;
+  };
+  struct Node {
+    int group = 0;
+    int first_gpu = 0;
+    std::vector<Duplex*> nics;
+    std::vector<Duplex*> lanes;  // cube_mesh: a * 8 + b for a < b, nullptr without NVLink
+    simgrid::s4u::Host* nvswitch = nullptr;
+    bool pcie_on_nic_route = false;
+  };
+
+  void build_node(int node, const platforms::NodeGroup& group);
+  void build_fabric();
+  Duplex* duplex(const std::string& name, double bandwidth_Bps);
+
+  // Calls visit(link direction) along the route from src to dst (endpoint
+  // ids) and returns the route's latency.
+  template <class F>
+  double walk(int src, int dst, F&& visit) const;
+  template <class F>
+  double walk_fabric(int node_a, int nic_a, int node_b, int nic_b, F&& visit) const;
+
+  int leaf_of(int node, int nic) const;
+  int pod_of_leaf(int leaf) const { return leaf / spec_.fabric.leaves_per_pod; }
+
+  const platforms::ClusterSpec& spec_;
+  std::vector<std::vector<double>> speed_factors_;
+  std::vector<Gpu> gpu_;
+  std::vector<Node> node_;
+  std::vector<int> endpoint_of_netpoint_;
+  int rails_ = 1;  // most NICs on any node
+  // Fabric links, by topology.
+  std::vector<Duplex*> leaf_up_;  // fat_tree: per leaf; rail_optimised: per (rail group, rail)
+  std::vector<Duplex*> pod_up_;   // fat_tree with 3 levels: per pod
+  std::vector<Duplex*> local_;    // dragonfly: per group, per router pair
+  std::vector<Duplex*> global_;   // dragonfly: per group pair
+  std::vector<Duplex*> torus_;    // torus: per node, per dimension (+ neighbour)
+  int dragonfly_groups_ = 0;
+};
+
+}  // namespace trainsim::sim

@@ -1,0 +1,45 @@
+#pragma once
+// Replays a task graph on the SimGrid platform: every compute task is a
+// SimGrid execution on its GPU's host, every transfer a SimGrid communication
+// over the routed links, collectives expanded into flows. An activity is
+// started only when all its predecessors are done (SimGrid keeps
+// declared-but-unstarted activities in a list with linear removal), a
+// finished one is started again rather than a new one created (see
+// replay.cpp), and each GPU's compute stream runs one task at a time, in the
+// order tasks became ready.
+#include <functional>
+#include <vector>
+
+#include "analysis/timeline.hpp"
+#include "sim/platform/cluster_zone.hpp"
+#include "workloads/task_graph.hpp"
+
+namespace trainsim::sim {
+
+// Runs the simulation to the end and returns what happened. One replay per
+// process (SimGrid keeps one engine per process).
+analysis::Timeline replay(const workloads::TaskGraph& graph, const ClusterZone& zone);
+
+class PerturbationDriver;
+
+struct ReplayOptions {
+  // Consecutive iterations of the graph, each starting when the previous one
+  // has finished on every GPU (Megatron's loss and gradient-norm reductions
+  // synchronise all ranks once per iteration).
+  int iterations = 1;
+  // Applies the scenario's perturbations (sim/perturbations/driver.hpp).
+  PerturbationDriver* perturbations = nullptr;
+  // Called when the first iteration ends (energy is read there).
+  std::function<void()> on_first_iteration_end;
+};
+
+struct ReplayResult {
+  // The first iteration's records (what every report describes).
+  analysis::Timeline timeline;
+  // Start and end of every iteration, simulated seconds since the start.
+  std::vector<double> iteration_start_s;
+  std::vector<double> iteration_end_s;
+};
+ReplayResult replay(const workloads::TaskGraph& graph, const ClusterZone& zone, const ReplayOptions& options);
+
+}  // namespace trainsim::sim

@@ -1,0 +1,67 @@
+#include "sim/replay/simulation.hpp"
+
+#include <stdexcept>
+
+#include "sim/platform/cluster_zone.hpp"
+#include "sim/platform/engine_setup.hpp"
+#include "sim/platform/gpu_energy.hpp"
+#include "sim/replay/replay.hpp"
+#include "sim/scenario/cost_model_choice.hpp"
+#include "workloads/graph_builder/iteration_builder.hpp"
+
+namespace trainsim::sim {
+
+workloads::TaskGraph build_task_graph(const scenario::Scenario& scenario) {
+  const auto cost = scenario::make_cost_model(scenario);
+  return workloads::build_iteration(scenario.model, scenario.plan, scenario.cluster, *cost);
+}
+
+SimulationResult simulate(const scenario::Scenario& scenario, const SimulationOptions& options) {
+  if (!options.more_failure_seeds.empty() && scenario.perturbations.replay_depends_on_seed())
+    throw std::logic_error("more failure seeds on one replay, but the replay depends on the seed");
+  SimulationResult result;
+  result.graph = build_task_graph(scenario);
+
+  auto engine = make_engine();
+  enable_gpu_energy();
+  // Perturbed GPUs need a pstate per speed they will run at, before the
+  // platform is sealed.
+  const auto& perturbations = scenario.perturbations;
+  const GpuSpeedPlan speeds =
+      plan_gpu_speeds(perturbations, scenario.cluster.gpu_count(), options.iterations, scenario.seed);
+  // The engine owns its root netzone and frees it on destruction.
+  auto* zone = new ClusterZone(scenario.cluster, speeds.pstate_factors);
+  std::optional<PerturbationDriver> driver;
+  if (!perturbations.empty())
+    driver.emplace(perturbations, speeds, *zone);
+  ReplayOptions replay_options;
+  replay_options.iterations = options.iterations;
+  replay_options.perturbations = driver ? &*driver : nullptr;
+  // Energy of the first iteration, read when it ends.
+  replay_options.on_first_iteration_end = [&result, zone]() {
+    result.timeline.gpu_energy_J = consumed_energy_J(*zone);
+  };
+  auto replayed = replay(result.graph, *zone, replay_options);
+  auto energy = std::move(result.timeline.gpu_energy_J);
+  result.timeline = std::move(replayed.timeline);
+  result.timeline.gpu_energy_J = std::move(energy);
+  for (std::size_t i = 0; i < replayed.iteration_end_s.size(); ++i)
+    result.iteration_times_s.push_back(replayed.iteration_end_s[i] - replayed.iteration_start_s[i]);
+  if (driver)
+    result.perturbations = driver->stats();
+  result.summary =
+      analysis::summarize(result.graph, result.timeline, scenario.model, scenario.plan, scenario.cluster);
+  if (perturbations.failures.enabled) {
+    const auto job_run = [&](std::uint64_t seed) {
+      return simulate_job_failures(perturbations.failures, result.iteration_times_s,
+                                   result.summary.tokens_per_iteration, scenario.model.parameter_count(),
+                                   scenario.cluster.gpu_count(), scenario.cluster.node_count(), seed);
+    };
+    result.failures = job_run(scenario.seed);
+    for (std::uint64_t seed : options.more_failure_seeds)
+      result.more_failures.push_back(job_run(seed));
+  }
+  return result;
+}
+
+}  // namespace trainsim::sim

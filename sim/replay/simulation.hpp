@@ -1,0 +1,50 @@
+#pragma once
+// One scenario from specs to results: build the task graph, build the SimGrid
+// platform, replay, summarize. The CLI and the scenario tests call this.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "analysis/summary.hpp"
+#include "analysis/timeline.hpp"
+#include "sim/perturbations/driver.hpp"
+#include "sim/perturbations/job_failures.hpp"
+#include "sim/scenario/scenario.hpp"
+#include "workloads/task_graph.hpp"
+
+namespace trainsim::sim {
+
+struct SimulationOptions {
+  // Consecutive iterations replayed (`trainsim run --iterations N`).
+  int iterations = 1;
+  // More seeds for the job-level failure run, each run after the one of the
+  // scenario's own seed on the same replayed iterations (`--seeds K` when the
+  // replay does not depend on the seed: one replay instead of K). Refused
+  // when it does (random stragglers).
+  std::vector<std::uint64_t> more_failure_seeds;
+};
+
+struct SimulationResult {
+  workloads::TaskGraph graph;
+  // The first iteration (what the reports describe).
+  analysis::Timeline timeline;
+  analysis::Summary summary;
+  // Every replayed iteration's duration, in order.
+  std::vector<double> iteration_times_s;
+  PerturbationStats perturbations;
+  // With a `perturbations.failures` section: the job-level run.
+  std::optional<JobFailureResult> failures;
+  // The job-level runs of `options.more_failure_seeds`, in order.
+  std::vector<JobFailureResult> more_failures;
+};
+
+// The task graph of one iteration of `scenario` (deterministic: the same
+// scenario always gives the same graph). Needs no SimGrid engine.
+workloads::TaskGraph build_task_graph(const scenario::Scenario& scenario);
+
+// Runs `options.iterations` simulated iterations of `scenario`. One call per
+// process.
+SimulationResult simulate(const scenario::Scenario& scenario, const SimulationOptions& options = {});
+
+}  // namespace trainsim::sim

@@ -1,0 +1,474 @@
+// The `cluster` section: a preset to start from, GPU type (catalogue name or
+// a user-defined GPU), node groups and their shape, links, fabric, and how
+// collectives run. Keys at the cluster level are the defaults of every entry
+// of `groups` (mixed clusters); without `groups` they describe the one group.
+// Defaults are documented in README.md; the calibrated ones in
+// docs/collectives.md.
+#include <fmt/format.h>
+
+#include <charconv>
+#include <functional>
+
+#include "platforms/presets.hpp"
+#include "sim/scenario/sections.hpp"
+
+namespace trainsim::scenario {
+namespace {
+
+using platforms::FabricTechnology;
+using platforms::FabricTopology;
+using platforms::NodeShape;
+
+// NVLink: calibrated on nccl-tests all-reduce of one DGX A100 node (see
+// docs/collectives.md): per-step latency and the achievable fraction of the
+// per-GPU NVLink bandwidth.
+constexpr double kNvlinkLatency_s = 4e-6;
+constexpr double kNvlinkEfficiency = 0.73;
+// NCCL's fixed cost per collective (same calibration).
+constexpr double kLaunchLatency_s = 30e-6;
+// PCIe between GPUs (through the PCIe switches / host bridge) and its
+// achievable fraction (transaction-layer overheads).
+constexpr double kPcieLatency_s = 6e-6;
+constexpr double kPcieEfficiency = 0.8;
+constexpr double kDefaultPcie_Bps = 32e9;      // Gen4 x16, when a user-defined GPU gives none
+constexpr double kDefaultNic_Bps = 200e9 / 8;  // HDR InfiniBand, 200 Gb/s
+
+// What InfiniBand and RoCE change: GPU-to-GPU latency through one switch,
+// extra latency per level crossed, per router hop, and the fraction of the
+// line rate NCCL reaches. RoCE switches add more latency per hop and its
+// congestion control leaves more of the line rate unused.
+struct TechnologyDefaults {
+  double nic_latency_s, spine_latency_s, hop_latency_s, efficiency;
+};
+TechnologyDefaults technology_defaults(FabricTechnology technology) {
+  if (technology == FabricTechnology::roce)
+    return {7e-6, 2e-6, 1e-6, 0.85};
+  return {5e-6, 1e-6, 0.5e-6, 0.93};
+}
+
+struct LinkInput {
+  std::optional<double> bandwidth_Bps, latency_s, efficiency;
+};
+
+// One node group as written: cluster-level keys, then a group's own keys on
+// top. Unset fields take their defaults in resolve_group.
+struct GroupInput {
+  std::optional<platforms::GpuSpec> gpu;
+  std::optional<int> nodes, gpus_per_node, nics_per_node;
+  std::optional<NodeShape> shape;
+  std::optional<bool> nvls;
+  LinkInput nvlink, pcie, nic;
+};
+
+void read_link(std::optional<platforms::MapReader> map, LinkInput& link, bool with_efficiency) {
+  if (!map)
+    return;
+  if (auto bw = map->bandwidth_Bps("bandwidth"))
+    link.bandwidth_Bps = bw;
+  if (auto lat = map->duration_s("latency"))
+    link.latency_s = lat;
+  if (with_efficiency)
+    if (auto eff = map->number("efficiency", 1e-3, 1.0))
+      link.efficiency = eff;
+  map->finish();
+}
+
+// A user-defined GPU: every quantity with its unit, optionally starting from
+// a catalogue GPU (`base`).
+std::optional<platforms::GpuSpec> read_custom_gpu(platforms::MapReader g) {
+  const std::size_t before = g.error_count();
+  platforms::GpuSpec gpu;
+  const bool has_base = g.has("base");
+  if (auto base = g.text("base")) {
+    if (auto found = platforms::find_gpu(*base))
+      gpu = *found;
+    else
+      g.error("base", fmt::format("unknown GPU '{}' (expected one of {})", *base,
+                                  platforms::gpu_names_for_message()));
+  }
+  if (auto name = g.text("name"))
+    gpu.name = *name;
+  else if (!g.has("name"))
+    g.error("name", "missing (a user-defined GPU needs a name, for example \"name: MyGPU\")");
+  auto required = [&](std::string_view key, std::optional<double> value, double& field,
+                      std::string_view example) {
+    if (value)
+      field = *value;
+    else if (!g.has(key) && !has_base)
+      g.error(key, fmt::format("missing (a user-defined GPU without `base` needs it, for example \"{}: {}\")",
+                               key, example));
+  };
+  required("peak_bf16", g.flop_rate("peak_bf16"), gpu.peak_bf16_flops, "500TFLOPS");
+  required("hbm", g.bytes("hbm"), gpu.hbm_bytes, "96GiB");
+  required("hbm_bandwidth", g.bandwidth_Bps("hbm_bandwidth"), gpu.hbm_bandwidth_Bps, "3TBps");
+  required("max_power", g.power_W("max_power"), gpu.max_power_W, "700W");
+  if (auto v = g.flop_rate("peak_fp32"))
+    gpu.peak_fp32_flops = *v;
+  if (auto v = g.flop_rate("peak_tf32"))
+    gpu.peak_tf32_flops = *v;
+  if (auto v = g.flop_rate("peak_fp8"))
+    gpu.peak_fp8_flops = *v;
+  if (auto v = g.bandwidth_Bps("nvlink_bandwidth"))
+    gpu.nvlink_bandwidth_Bps = *v;
+  if (auto v = g.bandwidth_Bps("pcie_bandwidth"))
+    gpu.pcie_bandwidth_Bps = *v;
+  if (auto v = g.number("matmul_efficiency", 1e-3, 1.0))
+    gpu.matmul_efficiency = *v;
+  if (auto v = g.power_W("idle_power"))
+    gpu.idle_power_W = *v;
+  else if (!has_base)
+    gpu.idle_power_W = 0.15 * gpu.max_power_W;  // typical idle draw of an SXM board
+  if (gpu.peak_bf16_flops <= 0 && g.has("peak_bf16") && g.error_count() == before)
+    g.error("peak_bf16", "must be positive (for example \"500TFLOPS\")");
+  if (gpu.max_power_W > 0 && gpu.idle_power_W >= gpu.max_power_W)
+    g.error("idle_power", fmt::format("{}W is not below max_power ({}W)", gpu.idle_power_W, gpu.max_power_W));
+  g.finish();
+  if (g.error_count() != before)
+    return std::nullopt;
+  return gpu;
+}
+
+void read_group_fields(platforms::MapReader& m, GroupInput& in) {
+  if (m.has("gpu") && m.node()["gpu"].IsMap()) {
+    if (auto gpu = read_custom_gpu(*m.map("gpu")))
+      in.gpu = gpu;
+  } else if (auto name = m.text("gpu")) {
+    if (auto gpu = platforms::find_gpu(*name))
+      in.gpu = gpu;
+    else
+      m.error("gpu", fmt::format("unknown GPU '{}' (expected one of {}, or a map defining a GPU)", *name,
+                                 platforms::gpu_names_for_message()));
+  }
+  if (auto n = m.integer("nodes", 1, kMaxCount))
+    in.nodes = static_cast<int>(*n);
+  if (auto n = m.integer("gpus_per_node", 1, 1024))
+    in.gpus_per_node = static_cast<int>(*n);
+  if (auto shape = m.choice<NodeShape>("node_shape", {{"nvswitch", NodeShape::nvswitch},
+                                                      {"cube_mesh", NodeShape::cube_mesh},
+                                                      {"pcie", NodeShape::pcie}}))
+    in.shape = shape;
+  if (auto nvls = m.boolean("nvls"))
+    in.nvls = nvls;
+  read_link(m.map("nvlink"), in.nvlink, true);
+  read_link(m.map("pcie"), in.pcie, true);
+  if (auto nic = m.map("nic")) {
+    if (auto bw = nic->bandwidth_Bps("bandwidth"))
+      in.nic.bandwidth_Bps = bw;
+    if (auto lat = nic->duration_s("latency"))
+      in.nic.latency_s = lat;
+    if (auto per_node = nic->integer("per_node", 1, 1024))
+      in.nics_per_node = static_cast<int>(*per_node);
+    nic->finish();
+  }
+}
+
+// Defaults, then the rules within one group, reported at `m` (the group's
+// map, or the cluster's).
+platforms::NodeGroup resolve_group(const GroupInput& in, const platforms::FabricSpec& fabric,
+                                   platforms::MapReader& m) {
+  platforms::NodeGroup g;
+  if (in.gpu)
+    g.gpu = *in.gpu;
+  else if (!m.has("gpu"))
+    m.error("gpu", "missing (expected a GPU name such as A100-80GB or H100-SXM, or a map defining a GPU)");
+  if (in.nodes)
+    g.nodes = *in.nodes;
+  else if (!m.has("nodes"))
+    m.error("nodes", "missing (expected the number of nodes, an integer >= 1)");
+  g.gpus_per_node = in.gpus_per_node.value_or(8);
+  g.shape = in.shape.value_or(NodeShape::nvswitch);
+  g.nvls = in.nvls.value_or(false);
+  const auto tech = technology_defaults(fabric.technology);
+
+  g.nvlink = {in.nvlink.bandwidth_Bps.value_or(g.gpu.nvlink_bandwidth_Bps),
+              in.nvlink.latency_s.value_or(kNvlinkLatency_s),
+              in.nvlink.efficiency.value_or(kNvlinkEfficiency)};
+  const double pcie_Bps = g.gpu.pcie_bandwidth_Bps > 0 ? g.gpu.pcie_bandwidth_Bps : kDefaultPcie_Bps;
+  g.pcie = {in.pcie.bandwidth_Bps.value_or(pcie_Bps), in.pcie.latency_s.value_or(kPcieLatency_s),
+            in.pcie.efficiency.value_or(kPcieEfficiency)};
+  g.nic = {in.nic.bandwidth_Bps.value_or(kDefaultNic_Bps), in.nic.latency_s.value_or(tech.nic_latency_s),
+           1.0};
+  g.nics_per_node = in.nics_per_node.value_or(g.gpus_per_node);
+
+  if (g.shape != NodeShape::pcie && g.nvlink.bandwidth_Bps <= 0 && in.gpu)
+    m.error("nvlink", fmt::format("the GPU '{}' has no NVLink bandwidth: give nvlink.bandwidth (or the GPU's "
+                                  "nvlink_bandwidth), or use node_shape: pcie",
+                                  g.gpu.name));
+  if (g.shape == NodeShape::cube_mesh && g.gpus_per_node != platforms::kCubeMeshGpus)
+    m.error("node_shape",
+            fmt::format("cube_mesh is the 8-GPU DGX-1 hybrid cube-mesh, but gpus_per_node is {}",
+                        g.gpus_per_node));
+  if (g.nvls && g.shape != NodeShape::nvswitch)
+    m.error("nvls",
+            fmt::format("in-switch reduction needs an NVSwitch, but node_shape is {}", to_string(g.shape)));
+  if (g.nics_per_node > g.gpus_per_node || g.gpus_per_node % g.nics_per_node != 0)
+    m.error("nic",
+            fmt::format("nic.per_node is {}: expected a divisor of gpus_per_node ({}): one NIC per GPU, "
+                        "or NICs each shared by the same number of GPUs",
+                        g.nics_per_node, g.gpus_per_node));
+  return g;
+}
+
+// Which fabric values were given; the others take the technology's defaults.
+struct FabricGiven {
+  bool efficiency = false, spine_latency = false, core_latency = false, hop_latency = false;
+};
+
+void read_fabric(std::optional<platforms::MapReader> f, platforms::FabricSpec& fabric, FabricGiven& given) {
+  if (!f)
+    return;
+  if (auto topo = f->choice<FabricTopology>("topology", {{"single_switch", FabricTopology::single_switch},
+                                                         {"fat_tree", FabricTopology::fat_tree},
+                                                         {"rail_optimised", FabricTopology::rail_optimised},
+                                                         {"dragonfly", FabricTopology::dragonfly},
+                                                         {"torus", FabricTopology::torus}}))
+    fabric.topology = *topo;
+  if (auto tech = f->choice<FabricTechnology>(
+          "technology", {{"infiniband", FabricTechnology::infiniband}, {"roce", FabricTechnology::roce}}))
+    fabric.technology = *tech;
+  if (auto eff = f->number("efficiency", 1e-3, 1.0)) {
+    fabric.efficiency = *eff;
+    given.efficiency = true;
+  }
+  if (auto n = f->integer("nodes_per_leaf", 1, kMaxCount))
+    fabric.nodes_per_leaf = static_cast<int>(*n);
+  auto ratio = [&](std::string_view key, double& field) {
+    if (auto o = f->number(key, 0, 1e6)) {
+      if (*o < 1)
+        f->error(key,
+                 fmt::format("{} is below 1 (expected downlink / uplink capacity >= 1: 1 is full bisection "
+                             "bandwidth, 2 means the uplinks carry half of what the links below inject)",
+                             *o));
+      else
+        field = *o;
+    }
+  };
+  ratio("oversubscription", fabric.oversubscription);
+  ratio("pod_oversubscription", fabric.pod_oversubscription);
+  if (auto lat = f->duration_s("spine_latency")) {
+    fabric.spine_latency_s = *lat;
+    given.spine_latency = true;
+  }
+  if (auto levels = f->integer("levels", 2, 3))
+    fabric.levels = static_cast<int>(*levels);
+  if (auto n = f->integer("leaves_per_pod", 1, kMaxCount))
+    fabric.leaves_per_pod = static_cast<int>(*n);
+  if (auto lat = f->duration_s("core_latency")) {
+    fabric.core_latency_s = *lat;
+    given.core_latency = true;
+  }
+  if (auto n = f->integer("nodes_per_router", 1, kMaxCount))
+    fabric.nodes_per_router = static_cast<int>(*n);
+  if (auto n = f->integer("routers_per_group", 1, 4096))
+    fabric.routers_per_group = static_cast<int>(*n);
+  if (auto bw = f->bandwidth_Bps("local_bandwidth"))
+    fabric.local_bandwidth_Bps = *bw;
+  if (auto bw = f->bandwidth_Bps("global_bandwidth"))
+    fabric.global_bandwidth_Bps = *bw;
+  if (auto lat = f->duration_s("hop_latency")) {
+    fabric.hop_latency_s = *lat;
+    given.hop_latency = true;
+  }
+  if (auto dims = f->integer_list("dims", 1, 1 << 20)) {
+    fabric.torus_dims.clear();
+    for (auto d : *dims)
+      fabric.torus_dims.push_back(static_cast<int>(d));
+  }
+  if (auto bw = f->bandwidth_Bps("link_bandwidth"))
+    fabric.torus_bandwidth_Bps = *bw;
+
+  // Keys each topology cannot do without.
+  if (fabric.topology == FabricTopology::dragonfly) {
+    for (auto key : {"local_bandwidth", "global_bandwidth"})
+      if (!f->has(key))
+        f->error(key,
+                 "missing (a dragonfly needs the bandwidth of its router-to-router links, for example "
+                 "\"800Gbps\")");
+  }
+  if (fabric.topology == FabricTopology::torus) {
+    if (!f->has("dims"))
+      f->error("dims",
+               "missing (a torus needs the number of nodes along each dimension, for example [4, 4, 2])");
+    if (!f->has("link_bandwidth"))
+      f->error("link_bandwidth",
+               "missing (a torus needs the bandwidth of a link between neighbours, for "
+               "example \"400Gbps\")");
+  }
+  f->finish();
+}
+
+void read_collectives(std::optional<platforms::MapReader> c, platforms::CollectiveConfig& config) {
+  using platforms::CollectiveAlgorithm;
+  using platforms::Fidelity;
+  config.launch_latency_s = kLaunchLatency_s;
+  if (!c)
+    return;
+  if (auto a =
+          c->choice<CollectiveAlgorithm>("algorithm", {{"auto", CollectiveAlgorithm::automatic},
+                                                       {"ring", CollectiveAlgorithm::ring},
+                                                       {"tree", CollectiveAlgorithm::tree},
+                                                       {"hierarchical", CollectiveAlgorithm::hierarchical},
+                                                       {"nvls", CollectiveAlgorithm::nvls}}))
+    config.algorithm = *a;
+  if (auto f = c->choice<Fidelity>("fidelity", {{"detailed", Fidelity::detailed}, {"fast", Fidelity::fast}}))
+    config.fidelity = *f;
+  if (auto lat = c->duration_s("launch_latency"))
+    config.launch_latency_s = *lat;
+  if (auto n = c->integer("max_chunks", 1, 1 << 16))
+    config.max_pipeline_chunks = static_cast<int>(*n);
+  c->finish();
+}
+
+// Sets up `cluster` as the preset with the scenario's keys on top: maps merge
+// key by key, anything else (values, lists) replaces. Errors in values that
+// come from the preset name the preset's file and line.
+YAML::Node merge_preset(platforms::MapReader& c, const platforms::InputSource& source) {
+  auto name = c.text("preset");
+  if (!name)
+    return c.node();
+  const auto* preset = platforms::find_cluster_preset(*name);
+  if (preset == nullptr) {
+    c.error("preset", fmt::format("unknown cluster preset '{}' (expected one of {})", *name,
+                                  platforms::cluster_preset_names()));
+    return c.node();
+  }
+  YAML::Node base = YAML::Load(std::string(preset->text))["cluster"];
+  const auto& origins = source;
+  origins.mark_origin(c.key_path(""), std::string(preset->file));
+  std::function<void(YAML::Node, const YAML::Node&, const std::string&)> overlay =
+      [&](YAML::Node into, const YAML::Node& top, const std::string& path) {
+        for (const auto& kv : top) {
+          const auto key = kv.first.Scalar();
+          if (path == c.key_path("") && key == "preset")
+            continue;
+          const auto child_path = path + "." + key;
+          if (into[key] && into[key].IsMap() && kv.second.IsMap()) {
+            overlay(into[key], kv.second, child_path);
+          } else if (into[key] && into[key].IsSequence() && kv.second.IsMap()) {
+            // Items of a preset's list by index (--set cluster.groups.1.nodes=8).
+            YAML::Node list = into[key];
+            for (const auto& item : kv.second) {
+              const auto index = item.first.Scalar();
+              std::size_t i = 0;
+              auto [ptr, ec] = std::from_chars(index.data(), index.data() + index.size(), i);
+              if (ec != std::errc() || ptr != index.data() + index.size() || i >= list.size()) {
+                // Name the first value given under the bad index (a --set option or a line).
+                std::string leaf = child_path + "." + index;
+                YAML::Node at = item.second;
+                while (at.IsMap() && at.size() > 0) {
+                  leaf += "." + at.begin()->first.Scalar();
+                  at = at.begin()->second;
+                }
+                c.errors().add(fmt::format(
+                    "{}: {}: the preset's {} is a list of {} items, so '{}' is not one of "
+                    "its indices (expected 0 to {})",
+                    source.where(leaf, at), child_path, key, list.size(), index, list.size() - 1));
+                continue;
+              }
+              if (list[i].IsMap() && item.second.IsMap()) {
+                overlay(list[i], item.second, child_path + "." + index);
+              } else {
+                list[i] = item.second;
+                origins.mark_origin(child_path + "." + index, "");
+              }
+            }
+          } else if (into[key]) {
+            into[key] = kv.second;
+            origins.mark_origin(child_path, "");
+          } else {
+            // A key the preset lacks keeps its own node, and so its line.
+            into.force_insert(kv.first, kv.second);
+            origins.mark_origin(child_path, "");
+          }
+        }
+      };
+  overlay(base, c.node(), c.key_path(""));
+  if (base["preset"])
+    c.error("preset", fmt::format("the preset '{}' names another preset, which is not supported", *name));
+  return base;
+}
+
+}  // namespace
+
+bool read_cluster_section(platforms::MapReader& outer, Scenario& scenario) {
+  const std::size_t before = outer.error_count();
+  const YAML::Node merged = merge_preset(outer, outer.source());
+  if (outer.error_count() != before)
+    return false;  // an unknown preset: the rest would only repeat it
+  platforms::MapReader c(merged, outer.key_path(""), outer.source(), outer.errors());
+  c.accept("preset");
+  const std::string preset = outer.has("preset") ? outer.node()["preset"].Scalar() : "";
+
+  auto& cluster = scenario.cluster;
+  FabricGiven given;
+  read_fabric(c.map("fabric"), cluster.fabric, given);
+  const auto tech = technology_defaults(cluster.fabric.technology);
+  if (!given.efficiency)
+    cluster.fabric.efficiency = tech.efficiency;
+  if (!given.spine_latency)
+    cluster.fabric.spine_latency_s = tech.spine_latency_s;
+  if (!given.core_latency)
+    cluster.fabric.core_latency_s = cluster.fabric.spine_latency_s;
+  if (!given.hop_latency)
+    cluster.fabric.hop_latency_s = tech.hop_latency_s;
+  read_collectives(c.map("collectives"), cluster.collectives);
+  if (auto eff = c.number("compute_efficiency", 1e-3, 1.0))
+    scenario.compute_efficiency = *eff;
+
+  GroupInput defaults;
+  read_group_fields(c, defaults);
+  cluster.groups.clear();
+  if (auto groups = c.map_list("groups")) {
+    long long total = 0;
+    std::string terms;
+    for (auto& g : *groups) {
+      GroupInput in = defaults;
+      in.nodes.reset();  // the cluster-level count is the total, not each group's
+      read_group_fields(g, in);
+      auto group = resolve_group(in, cluster.fabric, g);
+      g.finish();
+      total += group.nodes;
+      terms += fmt::format("{}{}", terms.empty() ? "" : " + ", group.nodes);
+      cluster.groups.push_back(std::move(group));
+    }
+    if (defaults.nodes && *defaults.nodes != total)
+      c.error("nodes",
+              fmt::format("{} does not match the groups' node counts ({} = {}): give the total, or leave "
+                          "cluster.nodes out",
+                          *defaults.nodes, terms, total));
+  } else if (!c.has("groups")) {
+    cluster.groups.push_back(resolve_group(defaults, cluster.fabric, c));
+  }
+  if (auto name = c.text("name"))
+    cluster.name = *name;
+  else if (!preset.empty())
+    cluster.name = preset;
+  c.finish();
+  if (cluster.name.empty()) {
+    for (const auto& g : cluster.groups)
+      if (cluster.name.find(g.gpu.name) == std::string::npos)
+        cluster.name += (cluster.name.empty() ? "" : " + ") + g.gpu.name;
+  }
+
+  // Rules across the whole cluster.
+  const int nodes = cluster.node_count();
+  const auto& f = cluster.fabric;
+  if (f.topology == FabricTopology::torus && !f.torus_dims.empty()) {
+    long long capacity = 1;
+    std::string shape;
+    for (int d : f.torus_dims) {
+      capacity *= d;
+      shape += fmt::format("{}{}", shape.empty() ? "" : " x ", d);
+    }
+    if (capacity < nodes)
+      c.error("fabric",
+              fmt::format("the torus {} holds {} nodes, but the cluster has {} (expected dims whose "
+                          "product is at least the node count)",
+                          shape, capacity, nodes));
+  }
+  if (f.topology == FabricTopology::dragonfly && f.routers_per_group < 1)
+    c.error("fabric", "routers_per_group must be at least 1");
+  return c.error_count() == before;
+}
+
+}  // namespace trainsim::scenario

@@ -1,0 +1,131 @@
+// Scenario YAML -> Scenario. Three steps, as everywhere in trainsim: parse
+// every section (collecting all errors), validate across sections, then hand
+// plain specs to the layers below. Nothing here touches SimGrid, so bad input
+// can never reach the engine.
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include "platforms/yaml_reader.hpp"
+#include "sim/scenario/document.hpp"
+#include "sim/scenario/infeasible_plan.hpp"
+#include "sim/scenario/memory_check.hpp"
+#include "sim/scenario/scenario.hpp"
+#include "sim/scenario/sections.hpp"
+
+namespace trainsim::scenario {
+namespace {
+
+std::optional<platforms::MapReader> required_map(platforms::MapReader& parent, std::string_view key,
+                                                 std::string_view expected) {
+  if (!parent.has(key)) {
+    parent.accept(key);
+    parent.error(key, fmt::format("missing section (expected a map with {})", expected));
+    return std::nullopt;
+  }
+  return parent.map(key);
+}
+
+Scenario load_document(const YAML::Node& root, const platforms::InputSource& source,
+                       const LoadOptions& options) {
+  const std::string& file = source.file();
+  platforms::ErrorList errors;
+  Scenario scenario;
+  scenario.file = file;
+  platforms::MapReader top(root, "", source, errors);
+  scenario.name = top.text("name").value_or(std::filesystem::path(file).stem().string());
+  top.text("description");
+  if (auto seed = top.integer("seed", 0, std::numeric_limits<long long>::max()))
+    scenario.seed = static_cast<std::uint64_t>(*seed);
+  // A study file given to `run`: say which command runs it rather than
+  // calling its section an unknown key.
+  for (const char* key : kStudySectionKeys) {
+    if (!top.has(key))
+      continue;
+    top.accept(key);
+    top.error(key, fmt::format("`trainsim run` simulates one scenario, and this file is a study; run it "
+                               "with `trainsim {} {}` (or take this section out to run the base scenario)",
+                               std::string_view(key) == "sweep" ? "sweep" : "compare", file));
+  }
+
+  bool ok = true;
+  auto cluster = required_map(top, "cluster", "a preset or gpu, nodes, gpus_per_node, nvlink, nic, fabric");
+  ok = cluster && read_cluster_section(*cluster, scenario) && ok;
+  auto model = required_map(top, "model", "a preset or layers, hidden, heads, seq_len, vocab");
+  ok = model && read_model_section(*model, scenario) && ok;
+  auto plan = required_map(top, "plan", "dp, tp, pp, micro_batch_size, global_batch_size, schedule");
+  ok = plan && read_plan_section(*plan, scenario) && ok;
+  if (top.has("perturbations"))
+    if (auto perturbations = top.map("perturbations"); perturbations && ok)
+      ok = read_perturbations_section(*perturbations, scenario) && ok;
+  top.finish();
+  errors.throw_if_any();
+  if (ok) {
+    validate_scenario(*plan, scenario);
+    // Everything found from here on is a well-formed plan that cannot run on
+    // this cluster and model: a sweep drops such points (sim/scenario/infeasible_plan.hpp).
+    try {
+      errors.throw_if_any();
+    } catch (const platforms::InputError& e) {
+      throw InfeasiblePlan(Infeasibility::invalid_plan, e.problems());
+    }
+    // A plan that runs, but not in the GPUs' memory.
+    if (options.check_memory) {
+      for (const auto& problem : memory_problems(scenario))
+        plan->error("", problem);
+      try {
+        errors.throw_if_any();
+      } catch (const platforms::InputError& e) {
+        throw InfeasiblePlan(Infeasibility::does_not_fit_in_memory, e.problems());
+      }
+    }
+  }
+  return scenario;
+}
+
+Scenario load_from(const std::string& text, const std::string& file,
+                   const std::vector<std::string>& overrides, const LoadOptions& options) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    throw platforms::InputError(
+        {fmt::format("{}:{}:{}: not valid YAML: {}", file, e.mark.line + 1, e.mark.column + 1, e.msg)});
+  }
+  if (!root || root.IsNull())
+    root = YAML::Node(YAML::NodeType::Map);
+
+  platforms::InputSource source(file);
+  platforms::ErrorList errors;
+  for (const auto& o : overrides)
+    platforms::apply_override(root, o, source, errors);
+  errors.throw_if_any();
+  return load_document(root, source, options);
+}
+
+}  // namespace
+
+Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides,
+                       const LoadOptions& options) {
+  std::ifstream in(path);
+  if (!in)
+    throw platforms::InputError({fmt::format("{}: cannot open the scenario file", path)});
+  std::stringstream text;
+  text << in.rdbuf();
+  return load_from(text.str(), path, overrides, options);
+}
+
+Scenario parse_scenario_text(const std::string& yaml, const std::string& file,
+                             const std::vector<std::string>& overrides, const LoadOptions& options) {
+  return load_from(yaml, file, overrides, options);
+}
+
+Scenario load_scenario_document(const YAML::Node& root, const platforms::InputSource& source,
+                                const LoadOptions& options) {
+  return load_document(root, source, options);
+}
+
+}  // namespace trainsim::scenario

@@ -1,0 +1,45 @@
+#pragma once
+// A scenario: the cluster, the model and the parallel plan of one what-if,
+// loaded from YAML, validated, and ready to simulate.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "platforms/cluster_spec.hpp"
+#include "sim/scenario/perturbations.hpp"
+#include "workloads/model_spec.hpp"
+#include "workloads/parallel_plan.hpp"
+
+namespace trainsim::scenario {
+
+struct Scenario {
+  std::string name;
+  std::string file;
+  std::uint64_t seed = 1;
+  platforms::ClusterSpec cluster;
+  workloads::ModelSpec model;
+  workloads::ParallelPlan plan;
+  // Overrides every GPU's matmul efficiency in the cost model when set.
+  std::optional<double> compute_efficiency;
+  // Slow GPUs, stragglers, link faults, failures (the `perturbations` section).
+  Perturbations perturbations;
+};
+
+struct LoadOptions {
+  // Check that the plan fits in GPU memory (the memory model's static
+  // estimate, sim/scenario/memory_check.hpp) and throw InfeasiblePlan
+  // (does_not_fit_in_memory) when it does not. `trainsim run --allow-oom`
+  // turns it off.
+  bool check_memory = true;
+};
+
+// Reads `path`, applies the `--set KEY=VALUE` overrides in order, then parses
+// and validates everything. Throws platforms::InputError listing every problem found.
+Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides = {},
+                       const LoadOptions& options = {});
+// The same from YAML text (tests; `file` names it in messages).
+Scenario parse_scenario_text(const std::string& yaml, const std::string& file,
+                             const std::vector<std::string>& overrides = {}, const LoadOptions& options = {});
+
+}  // namespace trainsim::scenario

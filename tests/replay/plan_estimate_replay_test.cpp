@@ -1,0 +1,50 @@
+// The plan search's analytic estimate (workloads/planning/plan_estimate.hpp) against
+// the SimGrid replay of the same plan: with uniform stages on a free network
+// both must give each schedule's closed-form iteration time, so the estimate
+// ranks plans by what the simulation would find. One simulation per test.
+#include <gtest/gtest.h>
+
+#include "analysis/summary.hpp"
+#include "sim/platform/cluster_zone.hpp"
+#include "sim/platform/engine_setup.hpp"
+#include "sim/replay/replay.hpp"
+#include "support/test_cluster.hpp"
+#include "workloads/graph_builder/iteration_builder.hpp"
+#include "workloads/planning/plan_estimate.hpp"
+
+namespace trainsim::sim {
+namespace {
+
+using workloads::ScheduleKind;
+
+void expect_estimate_matches_replay(ScheduleKind kind, int p, int m, int v) {
+  auto model = *workloads::find_model_preset("gpt3-1.3b");
+  model.layers = 48;
+  workloads::ParallelPlan plan{.dp = 1, .tp = 1, .pp = p, .micro_batch_size = 1, .global_batch_size = m};
+  plan.schedule = kind;
+  plan.virtual_stages = v;
+  const auto cluster = testing::free_network_cluster(p);
+  const testing::FixedCostModel cost(1e-3, 1.2e-3, 0.8e-3);
+  const auto graph = workloads::build_iteration(model, plan, cluster, cost);
+  auto engine = make_engine();
+  auto* zone = new ClusterZone(cluster);
+  const auto timeline = replay(graph, *zone);
+  const auto summary = analysis::summarize(graph, timeline, model, plan, cluster);
+  const auto estimate = workloads::estimate_plan(model, plan, cluster, cost);
+  EXPECT_NEAR(estimate.iteration_s, summary.iteration_time_s, 1e-6 * summary.iteration_time_s);
+}
+
+TEST(PlanEstimateReplay, OneFOneBMatchesTheReplay) {
+  expect_estimate_matches_replay(ScheduleKind::one_f_one_b, 4, 8, 1);
+}
+
+TEST(PlanEstimateReplay, InterleavedMatchesTheReplay) {
+  expect_estimate_matches_replay(ScheduleKind::interleaved_one_f_one_b, 4, 8, 2);
+}
+
+TEST(PlanEstimateReplay, ZbH1MatchesTheReplay) {
+  expect_estimate_matches_replay(ScheduleKind::zb_h1, 4, 8, 1);
+}
+
+}  // namespace
+}  // namespace trainsim::sim

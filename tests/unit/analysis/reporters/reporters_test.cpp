@@ -1,0 +1,174 @@
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "analysis/report.hpp"
+#include "analysis/reporters/reporters.hpp"
+#include "support/hand_made_runs.hpp"
+
+namespace trainsim::analysis {
+namespace {
+
+std::size_t count(const std::string& text, const std::string& needle) {
+  std::size_t n = 0;
+  for (auto pos = text.find(needle); pos != std::string::npos; pos = text.find(needle, pos + 1))
+    ++n;
+  return n;
+}
+
+struct Reported {
+  testing::TwoStagePipeline h;
+  RunContext run{"hand-made", "hand.yaml", h.cluster, h.model, h.plan, h.graph, nullptr};
+  Report report;
+  Reported() {
+    h.timeline.gpu_energy_J = {1000, 2000};
+    report = build_report(run, h.timeline);
+  }
+  template <typename F>
+  std::string text(F write) {
+    std::ostringstream out;
+    write(out);
+    return out.str();
+  }
+};
+
+TEST(Reporters, GanttHasOneRowBarPerGpuAndOutlinesTheCriticalPath) {
+  Reported r;
+  const auto svg = r.text([&](std::ostream& o) { write_gantt_svg(o, r.run, r.h.timeline, r.report); });
+  EXPECT_EQ(svg.rfind("<?xml", 0), 0u);
+  EXPECT_EQ(count(svg, "<g class=\"gpu-row\""), 2u);
+  EXPECT_EQ(count(svg, "class=\"bar\""), 2u);
+  EXPECT_EQ(count(svg, "stroke=\"#111\""), 5u);  // the critical path's compute ops
+  EXPECT_EQ(count(svg, "<svg"), count(svg, "</svg>"));
+}
+
+TEST(Reporters, BubbleBarsStackEachStagesCauses) {
+  Reported r;
+  const auto svg = r.text([&](std::ostream& o) { write_bubbles_svg(o, r.run, r.report); });
+  EXPECT_EQ(count(svg, "<g class=\"stage-bar\""), 2u);
+  EXPECT_NE(svg.find("data-cause=\"p2p_wait\""), std::string::npos);
+  // 5.5 of 8.5 s lost on each stage.
+  EXPECT_NE(svg.find(">64.7%</text>"), std::string::npos) << svg;
+}
+
+TEST(Reporters, SummaryJsonHasEverySectionAndCausesAddUp) {
+  Reported r;
+  const auto j =
+      nlohmann::json::parse(r.text([&](std::ostream& o) { write_summary_json(o, r.run, r.report); }));
+  EXPECT_EQ(j["schema"], "trainsim.summary/2");
+  for (const char* key : {"iteration_time_s", "mfu", "hfu", "bubble_fraction", "lost_time", "critical_path",
+                          "utilization", "memory", "energy", "stages", "gpus"})
+    EXPECT_TRUE(j.contains(key)) << key;
+  for (const auto& g : j["gpus"]) {
+    double sum = 0, idle = 0;
+    for (const auto& [k, v] : g["lost_by_cause_s"].items())
+      sum += v.get<double>();
+    for (const auto& [k, v] : g["idle_by_cause_s"].items())
+      idle += v.get<double>();
+    EXPECT_DOUBLE_EQ(sum, g["lost_s"].get<double>());
+    EXPECT_DOUBLE_EQ(idle, g["idle_s"].get<double>());
+  }
+  EXPECT_DOUBLE_EQ(j["energy"]["energy_J"].get<double>(), 3000);
+  EXPECT_DOUBLE_EQ(j["energy"]["tokens_per_J"].get<double>(), j["tokens_per_iteration"].get<double>() / 3000);
+  EXPECT_DOUBLE_EQ(
+      j["energy"]["tokens_per_J"].get<double>() * j["energy"]["energy_per_token_J"].get<double>(), 1);
+  EXPECT_EQ(j["critical_path"]["by_kind"][0]["seconds"].get<double>(), 3);
+}
+
+TEST(Reporters, CsvTablesHaveAHeaderAndOneRowPerEntity) {
+  Reported r;
+  const auto per_gpu = r.text([&](std::ostream& o) { write_per_gpu_csv(o, r.run, r.report); });
+  const auto per_stage = r.text([&](std::ostream& o) { write_per_stage_csv(o, r.run, r.report); });
+  const auto links = r.text([&](std::ostream& o) { write_links_csv(o, r.report); });
+  const auto path =
+      r.text([&](std::ostream& o) { write_critical_path_csv(o, r.run, r.h.timeline, r.report); });
+  EXPECT_EQ(count(per_gpu, "\n"), 3u);
+  EXPECT_EQ(per_gpu.rfind("gpu,node,stage,type,compute_s", 0), 0u);
+  EXPECT_NE(per_gpu.find("straggler_s"), std::string::npos);
+  EXPECT_EQ(count(per_stage, "\n"), 3u);
+  EXPECT_EQ(count(links, "\n"), 5u);
+  EXPECT_NE(links.find("0,gpu0-nic_UP,1000000000,1000000000,1,1,"), std::string::npos) << links;
+  EXPECT_EQ(count(path, "\n"), 8u);
+  EXPECT_NE(path.find("pp p2p"), std::string::npos);
+}
+
+TEST(Reporters, ChromeTraceMarksTheCriticalPathAndHasCountersAndMetadata) {
+  Reported r;
+  const auto j = nlohmann::json::parse(
+      r.text([&](std::ostream& o) { write_chrome_trace(o, r.run, r.h.timeline, r.report); }));
+  EXPECT_EQ(j["otherData"]["scenario"], "hand-made");
+  int critical_segments = 0, memory_counters = 0, link_counters = 0, critical_tasks = 0;
+  for (const auto& e : j["traceEvents"]) {
+    const std::string ph = e["ph"];
+    if (ph == "X" && e["cat"] == "critical_path")
+      ++critical_segments;
+    if (ph == "X" && e["args"].value("critical", false))
+      ++critical_tasks;
+    if (ph == "C" && e["cat"] == "memory")
+      ++memory_counters;
+    if (ph == "C" && e["cat"] == "link")
+      ++link_counters;
+  }
+  EXPECT_EQ(critical_segments, 7);
+  EXPECT_EQ(critical_tasks, 7 + 2);  // and both receives
+  EXPECT_GT(memory_counters, 0);
+  EXPECT_GT(link_counters, 0);
+}
+
+TEST(Reporters, TerminalSummaryEndsWithTheTopCausesOfLostTime) {
+  Reported r;
+  const auto text = r.text([&](std::ostream& o) { write_terminal_summary(o, r.run, r.report); });
+  const auto top = text.find("top causes of lost time");
+  ASSERT_NE(top, std::string::npos);
+  EXPECT_NE(text.find("1. pipeline warm-up / cool-down", top), std::string::npos) << text;
+  EXPECT_NE(text.find("iteration time"), std::string::npos);
+}
+
+TEST(Reporters, HtmlPageIsSelfContained) {
+  Reported r;
+  const auto html =
+      r.text([&](std::ostream& o) { write_html_report(o, r.run, r.h.timeline, r.report, "trace.json"); });
+  EXPECT_EQ(count(html, "<svg"), 3u);
+  EXPECT_EQ(html.find("<?xml"), std::string::npos);
+  EXPECT_NE(html.find("href=\"trace.json\""), std::string::npos);
+  EXPECT_EQ(html.find("src="), std::string::npos);  // nothing to fetch
+}
+
+}  // namespace
+}  // namespace trainsim::analysis
+
+namespace trainsim::analysis {
+namespace {
+
+// 128 GPUs do not fit: the Gantt shows the first data-parallel replica
+// (tp 2 x pp 16 = 32 GPUs) and says so.
+TEST(Reporters, GanttOfALargeClusterShowsOneReplica) {
+  workloads::TaskGraph graph;
+  graph.gpu_count = 128;
+  const workloads::ParallelPlan plan{
+      .dp = 4, .tp = 2, .pp = 16, .micro_batch_size = 1, .global_batch_size = 4};
+  const auto cluster = testing::uniform_cluster(16, 8, 1e9, 0);
+  workloads::ModelSpec model;
+  Timeline timeline;
+  for (int g = 0; g < 128; ++g) {
+    const auto f = graph.add({.kind = workloads::TaskKind::forward,
+                              .gpu = g,
+                              .stage = plan.pp_rank_of(g),
+                              .micro_batch = 0,
+                              .duration_s = 1});
+    timeline.records.push_back({f, g, Stream::compute, 0, 1});
+  }
+  timeline.end_s = 1;
+  const RunContext run{"large", "large.yaml", cluster, model, plan, graph, nullptr};
+  const auto report = build_report(run, timeline);
+  std::ostringstream out;
+  write_gantt_svg(out, run, timeline, report);
+  const auto svg = out.str();
+  EXPECT_EQ(count(svg, "<g class=\"gpu-row\""), 32u);
+  EXPECT_NE(svg.find("(32 of 128 GPUs shown)"), std::string::npos);
+  EXPECT_EQ(svg.find("data-gpu=\"2\""), std::string::npos);  // GPU 2 is dp rank 1
+}
+
+}  // namespace
+}  // namespace trainsim::analysis

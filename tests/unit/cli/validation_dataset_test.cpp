@@ -1,0 +1,85 @@
+#include "sim/cli/validation_dataset.hpp"
+
+#include <gtest/gtest.h>
+
+#include "platforms/input_error.hpp"
+
+namespace trainsim::cli {
+namespace {
+
+const char* kMulti =
+    "\xEF\xBB\xBF# provenance line\n"
+    "Parameters (billion),# GPUs,global batch,micro batch,hidden size,attention heads,# layers,"
+    "sequence length,tensor parallelism,data parallelism,pipeline parallelism,iteration time (ms),set\n"
+    "3.6,64,512,8,3072,32,30,2048,1,64,1,3566.5,check\n"
+    "# a comment between rows\n"
+    "175,512,1536,2,12288,96,96,2048,4,8,16,54255.9,fit\n";
+
+// ground_truth_single.csv: its header starts with "# GPUs" and it has no
+// parameter count.
+const char* kSingle =
+    "\xEF\xBB\xBF# GPUs,global batch,micro batch,hidden size,attention heads,# layers,sequence length,"
+    "tensor parallelism,data parallelism,pipeline parallelism,iteration time (ms)\n"
+    "2,16,8,1024,16,24,1024,1,1,2,372.160408\n";
+
+std::vector<std::string> problems(const std::string& text) {
+  try {
+    parse_validation_dataset(text, "d.csv");
+  } catch (const platforms::InputError& e) {
+    return e.problems();
+  }
+  return {};
+}
+
+TEST(ValidationDataset, ReadsVtrainMultiNodeRowsWithSetsAndComments) {
+  const auto rows = parse_validation_dataset(kMulti, "d.csv");
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].line, 3);
+  EXPECT_EQ(rows[0].set, "check");
+  EXPECT_DOUBLE_EQ(rows[0].parameters_billion, 3.6);
+  EXPECT_EQ(rows[0].dp, 64);
+  EXPECT_DOUBLE_EQ(rows[0].measured_ms, 3566.5);
+  EXPECT_EQ(rows[1].line, 5);
+  EXPECT_EQ(rows[1].set, "fit");
+  EXPECT_EQ(rows[1].pp, 16);
+  EXPECT_EQ(rows[1].hidden, 12288);
+}
+
+TEST(ValidationDataset, ReadsTheSingleNodeFormatWhoseHeaderStartsWithAHash) {
+  const auto rows = parse_validation_dataset(kSingle, "d.csv");
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].gpus, 2);
+  EXPECT_EQ(rows[0].pp, 2);
+  EXPECT_EQ(rows[0].set, "");
+  EXPECT_DOUBLE_EQ(rows[0].parameters_billion, 0);
+}
+
+TEST(ValidationDataset, BadRowsAreAllReportedWithLineColumnAndValue) {
+  std::string text = kMulti;
+  text += "3.6,64,512,eight,3072,32,30,2048,1,64,1,3566.5,check\n";  // line 6
+  text += "3.6,64,512,8,3072,32,30,2048,2,64,1,3566.5,check\n";      // line 7: 2 x 64 x 1 != 64
+  text += "3.6,64,512,8,3072,32,30,2048,1,64,1,3566.5,maybe\n";      // line 8
+  text += "3.6,64,512,8\n";                                          // line 9
+  const auto p = problems(text);
+  ASSERT_EQ(p.size(), 4u);
+  EXPECT_NE(p[0].find("d.csv:6: micro batch: 'eight' is not a whole number"), std::string::npos) << p[0];
+  EXPECT_NE(p[1].find("d.csv:7: tensor x data x pipeline parallelism = 2 x 64 x 1 = 128, but # GPUs is 64"),
+            std::string::npos)
+      << p[1];
+  EXPECT_NE(p[2].find("d.csv:8: set: 'maybe'"), std::string::npos) << p[2];
+  EXPECT_NE(p[3].find("d.csv:9: 4 cells"), std::string::npos) << p[3];
+}
+
+TEST(ValidationDataset, UnknownAndMissingColumnsAreNamed) {
+  const auto p = problems("# GPUs,global batch,colour\n8,8,red\n");
+  ASSERT_FALSE(p.empty());
+  EXPECT_NE(p[0].find("d.csv:1: unknown column 'colour'"), std::string::npos) << p[0];
+  bool missing = false;
+  for (const auto& s : p)
+    missing = missing || s.find("missing column 'hidden size'") != std::string::npos;
+  EXPECT_TRUE(missing);
+  EXPECT_FALSE(problems("").empty());
+}
+
+}  // namespace
+}  // namespace trainsim::cli

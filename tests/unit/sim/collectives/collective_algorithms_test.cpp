@@ -1,0 +1,164 @@
+// Every collective algorithm, replayed as SimGrid flows on an uncontended
+// network of uniform links, against its closed form. Each TEST is one
+// simulation in its own process.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numeric>
+
+#include "sim/platform/cluster_zone.hpp"
+#include "sim/platform/engine_setup.hpp"
+#include "sim/replay/replay.hpp"
+#include "support/test_cluster.hpp"
+
+namespace trainsim::sim {
+namespace {
+
+using platforms::CollectiveAlgorithm;
+using workloads::CollectiveOp;
+
+struct Outcome {
+  double time_s;
+  analysis::CollectiveChoice choice;
+};
+
+// One collective over `gpus`, alone on the cluster.
+Outcome run(const platforms::ClusterSpec& cluster, CollectiveOp op, std::vector<int> gpus, double bytes,
+            CollectiveAlgorithm algorithm = CollectiveAlgorithm::automatic) {
+  workloads::TaskGraph graph;
+  graph.gpu_count = cluster.gpu_count();
+  const int group = graph.add_group(std::move(gpus));
+  const auto id = graph.add({.kind = workloads::TaskKind::collective,
+                             .comm = workloads::CommKind::dp,
+                             .op = op,
+                             .group = group,
+                             .bytes = bytes,
+                             .algorithm = algorithm});
+  auto engine = make_engine();
+  auto* zone = new ClusterZone(cluster);
+  const auto timeline = replay(graph, *zone);
+  return {timeline.end_s, *timeline.collective_choice(id)};
+}
+
+std::vector<int> first(int n) {
+  std::vector<int> gpus(static_cast<std::size_t>(n));
+  std::iota(gpus.begin(), gpus.end(), 0);
+  return gpus;
+}
+
+// n GPUs on one NVSwitch node: per-GPU bandwidth B, GPU-to-GPU latency a.
+constexpr double B = 100e9, a = 2e-6, S = 256e6;
+
+TEST(CollectiveAlgorithms, RingReduceScatterIsNMinusOneSteps) {
+  const int n = 8;
+  const auto r = run(testing::uniform_cluster(1, n, B, a), CollectiveOp::reduce_scatter, first(n), S);
+  EXPECT_EQ(r.choice.algorithm, CollectiveAlgorithm::ring);
+  EXPECT_NEAR(r.time_s / ((n - 1) * (a + S / (n * B))), 1.0, 1e-6);
+}
+
+TEST(CollectiveAlgorithms, RingAllGatherIsNMinusOneSteps) {
+  const int n = 6;
+  const auto r = run(testing::uniform_cluster(1, n, B, a), CollectiveOp::all_gather, first(n), S);
+  EXPECT_NEAR(r.time_s / ((n - 1) * (a + S / (n * B))), 1.0, 1e-6);
+}
+
+TEST(CollectiveAlgorithms, MultiNodeRingUsesOneChannelPerRail) {
+  // 4 nodes x 8 GPUs; NVLink far faster than the NICs: each of the 8 rings
+  // (one per NIC) carries S/8 and its inter-node hops set its pace.
+  const int nodes = 4, g = 8, n = nodes * g;
+  auto cluster = testing::uniform_cluster(nodes, g, 25e9, 5e-6);
+  cluster.groups[0].nvlink = {1000e9, 1e-6};
+  const auto r = run(cluster, CollectiveOp::all_reduce, first(n), S, CollectiveAlgorithm::ring);
+  EXPECT_EQ(r.choice.channels, g);
+  const double per_step = 5e-6 + S / g / n / 25e9;
+  EXPECT_NEAR(r.time_s / (2 * (n - 1) * per_step), 1.0, 1e-3);
+}
+
+TEST(CollectiveAlgorithms, CubeMeshRingsUseEveryNvlinkLane) {
+  // DGX-1: three edge-disjoint Hamiltonian cycles over the 6 lanes of each
+  // GPU, each run in both directions: 6 rings of S/6, each hop on one lane
+  // (B/6), so the all-reduce runs at the full per-GPU NVLink bandwidth.
+  auto cluster = testing::uniform_cluster(1, 8, B, a);
+  cluster.groups[0].shape = platforms::NodeShape::cube_mesh;
+  cluster.groups[0].pcie = {16e9, 5e-6};
+  const int n = 8;
+  const auto r = run(cluster, CollectiveOp::all_reduce, first(n), S);
+  EXPECT_EQ(r.choice.channels, 6);
+  EXPECT_NEAR(r.time_s / (2 * (n - 1) * (a + S / (n * B))), 1.0, 1e-6);
+}
+
+TEST(CollectiveAlgorithms, TreeAllReduceMatchesThePipelinedTreeClosedForm) {
+  // 4 nodes x 1 GPU. NCCL's trees: 0 <- 2 <- {1, 3} and its mirror
+  // 3 <- 1 <- {0, 2}, each carrying S/2. GPUs 1 and 2 are inner nodes of one
+  // tree and leaves of the other: 2S leave and enter each of them. The
+  // pipeline is 2 x height = 4 hops deep, with K chunks (64 here).
+  const int n = 4, chunks = 64;
+  const double bw = 25e9, lat = 1e-7;
+  auto cluster = testing::uniform_cluster(n, 1, bw, lat);
+  cluster.collectives.max_pipeline_chunks = chunks;
+  const auto r = run(cluster, CollectiveOp::all_reduce, first(n), S, CollectiveAlgorithm::tree);
+  EXPECT_EQ(r.choice.algorithm, CollectiveAlgorithm::tree);
+  const double stage = lat + 2 * S / bw / chunks;
+  EXPECT_NEAR(r.time_s / ((4 + chunks - 1) * stage), 1.0, 0.05);
+  // The bandwidth term alone: 2S over the busiest NIC direction.
+  EXPECT_GT(r.time_s, 2 * S / bw);
+}
+
+TEST(CollectiveAlgorithms, HierarchicalIsThreeRingPhases) {
+  const int nodes = 4, g = 4, n = nodes * g;
+  const double b_nv = 200e9, a_nv = 1e-6, b_nic = 25e9, a_nic = 5e-6;
+  auto cluster = testing::uniform_cluster(nodes, g, b_nic, a_nic);
+  cluster.groups[0].nvlink = {b_nv, a_nv};
+  const auto r = run(cluster, CollectiveOp::all_reduce, first(n), S, CollectiveAlgorithm::hierarchical);
+  EXPECT_EQ(r.choice.algorithm, CollectiveAlgorithm::hierarchical);
+  const double intra = (g - 1) * (a_nv + S / (g * b_nv));                    // reduce-scatter, all-gather
+  const double inter = 2 * (nodes - 1) * (a_nic + S / g / (nodes * b_nic));  // all-reduce of S/g per rail
+  EXPECT_NEAR(r.time_s / (2 * intra + inter), 1.0, 1e-6);
+}
+
+TEST(CollectiveAlgorithms, NvlsReducesInTheSwitch) {
+  // Each GPU pushes S into the switch and gets S back: S per direction of its
+  // port, pipelined in K chunks two hops deep.
+  const int n = 8, chunks = 64;
+  auto cluster = testing::uniform_cluster(1, n, B, 1e-7);
+  cluster.groups[0].nvls = true;
+  cluster.collectives.max_pipeline_chunks = chunks;
+  const auto r = run(cluster, CollectiveOp::all_reduce, first(n), S, CollectiveAlgorithm::nvls);
+  EXPECT_EQ(r.choice.algorithm, CollectiveAlgorithm::nvls);
+  EXPECT_NEAR(r.time_s / ((chunks + 1) * (1e-7 + S / chunks / B)), 1.0, 1e-6);
+  // Against a ring's 2(n-1)/n S/B: NVLS moves less per GPU.
+  EXPECT_LT(r.time_s, 2.0 * (n - 1) / n * S / B);
+}
+
+TEST(CollectiveAlgorithms, BroadcastIsAPipelinedChain) {
+  const int n = 8, chunks = 64;
+  auto cluster = testing::uniform_cluster(1, n, B, 1e-7);
+  cluster.collectives.max_pipeline_chunks = chunks;
+  const auto r = run(cluster, CollectiveOp::broadcast, first(n), S);
+  EXPECT_EQ(r.choice.algorithm, CollectiveAlgorithm::ring);
+  EXPECT_NEAR(r.time_s / ((n - 1 + chunks - 1) * (1e-7 + S / chunks / B)), 1.0, 1e-6);
+}
+
+TEST(CollectiveAlgorithms, AllToAllIsNMinusOneExchangeSteps) {
+  const int n = 8;
+  const auto r = run(testing::uniform_cluster(1, n, B, a), CollectiveOp::all_to_all, first(n), S);
+  EXPECT_EQ(r.choice.algorithm, CollectiveAlgorithm::direct);
+  EXPECT_NEAR(r.time_s / ((n - 1) * (a + S / n / B)), 1.0, 1e-6);
+}
+
+TEST(CollectiveAlgorithms, SendRecvIsOneTransferPerRank) {
+  const int n = 4;
+  const auto r = run(testing::uniform_cluster(n, 1, 25e9, 5e-6), CollectiveOp::send_recv, first(n), S);
+  EXPECT_NEAR(r.time_s / (5e-6 + S / 25e9), 1.0, 1e-6);
+}
+
+TEST(CollectiveAlgorithms, LaunchLatencyIsChargedOncePerCollective) {
+  const int n = 8;
+  auto cluster = testing::uniform_cluster(1, n, B, a);
+  cluster.collectives.launch_latency_s = 30e-6;
+  const auto r = run(cluster, CollectiveOp::all_reduce, first(n), S);
+  EXPECT_NEAR(r.time_s - 2 * (n - 1) * (a + S / (n * B)), 30e-6, 1e-9);
+}
+
+}  // namespace
+}  // namespace trainsim::sim

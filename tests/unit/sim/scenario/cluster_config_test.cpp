@@ -1,0 +1,259 @@
+// The `cluster` section: presets and overrides, user-defined GPUs, node
+// shapes, NICs, fabrics, mixed groups, collectives, and the errors bad
+// platform input gets. No SimGrid here: parsing only.
+#include <gtest/gtest.h>
+
+#include "platforms/input_error.hpp"
+#include "platforms/presets.hpp"
+#include "sim/scenario/cluster_loader.hpp"
+
+namespace trainsim::sim {
+namespace {
+
+using platforms::FabricTechnology;
+using platforms::FabricTopology;
+using platforms::NodeShape;
+
+platforms::ClusterSpec parse(const std::string& yaml, const std::vector<std::string>& overrides = {}) {
+  return scenario::parse_cluster_text(yaml, "c.yaml", overrides);
+}
+
+std::vector<std::string> problems(const std::string& yaml, const std::vector<std::string>& overrides = {}) {
+  try {
+    parse(yaml, overrides);
+  } catch (const platforms::InputError& e) {
+    return e.problems();
+  }
+  return {};
+}
+
+void expect_one(const std::vector<std::string>& p, const std::string& where, const std::string& key,
+                const std::string& detail) {
+  ASSERT_EQ(p.size(), 1u) << (p.empty() ? "no error" : p[0] + (p.size() > 1 ? "\n" + p[1] : ""));
+  EXPECT_NE(p[0].find(where), std::string::npos) << p[0];
+  EXPECT_NE(p[0].find(key), std::string::npos) << p[0];
+  EXPECT_NE(p[0].find(detail), std::string::npos) << p[0];
+}
+
+TEST(ClusterConfig, EveryShippedPresetLoads) {
+  ASSERT_EQ(platforms::cluster_presets().size(), 5u);
+  for (const auto& preset : platforms::cluster_presets()) {
+    SCOPED_TRACE(std::string(preset.name));
+    const auto c = scenario::load_cluster(std::string(preset.name));
+    EXPECT_EQ(c.name, preset.name);
+    EXPECT_GT(c.gpu_count(), 0);
+  }
+}
+
+TEST(ClusterConfig, PresetsDescribeTheirHardware) {
+  const auto a100 = scenario::load_cluster("dgx-a100-hdr");
+  ASSERT_EQ(a100.groups.size(), 1u);
+  EXPECT_EQ(a100.groups[0].gpu.name, "A100-SXM-80GB");
+  EXPECT_EQ(a100.groups[0].shape, NodeShape::nvswitch);
+  EXPECT_EQ(a100.groups[0].nics_per_node, 8);
+  EXPECT_DOUBLE_EQ(a100.groups[0].nic.bandwidth_Bps, 200e9 / 8);
+  EXPECT_EQ(a100.fabric.topology, FabricTopology::fat_tree);
+
+  const auto h100 = scenario::load_cluster("dgx-h100-ndr");
+  EXPECT_TRUE(h100.groups[0].nvls);
+  EXPECT_DOUBLE_EQ(h100.groups[0].nic.bandwidth_Bps, 400e9 / 8);
+  EXPECT_EQ(h100.fabric.topology, FabricTopology::rail_optimised);
+
+  const auto v100 = scenario::load_cluster("dgx1-v100");
+  EXPECT_EQ(v100.groups[0].shape, NodeShape::cube_mesh);
+  EXPECT_EQ(v100.groups[0].nics_per_node, 4);
+  EXPECT_TRUE(v100.groups[0].shared_nics());
+
+  const auto roce = scenario::load_cluster("hgx-h200-roce");
+  EXPECT_EQ(roce.fabric.technology, FabricTechnology::roce);
+  EXPECT_EQ(roce.fabric.levels, 3);
+  EXPECT_LT(roce.fabric.efficiency, scenario::load_cluster("dgx-a100-hdr").fabric.efficiency);
+  EXPECT_GT(roce.groups[0].nic.latency_s, a100.groups[0].nic.latency_s);
+
+  const auto mixed = scenario::load_cluster("mixed-a100-h100");
+  ASSERT_EQ(mixed.groups.size(), 2u);
+  EXPECT_EQ(mixed.gpu_of(0).name, "A100-SXM-80GB");
+  EXPECT_EQ(mixed.gpu_of(128).name, "H100-SXM");
+  EXPECT_EQ(mixed.gpu_count(), 256);
+}
+
+TEST(ClusterConfig, ScenarioKeysOverrideAPresetKeyByKey) {
+  const auto c = parse(R"(cluster:
+  preset: dgx-a100-hdr
+  nodes: 4
+  nic: {bandwidth: 400Gbps}
+  fabric: {oversubscription: 2}
+)");
+  EXPECT_EQ(c.node_count(), 4);
+  EXPECT_DOUBLE_EQ(c.groups[0].nic.bandwidth_Bps, 50e9);
+  EXPECT_EQ(c.groups[0].nics_per_node, 8);  // kept from the preset's nic map
+  EXPECT_DOUBLE_EQ(c.fabric.oversubscription, 2);
+  EXPECT_EQ(c.fabric.nodes_per_leaf, 2);  // kept from the preset's fabric map
+  EXPECT_EQ(c.name, "dgx-a100-hdr");
+}
+
+TEST(ClusterConfig, SetOverridesPresetsAndListItems) {
+  const auto c = scenario::load_cluster("mixed-a100-h100",
+                                        {"cluster.groups.1.nodes=8", "cluster.fabric.oversubscription=4"});
+  EXPECT_EQ(c.groups[1].nodes, 8);
+  EXPECT_EQ(c.groups[0].nodes, 16);
+  EXPECT_DOUBLE_EQ(c.fabric.oversubscription, 4);
+  const auto p = problems("cluster: {preset: mixed-a100-h100}\n", {"cluster.groups.5.nodes=8"});
+  expect_one(p, "--set cluster.groups.5.nodes=8", "cluster.groups", "not one of its indices");
+}
+
+TEST(ClusterConfig, UserDefinedGpuWithUnits) {
+  const auto c = parse(R"(cluster:
+  gpu:
+    name: MyGPU
+    peak_bf16: 500TFLOPS
+    peak_fp8: 1PFLOPS
+    hbm: 96GiB
+    hbm_bandwidth: 3TBps
+    nvlink_bandwidth: 400GBps
+    max_power: 600W
+  nodes: 2
+)");
+  const auto& gpu = c.groups[0].gpu;
+  EXPECT_EQ(gpu.name, "MyGPU");
+  EXPECT_DOUBLE_EQ(gpu.peak_bf16_flops, 500e12);
+  EXPECT_DOUBLE_EQ(gpu.peak_fp8_flops, 1e15);
+  EXPECT_DOUBLE_EQ(gpu.hbm_bytes, 96.0 * (1ull << 30));
+  EXPECT_DOUBLE_EQ(gpu.hbm_bandwidth_Bps, 3e12);
+  EXPECT_DOUBLE_EQ(c.groups[0].nvlink.bandwidth_Bps, 400e9);
+  EXPECT_DOUBLE_EQ(gpu.max_power_W, 600);
+  EXPECT_DOUBLE_EQ(gpu.idle_power_W, 90);  // 15% of max when not given
+}
+
+TEST(ClusterConfig, UserDefinedGpuCanStartFromACatalogueGpu) {
+  const auto c = parse("cluster:\n  gpu: {name: H100-fast, base: H100, peak_bf16: 1200TFLOPS}\n  nodes: 1\n");
+  EXPECT_EQ(c.groups[0].gpu.name, "H100-fast");
+  EXPECT_DOUBLE_EQ(c.groups[0].gpu.peak_bf16_flops, 1200e12);
+  EXPECT_DOUBLE_EQ(c.groups[0].gpu.hbm_bandwidth_Bps, 3350e9);
+}
+
+TEST(ClusterConfig, UserDefinedGpuNeedsItsQuantitiesWithUnits) {
+  const auto p = problems(
+      "cluster:\n  gpu: {name: X, peak_bf16: 500, hbm: 96GiB, hbm_bandwidth: 3TBps, "
+      "max_power: 600W}\n  nodes: 1\n");
+  expect_one(p, "c.yaml:2:", "cluster.gpu.peak_bf16", "the unit is missing");
+  const auto q = problems("cluster:\n  gpu: {name: X, hbm: 96GiB}\n  nodes: 1\n");
+  ASSERT_EQ(q.size(), 3u);
+  EXPECT_NE(q[0].find("cluster.gpu.peak_bf16: missing"), std::string::npos) << q[0];
+}
+
+TEST(ClusterConfig, MixedGroupsInheritClusterLevelKeys) {
+  const auto c = parse(R"(cluster:
+  nic: {bandwidth: 400Gbps}
+  groups:
+    - {gpu: A100, nodes: 2}
+    - {gpu: H100, nodes: 3, nvls: true, nic: {bandwidth: 800Gbps}}
+  fabric: {topology: fat_tree, nodes_per_leaf: 2}
+)");
+  ASSERT_EQ(c.groups.size(), 2u);
+  EXPECT_DOUBLE_EQ(c.groups[0].nic.bandwidth_Bps, 50e9);
+  EXPECT_DOUBLE_EQ(c.groups[1].nic.bandwidth_Bps, 100e9);
+  EXPECT_EQ(c.node_count(), 5);
+  EXPECT_EQ(c.locate(16).group, 1);
+  EXPECT_EQ(c.locate(16).node, 2);
+  EXPECT_EQ(c.name, "A100-SXM-80GB + H100-SXM");
+}
+
+TEST(ClusterConfig, MixedClusterWhoseNodeCountsDoNotAddUp) {
+  const auto p = problems(
+      "cluster:\n  nodes: 24\n  groups:\n    - {gpu: A100, nodes: 16}\n    - {gpu: H100, nodes: 16}\n");
+  expect_one(p, "c.yaml:2:", "cluster.nodes", "24 does not match the groups' node counts (16 + 16 = 32)");
+}
+
+TEST(ClusterConfig, GroupWithoutNodesIsAnError) {
+  const auto p = problems("cluster:\n  groups:\n    - {gpu: A100}\n");
+  expect_one(p, "c.yaml:3:", "cluster.groups.0.nodes", "missing");
+}
+
+TEST(ClusterConfig, UnknownGpu) {
+  const auto p = problems("cluster: {gpu: A200, nodes: 1}\n");
+  expect_one(p, "c.yaml:1:", "cluster.gpu", "unknown GPU 'A200'");
+  EXPECT_NE(p[0].find("H100-SXM"), std::string::npos) << p[0];
+}
+
+TEST(ClusterConfig, NegativeBandwidth) {
+  const auto p = problems("cluster: {gpu: A100, nodes: 1, nic: {bandwidth: -200Gbps}}\n");
+  expect_one(p, "c.yaml:1:", "cluster.nic.bandwidth", "is negative");
+}
+
+TEST(ClusterConfig, MissingUnit) {
+  const auto p = problems("cluster: {gpu: A100, nodes: 1, nvlink: {latency: 3}}\n");
+  expect_one(p, "c.yaml:1:", "cluster.nvlink.latency", "the unit is missing");
+}
+
+TEST(ClusterConfig, OversubscriptionBelowOne) {
+  const auto p =
+      problems("cluster: {gpu: A100, nodes: 8, fabric: {topology: fat_tree, oversubscription: 0.5}}\n");
+  expect_one(p, "c.yaml:1:", "cluster.fabric.oversubscription", "0.5 is below 1");
+}
+
+TEST(ClusterConfig, ErrorsInPresetValuesNameThePresetFile) {
+  // The preset's value is fine; a --set breaks it, and the message names the option.
+  const auto p = problems("cluster: {preset: dgx-a100-hdr}\n", {"cluster.nic.bandwidth=200"});
+  expect_one(p, "--set cluster.nic.bandwidth=200", "cluster.nic.bandwidth", "unit is missing");
+  // A rule broken by a scenario key is reported at a key the preset set: the
+  // message points into the preset's file.
+  const auto q = problems("cluster:\n  preset: dgx1-v100\n  gpus_per_node: 4\n");
+  expect_one(q, "platforms/presets/dgx1-v100.yaml:", "cluster.node_shape",
+             "cube_mesh is the 8-GPU DGX-1 hybrid cube-mesh, but gpus_per_node is 4");
+  // The same key given by the scenario points at the scenario.
+  const auto r = problems("cluster:\n  preset: dgx-a100-hdr\n  node_shape: pcie\n  nvls: true\n");
+  expect_one(r, "c.yaml:4:", "cluster.nvls", "needs an NVSwitch, but node_shape is pcie");
+}
+
+TEST(ClusterConfig, UnknownPresetAndUnknownKeys) {
+  expect_one(problems("cluster: {preset: dgx-z100}\n"), "c.yaml:1:", "cluster.preset",
+             "unknown cluster preset 'dgx-z100'");
+  expect_one(problems("cluster: {preset: dgx-a100-hdr, fabric: {topologie: torus}}\n"),
+             "c.yaml:1:", "cluster.fabric.topologie", "unknown key");
+}
+
+TEST(ClusterConfig, NodeShapeRules) {
+  expect_one(problems("cluster: {gpu: A100, nodes: 1, node_shape: pcie, nvls: true}\n"),
+             "c.yaml:1:", "cluster.nvls", "needs an NVSwitch");
+  expect_one(problems("cluster: {gpu: A100, nodes: 1, nic: {per_node: 3}}\n"), "c.yaml:1:", "cluster.nic",
+             "expected a divisor of gpus_per_node (8)");
+}
+
+TEST(ClusterConfig, FabricRules) {
+  expect_one(problems("cluster: {gpu: A100, nodes: 40, fabric: {topology: torus, dims: [4, 4, 2], "
+                      "link_bandwidth: 400Gbps}}\n"),
+             "c.yaml:1:", "cluster.fabric", "the torus 4 x 4 x 2 holds 32 nodes, but the cluster has 40");
+  const auto p = problems("cluster: {gpu: A100, nodes: 4, fabric: {topology: dragonfly}}\n");
+  ASSERT_EQ(p.size(), 2u);
+  EXPECT_NE(p[0].find("cluster.fabric.local_bandwidth: missing"), std::string::npos) << p[0];
+  expect_one(problems("cluster: {gpu: A100, nodes: 4, fabric: {topology: fat_tree, levels: 4}}\n"),
+             "c.yaml:1:", "cluster.fabric.levels", "out of range");
+}
+
+TEST(ClusterConfig, TechnologyChoosesLatencyAndEfficiencyDefaults) {
+  const auto ib = parse("cluster: {gpu: A100, nodes: 2, fabric: {topology: fat_tree}}\n");
+  const auto roce = parse("cluster: {gpu: A100, nodes: 2, fabric: {topology: fat_tree, technology: roce}}\n");
+  EXPECT_LT(roce.fabric.efficiency, ib.fabric.efficiency);
+  EXPECT_GT(roce.groups[0].nic.latency_s, ib.groups[0].nic.latency_s);
+  EXPECT_GT(roce.fabric.spine_latency_s, ib.fabric.spine_latency_s);
+  const auto tuned = parse(
+      "cluster: {gpu: A100, nodes: 2, nic: {latency: 3us}, fabric: {technology: roce, efficiency: 0.97}}\n");
+  EXPECT_DOUBLE_EQ(tuned.fabric.efficiency, 0.97);
+  EXPECT_DOUBLE_EQ(tuned.groups[0].nic.latency_s, 3e-6);
+}
+
+TEST(ClusterConfig, CollectivesSection) {
+  const auto c = parse(
+      "cluster: {gpu: A100, nodes: 1, collectives: {algorithm: tree, fidelity: fast, "
+      "launch_latency: 10us, max_chunks: 8}}\n");
+  EXPECT_EQ(c.collectives.algorithm, platforms::CollectiveAlgorithm::tree);
+  EXPECT_EQ(c.collectives.fidelity, platforms::Fidelity::fast);
+  EXPECT_DOUBLE_EQ(c.collectives.launch_latency_s, 10e-6);
+  EXPECT_EQ(c.collectives.max_pipeline_chunks, 8);
+  expect_one(problems("cluster: {gpu: A100, nodes: 1, collectives: {algorithm: butterfly}}\n"),
+             "c.yaml:1:", "cluster.collectives.algorithm", "'butterfly' is not a known value");
+}
+
+}  // namespace
+}  // namespace trainsim::sim

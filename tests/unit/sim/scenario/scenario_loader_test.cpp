@@ -1,0 +1,292 @@
+#include <gtest/gtest.h>
+
+#include "platforms/input_error.hpp"
+#include "sim/scenario/infeasible_plan.hpp"
+#include "sim/scenario/scenario.hpp"
+
+#include <tuple>
+
+namespace trainsim::sim {
+namespace {
+
+const char* kMinimal = R"(name: small
+cluster:
+  gpu: H100
+  nodes: 2
+  nvlink: {bandwidth: 450GBps, latency: 1.5us}
+  nic: {bandwidth: 400Gbps, latency: 4us}
+  fabric: {topology: fat_tree, nodes_per_leaf: 1, oversubscription: 2}
+model:
+  preset: gpt3-1.3b
+plan:
+  tp: 2
+  pp: 2
+  global_batch_size: 32
+)";
+
+std::vector<std::string> problems(const std::string& yaml, const std::vector<std::string>& overrides = {}) {
+  try {
+    scenario::parse_scenario_text(yaml, "t.yaml", overrides);
+  } catch (const platforms::InputError& e) {
+    return e.problems();
+  }
+  return {};
+}
+
+TEST(ScenarioLoader, ReadsUnitsPresetsAndDerivesDp) {
+  const auto s = scenario::parse_scenario_text(kMinimal, "t.yaml");
+  EXPECT_EQ(s.name, "small");
+  EXPECT_EQ(s.cluster.gpu_count(), 16);
+  EXPECT_EQ(s.cluster.groups[0].gpu.name, "H100-SXM");
+  EXPECT_DOUBLE_EQ(s.cluster.groups[0].nvlink.bandwidth_Bps, 450e9);
+  EXPECT_DOUBLE_EQ(s.cluster.groups[0].nvlink.latency_s, 1.5e-6);
+  EXPECT_DOUBLE_EQ(s.cluster.groups[0].nic.bandwidth_Bps, 50e9);
+  EXPECT_DOUBLE_EQ(s.cluster.fabric.oversubscription, 2);
+  EXPECT_EQ(s.model.hidden, 2048);
+  EXPECT_EQ(s.plan.dp, 4);
+  EXPECT_EQ(s.plan.micro_batches(), 8);
+}
+
+TEST(ScenarioLoader, OverridesReplaceAndAddValues) {
+  const auto s =
+      scenario::parse_scenario_text(kMinimal, "t.yaml", {"plan.pp=4", "cluster.nodes=4", "plan.dp=4"});
+  EXPECT_EQ(s.plan.pp, 4);
+  EXPECT_EQ(s.cluster.gpu_count(), 32);
+  EXPECT_EQ(s.plan.dp, 4);
+  EXPECT_EQ(s.plan.tp, 2);
+}
+
+TEST(ScenarioLoader, ReportsEveryProblemAtOnceWithFileLineAndKey) {
+  const std::string yaml = R"(cluster:
+  gpu: A100
+  nodes: 1
+  nic: {bandwidth: 200, latency: 5us}
+  colour: blue
+model:
+  preset: gpt3-1.3b
+  hidden: -5
+plan:
+  global_batch_size: 8
+)";
+  const auto p = problems(yaml);
+  ASSERT_EQ(p.size(), 3u) << ::testing::PrintToString(p);
+  EXPECT_EQ(p[0].rfind("t.yaml:4:", 0), 0u) << p[0];
+  EXPECT_NE(p[0].find("cluster.nic.bandwidth"), std::string::npos) << p[0];
+  EXPECT_NE(p[0].find("unit is missing"), std::string::npos) << p[0];
+  EXPECT_EQ(p[1].rfind("t.yaml:5:", 0), 0u) << p[1];
+  EXPECT_NE(p[1].find("cluster.colour: unknown key"), std::string::npos) << p[1];
+  EXPECT_EQ(p[2].rfind("t.yaml:8:", 0), 0u) << p[2];
+  EXPECT_NE(p[2].find("model.hidden: -5 is out of range"), std::string::npos) << p[2];
+}
+
+TEST(ScenarioLoader, OverrideErrorsNameTheOption) {
+  const auto p = problems(kMinimal, {"plan.tp=three"});
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_EQ(p[0].rfind("--set plan.tp=three: plan.tp: 'three' is not a whole number", 0), 0u) << p[0];
+  const auto q = problems(kMinimal, {"plan"});
+  ASSERT_EQ(q.size(), 1u);
+  EXPECT_NE(q[0].find("expected KEY=VALUE"), std::string::npos) << q[0];
+}
+
+TEST(ScenarioLoader, MissingSectionsAndKeysAreNamed) {
+  const auto p = problems("name: x\n");
+  ASSERT_EQ(p.size(), 3u);
+  EXPECT_NE(p[0].find("cluster: missing section"), std::string::npos) << p[0];
+  EXPECT_NE(p[1].find("model: missing section"), std::string::npos) << p[1];
+  EXPECT_NE(p[2].find("plan: missing section"), std::string::npos) << p[2];
+}
+
+TEST(ScenarioLoader, UnknownGpuAndPresetListTheKnownOnes) {
+  const auto p = problems(kMinimal, {"cluster.gpu=A200", "model.preset=gpt5"});
+  ASSERT_EQ(p.size(), 2u);
+  EXPECT_NE(p[0].find("unknown GPU 'A200' (expected one of V100-SXM2-32GB"), std::string::npos) << p[0];
+  EXPECT_NE(p[1].find("unknown model preset 'gpt5' (expected one of gpt3-125m"), std::string::npos) << p[1];
+}
+
+TEST(ScenarioLoader, PresetShapeFollowsOverriddenHeadsAndHidden) {
+  // Shapes only: these models do not fit the minimal cluster's memory.
+  const scenario::LoadOptions shapes_only{.check_memory = false};
+  const auto s =
+      scenario::parse_scenario_text(kMinimal, "t.yaml", {"model.hidden=4096", "model.heads=32"}, shapes_only);
+  EXPECT_EQ(s.model.kv_heads, 32);
+  EXPECT_EQ(s.model.ffn_hidden, 4 * 4096);
+  const auto llama = scenario::parse_scenario_text(
+      kMinimal, "t.yaml", {"model.preset=llama2-70b", "model.layers=40"}, shapes_only);
+  EXPECT_EQ(llama.model.kv_heads, 8);
+  EXPECT_EQ(llama.model.ffn_hidden, 28672);
+}
+
+TEST(ScenarioLoader, DuplicateKeysAreErrors) {
+  const auto p = problems(std::string(kMinimal) + "seed: 1\nseed: 2\n");
+  ASSERT_FALSE(p.empty());
+  EXPECT_NE(p[0].find("seed: duplicate key"), std::string::npos) << p[0];
+}
+
+TEST(ScenarioLoader, InvalidYamlGivesItsLine) {
+  const auto p = problems("cluster: [1, 2\nmodel: {}\n");
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_EQ(p[0].rfind("t.yaml:", 0), 0u) << p[0];
+  EXPECT_NE(p[0].find("not valid YAML"), std::string::npos) << p[0];
+}
+
+TEST(ScenarioLoader, EveryScheduleWordParsesWithItsChunkCount) {
+  const std::vector<std::tuple<std::string, workloads::ScheduleKind, int>> words = {
+      {"gpipe", workloads::ScheduleKind::gpipe, 1},
+      {"1f1b", workloads::ScheduleKind::one_f_one_b, 1},
+      {"interleaved_1f1b", workloads::ScheduleKind::interleaved_one_f_one_b, 3},
+      {"zb_h1", workloads::ScheduleKind::zb_h1, 1},
+      {"zb_h2", workloads::ScheduleKind::zb_h2, 1},
+      {"zb_v", workloads::ScheduleKind::zb_v, 2},
+      {"bpipe", workloads::ScheduleKind::bpipe, 1},
+      {"dualpipe_v", workloads::ScheduleKind::dualpipe_v, 2},
+  };
+  for (const auto& [word, kind, chunks] : words) {
+    std::vector<std::string> set = {"plan.schedule=" + word};
+    if (word == "interleaved_1f1b")
+      set.push_back("plan.virtual_stages=3");
+    const auto s = scenario::parse_scenario_text(kMinimal, "t.yaml", set);
+    EXPECT_EQ(s.plan.schedule, kind) << word;
+    EXPECT_EQ(s.plan.virtual_stages, chunks) << word;
+  }
+}
+
+TEST(ScenarioLoader, UnknownScheduleListsTheKnownOnes) {
+  const auto p = problems(kMinimal, {"plan.schedule=chimera"});
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_NE(
+      p[0].find(
+          "'chimera' is not a known value (expected 'gpipe', '1f1b', 'interleaved_1f1b', 'zb_h1', 'zb_h2', "
+          "'zb_v', 'bpipe' or 'dualpipe_v')"),
+      std::string::npos)
+      << p[0];
+}
+
+TEST(ScenarioLoader, InterleavedScheduleNeedsItsVirtualStages) {
+  const auto p = problems(kMinimal, {"plan.schedule=interleaved_1f1b"});
+  ASSERT_EQ(p.size(), 1u) << ::testing::PrintToString(p);
+  EXPECT_NE(
+      p[0].find("plan.virtual_stages: missing: schedule interleaved_1f1b needs the number of model chunks"),
+      std::string::npos)
+      << p[0];
+}
+
+TEST(ScenarioLoader, VirtualStagesMustSuitTheScheduleAndTheLayers) {
+  auto one = [](const std::vector<std::string>& set) {
+    const auto p = problems(kMinimal, set);
+    EXPECT_EQ(p.size(), 1u) << ::testing::PrintToString(p);
+    return p.empty() ? std::string() : p[0];
+  };
+  EXPECT_NE(one({"plan.schedule=zb_v", "plan.virtual_stages=3"})
+                .find("plan.virtual_stages: 3 with schedule zb_v; "
+                      "expected 2"),
+            std::string::npos);
+  EXPECT_NE(one({"plan.virtual_stages=2"}).find("plan.virtual_stages: 2 with schedule 1f1b; expected 1"),
+            std::string::npos);
+  EXPECT_NE(one({"plan.schedule=interleaved_1f1b", "plan.virtual_stages=5"})
+                .find("model.layers = 24 is not divisible by pp x virtual_stages = 2 x 5 = 10"),
+            std::string::npos);
+}
+
+// kMinimal: dp 4, micro-batch 1, so m = global_batch_size / 4.
+TEST(ScenarioLoader, MicroBatchCountsMustSuitTheSchedule) {
+  const auto p = problems(
+      kMinimal, {"plan.schedule=interleaved_1f1b", "plan.virtual_stages=2", "plan.global_batch_size=12"});
+  ASSERT_EQ(p.size(), 1u) << ::testing::PrintToString(p);
+  EXPECT_NE(
+      p[0].find("plan.global_batch_size: schedule interleaved_1f1b runs micro-batches in groups of pp = 2"),
+      std::string::npos)
+      << p[0];
+  EXPECT_NE(p[0].find("m = global_batch_size / (micro_batch_size x dp) = 12 / (1 x 4) = 3"),
+            std::string::npos)
+      << p[0];
+  EXPECT_NE(p[0].find("expected global_batch_size a multiple of pp x micro_batch_size x dp = 8"),
+            std::string::npos)
+      << p[0];
+  const auto q = problems(kMinimal, {"plan.schedule=dualpipe_v", "plan.global_batch_size=12"});
+  ASSERT_EQ(q.size(), 1u) << ::testing::PrintToString(q);
+  EXPECT_NE(q[0].find("needs at least 2 x pp = 4 micro-batches per pipeline"), std::string::npos) << q[0];
+}
+
+// kMinimal: 16 H100s, tp 2 x pp 2.
+TEST(ScenarioLoader, ParallelismOptionsReachThePlan) {
+  const auto s = scenario::parse_scenario_text(
+      kMinimal, "t.yaml",
+      {"plan.sequence_parallel=true", "plan.context_parallel=2", "plan.zero_stage=1",
+       "plan.overlap_grad_reduce=true", "plan.grad_bucket_size=25MB"});
+  EXPECT_TRUE(s.plan.sequence_parallel);
+  EXPECT_EQ(s.plan.cp, 2);
+  EXPECT_EQ(s.plan.dp, 2);  // auto: 16 / (tp 2 x pp 2 x cp 2)
+  EXPECT_EQ(s.plan.zero_stage, 1);
+  EXPECT_TRUE(s.plan.overlap_grad_reduce);
+  EXPECT_DOUBLE_EQ(s.plan.grad_bucket_size_bytes(), 25e6);
+  const auto d = scenario::parse_scenario_text(kMinimal, "t.yaml");
+  EXPECT_FALSE(d.plan.sequence_parallel);
+  EXPECT_EQ(d.plan.cp, 1);
+  EXPECT_EQ(d.plan.zero_stage, 0);
+  EXPECT_FALSE(d.plan.overlap_grad_reduce);
+  EXPECT_DOUBLE_EQ(d.plan.grad_bucket_size_bytes(), 40e6 * 2);  // Megatron's 40M bf16 gradients
+}
+
+TEST(ScenarioLoader, ParallelismOptionRulesNameTheKeyAndTheFix) {
+  auto one = [](const std::vector<std::string>& set) {
+    const auto p = problems(kMinimal, set);
+    EXPECT_EQ(p.size(), 1u) << ::testing::PrintToString(p);
+    return p.empty() ? std::string() : p[0];
+  };
+  EXPECT_NE(one({"plan.tp=1", "plan.sequence_parallel=true"})
+                .find("plan.sequence_parallel: true with tp = 1: sequence parallelism splits"),
+            std::string::npos);
+  EXPECT_NE(
+      one({"plan.context_parallel=3"}).find("tp x pp x cp = 2 x 2 x 3 = 12 does not divide the cluster's 16"),
+      std::string::npos);
+  EXPECT_NE(one({"plan.context_parallel=4", "model.seq_len=2052"})
+                .find("plan.context_parallel: 4 does not suit model.seq_len = 2052"),
+            std::string::npos);
+  EXPECT_NE(one({"plan.zero_stage=4"}).find("plan.zero_stage: 4 is out of range"), std::string::npos);
+  EXPECT_NE(one({"plan.zero_stage=3", "plan.overlap_grad_reduce=true"})
+                .find("plan.overlap_grad_reduce: does not apply with zero_stage 3"),
+            std::string::npos);
+  EXPECT_NE(
+      one({"plan.grad_bucket_size=25MB"}).find("plan.grad_bucket_size: given with overlap_grad_reduce off"),
+      std::string::npos);
+  EXPECT_NE(one({"plan.overlap_grad_reduce=true", "plan.grad_bucket_size=25"}).find("plan.grad_bucket_size"),
+            std::string::npos);
+  EXPECT_NE(one({"plan.dp=4", "plan.context_parallel=2"})
+                .find("plan.dp: dp x tp x pp x cp = 4 x 2 x 2 x 2 = 32 GPUs, but the cluster has 16"),
+            std::string::npos);
+}
+
+// GPT-3 13B on 16 H100s with tp 2 x pp 2: 16 bytes per parameter of a
+// quarter of the model is 48 GiB per GPU before any activation; with 8
+// micro-batches of 4 sequences in 1F1B it does not fit, and the error says
+// which GPU, how much and why.
+TEST(ScenarioLoader, PlanThatDoesNotFitInMemoryIsInfeasibleWithTheBreakdown) {
+  const std::vector<std::string> big = {"model.preset=gpt3-13b", "plan.micro_batch_size=4",
+                                        "plan.global_batch_size=64"};
+  try {
+    scenario::parse_scenario_text(kMinimal, "t.yaml", big);
+    FAIL() << "expected scenario::InfeasiblePlan";
+  } catch (const scenario::InfeasiblePlan& e) {
+    EXPECT_EQ(e.reason(), scenario::Infeasibility::does_not_fit_in_memory);
+    ASSERT_FALSE(e.problems().empty());
+    const auto& p = e.problems()[0];
+    EXPECT_EQ(p.rfind("t.yaml:", 0), 0u) << p;
+    EXPECT_NE(p.find("plan: does not fit in GPU memory: GPU 0 (pipeline stage 0, node 0, like the stage's "
+                     "other 7 GPUs) needs"),
+              std::string::npos)
+        << p;
+    EXPECT_NE(p.find("but the H100-SXM has 80GiB: weights "), std::string::npos) << p;
+    for (const char* part : {"gradients ", "optimizer state ", "activations ", "buffers ", "--allow-oom"})
+      EXPECT_NE(p.find(part), std::string::npos) << part << ": " << p;
+  }
+  // The same plan, memory unchecked (trainsim run --allow-oom), loads; and
+  // ZeRO-3 over the 4 data-parallel GPUs with selective recomputation fits.
+  EXPECT_NO_THROW(scenario::parse_scenario_text(kMinimal, "t.yaml", big, {.check_memory = false}));
+  auto fits = big;
+  fits.insert(fits.end(), {"plan.zero_stage=3", "plan.recompute=selective", "plan.micro_batch_size=1",
+                           "plan.global_batch_size=32"});
+  EXPECT_NO_THROW(scenario::parse_scenario_text(kMinimal, "t.yaml", fits));
+}
+
+}  // namespace
+}  // namespace trainsim::sim

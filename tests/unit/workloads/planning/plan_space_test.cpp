@@ -1,0 +1,151 @@
+// The plan search's space (workloads/planning/plan_space.hpp): which plans it holds,
+// why the others are pruned and how many, and the analytic estimate's closed
+// forms (workloads/planning/plan_estimate.hpp) on uniform stages.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "support/test_cluster.hpp"
+#include "workloads/planning/plan_estimate.hpp"
+#include "workloads/planning/plan_space.hpp"
+
+namespace trainsim::workloads {
+namespace {
+
+std::size_t pruned(const PlanSpace& space, PruneReason reason) {
+  return space.pruned[static_cast<std::size_t>(reason)];
+}
+
+ModelSpec six_by_six() {
+  ModelSpec model = *find_model_preset("gpt3-125m");
+  model.layers = 6;
+  model.heads = 6;
+  model.hidden = 768;
+  return model;
+}
+
+// Counted by hand: tp in {1, 2, 4, 8}; pp over the divisors of 8 / tp; mb 1, 2.
+//   tp 4 and 8 do not divide 6 heads: (2 + 1) pp values x 2 mb = 6 plans;
+//   pp 4 and 8 do not divide 6 layers: tp 1 (pp 4, 8) and tp 2 (pp 4), x 2 mb = 6;
+//   tp 1 pp 1 dp 8 with mb 2 needs a batch that 16 divides, not 8: 1;
+//   the 7 others are candidates.
+TEST(PlanSpace, PrunesEachPlanForTheFirstRuleItBreaks) {
+  PlanSpaceOptions o;
+  o.gpus = 8;
+  o.gpus_per_node = 8;
+  o.global_batch_size = 8;
+  o.micro_batch_sizes = {1, 2};
+  o.schedules = {ScheduleKind::one_f_one_b};
+  o.recompute = {Recompute::none};
+  o.zero_stages = {0};
+  o.sequence_parallel = {false};
+  const PlanSpace space = enumerate_plans(six_by_six(), o);
+  EXPECT_EQ(pruned(space, PruneReason::tp_does_not_divide_heads), 6u);
+  EXPECT_EQ(pruned(space, PruneReason::pp_does_not_divide_layers), 6u);
+  EXPECT_EQ(pruned(space, PruneReason::batch_does_not_divide), 1u);
+  EXPECT_EQ(pruned(space, PruneReason::schedule_rule), 0u);
+  EXPECT_EQ(space.candidates.size(), 7u);
+  EXPECT_EQ(space.enumerated, 20u);
+  for (const auto& plan : space.candidates) {
+    EXPECT_EQ(plan.gpu_count(), 8);
+    EXPECT_EQ(6 % plan.tp, 0);
+    EXPECT_EQ(6 % plan.pp, 0);
+    EXPECT_EQ(8 % (plan.micro_batch_size * plan.dp), 0);
+  }
+}
+
+// Interleaving needs m a multiple of pp and layers divisible by pp x v; one
+// stage runs 1f1b only; sequence parallelism only comes with tp > 1.
+TEST(PlanSpace, AppliesScheduleRulesAndSkipsMeaninglessCombinations) {
+  ModelSpec model = six_by_six();
+  model.layers = 8;
+  PlanSpaceOptions o;
+  o.gpus = 4;
+  o.gpus_per_node = 4;
+  o.global_batch_size = 4;
+  o.tp = {1, 2};
+  o.micro_batch_sizes = {1};
+  o.schedules = {ScheduleKind::one_f_one_b, ScheduleKind::interleaved_one_f_one_b};
+  o.virtual_stages = {2, 4};
+  o.recompute = {Recompute::none};
+  o.zero_stages = {0};
+  const PlanSpace space = enumerate_plans(model, o);
+  std::size_t interleaved = 0;
+  for (const auto& plan : space.candidates) {
+    if (plan.pp == 1) {
+      EXPECT_EQ(plan.schedule, ScheduleKind::one_f_one_b);
+    }
+    if (plan.sequence_parallel) {
+      EXPECT_GT(plan.tp, 1);
+    }
+    if (plan.schedule == ScheduleKind::interleaved_one_f_one_b) {
+      ++interleaved;
+      EXPECT_EQ(plan.micro_batches() % plan.pp, 0);
+      EXPECT_EQ(model.layers % (plan.pp * plan.virtual_stages), 0);
+    }
+  }
+  // tp 1: pp 2 (dp 2, m 2) v 2 and v 4; pp 4 (dp 1, m 4) v 2, while v 4
+  // needs 16 layers (pruned). tp 2, sp off and on: pp 2 (dp 1, m 4) v 2 and 4.
+  EXPECT_EQ(interleaved, 3u + 2u * 2u);
+  EXPECT_EQ(pruned(space, PruneReason::schedule_rule), 1u);
+}
+
+TEST(PlanSpace, KeysAreUniqueAndSayEveryChoice) {
+  PlanSpaceOptions o;
+  o.gpus = 16;
+  o.gpus_per_node = 8;
+  o.global_batch_size = 32;
+  const PlanSpace space = enumerate_plans(*find_model_preset("gpt3-1.3b"), o);
+  std::set<std::string> keys;
+  for (const auto& plan : space.candidates)
+    EXPECT_TRUE(keys.insert(plan_key(plan)).second) << plan_key(plan);
+  ParallelPlan p{.dp = 2, .tp = 2, .pp = 4, .micro_batch_size = 2, .global_batch_size = 32};
+  p.schedule = ScheduleKind::interleaved_one_f_one_b;
+  p.virtual_stages = 2;
+  p.recompute = Recompute::selective;
+  p.zero_stage = 1;
+  p.sequence_parallel = true;
+  EXPECT_EQ(plan_key(p), "tp2-pp4-dp2-cp1-v2-mb2-interleaved_1f1b-selective-z1-sp");
+  EXPECT_EQ(plan_label(p), "tp2 pp4 dp2 mb2 interleaved_1f1b v2 rc=selective zero1 sp");
+}
+
+// The ring closed forms of docs/collectives.md.
+TEST(PlanEstimate, RingTimesFollowTheClosedForms) {
+  const double a = 5e-6, s = 1e9, b = 1e11, launch = 3e-5;
+  EXPECT_DOUBLE_EQ(ring_time_s(CollectiveOp::all_reduce, s, 8, 1, b, a, launch),
+                   2 * 7 * (a + s / (8 * b)) + launch);
+  EXPECT_DOUBLE_EQ(ring_time_s(CollectiveOp::reduce_scatter, s, 8, 4, b, a, launch),
+                   7 * (a + s / (8 * 4 * b)) + launch);
+  EXPECT_DOUBLE_EQ(ring_time_s(CollectiveOp::all_gather, s, 1, 1, b, a, launch), 0);
+}
+
+// Uniform stages (F = I = W = 1 ms), free network: the schedules' textbook
+// iteration times (Qi et al., ICLR 2024, for ZB-H1).
+TEST(PlanEstimate, PipelineTermsAreTheSchedulesClosedForms) {
+  ModelSpec model = *find_model_preset("gpt3-1.3b");
+  model.layers = 48;
+  const auto cluster = testing::free_network_cluster(4);
+  const testing::FixedCostModel cost(1e-3, 1e-3, 1e-3);
+  ParallelPlan plan{.dp = 1, .tp = 1, .pp = 4, .micro_batch_size = 1, .global_batch_size = 8};
+  const double f = 1e-3, b = 2e-3, w = 1e-3, bi = 1e-3;
+  const int p = 4, m = 8;
+
+  plan.schedule = ScheduleKind::one_f_one_b;
+  auto e = estimate_plan(model, plan, cluster, cost);
+  EXPECT_NEAR(e.iteration_s, (m + p - 1) * (f + b), 1e-9);
+  EXPECT_NEAR(e.bubble_s, (p - 1) * (f + b), 1e-9);
+  EXPECT_NEAR(e.compute_s, m * (f + b), 1e-9);
+
+  plan.schedule = ScheduleKind::interleaved_one_f_one_b;
+  plan.virtual_stages = 2;
+  e = estimate_plan(model, plan, cluster, cost);
+  EXPECT_NEAR(e.iteration_s, (m * 2 + p - 1) * (f + b), 1e-9);  // per chunk: (m v + p - 1)(f + b)
+
+  plan.schedule = ScheduleKind::zb_h1;
+  plan.virtual_stages = 1;
+  e = estimate_plan(model, plan, cluster, cost);
+  EXPECT_NEAR(e.iteration_s, m * (f + bi + w) + (p - 1) * (f + bi - w), 1e-9);
+}
+
+}  // namespace
+}  // namespace trainsim::workloads

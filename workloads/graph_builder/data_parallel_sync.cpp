@@ -1,0 +1,128 @@
+// Gradient synchronisation over the data-parallel group (dp x cp GPUs
+// holding the same parameters) for ZeRO stages 0 to 2, and the optimizer
+// step (workloads/graph_builder/iteration_builder_state.hpp for the builder's layout).
+//
+//   stage 0   all-reduce of the gradients (Megatron DDP)
+//   stage 1   reduce-scatter of the gradients, optimizer step on the local
+//             1/D shard, all-gather of the updated bf16 parameters: the
+//             all-reduce's volume (Megatron's distributed optimizer)
+//   stage 2   as stage 1, but gradients are sharded too, so each micro-batch's
+//             gradients are reduce-scattered after its backward (or weight
+//             gradient) instead of accumulating in a full-size buffer:
+//             m times the reduce-scatter traffic (DeepSpeed's behaviour)
+//
+// Without overlap_grad_reduce the reduction is one collective after the
+// GPU's last backward (stage 2: after each). With it, the gradients go in
+// buckets of grad_bucket_size, in the order the backward produces them (the
+// logits first, the embedding last, per model chunk): a bucket fires as soon
+// as the layer completing it has finished its backward on every member, on
+// the DP stream, one collective after the other, while the backward goes
+// on (Megatron's overlap_grad_reduce; torch DDP). For stages 0 and 1 only
+// the last micro-batch's backward of each chunk completes gradients.
+#include "workloads/graph_builder/iteration_builder.hpp"
+#include "workloads/graph_builder/iteration_builder_state.hpp"
+#include "workloads/stage_slices.hpp"
+
+namespace trainsim::workloads::detail {
+
+void IterationBuilder::add_gradient_sync_and_step(int rank, int tp) {
+  const std::vector<int> members = data_parallel_members(rank, tp);
+  const double parameters = stage_parameters_per_gpu(model_, plan_, rank);
+  const int d = static_cast<int>(members.size());
+  if (d <= 1) {
+    add_optimizer_steps(rank, members, parameters, kNone);
+    return;
+  }
+  const int group = graph_.add_group(members);
+  const double g = plan_.grad_bytes;
+  const CollectiveOp reduce = plan_.zero_stage == 0 ? CollectiveOp::all_reduce : CollectiveOp::reduce_scatter;
+  const bool sharded_gradients = plan_.zero_stage == 2;
+
+  TaskId chain = kNone;
+  auto add_reduction = [&](double bytes, int micro_batch, int chunk, int layer,
+                           const std::vector<TaskId>& after) {
+    Task collective{.kind = TaskKind::collective,
+                    .comm = CommKind::dp,
+                    .op = reduce,
+                    .group = group,
+                    .stage = rank,
+                    .chunk = chunk,
+                    .micro_batch = micro_batch,
+                    .bytes = bytes,
+                    .layer = layer};
+    const TaskId id = graph_.add(collective);
+    for (TaskId a : after)
+      graph_.depend(a, id);
+    if (chain != kNone)
+      graph_.depend(chain, id);
+    chain = id;
+    return id;
+  };
+
+  if (sharded_gradients || plan_.overlap_grad_reduce) {
+    const double bucket_parameters = plan_.grad_bucket_size_bytes() / g;
+    // Members walk their own op lists: with plan.dp_micro_batches the
+    // replicas' lists differ in length, but (ZeRO 0/1, the only stages that
+    // allow uneven shares) only each chunk's last gradient op reduces, and
+    // it has the same pieces on every member. ZeRO-2 shares are even, so
+    // the lists are the same.
+    const auto& list = schedule(0).per_rank[static_cast<std::size_t>(rank)];
+    for (std::size_t k = 0; k < list.size(); ++k) {
+      const PipeOp& op = list[k];
+      if (!produces_gradients(op.kind))
+        continue;
+      if (!sharded_gradients && k != last_gradient_op(0, rank, op.chunk))
+        continue;
+      std::vector<std::size_t> member_op;  // the op on each member
+      for (int gpu : members)
+        member_op.push_back(sharded_gradients ? k : last_gradient_op(plan_.dp_rank_of(gpu), rank, op.chunk));
+      const auto& pieces = ops_[idx(members.front())][k].pieces;
+      double in_bucket = 0;
+      for (std::size_t p = 0; p < pieces.size(); ++p) {
+        in_bucket += pieces[p].parameters;
+        if (sharded_gradients)
+          for (int gpu : members)
+            graph_.add_memory(ops_[idx(gpu)][k].pieces[p].first, gpu, MemoryEvent::At::start,
+                              MemoryKind::buffers, g * pieces[p].parameters);
+        const bool last_piece = p + 1 == pieces.size();
+        if (!last_piece && (!plan_.overlap_grad_reduce || in_bucket < bucket_parameters))
+          continue;
+        std::vector<TaskId> after;
+        for (std::size_t i = 0; i < members.size(); ++i) {
+          const BuiltOp& built = ops_[idx(members[i])][member_op[i]];
+          after.push_back(last_piece ? built.done : built.pieces[p].last);
+        }
+        const TaskId id = add_reduction(g * in_bucket, sharded_gradients ? op.micro_batch : -1, op.chunk,
+                                        pieces[p].layer, after);
+        if (sharded_gradients)
+          for (int gpu : members)
+            graph_.add_memory(id, gpu, MemoryEvent::At::end, MemoryKind::buffers, -g * in_bucket);
+        in_bucket = 0;
+      }
+    }
+  } else {
+    std::vector<TaskId> after;
+    for (int gpu : members)
+      after.push_back(last_[idx(gpu)]);
+    add_reduction(g * parameters, -1, 0, -1, after);
+  }
+
+  const std::vector<TaskId> steps =
+      add_optimizer_steps(rank, members, plan_.zero_stage >= 1 ? parameters / d : parameters, chain);
+  if (plan_.zero_stage >= 1) {
+    // Every member needs every updated parameter for the next iteration.
+    Task gather{.kind = TaskKind::collective,
+                .comm = CommKind::dp,
+                .op = CollectiveOp::all_gather,
+                .group = group,
+                .stage = rank,
+                .bytes = 2.0 * parameters};
+    const TaskId id = graph_.add(gather);
+    for (TaskId step : steps)
+      graph_.depend(step, id);
+    for (int gpu : members)
+      last_[idx(gpu)] = id;
+  }
+}
+
+}  // namespace trainsim::workloads::detail

@@ -1,0 +1,565 @@
+#include "workloads/graph_builder/iteration_builder.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "workloads/activation_memory.hpp"
+#include "workloads/context_parallel.hpp"
+#include "workloads/expert_parallel.hpp"
+#include "workloads/graph_builder/iteration_builder_state.hpp"
+#include "workloads/stage_slices.hpp"
+
+namespace trainsim::workloads {
+namespace {
+
+// Number of b x s x h all-reduces a TP group runs inside one op of `layers`
+// layers: two per layer in the forward (after attention and after the MLP),
+// two per layer in the backward, two more per layer when the backward
+// recomputes the forward. A zero-bubble split keeps them all in B (input
+// gradient: the all-reduces sit on the activation-gradient path); W (weight
+// gradient) communicates nothing.
+int tp_allreduces(const ParallelPlan& plan, PipeOpKind kind, int layers) {
+  switch (kind) {
+    case PipeOpKind::forward:
+      return 2 * layers;
+    case PipeOpKind::backward:
+    case PipeOpKind::backward_input:
+      return (plan.recompute == Recompute::full ? 4 : 2) * layers;
+    case PipeOpKind::backward_weight:
+      return 0;
+  }
+  return 0;
+}
+
+TaskKind task_kind(PipeOpKind kind) {
+  switch (kind) {
+    case PipeOpKind::forward:
+      return TaskKind::forward;
+    case PipeOpKind::backward:
+      return TaskKind::backward;
+    case PipeOpKind::backward_input:
+      return TaskKind::backward_input;
+    case PipeOpKind::backward_weight:
+      return TaskKind::backward_weight;
+  }
+  return TaskKind::forward;
+}
+
+}  // namespace
+
+namespace detail {
+
+using At = MemoryEvent::At;
+
+IterationBuilder::IterationBuilder(const ModelSpec& model, const ParallelPlan& plan,
+                                   const platforms::ClusterSpec& cluster, const CostModel& cost)
+    : model_(model), plan_(plan), cluster_(cluster), cost_(cost), memory_(model, plan) {}
+
+OpCost IterationBuilder::op_cost(PipeOpKind kind, const StageSlice& slice,
+                                 const platforms::GpuSpec& gpu) const {
+  switch (kind) {
+    case PipeOpKind::forward:
+      return cost_.forward(slice, gpu);
+    case PipeOpKind::backward:
+      return cost_.backward(slice, gpu);
+    case PipeOpKind::backward_input:
+      return cost_.backward_input(slice, gpu);
+    case PipeOpKind::backward_weight:
+      return cost_.backward_weight(slice, gpu);
+  }
+  return {};
+}
+
+TaskGraph IterationBuilder::build() {
+  graph_.gpu_count = plan_.gpu_count();
+  // One schedule per replica; replicas with the same micro-batch count share
+  // the generator's answer.
+  schedules_.clear();
+  for (int dp = 0; dp < plan_.dp; ++dp) {
+    const int m = plan_.micro_batches_of(dp);
+    const auto same = std::find_if(schedules_.begin(), schedules_.end(),
+                                   [&](const PipelineSchedule& s) { return s.micro_batches == m; });
+    schedules_.push_back(
+        same != schedules_.end() ? *same : schedule_for_gpu_costs(model_, plan_, cluster_, cost_, m));
+  }
+  m_ = plan_.micro_batches();
+  const auto gpus = static_cast<std::size_t>(plan_.gpu_count());
+  const auto slots = static_cast<std::size_t>(plan_.virtual_stages * m_);
+  ops_.assign(gpus, {});
+  forward_op_.assign(gpus, std::vector<std::size_t>(slots, 0));
+  backward_op_ = forward_op_;
+  last_.assign(gpus, kNone);
+  graph_.resident_memory.resize(gpus);
+  for (int gpu = 0; gpu < plan_.gpu_count(); ++gpu)
+    graph_.resident_memory[idx(gpu)] = memory_.resident(plan_.pp_rank_of(gpu));
+
+  last_gradient_op_.assign(static_cast<std::size_t>(plan_.dp),
+                           std::vector<std::vector<std::size_t>>(
+                               static_cast<std::size_t>(plan_.pp),
+                               std::vector<std::size_t>(static_cast<std::size_t>(plan_.virtual_stages), 0)));
+  for (int dp = 0; dp < plan_.dp; ++dp)
+    for (int rank = 0; rank < plan_.pp; ++rank) {
+      const auto& list = schedule(dp).per_rank[static_cast<std::size_t>(rank)];
+      for (std::size_t k = 0; k < list.size(); ++k)
+        if (produces_gradients(list[k].kind))
+          last_gradient_op_[static_cast<std::size_t>(dp)][static_cast<std::size_t>(rank)]
+                           [static_cast<std::size_t>(list[k].chunk)] = k;
+    }
+
+  for (int dp = 0; dp < plan_.dp; ++dp)
+    for (int rank = 0; rank < plan_.pp; ++rank)
+      add_rank_ops(dp, rank);
+  const bool expert_parallel = plan_.ep > 1 && model_.is_moe();
+  if (expert_parallel)
+    for (int rank = 0; rank < plan_.pp; ++rank)
+      for (int tp = 0; tp < plan_.tp; ++tp)
+        add_expert_all_to_alls(rank, tp);
+  for (int dp = 0; dp < plan_.dp; ++dp)
+    for (int cp = 0; cp < plan_.cp; ++cp) {
+      add_pipeline_sends(dp, cp);
+      add_evictions(dp, cp);
+    }
+  for (int rank = 0; rank < plan_.pp; ++rank)
+    for (int tp = 0; tp < plan_.tp; ++tp) {
+      if (expert_parallel)
+        add_expert_parallel_sync_and_step(rank, tp);
+      else if (plan_.zero_stage >= 3 && plan_.data_parallel_size() > 1)
+        add_fsdp_sync_and_step(rank, tp);
+      else
+        add_gradient_sync_and_step(rank, tp);
+    }
+  graph_.seal_memory();
+  return std::move(graph_);
+}
+
+// Ops run as one compute task unless something must happen between their
+// layers: FSDP gathers and reduces every layer, and overlapped gradient
+// buckets fire as the layers of the backward that completes the gradients
+// finish (Megatron: the last micro-batch's; ZeRO-2 reduces after every
+// micro-batch).
+bool IterationBuilder::split_per_layer(int dp, int rank, std::size_t op_index) const {
+  if (plan_.data_parallel_size() <= 1)
+    return false;
+  if (plan_.zero_stage >= 3)
+    return true;
+  const PipeOp& op = schedule(dp).per_rank[static_cast<std::size_t>(rank)][op_index];
+  if (!plan_.overlap_grad_reduce || !produces_gradients(op.kind))
+    return false;
+  return plan_.zero_stage == 2 || last_gradient_op(dp, rank, op.chunk) == op_index;
+}
+
+void IterationBuilder::add_rank_ops(int dp, int rank) {
+  // TP groups per CP rank, CP groups per TP rank.
+  std::vector<int> tp_groups(static_cast<std::size_t>(plan_.cp), -1),
+      cp_groups(static_cast<std::size_t>(plan_.tp), -1);
+  if (plan_.tp > 1)
+    for (int cp = 0; cp < plan_.cp; ++cp) {
+      std::vector<int> members;
+      for (int tp = 0; tp < plan_.tp; ++tp)
+        members.push_back(plan_.gpu_of(rank, dp, tp, cp));
+      tp_groups[static_cast<std::size_t>(cp)] = graph_.add_group(members);
+    }
+  if (plan_.cp > 1)
+    for (int tp = 0; tp < plan_.tp; ++tp) {
+      std::vector<int> members;
+      for (int cp = 0; cp < plan_.cp; ++cp)
+        members.push_back(plan_.gpu_of(rank, dp, tp, cp));
+      cp_groups[static_cast<std::size_t>(tp)] = graph_.add_group(members);
+    }
+  const auto& list = schedule(dp).per_rank[static_cast<std::size_t>(rank)];
+  for (std::size_t k = 0; k < list.size(); ++k)
+    add_op(dp, rank, k, tp_groups, cp_groups);
+}
+
+void IterationBuilder::add_op(int dp, int rank, std::size_t op_index, const std::vector<int>& tp_groups,
+                              const std::vector<int>& cp_groups) {
+  const PipeOp& op = schedule(dp).per_rank[static_cast<std::size_t>(rank)][op_index];
+  const int vs = schedule(dp).virtual_stage(rank, op.chunk);
+  const StageSlice slice = virtual_stage_slice(model_, plan_, vs);
+  const int first_layer = plan_.first_layer_of(vs, model_.layers);
+
+  // The op's pieces: one per layer (a backward walks them last to first,
+  // the embedding rides with the first layer and the logits with the last),
+  // or the whole op.
+  struct PieceSpec {
+    StageSlice slice;
+    int layer = -1;
+    double parameters = 0;
+  };
+  std::vector<PieceSpec> specs;
+  if (split_per_layer(dp, rank, op_index)) {
+    for (int l = 0; l < slice.layers; ++l) {
+      const StageSlice piece{.layers = 1,
+                             .first_layer = slice.first_layer + l,
+                             .embedding = slice.embedding && l == 0,
+                             .logits = slice.logits && l == slice.layers - 1};
+      double parameters = layer_parameters_per_gpu(model_, plan_, piece.first_layer);
+      if (piece.embedding)
+        parameters += model_.embedding_parameters() / plan_.tp;
+      if (piece.logits)
+        parameters += model_.logits_parameters() / plan_.tp;
+      specs.push_back({piece, first_layer + l, parameters});
+    }
+    if (op.kind != PipeOpKind::forward)
+      std::reverse(specs.begin(), specs.end());
+  } else {
+    double parameters = 0;
+    for (int l = 0; l < slice.layers; ++l)
+      parameters += layer_parameters_per_gpu(model_, plan_, slice.first_layer + l);
+    if (slice.embedding)
+      parameters += model_.embedding_parameters() / plan_.tp;
+    if (slice.logits)
+      parameters += model_.logits_parameters() / plan_.tp;
+    specs.push_back({slice, -1, parameters});
+  }
+  const int passes = plan_.cp > 1 ? cp_exchange_passes(plan_, op.kind) : 0;
+
+  std::vector<int> gpus;  // the op's GPUs, CP rank major, TP rank minor
+  for (int cp = 0; cp < plan_.cp; ++cp)
+    for (int tp = 0; tp < plan_.tp; ++tp)
+      gpus.push_back(plan_.gpu_of(rank, dp, tp, cp));
+  // Piece costs add up to the whole op's (the cost model's per-piece
+  // answers only set the proportions).
+  std::vector<std::vector<OpCost>> costs(gpus.size());
+  for (std::size_t g = 0; g < gpus.size(); ++g) {
+    const auto& gpu = cluster_.gpu_of(gpus[g]);
+    const OpCost whole = op_cost(op.kind, slice, gpu);
+    if (specs.size() == 1) {
+      costs[g] = {whole};
+      continue;
+    }
+    OpCost sum;
+    for (const auto& spec : specs) {
+      costs[g].push_back(op_cost(op.kind, spec.slice, gpu));
+      sum.duration_s += costs[g].back().duration_s;
+      sum.model_flops += costs[g].back().model_flops;
+      sum.hardware_flops += costs[g].back().hardware_flops;
+    }
+    for (auto& c : costs[g]) {
+      c.duration_s = sum.duration_s > 0 ? whole.duration_s * c.duration_s / sum.duration_s : 0;
+      c.model_flops = sum.model_flops > 0 ? whole.model_flops * c.model_flops / sum.model_flops : 0;
+      c.hardware_flops =
+          sum.hardware_flops > 0 ? whole.hardware_flops * c.hardware_flops / sum.hardware_flops : 0;
+    }
+  }
+
+  std::vector<BuiltOp> built(gpus.size());
+  for (std::size_t g = 0; g < gpus.size(); ++g)
+    built[g] = {.op = op, .virtual_stage = vs, .pieces = {}, .done = kNone};
+  for (std::size_t p = 0; p < specs.size(); ++p) {
+    const auto& spec = specs[p];
+    const double share = passes > 0 ? attention_share(model_, plan_, spec.slice) : 0.0;
+    for (std::size_t g = 0; g < gpus.size(); ++g) {
+      const int gpu = gpus[g];
+      const OpCost& c = costs[g][p];
+      Task task{.kind = task_kind(op.kind),
+                .gpu = gpu,
+                .stage = rank,
+                .chunk = op.chunk,
+                .micro_batch = op.micro_batch,
+                .duration_s = c.duration_s,
+                .model_flops = c.model_flops,
+                .hardware_flops = c.hardware_flops,
+                .layer = spec.layer};
+      Piece piece{.layer = spec.layer, .parameters = spec.parameters};
+      if (share > 0) {
+        Task attention = task;
+        attention.duration_s *= share;
+        attention.model_flops *= share;
+        attention.hardware_flops *= share;
+        attention.attention = true;
+        task.duration_s -= attention.duration_s;
+        task.model_flops -= attention.model_flops;
+        task.hardware_flops -= attention.hardware_flops;
+        piece.first = graph_.add(attention);
+        piece.last = graph_.add(task);
+        graph_.depend(piece.first, piece.last);
+      } else {
+        piece.first = piece.last = graph_.add(task);
+      }
+      if (last_[idx(gpu)] != kNone)
+        graph_.depend(last_[idx(gpu)], piece.first);
+      built[g].pieces.push_back(piece);
+    }
+    // Ring attention: the CP group passes this piece's keys and values
+    // around while each GPU computes attention on the block it holds.
+    if (share > 0) {
+      for (int tp = 0; tp < plan_.tp; ++tp) {
+        Task exchange{.kind = TaskKind::collective,
+                      .comm = CommKind::cp,
+                      .op = CollectiveOp::all_gather,
+                      .group = cp_groups[static_cast<std::size_t>(tp)],
+                      .stage = rank,
+                      .chunk = op.chunk,
+                      .micro_batch = op.micro_batch,
+                      .bytes = cp_exchange_bytes(model_, plan_),
+                      .algorithm = platforms::CollectiveAlgorithm::p2p_ring,
+                      .fold = passes * spec.slice.layers,
+                      .layer = spec.layer};
+        const TaskId id = graph_.add(exchange);
+        for (int cp = 0; cp < plan_.cp; ++cp) {
+          const auto g = static_cast<std::size_t>(cp * plan_.tp + tp);
+          const int gpu = gpus[g];
+          if (last_[idx(gpu)] != kNone)
+            graph_.depend(last_[idx(gpu)], id);
+          graph_.depend(id, built[g].pieces.back().last);
+          built[g].pieces.back().exchange = id;
+          graph_.add_memory(id, gpu, At::start, MemoryKind::buffers, memory_.kv_exchange_buffer_bytes());
+          graph_.add_memory(id, gpu, At::end, MemoryKind::buffers, -memory_.kv_exchange_buffer_bytes());
+        }
+      }
+    }
+    for (std::size_t g = 0; g < gpus.size(); ++g)
+      last_[idx(gpus[g])] = built[g].pieces.back().last;
+  }
+
+  // TP: the op's all-reduces, folded into one collective per TP group (two
+  // with sequence parallelism: reduce-scatter then all-gather, same volume).
+  for (std::size_t g = 0; g < gpus.size(); ++g)
+    built[g].done = built[g].pieces.back().last;
+  const int fold = tp_allreduces(plan_, op.kind, slice.layers);
+  if (plan_.tp > 1 && fold > 0) {
+    for (int cp = 0; cp < plan_.cp; ++cp) {
+      std::vector<CollectiveOp> passes_of_op = {CollectiveOp::all_reduce};
+      if (plan_.sequence_parallel)
+        passes_of_op = {CollectiveOp::reduce_scatter, CollectiveOp::all_gather};
+      TaskId previous = kNone;
+      for (CollectiveOp collective_op : passes_of_op) {
+        Task collective{.kind = TaskKind::collective,
+                        .comm = CommKind::tp,
+                        .op = collective_op,
+                        .group = tp_groups[static_cast<std::size_t>(cp)],
+                        .stage = rank,
+                        .chunk = op.chunk,
+                        .micro_batch = op.micro_batch,
+                        .bytes = tp_allreduce_bytes(model_, plan_),
+                        .fold = fold};
+        const TaskId id = graph_.add(collective);
+        if (previous != kNone)
+          graph_.depend(previous, id);
+        else
+          for (int tp = 0; tp < plan_.tp; ++tp)
+            graph_.depend(built[static_cast<std::size_t>(cp * plan_.tp + tp)].pieces.back().last, id);
+        previous = id;
+      }
+      for (int tp = 0; tp < plan_.tp; ++tp)
+        built[static_cast<std::size_t>(cp * plan_.tp + tp)].done = previous;
+    }
+  }
+
+  const std::size_t s = slot(op.chunk, op.micro_batch);
+  const OpMemory memory = memory_.op_memory(op.kind, vs);
+  for (std::size_t g = 0; g < gpus.size(); ++g) {
+    const int gpu = gpus[g];
+    auto& list = ops_[idx(gpu)];
+    switch (op.kind) {
+      case PipeOpKind::forward:
+        forward_op_[idx(gpu)][s] = list.size();
+        break;
+      case PipeOpKind::backward:
+      case PipeOpKind::backward_input:
+        backward_op_[idx(gpu)][s] = list.size();
+        if (op.paired && (list.empty() || list.back().op.kind != PipeOpKind::forward))
+          throw std::logic_error("schedule pairs a backward with no forward before it");
+        break;
+      case PipeOpKind::backward_weight: {
+        // W(mb) needs its own B(mb): every generator lists B first.
+        const std::size_t b = backward_op_[idx(gpu)][s];
+        if (b >= list.size() || list[b].op.micro_batch != op.micro_batch || list[b].op.chunk != op.chunk ||
+            list[b].op.kind != PipeOpKind::backward_input)
+          throw std::logic_error("schedule lists a weight gradient before its input gradient");
+        graph_.depend(list[b].pieces.back().last, built[g].pieces.front().first);
+        break;
+      }
+    }
+    for (int k = 0; k < kMemoryKindCount; ++k) {
+      const auto kind = static_cast<MemoryKind>(k);
+      graph_.add_memory(built[g].pieces.front().first, gpu, At::start, kind, memory.at_start[kind]);
+      graph_.add_memory(built[g].pieces.back().last, gpu, At::end, kind, memory.at_end[kind]);
+    }
+    last_[idx(gpu)] = built[g].done;
+    list.push_back(std::move(built[g]));
+  }
+}
+
+void IterationBuilder::gate(TaskId input, int gpu, std::size_t op_index) {
+  const Piece& first = ops_[idx(gpu)][op_index].pieces.front();
+  graph_.depend(input, first.first);
+  if (first.exchange != kNone)
+    graph_.depend(input, first.exchange);
+}
+
+// Activations flow up the virtual stages, gradients back down; each TP
+// rank sends its share to the same TP rank of the GPU holding the next
+// virtual stage. Consecutive virtual stages on one rank (the turn of a V)
+// hand over in memory: a dependency, no transfer.
+void IterationBuilder::add_pipeline_sends(int dp, int cp) {
+  const double bytes = pipeline_message_bytes(model_, plan_);
+  const PipelineSchedule& sched = schedule(dp);
+  const int m = plan_.micro_batches_of(dp);
+  const int stages = sched.virtual_stages();
+  for (int tp = 0; tp < plan_.tp; ++tp) {
+    for (int vs = 0; vs + 1 < stages; ++vs) {
+      const int r0 = sched.rank_of(vs), r1 = sched.rank_of(vs + 1);
+      const int c0 = sched.chunk_of(vs), c1 = sched.chunk_of(vs + 1);
+      const int g0 = plan_.gpu_of(r0, dp, tp, cp), g1 = plan_.gpu_of(r1, dp, tp, cp);
+      for (int mb = 0; mb < m; ++mb) {
+        const std::size_t f0 = forward_op_[idx(g0)][slot(c0, mb)], f1 = forward_op_[idx(g1)][slot(c1, mb)];
+        const std::size_t b0 = backward_op_[idx(g0)][slot(c0, mb)], b1 = backward_op_[idx(g1)][slot(c1, mb)];
+        const TaskId f_out = ops_[idx(g0)][f0].done;
+        const TaskId b_out = ops_[idx(g1)][b1].done;
+        if (r0 == r1) {
+          gate(f_out, g1, f1);
+          gate(b_out, g0, b0);
+          continue;
+        }
+        // Activations downstream after the forward, gradients upstream after
+        // the backward; each gates the op that consumes it.
+        struct Hop {
+          int from, to, stage, chunk;
+          TransferKind transfer;
+          TaskId after;
+          std::size_t consumer;
+        };
+        for (const Hop& h : {Hop{g0, g1, r0, c0, TransferKind::activation, f_out, f1},
+                             Hop{g1, g0, r1, c1, TransferKind::gradient, b_out, b0}})
+          gate(add_send({.from = h.from,
+                         .to = h.to,
+                         .stage = h.stage,
+                         .chunk = h.chunk,
+                         .mb = mb,
+                         .bytes = bytes,
+                         .transfer = h.transfer},
+                        {h.after}),
+               h.to, h.consumer);
+      }
+    }
+    // The last virtual stage turns the forward around: its backward starts
+    // from its own forward's loss, and so does the forward it is paired with
+    // when they run overlapped (DualPipe's F&B).
+    const int last = stages - 1;
+    const int g = plan_.gpu_of(sched.rank_of(last), dp, tp, cp);
+    for (int mb = 0; mb < m; ++mb) {
+      const std::size_t s = slot(sched.chunk_of(last), mb);
+      const TaskId loss = ops_[idx(g)][forward_op_[idx(g)][s]].done;
+      const std::size_t b = backward_op_[idx(g)][s];
+      gate(loss, g, b);
+      if (ops_[idx(g)][b].op.paired)
+        gate(loss, g, b - 1);
+    }
+  }
+}
+
+// BPipe: the evictor sends a forward's stored activations to its acceptor
+// once the forward is done, and the acceptor sends them back when the
+// evictor's reload point has passed; the backward waits for the reload.
+// Both are pipeline transfers: they share the pipeline streams and links
+// with the activations and gradients. The activations live on the acceptor
+// from the start of the eviction to the end of the reload.
+void IterationBuilder::add_evictions(int dp, int cp) {
+  const PipelineSchedule& sched = schedule(dp);
+  for (const ActivationEviction& e : sched.evictions) {
+    const StageSlice slice = virtual_stage_slice(model_, plan_, sched.virtual_stage(e.rank, e.chunk));
+    const double bytes = stage_activation_bytes(model_, plan_, slice.layers, slice.first_layer);
+    for (int tp = 0; tp < plan_.tp; ++tp) {
+      const int evictor = plan_.gpu_of(e.rank, dp, tp, cp), acceptor = plan_.gpu_of(e.acceptor, dp, tp, cp);
+      const auto& ops = ops_[idx(evictor)];
+      const TaskId evicted = add_send({.from = evictor,
+                                       .to = acceptor,
+                                       .stage = e.rank,
+                                       .chunk = e.chunk,
+                                       .mb = e.micro_batch,
+                                       .bytes = bytes,
+                                       .transfer = TransferKind::evict},
+                                      {ops[static_cast<std::size_t>(e.evict_after)].done});
+      graph_.add_memory(evicted, acceptor, At::start, MemoryKind::activations, bytes);
+      graph_.add_memory(evicted, evictor, At::end, MemoryKind::activations, -bytes);
+      std::vector<TaskId> after{evicted};
+      if (e.reload_after >= 0)
+        after.push_back(ops[static_cast<std::size_t>(e.reload_after)].pieces.back().last);
+      const TaskId reload = add_send({.from = acceptor,
+                                      .to = evictor,
+                                      .stage = e.acceptor,
+                                      .chunk = e.chunk,
+                                      .mb = e.micro_batch,
+                                      .bytes = bytes,
+                                      .transfer = TransferKind::reload},
+                                     after);
+      graph_.depend(reload, ops[static_cast<std::size_t>(e.reload_before)].pieces.front().first);
+      graph_.add_memory(reload, evictor, At::start, MemoryKind::activations, bytes);
+      graph_.add_memory(reload, acceptor, At::end, MemoryKind::activations, -bytes);
+    }
+  }
+}
+
+TaskId IterationBuilder::add_send(const Transfer& t, const std::vector<TaskId>& after) {
+  Task send{.kind = TaskKind::send,
+            .comm = CommKind::pp,
+            .gpu = t.from,
+            .peer = t.to,
+            .stage = t.stage,
+            .chunk = t.chunk,
+            .transfer = t.transfer,
+            .micro_batch = t.mb,
+            .bytes = t.bytes};
+  const TaskId id = graph_.add(send);
+  for (TaskId a : after)
+    graph_.depend(a, id);
+  return id;
+}
+
+std::vector<int> IterationBuilder::data_parallel_members(int rank, int tp) const {
+  std::vector<int> members;
+  for (int dp = 0; dp < plan_.dp; ++dp)
+    for (int cp = 0; cp < plan_.cp; ++cp)
+      members.push_back(plan_.gpu_of(rank, dp, tp, cp));
+  return members;
+}
+
+std::vector<TaskId> IterationBuilder::add_optimizer_steps(int rank, const std::vector<int>& members,
+                                                          double parameters, TaskId after) {
+  std::vector<TaskId> steps;
+  for (int gpu : members) {
+    const OpCost cost = cost_.optimizer(parameters, cluster_.gpu_of(gpu));
+    Task step{.kind = TaskKind::optimizer, .gpu = gpu, .stage = rank, .duration_s = cost.duration_s};
+    const TaskId id = graph_.add(step);
+    graph_.depend(after != kNone ? after : last_[idx(gpu)], id);
+    if (after != kNone && last_[idx(gpu)] != kNone)
+      graph_.depend(last_[idx(gpu)], id);
+    last_[idx(gpu)] = id;
+    steps.push_back(id);
+  }
+  return steps;
+}
+
+}  // namespace detail
+
+TaskGraph build_iteration(const ModelSpec& model, const ParallelPlan& plan,
+                          const platforms::ClusterSpec& cluster, const CostModel& cost) {
+  if (plan.gpu_count() != cluster.gpu_count())
+    throw std::invalid_argument("plan and cluster GPU counts differ");
+  if (const std::string problem = partition_problem(model, plan); !problem.empty())
+    throw std::invalid_argument(problem);
+  if (plan.cp < 1 || plan.zero_stage < 0 || plan.zero_stage > 3)
+    throw std::invalid_argument("context parallelism below 1 or ZeRO stage outside 0..3");
+  if (plan.ep < 1 || plan.data_parallel_size() % plan.ep != 0 ||
+      (plan.ep > 1 && (!model.is_moe() || model.moe.experts % plan.ep != 0)))
+    throw std::invalid_argument("expert parallelism must divide dp x cp and the experts of a MoE model");
+  if (plan.ep > 1 && (plan.zero_stage >= 2 || plan.overlap_grad_reduce))
+    throw std::invalid_argument(
+        "expert parallelism supports ZeRO stages 0 and 1 without overlap_grad_reduce");
+  if (const auto problems = schedule_problems(plan, model.layers); !problems.empty()) {
+    std::string text = "schedule cannot run:";
+    for (const auto& p : problems)
+      text += " plan." + p.key + ": " + p.message + ";";
+    throw std::invalid_argument(text);
+  }
+  if (plan.cp > 1) {
+    const ContextParallelCost per_gpu(cost, plan.cp);
+    return detail::IterationBuilder(model, plan, cluster, per_gpu).build();
+  }
+  return detail::IterationBuilder(model, plan, cluster, cost).build();
+}
+
+}  // namespace trainsim::workloads

@@ -1,0 +1,126 @@
+#pragma once
+// Internal to workloads/: the state of one build_iteration call, shared by
+// the files that each add one concern to the graph:
+//   iteration_builder.cpp    compute ops (split into pieces where needed),
+//                            TP collectives (all-reduce, or reduce-scatter +
+//                            all-gather with sequence parallelism), the
+//                            ring-attention exchange of context parallelism,
+//                            pipeline sends, BPipe's evictions, memory events
+//   data_parallel_sync.cpp   DP gradient all-reduce (ZeRO 0), reduce-scatter
+//                            + parameter all-gather (ZeRO 1/2), gradient
+//                            buckets overlapping the backward, optimizer step
+//   fsdp.cpp                 ZeRO-3 / FSDP: per-layer parameter all-gathers
+//                            with prefetch, per-layer gradient reduce-scatters
+//   expert_parallel_sync.cpp MoE expert parallelism: the all-to-all
+//                            dispatch and combine of every op's MoE layers
+//                            over each EP group, and the gradient
+//                            synchronisation split into dense (DP group)
+//                            and expert (expert DP group) parameters
+#include <vector>
+
+#include "platforms/cluster_spec.hpp"
+#include "workloads/cost_model.hpp"
+#include "workloads/memory_model.hpp"
+#include "workloads/model_spec.hpp"
+#include "workloads/parallel_plan.hpp"
+#include "workloads/schedule.hpp"
+#include "workloads/task_graph.hpp"
+
+namespace trainsim::workloads::detail {
+
+inline constexpr TaskId kNone = static_cast<TaskId>(-1);
+
+// One piece of an op on one GPU: a layer (FSDP unit, gradient-bucket
+// granularity) or the whole op. Under ring attention a piece is two compute
+// tasks, the attention core (overlapping the key/value exchange) and the
+// rest.
+struct Piece {
+  TaskId first = kNone;     // starts the piece
+  TaskId last = kNone;      // ends it
+  TaskId exchange = kNone;  // ring-attention exchange (shared by the CP group), if any
+  int layer = -1;           // model layer (-1: the whole op)
+  double parameters = 0;    // local parameters whose weights / gradients it uses
+};
+
+// One op of a rank's schedule as built on one GPU.
+struct BuiltOp {
+  PipeOp op;
+  int virtual_stage = 0;
+  std::vector<Piece> pieces;  // in execution order (a backward runs its layers last to first)
+  TaskId done = kNone;        // output ready: the last piece, or the op's TP collective
+};
+
+inline bool produces_gradients(PipeOpKind kind) {
+  return kind == PipeOpKind::backward || kind == PipeOpKind::backward_weight;
+}
+inline bool needs_weights(PipeOpKind kind) {
+  return kind != PipeOpKind::backward_weight;
+}
+
+class IterationBuilder {
+ public:
+  IterationBuilder(const ModelSpec& model, const ParallelPlan& plan, const platforms::ClusterSpec& cluster,
+                   const CostModel& cost);
+  TaskGraph build();
+
+ private:
+  std::size_t idx(int gpu) const { return static_cast<std::size_t>(gpu); }
+  std::size_t slot(int chunk, int mb) const { return static_cast<std::size_t>(chunk * m_ + mb); }
+  // The schedule of data-parallel replica `dp` (replicas differ only in their
+  // micro-batch counts, plan.dp_micro_batches).
+  const PipelineSchedule& schedule(int dp) const { return schedules_[static_cast<std::size_t>(dp)]; }
+  std::size_t last_gradient_op(int dp, int rank, int chunk) const {
+    return last_gradient_op_[static_cast<std::size_t>(dp)][static_cast<std::size_t>(rank)]
+                            [static_cast<std::size_t>(chunk)];
+  }
+  OpCost op_cost(PipeOpKind kind, const StageSlice& slice, const platforms::GpuSpec& gpu) const;
+
+  // iteration_builder.cpp
+  bool split_per_layer(int dp, int rank, std::size_t op_index) const;
+  void add_rank_ops(int dp, int rank);
+  void add_op(int dp, int rank, std::size_t op_index, const std::vector<int>& tp_groups,
+              const std::vector<int>& cp_groups);
+  void add_pipeline_sends(int dp, int cp);
+  void add_evictions(int dp, int cp);
+  // `input` gates op `op_index` of `gpu`: its first task and its exchange.
+  void gate(TaskId input, int gpu, std::size_t op_index);
+  struct Transfer {
+    int from = 0, to = 0, stage = 0, chunk = 0, mb = 0;
+    double bytes = 0;
+    TransferKind transfer = TransferKind::none;
+  };
+  TaskId add_send(const Transfer& t, const std::vector<TaskId>& after);
+
+  // data_parallel_sync.cpp (ZeRO 0-2) and fsdp.cpp (ZeRO 3): gradient
+  // synchronisation of the GPUs holding (rank, tp rank), then the optimizer.
+  void add_gradient_sync_and_step(int rank, int tp);
+  void add_fsdp_sync_and_step(int rank, int tp);
+  // expert_parallel_sync.cpp: plan.ep > 1 on a MoE model.
+  void add_expert_all_to_alls(int rank, int tp);
+  void add_expert_parallel_sync_and_step(int rank, int tp);
+  // The data-parallel group of (rank, tp): dp x cp GPUs, in ring order.
+  std::vector<int> data_parallel_members(int rank, int tp) const;
+  // Each member's optimizer step over `parameters` local parameters, after
+  // `after` (kNone: after the member's last task); updates last_.
+  std::vector<TaskId> add_optimizer_steps(int rank, const std::vector<int>& members, double parameters,
+                                          TaskId after);
+
+  const ModelSpec& model_;
+  const ParallelPlan& plan_;
+  const platforms::ClusterSpec& cluster_;
+  const CostModel& cost_;
+  GpuMemoryModel memory_;
+  std::vector<PipelineSchedule> schedules_;  // per DP replica
+  int m_ = 0;                                // the most micro-batches of any replica: the slot stride
+  TaskGraph graph_;
+  // Per GPU: its ops in list order, and which op runs each (chunk,
+  // micro-batch) forward and backward (B, or the zero-bubble input gradient).
+  std::vector<std::vector<BuiltOp>> ops_;
+  std::vector<std::vector<std::size_t>> forward_op_, backward_op_;
+  // Per DP replica, rank and chunk: the index of the last op producing
+  // weight gradients (where Megatron's overlapped buckets fire).
+  std::vector<std::vector<std::vector<std::size_t>>> last_gradient_op_;
+  std::vector<TaskId> last_;
+};
+
+}  // namespace trainsim::workloads::detail

@@ -1,0 +1,269 @@
+#include "workloads/planning/plan_estimate.hpp"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <vector>
+
+#include "workloads/memory_model.hpp"
+#include "workloads/stage_slices.hpp"
+
+namespace trainsim::workloads {
+namespace {
+
+// The links a group's rings run over: inside one node, the GPUs' NVLink (or
+// PCIe) port with one ring; across nodes, one ring per NIC the group has on
+// a node (its rails), each at a NIC's achievable bandwidth.
+struct GroupPath {
+  int channels = 1;
+  double bandwidth_Bps = 0;
+  double hop_latency_s = 0;
+};
+
+double intra_node_Bps(const platforms::NodeGroup& g) {
+  return g.shape == platforms::NodeShape::pcie ? g.pcie.effective_Bps() : g.nvlink.effective_Bps();
+}
+
+GroupPath group_path(const platforms::ClusterSpec& cluster, const std::vector<int>& gpus) {
+  std::map<int, std::set<int>> nics_by_node;  // node -> NICs the group's members use there
+  double slowest_Bps = 0;
+  const platforms::NodeGroup* slowest = nullptr;
+  for (int gpu : gpus) {
+    const auto where = cluster.locate(gpu);
+    const auto& group = cluster.groups.at(static_cast<std::size_t>(where.group));
+    nics_by_node[where.node].insert(group.nic_of(where.local_rank));
+    const double bw = group.nic.bandwidth_Bps * cluster.fabric.efficiency;
+    if (slowest == nullptr || bw < slowest_Bps) {
+      slowest_Bps = bw;
+      slowest = &group;
+    }
+  }
+  GroupPath path;
+  if (nics_by_node.size() <= 1) {
+    const auto& group = cluster.group_of(gpus.front());
+    path.bandwidth_Bps = intra_node_Bps(group);
+    path.hop_latency_s = group.nvlink.latency_s;
+    return path;
+  }
+  std::size_t rails = gpus.size();
+  for (const auto& [node, nics] : nics_by_node)
+    rails = std::min(rails, nics.size());
+  path.channels = static_cast<int>(std::max<std::size_t>(1, rails));
+  path.bandwidth_Bps = slowest_Bps;
+  path.hop_latency_s = slowest->nic.latency_s + cluster.fabric.spine_latency_s;
+  return path;
+}
+
+double collective_s(const platforms::ClusterSpec& cluster, CollectiveOp op, double bytes,
+                    const std::vector<int>& gpus) {
+  if (gpus.size() < 2 || bytes <= 0)
+    return 0;
+  const GroupPath path = group_path(cluster, gpus);
+  return ring_time_s(op, bytes, static_cast<int>(gpus.size()), path.channels, path.bandwidth_Bps,
+                     path.hop_latency_s, cluster.collectives.launch_latency_s);
+}
+
+// One pipeline rank's costs for one micro-batch (its chunks summed).
+struct RankCosts {
+  double forward_s = 0, backward_s = 0, backward_input_s = 0, backward_weight_s = 0;
+  double compute_s = 0;    // kernels only (no TP communication, no FSDP stretch)
+  double tp_s = 0;         // TP collectives of one micro-batch
+  double fsdp_comm_s = 0;  // FSDP gathers and reduce-scatters of one micro-batch
+};
+
+}  // namespace
+
+double ring_time_s(CollectiveOp op, double bytes, int ranks, int channels, double bandwidth_Bps,
+                   double hop_latency_s, double launch_latency_s) {
+  if (ranks < 2)
+    return 0;
+  const double n = ranks;
+  const double step = hop_latency_s + bytes / (n * std::max(1, channels) * bandwidth_Bps);
+  const double steps = op == CollectiveOp::all_reduce ? 2 * (n - 1) : n - 1;
+  return steps * step + launch_latency_s;
+}
+
+PlanEstimate estimate_plan(const ModelSpec& model, const ParallelPlan& plan,
+                           const platforms::ClusterSpec& cluster, const CostModel& cost) {
+  const GpuMemoryModel memory(model, plan);
+  const PipelineSchedule& layout = memory.layout();
+  const int p = plan.pp;
+  const int v = layout.chunks;
+  const int m = plan.micro_batches();
+  const int d = plan.data_parallel_size();
+  const double g = plan.grad_bytes;
+  const bool fsdp = plan.zero_stage == 3;
+
+  // TP: one collective per folded op; sequence parallelism splits each into a
+  // reduce-scatter and an all-gather of the same size (the same time but
+  // one more launch).
+  std::vector<int> tp_group;
+  for (int t = 0; t < plan.tp; ++t)
+    tp_group.push_back(plan.gpu_of(0, 0, t, 0));
+  const double tp_bytes = tp_allreduce_bytes(model, plan);
+  auto tp_time = [&](int collectives) {
+    if (plan.tp < 2 || collectives == 0)
+      return 0.0;
+    double one = collective_s(cluster, CollectiveOp::all_reduce, tp_bytes, tp_group);
+    if (plan.sequence_parallel)
+      one = collective_s(cluster, CollectiveOp::reduce_scatter, tp_bytes, tp_group) +
+            collective_s(cluster, CollectiveOp::all_gather, tp_bytes, tp_group);
+    return collectives * one;
+  };
+
+  std::vector<RankCosts> ranks(static_cast<std::size_t>(p));
+  std::vector<std::vector<int>> dp_groups(static_cast<std::size_t>(p));
+  for (int r = 0; r < p; ++r) {
+    auto& rc = ranks[static_cast<std::size_t>(r)];
+    const auto& gpu = cluster.gpu_of(plan.gpu_of(r, 0, 0, 0));
+    for (int dp = 0; dp < plan.dp; ++dp)
+      for (int c = 0; c < plan.cp; ++c)
+        dp_groups[static_cast<std::size_t>(r)].push_back(plan.gpu_of(r, dp, 0, c));
+    const auto& dp_group = dp_groups[static_cast<std::size_t>(r)];
+    for (int chunk = 0; chunk < v; ++chunk) {
+      const StageSlice slice = virtual_stage_slice(model, plan, layout.virtual_stage(r, chunk));
+      const double f = cost.forward(slice, gpu).duration_s / plan.cp;
+      const double bi = cost.backward_input(slice, gpu).duration_s / plan.cp;
+      const double w = cost.backward_weight(slice, gpu).duration_s / plan.cp;
+      const double tp_f = tp_time(2 * slice.layers);
+      const double tp_b = tp_time((plan.recompute == Recompute::full ? 4 : 2) * slice.layers);
+      double fsdp_f = 0, fsdp_b = 0;
+      if (fsdp && d > 1 && slice.layers > 0) {
+        // Per layer: its compute against its gathers (and the reduce-scatter
+        // of its gradients), prefetched one layer ahead on the DP stream.
+        const double unit = model.layer_parameters() / plan.tp;
+        const double gather = collective_s(cluster, CollectiveOp::all_gather, 2 * unit, dp_group);
+        const double scatter = collective_s(cluster, CollectiveOp::reduce_scatter, g * unit, dp_group);
+        const double layers = slice.layers;
+        fsdp_f = layers * std::max(0.0, gather - f / layers);
+        fsdp_b = layers * std::max(0.0, gather + scatter - (bi + w) / layers);
+        rc.fsdp_comm_s += layers * (2 * gather + scatter);
+      }
+      rc.compute_s += f + bi + w;
+      rc.tp_s += tp_f + tp_b;
+      rc.forward_s += f + tp_f + fsdp_f;
+      rc.backward_input_s += bi + tp_b + fsdp_b;
+      rc.backward_weight_s += w;
+    }
+    rc.backward_s = rc.backward_input_s + rc.backward_weight_s;
+  }
+
+  PlanEstimate e;
+  double slowest = 0, sum_ranks = 0, zb_full = 0, zb_h1_tail = 0, zb_h2_tail = 0;
+  std::size_t worst = 0;
+  for (std::size_t r = 0; r < ranks.size(); ++r) {
+    const auto& rc = ranks[r];
+    const double t = rc.forward_s + rc.backward_s;
+    sum_ranks += t;
+    if (t > slowest) {
+      slowest = t;
+      worst = r;
+    }
+    zb_full = std::max(zb_full, t);
+    zb_h1_tail = std::max(zb_h1_tail, rc.forward_s + rc.backward_input_s - rc.backward_weight_s);
+    zb_h2_tail = std::max(zb_h2_tail, rc.forward_s + rc.backward_input_s - 2 * rc.backward_weight_s);
+  }
+  double pipeline_s = 0;
+  switch (plan.schedule) {
+    case ScheduleKind::gpipe:
+    case ScheduleKind::one_f_one_b:
+    case ScheduleKind::bpipe:
+      pipeline_s = sum_ranks + (m - 1) * slowest;
+      break;
+    case ScheduleKind::interleaved_one_f_one_b:
+      pipeline_s = m * slowest + (p - 1) * slowest / v;
+      break;
+    case ScheduleKind::zb_h1:
+      pipeline_s = m * zb_full + (p - 1) * std::max(0.0, zb_h1_tail);
+      break;
+    case ScheduleKind::zb_h2:
+    case ScheduleKind::zb_v:
+    case ScheduleKind::dualpipe_v:
+      pipeline_s = m * zb_full + (p - 1) * std::max(0.0, zb_h2_tail);
+      break;
+  }
+  const auto& worst_rank = ranks[worst];
+  e.compute_s = m * worst_rank.compute_s;
+  e.tp_comm_s = m * worst_rank.tp_s;
+  e.bubble_s = std::max(0.0, pipeline_s - m * slowest);
+
+  // Pipeline transfers of the fill and the drain: the first micro-batch
+  // crosses every rank boundary on its way down, its gradient on the way up.
+  if (p > 1) {
+    double send = 0;
+    const double bytes = pipeline_message_bytes(model, plan);
+    for (int r = 0; r + 1 < p; ++r) {
+      const std::vector<int> pair{plan.gpu_of(r, 0, 0, 0), plan.gpu_of(r + 1, 0, 0, 0)};
+      const GroupPath path = group_path(cluster, pair);
+      send = std::max(send, path.hop_latency_s + bytes / path.bandwidth_Bps);
+    }
+    e.pp_comm_s = 2.0 * (p * v - 1) * send;
+    if (plan.schedule == ScheduleKind::bpipe) {
+      // Evicted activations travel to the paired stage and back on the
+      // pipeline stream; what one F + B cannot cover shows, once per
+      // micro-batch the first stage evicts.
+      const double act = memory.stored_activations(0);
+      const std::vector<int> pair{plan.gpu_of(0, 0, 0, 0), plan.gpu_of(p - 1, 0, 0, 0)};
+      const GroupPath path = group_path(cluster, pair);
+      const double move = 2 * (path.hop_latency_s + act / path.bandwidth_Bps);
+      const int evicted = std::max(0, p - bpipe_resident_limit(p));
+      e.pp_comm_s += evicted * std::max(0.0, move - ranks.front().forward_s - ranks.front().backward_s);
+    }
+  }
+
+  // Data parallelism, on the rank whose pipeline finishes last.
+  double dp_exposed = 0, dp_busy = 0, optimizer = 0;
+  for (int r = 0; r < p; ++r) {
+    const auto& rc = ranks[static_cast<std::size_t>(r)];
+    const auto& group = dp_groups[static_cast<std::size_t>(r)];
+    const double params = stage_parameters_per_gpu(model, plan, r);
+    const auto& gpu = cluster.gpu_of(plan.gpu_of(r, 0, 0, 0));
+    const double local = plan.zero_stage >= 1 && d > 1 ? params / d : params;
+    optimizer = std::max(optimizer, cost.optimizer(local, gpu).duration_s);
+    if (d < 2)
+      continue;
+    double busy = 0, exposed = 0;
+    const double reduce_op_bytes = g * params;
+    switch (plan.zero_stage) {
+      case 0:
+      case 1: {
+        busy = plan.zero_stage == 0
+                   ? collective_s(cluster, CollectiveOp::all_reduce, reduce_op_bytes, group)
+                   : collective_s(cluster, CollectiveOp::reduce_scatter, reduce_op_bytes, group) +
+                         collective_s(cluster, CollectiveOp::all_gather, 2 * params, group);
+        exposed = busy;
+        if (plan.overlap_grad_reduce) {
+          // Buckets fire during the last backward; the parameter all-gather
+          // of ZeRO-1 still follows the step.
+          const double buckets = std::max(1.0, reduce_op_bytes / plan.grad_bucket_size_bytes());
+          const double reduce = plan.zero_stage == 0 ? busy
+                                                     : collective_s(cluster, CollectiveOp::reduce_scatter,
+                                                                    reduce_op_bytes, group);
+          exposed = std::max(reduce / buckets, reduce - rc.backward_s) + (busy - reduce);
+        }
+        break;
+      }
+      case 2: {
+        const double scatter = collective_s(cluster, CollectiveOp::reduce_scatter, reduce_op_bytes, group);
+        const double gather = collective_s(cluster, CollectiveOp::all_gather, 2 * params, group);
+        busy = m * scatter + gather;
+        exposed = scatter + gather + std::max(0.0, (m - 1) * (scatter - rc.forward_s - rc.backward_s));
+        break;
+      }
+      default:
+        // FSDP: inside the stretched layers; the first gather is exposed.
+        busy = m * rc.fsdp_comm_s;
+        exposed = 0;
+        break;
+    }
+    dp_busy = std::max(dp_busy, busy);
+    dp_exposed = std::max(dp_exposed, exposed);
+  }
+  e.dp_comm_s = dp_busy;
+  e.dp_exposed_s = dp_exposed;
+  e.optimizer_s = optimizer;
+  e.iteration_s = pipeline_s + e.pp_comm_s + e.dp_exposed_s + e.optimizer_s;
+  return e;
+}
+
+}  // namespace trainsim::workloads

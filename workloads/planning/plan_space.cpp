@@ -1,0 +1,172 @@
+#include "workloads/planning/plan_space.hpp"
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+#include "workloads/schedule.hpp"
+
+namespace trainsim::workloads {
+namespace {
+
+std::vector<int> divisors(int n) {
+  std::vector<int> out;
+  for (int d = 1; d <= n; ++d)
+    if (n % d == 0)
+      out.push_back(d);
+  return out;
+}
+
+template <class T>
+std::vector<T> or_default(const std::vector<T>& given, std::vector<T> fallback) {
+  return given.empty() ? fallback : given;
+}
+
+}  // namespace
+
+std::string_view to_string(PruneReason reason) {
+  switch (reason) {
+    case PruneReason::tp_does_not_divide_heads:
+      return "tp_does_not_divide_heads";
+    case PruneReason::pp_does_not_divide_layers:
+      return "pp_does_not_divide_layers";
+    case PruneReason::batch_does_not_divide:
+      return "batch_does_not_divide";
+    case PruneReason::schedule_rule:
+      return "schedule_rule";
+    case PruneReason::invalid_plan:
+      return "invalid_plan";
+    case PruneReason::does_not_fit_in_memory:
+      return "does_not_fit_in_memory";
+  }
+  return "invalid_plan";
+}
+
+std::string_view describe(PruneReason reason) {
+  switch (reason) {
+    case PruneReason::tp_does_not_divide_heads:
+      return "tp does not divide the attention heads";
+    case PruneReason::pp_does_not_divide_layers:
+      return "pp does not divide the layers";
+    case PruneReason::batch_does_not_divide:
+      return "micro-batch x dp does not divide the global batch";
+    case PruneReason::schedule_rule:
+      return "the schedule's rule fails (interleaving: m a multiple of pp, layers divisible by pp x v)";
+    case PruneReason::invalid_plan:
+      return "another plan rule of the scenario loader fails";
+    case PruneReason::does_not_fit_in_memory:
+      return "does not fit in GPU memory (the memory model of trainsim run)";
+  }
+  return "";
+}
+
+PlanSpace enumerate_plans(const ModelSpec& model, const PlanSpaceOptions& options) {
+  const int n = options.gpus;
+  const int cp = std::max(1, options.context_parallel);
+  if (n <= 0 || options.gpus_per_node <= 0 || options.global_batch_size <= 0)
+    throw std::invalid_argument("enumerate_plans: gpus, gpus_per_node and the global batch must be positive");
+  if (n % cp != 0)
+    throw std::invalid_argument("enumerate_plans: context parallelism does not divide the GPUs");
+
+  std::vector<int> tp_values = options.tp;
+  if (tp_values.empty())
+    for (int t : divisors(options.gpus_per_node))
+      if ((n / cp) % t == 0)
+        tp_values.push_back(t);
+  const auto micro_batches = or_default(options.micro_batch_sizes, {1, 2, 4, 8});
+  const auto schedules =
+      or_default(options.schedules, {ScheduleKind::one_f_one_b, ScheduleKind::interleaved_one_f_one_b,
+                                     ScheduleKind::zb_h1, ScheduleKind::bpipe});
+  const auto interleave = or_default(options.virtual_stages, {2, 4, 8});
+  const auto recomputes =
+      or_default(options.recompute, {Recompute::none, Recompute::selective, Recompute::full});
+  const auto zero_stages = or_default(options.zero_stages, {0, 1, 2, 3});
+  const auto sp_values = or_default(options.sequence_parallel, {false, true});
+
+  PlanSpace space;
+  auto prune = [&](PruneReason reason) {
+    ++space.pruned[static_cast<std::size_t>(reason)];
+    ++space.enumerated;
+  };
+  for (int tp : tp_values) {
+    if ((n / cp) % tp != 0)
+      continue;  // a --tp value that cannot form a plan on N GPUs: not a plan at all
+    std::vector<int> pp_values = options.pp;
+    if (pp_values.empty())
+      pp_values = divisors(n / (tp * cp));
+    for (int pp : pp_values) {
+      if ((n / cp) % (tp * pp) != 0)
+        continue;
+      const int dp = n / (tp * pp * cp);
+      for (int mb : micro_batches) {
+        for (ScheduleKind schedule : schedules) {
+          // With one stage every schedule is the same pipeline: keep 1f1b.
+          if (pp == 1 && schedule != ScheduleKind::one_f_one_b)
+            continue;
+          std::vector<int> v_values{default_virtual_stages(schedule)};
+          if (schedule == ScheduleKind::interleaved_one_f_one_b)
+            v_values = interleave;
+          for (int v : v_values) {
+            for (Recompute recompute : recomputes) {
+              for (int zero : zero_stages) {
+                for (bool sp : sp_values) {
+                  if (sp && tp == 1)
+                    continue;  // sequence parallelism is a TP option
+                  ParallelPlan plan = options.base;
+                  plan.tp = tp;
+                  plan.pp = pp;
+                  plan.cp = cp;
+                  plan.dp = dp;
+                  plan.micro_batch_size = mb;
+                  plan.global_batch_size = options.global_batch_size;
+                  plan.schedule = schedule;
+                  plan.virtual_stages = v;
+                  plan.recompute = recompute;
+                  plan.zero_stage = zero;
+                  plan.sequence_parallel = sp;
+                  if (model.heads % tp != 0) {
+                    prune(PruneReason::tp_does_not_divide_heads);
+                  } else if (model.layers % pp != 0) {
+                    prune(PruneReason::pp_does_not_divide_layers);
+                  } else if (options.global_batch_size % (mb * dp) != 0) {
+                    prune(PruneReason::batch_does_not_divide);
+                  } else if (!schedule_problems(plan, model.layers).empty()) {
+                    prune(PruneReason::schedule_rule);
+                  } else {
+                    space.candidates.push_back(plan);
+                    ++space.enumerated;
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  return space;
+}
+
+std::string plan_key(const ParallelPlan& plan) {
+  return fmt::format("tp{}-pp{}-dp{}-cp{}-v{}-mb{}-{}-{}-z{}{}", plan.tp, plan.pp, plan.dp, plan.cp,
+                     plan.virtual_stages, plan.micro_batch_size, to_string(plan.schedule),
+                     to_string(plan.recompute), plan.zero_stage, plan.sequence_parallel ? "-sp" : "");
+}
+
+std::string plan_label(const ParallelPlan& plan) {
+  std::string text = fmt::format("tp{} pp{} dp{}", plan.tp, plan.pp, plan.dp);
+  if (plan.cp > 1)
+    text += fmt::format(" cp{}", plan.cp);
+  text += fmt::format(" mb{} {}", plan.micro_batch_size, to_string(plan.schedule));
+  if (plan.virtual_stages > 1 && plan.schedule == ScheduleKind::interleaved_one_f_one_b)
+    text += fmt::format(" v{}", plan.virtual_stages);
+  if (plan.recompute != Recompute::none)
+    text += fmt::format(" rc={}", to_string(plan.recompute));
+  if (plan.zero_stage > 0)
+    text += fmt::format(" zero{}", plan.zero_stage);
+  if (plan.sequence_parallel)
+    text += " sp";
+  return text;
+}
+
+}  // namespace trainsim::workloads

@@ -1,0 +1,162 @@
+#include "workloads/stage_slices.hpp"
+
+#include "workloads/context_parallel.hpp"
+#include "workloads/expert_parallel.hpp"
+
+namespace trainsim::workloads {
+namespace {
+
+// One-way time of a pipeline message between two GPUs, from the cluster's
+// link specs (what ZB-V's greedy calls the communication cost).
+double transfer_time_s(const platforms::ClusterSpec& cluster, int from, int to, double bytes) {
+  const auto a = cluster.locate(from), b = cluster.locate(to);
+  const auto& link = a.node == b.node ? cluster.group_of(from).nvlink : cluster.group_of(from).nic;
+  return link.bandwidth_Bps > 0 ? link.latency_s + bytes / link.bandwidth_Bps : link.latency_s;
+}
+
+}  // namespace
+
+PipelineSchedule layout_of(const ParallelPlan& plan) {
+  return PipelineSchedule{.ranks = plan.pp,
+                          .micro_batches = 1,
+                          .chunks = plan.virtual_stages,
+                          .placement = placement_of(plan.schedule),
+                          .per_rank = {},
+                          .evictions = {}};
+}
+
+std::string partition_problem(const ModelSpec& model, const ParallelPlan& plan) {
+  const int stages = plan.pp * plan.virtual_stages;
+  if (plan.pp <= 0 || plan.virtual_stages <= 0)
+    return "pp or virtual_stages below 1";
+  if (plan.stage_layers.empty()) {
+    if (model.layers % stages != 0)
+      return "layers not divisible by pp x virtual_stages";
+  } else {
+    if (static_cast<int>(plan.stage_layers.size()) != stages)
+      return "stage_layers does not have pp x virtual_stages entries";
+    int sum = 0;
+    for (int layers : plan.stage_layers) {
+      if (layers < 1)
+        return "stage_layers has a stage without layers";
+      sum += layers;
+    }
+    if (sum != model.layers)
+      return "stage_layers does not add up to the model's layers";
+  }
+  if (plan.dp_micro_batches.empty()) {
+    if (plan.micro_batch_size <= 0 || plan.dp <= 0 || plan.micro_batches() <= 0)
+      return "no micro-batches";
+  } else {
+    if (static_cast<int>(plan.dp_micro_batches.size()) != plan.dp)
+      return "dp_micro_batches does not have dp entries";
+    long long sum = 0;
+    for (int m : plan.dp_micro_batches) {
+      if (m < 1)
+        return "dp_micro_batches has a replica without micro-batches";
+      sum += m;
+    }
+    if (sum * plan.micro_batch_size != plan.global_batch_size)
+      return "dp_micro_batches x micro_batch_size does not add up to the global batch";
+    if (plan.zero_stage >= 2)
+      return "dp_micro_batches with zero_stage 2 or 3 (per-micro-batch gradient collectives need equal "
+             "counts)";
+  }
+  return {};
+}
+
+double pipeline_message_bytes(const ModelSpec& model, const ParallelPlan& plan) {
+  return 2.0 * plan.micro_batch_size * model.seq_len / plan.cp * model.hidden / plan.tp;
+}
+
+double tp_allreduce_bytes(const ModelSpec& model, const ParallelPlan& plan) {
+  return 2.0 * plan.micro_batch_size * model.seq_len / plan.cp * model.hidden;
+}
+
+StageSlice virtual_stage_slice(const ModelSpec& model, const ParallelPlan& plan, int virtual_stage) {
+  const int stages = plan.pp * plan.virtual_stages;
+  return {.layers = plan.layers_of(virtual_stage, model.layers),
+          .first_layer = plan.first_layer_of(virtual_stage, model.layers),
+          .embedding = virtual_stage == 0,
+          .logits = virtual_stage == stages - 1};
+}
+
+namespace {
+
+// Sums `per_layer` over the layers of every chunk that pipeline rank `stage`
+// holds.
+template <class PerLayer>
+double sum_over_stage_layers(const ModelSpec& model, const ParallelPlan& plan, int stage, PerLayer per_layer,
+                             bool with_embedding_and_logits) {
+  const PipelineSchedule layout = layout_of(plan);
+  double parameters = 0;
+  for (int chunk = 0; chunk < layout.chunks; ++chunk) {
+    const StageSlice slice = virtual_stage_slice(model, plan, layout.virtual_stage(stage, chunk));
+    for (int l = 0; l < slice.layers; ++l)
+      parameters += per_layer(model, plan, slice.first_layer + l);
+    if (with_embedding_and_logits && slice.embedding)
+      parameters += model.embedding_parameters() / plan.tp;
+    if (with_embedding_and_logits && slice.logits)
+      parameters += model.logits_parameters() / plan.tp;
+  }
+  return parameters;
+}
+
+}  // namespace
+
+double stage_parameters_per_gpu(const ModelSpec& model, const ParallelPlan& plan, int stage) {
+  return sum_over_stage_layers(model, plan, stage, layer_parameters_per_gpu, true);
+}
+
+double stage_expert_parameters_per_gpu(const ModelSpec& model, const ParallelPlan& plan, int stage) {
+  return sum_over_stage_layers(model, plan, stage, layer_expert_parameters_per_gpu, false);
+}
+
+namespace detail {
+
+// schedule_for with the cost of one GPU already divided by context parallelism.
+PipelineSchedule schedule_for_gpu_costs(const ModelSpec& model, const ParallelPlan& plan,
+                                        const platforms::ClusterSpec& cluster, const CostModel& cost,
+                                        int micro_batches) {
+  ScheduleOptions options;
+  options.virtual_stages = plan.virtual_stages;
+  if (plan.schedule == ScheduleKind::zb_v) {
+    const PipelineSchedule layout = layout_of(plan);
+    ZbvInputs& in = options.zbv;
+    in.forward_s = in.backward_input_s = in.backward_weight_s = 0;
+    const int stages = layout.virtual_stages();
+    for (int vs = 0; vs < stages; ++vs) {
+      const StageSlice slice = virtual_stage_slice(model, plan, vs);
+      const auto& gpu = cluster.gpu_of(plan.gpu_of(layout.rank_of(vs), 0, 0));
+      in.forward_s += cost.forward(slice, gpu).duration_s / stages;
+      in.backward_input_s += cost.backward_input(slice, gpu).duration_s / stages;
+      in.backward_weight_s += cost.backward_weight(slice, gpu).duration_s / stages;
+    }
+    in.comm_s = plan.pp > 1 ? transfer_time_s(cluster, plan.gpu_of(0, 0, 0), plan.gpu_of(1, 0, 0),
+                                              pipeline_message_bytes(model, plan))
+                            : 0.0;
+    // zbv.py's memory approximations, per token: F stores 34h + 5as, W
+    // frees 32h, B the rest.
+    in.forward_memory = 34.0 * model.hidden + 5.0 * model.heads * model.seq_len;
+    in.weight_memory = -32.0 * model.hidden;
+  }
+  return make_schedule(plan.schedule, plan.pp, micro_batches, options);
+}
+
+}  // namespace detail
+
+PipelineSchedule schedule_for(const ModelSpec& model, const ParallelPlan& plan,
+                              const platforms::ClusterSpec& cluster, const CostModel& cost) {
+  return schedule_for(model, plan, cluster, cost, plan.micro_batches());
+}
+
+PipelineSchedule schedule_for(const ModelSpec& model, const ParallelPlan& plan,
+                              const platforms::ClusterSpec& cluster, const CostModel& cost,
+                              int micro_batches) {
+  if (plan.cp > 1)
+    return detail::schedule_for_gpu_costs(model, plan, cluster, ContextParallelCost(cost, plan.cp),
+                                          micro_batches);
+  return detail::schedule_for_gpu_costs(model, plan, cluster, cost, micro_batches);
+}
+
+}  // namespace trainsim::workloads

@@ -1,0 +1,68 @@
+#pragma once
+// The geometry of a plan's pipeline, shared by the graph builder, the memory
+// model, the plan search and the stage balancer: which layers each virtual
+// stage holds, how many parameters a GPU of a stage holds, the bytes of a
+// pipeline message and of a TP all-reduce, the schedule a plan replays, and
+// why a layer partition or micro-batch split cannot be built.
+#include <string>
+
+#include "platforms/cluster_spec.hpp"
+#include "workloads/cost_model.hpp"
+#include "workloads/model_spec.hpp"
+#include "workloads/parallel_plan.hpp"
+#include "workloads/schedule.hpp"
+
+namespace trainsim::workloads {
+
+// The rank / chunk layout of the plan's schedule, without its op lists.
+PipelineSchedule layout_of(const ParallelPlan& plan);
+
+// The schedule build_iteration replays: the plan's generator, with ZB-V's
+// greedy fed the cost model's per-chunk times (averaged over virtual stages,
+// as the reference feeds it its measured means), the pipeline transfer time
+// between the first two ranks, and the model's activation sizes. With
+// context parallelism the times are one CP rank's.
+PipelineSchedule schedule_for(const ModelSpec& model, const ParallelPlan& plan,
+                              const platforms::ClusterSpec& cluster, const CostModel& cost);
+// The same for a pipeline of `micro_batches` micro-batches (the schedule of
+// one data-parallel replica under plan.dp_micro_batches).
+PipelineSchedule schedule_for(const ModelSpec& model, const ParallelPlan& plan,
+                              const platforms::ClusterSpec& cluster, const CostModel& cost,
+                              int micro_batches);
+
+// Why the plan's layer partition (stage_layers or the even split) or its
+// micro-batch shares (dp_micro_batches or the even share) cannot be built,
+// in a few words; empty when they can. The scenario loader gives the
+// user-facing messages; this is the builder's precondition.
+std::string partition_problem(const ModelSpec& model, const ParallelPlan& plan);
+
+// Per-GPU bytes the pipeline sends between stages per micro-batch: the
+// b x s x h bf16 activation, split over the TP group (Megatron's
+// scatter-gather of pipeline tensors), s / cp tokens with context
+// parallelism.
+double pipeline_message_bytes(const ModelSpec& model, const ParallelPlan& plan);
+// Bytes of one TP all-reduce (the b x s x h bf16 activation; s / cp tokens
+// with context parallelism).
+double tp_allreduce_bytes(const ModelSpec& model, const ParallelPlan& plan);
+// The layers, embedding and logits of virtual stage `virtual_stage` (of
+// pp x virtual_stages): plan.stage_layers' entry or the even share, the
+// embedding on the first, the logits on the last.
+StageSlice virtual_stage_slice(const ModelSpec& model, const ParallelPlan& plan, int virtual_stage);
+// Parameters held by one GPU of pipeline rank `stage`: the layers of all its
+// chunks, plus the embedding / logits when it holds the first / last virtual
+// stage (with a V-shaped placement rank 0 holds both).
+// MoE models count each layer's routed experts / ep (expert parallelism).
+double stage_parameters_per_gpu(const ModelSpec& model, const ParallelPlan& plan, int stage);
+// Of those, the routed experts' parameters (0 for a dense model).
+double stage_expert_parameters_per_gpu(const ModelSpec& model, const ParallelPlan& plan, int stage);
+
+namespace detail {
+
+// schedule_for, given the cost of one GPU (context parallelism applied), for
+// a pipeline running `micro_batches` micro-batches.
+PipelineSchedule schedule_for_gpu_costs(const ModelSpec& model, const ParallelPlan& plan,
+                                        const platforms::ClusterSpec& cluster, const CostModel& cost,
+                                        int micro_batches);
+
+}  // namespace detail
+}  // namespace trainsim::workloads
