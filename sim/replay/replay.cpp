@@ -30,13 +30,15 @@ namespace {
 // Activities are started again rather than created anew. SimGrid 3.32 keeps
 // the activities it lists on the maestro actor in one std::list and removes
 // each finished one with std::list::remove, a walk over all of them: at 1,024
-// GPUs that walk was 29% of a run, and it grows with the cluster. A
+// GPUs that walk was a third of a run, and it grows with the cluster. A
 // communication is listed when it is created (Comm::sendto_init() detaches
 // it: CommImpl::detach) and an execution when it is created from the maestro
 // (the ExecImpl constructor); completion unlists them (CommImpl::finish,
 // ExecImpl::post), and starting a finished one again does not list it. So
 // only an activity's first use walks a list that holds first uses alone.
-// The network and CPU models see the same actions in the same order.
+// The network and CPU models see the same actions in the same order. (Only
+// Host::turn_off reads that list, to fail what runs on the host: the replay
+// never turns a host off.)
 class Replayer {
  public:
   Replayer(const TaskGraph& graph, const ClusterZone& zone, const ReplayOptions& options)
