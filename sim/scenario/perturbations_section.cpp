@@ -341,7 +341,7 @@ class PerturbationReader {
         if (f.bandwidth_factor <= 0)
           m.error("bandwidth_factor", "0 would stop the link (expected a number in (0, 1]; use down: true)");
       }
-      f.added_latency_s = m.duration_s("added_latency").value_or(0);
+      f.added_latency_s = m.latency_s("added_latency").value_or(0);
       f.down = m.boolean("down").value_or(false);
       f.uplinks = static_cast<int>(m.integer("uplinks", 1, 1024).value_or(1));
       if (f.uplinks > 1)

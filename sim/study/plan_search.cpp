@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "platforms/input_error.hpp"
+#include "platforms/input_file.hpp"
 #include "platforms/presets.hpp"
 #include "platforms/yaml_reader.hpp"
 #include "sim/scenario/checks.hpp"
@@ -39,13 +40,10 @@ constexpr const char* kAxisKeys[] = {
     "plan.recompute", "plan.zero_stage", "plan.sequence_parallel"};
 
 YAML::Node read_yaml_file(const std::string& path, const std::string& option) {
-  std::ifstream in(path);
-  if (!in)
-    throw platforms::InputError({fmt::format("{} {}: cannot open the file", option, path)});
-  std::stringstream text;
-  text << in.rdbuf();
+  const std::string text =
+      platforms::read_input_file(path, fmt::format("file of {}", option), platforms::kMaxYamlInputBytes);
   try {
-    YAML::Node root = YAML::Load(text.str());
+    YAML::Node root = YAML::Load(text);
     if (!root.IsMap())
       throw platforms::InputError({fmt::format("{}: expected a YAML map (a scenario file)", path)});
     return root;
