@@ -303,18 +303,14 @@ void IterationBuilder::add_ring_attention_exchange(const PipeOp& op, int rank, c
   // The CP group passes this piece's keys and values around while each GPU
   // computes attention on the block it holds.
   for (int tp = 0; tp < plan_.tp; ++tp) {
-    Task exchange{.kind = TaskKind::collective,
-                  .comm = CommKind::cp,
-                  .op = CollectiveOp::all_gather,
-                  .group = cp_groups[static_cast<std::size_t>(tp)],
-                  .stage = rank,
-                  .chunk = op.chunk,
-                  .micro_batch = op.micro_batch,
-                  .bytes = cp_exchange_bytes(model_, plan_),
-                  .algorithm = platforms::CollectiveAlgorithm::p2p_ring,
-                  .fold = passes * spec.slice.layers,
-                  .layer = spec.layer};
-    const TaskId id = graph_.add(exchange);
+    const TaskId id = graph_.add(collective_task(CommKind::cp, CollectiveOp::all_gather,
+                                                 cp_groups[static_cast<std::size_t>(tp)], rank,
+                                                 cp_exchange_bytes(model_, plan_),
+                                                 {.chunk = op.chunk,
+                                                  .micro_batch = op.micro_batch,
+                                                  .layer = spec.layer,
+                                                  .fold = passes * spec.slice.layers,
+                                                  .algorithm = platforms::CollectiveAlgorithm::p2p_ring}));
     for (int cp = 0; cp < plan_.cp; ++cp) {
       const auto g = static_cast<std::size_t>(cp * plan_.tp + tp);
       const int gpu = gpus[g];
@@ -341,16 +337,10 @@ void IterationBuilder::add_tp_collectives(const PipeOp& op, int rank, const Stag
       passes_of_op = {CollectiveOp::reduce_scatter, CollectiveOp::all_gather};
     TaskId previous = kNone;
     for (CollectiveOp collective_op : passes_of_op) {
-      Task collective{.kind = TaskKind::collective,
-                      .comm = CommKind::tp,
-                      .op = collective_op,
-                      .group = tp_groups[static_cast<std::size_t>(cp)],
-                      .stage = rank,
-                      .chunk = op.chunk,
-                      .micro_batch = op.micro_batch,
-                      .bytes = tp_allreduce_bytes(model_, plan_),
-                      .fold = fold};
-      const TaskId id = graph_.add(collective);
+      const TaskId id =
+          graph_.add(collective_task(CommKind::tp, collective_op, tp_groups[static_cast<std::size_t>(cp)],
+                                     rank, tp_allreduce_bytes(model_, plan_),
+                                     {.chunk = op.chunk, .micro_batch = op.micro_batch, .fold = fold}));
       if (previous != kNone)
         graph_.depend(previous, id);
       else

@@ -30,6 +30,34 @@ namespace trainsim::workloads::detail {
 
 inline constexpr TaskId kNone = static_cast<TaskId>(-1);
 
+// Where a collective sits in the schedule: the op it serves (chunk and
+// micro-batch; a whole-stage collective such as the reduction after the last
+// micro-batch keeps the defaults), the layer of a per-layer piece, how many
+// identical passes it folds and an algorithm it insists on.
+struct CollectiveAt {
+  int chunk = 0;
+  int micro_batch = -1;
+  int layer = -1;
+  int fold = 1;
+  platforms::CollectiveAlgorithm algorithm = platforms::CollectiveAlgorithm::automatic;
+};
+
+// The one way the builder spells a collective task (TP, CP, DP, FSDP, EP).
+inline Task collective_task(CommKind comm, CollectiveOp op, int group, int stage, double bytes,
+                            const CollectiveAt& at = {}) {
+  return Task{.kind = TaskKind::collective,
+              .comm = comm,
+              .op = op,
+              .group = group,
+              .stage = stage,
+              .chunk = at.chunk,
+              .micro_batch = at.micro_batch,
+              .bytes = bytes,
+              .algorithm = at.algorithm,
+              .fold = at.fold,
+              .layer = at.layer};
+}
+
 // One piece of an op on one GPU: a layer (FSDP unit, gradient-bucket
 // granularity) or the whole op. Under ring attention a piece is two compute
 // tasks, the attention core (overlapping the key/value exchange) and the
