@@ -1,6 +1,8 @@
 #include <nlohmann/json.hpp>
+
 #include <ostream>
 
+#include "analysis/reporters/json_numbers.hpp"
 #include "analysis/reporters/reporters.hpp"
 #include "trainsim_version.hpp"
 
@@ -299,6 +301,7 @@ void write_summary_json(std::ostream& out, const RunContext& run, const Report& 
                            {"bytes", c.bytes},
                            {"busy_s", c.busy_s}});
   j["collectives"] = collectives;
+  whole_numbers_as_integers(j);
   out << j.dump(2) << '\n';
 }
 

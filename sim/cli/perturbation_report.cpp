@@ -6,6 +6,8 @@
 #include <stdexcept>
 
 #include "analysis/iteration_stats.hpp"
+#include "analysis/reporters/json_numbers.hpp"
+#include "platforms/number_format.hpp"
 
 namespace trainsim::cli {
 namespace fs = std::filesystem;
@@ -98,6 +100,7 @@ ordered_json perturbation_blocks(const scenario::Scenario& scenario, const sim::
     }
     const auto ci = analysis::confidence_interval_95(means);
     j["seeds"] = {{"count", seeds.size()},
+                  {"iteration_depends_on_seed", p.replay_depends_on_seed()},
                   {"runs", list},
                   {"mean_iteration_time_s", ci.mean},
                   {"ci95_half_width_s", ci.half_width},
@@ -126,6 +129,7 @@ void add_to_summary_json(const fs::path& dir, const ordered_json& blocks) {
   }
   for (const auto& [key, value] : blocks.items())
     summary[key] = value;
+  analysis::whole_numbers_as_integers(summary);
   std::ofstream out(path, std::ios::binary);
   out << summary.dump(2) << '\n';
   if (!out)
@@ -133,7 +137,7 @@ void add_to_summary_json(const fs::path& dir, const ordered_json& blocks) {
 }
 
 void print_perturbation_summary(std::ostream& out, const ordered_json& j) {
-  const auto ms = [](double s) { return fmt::format("{:.3f} ms", s * 1e3); };
+  const auto ms = [](double s) { return units::format_duration(s); };
   const auto& it = j["iterations"];
   if (it["count"].get<std::size_t>() > 1)
     out << fmt::format("\niterations        {} (seed {}): mean {}, p50 {}, p95 {}, p99 {}, max {}\n",
@@ -142,9 +146,9 @@ void print_perturbation_summary(std::ostream& out, const ordered_json& j) {
   if (j.contains("perturbations")) {
     const auto& p = j["perturbations"];
     out << fmt::format(
-        "perturbations     straggler episodes {} ({:.3f} GPU-s), link changes {}, stalled flows {}"
+        "perturbations     straggler episodes {} ({} GPU-s), link changes {}, stalled flows {}"
         " (longest {}), rerouted link downs {}\n",
-        p["straggler_episodes"].get<int>(), p["straggler_gpu_seconds"].get<double>(),
+        p["straggler_episodes"].get<int>(), units::format_si(p["straggler_gpu_seconds"].get<double>(), ""),
         p["link_changes"].get<int>(), p["stalled_flows"].get<int>(), ms(p["longest_stall_s"]),
         p["rerouted_link_downs"].get<int>());
   }
@@ -153,25 +157,33 @@ void print_perturbation_summary(std::ostream& out, const ordered_json& j) {
     out << fmt::format("seeds             {}: mean iteration {} +/- {} (95% CI)\n",
                        s["count"].get<std::size_t>(), ms(s["mean_iteration_time_s"]),
                        ms(s["ci95_half_width_s"]));
+    // A zero spread is not luck: nothing random reaches the iteration.
+    if (!s.value("iteration_depends_on_seed", true))
+      out << fmt::format(
+          "                  (no spread: nothing in this scenario that changes the iteration "
+          "is random (no `stragglers`), so every seed replays the same iteration{})\n",
+          s.contains("goodput_tokens_per_hour") ? "; only the failures differ per seed" : "");
     if (s.contains("goodput_tokens_per_hour"))
-      out << fmt::format("                  goodput {:.4g} +/- {:.3g} tokens/h (95% CI)\n",
-                         s["goodput_tokens_per_hour"]["mean"].get<double>(),
-                         s["goodput_tokens_per_hour"]["ci95_half_width"].get<double>());
+      out << fmt::format(
+          "                  goodput {} +/- {} (95% CI)\n",
+          units::format_si(s["goodput_tokens_per_hour"]["mean"].get<double>(), " tokens/h"),
+          units::format_si(s["goodput_tokens_per_hour"]["ci95_half_width"].get<double>(), " tokens/h"));
   }
   if (j.contains("failures")) {
     const auto& f = j["failures"];
     const auto& share = f["share"];
     out << fmt::format(
-        "failures          {} in {:.1f} h, {} checkpoints ({:.1f} s each); goodput {:.4g} tokens/h = {:.1f}% "
-        "of "
-        "ideal\n                  time: useful {:.1f}%, lost work {:.1f}%, restarts {:.1f}%, checkpoints "
-        "{:.1f}%, "
-        "unfinished {:.2f}%\n",
-        f["failures"].get<int>(), f["run_time_s"].get<double>() / 3600, f["checkpoints"].get<int>(),
-        f["checkpoint_write_s"].get<double>(), f["goodput_tokens_per_hour"].get<double>(),
-        100 * f["goodput_fraction"].get<double>(), 100 * share["useful"].get<double>(),
-        100 * share["lost_work"].get<double>(), 100 * share["restart"].get<double>(),
-        100 * share["checkpoint"].get<double>(), 100 * share["unfinished"].get<double>());
+        "failures          {} in {}, {} checkpoints ({} each); goodput {} = {} of ideal\n"
+        "                  time: useful {}, lost work {}, restarts {}, checkpoints {}, unfinished {}\n",
+        f["failures"].get<int>(), units::format_duration(f["run_time_s"].get<double>()),
+        f["checkpoints"].get<int>(), units::format_duration(f["checkpoint_write_s"].get<double>()),
+        units::format_si(f["goodput_tokens_per_hour"].get<double>(), " tokens/h"),
+        units::format_percent(f["goodput_fraction"].get<double>()),
+        units::format_percent(share["useful"].get<double>()),
+        units::format_percent(share["lost_work"].get<double>()),
+        units::format_percent(share["restart"].get<double>()),
+        units::format_percent(share["checkpoint"].get<double>()),
+        units::format_percent(share["unfinished"].get<double>()));
   }
 }
 

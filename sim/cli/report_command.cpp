@@ -115,7 +115,17 @@ int report_command(const ReportOptions& options) {
   if (ec)
     throw platforms::InputError(
         {fmt::format("{}: cannot create the output directory: {}", out_dir.string(), ec.message())});
-  write_reports(out_dir, scenario, graph, archive.timeline, options.html, options.quiet, {},
+  // Another folder becomes a run folder too (`trainsim report OUT` works on it).
+  std::vector<std::string> also_written;
+  if (!fs::equivalent(out_dir, run_dir, ec)) {
+    fs::copy_file(archive_path, out_dir / analysis::kRunArchiveFile, fs::copy_options::overwrite_existing,
+                  ec);
+    if (ec)
+      throw std::runtime_error(
+          fmt::format("cannot copy {} to {}: {}", archive_path.string(), out_dir.string(), ec.message()));
+    also_written.push_back(analysis::kRunArchiveFile);
+  }
+  write_reports(out_dir, scenario, graph, archive.timeline, options.html, options.quiet, also_written,
                 balance ? &*balance : nullptr);
   return 0;
 }

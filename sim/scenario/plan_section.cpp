@@ -1,6 +1,7 @@
 // The `plan` section and the rules that tie plan, model and cluster together.
 #include <fmt/format.h>
 
+#include "sim/scenario/key_aliases.hpp"
 #include "sim/scenario/sections.hpp"
 #include "workloads/schedule.hpp"
 
@@ -10,6 +11,7 @@ bool read_plan_section(platforms::MapReader& p, Scenario& scenario) {
   using workloads::Recompute;
   using workloads::ScheduleKind;
   const std::size_t before = p.error_count();
+  p.set_aliases(kPlanKeyAliases);
   auto& plan = scenario.plan;
   plan.dp = 0;  // 0: derive from the GPU count ("auto")
   if (auto text = p.text("dp"); text && *text != "auto") {
@@ -72,11 +74,19 @@ void validate_scenario(platforms::MapReader& p, Scenario& scenario) {
     }
     plan.dp = gpus / model_parallel;
   }
-  if (plan.gpu_count() != gpus)
-    p.error("dp", fmt::format(
-                      "dp x tp x pp{} = {} x {} x {}{} = {} GPUs, but the cluster has {} ({}); expected the "
-                      "product to equal the GPU count",
-                      cp_names, plan.dp, plan.tp, plan.pp, cp_value, plan.gpu_count(), gpus, cluster_size));
+  if (plan.gpu_count() != gpus) {
+    // The usual cause: a what-if resized the cluster of a scenario that fixes dp.
+    const std::string derive =
+        gpus % model_parallel == 0
+            ? fmt::format(", or dp: auto (--set plan.dp=auto) to derive dp = {} / {} = {}", gpus,
+                          model_parallel, gpus / model_parallel)
+            : std::string();
+    p.error("dp",
+            fmt::format(
+                "dp x tp x pp{} = {} x {} x {}{} = {} GPUs, but the cluster has {} ({}); expected the "
+                "product to equal the GPU count{}",
+                cp_names, plan.dp, plan.tp, plan.pp, cp_value, plan.gpu_count(), gpus, cluster_size, derive));
+  }
   bool batch_ok = true;
   if (!plan.dp_micro_batches.empty()) {
     batch_ok = validate_dp_micro_batches(p, scenario);

@@ -372,7 +372,10 @@ PlanSearch prepare_plan_search(const PlanSearchRequest& request) {
   search.enumerated = space.enumerated;
 
   std::vector<std::string> unexpected;
+  std::size_t checked = 0;
   for (const auto& plan : space.candidates) {
+    if (request.on_progress)
+      request.on_progress(checked++, space.candidates.size());
     const std::string key = workloads::plan_key(plan);
     const std::string origin = fmt::format("plan search candidate {}", key);
     YAML::Node root = YAML::Clone(base.root);
