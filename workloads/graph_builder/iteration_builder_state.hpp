@@ -80,6 +80,24 @@ class IterationBuilder {
   void add_rank_ops(int dp, int rank);
   void add_op(int dp, int rank, std::size_t op_index, const std::vector<int>& tp_groups,
               const std::vector<int>& cp_groups);
+  // The steps of add_op.
+  struct PieceSpec {
+    StageSlice slice;
+    int layer = -1;  // model layer (-1: the whole op)
+    double parameters = 0;
+  };
+  std::vector<PieceSpec> piece_specs(const PipeOp& op, const StageSlice& slice, int vs, bool per_layer) const;
+  std::vector<OpCost> piece_costs(PipeOpKind kind, const StageSlice& slice,
+                                  const std::vector<PieceSpec>& specs, const platforms::GpuSpec& gpu) const;
+  std::vector<BuiltOp> add_pieces(const PipeOp& op, int rank, int vs, const StageSlice& slice,
+                                  const std::vector<PieceSpec>& specs, const std::vector<int>& gpus,
+                                  const std::vector<int>& cp_groups);
+  void add_ring_attention_exchange(const PipeOp& op, int rank, const PieceSpec& spec, int passes,
+                                   const std::vector<int>& gpus, const std::vector<int>& cp_groups,
+                                   std::vector<BuiltOp>& built);
+  void add_tp_collectives(const PipeOp& op, int rank, const StageSlice& slice,
+                          const std::vector<int>& tp_groups, std::vector<BuiltOp>& built);
+  void record_op(const PipeOp& op, int vs, const std::vector<int>& gpus, std::vector<BuiltOp>& built);
   void add_pipeline_sends(int dp, int cp);
   void add_evictions(int dp, int cp);
   // `input` gates op `op_index` of `gpu`: its first task and its exchange.
