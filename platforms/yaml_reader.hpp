@@ -41,10 +41,21 @@ class InputSource {
   mutable std::map<std::string, std::string> origins_;
 };
 
+// Other names a map accepts for its keys: {alias, key} (Megatron-LM's
+// argument names for the model and plan keys, for instance). A key written
+// under an alias, or with '-' for '_' in an alias ("num-layers"), reads as
+// the key; giving both is an error.
+using KeyAliases = std::vector<std::pair<std::string_view, std::string_view>>;
+
 class MapReader {
  public:
   // `path` is the dotted key of this map ("" for the document root).
   MapReader(YAML::Node node, std::string path, const InputSource& source, ErrorList& errors);
+
+  // Accepts the aliases of `aliases` (a table that outlives the reader) for
+  // this map's keys from now on; reports a key given under two names, unless
+  // one of them came from --set, which then overrides the other.
+  void set_aliases(const KeyAliases& aliases);
 
   bool has(std::string_view key) const;
   // Marks a key as known without reading it (read elsewhere).
@@ -90,12 +101,21 @@ class MapReader {
  private:
   std::optional<YAML::Node> scalar(std::string_view key);
   std::optional<std::string> choice_text(std::string_view key, const std::vector<std::string_view>& words);
+  // The entry written for `key`, under its own name or an alias.
+  std::optional<std::pair<YAML::Node, YAML::Node>> entry(std::string_view key) const;
+  // The key an entry's written name stands for (itself unless an alias).
+  std::string_view canonical(std::string_view written) const;
+  // As key_path, with the name the file used ("model.num_layers").
+  std::string written_path(std::string_view key) const;
 
   YAML::Node node_;
   std::string path_;
   const InputSource* source_;
   ErrorList* errors_;
   std::set<std::string, std::less<>> known_;
+  const KeyAliases* aliases_ = nullptr;
+  // key -> the name it is read under when given twice, once by --set.
+  std::map<std::string, std::string, std::less<>> chosen_;
 };
 
 template <class E>

@@ -17,6 +17,7 @@
 #include "platforms/input_error.hpp"
 #include "platforms/input_file.hpp"
 #include "sim/cli/report_command.hpp"
+#include "sim/cli/run_command.hpp"
 #include "sim/replay/simulation.hpp"
 #include "sim/scenario/checks.hpp"
 #include "sim/scenario/cost_model_choice.hpp"
@@ -148,9 +149,7 @@ int run_balanced(const RunOptions& options) {
         "shares itself and compares them with the even split; expected the key left out (or run without "
         "--balance)",
         even.file, even.plan.stage_layers.empty() ? "dp_micro_batches" : "stage_layers")});
-  if (options.allow_oom)
-    for (const auto& problem : scenario::memory_problems(even))
-      std::cerr << "warning: " << even.file << ": plan: " << problem << " (simulating anyway: --allow-oom)\n";
+  print_scenario_warnings(even, options.allow_oom);
 
   // Search, then cap the stages that do not fit in memory and search again.
   const auto cost = scenario::make_cost_model(even);

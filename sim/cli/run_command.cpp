@@ -15,6 +15,7 @@
 #include "platforms/input_error.hpp"
 #include "platforms/input_file.hpp"
 #include "sim/cli/balance_run.hpp"
+#include "sim/cli/replay_progress.hpp"
 #include "sim/cli/report_command.hpp"
 #include "sim/replay/simulation.hpp"
 #include "sim/scenario/memory_check.hpp"
@@ -51,6 +52,8 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& options) {
                   "clusters) that equalise stage times on the cluster's GPUs, simulate it and the even split "
                   "(into OUT/even/), and report the gain; off (default): the scenario as written")
       ->check(CLI::IsMember({"auto", "off"}));
+  cmd->add_flag("--progress", options.progress,
+                "Show the progress line on stderr even when it is not a terminal (one line every 10 s)");
   return cmd;
 }
 
@@ -71,7 +74,8 @@ analysis::SeedOutcome run_seed_in_child(scenario::Scenario scenario, std::uint64
     std::string text;
     try {
       scenario.seed = seed;
-      const auto result = sim::simulate(scenario, {.iterations = iterations, .more_failure_seeds = {}});
+      const auto result =
+          sim::simulate(scenario, {.iterations = iterations, .more_failure_seeds = {}, .observer = {}});
       nlohmann::ordered_json j = {{"times", result.iteration_times_s}};
       if (result.failures)
         j["failures"] = analysis::to_json(*result.failures);
@@ -109,15 +113,21 @@ analysis::SeedOutcome run_seed_in_child(scenario::Scenario scenario, std::uint64
 
 }  // namespace
 
+void print_scenario_warnings(const scenario::Scenario& scenario, bool allow_oom) {
+  for (const auto& note : scenario.notes)
+    std::cerr << "note: " << note << '\n';
+  if (allow_oom)
+    for (const auto& problem : scenario::memory_problems(scenario))
+      std::cerr << "warning: " << scenario.file << ": plan: " << problem
+                << "; simulating it anyway (--allow-oom)\n";
+}
+
 int run_command(const RunOptions& options) {
   if (options.balance == "auto")
     return run_balanced(options);
   const scenario::Scenario scenario =
       scenario::load_scenario(options.scenario, options.overrides, {.check_memory = !options.allow_oom});
-  if (options.allow_oom)
-    for (const auto& problem : scenario::memory_problems(scenario))
-      std::cerr << "warning: " << scenario.file << ": plan: " << problem
-                << " (simulating anyway: --allow-oom)\n";
+  print_scenario_warnings(scenario, options.allow_oom);
   const fs::path out_dir =
       options.out_dir.empty() ? fs::path("runs") / scenario.name : fs::path(options.out_dir);
   std::error_code ec;
@@ -134,7 +144,8 @@ int run_command(const RunOptions& options) {
   // job-level failure run differs, and it runs once per seed after the
   // replay (a 16,384-GPU iteration is replayed once, not K times).
   const bool one_replay = !scenario.perturbations.replay_depends_on_seed();
-  sim::SimulationOptions simulation_options{.iterations = options.iterations, .more_failure_seeds = {}};
+  sim::SimulationOptions simulation_options{
+      .iterations = options.iterations, .more_failure_seeds = {}, .observer = {}};
   std::vector<analysis::SeedOutcome> seeds;
   for (int k = 1; k < options.seeds; ++k) {
     const std::uint64_t seed = scenario.seed + static_cast<std::uint64_t>(k);
@@ -143,7 +154,18 @@ int run_command(const RunOptions& options) {
     else
       seeds.push_back(run_seed_in_child(scenario, seed, options.iterations));
   }
+  // The progress line's ticker starts after the seed children are forked.
+  sim::ProgressLine line(std::cerr, sim::progress_wanted(options.progress), sim::stderr_is_terminal());
+  simulation_options.observer = observe_replay(line, "--set cluster.collectives.fidelity=fast");
+  line.update("building the task graph");
+  line.start_ticker();
   const sim::SimulationResult result = sim::simulate(scenario, simulation_options);
+  // The line stays up while the outputs are written, unless the summary is
+  // printed then (it would land on the line).
+  if (options.quiet)
+    line.update("writing the outputs");
+  else
+    line.close();
   if (options.seeds > 1)
     seeds.insert(seeds.begin(), {scenario.seed, result.iteration_times_s, result.failures});
   const auto& more_seeds = simulation_options.more_failure_seeds;
@@ -183,6 +205,7 @@ int run_command(const RunOptions& options) {
              .repeats = repeats,
              .archive = &archive},
             options.html, options.quiet);
+  line.close();
   return 0;
 }
 

@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "sim/scenario/scenario.hpp"
+
 namespace trainsim::cli {
 
 struct RunOptions {
@@ -22,11 +24,18 @@ struct RunOptions {
   // simulate it against the even split (sim/cli/balance_run.hpp). "off":
   // the scenario as written.
   std::string balance = "off";
+  // Show the progress line even when stderr is not a terminal.
+  bool progress = false;
 };
 
 // Registers the subcommand; `options` must outlive parsing.
 CLI::App* add_run_command(CLI::App& app, RunOptions& options);
 // Returns the process exit status.
 int run_command(const RunOptions& options);
+
+// What the loader noted (a preset given with --set replacing the file's
+// cluster keys) and, with --allow-oom, why the plan does not fit: printed on
+// stderr before the simulation.
+void print_scenario_warnings(const scenario::Scenario& scenario, bool allow_oom);
 
 }  // namespace trainsim::cli

@@ -275,6 +275,8 @@ class Replayer {
     if (slot.flow != kNoFlow)
       flow_recorder_.finish(slot.flow, now());
     free_slots_.push_back(index);
+    if (slot.src >= 0 && (++flows_done_ & 4095) == 0)
+      report_progress();
     const TaskId id = slot.task;
     const auto& task = graph_[id];
     if (task.kind == TaskKind::collective) {
@@ -307,6 +309,15 @@ class Replayer {
     });
   }
 
+  // Masks of powers of two keep the checks cheap; a few hundred tasks or a
+  // few thousand flows take well under the progress line's refresh interval.
+  void report_progress() {
+    if (options_.on_progress)
+      options_.on_progress({now(), tasks_done_,
+                            graph_.size() * static_cast<std::size_t>(std::max(options_.iterations, 1)),
+                            flows_done_});
+  }
+
   void complete(TaskId id) {
     const auto& task = graph_[id];
     const double end = now();
@@ -321,6 +332,8 @@ class Replayer {
       timeline_.end_s = std::max(timeline_.end_s, end);
     }
     ++completed_;
+    if ((++tasks_done_ & 255) == 0)
+      report_progress();
     for (auto [e, e_end] = boost::out_edges(id, graph_.graph); e != e_end; ++e) {
       const TaskId next = boost::target(*e, graph_.graph);
       if (--remaining_[next] == 0)
@@ -358,6 +371,8 @@ class Replayer {
   };
   std::vector<Retired> retired_;
   std::size_t completed_ = 0;
+  std::size_t tasks_done_ = 0;  // over every iteration, for the progress reports
+  std::size_t flows_done_ = 0;
   analysis::Timeline timeline_;
   FlowRecorder flow_recorder_;
 };

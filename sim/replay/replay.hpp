@@ -12,6 +12,7 @@
 
 #include "analysis/timeline.hpp"
 #include "sim/platform/cluster_zone.hpp"
+#include "sim/replay/replay_observer.hpp"
 #include "workloads/task_graph.hpp"
 
 namespace trainsim::sim {
@@ -31,6 +32,8 @@ struct ReplayOptions {
   PerturbationDriver* perturbations = nullptr;
   // Called when the first iteration ends (energy is read there).
   std::function<void()> on_first_iteration_end;
+  // Called every few hundred finished tasks (the CLI's progress line).
+  std::function<void(const ReplayProgress&)> on_progress;
 };
 
 struct ReplayResult {

@@ -6,6 +6,7 @@
 #include "sim/platform/engine_setup.hpp"
 #include "sim/platform/gpu_energy.hpp"
 #include "sim/replay/replay.hpp"
+#include "sim/replay/replay_cost.hpp"
 #include "sim/scenario/cost_model_choice.hpp"
 #include "workloads/graph_builder/iteration_builder.hpp"
 
@@ -41,6 +42,9 @@ SimulationResult simulate(const scenario::Scenario& scenario, const SimulationOp
   replay_options.on_first_iteration_end = [&result, zone]() {
     result.timeline.gpu_energy_J = consumed_energy_J(*zone);
   };
+  replay_options.on_progress = options.observer.on_progress;
+  if (options.observer.on_cost)
+    options.observer.on_cost(estimate_replay_cost(result.graph, *zone, options.iterations));
   auto replayed = replay(result.graph, *zone, replay_options);
   auto energy = std::move(result.timeline.gpu_energy_J);
   result.timeline = std::move(replayed.timeline);

@@ -81,7 +81,8 @@ Scenario load_document(const YAML::Node& root, const platforms::InputSource& sou
     // A plan that runs, but not in the GPUs' memory.
     if (options.check_memory) {
       for (const auto& problem : memory_problems(scenario))
-        errors.add(platforms::locate_problem(root, source, {"plan", problem}));
+        errors.add(platforms::locate_problem(root, source,
+                                             {"plan", problem + ", or --allow-oom to simulate anyway"}));
       try {
         errors.throw_if_any();
       } catch (const platforms::InputError& e) {

@@ -24,6 +24,9 @@ struct Scenario {
   std::optional<double> compute_efficiency;
   // Slow GPUs, stragglers, link faults, failures (the `perturbations` section).
   Perturbations perturbations;
+  // What the loader did that the user may not expect (a preset chosen with
+  // --set replacing the file's cluster keys): the CLI prints each as a note.
+  std::vector<std::string> notes;
 };
 
 struct LoadOptions {
