@@ -18,6 +18,8 @@
 #include "sim/cli/report_command.hpp"
 #include "sim/replay/simulation.hpp"
 #include "sim/scenario/memory_check.hpp"
+#include "sim/scenario/run_size.hpp"
+#include "platforms/units.hpp"
 #include "sim/scenario/scenario.hpp"
 
 namespace trainsim::cli {
@@ -46,6 +48,9 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& options) {
                   "otherwise one replay and K failure runs) and report the mean iteration time (and "
                   "goodput) with its 95% confidence interval")
       ->check(CLI::Range(1, 10000));
+  cmd->add_option("--max-memory", options.max_memory,
+                  "Refuse a run whose estimated memory exceeds SIZE (e.g. 8GiB; default: the memory available "
+                  "on this machine)");
   cmd->add_option("--balance", options.balance,
                   "auto: search the layers per pipeline stage (and micro-batches per DP replica on mixed "
                   "clusters) that equalise stage times on the cluster's GPUs, simulate it and the even split "
@@ -109,11 +114,35 @@ analysis::SeedOutcome run_seed_in_child(scenario::Scenario scenario, std::uint64
 
 }  // namespace
 
+scenario::LoadOptions run_load_options(const RunOptions& options) {
+  scenario::LoadOptions load{.check_memory = !options.allow_oom,
+                             .max_run_memory_bytes = scenario::available_memory_bytes(),
+                             .memory_limit_from = "memory available on this machine",
+                             .iterations = options.iterations * options.seeds};
+  if (!options.max_memory.empty()) {
+    try {
+      load.max_run_memory_bytes = units::parse_bytes(options.max_memory);
+    } catch (const units::UnitError& e) {
+      throw platforms::InputError({fmt::format("--max-memory {}: {}", options.max_memory, e.what())});
+    }
+    load.memory_limit_from = "--max-memory " + options.max_memory;
+  }
+  return load;
+}
+
+void note_long_run(const scenario::Scenario& scenario, const RunOptions& options) {
+  constexpr double kLongRun_s = 60;
+  const auto size = scenario::estimate_run_size(scenario, options.iterations * options.seeds);
+  if (size.replay_s > kLongRun_s)
+    std::cerr << fmt::format("note: {}: a long run: {} (estimate)\n", scenario.file, scenario::describe(size));
+}
+
 int run_command(const RunOptions& options) {
   if (options.balance == "auto")
     return run_balanced(options);
   const scenario::Scenario scenario =
-      scenario::load_scenario(options.scenario, options.overrides, {.check_memory = !options.allow_oom});
+      scenario::load_scenario(options.scenario, options.overrides, run_load_options(options));
+  note_long_run(scenario, options);
   if (options.allow_oom)
     for (const auto& problem : scenario::memory_problems(scenario))
       std::cerr << "warning: " << scenario.file << ": plan: " << problem
