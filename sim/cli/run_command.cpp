@@ -14,12 +14,12 @@
 #include "analysis/reporters/run_folder.hpp"
 #include "platforms/input_error.hpp"
 #include "platforms/input_file.hpp"
+#include "platforms/units.hpp"
 #include "sim/cli/balance_run.hpp"
 #include "sim/cli/report_command.hpp"
 #include "sim/replay/simulation.hpp"
 #include "sim/scenario/memory_check.hpp"
 #include "sim/scenario/run_size.hpp"
-#include "platforms/units.hpp"
 #include "sim/scenario/scenario.hpp"
 
 namespace trainsim::cli {
@@ -48,9 +48,10 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& options) {
                   "otherwise one replay and K failure runs) and report the mean iteration time (and "
                   "goodput) with its 95% confidence interval")
       ->check(CLI::Range(1, 10000));
-  cmd->add_option("--max-memory", options.max_memory,
-                  "Refuse a run whose estimated memory exceeds SIZE (e.g. 8GiB; default: the memory available "
-                  "on this machine)");
+  cmd->add_option(
+      "--max-memory", options.max_memory,
+      "Refuse a run whose estimated memory exceeds SIZE (e.g. 8GiB; default: the memory available "
+      "on this machine)");
   cmd->add_option("--balance", options.balance,
                   "auto: search the layers per pipeline stage (and micro-batches per DP replica on mixed "
                   "clusters) that equalise stage times on the cluster's GPUs, simulate it and the even split "
@@ -134,7 +135,8 @@ void note_long_run(const scenario::Scenario& scenario, const RunOptions& options
   constexpr double kLongRun_s = 60;
   const auto size = scenario::estimate_run_size(scenario, options.iterations * options.seeds);
   if (size.replay_s > kLongRun_s)
-    std::cerr << fmt::format("note: {}: a long run: {} (estimate)\n", scenario.file, scenario::describe(size));
+    std::cerr << fmt::format("note: {}: a long run: {} (estimate)\n", scenario.file,
+                             scenario::describe(size));
 }
 
 int run_command(const RunOptions& options) {

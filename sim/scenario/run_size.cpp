@@ -14,14 +14,14 @@ namespace {
 
 // Calibration (docs/reliability.md "Size guard"): measured on the shipped
 // scenarios, peak RSS and wall time of `trainsim run` on the 2-core machine.
-constexpr double kRecordsPerUnit = 2;        // records per (GPU x micro-batch x layer of its stage)
-constexpr double kFlowsPerRecord = 3;        // p2p and TP flows per record
-constexpr double kFlowsPerDpStep = 3;        // flows per DP ring step, GPU and layer (ZeRO-3: x3)
-constexpr double kBytesPerRecord = 2000;     // graph task, timeline record, outputs' share
-constexpr double kBytesPerFlow = 600;        // flow record, SimGrid activity while it runs
-constexpr double kBaseBytes = 64.0 * (1 << 20);
-constexpr double kSecondsPerRecord = 40e-6;
-constexpr double kSecondsPerFlow = 20e-6;
+constexpr double kRecordsPerUnit = 0.5;  // records per (GPU x micro-batch x layer of its stage)
+constexpr double kFlowsPerRecord = 2.5;  // p2p and TP flows per record
+constexpr double kFlowsPerDpStep = 8;    // flows per DP ring step, GPU and layer (ZeRO-3: x3)
+constexpr double kBytesPerRecord = 500;  // graph task, timeline record, outputs' share
+constexpr double kBytesPerFlow = 200;    // flow record, SimGrid activity while it runs
+constexpr double kBaseBytes = 40.0 * (1 << 20);
+constexpr double kSecondsPerRecord = 30e-6;
+constexpr double kSecondsPerFlow = 40e-6;
 
 }  // namespace
 
@@ -34,8 +34,9 @@ RunSize estimate_run_size(const Scenario& scenario, int iterations) {
   RunSize s;
   s.records = iterations * (kRecordsPerUnit * gpus * micro_batches * layers_per_stage + gpus * layers);
   const double dp_steps = plan.dp > 1 ? 2.0 * (plan.dp - 1) : 0.0;
-  s.flows = iterations * (kFlowsPerRecord * s.records / iterations +
-                          kFlowsPerDpStep * gpus * dp_steps * layers_per_stage * (plan.zero_stage == 3 ? 3 : 1));
+  s.flows =
+      iterations * (kFlowsPerRecord * s.records / iterations +
+                    kFlowsPerDpStep * gpus * dp_steps * layers_per_stage * (plan.zero_stage == 3 ? 3 : 1));
   s.memory_bytes = kBaseBytes + kBytesPerRecord * s.records + kBytesPerFlow * s.flows;
   s.replay_s = kSecondsPerRecord * s.records + kSecondsPerFlow * s.flows;
   return s;

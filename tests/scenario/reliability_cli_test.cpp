@@ -103,6 +103,43 @@ TEST(MisplacedBlame, AnUnknownTopLevelKeyFromASetNamesTheSet) {
   expect_refused(run_with_set("PLAN.tp=2"), "--set PLAN.tp=2: PLAN: unknown key");
 }
 
+TEST(MisplacedBlame, AnErrorBehindAYamlAliasHasItsLine) {
+  const std::string text = R"(x: &g
+  - gpu: A100-80GB
+    nodes: 2
+    gpus_per_node: 8
+    bogus: 1
+cluster:
+  groups: *g
+model:
+  preset: gpt3-1.3b
+plan: {dp: 2, tp: 2, pp: 4, micro_batch_size: 1, global_batch_size: 16}
+)";
+  expect_refused(run_text(text), "scenario.yaml:5:5: cluster.groups.0.bogus: unknown key");
+}
+
+TEST(MisplacedBlame, ASweepValueIsBlamedOnItsLineInTheStudy) {
+  const auto study = write_temp_file("study.yaml", kGood + "sweep:\n  grid:\n    cluster.nodes: [0, 2]\n");
+  expect_refused(run_cli({"sweep", study.string(), "--quiet", "--out", fresh_dir("sweep-out").string()}),
+                 "study.yaml:16:21: cluster.nodes: 0 is out of range");
+}
+
+TEST(SizeGuard, AHugeBatchIsRefusedWithTheEstimateBeforeAnythingIsBuilt) {
+  const auto r = run_with_set("plan.global_batch_size=1000000000");
+  expect_refused(r, "too large for this machine");
+  EXPECT_NE(r.err.find("records"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("plan.global_batch_size"), std::string::npos) << r.err;
+}
+
+TEST(SizeGuard, MaxMemoryLowersTheLimit) {
+  const auto out = fresh_dir("max-memory");
+  const auto r =
+      run_cli({"run", "scenarios/quickstart.yaml", "-q", "--out", out.string(), "--max-memory", "1MiB"});
+  expect_refused(r, "more than the 1MiB of --max-memory 1MiB");
+  expect_refused(run_cli({"run", "scenarios/quickstart.yaml", "-q", "--max-memory", "lots"}),
+                 "--max-memory lots");
+}
+
 TEST(RunArchives, FlippedBitsAreRefusedByTheChecksum) {
   const auto out = fresh_dir("archive-flip");
   ASSERT_EQ(run_text(kGood, out).status, 0);
@@ -145,7 +182,8 @@ TEST(RunFolders, ARunCompletesItsFolderAndRemovesWhatAnEarlierRunLeft) {
 
 TEST(RunFolders, ReportRegeneratesTheRepeatedRunBlocksOfSummaryJson) {
   const auto out = fresh_dir("report-repeats");
-  ASSERT_EQ(run_cli({"run", "scenarios/quickstart.yaml", "-q", "--iterations", "2", "--out", (out / "run").string()})
+  ASSERT_EQ(run_cli({"run", "scenarios/quickstart.yaml", "-q", "--iterations", "2", "--out",
+                     (out / "run").string()})
                 .status,
             0);
   ASSERT_EQ(run_cli({"report", (out / "run").string(), "-q", "--out", (out / "again").string()}).status, 0);

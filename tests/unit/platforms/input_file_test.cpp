@@ -34,7 +34,8 @@ TEST(InputFile, RefusesDirectoriesDevicesAndFifos) {
   const auto fifo = dir / "fifo";
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
   EXPECT_NE(error_of(fifo.string()).find("pipe"), std::string::npos);
-  EXPECT_NE(error_of((dir / "missing.yaml").string()).find("cannot open the scenario file"), std::string::npos);
+  EXPECT_NE(error_of((dir / "missing.yaml").string()).find("cannot open the scenario file"),
+            std::string::npos);
 }
 
 TEST(InputFile, RefusesAFileLargerThanTheCap) {
