@@ -10,6 +10,7 @@
 #include "sim/cli/finite_option.hpp"
 #include "sim/replay/collective_benchmark.hpp"
 #include "sim/scenario/cluster_loader.hpp"
+#include "sim/scenario/run_size.hpp"
 
 namespace trainsim::cli {
 namespace {
@@ -116,6 +117,14 @@ int collective_command(const CollectiveOptions& options) {
   if (bench.ranks < 2)
     throw platforms::InputError(
         {fmt::format("--ranks {}: a collective needs at least two ranks", bench.ranks)});
+
+  // The size guard: refuse what cannot fit here, say up front what will take long.
+  const auto size = scenario::estimate_collective_size(
+      bench.ranks, bench.sizes_bytes.size(), cluster.collectives.fidelity == platforms::Fidelity::detailed);
+  scenario::check_collective_size(bench.ranks, size, scenario::available_memory_bytes());
+  if (size.replay_s > scenario::kLongRun_s)
+    std::cerr << fmt::format("note: --ranks {}: a long run: {} (estimate)\n", bench.ranks,
+                             scenario::describe(size));
 
   const auto rows = sim::run_collective_benchmark(cluster, bench);
 

@@ -116,10 +116,9 @@ analysis::SeedOutcome run_seed_in_child(scenario::Scenario scenario, std::uint64
 }  // namespace
 
 scenario::LoadOptions run_load_options(const RunOptions& options) {
-  scenario::LoadOptions load{.check_memory = !options.allow_oom,
-                             .max_run_memory_bytes = scenario::available_memory_bytes(),
-                             .memory_limit_from = "memory available on this machine",
-                             .iterations = options.iterations * options.seeds};
+  scenario::LoadOptions load = scenario::with_size_guard(
+      {.check_memory = !options.allow_oom, .iterations = options.iterations * options.seeds});
+  load.memory_limit_from += " (--max-memory sets another limit)";
   if (!options.max_memory.empty()) {
     try {
       load.max_run_memory_bytes = units::parse_bytes(options.max_memory);
@@ -132,9 +131,8 @@ scenario::LoadOptions run_load_options(const RunOptions& options) {
 }
 
 void note_long_run(const scenario::Scenario& scenario, const RunOptions& options) {
-  constexpr double kLongRun_s = 60;
   const auto size = scenario::estimate_run_size(scenario, options.iterations * options.seeds);
-  if (size.replay_s > kLongRun_s)
+  if (size.replay_s > scenario::kLongRun_s)
     std::cerr << fmt::format("note: {}: a long run: {} (estimate)\n", scenario.file,
                              scenario::describe(size));
 }

@@ -42,6 +42,25 @@ RunSize estimate_run_size(const Scenario& scenario, int iterations) {
   return s;
 }
 
+RunSize estimate_collective_size(int ranks, std::size_t sizes, bool detailed) {
+  constexpr double kChannels = 8;  // an upper bound of NCCL's channels per collective
+  const double n = std::max(2, ranks);
+  RunSize s;
+  s.flows = kChannels * (detailed ? 2 * (n - 1) * n : 2 * n);
+  s.records = n;
+  s.memory_bytes = kBaseBytes + kBytesPerFlow * s.flows + kBytesPerRecord * s.records;
+  s.replay_s = double(sizes) * (kSecondsPerFlow * s.flows + kSecondsPerRecord * s.records);
+  s.flows *= double(sizes);
+  s.records *= double(sizes);
+  return s;
+}
+
+LoadOptions with_size_guard(LoadOptions load) {
+  load.max_run_memory_bytes = available_memory_bytes();
+  load.memory_limit_from = "memory available on this machine";
+  return load;
+}
+
 double available_memory_bytes() {
   std::ifstream in("/proc/meminfo");
   std::string line;
@@ -64,17 +83,28 @@ std::string describe(const RunSize& size) {
                                     : fmt::format("{:.1f} h", minutes / 60));
 }
 
-void check_run_size(const Scenario& scenario, const RunSize& size, double limit_bytes,
-                    const std::string& limit_from) {
+void check_run_size(const Scenario& scenario, const RunSize& size, const LoadOptions& options) {
+  const double limit_bytes = options.max_run_memory_bytes;
   if (limit_bytes <= 0 || size.memory_bytes <= limit_bytes)
     return;
   const auto& plan = scenario.plan;
   throw platforms::InputError({fmt::format(
       "{}: this run is too large for this machine: the estimate is {} (records ~ GPUs x micro-batches x "
       "layers per stage = {} x {} x {}), more than the {} of {}; make it smaller (plan.global_batch_size "
-      "for fewer micro-batches, cluster.nodes, model.layers) or raise the limit with --max-memory",
+      "for fewer micro-batches, cluster.nodes, model.layers)",
       scenario.file, describe(size), scenario.cluster.gpu_count(), plan.micro_batches(),
-      scenario.model.layers / std::max(1, plan.pp), units::format_bytes(limit_bytes), limit_from)});
+      scenario.model.layers / std::max(1, plan.pp), units::format_bytes(limit_bytes),
+      options.memory_limit_from)});
+}
+
+void check_collective_size(int ranks, const RunSize& size, double limit_bytes) {
+  if (limit_bytes <= 0 || size.memory_bytes <= limit_bytes)
+    return;
+  throw platforms::InputError({fmt::format(
+      "--ranks {}: this collective is too large for this machine: the estimate is {}, more than the {} of "
+      "memory available; use fewer ranks, --fidelity fast (one flow per edge) or fewer sizes (--min, --max, "
+      "--step-factor)",
+      ranks, describe(size), units::format_bytes(limit_bytes))});
 }
 
 }  // namespace trainsim::scenario

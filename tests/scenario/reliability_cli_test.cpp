@@ -140,6 +140,21 @@ TEST(SizeGuard, MaxMemoryLowersTheLimit) {
                  "--max-memory lots");
 }
 
+TEST(SizeGuard, ASweepPointTooLargeIsRefusedWithThePoint) {
+  const auto study = write_temp_file(
+      "study.yaml", kGood + "sweep:\n  grid:\n    plan.global_batch_size: [16, 1000000000]\n");
+  const auto r = run_cli({"sweep", study.string(), "--quiet", "--out", fresh_dir("sweep-big").string()});
+  expect_refused(r, "too large for this machine");
+  EXPECT_NE(r.err.find("(point 0001)"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("--max-memory"), std::string::npos) << "sweep has no --max-memory: " << r.err;
+}
+
+TEST(SizeGuard, AMillionRankCollectiveIsRefusedWithTheEstimate) {
+  const auto r = run_cli({"collective", "--ranks", "1048576"});
+  expect_refused(r, "--ranks 1048576: this collective is too large for this machine");
+  EXPECT_NE(r.err.find("--fidelity fast"), std::string::npos) << r.err;
+}
+
 TEST(RunArchives, FlippedBitsAreRefusedByTheChecksum) {
   const auto out = fresh_dir("archive-flip");
   ASSERT_EQ(run_text(kGood, out).status, 0);
