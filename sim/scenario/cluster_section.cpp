@@ -10,6 +10,7 @@
 #include <functional>
 
 #include "platforms/calibrated_defaults.hpp"
+#include "platforms/fabric_layout.hpp"
 #include "platforms/presets.hpp"
 #include "sim/scenario/sections.hpp"
 
@@ -190,11 +191,10 @@ struct FabricGiven {
 void read_fabric(std::optional<platforms::MapReader> f, platforms::FabricSpec& fabric, FabricGiven& given) {
   if (!f)
     return;
-  if (auto topo = f->choice<FabricTopology>("topology", {{"single_switch", FabricTopology::single_switch},
-                                                         {"fat_tree", FabricTopology::fat_tree},
-                                                         {"rail_optimised", FabricTopology::rail_optimised},
-                                                         {"dragonfly", FabricTopology::dragonfly},
-                                                         {"torus", FabricTopology::torus}}))
+  std::vector<std::pair<std::string_view, FabricTopology>> topologies;
+  for (const auto& kind : platforms::fabric_table())
+    topologies.emplace_back(kind.name, kind.topology);
+  if (auto topo = f->choice<FabricTopology>("topology", topologies))
     fabric.topology = *topo;
   if (auto tech = f->choice<FabricTechnology>(
           "technology", {{"infiniband", FabricTechnology::infiniband}, {"roce", FabricTechnology::roce}}))
