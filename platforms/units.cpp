@@ -5,6 +5,7 @@
 #include <array>
 #include <charconv>
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <utility>
 
@@ -61,9 +62,12 @@ std::optional<Split> split_number(std::string_view text) {
 // kept as written and the exponent shifted ("5" and -6 read as "5e-6").
 double scale_decimal(std::string_view number, int exponent) {
   double value = 0;
+  // Out of a double's range (overflow or underflow): NaN, which the range
+  // check refuses, rather than from_chars' untouched 0.
+  constexpr double kUnreadable = std::numeric_limits<double>::quiet_NaN();
   if (exponent == 0) {
-    std::from_chars(number.data(), number.data() + number.size(), value);
-    return value;
+    const auto r = std::from_chars(number.data(), number.data() + number.size(), value);
+    return r.ec == std::errc{} ? value : kUnreadable;
   }
   std::string_view mantissa = number;
   long long written_exponent = 0;
@@ -75,8 +79,8 @@ double scale_decimal(std::string_view number, int exponent) {
     std::from_chars(rest.data(), rest.data() + rest.size(), written_exponent);
   }
   const std::string text = fmt::format("{}e{}", mantissa, written_exponent + exponent);
-  std::from_chars(text.data(), text.data() + text.size(), value);
-  return value;
+  const auto r = std::from_chars(text.data(), text.data() + text.size(), value);
+  return r.ec == std::errc{} ? value : kUnreadable;
 }
 
 // Unit suffixes match ignoring case ("400gbps", "10MS"), except a b / B,

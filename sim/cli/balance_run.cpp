@@ -141,7 +141,7 @@ double finish_even_run(const EvenChild& child) {
 }  // namespace
 
 int run_balanced(const RunOptions& options) {
-  const scenario::LoadOptions load{.check_memory = !options.allow_oom};
+  const scenario::LoadOptions load = run_load_options(options);
   const scenario::Scenario even = scenario::load_scenario(options.scenario, options.overrides, load);
   if (!even.plan.stage_layers.empty() || !even.plan.dp_micro_batches.empty())
     throw platforms::InputError({fmt::format(

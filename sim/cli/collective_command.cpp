@@ -12,6 +12,7 @@
 #include "sim/cli/replay_progress.hpp"
 #include "sim/replay/collective_benchmark.hpp"
 #include "sim/scenario/cluster_loader.hpp"
+#include "sim/scenario/run_size.hpp"
 
 namespace trainsim::cli {
 namespace {
@@ -125,6 +126,14 @@ int collective_command(const CollectiveOptions& options) {
   if (bench.ranks < 2)
     throw platforms::InputError(
         {fmt::format("--ranks {}: a collective needs at least two ranks", bench.ranks)});
+
+  // The size guard: refuse what cannot fit here, say up front what will take long.
+  const auto size = scenario::estimate_collective_size(
+      bench.ranks, bench.sizes_bytes.size(), cluster.collectives.fidelity == platforms::Fidelity::detailed);
+  scenario::check_collective_size(bench.ranks, size, scenario::available_memory_bytes());
+  if (size.replay_s > scenario::kLongRun_s)
+    std::cerr << fmt::format("note: --ranks {}: a long run: {} (estimate)\n", bench.ranks,
+                             scenario::describe(size));
 
   sim::ProgressLine line(std::cerr, sim::progress_wanted(options.progress), sim::stderr_is_terminal());
   bench.observer = observe_replay(line, "--fidelity fast");

@@ -14,11 +14,13 @@
 #include "analysis/reporters/run_folder.hpp"
 #include "platforms/input_error.hpp"
 #include "platforms/input_file.hpp"
+#include "platforms/units.hpp"
 #include "sim/cli/balance_run.hpp"
 #include "sim/cli/replay_progress.hpp"
 #include "sim/cli/report_command.hpp"
 #include "sim/replay/simulation.hpp"
 #include "sim/scenario/memory_check.hpp"
+#include "sim/scenario/run_size.hpp"
 #include "sim/scenario/scenario.hpp"
 
 namespace trainsim::cli {
@@ -47,6 +49,10 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& options) {
                   "otherwise one replay and K failure runs) and report the mean iteration time (and "
                   "goodput) with its 95% confidence interval")
       ->check(CLI::Range(1, 10000));
+  cmd->add_option(
+      "--max-memory", options.max_memory,
+      "Refuse a run whose estimated memory exceeds SIZE (e.g. 8GiB; default: the memory available "
+      "on this machine)");
   cmd->add_option("--balance", options.balance,
                   "auto: search the layers per pipeline stage (and micro-batches per DP replica on mixed "
                   "clusters) that equalise stage times on the cluster's GPUs, simulate it and the even split "
@@ -122,11 +128,34 @@ void print_scenario_warnings(const scenario::Scenario& scenario, bool allow_oom)
                 << "; simulating it anyway (--allow-oom)\n";
 }
 
+scenario::LoadOptions run_load_options(const RunOptions& options) {
+  scenario::LoadOptions load = scenario::with_size_guard(
+      {.check_memory = !options.allow_oom, .iterations = options.iterations * options.seeds});
+  load.memory_limit_from += " (--max-memory sets another limit)";
+  if (!options.max_memory.empty()) {
+    try {
+      load.max_run_memory_bytes = units::parse_bytes(options.max_memory);
+    } catch (const units::UnitError& e) {
+      throw platforms::InputError({fmt::format("--max-memory {}: {}", options.max_memory, e.what())});
+    }
+    load.memory_limit_from = "--max-memory " + options.max_memory;
+  }
+  return load;
+}
+
+void note_long_run(const scenario::Scenario& scenario, const RunOptions& options) {
+  const auto size = scenario::estimate_run_size(scenario, options.iterations * options.seeds);
+  if (size.replay_s > scenario::kLongRun_s)
+    std::cerr << fmt::format("note: {}: a long run: {} (estimate)\n", scenario.file,
+                             scenario::describe(size));
+}
+
 int run_command(const RunOptions& options) {
   if (options.balance == "auto")
     return run_balanced(options);
   const scenario::Scenario scenario =
-      scenario::load_scenario(options.scenario, options.overrides, {.check_memory = !options.allow_oom});
+      scenario::load_scenario(options.scenario, options.overrides, run_load_options(options));
+  note_long_run(scenario, options);
   print_scenario_warnings(scenario, options.allow_oom);
   const fs::path out_dir =
       options.out_dir.empty() ? fs::path("runs") / scenario.name : fs::path(options.out_dir);

@@ -26,7 +26,16 @@ struct RunOptions {
   std::string balance = "off";
   // Show the progress line even when stderr is not a terminal.
   bool progress = false;
+  // --max-memory SIZE: the size guard's limit (default: the memory available).
+  std::string max_memory;
 };
+
+// How `run` loads its scenario: the memory check unless --allow-oom, and the
+// size guard (sim/scenario/run_size.hpp) with --max-memory or the memory
+// available. Throws InputError for a malformed --max-memory.
+scenario::LoadOptions run_load_options(const RunOptions& options);
+// Says the size estimate up front (stderr) when the run will take a while.
+void note_long_run(const scenario::Scenario& scenario, const RunOptions& options);
 
 // Registers the subcommand; `options` must outlive parsing.
 CLI::App* add_run_command(CLI::App& app, RunOptions& options);

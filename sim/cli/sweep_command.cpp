@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "platforms/input_error.hpp"
+#include "sim/scenario/run_size.hpp"
 #include "sim/study/point_runner.hpp"
 #include "sim/study/study_file.hpp"
 #include "sim/study/study_points.hpp"
@@ -81,7 +82,8 @@ int sweep_command(const SweepOptions& options) {
   if (!options.shard.empty())
     shard = sim::parse_shard(options.shard);
 
-  const auto points = sim::prepare_points(study, options.overrides, {.check_memory = !options.allow_oom});
+  const auto points = sim::prepare_points(study, options.overrides,
+                                          scenario::with_size_guard({.check_memory = !options.allow_oom}));
   std::map<std::string, std::size_t> dropped_by_reason;
   for (const auto& p : points)
     if (p.dropped)

@@ -13,6 +13,7 @@
 #include "sim/scenario/document.hpp"
 #include "sim/scenario/infeasible_plan.hpp"
 #include "sim/scenario/memory_check.hpp"
+#include "sim/scenario/run_size.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "sim/scenario/sections.hpp"
 
@@ -78,6 +79,9 @@ Scenario load_document(const YAML::Node& root, const platforms::InputSource& sou
     } catch (const platforms::InputError& e) {
       throw InfeasiblePlan(Infeasibility::invalid_plan, e.problems());
     }
+    // A plan too large to simulate here: refused before anything big is built.
+    if (options.max_run_memory_bytes > 0)
+      check_run_size(scenario, estimate_run_size(scenario, options.iterations), options);
     // A plan that runs, but not in the GPUs' memory.
     if (options.check_memory) {
       for (const auto& problem : memory_problems(scenario))

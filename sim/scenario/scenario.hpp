@@ -35,6 +35,12 @@ struct LoadOptions {
   // (does_not_fit_in_memory) when it does not. `trainsim run --allow-oom`
   // turns it off.
   bool check_memory = true;
+  // The size guard (sim/scenario/run_size.hpp), checked before the memory
+  // model walks every rank's op list: refuse a run whose estimated memory
+  // exceeds `max_run_memory_bytes` (0: no guard).
+  double max_run_memory_bytes = 0;
+  std::string memory_limit_from{};  // "--max-memory 8GiB", "the memory available on this machine"
+  int iterations = 1;               // replayed (`run --iterations N`)
 };
 
 // Reads `path`, applies the `--set KEY=VALUE` overrides in order, then parses

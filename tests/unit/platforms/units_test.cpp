@@ -104,6 +104,35 @@ TEST(Units, MessageSizesFollowNcclTests) {
   EXPECT_THROW(parse_message_size_bytes("-8"), UnitError);
 }
 
+TEST(Units, EveryKindHasAValidRangeAndSaysIt) {
+  // Denormals and overflows once reached SimGrid (an abort) or trace.json ("dur":inf).
+  EXPECT_THROW(parse_latency_s("5e-324h"), UnitError);
+  EXPECT_THROW(parse_latency_s("1e308us"), UnitError);
+  EXPECT_THROW(parse_latency_s("2h"), UnitError);
+  EXPECT_DOUBLE_EQ(parse_latency_s("1h"), 3600);
+  EXPECT_DOUBLE_EQ(parse_latency_s("1ps"), 1e-12);
+  EXPECT_EQ(parse_latency_s("0us"), 0);
+  EXPECT_THROW(parse_duration_s("1e-20s"), UnitError);
+  EXPECT_THROW(parse_duration_s("200years"), UnitError);
+  EXPECT_DOUBLE_EQ(parse_duration_s("50000h"), 50000 * 3600.0);
+  EXPECT_THROW(parse_bandwidth_Bps("1e-320Gbps"), UnitError);
+  EXPECT_THROW(parse_bandwidth_Bps("1bps"), UnitError);  // above 1 bit/s
+  EXPECT_THROW(parse_bandwidth_Bps("0Gbps"), UnitError);
+  EXPECT_THROW(parse_bandwidth_Bps("1PBps"), UnitError);  // below 1 PB/s
+  EXPECT_DOUBLE_EQ(parse_bandwidth_Bps("2bps"), 0.25);
+  EXPECT_THROW(parse_bytes("1e308TB"), UnitError);  // the product overflows to inf
+  EXPECT_THROW(parse_bytes("2PiB"), UnitError);
+  EXPECT_THROW(parse_flop_rate("1e30FLOPS"), UnitError);
+  EXPECT_THROW(parse_power_W("2MW"), UnitError);
+  try {
+    parse_latency_s("1e308us");
+  } catch (const UnitError& e) {
+    EXPECT_NE(std::string(e.what()).find("out of range (expected a latency of 0 or between 1ps and 1h)"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(Units, FormattingKeepsThreeSignificantDigits) {
   EXPECT_EQ(format_bytes(1.5 * 1024 * 1024 * 1024), "1.5GiB");
   EXPECT_EQ(format_duration(0.504), "504ms");
