@@ -92,7 +92,8 @@ void write_gantt_svg(std::ostream& out, const RunContext& run, const Timeline& t
     fmt::print(out, "</g>\n");
   }
   // Boxes, drawn in record order per row group for a compact file.
-  auto box = [&](int g, double s, double e, bool compute, const workloads::Task& task, bool on_path) {
+  auto box = [&](int g, double s, double e, bool compute, workloads::TaskId id, bool on_path) {
+    const auto& task = run.graph[id];
     const int r = row_of[static_cast<std::size_t>(g)];
     if (r < 0)
       return;
@@ -102,15 +103,15 @@ void write_gantt_svg(std::ostream& out, const RunContext& run, const Timeline& t
                y, w, compute ? box_h : strip_h, svg::colour_of(task),
                on_path && compute ? " stroke=\"#111\" stroke-width=\"1\"" : "");
     fmt::print(out, "<title>GPU {}: {} ({} to {})</title></rect>\n", g,
-               svg::escape(workloads::task_label(task)), svg::escape(svg::time_label(s, t)),
+               svg::escape(workloads::task_label(run.graph, id)), svg::escape(svg::time_label(s, t)),
                svg::escape(svg::time_label(e, t)));
   };
   for (const auto& r : timeline.records) {
     const auto& task = run.graph[r.task];
     const bool compute = r.stream == Stream::compute;
-    box(r.gpu, r.start_s, r.end_s, compute, task, critical.count(r.task) > 0);
+    box(r.gpu, r.start_s, r.end_s, compute, r.task, critical.count(r.task) > 0);
     if (task.kind == workloads::TaskKind::send && task.peer >= 0)
-      box(task.peer, r.start_s, r.end_s, false, task, false);
+      box(task.peer, r.start_s, r.end_s, false, r.task, false);
   }
   // Time axis.
   const double axis_y = top + row_h * static_cast<double>(rows.size()) + 4;

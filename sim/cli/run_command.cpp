@@ -51,6 +51,10 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& options) {
                   "clusters) that equalise stage times on the cluster's GPUs, simulate it and the even split "
                   "(into OUT/even/), and report the gain; off (default): the scenario as written")
       ->check(CLI::IsMember({"auto", "off"}));
+  cmd->add_option("--chakra", options.chakra,
+                  "Replay a Chakra execution trace (a folder of <name>.<rank>.et files, their prefix, or one "
+                  ".et file) on the scenario's cluster: the scenario's workload.chakra, for a scenario "
+                  "without model and plan");
   return cmd;
 }
 
@@ -127,7 +131,15 @@ SeedResult run_seed_in_child(scenario::Scenario scenario, std::uint64_t seed, in
 
 }  // namespace
 
-int run_command(const RunOptions& options) {
+int run_command(const RunOptions& given) {
+  RunOptions options = given;
+  if (!options.chakra.empty()) {
+    // A YAML single-quoted scalar: the path as written, from here.
+    std::string path = fs::absolute(options.chakra).lexically_normal().string(), quoted = "'";
+    for (char c : path)
+      quoted += c == '\'' ? std::string("''") : std::string(1, c);
+    options.overrides.push_back("workload.chakra=" + quoted + "'");
+  }
   if (options.balance == "auto")
     return run_balanced(options);
   const scenario::Scenario scenario =

@@ -22,6 +22,9 @@ struct RunOptions {
   // simulate it against the even split (sim/cli/balance_run.hpp). "off":
   // the scenario as written.
   std::string balance = "off";
+  // --chakra PATH: replay this Chakra trace on the scenario's cluster (the
+  // scenario's `workload.chakra`, relative to the current directory).
+  std::string chakra;
 };
 
 // Registers the subcommand; `options` must outlive parsing.

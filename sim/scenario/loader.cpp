@@ -54,16 +54,31 @@ Scenario load_document(const YAML::Node& root, const platforms::InputSource& sou
   bool ok = true;
   auto cluster = required_map(top, "cluster", "a preset or gpu, nodes, gpus_per_node, nvlink, nic, fabric");
   ok = cluster && read_cluster_section(*cluster, scenario) && ok;
-  auto model = required_map(top, "model", "a preset or layers, hidden, heads, seq_len, vocab");
-  ok = model && read_model_section(*model, scenario) && ok;
-  auto plan = required_map(top, "plan", "dp, tp, pp, micro_batch_size, global_batch_size, schedule");
-  ok = plan && read_plan_section(*plan, scenario) && ok;
+  // A trace replaces the model and the plan (sim/scenario/workload_section.cpp).
+  const bool trace = top.has("workload");
+  std::optional<platforms::MapReader> plan;
+  if (trace) {
+    for (const char* key : {"model", "plan"})
+      if (top.has(key)) {
+        top.accept(key);
+        top.error(key,
+                  "a scenario with a `workload` section replays that trace, which brings its own work and "
+                  "parallelism; take this section out");
+      }
+    auto workload = top.map("workload");
+    ok = workload && cluster && ok && read_workload_section(*workload, scenario) && ok;
+  } else {
+    auto model = required_map(top, "model", "a preset or layers, hidden, heads, seq_len, vocab");
+    ok = model && read_model_section(*model, scenario) && ok;
+    plan = required_map(top, "plan", "dp, tp, pp, micro_batch_size, global_batch_size, schedule");
+    ok = plan && read_plan_section(*plan, scenario) && ok;
+  }
   if (top.has("perturbations"))
     if (auto perturbations = top.map("perturbations"); perturbations && ok)
       ok = read_perturbations_section(*perturbations, scenario) && ok;
   top.finish();
   errors.throw_if_any();
-  if (ok) {
+  if (ok && !trace) {
     validate_scenario(*plan, scenario);
     // Everything found from here on is a well-formed plan that cannot run on
     // this cluster and model: a sweep drops such points (sim/scenario/infeasible_plan.hpp).

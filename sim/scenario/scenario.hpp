@@ -13,6 +13,15 @@
 
 namespace trainsim::scenario {
 
+// A workload recorded or generated elsewhere (the `workload` section),
+// replayed instead of a model and a plan: one Chakra execution trace file
+// per GPU rank (sim/scenario/trace_workload.hpp).
+struct TraceWorkload {
+  std::string chakra;       // the trace: a folder, a file prefix or one .et file (absolute)
+  std::string comm_groups;  // ASTRA-sim's communicator groups file (absolute; empty: none)
+  int ranks = 0;            // rank files found
+};
+
 struct Scenario {
   std::string name;
   std::string file;
@@ -24,6 +33,9 @@ struct Scenario {
   std::optional<double> compute_efficiency;
   // Slow GPUs, stragglers, link faults, failures (the `perturbations` section).
   Perturbations perturbations;
+  // Set when the scenario replays a trace; `model` then only names it and
+  // `plan` is data parallelism over every GPU (one pipeline stage).
+  std::optional<TraceWorkload> workload;
 };
 
 struct LoadOptions {

@@ -16,6 +16,12 @@ bool read_plan_section(platforms::MapReader& plan, Scenario& scenario);
 // and links (scenario_perturbations.cpp).
 bool read_perturbations_section(platforms::MapReader& perturbations, Scenario& scenario);
 
+// The `workload` section (workload_section.cpp): a Chakra trace replayed
+// instead of a model and plan; read after the cluster, whose GPU count the
+// trace must fit. Fills scenario.workload, and the model and plan the
+// reports describe it with.
+bool read_workload_section(platforms::MapReader& workload, Scenario& scenario);
+
 // Cross-field rules, each reported at the plan key a user would change.
 // Derives plan.dp when it was left to "auto".
 void validate_scenario(platforms::MapReader& plan, Scenario& scenario);
