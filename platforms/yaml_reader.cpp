@@ -301,6 +301,47 @@ void MapReader::finish() {
   }
 }
 
+std::string locate_problem(const YAML::Node& root, const InputSource& source, const Problem& problem) {
+  // Walk down to the deepest map along the key (without operator[], which
+  // would add entries to the document).
+  const auto child = [](const YAML::Node& map, std::string_view name) -> std::optional<YAML::Node> {
+    if (!map.IsMap())
+      return std::nullopt;
+    for (const auto& kv : map)
+      if (kv.first.Scalar() == name)
+        return kv.second;
+    return std::nullopt;
+  };
+  std::vector<std::string> parts;
+  for (std::size_t start = 0; start <= problem.key.size();) {
+    const std::size_t dot = std::min(problem.key.find('.', start), problem.key.size());
+    parts.push_back(problem.key.substr(start, dot - start));
+    start = dot + 1;
+  }
+  if (problem.key.empty())
+    parts.clear();
+  YAML::Node map;
+  map.reset(root);
+  std::string path;
+  std::size_t depth = 0;
+  // The key itself names a map (a section): the problem is about it as a whole.
+  const std::size_t last = parts.empty() ? 0 : parts.size() - 1;
+  for (; depth < parts.size(); ++depth) {
+    const auto next = child(map, parts[depth]);
+    if (!next || !next->IsMap() || (depth == last && !next->IsMap()))
+      break;
+    map.reset(*next);  // rebinds (operator= would overwrite the document)
+    path = path.empty() ? parts[depth] : path + "." + parts[depth];
+  }
+  ErrorList errors;
+  MapReader reader(map, path, source, errors);
+  std::string key;
+  for (std::size_t i = depth; i < parts.size(); ++i)
+    key += (key.empty() ? "" : ".") + parts[i];
+  reader.error(key, problem.message);
+  return errors.problems().back();
+}
+
 void apply_override(YAML::Node& root, const std::string& assignment, InputSource& source, ErrorList& errors) {
   const auto option = fmt::format("--set {}", assignment);
   const auto eq = assignment.find('=');

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "platforms/input_error.hpp"
+#include "platforms/problem.hpp"
 
 namespace trainsim::platforms {
 
@@ -112,6 +113,11 @@ std::optional<E> MapReader::choice(std::string_view key,
 // How a value reads in an error message: 'text', "a list", "a map" or
 // "nothing".
 std::string describe_yaml_value(const YAML::Node& node);
+
+// "where: key: message" for a problem found by a typed check, located as
+// MapReader::error would locate it: at the key's value in `root` (or its
+// override), else at the nearest enclosing map that exists.
+std::string locate_problem(const YAML::Node& root, const InputSource& source, const Problem& problem);
 
 // Applies "a.b.c=value" to the document (value parsed as YAML), recording the
 // override in `source`. Errors (no '=', empty key, a scalar in the way) go to

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "platforms/problem.hpp"
 #include "workloads/parallel_plan.hpp"
 
 namespace trainsim::workloads {
@@ -131,11 +132,9 @@ ChunkPlacement placement_of(ScheduleKind kind);
 int default_virtual_stages(ScheduleKind kind);
 
 // Why a plan's schedule cannot run (one entry per broken rule; empty when it
-// can). `key` is the plan key a user would change.
-struct ScheduleProblem {
-  std::string key;
-  std::string message;
-};
+// can). `key` is the plan key a user would change, relative to the plan
+// ("virtual_stages"); workloads/plan_checks.hpp reports them with the rest.
+using ScheduleProblem = platforms::Problem;
 std::vector<ScheduleProblem> schedule_problems(const ParallelPlan& plan, int layers);
 
 // BPipe's balancing threshold: an evictor keeps at most this many

@@ -2,8 +2,7 @@
 // The geometry of a plan's pipeline, shared by the graph builder, the memory
 // model, the plan search and the stage balancer: which layers each virtual
 // stage holds, how many parameters a GPU of a stage holds, the bytes of a
-// pipeline message and of a TP all-reduce, the schedule a plan replays, and
-// why a layer partition or micro-batch split cannot be built.
+// pipeline message and of a TP all-reduce, and the schedule a plan replays.
 #include <string>
 
 #include "platforms/cluster_spec.hpp"
@@ -29,12 +28,6 @@ PipelineSchedule schedule_for(const ModelSpec& model, const ParallelPlan& plan,
 PipelineSchedule schedule_for(const ModelSpec& model, const ParallelPlan& plan,
                               const platforms::ClusterSpec& cluster, const CostModel& cost,
                               int micro_batches);
-
-// Why the plan's layer partition (stage_layers or the even split) or its
-// micro-batch shares (dp_micro_batches or the even share) cannot be built,
-// in a few words; empty when they can. The scenario loader gives the
-// user-facing messages; this is the builder's precondition.
-std::string partition_problem(const ModelSpec& model, const ParallelPlan& plan);
 
 // Per-GPU bytes the pipeline sends between stages per micro-batch: the
 // b x s x h bf16 activation, split over the TP group (Megatron's

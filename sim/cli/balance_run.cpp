@@ -18,6 +18,7 @@
 #include "platforms/input_error.hpp"
 #include "sim/cli/report_command.hpp"
 #include "sim/replay/simulation.hpp"
+#include "sim/scenario/checks.hpp"
 #include "sim/scenario/cost_model_choice.hpp"
 #include "sim/scenario/memory_check.hpp"
 #include "sim/scenario/scenario.hpp"
@@ -46,6 +47,24 @@ std::vector<std::string> balanced_overrides(const RunOptions& options,
   if (found.balanced.dp_micro_batches != found.even.dp_micro_batches)
     overrides.push_back("plan.dp_micro_batches=" + list_text(found.balanced.dp_micro_batches));
   return overrides;
+}
+
+// The balanced scenario built in code from the even one, checked by the
+// loader's typed rules (sim/scenario/checks.hpp); the overrides above are
+// what the saved run records, so that `trainsim report` rebuilds it.
+scenario::Scenario balanced_scenario(const scenario::Scenario& even, const workloads::BalanceResult& found) {
+  scenario::Scenario balanced = even;
+  if (found.balanced.stage_layers != found.even.stage_layers)
+    balanced.plan.stage_layers = found.balanced.stage_layers;
+  if (found.balanced.dp_micro_batches != found.even.dp_micro_batches)
+    balanced.plan.dp_micro_batches = found.balanced.dp_micro_batches;
+  if (const auto problems = scenario::check(balanced); !problems.empty()) {
+    std::vector<std::string> text;
+    for (const auto& p : problems)
+      text.push_back(fmt::format("{}: balanced split: {}: {}", even.file, p.key, p.message));
+    throw platforms::InputError(text);
+  }
+  return balanced;
 }
 
 std::string read_text(const std::string& path) {
@@ -151,7 +170,7 @@ int run_balanced(const RunOptions& options) {
   for (int attempt = 0;; ++attempt) {
     found = workloads::balance_stages(even.model, even.plan, even.cluster, *cost, caps);
     overrides = balanced_overrides(options, found);
-    balanced = scenario::load_scenario(options.scenario, overrides, {.check_memory = false});
+    balanced = balanced_scenario(even, found);
     if (options.allow_oom)
       break;
     const std::vector<int> ranks = scenario::ranks_out_of_memory(balanced);

@@ -153,8 +153,8 @@ int plan_command(const PlanOptions& options) {
 
   std::vector<sim::PointJob> jobs;
   for (std::size_t i = 0; i < top; ++i)
-    jobs.push_back(
-        sim::PointJob{search.ranked[i].key, search.ranked[i].label, search.ranked[i].scenario_yaml});
+    jobs.push_back(sim::PointJob{search.ranked[i].key, search.ranked[i].label,
+                                 sim::scenario_yaml(search, search.ranked[i])});
   sim::RunnerOptions runner;
   runner.root = out_dir / "points";
   runner.jobs =

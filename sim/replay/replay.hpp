@@ -2,10 +2,11 @@
 // Replays a task graph on the SimGrid platform: every compute task is a
 // SimGrid execution on its GPU's host, every transfer a SimGrid communication
 // over the routed links, collectives expanded into flows. An activity is
-// created and started only when all its predecessors are done (SimGrid keeps
-// declared-but-unstarted activities in a list with linear removal), and each
-// GPU's compute stream runs one task at a time, in the order tasks became
-// ready.
+// started only when all its predecessors are done (SimGrid keeps
+// declared-but-unstarted activities in a list with linear removal), a
+// finished one is started again rather than a new one created (see
+// replay.cpp), and each GPU's compute stream runs one task at a time, in the
+// order tasks became ready.
 #include <functional>
 #include <vector>
 

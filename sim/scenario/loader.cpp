@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "platforms/yaml_reader.hpp"
+#include "sim/scenario/checks.hpp"
 #include "sim/scenario/document.hpp"
 #include "sim/scenario/infeasible_plan.hpp"
 #include "sim/scenario/memory_check.hpp"
@@ -78,8 +79,15 @@ Scenario load_document(const YAML::Node& root, const platforms::InputSource& sou
       ok = read_perturbations_section(*perturbations, scenario) && ok;
   top.finish();
   errors.throw_if_any();
+  // A replayed trace has no plan to check (sim/scenario/workload_section.cpp).
   if (ok && !trace) {
-    validate_scenario(*plan, scenario);
+    // Typed checks (sim/scenario/checks.hpp), each problem located at the
+    // key's value in this document or the --set option that gave it.
+    auto problems = resolve_plan(scenario);
+    if (problems.empty())
+      problems = check(scenario);
+    for (const auto& problem : problems)
+      errors.add(platforms::locate_problem(root, source, problem));
     // Everything found from here on is a well-formed plan that cannot run on
     // this cluster and model: a sweep drops such points (sim/scenario/infeasible_plan.hpp).
     try {
@@ -90,7 +98,7 @@ Scenario load_document(const YAML::Node& root, const platforms::InputSource& sou
     // A plan that runs, but not in the GPUs' memory.
     if (options.check_memory) {
       for (const auto& problem : memory_problems(scenario))
-        plan->error("", problem);
+        errors.add(platforms::locate_problem(root, source, {"plan", problem}));
       try {
         errors.throw_if_any();
       } catch (const platforms::InputError& e) {

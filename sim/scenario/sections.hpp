@@ -22,22 +22,14 @@ bool read_perturbations_section(platforms::MapReader& perturbations, Scenario& s
 // reports describe it with.
 bool read_workload_section(platforms::MapReader& workload, Scenario& scenario);
 
-// Cross-field rules, each reported at the plan key a user would change.
-// Derives plan.dp when it was left to "auto".
-void validate_scenario(platforms::MapReader& plan, Scenario& scenario);
-
 // The plan's parallelism options (scenario_plan_options.cpp): sequence and
 // context parallelism, zero_stage, gradient buckets. Read with the plan
 // section, validated with it.
 void read_parallelism_options(platforms::MapReader& plan, Scenario& scenario);
-void validate_parallelism_options(platforms::MapReader& plan, Scenario& scenario);
 
-// The heterogeneous-cluster keys (scenario_plan_partition.cpp):
-// stage_layers and dp_micro_batches, read with the plan section; each
-// validator returns true when its key (when given) is right.
+// The heterogeneous-cluster keys, read with the plan section:
+// stage_layers and dp_micro_batches (docs/heterogeneous.md).
 void read_partition_options(platforms::MapReader& plan, Scenario& scenario);
-bool validate_stage_layers(platforms::MapReader& plan, const Scenario& scenario);
-bool validate_dp_micro_batches(platforms::MapReader& plan, const Scenario& scenario);
 
 // Integer ceiling for counts in scenario files.
 inline constexpr long long kMaxCount = 1LL << 30;

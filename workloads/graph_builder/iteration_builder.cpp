@@ -8,6 +8,7 @@
 #include "workloads/context_parallel.hpp"
 #include "workloads/expert_parallel.hpp"
 #include "workloads/graph_builder/iteration_builder_state.hpp"
+#include "workloads/plan_checks.hpp"
 #include "workloads/stage_slices.hpp"
 
 namespace trainsim::workloads {
@@ -539,20 +540,13 @@ TaskGraph build_iteration(const ModelSpec& model, const ParallelPlan& plan,
                           const platforms::ClusterSpec& cluster, const CostModel& cost) {
   if (plan.gpu_count() != cluster.gpu_count())
     throw std::invalid_argument("plan and cluster GPU counts differ");
-  if (const std::string problem = partition_problem(model, plan); !problem.empty())
-    throw std::invalid_argument(problem);
   if (plan.cp < 1 || plan.zero_stage < 0 || plan.zero_stage > 3)
     throw std::invalid_argument("context parallelism below 1 or ZeRO stage outside 0..3");
-  if (plan.ep < 1 || plan.data_parallel_size() % plan.ep != 0 ||
-      (plan.ep > 1 && (!model.is_moe() || model.moe.experts % plan.ep != 0)))
-    throw std::invalid_argument("expert parallelism must divide dp x cp and the experts of a MoE model");
-  if (plan.ep > 1 && (plan.zero_stage >= 2 || plan.overlap_grad_reduce))
-    throw std::invalid_argument(
-        "expert parallelism supports ZeRO stages 0 and 1 without overlap_grad_reduce");
-  if (const auto problems = schedule_problems(plan, model.layers); !problems.empty()) {
-    std::string text = "schedule cannot run:";
+  // The same rules the scenario loader reports to users (workloads/plan_checks.hpp).
+  if (const auto problems = plan_problems(model, plan); !problems.empty()) {
+    std::string text = "the plan cannot be built:";
     for (const auto& p : problems)
-      text += " plan." + p.key + ": " + p.message + ";";
+      text += " " + p.key + ": " + p.message + ";";
     throw std::invalid_argument(text);
   }
   if (plan.cp > 1) {
