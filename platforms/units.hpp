@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace trainsim::units {
 
@@ -31,6 +32,10 @@ double parse_duration_s(std::string_view text);
 double parse_flop_rate(std::string_view text);
 // "400W", "1.2kW". Returns watts.
 double parse_power_W(std::string_view text);
+
+// The units each parser above accepts (the scenario schema's patterns).
+enum class Quantity { bytes, bandwidth, duration, flop_rate, power };
+std::vector<std::string_view> unit_suffixes(Quantity quantity);
 
 // Human-readable renderings for reports (three significant digits).
 std::string format_bytes(double bytes);

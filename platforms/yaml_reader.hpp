@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "platforms/input_error.hpp"
+#include "platforms/key_table.hpp"
 #include "platforms/problem.hpp"
 
 namespace trainsim::platforms {
@@ -41,10 +42,22 @@ class InputSource {
   mutable std::map<std::string, std::string> origins_;
 };
 
+// Called with every key a reader consults in a key table, when set (the
+// tests that check every declared key is read by some reader; one at a
+// time, nullptr to stop).
+using KeyReadObserver = void (*)(const KeyTable& table, std::string_view key);
+void observe_key_reads(KeyReadObserver observer);
+
 class MapReader {
  public:
   // `path` is the dotted key of this map ("" for the document root).
-  MapReader(YAML::Node node, std::string path, const InputSource& source, ErrorList& errors);
+  // `table`, when given, is the declared keys of this map
+  // (platforms/key_table.hpp): every accessor checks that its key is there
+  // with the same type, range and words (std::logic_error otherwise: the
+  // table and the reader must never disagree), and the maps it opens get
+  // their keys' tables.
+  MapReader(YAML::Node node, std::string path, const InputSource& source, ErrorList& errors,
+            const KeyTable* table = nullptr);
 
   bool has(std::string_view key) const;
   // Marks a key as known without reading it (read elsewhere).
@@ -73,6 +86,7 @@ class MapReader {
   std::optional<std::vector<long long>> integer_list(std::string_view key, long long min, long long max);
   const InputSource& source() const { return *source_; }
   ErrorList& errors() const { return *errors_; }
+  const KeyTable* table() const { return table_; }
 
   // Reports every key of this map that no accessor asked for.
   void finish();
@@ -87,11 +101,16 @@ class MapReader {
  private:
   std::optional<YAML::Node> scalar(std::string_view key);
   std::optional<std::string> choice_text(std::string_view key, const std::vector<std::string_view>& words);
+  // The table's entry for `key`, checked against how the reader reads it
+  // (nullptr without a table).
+  const KeySpec* consult(std::string_view key, ValueType type, double min = 0, double max = 0,
+                         const std::vector<std::string_view>* words = nullptr) const;
 
   YAML::Node node_;
   std::string path_;
   const InputSource* source_;
   ErrorList* errors_;
+  const KeyTable* table_ = nullptr;
   std::set<std::string, std::less<>> known_;
 };
 

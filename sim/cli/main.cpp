@@ -17,6 +17,7 @@
 #include "sim/cli/plan_command.hpp"
 #include "sim/cli/report_command.hpp"
 #include "sim/cli/run_command.hpp"
+#include "sim/cli/schema_command.hpp"
 #include "sim/cli/sweep_command.hpp"
 #include "sim/cli/validate_command.hpp"
 #include "trainsim_version.hpp"
@@ -52,6 +53,7 @@ int main(int argc, char** argv) {
       subcommand<cli::PlanOptions>(app, cli::add_plan_command, cli::plan_command),
       subcommand<cli::ReportOptions>(app, cli::add_report_command, cli::report_command),
       subcommand<cli::ExportOptions>(app, cli::add_export_command, cli::export_command),
+      subcommand<cli::SchemaOptions>(app, cli::add_schema_command, cli::schema_command),
       subcommand<cli::ValidateOptions>(app, cli::add_validate_command, cli::validate_command),
   };
 

@@ -15,6 +15,7 @@
 #include "sim/scenario/infeasible_plan.hpp"
 #include "sim/scenario/memory_check.hpp"
 #include "sim/scenario/scenario.hpp"
+#include "sim/scenario/scenario_keys.hpp"
 #include "sim/scenario/sections.hpp"
 
 namespace trainsim::scenario {
@@ -36,7 +37,7 @@ Scenario load_document(const YAML::Node& root, const platforms::InputSource& sou
   platforms::ErrorList errors;
   Scenario scenario;
   scenario.file = file;
-  platforms::MapReader top(root, "", source, errors);
+  platforms::MapReader top(root, "", source, errors, &scenario_keys());
   scenario.name = top.text("name").value_or(std::filesystem::path(file).stem().string());
   top.text("description");
   if (auto seed = top.integer("seed", 0, std::numeric_limits<long long>::max()))
