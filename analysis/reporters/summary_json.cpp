@@ -299,6 +299,11 @@ void write_summary_json(std::ostream& out, const RunContext& run, const Report& 
                            {"bytes", c.bytes},
                            {"busy_s", c.busy_s}});
   j["collectives"] = collectives;
+  if (report.repeats) {
+    const ordered_json blocks = summary_blocks(*report.repeats);
+    for (auto it = blocks.begin(); it != blocks.end(); ++it)
+      j[it.key()] = *it;
+  }
   out << j.dump(2) << '\n';
 }
 

@@ -10,6 +10,7 @@
 #include <functional>
 
 #include "platforms/calibrated_defaults.hpp"
+#include "platforms/fabric_layout.hpp"
 #include "platforms/presets.hpp"
 #include "sim/scenario/sections.hpp"
 
@@ -39,7 +40,7 @@ void read_link(std::optional<platforms::MapReader> map, LinkInput& link, bool wi
     return;
   if (auto bw = map->bandwidth_Bps("bandwidth"))
     link.bandwidth_Bps = bw;
-  if (auto lat = map->duration_s("latency"))
+  if (auto lat = map->latency_s("latency"))
     link.latency_s = lat;
   if (with_efficiency)
     if (auto eff = map->number("efficiency", 1e-3, 1.0))
@@ -128,7 +129,7 @@ void read_group_fields(platforms::MapReader& m, GroupInput& in) {
   if (auto nic = m.map("nic")) {
     if (auto bw = nic->bandwidth_Bps("bandwidth"))
       in.nic.bandwidth_Bps = bw;
-    if (auto lat = nic->duration_s("latency"))
+    if (auto lat = nic->latency_s("latency"))
       in.nic.latency_s = lat;
     if (auto per_node = nic->integer("per_node", 1, 1024))
       in.nics_per_node = static_cast<int>(*per_node);
@@ -190,11 +191,10 @@ struct FabricGiven {
 void read_fabric(std::optional<platforms::MapReader> f, platforms::FabricSpec& fabric, FabricGiven& given) {
   if (!f)
     return;
-  if (auto topo = f->choice<FabricTopology>("topology", {{"single_switch", FabricTopology::single_switch},
-                                                         {"fat_tree", FabricTopology::fat_tree},
-                                                         {"rail_optimised", FabricTopology::rail_optimised},
-                                                         {"dragonfly", FabricTopology::dragonfly},
-                                                         {"torus", FabricTopology::torus}}))
+  std::vector<std::pair<std::string_view, FabricTopology>> topologies;
+  for (const auto& kind : platforms::fabric_table())
+    topologies.emplace_back(kind.name, kind.topology);
+  if (auto topo = f->choice<FabricTopology>("topology", topologies))
     fabric.topology = *topo;
   if (auto tech = f->choice<FabricTechnology>(
           "technology", {{"infiniband", FabricTechnology::infiniband}, {"roce", FabricTechnology::roce}}))
@@ -218,7 +218,7 @@ void read_fabric(std::optional<platforms::MapReader> f, platforms::FabricSpec& f
   };
   ratio("oversubscription", fabric.oversubscription);
   ratio("pod_oversubscription", fabric.pod_oversubscription);
-  if (auto lat = f->duration_s("spine_latency")) {
+  if (auto lat = f->latency_s("spine_latency")) {
     fabric.spine_latency_s = *lat;
     given.spine_latency = true;
   }
@@ -226,7 +226,7 @@ void read_fabric(std::optional<platforms::MapReader> f, platforms::FabricSpec& f
     fabric.levels = static_cast<int>(*levels);
   if (auto n = f->integer("leaves_per_pod", 1, kMaxCount))
     fabric.leaves_per_pod = static_cast<int>(*n);
-  if (auto lat = f->duration_s("core_latency")) {
+  if (auto lat = f->latency_s("core_latency")) {
     fabric.core_latency_s = *lat;
     given.core_latency = true;
   }
@@ -238,7 +238,7 @@ void read_fabric(std::optional<platforms::MapReader> f, platforms::FabricSpec& f
     fabric.local_bandwidth_Bps = *bw;
   if (auto bw = f->bandwidth_Bps("global_bandwidth"))
     fabric.global_bandwidth_Bps = *bw;
-  if (auto lat = f->duration_s("hop_latency")) {
+  if (auto lat = f->latency_s("hop_latency")) {
     fabric.hop_latency_s = *lat;
     given.hop_latency = true;
   }
@@ -285,7 +285,7 @@ void read_collectives(std::optional<platforms::MapReader> c, platforms::Collecti
     config.algorithm = *a;
   if (auto f = c->choice<Fidelity>("fidelity", {{"detailed", Fidelity::detailed}, {"fast", Fidelity::fast}}))
     config.fidelity = *f;
-  if (auto lat = c->duration_s("launch_latency"))
+  if (auto lat = c->latency_s("launch_latency"))
     config.launch_latency_s = *lat;
   if (auto n = c->integer("max_chunks", 1, 1 << 16))
     config.max_pipeline_chunks = static_cast<int>(*n);
