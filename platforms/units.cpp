@@ -240,7 +240,31 @@ constexpr std::array<Suffix, 18> kFlopRateSuffixes{{{"FLOPS", 0},
 
 constexpr std::array<Suffix, 4> kPowerSuffixes{{{"W", 0}, {"mW", -3}, {"kW", 3}, {"MW", 6}}};
 
+template <std::size_t N>
+std::vector<std::string_view> texts(const std::array<Suffix, N>& suffixes) {
+  std::vector<std::string_view> out;
+  for (const auto& s : suffixes)
+    out.push_back(s.text);
+  return out;
+}
+
 }  // namespace
+
+std::vector<std::string_view> unit_suffixes(Quantity quantity) {
+  switch (quantity) {
+    case Quantity::bytes:
+      return texts(kByteSuffixes);
+    case Quantity::bandwidth:
+      return texts(kBandwidthSuffixes);
+    case Quantity::duration:
+      return texts(kDurationSuffixes);
+    case Quantity::flop_rate:
+      return texts(kFlopRateSuffixes);
+    case Quantity::power:
+      return texts(kPowerSuffixes);
+  }
+  return {};
+}
 
 double parse_bytes(std::string_view text) {
   return parse_with(text, kByteSuffixes, "size", "\"80GiB\", \"1.5GB\" or \"512B\"",

@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "platforms/number_format.hpp"
 
@@ -53,5 +54,9 @@ double parse_power_W(std::string_view text);
 // bytes, a K, M, G or T suffix (either case) a power of 1024 as in
 // nccl-tests; any other unit goes through parse_bytes ("1MiB", "1.5GB").
 double parse_message_size_bytes(std::string_view text);
+
+// The units each parser above accepts (the scenario schema's patterns).
+enum class Quantity { bytes, bandwidth, duration, flop_rate, power };
+std::vector<std::string_view> unit_suffixes(Quantity quantity);
 
 }  // namespace trainsim::units

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
 #include <charconv>
 #include <cmath>
 #include <limits>
@@ -63,8 +64,9 @@ std::string InputSource::where(const std::string& path, const YAML::Node& node) 
   return fmt::format("{}:{}:{}", file, mark.line + 1, mark.column + 1);
 }
 
-MapReader::MapReader(YAML::Node node, std::string path, const InputSource& source, ErrorList& errors)
-    : node_(std::move(node)), path_(std::move(path)), source_(&source), errors_(&errors) {
+MapReader::MapReader(YAML::Node node, std::string path, const InputSource& source, ErrorList& errors,
+                     const KeyTable* table)
+    : node_(std::move(node)), path_(std::move(path)), source_(&source), errors_(&errors), table_(table) {
   if (!node_.IsMap()) {
     errors_->add(fmt::format("{}: {}: expected a map of keys, found {}", source_->where(path_, node_),
                              path_.empty() ? "document" : path_, describe_yaml_value(node_)));
@@ -181,7 +183,66 @@ bool MapReader::has(std::string_view key) const {
 }
 
 void MapReader::accept(std::string_view key) {
+  consult(key, ValueType::any);
   known_.emplace(key);
+}
+
+namespace {
+std::atomic<KeyReadObserver> key_read_observer{nullptr};
+}  // namespace
+
+void observe_key_reads(KeyReadObserver observer) {
+  key_read_observer.store(observer);
+}
+
+const KeySpec* MapReader::consult(std::string_view key, ValueType type, double min, double max,
+                                  const std::vector<std::string_view>* words) const {
+  if (table_ == nullptr)
+    return nullptr;
+  const KeySpec* spec = table_->find(key);
+  const auto disagree = [&](const std::string& what) {
+    throw std::logic_error(fmt::format("the key table '{}' and the reader of {} disagree on '{}': {}",
+                                       table_->name, path_.empty() ? "the document" : path_, key, what));
+  };
+  if (spec == nullptr)
+    disagree("the reader reads it, the table does not have it");
+  if (const auto observer = key_read_observer.load())
+    observer(*table_, key);
+  const auto range = [&](ValueType expected) {
+    const bool one_of_list =
+        expected == ValueType::integer && spec->type == ValueType::integer_list && spec->one_or_list;
+    if (spec->type != expected && !one_of_list)
+      disagree(fmt::format("read as {}, declared {}", to_string(type), to_string(spec->type)));
+    const bool same = spec->min == min && spec->max == max;
+    const bool within = spec->min <= min && max <= spec->max;
+    if (!(same || (spec->range_depends_on_other_keys && within)))
+      disagree(fmt::format("read in [{}, {}], declared [{}, {}]", min, max, spec->min, spec->max));
+  };
+  switch (type) {
+    case ValueType::any:
+      break;
+    case ValueType::text:
+      if (spec->type != ValueType::text && spec->type != ValueType::choice && spec->words.empty())
+        disagree(fmt::format("read as text, declared {}", to_string(spec->type)));
+      break;
+    case ValueType::choice:
+      if (spec->type != ValueType::choice || words == nullptr || *words != spec->words)
+        disagree("read as a choice of other words than declared");
+      break;
+    case ValueType::integer:
+    case ValueType::number:
+    case ValueType::integer_list:
+      range(type);
+      break;
+    case ValueType::map:
+      if (spec->type != ValueType::map && (spec->fields == nullptr || spec->type == ValueType::map_list))
+        disagree(fmt::format("read as a map, declared {}", to_string(spec->type)));
+      break;
+    default:
+      if (spec->type != type)
+        disagree(fmt::format("read as {}, declared {}", to_string(type), to_string(spec->type)));
+  }
+  return spec;
 }
 
 std::optional<YAML::Node> MapReader::scalar(std::string_view key) {
@@ -197,6 +258,7 @@ std::optional<YAML::Node> MapReader::scalar(std::string_view key) {
 }
 
 std::optional<std::string> MapReader::text(std::string_view key) {
+  consult(key, ValueType::text);
   auto node = scalar(key);
   if (!node)
     return std::nullopt;
@@ -204,6 +266,7 @@ std::optional<std::string> MapReader::text(std::string_view key) {
 }
 
 std::optional<long long> MapReader::integer(std::string_view key, long long min, long long max) {
+  consult(key, ValueType::integer, static_cast<double>(min), static_cast<double>(max));
   auto node = scalar(key);
   if (!node)
     return std::nullopt;
@@ -225,6 +288,7 @@ std::optional<long long> MapReader::integer(std::string_view key, long long min,
 }
 
 std::optional<double> MapReader::number(std::string_view key, double min, double max) {
+  consult(key, ValueType::number, min, max);
   auto node = scalar(key);
   if (!node)
     return std::nullopt;
@@ -243,6 +307,7 @@ std::optional<double> MapReader::number(std::string_view key, double min, double
 }
 
 std::optional<bool> MapReader::boolean(std::string_view key) {
+  consult(key, ValueType::boolean);
   auto node = scalar(key);
   if (!node)
     return std::nullopt;
@@ -271,27 +336,34 @@ std::optional<double> quantity(MapReader& reader, std::optional<YAML::Node> node
 }  // namespace
 
 std::optional<double> MapReader::bytes(std::string_view key) {
+  consult(key, ValueType::bytes);
   return quantity(*this, scalar(key), key, units::parse_bytes);
 }
 std::optional<double> MapReader::bandwidth_Bps(std::string_view key) {
+  consult(key, ValueType::bandwidth);
   return quantity(*this, scalar(key), key, units::parse_bandwidth_Bps);
 }
 std::optional<double> MapReader::duration_s(std::string_view key) {
+  consult(key, ValueType::duration);
   return quantity(*this, scalar(key), key, units::parse_duration_s);
 }
 std::optional<double> MapReader::latency_s(std::string_view key) {
+  consult(key, ValueType::duration);
   return quantity(*this, scalar(key), key, units::parse_latency_s);
 }
 
 std::optional<double> MapReader::flop_rate(std::string_view key) {
+  consult(key, ValueType::flop_rate);
   return quantity(*this, scalar(key), key, units::parse_flop_rate);
 }
 std::optional<double> MapReader::power_W(std::string_view key) {
+  consult(key, ValueType::power);
   return quantity(*this, scalar(key), key, units::parse_power_W);
 }
 
 std::optional<std::string> MapReader::choice_text(std::string_view key,
                                                   const std::vector<std::string_view>& words) {
+  consult(key, ValueType::choice, 0, 0, &words);
   auto node = scalar(key);
   if (!node)
     return std::nullopt;
@@ -304,6 +376,7 @@ std::optional<std::string> MapReader::choice_text(std::string_view key,
 }
 
 std::optional<MapReader> MapReader::map(std::string_view key) {
+  const KeySpec* spec = consult(key, ValueType::map);
   known_.emplace(key);
   const auto e = entry(key);
   if (!e)
@@ -312,10 +385,11 @@ std::optional<MapReader> MapReader::map(std::string_view key) {
     error(key, fmt::format("expected a map of keys, found {}", describe_yaml_value(e->second)));
     return std::nullopt;
   }
-  return MapReader(e->second, key_path(key), *source_, *errors_);
+  return MapReader(e->second, key_path(key), *source_, *errors_, spec ? spec->fields : nullptr);
 }
 
 std::optional<std::vector<MapReader>> MapReader::map_list(std::string_view key) {
+  const KeySpec* spec = consult(key, ValueType::map_list);
   known_.emplace(key);
   const auto e = entry(key);
   if (!e)
@@ -326,12 +400,14 @@ std::optional<std::vector<MapReader>> MapReader::map_list(std::string_view key) 
   }
   std::vector<MapReader> items;
   for (std::size_t i = 0; i < e->second.size(); ++i)
-    items.emplace_back(e->second[i], fmt::format("{}.{}", key_path(key), i), *source_, *errors_);
+    items.emplace_back(e->second[i], fmt::format("{}.{}", key_path(key), i), *source_, *errors_,
+                       spec ? spec->fields : nullptr);
   return items;
 }
 
 std::optional<std::vector<long long>> MapReader::integer_list(std::string_view key, long long min,
                                                               long long max) {
+  consult(key, ValueType::integer_list, static_cast<double>(min), static_cast<double>(max));
   known_.emplace(key);
   if (const auto e = entry(key)) {
     const auto& kv = *e;

@@ -172,7 +172,7 @@ void write_chrome_trace(std::ostream& out, const RunContext& run, const Timeline
   for (const auto& r : timeline.records) {
     const auto& task = run.graph[r.task];
     const auto t = thread_of(cluster, r.gpu, r.stream);
-    const std::string label = workloads::task_label(task);
+    const std::string label = workloads::task_label(run.graph, r.task);
     const bool on_path = critical.count(r.task) > 0;
     std::string collective_args;
     if (const auto* choice = timeline.collective_choice(r.task))
@@ -267,7 +267,7 @@ void write_chrome_trace(std::ostream& out, const RunContext& run, const Timeline
              "path\"}}}}",
              critical_pid);
   for (const auto& seg : report.critical_path.segments) {
-    const std::string label = seg.is_task ? workloads::task_label(run.graph[seg.task]) : "wait";
+    const std::string label = seg.is_task ? workloads::task_label(run.graph, seg.task) : "wait";
     std::string where;
     if (seg.gpu >= 0)
       where = fmt::format("GPU {}", seg.gpu);

@@ -102,7 +102,7 @@ void write_critical_path_csv(std::ostream& out, const RunContext& run, const Tim
     long task = -1;
     if (seg.is_task) {
       const auto& t = run.graph[seg.task];
-      name = workloads::task_label(t);
+      name = workloads::task_label(run.graph, seg.task);
       stage = t.stage;
       micro_batch = t.micro_batch;
       task = static_cast<long>(seg.task);

@@ -270,8 +270,8 @@ void write_gantt_svg(std::ostream& out, const RunContext& run, const Timeline& t
                    x(b.start_s), by, w, compute ? box_h : strip_h, b.colour,
                    b.on_path ? " stroke=\"#111\" stroke-width=\"1\"" : "");
         const std::string what =
-            count > 1 ? fmt::format("{} ops from {}", count, workloads::task_label(run.graph[b.task]))
-                      : workloads::task_label(run.graph[b.task]);
+            count > 1 ? fmt::format("{} ops from {}", count, workloads::task_label(run.graph, b.task))
+                      : workloads::task_label(run.graph, b.task);
         fmt::print(out, "<title>{}: {} ({} to {})</title></rect>\n", svg::escape(row_label(run, row)),
                    svg::escape(what), svg::escape(svg::time_label(b.start_s, t)),
                    svg::escape(svg::time_label(b.end_s, t)));

@@ -45,6 +45,8 @@ std::string_view colour_of(const workloads::Task& task) {
       return "#2f7d32";
     case TaskKind::optimizer:
       return "#b279a2";
+    case TaskKind::compute:
+      return "#6b9ac4";
     case TaskKind::send:
     case TaskKind::collective:
       break;

@@ -143,6 +143,11 @@ double finish_even_run(const EvenChild& child) {
 int run_balanced(const RunOptions& options) {
   const scenario::LoadOptions load = run_load_options(options);
   const scenario::Scenario even = scenario::load_scenario(options.scenario, options.overrides, load);
+  if (even.workload)
+    throw platforms::InputError({fmt::format(
+        "{}: workload: --balance auto balances a model's layers over pipeline stages, and a replayed trace "
+        "brings its own partition; expected a scenario with model and plan (or run without --balance)",
+        even.file)});
   if (!even.plan.stage_layers.empty() || !even.plan.dp_micro_batches.empty())
     throw platforms::InputError({fmt::format(
         "{}: plan.{}: given with --balance auto, which searches the layer partition and the DP micro-batch "

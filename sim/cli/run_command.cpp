@@ -60,6 +60,10 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& options) {
       ->check(CLI::IsMember({"auto", "off"}));
   cmd->add_flag("--progress", options.progress,
                 "Show the progress line on stderr even when it is not a terminal (one line every 10 s)");
+  cmd->add_option("--chakra", options.chakra,
+                  "Replay a Chakra execution trace (a folder of <name>.<rank>.et files, their prefix, or one "
+                  ".et file) on the scenario's cluster: the scenario's workload.chakra, for a scenario "
+                  "without model and plan");
   return cmd;
 }
 
@@ -150,7 +154,15 @@ void note_long_run(const scenario::Scenario& scenario, const RunOptions& options
                              scenario::describe(size));
 }
 
-int run_command(const RunOptions& options) {
+int run_command(const RunOptions& given) {
+  RunOptions options = given;
+  if (!options.chakra.empty()) {
+    // A YAML single-quoted scalar: the path as written, from here.
+    std::string path = fs::absolute(options.chakra).lexically_normal().string(), quoted = "'";
+    for (char c : path)
+      quoted += c == '\'' ? std::string("''") : std::string(1, c);
+    options.overrides.push_back("workload.chakra=" + quoted + "'");
+  }
   if (options.balance == "auto")
     return run_balanced(options);
   const scenario::Scenario scenario =

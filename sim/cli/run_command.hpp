@@ -28,6 +28,9 @@ struct RunOptions {
   bool progress = false;
   // --max-memory SIZE: the size guard's limit (default: the memory available).
   std::string max_memory;
+  // --chakra PATH: replay this Chakra trace on the scenario's cluster (the
+  // scenario's `workload.chakra`, relative to the current directory).
+  std::string chakra;
 };
 
 // How `run` loads its scenario: the memory check unless --allow-oom, and the

@@ -8,11 +8,14 @@
 #include "sim/replay/replay.hpp"
 #include "sim/replay/replay_cost.hpp"
 #include "sim/scenario/cost_model_choice.hpp"
+#include "sim/scenario/trace_workload.hpp"
 #include "workloads/graph_builder/iteration_builder.hpp"
 
 namespace trainsim::sim {
 
 workloads::TaskGraph build_task_graph(const scenario::Scenario& scenario) {
+  if (scenario.workload)
+    return scenario::import_trace_workload(scenario).graph;
   const auto cost = scenario::make_cost_model(scenario);
   return workloads::build_iteration(scenario.model, scenario.plan, scenario.cluster, *cost);
 }

@@ -425,7 +425,7 @@ bool read_cluster_section(platforms::MapReader& outer, Scenario& scenario) {
   const YAML::Node merged = merge_preset(outer, outer.source(), scenario.notes);
   if (outer.error_count() != before)
     return false;  // an unknown preset: the rest would only repeat it
-  platforms::MapReader c(merged, outer.key_path(""), outer.source(), outer.errors());
+  platforms::MapReader c(merged, outer.key_path(""), outer.source(), outer.errors(), outer.table());
   c.accept("preset");
   const std::string preset = outer.has("preset") ? outer.node()["preset"].Scalar() : "";
 

@@ -21,6 +21,9 @@ workloads::MemoryEstimate estimate_scenario_memory(const Scenario& scenario, int
 std::vector<std::string> memory_problems(const Scenario& scenario) {
   using units::format_bytes;
   using workloads::MemoryKind;
+  // A replayed trace says nothing about memory: nothing to check.
+  if (scenario.workload)
+    return {};
   const auto& plan = scenario.plan;
   // Replicas with uneven micro-batch shares (plan.dp_micro_batches) run
   // different schedules: each share is checked on its own replicas' GPUs.

@@ -13,6 +13,15 @@
 
 namespace trainsim::scenario {
 
+// A workload recorded or generated elsewhere (the `workload` section),
+// replayed instead of a model and a plan: one Chakra execution trace file
+// per GPU rank (sim/scenario/trace_workload.hpp).
+struct TraceWorkload {
+  std::string chakra;       // the trace: a folder, a file prefix or one .et file (absolute)
+  std::string comm_groups;  // ASTRA-sim's communicator groups file (absolute; empty: none)
+  int ranks = 0;            // rank files found
+};
+
 struct Scenario {
   std::string name;
   std::string file;
@@ -27,6 +36,9 @@ struct Scenario {
   // What the loader did that the user may not expect (a preset chosen with
   // --set replacing the file's cluster keys): the CLI prints each as a note.
   std::vector<std::string> notes;
+  // Set when the scenario replays a trace; `model` then only names it and
+  // `plan` is data parallelism over every GPU (one pipeline stage).
+  std::optional<TraceWorkload> workload;
 };
 
 struct LoadOptions {
