@@ -173,6 +173,9 @@ fs::path make_sandbox(const std::string& name, const std::map<std::string, std::
     wrapper += "  " + sub + ") set -- \"$@\" " + args + " ;;\n";
   wrapper += "esac\nexec " + shell_quote(TRAINSIM_EXE) + " \"$@\"\n";
   write_file(dir / "build" / "trainsim", wrapper, true);
+  // The Python module built beside the binary (docs/python.md imports it).
+  if (const fs::path python = fs::path(TRAINSIM_EXE).parent_path() / "python"; fs::is_directory(python))
+    fs::create_directory_symlink(python, dir / "build" / "python");
   const fs::path bin = dir / ".docs-test-bin";
   for (const char* tool : {"cmake", "ctest"})
     write_file(bin / tool, std::string("#!/bin/sh\necho \"docs-test: ") + tool + " $* (not run here)\"\n",
