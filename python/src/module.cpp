@@ -53,9 +53,10 @@ YAML::Node to_yaml(const py::handle& value) {
       list.push_back(to_yaml(item));
     return list;
   }
-  throw py::type_error(fmt::format("cannot write {} in a scenario (expected dicts, lists, str, int, float, "
-                                   "bool or None)",
-                                   py::repr(value.get_type()).cast<std::string>()));
+  throw py::type_error(
+      fmt::format("cannot write {} in a scenario (expected dicts, lists, str, int, float, "
+                  "bool or None)",
+                  py::repr(value.get_type()).cast<std::string>()));
 }
 
 std::string emit(const YAML::Node& node) {
@@ -75,8 +76,8 @@ YAML::Node parse(const std::string& text, const std::string& file) {
 }
 
 // The document with the overrides applied, as `trainsim run --set` would.
-YAML::Node resolved(const std::string& text, const std::string& file, const std::vector<std::string>& overrides,
-                    trainsim::platforms::InputSource& source) {
+YAML::Node resolved(const std::string& text, const std::string& file,
+                    const std::vector<std::string>& overrides, trainsim::platforms::InputSource& source) {
   YAML::Node root = parse(text, file);
   trainsim::platforms::ErrorList errors;
   for (const auto& o : overrides)
@@ -86,8 +87,8 @@ YAML::Node resolved(const std::string& text, const std::string& file, const std:
 }
 
 // Loads and checks a scenario; returns what Python shows of it.
-py::dict check_scenario(const std::string& text, const std::string& file, const std::vector<std::string>& overrides,
-                        bool check_memory) {
+py::dict check_scenario(const std::string& text, const std::string& file,
+                        const std::vector<std::string>& overrides, bool check_memory) {
   trainsim::platforms::InputSource source(file);
   const YAML::Node root = resolved(text, file, overrides, source);
   const auto s = trainsim::scenario::load_scenario_document(root, source, {.check_memory = check_memory});
@@ -217,7 +218,8 @@ PYBIND11_MODULE(_trainsim, m) {
         trainsim::platforms::InputSource source(file);
         return emit(resolved(text, file, overrides, source));
       },
-      py::arg("text"), py::arg("file"), py::arg("overrides"), "The document with the overrides applied, as YAML");
+      py::arg("text"), py::arg("file"), py::arg("overrides"),
+      "The document with the overrides applied, as YAML");
   m.def(
       "to_yaml", [](const py::handle& value) { return emit(to_yaml(value)); }, py::arg("value"),
       "Python values (dicts, lists, scalars) as YAML text");
