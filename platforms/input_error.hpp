@@ -24,6 +24,7 @@ class ErrorList {
   void add(std::string problem) { problems_.push_back(std::move(problem)); }
   bool empty() const { return problems_.empty(); }
   std::size_t size() const { return problems_.size(); }
+  const std::vector<std::string>& problems() const { return problems_; }
   // Throws InputError when anything was collected.
   void throw_if_any() const;
 

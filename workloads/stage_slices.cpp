@@ -25,46 +25,6 @@ PipelineSchedule layout_of(const ParallelPlan& plan) {
                           .evictions = {}};
 }
 
-std::string partition_problem(const ModelSpec& model, const ParallelPlan& plan) {
-  const int stages = plan.pp * plan.virtual_stages;
-  if (plan.pp <= 0 || plan.virtual_stages <= 0)
-    return "pp or virtual_stages below 1";
-  if (plan.stage_layers.empty()) {
-    if (model.layers % stages != 0)
-      return "layers not divisible by pp x virtual_stages";
-  } else {
-    if (static_cast<int>(plan.stage_layers.size()) != stages)
-      return "stage_layers does not have pp x virtual_stages entries";
-    int sum = 0;
-    for (int layers : plan.stage_layers) {
-      if (layers < 1)
-        return "stage_layers has a stage without layers";
-      sum += layers;
-    }
-    if (sum != model.layers)
-      return "stage_layers does not add up to the model's layers";
-  }
-  if (plan.dp_micro_batches.empty()) {
-    if (plan.micro_batch_size <= 0 || plan.dp <= 0 || plan.micro_batches() <= 0)
-      return "no micro-batches";
-  } else {
-    if (static_cast<int>(plan.dp_micro_batches.size()) != plan.dp)
-      return "dp_micro_batches does not have dp entries";
-    long long sum = 0;
-    for (int m : plan.dp_micro_batches) {
-      if (m < 1)
-        return "dp_micro_batches has a replica without micro-batches";
-      sum += m;
-    }
-    if (sum * plan.micro_batch_size != plan.global_batch_size)
-      return "dp_micro_batches x micro_batch_size does not add up to the global batch";
-    if (plan.zero_stage >= 2)
-      return "dp_micro_batches with zero_stage 2 or 3 (per-micro-batch gradient collectives need equal "
-             "counts)";
-  }
-  return {};
-}
-
 double pipeline_message_bytes(const ModelSpec& model, const ParallelPlan& plan) {
   return 2.0 * plan.micro_batch_size * model.seq_len / plan.cp * model.hidden / plan.tp;
 }
@@ -79,6 +39,17 @@ StageSlice virtual_stage_slice(const ModelSpec& model, const ParallelPlan& plan,
           .first_layer = plan.first_layer_of(virtual_stage, model.layers),
           .embedding = virtual_stage == 0,
           .logits = virtual_stage == stages - 1};
+}
+
+double slice_parameters_per_gpu(const ModelSpec& model, const ParallelPlan& plan, const StageSlice& slice) {
+  double parameters = 0;
+  for (int l = 0; l < slice.layers; ++l)
+    parameters += layer_parameters_per_gpu(model, plan, slice.first_layer + l);
+  if (slice.embedding)
+    parameters += model.embedding_parameters() / plan.tp;
+  if (slice.logits)
+    parameters += model.logits_parameters() / plan.tp;
+  return parameters;
 }
 
 namespace {
@@ -120,7 +91,7 @@ PipelineSchedule schedule_for_gpu_costs(const ModelSpec& model, const ParallelPl
                                         int micro_batches) {
   ScheduleOptions options;
   options.virtual_stages = plan.virtual_stages;
-  if (plan.schedule == ScheduleKind::zb_v) {
+  if (traits_of(plan.schedule).balances_measured_costs) {
     const PipelineSchedule layout = layout_of(plan);
     ZbvInputs& in = options.zbv;
     in.forward_s = in.backward_input_s = in.backward_weight_s = 0;

@@ -2,8 +2,7 @@
 // The geometry of a plan's pipeline, shared by the graph builder, the memory
 // model, the plan search and the stage balancer: which layers each virtual
 // stage holds, how many parameters a GPU of a stage holds, the bytes of a
-// pipeline message and of a TP all-reduce, the schedule a plan replays, and
-// why a layer partition or micro-batch split cannot be built.
+// pipeline message and of a TP all-reduce, and the schedule a plan replays.
 #include <string>
 
 #include "platforms/cluster_spec.hpp"
@@ -30,12 +29,6 @@ PipelineSchedule schedule_for(const ModelSpec& model, const ParallelPlan& plan,
                               const platforms::ClusterSpec& cluster, const CostModel& cost,
                               int micro_batches);
 
-// Why the plan's layer partition (stage_layers or the even split) or its
-// micro-batch shares (dp_micro_batches or the even share) cannot be built,
-// in a few words; empty when they can. The scenario loader gives the
-// user-facing messages; this is the builder's precondition.
-std::string partition_problem(const ModelSpec& model, const ParallelPlan& plan);
-
 // Per-GPU bytes the pipeline sends between stages per micro-batch: the
 // b x s x h bf16 activation, split over the TP group (Megatron's
 // scatter-gather of pipeline tensors), s / cp tokens with context
@@ -48,6 +41,9 @@ double tp_allreduce_bytes(const ModelSpec& model, const ParallelPlan& plan);
 // pp x virtual_stages): plan.stage_layers' entry or the even share, the
 // embedding on the first, the logits on the last.
 StageSlice virtual_stage_slice(const ModelSpec& model, const ParallelPlan& plan, int virtual_stage);
+// Parameters of `slice` held by one GPU: its layers (MoE: routed experts /
+// ep), plus the embedding / logits when the slice has them, over tp.
+double slice_parameters_per_gpu(const ModelSpec& model, const ParallelPlan& plan, const StageSlice& slice);
 // Parameters held by one GPU of pipeline rank `stage`: the layers of all its
 // chunks, plus the embedding / logits when it holds the first / last virtual
 // stage (with a V-shaped placement rank 0 holds both).

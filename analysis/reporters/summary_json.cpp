@@ -1,6 +1,8 @@
 #include <nlohmann/json.hpp>
+
 #include <ostream>
 
+#include "analysis/reporters/json_numbers.hpp"
 #include "analysis/reporters/reporters.hpp"
 #include "trainsim_version.hpp"
 
@@ -302,6 +304,12 @@ void write_summary_json(std::ostream& out, const RunContext& run, const Report& 
                            {"bytes", c.bytes},
                            {"busy_s", c.busy_s}});
   j["collectives"] = collectives;
+  if (report.repeats) {
+    const ordered_json blocks = summary_blocks(*report.repeats);
+    for (auto it = blocks.begin(); it != blocks.end(); ++it)
+      j[it.key()] = *it;
+  }
+  whole_numbers_as_integers(j);
   out << j.dump(2) << '\n';
 }
 

@@ -9,15 +9,17 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include "analysis/balance_outcome.hpp"
 #include "analysis/reporters/run_archive.hpp"
+#include "analysis/reporters/run_folder.hpp"
 #include "platforms/input_error.hpp"
+#include "platforms/input_file.hpp"
 #include "sim/cli/report_command.hpp"
+#include "sim/cli/run_command.hpp"
 #include "sim/replay/simulation.hpp"
+#include "sim/scenario/checks.hpp"
 #include "sim/scenario/cost_model_choice.hpp"
 #include "sim/scenario/memory_check.hpp"
 #include "sim/scenario/scenario.hpp"
@@ -48,11 +50,22 @@ std::vector<std::string> balanced_overrides(const RunOptions& options,
   return overrides;
 }
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
+// The balanced scenario built in code from the even one, checked by the
+// loader's typed rules (sim/scenario/checks.hpp); the overrides above are
+// what the saved run records, so that `trainsim report` rebuilds it.
+scenario::Scenario balanced_scenario(const scenario::Scenario& even, const workloads::BalanceResult& found) {
+  scenario::Scenario balanced = even;
+  if (found.balanced.stage_layers != found.even.stage_layers)
+    balanced.plan.stage_layers = found.balanced.stage_layers;
+  if (found.balanced.dp_micro_batches != found.even.dp_micro_batches)
+    balanced.plan.dp_micro_batches = found.balanced.dp_micro_batches;
+  if (const auto problems = scenario::check(balanced); !problems.empty()) {
+    std::vector<std::string> text;
+    for (const auto& p : problems)
+      text.push_back(fmt::format("{}: balanced split: {}: {}", even.file, p.key, p.message));
+    throw platforms::InputError(text);
+  }
+  return balanced;
 }
 
 // The even split, simulated in a child process (one SimGrid engine per
@@ -77,10 +90,21 @@ EvenChild start_even_run(const scenario::Scenario& even, const RunOptions& optio
     ::close(fds[0]);
     int status = 0;
     try {
-      fs::create_directories(dir);
       const sim::SimulationResult result = sim::simulate(even);
-      save_run(dir, even, scenario_text, options.overrides, result.graph, result.timeline);
-      write_reports(dir, even, result.graph, result.timeline, options.html, true);
+      analysis::RunFolder folder(dir);
+      const analysis::RunMetadata archive{.trainsim_version = {},
+                                          .scenario_file = even.file,
+                                          .overrides = options.overrides,
+                                          .scenario_yaml = scenario_text,
+                                          .balance = std::nullopt,
+                                          .repeats = std::nullopt};
+      write_run(folder,
+                {.scenario = even,
+                 .graph = result.graph,
+                 .timeline = result.timeline,
+                 .summary = &result.summary,
+                 .archive = &archive},
+                options.html, true);
       const double t = result.summary.iteration_time_s;
       if (::write(fds[1], &t, sizeof t) != static_cast<ssize_t>(sizeof t))
         status = 2;
@@ -117,17 +141,20 @@ double finish_even_run(const EvenChild& child) {
 }  // namespace
 
 int run_balanced(const RunOptions& options) {
-  const scenario::LoadOptions load{.check_memory = !options.allow_oom};
+  const scenario::LoadOptions load = run_load_options(options);
   const scenario::Scenario even = scenario::load_scenario(options.scenario, options.overrides, load);
+  if (even.workload)
+    throw platforms::InputError({fmt::format(
+        "{}: workload: --balance auto balances a model's layers over pipeline stages, and a replayed trace "
+        "brings its own partition; expected a scenario with model and plan (or run without --balance)",
+        even.file)});
   if (!even.plan.stage_layers.empty() || !even.plan.dp_micro_batches.empty())
     throw platforms::InputError({fmt::format(
         "{}: plan.{}: given with --balance auto, which searches the layer partition and the DP micro-batch "
         "shares itself and compares them with the even split; expected the key left out (or run without "
         "--balance)",
         even.file, even.plan.stage_layers.empty() ? "dp_micro_batches" : "stage_layers")});
-  if (options.allow_oom)
-    for (const auto& problem : scenario::memory_problems(even))
-      std::cerr << "warning: " << even.file << ": plan: " << problem << " (simulating anyway: --allow-oom)\n";
+  print_scenario_warnings(even, options.allow_oom);
 
   // Search, then cap the stages that do not fit in memory and search again.
   const auto cost = scenario::make_cost_model(even);
@@ -146,7 +173,7 @@ int run_balanced(const RunOptions& options) {
   for (int attempt = 0;; ++attempt) {
     found = workloads::balance_stages(even.model, even.plan, even.cluster, *cost, caps);
     overrides = balanced_overrides(options, found);
-    balanced = scenario::load_scenario(options.scenario, overrides, {.check_memory = false});
+    balanced = balanced_scenario(even, found);
     if (options.allow_oom)
       break;
     const std::vector<int> ranks = scenario::ranks_out_of_memory(balanced);
@@ -176,12 +203,10 @@ int run_balanced(const RunOptions& options) {
   std::sort(capped.begin(), capped.end());
 
   const fs::path out_dir = options.out_dir.empty() ? fs::path("runs") / even.name : fs::path(options.out_dir);
-  std::error_code ec;
-  fs::create_directories(out_dir, ec);
-  if (ec)
-    throw platforms::InputError(
-        {fmt::format("{}: cannot create the output directory: {}", out_dir.string(), ec.message())});
-  const std::string scenario_text = read_text(options.scenario);
+  // Unfinished from here: the even split's folder inside it is rewritten first.
+  analysis::RunFolder folder(out_dir);
+  const std::string scenario_text =
+      platforms::read_input_file(options.scenario, "scenario file", platforms::kMaxYamlInputBytes);
 
   const EvenChild child = start_even_run(even, options, scenario_text, out_dir / kEvenDir);
   sim::SimulationResult result;
@@ -206,9 +231,21 @@ int run_balanced(const RunOptions& options) {
       .searched_dp_shares = found.searched_dp_shares,
       .memory_capped_stages = capped,
       .even_run_dir = kEvenDir};
-  save_run(out_dir, balanced, scenario_text, overrides, result.graph, result.timeline, &outcome);
-  write_reports(out_dir, balanced, result.graph, result.timeline, options.html, options.quiet,
-                {analysis::kRunArchiveFile, std::string(kEvenDir) + "/"}, &outcome);
+  const analysis::RunMetadata archive{.trainsim_version = {},
+                                      .scenario_file = balanced.file,
+                                      .overrides = overrides,
+                                      .scenario_yaml = scenario_text,
+                                      .balance = outcome,
+                                      .repeats = std::nullopt};
+  write_run(folder,
+            {.scenario = balanced,
+             .graph = result.graph,
+             .timeline = result.timeline,
+             .summary = &result.summary,
+             .balance = &outcome,
+             .archive = &archive,
+             .kept_folders = {kEvenDir}},
+            options.html, options.quiet);
   return 0;
 }
 

@@ -5,19 +5,22 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
+#include "analysis/repeated_runs.hpp"
 #include "analysis/reporters/run_archive.hpp"
+#include "analysis/reporters/run_folder.hpp"
 #include "platforms/input_error.hpp"
+#include "platforms/input_file.hpp"
+#include "platforms/units.hpp"
 #include "sim/cli/balance_run.hpp"
-#include "sim/cli/perturbation_report.hpp"
+#include "sim/cli/replay_progress.hpp"
 #include "sim/cli/report_command.hpp"
 #include "sim/replay/simulation.hpp"
 #include "sim/scenario/memory_check.hpp"
+#include "sim/scenario/run_size.hpp"
 #include "sim/scenario/scenario.hpp"
 
 namespace trainsim::cli {
@@ -46,11 +49,21 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& options) {
                   "otherwise one replay and K failure runs) and report the mean iteration time (and "
                   "goodput) with its 95% confidence interval")
       ->check(CLI::Range(1, 10000));
+  cmd->add_option(
+      "--max-memory", options.max_memory,
+      "Refuse a run whose estimated memory exceeds SIZE (e.g. 8GiB; default: the memory available "
+      "on this machine)");
   cmd->add_option("--balance", options.balance,
                   "auto: search the layers per pipeline stage (and micro-batches per DP replica on mixed "
                   "clusters) that equalise stage times on the cluster's GPUs, simulate it and the even split "
                   "(into OUT/even/), and report the gain; off (default): the scenario as written")
       ->check(CLI::IsMember({"auto", "off"}));
+  cmd->add_flag("--progress", options.progress,
+                "Show the progress line on stderr even when it is not a terminal (one line every 10 s)");
+  cmd->add_option("--chakra", options.chakra,
+                  "Replay a Chakra execution trace (a folder of <name>.<rank>.et files, their prefix, or one "
+                  ".et file) on the scenario's cluster: the scenario's workload.chakra, for a scenario "
+                  "without model and plan");
   return cmd;
 }
 
@@ -58,7 +71,7 @@ namespace {
 
 // Runs one seed in a child process (SimGrid allows one engine per process)
 // and reads back its iteration times and goodput.
-SeedResult run_seed_in_child(scenario::Scenario scenario, std::uint64_t seed, int iterations) {
+analysis::SeedOutcome run_seed_in_child(scenario::Scenario scenario, std::uint64_t seed, int iterations) {
   int fds[2];
   if (pipe(fds) != 0)
     throw std::runtime_error("cannot create a pipe for a seed run");
@@ -71,15 +84,11 @@ SeedResult run_seed_in_child(scenario::Scenario scenario, std::uint64_t seed, in
     std::string text;
     try {
       scenario.seed = seed;
-      const auto result = sim::simulate(scenario, {.iterations = iterations, .more_failure_seeds = {}});
-      nlohmann::json j = {{"times", result.iteration_times_s}};
-      if (result.failures) {
-        const auto& f = *result.failures;
-        j["failures"] = {{"run_time_s", f.run_time_s},     {"failures", f.failures},
-                         {"useful_s", f.useful_s},         {"lost_work_s", f.lost_work_s},
-                         {"restart_s", f.restart_s},       {"checkpoint_s", f.checkpoint_s},
-                         {"unfinished_s", f.unfinished_s}, {"goodput", f.goodput_tokens_per_hour}};
-      }
+      const auto result =
+          sim::simulate(scenario, {.iterations = iterations, .more_failure_seeds = {}, .observer = {}});
+      nlohmann::ordered_json j = {{"times", result.iteration_times_s}};
+      if (result.failures)
+        j["failures"] = analysis::to_json(*result.failures);
       text = j.dump();
     } catch (const std::exception& e) {
       text = std::string("error ") + e.what();
@@ -106,36 +115,60 @@ SeedResult run_seed_in_child(scenario::Scenario scenario, std::uint64_t seed, in
     throw std::runtime_error(fmt::format("the run with seed {} failed: {}", seed, text));
   // The child's figures, as it wrote them above.
   const auto j = nlohmann::json::parse(text);
-  SeedResult r;
-  r.seed = seed;
-  r.iteration_times_s = j.at("times").get<std::vector<double>>();
-  if (j.contains("failures")) {
-    const auto& v = j.at("failures");
-    sim::JobFailureResult f;
-    f.run_time_s = v.at("run_time_s").get<double>();
-    f.failures = v.at("failures").get<int>();
-    f.useful_s = v.at("useful_s").get<double>();
-    f.lost_work_s = v.at("lost_work_s").get<double>();
-    f.restart_s = v.at("restart_s").get<double>();
-    f.checkpoint_s = v.at("checkpoint_s").get<double>();
-    f.unfinished_s = v.at("unfinished_s").get<double>();
-    f.goodput_tokens_per_hour = v.at("goodput").get<double>();
-    r.failures = f;
-  }
+  analysis::SeedOutcome r{.seed = seed, .iteration_times_s = j.at("times").get<std::vector<double>>()};
+  if (j.contains("failures"))
+    r.failures = analysis::job_failure_outcome_from_json(j.at("failures"));
   return r;
 }
 
 }  // namespace
 
-int run_command(const RunOptions& options) {
+void print_scenario_warnings(const scenario::Scenario& scenario, bool allow_oom) {
+  for (const auto& note : scenario.notes)
+    std::cerr << "note: " << note << '\n';
+  if (allow_oom)
+    for (const auto& problem : scenario::memory_problems(scenario))
+      std::cerr << "warning: " << scenario.file << ": plan: " << problem
+                << "; simulating it anyway (--allow-oom)\n";
+}
+
+scenario::LoadOptions run_load_options(const RunOptions& options) {
+  scenario::LoadOptions load = scenario::with_size_guard(
+      {.check_memory = !options.allow_oom, .iterations = options.iterations * options.seeds});
+  load.memory_limit_from += " (--max-memory sets another limit)";
+  if (!options.max_memory.empty()) {
+    try {
+      load.max_run_memory_bytes = units::parse_bytes(options.max_memory);
+    } catch (const units::UnitError& e) {
+      throw platforms::InputError({fmt::format("--max-memory {}: {}", options.max_memory, e.what())});
+    }
+    load.memory_limit_from = "--max-memory " + options.max_memory;
+  }
+  return load;
+}
+
+void note_long_run(const scenario::Scenario& scenario, const RunOptions& options) {
+  const auto size = scenario::estimate_run_size(scenario, options.iterations * options.seeds);
+  if (size.replay_s > scenario::kLongRun_s)
+    std::cerr << fmt::format("note: {}: a long run: {} (estimate)\n", scenario.file,
+                             scenario::describe(size));
+}
+
+int run_command(const RunOptions& given) {
+  RunOptions options = given;
+  if (!options.chakra.empty()) {
+    // A YAML single-quoted scalar: the path as written, from here.
+    std::string path = fs::absolute(options.chakra).lexically_normal().string(), quoted = "'";
+    for (char c : path)
+      quoted += c == '\'' ? std::string("''") : std::string(1, c);
+    options.overrides.push_back("workload.chakra=" + quoted + "'");
+  }
   if (options.balance == "auto")
     return run_balanced(options);
   const scenario::Scenario scenario =
-      scenario::load_scenario(options.scenario, options.overrides, {.check_memory = !options.allow_oom});
-  if (options.allow_oom)
-    for (const auto& problem : scenario::memory_problems(scenario))
-      std::cerr << "warning: " << scenario.file << ": plan: " << problem
-                << " (simulating anyway: --allow-oom)\n";
+      scenario::load_scenario(options.scenario, options.overrides, run_load_options(options));
+  note_long_run(scenario, options);
+  print_scenario_warnings(scenario, options.allow_oom);
   const fs::path out_dir =
       options.out_dir.empty() ? fs::path("runs") / scenario.name : fs::path(options.out_dir);
   std::error_code ec;
@@ -144,21 +177,17 @@ int run_command(const RunOptions& options) {
     throw platforms::InputError(
         {fmt::format("{}: cannot create the output directory: {}", out_dir.string(), ec.message())});
 
-  std::string scenario_text;
-  {
-    std::ifstream in(options.scenario, std::ios::binary);
-    std::stringstream text;
-    text << in.rdbuf();
-    scenario_text = text.str();
-  }
+  const std::string scenario_text =
+      platforms::read_input_file(options.scenario, "scenario file", platforms::kMaxYamlInputBytes);
   // When the replay depends on the seed (random stragglers), the other seeds
   // run first, in child processes, before this process starts its own
   // SimGrid engine. Otherwise one replay serves every seed: only the
   // job-level failure run differs, and it runs once per seed after the
   // replay (a 16,384-GPU iteration is replayed once, not K times).
   const bool one_replay = !scenario.perturbations.replay_depends_on_seed();
-  sim::SimulationOptions simulation_options{.iterations = options.iterations, .more_failure_seeds = {}};
-  std::vector<SeedResult> seeds;
+  sim::SimulationOptions simulation_options{
+      .iterations = options.iterations, .more_failure_seeds = {}, .observer = {}};
+  std::vector<analysis::SeedOutcome> seeds;
   for (int k = 1; k < options.seeds; ++k) {
     const std::uint64_t seed = scenario.seed + static_cast<std::uint64_t>(k);
     if (one_replay)
@@ -166,23 +195,58 @@ int run_command(const RunOptions& options) {
     else
       seeds.push_back(run_seed_in_child(scenario, seed, options.iterations));
   }
+  // The progress line's ticker starts after the seed children are forked.
+  sim::ProgressLine line(std::cerr, sim::progress_wanted(options.progress), sim::stderr_is_terminal());
+  simulation_options.observer = observe_replay(line, "--set cluster.collectives.fidelity=fast");
+  line.update("building the task graph");
+  line.start_ticker();
   const sim::SimulationResult result = sim::simulate(scenario, simulation_options);
+  // The line stays up while the outputs are written, unless the summary is
+  // printed then (it would land on the line).
+  if (options.quiet)
+    line.update("writing the outputs");
+  else
+    line.close();
   if (options.seeds > 1)
-    seeds.insert(seeds.begin(), SeedResult{scenario.seed, result.iteration_times_s, result.failures});
+    seeds.insert(seeds.begin(), {scenario.seed, result.iteration_times_s, result.failures});
   const auto& more_seeds = simulation_options.more_failure_seeds;
   for (std::size_t i = 0; i < more_seeds.size(); ++i)
-    seeds.push_back(SeedResult{more_seeds[i], result.iteration_times_s,
-                               result.failures ? std::optional(result.more_failures[i]) : std::nullopt});
-  save_run(out_dir, scenario, scenario_text, options.overrides, result.graph, result.timeline);
-  write_reports(out_dir, scenario, result.graph, result.timeline, options.html, options.quiet,
-                {analysis::kRunArchiveFile});
-  // A plain run keeps exactly the outputs `trainsim report` regenerates.
+    seeds.push_back({more_seeds[i], result.iteration_times_s,
+                     result.failures ? std::optional(result.more_failures[i]) : std::nullopt});
+  // Only a run of more than one iteration or seed, or with perturbations,
+  // has these blocks.
+  std::optional<analysis::RepeatedRuns> repeats;
   if (options.iterations > 1 || options.seeds > 1 || !scenario.perturbations.empty()) {
-    const auto blocks = perturbation_blocks(scenario, result, seeds);
-    add_to_summary_json(out_dir, blocks);
-    if (!options.quiet)
-      print_perturbation_summary(std::cout, blocks);
+    repeats = analysis::RepeatedRuns{.seed = scenario.seed,
+                                     .iteration_times_s = result.iteration_times_s,
+                                     .perturbations = std::nullopt,
+                                     .failures = result.failures,
+                                     .seeds = std::move(seeds)};
+    const auto& p = scenario.perturbations;
+    if (!p.empty())
+      repeats->perturbations = analysis::PerturbationOutcome{.slow_gpu_rules = p.slow_gpus.size(),
+                                                             .throttling_rules = p.throttling.size(),
+                                                             .stragglers = p.stragglers.enabled,
+                                                             .link_faults = p.links.size(),
+                                                             .stats = result.perturbations};
   }
+  const analysis::RunMetadata archive{.trainsim_version = {},
+                                      .scenario_file = scenario.file,
+                                      .overrides = options.overrides,
+                                      .scenario_yaml = scenario_text,
+                                      .balance = std::nullopt,
+                                      .repeats = repeats};
+  // The earlier run's outputs stay complete until this one starts writing.
+  analysis::RunFolder folder(out_dir);
+  write_run(folder,
+            {.scenario = scenario,
+             .graph = result.graph,
+             .timeline = result.timeline,
+             .summary = &result.summary,
+             .repeats = repeats,
+             .archive = &archive},
+            options.html, options.quiet);
+  line.close();
   return 0;
 }
 

@@ -183,13 +183,9 @@ Expansion ring_expansion(CollectiveOp op, const GroupLayout& layout, double byte
   return x;
 }
 
-Expansion tree_expansion(const GroupLayout& layout, double bytes, const ClusterZone& zone) {
-  auto trees = double_binary_trees(layout, zone);
-  const double per_tree = bytes / static_cast<double>(trees.size());
-  Expansion x;
-  x.algorithm = CollectiveAlgorithm::tree;
-  x.channels = static_cast<int>(trees.size() / 2);
-  Phase phase;
+// Both directions of every parent-child link of the trees, `per_tree`
+// bytes each (reduce up, broadcast down); returns the trees' greatest height.
+int add_tree_edges(const std::vector<Tree>& trees, double per_tree, std::vector<FlowRequest>& edges) {
   int height = 0;
   for (const auto& tree : trees) {
     height = std::max(height, tree.height());
@@ -197,10 +193,21 @@ Expansion tree_expansion(const GroupLayout& layout, double bytes, const ClusterZ
       const int p = tree.parent[v];
       if (p < 0)
         continue;
-      phase.edges.push_back({tree.gpus[v], tree.gpus[static_cast<std::size_t>(p)], per_tree, 0});
-      phase.edges.push_back({tree.gpus[static_cast<std::size_t>(p)], tree.gpus[v], per_tree, 0});
+      edges.push_back({tree.gpus[v], tree.gpus[static_cast<std::size_t>(p)], per_tree, 0});
+      edges.push_back({tree.gpus[static_cast<std::size_t>(p)], tree.gpus[v], per_tree, 0});
     }
   }
+  return height;
+}
+
+Expansion tree_expansion(const GroupLayout& layout, double bytes, const ClusterZone& zone) {
+  auto trees = double_binary_trees(layout, zone);
+  const double per_tree = bytes / static_cast<double>(trees.size());
+  Expansion x;
+  x.algorithm = CollectiveAlgorithm::tree;
+  x.channels = static_cast<int>(trees.size() / 2);
+  Phase phase;
+  const int height = add_tree_edges(trees, per_tree, phase.edges);
   // Reduce up, then broadcast down: a pipeline 2 x height hops deep.
   const int depth = 2 * height;
   const double latency_s = max_latency(phase.edges, zone);
@@ -347,18 +354,7 @@ Expansion nvls_tree_expansion(const GroupLayout& layout, double bytes, const Clu
       switch_edges.push_back({head, sw, share, 0});
     }
   }
-  const double per_tree = bytes / static_cast<double>(trees.size());
-  int height = 0;
-  for (const auto& tree : trees) {
-    height = std::max(height, tree.height());
-    for (std::size_t v = 0; v < tree.gpus.size(); ++v) {
-      const int p = tree.parent[v];
-      if (p < 0)
-        continue;
-      net_edges.push_back({tree.gpus[v], tree.gpus[static_cast<std::size_t>(p)], per_tree, 0});
-      net_edges.push_back({tree.gpus[static_cast<std::size_t>(p)], tree.gpus[v], per_tree, 0});
-    }
-  }
+  const int height = add_tree_edges(trees, bytes / static_cast<double>(trees.size()), net_edges);
   // Pipeline of K steps of channels x heads chunks: a chunk crosses 2h
   // network hops, each taking 1/K of the busiest NIC's time (net_s), and
   // four switch legs, which together move 2 (S + S/R) per GPU port: twice
@@ -525,7 +521,42 @@ Resolved resolve(const CollectiveRequest& request, const GroupLayout& layout, co
   return r;
 }
 
+// Why `asked` is not among applicable()'s algorithms, in its terms.
+std::string why_not_applicable(CollectiveAlgorithm asked, CollectiveOp op, const GroupLayout& layout,
+                               const ClusterZone& zone) {
+  if (op == CollectiveOp::all_to_all || op == CollectiveOp::send_recv)
+    return fmt::format("{} runs as direct point-to-point transfers", workloads::to_string(op));
+  if (op == CollectiveOp::broadcast)
+    return "broadcast runs as a ring";
+  switch (asked) {
+    case CollectiveAlgorithm::tree:
+      return fmt::format("tree is NCCL's algorithm for all_reduce only, not {}", workloads::to_string(op));
+    case CollectiveAlgorithm::nvls:
+      if (!every_node_has_nvls(layout, zone))
+        return "nvls needs NVLink SHARP in every node's NVSwitch (cluster nvls: true; H100 and later), and "
+               "these nodes have none";
+      return "nvls across nodes needs at least 2 ranks on every node";
+    case CollectiveAlgorithm::hierarchical:
+      return layout.single_node() ? "hierarchical needs ranks on several nodes"
+                                  : "hierarchical needs the same number of ranks, at least 2, on every node";
+    default:
+      return fmt::format("{} does not apply here", to_string(asked));
+  }
+}
+
 }  // namespace
+
+std::string algorithm_unavailable_reason(const CollectiveRequest& request, const ClusterZone& zone) {
+  const auto asked = request.algorithm != CollectiveAlgorithm::automatic ? request.algorithm
+                                                                         : zone.spec().collectives.algorithm;
+  if (asked == CollectiveAlgorithm::automatic || asked == CollectiveAlgorithm::p2p_ring)
+    return "";
+  const auto layout = layout_of(request.gpus, zone);
+  const auto candidates = applicable(request.op, layout, zone);
+  if (std::find(candidates.begin(), candidates.end(), asked) != candidates.end())
+    return "";
+  return why_not_applicable(asked, request.op, layout, zone);
+}
 
 std::vector<AlgorithmEstimate> estimate_algorithms(const CollectiveRequest& request,
                                                    const ClusterZone& zone) {
@@ -536,10 +567,13 @@ CollectiveAlgorithm resolve_algorithm(const CollectiveRequest& request, const Cl
   return resolve(request, layout_of(request.gpus, zone), zone, false).algorithm;
 }
 
-CollectivePlan make_collective(const CollectiveRequest& request, const ClusterZone& zone) {
+CollectivePlan make_collective(const CollectiveRequest& request, const ClusterZone& zone,
+                               std::optional<platforms::Fidelity> fidelity) {
   if (request.gpus.size() < 2)
     throw std::invalid_argument("a collective needs at least two GPUs");
-  const auto& config = zone.spec().collectives;
+  auto config = zone.spec().collectives;
+  if (fidelity)
+    config.fidelity = *fidelity;
   const auto layout = layout_of(request.gpus, zone);
   const auto algorithm = resolve(request, layout, zone, false).algorithm;
   const int fold = std::max(request.fold, 1);

@@ -12,6 +12,7 @@
 #include <limits>
 #include <memory>
 #include <stdexcept>
+#include <unordered_map>
 
 #include "platforms/input_error.hpp"
 #include "sim/collectives/collectives.hpp"
@@ -26,6 +27,18 @@ using workloads::TaskKind;
 
 namespace {
 
+// Activities are started again rather than created anew. SimGrid 3.32 keeps
+// the activities it lists on the maestro actor in one std::list and removes
+// each finished one with std::list::remove, a walk over all of them: at 1,024
+// GPUs that walk was a third of a run, and it grows with the cluster. A
+// communication is listed when it is created (Comm::sendto_init() detaches
+// it: CommImpl::detach) and an execution when it is created from the maestro
+// (the ExecImpl constructor); completion unlists them (CommImpl::finish,
+// ExecImpl::post), and starting a finished one again does not list it. So
+// only an activity's first use walks a list that holds first uses alone.
+// The network and CPU models see the same actions in the same order. (Only
+// Host::turn_off reads that list, to fail what runs on the host: the replay
+// never turns a host off.)
 class Replayer {
  public:
   Replayer(const TaskGraph& graph, const ClusterZone& zone, const ReplayOptions& options)
@@ -39,6 +52,7 @@ class Replayer {
         compute_busy_(static_cast<std::size_t>(graph.gpu_count), false),
         collectives_(graph.size()),
         collective_delay_s_(graph.size(), 0.0),
+        idle_execs_(static_cast<std::size_t>(graph.gpu_count)),
         flow_recorder_(timeline_) {}
 
   ReplayResult run() {
@@ -64,6 +78,8 @@ class Replayer {
     TaskId task = 0;
     int rank = -1;  // collective flows: the collective's tag for the flow
     sg::ActivityPtr activity;
+    // Where the activity waits, once finished, to be started again.
+    std::vector<sg::ActivityPtr>* idle = nullptr;
     std::size_t flow = kNoFlow;  // communications: the FlowRecorder handle
     int src = -1;                // communications: endpoints, to retry a flow
     int dst = -1;                // cut by a link going down
@@ -89,8 +105,6 @@ class Replayer {
 
   void end_iteration() {
     iteration_end_s_.push_back(now());
-    if (iteration_ == 0 && options_.on_first_iteration_end)
-      options_.on_first_iteration_end();
     ++iteration_;
     if (iteration_ < options_.iterations)
       begin_iteration();
@@ -142,12 +156,20 @@ class Replayer {
       }
       compute_busy_[g] = true;
       sg::Host* host = zone_.host(gpu);
-      auto exec = sg::Exec::init();
-      exec->set_host(host);
+      auto& idle = idle_execs_[g];
+      sg::ExecPtr exec;
+      if (idle.empty()) {
+        exec = sg::Exec::init();
+        exec->set_host(host);
+      } else {
+        exec = boost::static_pointer_cast<sg::Exec>(std::move(idle.back()));
+        idle.pop_back();
+        exec->set_state(sg::Activity::State::INITED);
+      }
       // Durations are at nominal speed (pstate 0); a slowed host (another
       // pstate, sim/perturbations/driver.hpp) stretches them.
       exec->set_flops_amount(task.duration_s * host->get_pstate_speed(0));
-      exec->set_data(slot_for(id, -1, exec));
+      exec->set_data(slot_for(id, -1, exec, &idle));
       exec->start();
     }
   }
@@ -165,7 +187,15 @@ class Replayer {
       });
       return;
     }
-    auto comm = sg::Comm::sendto_init(zone_.endpoint_host(src), zone_.endpoint_host(dst));
+    auto& idle = idle_comms_[(static_cast<std::uint64_t>(src) << 32) | static_cast<std::uint32_t>(dst)];
+    sg::CommPtr comm;
+    if (idle.empty()) {
+      comm = sg::Comm::sendto_init(zone_.endpoint_host(src), zone_.endpoint_host(dst));
+    } else {
+      comm = boost::static_pointer_cast<sg::Comm>(std::move(idle.back()));
+      idle.pop_back();
+      comm->set_state(sg::Activity::State::STARTING);  // as sendto_init leaves it
+    }
     comm->set_payload_size(static_cast<std::uint64_t>(std::llround(bytes)));
     // A leg to or from an NVSwitch is recorded on its GPU (src == dst).
     const int gpus = zone_.gpu_count();
@@ -173,7 +203,7 @@ class Replayer {
         recording() ? flow_recorder_.start(id, src, dst, src < gpus ? src : dst, dst < gpus ? dst : src,
                                            zone_.endpoint_host(src), zone_.endpoint_host(dst), bytes, now())
                     : kNoFlow;
-    comm->set_data(slot_for(id, rank, comm, flow, src, dst));
+    comm->set_data(slot_for(id, rank, comm, &idle, flow, src, dst));
     comm->start();
   }
 
@@ -198,8 +228,8 @@ class Replayer {
     flows_.clear();
   }
 
-  void* slot_for(TaskId id, int rank, sg::ActivityPtr activity, std::size_t flow = kNoFlow, int src = -1,
-                 int dst = -1) {
+  void* slot_for(TaskId id, int rank, sg::ActivityPtr activity, std::vector<sg::ActivityPtr>* idle,
+                 std::size_t flow = kNoFlow, int src = -1, int dst = -1) {
     std::size_t index;
     if (!free_slots_.empty()) {
       index = free_slots_.back();
@@ -208,15 +238,20 @@ class Replayer {
       index = slots_.size();
       slots_.emplace_back();
     }
-    slots_[index] = Slot{id, rank, std::move(activity), flow, src, dst};
+    slots_[index] = Slot{id, rank, std::move(activity), idle, flow, src, dst};
     // Slot indices travel in the activity's data pointer, offset by one so
     // that no slot is a null pointer.
     return reinterpret_cast<void*>(index + 1);
   }
 
+  // The kernel still touches an activity right after its completion callback
+  // (it is posted then): a finished activity becomes idle, ready to start
+  // again, only at the next completion.
+  void retire(Slot& slot) { retired_.push_back({std::move(slot.activity), slot.idle}); }
+
   void on_activity_done(const sg::Activity& activity) {
-    // The kernel still touches an activity right after its completion
-    // callback: release the previous one only now.
+    for (auto& [finished, idle] : retired_)
+      idle->push_back(std::move(finished));
     retired_.clear();
     const auto index = reinterpret_cast<std::size_t>(activity.get_data<void>()) - 1;
     Slot& slot = slots_[index];
@@ -224,7 +259,7 @@ class Replayer {
       // A link of its route went down: the rest of the flow waits for it.
       const auto* comm = dynamic_cast<const sg::Comm*>(&activity);
       const double left = comm != nullptr ? comm->get_remaining() : 0;
-      retired_.push_back(std::move(slot.activity));
+      retire(slot);
       if (slot.flow != kNoFlow)
         flow_recorder_.finish(slot.flow, now());
       free_slots_.push_back(index);
@@ -234,10 +269,12 @@ class Replayer {
     }
     if (activity.get_state() != sg::Activity::State::FINISHED)
       throw std::logic_error("a simulated activity failed: " + workloads::task_label(graph_[slot.task]));
-    retired_.push_back(std::move(slot.activity));
+    retire(slot);
     if (slot.flow != kNoFlow)
       flow_recorder_.finish(slot.flow, now());
     free_slots_.push_back(index);
+    if (slot.src >= 0 && (++flows_done_ & 4095) == 0)
+      report_progress();
     const TaskId id = slot.task;
     const auto& task = graph_[id];
     if (task.kind == TaskKind::collective) {
@@ -270,6 +307,15 @@ class Replayer {
     });
   }
 
+  // Masks of powers of two keep the checks cheap; a few hundred tasks or a
+  // few thousand flows take well under the progress line's refresh interval.
+  void report_progress() {
+    if (options_.on_progress)
+      options_.on_progress({now(), tasks_done_,
+                            graph_.size() * static_cast<std::size_t>(std::max(options_.iterations, 1)),
+                            flows_done_});
+  }
+
   void complete(TaskId id) {
     const auto& task = graph_[id];
     const double end = now();
@@ -284,6 +330,8 @@ class Replayer {
       timeline_.end_s = std::max(timeline_.end_s, end);
     }
     ++completed_;
+    if ((++tasks_done_ & 255) == 0)
+      report_progress();
     for (auto [e, e_end] = boost::out_edges(id, graph_.graph); e != e_end; ++e) {
       const TaskId next = boost::target(*e, graph_.graph);
       if (--remaining_[next] == 0)
@@ -310,8 +358,19 @@ class Replayer {
   std::vector<FlowRequest> flows_;
   std::vector<Slot> slots_;
   std::vector<std::size_t> free_slots_;
-  std::vector<sg::ActivityPtr> retired_;
+  // Finished activities, kept to be started again (see above Replayer):
+  // executions by GPU, communications by (source, destination) endpoints
+  // (SimGrid fixes a communication's endpoints once set).
+  std::vector<std::vector<sg::ActivityPtr>> idle_execs_;
+  std::unordered_map<std::uint64_t, std::vector<sg::ActivityPtr>> idle_comms_;
+  struct Retired {
+    sg::ActivityPtr activity;
+    std::vector<sg::ActivityPtr>* idle;
+  };
+  std::vector<Retired> retired_;
   std::size_t completed_ = 0;
+  std::size_t tasks_done_ = 0;  // over every iteration, for the progress reports
+  std::size_t flows_done_ = 0;
   analysis::Timeline timeline_;
   FlowRecorder flow_recorder_;
 };

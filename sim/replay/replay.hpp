@@ -2,15 +2,17 @@
 // Replays a task graph on the SimGrid platform: every compute task is a
 // SimGrid execution on its GPU's host, every transfer a SimGrid communication
 // over the routed links, collectives expanded into flows. An activity is
-// created and started only when all its predecessors are done (SimGrid keeps
-// declared-but-unstarted activities in a list with linear removal), and each
-// GPU's compute stream runs one task at a time, in the order tasks became
-// ready.
+// started only when all its predecessors are done (SimGrid keeps
+// declared-but-unstarted activities in a list with linear removal), a
+// finished one is started again rather than a new one created (see
+// replay.cpp), and each GPU's compute stream runs one task at a time, in the
+// order tasks became ready.
 #include <functional>
 #include <vector>
 
 #include "analysis/timeline.hpp"
 #include "sim/platform/cluster_zone.hpp"
+#include "sim/replay/replay_observer.hpp"
 #include "workloads/task_graph.hpp"
 
 namespace trainsim::sim {
@@ -28,8 +30,8 @@ struct ReplayOptions {
   int iterations = 1;
   // Applies the scenario's perturbations (sim/perturbations/driver.hpp).
   PerturbationDriver* perturbations = nullptr;
-  // Called when the first iteration ends (energy is read there).
-  std::function<void()> on_first_iteration_end;
+  // Called every few hundred finished tasks (the CLI's progress line).
+  std::function<void(const ReplayProgress&)> on_progress;
 };
 
 struct ReplayResult {

@@ -16,22 +16,20 @@ bool read_plan_section(platforms::MapReader& plan, Scenario& scenario);
 // and links (scenario_perturbations.cpp).
 bool read_perturbations_section(platforms::MapReader& perturbations, Scenario& scenario);
 
-// Cross-field rules, each reported at the plan key a user would change.
-// Derives plan.dp when it was left to "auto".
-void validate_scenario(platforms::MapReader& plan, Scenario& scenario);
+// The `workload` section (workload_section.cpp): a Chakra trace replayed
+// instead of a model and plan; read after the cluster, whose GPU count the
+// trace must fit. Fills scenario.workload, and the model and plan the
+// reports describe it with.
+bool read_workload_section(platforms::MapReader& workload, Scenario& scenario);
 
 // The plan's parallelism options (scenario_plan_options.cpp): sequence and
 // context parallelism, zero_stage, gradient buckets. Read with the plan
 // section, validated with it.
 void read_parallelism_options(platforms::MapReader& plan, Scenario& scenario);
-void validate_parallelism_options(platforms::MapReader& plan, Scenario& scenario);
 
-// The heterogeneous-cluster keys (scenario_plan_partition.cpp):
-// stage_layers and dp_micro_batches, read with the plan section; each
-// validator returns true when its key (when given) is right.
+// The heterogeneous-cluster keys, read with the plan section:
+// stage_layers and dp_micro_batches (docs/heterogeneous.md).
 void read_partition_options(platforms::MapReader& plan, Scenario& scenario);
-bool validate_stage_layers(platforms::MapReader& plan, const Scenario& scenario);
-bool validate_dp_micro_batches(platforms::MapReader& plan, const Scenario& scenario);
 
 // Integer ceiling for counts in scenario files.
 inline constexpr long long kMaxCount = 1LL << 30;

@@ -9,11 +9,14 @@
 #include <sstream>
 
 #include "platforms/input_error.hpp"
+#include "platforms/input_file.hpp"
 #include "platforms/presets.hpp"
 #include "platforms/yaml_reader.hpp"
+#include "sim/scenario/checks.hpp"
 #include "sim/scenario/cost_model_choice.hpp"
 #include "sim/scenario/document.hpp"
 #include "sim/scenario/infeasible_plan.hpp"
+#include "sim/scenario/memory_check.hpp"
 #include "sim/scenario/sections.hpp"
 #include "workloads/schedule.hpp"
 
@@ -23,11 +26,13 @@ namespace {
 using workloads::Recompute;
 using workloads::ScheduleKind;
 
-constexpr ScheduleKind kAllSchedules[] = {
-    ScheduleKind::gpipe, ScheduleKind::one_f_one_b, ScheduleKind::interleaved_one_f_one_b,
-    ScheduleKind::zb_h1, ScheduleKind::zb_h2,       ScheduleKind::zb_v,
-    ScheduleKind::bpipe, ScheduleKind::dualpipe_v};
-constexpr Recompute kAllRecompute[] = {Recompute::none, Recompute::selective, Recompute::full};
+std::vector<ScheduleKind> all_schedules() {
+  std::vector<ScheduleKind> kinds;
+  for (const auto& traits : workloads::schedule_table())
+    kinds.push_back(traits.kind);
+  return kinds;
+}
+const std::vector<Recompute> kAllRecompute{Recompute::none, Recompute::selective, Recompute::full};
 
 // The plan keys the search varies (a --set on one of them fixes that axis).
 constexpr const char* kAxisKeys[] = {
@@ -35,13 +40,10 @@ constexpr const char* kAxisKeys[] = {
     "plan.recompute", "plan.zero_stage", "plan.sequence_parallel"};
 
 YAML::Node read_yaml_file(const std::string& path, const std::string& option) {
-  std::ifstream in(path);
-  if (!in)
-    throw platforms::InputError({fmt::format("{} {}: cannot open the file", option, path)});
-  std::stringstream text;
-  text << in.rdbuf();
+  const std::string text =
+      platforms::read_input_file(path, fmt::format("file of {}", option), platforms::kMaxYamlInputBytes);
   try {
-    YAML::Node root = YAML::Load(text.str());
+    YAML::Node root = YAML::Load(text);
     if (!root.IsMap())
       throw platforms::InputError({fmt::format("{}: expected a YAML map (a scenario file)", path)});
     return root;
@@ -92,9 +94,9 @@ std::vector<int> axis_integers(const std::string& assignment, const std::vector<
   return out;
 }
 
-template <class E, std::size_t N>
+template <class E>
 std::vector<E> axis_choices(const std::string& assignment, const std::vector<std::string>& words,
-                            const E (&all)[N]) {
+                            const std::vector<E>& all) {
   std::vector<E> out;
   for (const auto& w : words) {
     std::optional<E> found;
@@ -138,7 +140,7 @@ void set_axis(workloads::PlanSpaceOptions& space, const std::string& key, const 
   else if (key == "plan.zero_stage")
     space.zero_stages = axis_integers(assignment, words, 0, 3);
   else if (key == "plan.schedule")
-    space.schedules = axis_choices(assignment, words, kAllSchedules);
+    space.schedules = axis_choices(assignment, words, all_schedules());
   else if (key == "plan.recompute")
     space.recompute = axis_choices(assignment, words, kAllRecompute);
   else if (key == "plan.sequence_parallel")
@@ -153,14 +155,6 @@ std::optional<int> integer_at(const YAML::Node& map, const char* key) {
   } catch (const YAML::Exception&) {
     return std::nullopt;
   }
-}
-
-// Sets a plan key in a candidate document and says where it came from.
-template <class T>
-void set_plan_key(YAML::Node& root, platforms::InputSource& source, const std::string& key, const T& value,
-                  const std::string& origin) {
-  root["plan"][key] = value;
-  source.mark_override("plan." + key, origin);
 }
 
 struct BaseDocument {
@@ -316,6 +310,24 @@ platforms::ClusterSpec read_base_cluster(const YAML::Node& root, const platforms
   return scenario.cluster;
 }
 
+// The base document's plan section read alone (no rule across sections):
+// the options every candidate keeps (context parallelism, gradient
+// buckets, precision, ...); the search replaces the axes it varies.
+workloads::ParallelPlan read_base_plan(const YAML::Node& root, const platforms::InputSource& source) {
+  platforms::ErrorList errors;
+  scenario::Scenario scenario;
+  platforms::MapReader top(YAML::Clone(root), "", source, errors);
+  if (auto plan = top.map("plan"))
+    scenario::read_plan_section(*plan, scenario);
+  errors.throw_if_any();
+  return scenario.plan;
+}
+
+bool is_axis_key(const std::string& key) {
+  return key == "plan.dp" ||
+         std::find(std::begin(kAxisKeys), std::end(kAxisKeys), key) != std::end(kAxisKeys);
+}
+
 }  // namespace
 
 PlanSearch prepare_plan_search(const PlanSearchRequest& request) {
@@ -371,62 +383,60 @@ PlanSearch prepare_plan_search(const PlanSearchRequest& request) {
   search.pruned = space.pruned;
   search.enumerated = space.enumerated;
 
-  std::vector<std::string> unexpected;
+  std::size_t checked = 0;
+  // Every candidate is the base scenario with the search's axes set,
+  // checked by the same typed rules as `trainsim run` (sim/scenario/checks.hpp),
+  // then by the memory model.
+  const workloads::ParallelPlan base_plan = read_base_plan(base.root, base.source);
+  // A problem at a key the search sets is the candidate's (named next to
+  // it); any other key is located in the base document.
+  const auto describe = [&](const platforms::Problem& problem) {
+    if (is_axis_key(problem.key))
+      return fmt::format("{}: {}", problem.key, problem.message);
+    return without_synthetic_location(platforms::locate_problem(base.root, base.source, problem), request);
+  };
   for (const auto& plan : space.candidates) {
+    if (request.on_progress)
+      request.on_progress(checked++, space.candidates.size());
     const std::string key = workloads::plan_key(plan);
-    const std::string origin = fmt::format("plan search candidate {}", key);
-    YAML::Node root = YAML::Clone(base.root);
-    platforms::InputSource source = base.source;
-    root["name"] = fmt::format("plan-{}", key);
-    set_plan_key(root, source, "dp", plan.dp, origin);
-    set_plan_key(root, source, "tp", plan.tp, origin);
-    set_plan_key(root, source, "pp", plan.pp, origin);
-    set_plan_key(root, source, "micro_batch_size", plan.micro_batch_size, origin);
-    set_plan_key(root, source, "schedule", std::string(to_string(plan.schedule)), origin);
-    set_plan_key(root, source, "virtual_stages", plan.virtual_stages, origin);
-    set_plan_key(root, source, "recompute", std::string(to_string(plan.recompute)), origin);
-    set_plan_key(root, source, "zero_stage", plan.zero_stage, origin);
-    set_plan_key(root, source, "sequence_parallel", plan.sequence_parallel, origin);
-    try {
-      const scenario::Scenario scenario = scenario::load_scenario_document(root, source);
-      PlanCandidate c;
-      c.plan = scenario.plan;
-      c.key = key;
-      c.label = workloads::plan_label(scenario.plan);
-      const auto cost = scenario::make_cost_model(scenario);
-      c.estimate = workloads::estimate_plan(scenario.model, scenario.plan, scenario.cluster, *cost);
-      YAML::Emitter emitter;
-      emitter << root;
-      c.scenario_yaml = fmt::format(
-          "# Plan {} of `trainsim plan` ({} on {} x {} GPUs, global batch {}).\n"
-          "# Simulate it alone with: trainsim run <this file>\n{}\n",
-          key, search.base.model.name, request.gpus, cluster.groups.front().gpu.name,
-          base.space.global_batch_size, emitter.c_str());
-      search.ranked.push_back(std::move(c));
-    } catch (const scenario::InfeasiblePlan& e) {
-      if (e.reason() == scenario::Infeasibility::does_not_fit_in_memory) {
-        ++search.pruned[static_cast<std::size_t>(workloads::PruneReason::does_not_fit_in_memory)];
-        search.memory_pruned.push_back({key, workloads::plan_label(plan),
-                                        e.problems().empty()
-                                            ? std::string()
-                                            : without_synthetic_location(e.problems().front(), request)});
-      } else {
-        ++search.pruned[static_cast<std::size_t>(workloads::PruneReason::invalid_plan)];
-        if (search.invalid_examples.size() < 3 && !e.problems().empty())
-          search.invalid_examples.push_back(without_synthetic_location(e.problems().front(), request));
-      }
-    } catch (const platforms::InputError& e) {
-      // Not a property of the plan: something in the base that only shows
-      // with some plans. Reported once, after the loop.
-      for (const auto& raw : e.problems()) {
-        const std::string problem = without_synthetic_location(raw, request);
-        if (std::find(unexpected.begin(), unexpected.end(), problem) == unexpected.end())
-          unexpected.push_back(problem);
-      }
+    scenario::Scenario candidate = search.base;
+    candidate.name = fmt::format("plan-{}", key);
+    candidate.plan = base_plan;
+    candidate.plan.dp = plan.dp;
+    candidate.plan.tp = plan.tp;
+    candidate.plan.pp = plan.pp;
+    candidate.plan.micro_batch_size = plan.micro_batch_size;
+    candidate.plan.schedule = plan.schedule;
+    candidate.plan.virtual_stages = plan.virtual_stages;
+    candidate.plan.recompute = plan.recompute;
+    candidate.plan.zero_stage = plan.zero_stage;
+    candidate.plan.sequence_parallel = plan.sequence_parallel;
+    auto problems = scenario::resolve_plan(candidate);
+    if (problems.empty())
+      problems = scenario::check(candidate);
+    if (!problems.empty()) {
+      ++search.pruned[static_cast<std::size_t>(workloads::PruneReason::invalid_plan)];
+      if (search.invalid_examples.size() < 3)
+        search.invalid_examples.push_back(describe(problems.front()));
+      continue;
     }
+    if (const auto memory = scenario::memory_problems(candidate); !memory.empty()) {
+      ++search.pruned[static_cast<std::size_t>(workloads::PruneReason::does_not_fit_in_memory)];
+      search.memory_pruned.push_back({key, workloads::plan_label(plan), "plan: " + memory.front()});
+      continue;
+    }
+    PlanCandidate c;
+    c.plan = candidate.plan;
+    c.key = key;
+    c.label = workloads::plan_label(candidate.plan);
+    const auto cost = scenario::make_cost_model(candidate);
+    c.estimate = workloads::estimate_plan(candidate.model, candidate.plan, candidate.cluster, *cost);
+    search.ranked.push_back(std::move(c));
   }
-  if (!unexpected.empty())
-    throw platforms::InputError(unexpected);
+  search.document = base.root;
+  search.description =
+      fmt::format("{} on {} x {} GPUs, global batch {}", search.base.model.name, request.gpus,
+                  cluster.groups.front().gpu.name, base.space.global_batch_size);
 
   std::stable_sort(search.ranked.begin(), search.ranked.end(),
                    [](const PlanCandidate& a, const PlanCandidate& b) {
@@ -435,6 +445,27 @@ PlanSearch prepare_plan_search(const PlanSearchRequest& request) {
                      return a.key < b.key;
                    });
   return search;
+}
+
+std::string scenario_yaml(const PlanSearch& search, const PlanCandidate& candidate) {
+  YAML::Node root = YAML::Clone(search.document);
+  root["name"] = fmt::format("plan-{}", candidate.key);
+  YAML::Node plan = root["plan"];
+  plan["dp"] = candidate.plan.dp;
+  plan["tp"] = candidate.plan.tp;
+  plan["pp"] = candidate.plan.pp;
+  plan["micro_batch_size"] = candidate.plan.micro_batch_size;
+  plan["schedule"] = std::string(to_string(candidate.plan.schedule));
+  plan["virtual_stages"] = candidate.plan.virtual_stages;
+  plan["recompute"] = std::string(to_string(candidate.plan.recompute));
+  plan["zero_stage"] = candidate.plan.zero_stage;
+  plan["sequence_parallel"] = candidate.plan.sequence_parallel;
+  YAML::Emitter emitter;
+  emitter << root;
+  return fmt::format(
+      "# Plan {} of `trainsim plan` ({}).\n"
+      "# Simulate it alone with: trainsim run <this file>\n{}\n",
+      candidate.key, search.description, emitter.c_str());
 }
 
 }  // namespace trainsim::sim

@@ -7,8 +7,11 @@
 // the CLI (sim/cli/plan_command.cpp) composes the two and reports.
 #include <array>
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <vector>
+
+#include <yaml-cpp/yaml.h>
 
 #include "sim/scenario/scenario.hpp"
 #include "workloads/planning/plan_estimate.hpp"
@@ -30,6 +33,9 @@ struct PlanSearchRequest {
   // axis to the value instead; plan.dp is derived and may not be set.
   std::vector<std::string> overrides;
   std::string fidelity = "fast";  // cluster.collectives.fidelity of the simulations ("": the cluster's)
+  // Told after each enumerated plan is checked and estimated (the CLI's
+  // progress line): plans checked so far, plans to check.
+  std::function<void(std::size_t checked, std::size_t total)> on_progress;
 };
 
 struct PlanCandidate {
@@ -37,7 +43,6 @@ struct PlanCandidate {
   std::string key;               // workloads::plan_key
   std::string label;             // workloads::plan_label
   workloads::PlanEstimate estimate;
-  std::string scenario_yaml;  // runnable alone with `trainsim run`
 };
 
 struct MemoryPruned {
@@ -55,12 +60,18 @@ struct PlanSearch {
   std::array<std::size_t, workloads::kPruneReasonCount> pruned{};
   std::size_t enumerated = 0;
   std::vector<MemoryPruned> memory_pruned;    // in enumeration order
-  std::vector<std::string> invalid_examples;  // the loader's message for a few invalid_plan prunes
+  std::vector<std::string> invalid_examples;  // the checks' message for a few invalid_plan prunes
+  YAML::Node document;                        // the base scenario document, sized to the GPUs
+  std::string description;                    // "<model> on N x <gpu> GPUs, global batch B"
 };
 
 // Builds the space, checks, estimates and ranks every plan. Throws
 // InputError for bad requests (unknown model or cluster, a GPU count the
 // cluster cannot have, malformed overrides), each problem named.
 PlanSearch prepare_plan_search(const PlanSearchRequest& request);
+
+// A candidate as a scenario file, runnable alone with `trainsim run` (the
+// base document with the candidate's plan keys set).
+std::string scenario_yaml(const PlanSearch& search, const PlanCandidate& candidate);
 
 }  // namespace trainsim::sim

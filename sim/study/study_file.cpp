@@ -1,4 +1,5 @@
 #include "sim/study/study_file.hpp"
+#include "sim/study/study_keys.hpp"
 
 #include <fmt/format.h>
 
@@ -8,6 +9,7 @@
 #include <sstream>
 
 #include "platforms/input_error.hpp"
+#include "platforms/input_file.hpp"
 #include "platforms/yaml_reader.hpp"
 #include "sim/scenario/document.hpp"
 
@@ -171,7 +173,7 @@ void StudyReader::read_plots(const YAML::Node& node) {
   std::set<std::string> files;
   for (std::size_t i = 0; i < node.size(); ++i) {
     const std::string path = fmt::format("sweep.plots[{}]", i);
-    platforms::MapReader p(node[i], path, source_, errors_);
+    platforms::MapReader p(node[i], path, source_, errors_, &plot_keys());
     const std::size_t before = errors_.size();
     analysis::PlotSpec spec;
     for (const char* required : {"x", "y"})
@@ -233,7 +235,7 @@ void StudyReader::read_plots(const YAML::Node& node) {
 }
 
 void StudyReader::read_sweep(const YAML::Node& node) {
-  platforms::MapReader sweep(node, "sweep", source_, errors_);
+  platforms::MapReader sweep(node, "sweep", source_, errors_, &sweep_keys());
   if (node.IsMap() && !sweep.has("grid") && !sweep.has("zip"))
     sweep.error("", "expected `grid` (a cartesian product) and/or `zip` (parallel lists) of scenario keys");
   if (sweep.has("grid")) {
@@ -330,6 +332,7 @@ StudyFile parse_study_text(const std::string& text, const std::string& path) {
   StudyFile study;
   study.path = path;
   study.text = text;
+  platforms::check_utf8(text, path);
   try {
     study.document = YAML::Load(text);
   } catch (const YAML::Exception& e) {
@@ -367,12 +370,8 @@ StudyFile parse_study_text(const std::string& text, const std::string& path) {
 }
 
 StudyFile read_study_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in)
-    throw platforms::InputError({fmt::format("{}: cannot open the study file", path)});
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_study_text(text.str(), path);
+  return parse_study_text(platforms::read_input_file(path, "study file", platforms::kMaxYamlInputBytes),
+                          path);
 }
 
 std::vector<std::string> parameter_names(const StudyFile& study) {

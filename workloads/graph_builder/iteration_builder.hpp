@@ -23,12 +23,10 @@
 
 namespace trainsim::workloads {
 
-// Preconditions (the scenario validator checks them with clear messages;
+// Preconditions (the scenario loader checks them with clear messages;
 // here they throw std::invalid_argument): plan.gpu_count() ==
-// cluster.gpu_count(), partition_problem() empty (layers divisible by pp x
-// virtual_stages or a valid plan.stage_layers; global batch divisible by
-// micro-batch x dp or a valid plan.dp_micro_batches), schedule_problems(plan)
-// empty, cp >= 1 and zero_stage in 0..3.
+// cluster.gpu_count(), workloads::plan_problems(model, plan) empty
+// (workloads/plan_checks.hpp), cp >= 1 and zero_stage in 0..3.
 TaskGraph build_iteration(const ModelSpec& model, const ParallelPlan& plan,
                           const platforms::ClusterSpec& cluster, const CostModel& cost);
 

@@ -254,6 +254,19 @@ TEST(ScenarioLoader, ParallelismOptionRulesNameTheKeyAndTheFix) {
   EXPECT_NE(one({"plan.dp=4", "plan.context_parallel=2"})
                 .find("plan.dp: dp x tp x pp x cp = 4 x 2 x 2 x 2 = 32 GPUs, but the cluster has 16"),
             std::string::npos);
+  EXPECT_NE(one({"plan.framework=pytorch_fsdp2", "plan.zero_stage=1"})
+                .find("plan.framework: pytorch_fsdp2 shards with FSDP, but zero_stage is 1; expected "
+                      "zero_stage: 3"),
+            std::string::npos);
+  EXPECT_NE(one({"plan.framework=deepspeed"}).find("plan.framework"), std::string::npos);
+}
+
+TEST(ScenarioLoader, FrameworkReachesThePlanAndDefaultsToMegatron) {
+  EXPECT_EQ(scenario::parse_scenario_text(kMinimal, "t.yaml").plan.framework, workloads::Framework::megatron);
+  const auto s =
+      scenario::parse_scenario_text(kMinimal, "t.yaml", {"plan.framework=pytorch_fsdp", "plan.zero_stage=3"});
+  EXPECT_EQ(s.plan.framework, workloads::Framework::pytorch_fsdp);
+  EXPECT_TRUE(s.plan.pytorch());
 }
 
 // GPT-3 13B on 16 H100s with tp 2 x pp 2: 16 bytes per parameter of a
@@ -286,6 +299,43 @@ TEST(ScenarioLoader, PlanThatDoesNotFitInMemoryIsInfeasibleWithTheBreakdown) {
   fits.insert(fits.end(), {"plan.zero_stage=3", "plan.recompute=selective", "plan.micro_batch_size=1",
                            "plan.global_batch_size=32"});
   EXPECT_NO_THROW(scenario::parse_scenario_text(kMinimal, "t.yaml", fits));
+}
+
+// Megatron-LM users write its argument names: they read as trainsim's keys,
+// in the file and in --set, and a slip gets a "did you mean".
+TEST(ScenarioLoader, MegatronArgumentNamesAreAliasesOfTheModelAndPlanKeys) {
+  const std::string yaml = R"(cluster: {gpu: H100, nodes: 2, nvlink: {bandwidth: 450GBps, latency: 1.5us},
+  nic: {bandwidth: 400Gbps, latency: 4us}, fabric: {topology: single_switch}}
+model:
+  num_layers: 8
+  hidden_size: 1024
+  num_attention_heads: 16
+  seq_length: 1024
+  padded_vocab_size: 51200
+plan:
+  tensor_model_parallel_size: 2
+  pipeline_model_parallel_size: 4
+  recompute_granularity: selective
+  micro_batch_size: 1
+  global_batch_size: 32
+)";
+  const auto s = scenario::parse_scenario_text(
+      yaml, "m.yaml", {"plan.virtual_pipeline_model_parallel_size=2", "plan.schedule=interleaved_1f1b"});
+  EXPECT_EQ(s.model.layers, 8);
+  EXPECT_EQ(s.model.hidden, 1024);
+  EXPECT_EQ(s.model.heads, 16);
+  EXPECT_EQ(s.model.seq_len, 1024);
+  EXPECT_EQ(s.model.vocab, 51200);
+  EXPECT_EQ(s.plan.tp, 2);
+  EXPECT_EQ(s.plan.pp, 4);
+  EXPECT_EQ(s.plan.dp, 2);
+  EXPECT_EQ(s.plan.virtual_stages, 2);
+  EXPECT_EQ(s.plan.recompute, workloads::Recompute::selective);
+
+  const auto slips = problems(kMinimal, {"model.hiden=2048", "plan.tensor_model_parallel=2"});
+  ASSERT_EQ(slips.size(), 2u);
+  EXPECT_NE(slips[0].find("model.hiden: unknown key (did you mean 'hidden'?"), std::string::npos) << slips[0];
+  EXPECT_NE(slips[1].find("(did you mean 'tensor_model_parallel_size'?"), std::string::npos) << slips[1];
 }
 
 }  // namespace

@@ -1,0 +1,233 @@
+#include "workloads/plan_checks.hpp"
+
+#include <fmt/format.h>
+
+#include <numeric>
+#include <string>
+
+#include "workloads/schedule.hpp"
+
+namespace trainsim::workloads {
+namespace {
+
+class Problems {
+ public:
+  void add(const std::string& plan_key, std::string message) {
+    list_.push_back({"plan." + plan_key, std::move(message)});
+  }
+  std::size_t size() const { return list_.size(); }
+  std::vector<platforms::Problem> take() { return std::move(list_); }
+
+ private:
+  std::vector<platforms::Problem> list_;
+};
+
+std::string list_text(const std::vector<int>& values) {
+  std::string text;
+  for (int v : values)
+    text += (text.empty() ? "" : ", ") + std::to_string(v);
+  return "[" + text + "]";
+}
+
+// Entries below 1, as "entry 2 (stage 2) is 0".
+std::string zero_entries(const std::vector<int>& values, const char* what) {
+  std::string text;
+  for (std::size_t i = 0; i < values.size(); ++i)
+    if (values[i] < 1)
+      text += fmt::format("{}entry {} ({} {}) is {}", text.empty() ? "" : ", ", i, what, i, values[i]);
+  return text;
+}
+
+// plan.stage_layers: one layer count per virtual stage, each >= 1, adding
+// up to the model's layers. True when right.
+bool check_stage_layers(const ModelSpec& model, const ParallelPlan& plan, Problems& problems) {
+  const auto& layers = plan.stage_layers;
+  const int stages = plan.pp * plan.virtual_stages;
+  const std::string stages_text = plan.virtual_stages > 1 ? fmt::format("pp x virtual_stages = {} x {} = {}",
+                                                                        plan.pp, plan.virtual_stages, stages)
+                                                          : fmt::format("pp = {}", plan.pp);
+  const std::size_t before = problems.size();
+  if (static_cast<int>(layers.size()) != stages)
+    problems.add("stage_layers",
+                 fmt::format("{} has {} entr{}, but the pipeline has {} stages; expected one layer count per "
+                             "{}stage ({} entries) in model order",
+                             list_text(layers), layers.size(), layers.size() == 1 ? "y" : "ies", stages_text,
+                             plan.virtual_stages > 1 ? "virtual " : "", stages));
+  if (const std::string zeros = zero_entries(layers, plan.virtual_stages > 1 ? "virtual stage" : "stage");
+      !zeros.empty())
+    problems.add("stage_layers", fmt::format("{}: {}; expected every stage to hold at least one layer",
+                                             list_text(layers), zeros));
+  const int sum = std::accumulate(layers.begin(), layers.end(), 0);
+  if (sum != model.layers)
+    problems.add("stage_layers", fmt::format("{} adds up to {} layers, but model.layers = {}; expected the "
+                                             "entries to add up to {}",
+                                             list_text(layers), sum, model.layers, model.layers));
+  return problems.size() == before;
+}
+
+// plan.dp_micro_batches: one micro-batch count per replica, each >= 1,
+// adding up to the global batch. True when right.
+bool check_dp_micro_batches(const ParallelPlan& plan, Problems& problems) {
+  const auto& shares = plan.dp_micro_batches;
+  const std::size_t before = problems.size();
+  if (static_cast<int>(shares.size()) != plan.dp)
+    problems.add(
+        "dp_micro_batches",
+        fmt::format("{} has {} entr{}, but dp = {}; expected one micro-batch count per data-parallel "
+                    "replica ({} entries)",
+                    list_text(shares), shares.size(), shares.size() == 1 ? "y" : "ies", plan.dp, plan.dp));
+  if (const std::string zeros = zero_entries(shares, "replica"); !zeros.empty())
+    problems.add("dp_micro_batches", fmt::format("{}: {}; expected every replica to run at least one "
+                                                 "micro-batch",
+                                                 list_text(shares), zeros));
+  const long long sum = std::accumulate(shares.begin(), shares.end(), 0LL);
+  if (sum * plan.micro_batch_size != plan.global_batch_size)
+    problems.add("dp_micro_batches",
+                 fmt::format("{} adds up to {} micro-batches of micro_batch_size {} = {} sequences, but "
+                             "global_batch_size = {}; expected the entries to add up to global_batch_size / "
+                             "micro_batch_size = {}",
+                             list_text(shares), sum, plan.micro_batch_size, sum * plan.micro_batch_size,
+                             plan.global_batch_size,
+                             plan.global_batch_size % plan.micro_batch_size == 0
+                                 ? std::to_string(plan.global_batch_size / plan.micro_batch_size)
+                                 : fmt::format("{} / {} (not a whole number: fix global_batch_size)",
+                                               plan.global_batch_size, plan.micro_batch_size)));
+  if (plan.zero_stage >= 2)
+    problems.add("dp_micro_batches",
+                 fmt::format("given with zero_stage {}: ZeRO-{} runs a collective over the data-parallel "
+                             "group after every micro-batch, which needs every replica to run the same "
+                             "number; expected zero_stage 0 or 1, or the key left out",
+                             plan.zero_stage, plan.zero_stage));
+  return problems.size() == before;
+}
+
+// plan.expert_parallel (workloads/expert_parallel.hpp): Megatron-core's
+// rules, and what trainsim's builder supports.
+void check_expert_parallel(const ModelSpec& model, const ParallelPlan& plan, Problems& problems) {
+  if (plan.ep <= 1)
+    return;
+  const std::string key = "expert_parallel";
+  if (!model.is_moe()) {
+    problems.add(key, fmt::format("{} with a dense model ({}): expert parallelism spreads the experts of MoE "
+                                  "layers; expected expert_parallel: 1, or a model with model.moe (e.g. "
+                                  "preset mixtral-8x7b)",
+                                  plan.ep, model.name));
+    return;
+  }
+  if (model.moe.experts % plan.ep != 0)
+    problems.add(key, fmt::format("{} does not divide model.moe.experts = {}; expected a divisor of {}",
+                                  plan.ep, model.moe.experts, model.moe.experts));
+  const int positions = plan.data_parallel_size();
+  if (positions % plan.ep != 0)
+    problems.add(key,
+                 fmt::format("{} does not divide dp x cp = {} x {} = {}: the EP group is formed within the "
+                             "data-parallel (and context-parallel) GPUs, as in Megatron-core; expected a "
+                             "divisor of {}",
+                             plan.ep, plan.dp, plan.cp, positions, positions));
+  if (plan.tp > 1 && !plan.sequence_parallel)
+    problems.add(key,
+                 fmt::format("{} with tp = {} needs sequence_parallel: true (Megatron requires sequence "
+                             "parallelism for MoE with tensor parallelism: each TP rank dispatches its own "
+                             "share of the tokens); expected sequence_parallel: true",
+                             plan.ep, plan.tp));
+  if (plan.zero_stage >= 2)
+    problems.add(key,
+                 fmt::format("{} with zero_stage {}: trainsim's expert parallelism supports ZeRO stages 0 "
+                             "and 1 (the distributed optimizer); expected zero_stage 0 or 1, or "
+                             "expert_parallel: 1",
+                             plan.ep, plan.zero_stage));
+  if (!plan.dp_micro_batches.empty())
+    problems.add(key,
+                 fmt::format("{} with dp_micro_batches: an EP group's all-to-alls join GPUs of different "
+                             "data-parallel replicas, which must then run the same micro-batches; expected "
+                             "no dp_micro_batches, or expert_parallel: 1",
+                             plan.ep));
+  if (plan.overlap_grad_reduce)
+    problems.add(key,
+                 fmt::format("{} with overlap_grad_reduce: trainsim reduces MoE gradients (dense and expert "
+                             "groups) after the backward; expected overlap_grad_reduce: false, or "
+                             "expert_parallel: 1",
+                             plan.ep));
+}
+
+// Sequence and context parallelism, expert parallelism, the framework,
+// ZeRO-3 and gradient buckets.
+void check_parallelism_options(const ModelSpec& model, const ParallelPlan& plan, Problems& problems) {
+  if (plan.sequence_parallel && plan.tp < 2)
+    problems.add("sequence_parallel",
+                 fmt::format("true with tp = {}: sequence parallelism splits the activations and the "
+                             "layer-norm and dropout work over the tensor-parallel group; expected tp >= 2, "
+                             "or sequence_parallel: false",
+                             plan.tp));
+  if (plan.cp > 1 && model.seq_len % (2 * plan.cp) != 0)
+    problems.add("context_parallel",
+                 fmt::format("{} does not suit model.seq_len = {}: ring attention splits each sequence into "
+                             "2 x context_parallel = {} chunks (Megatron's load-balanced split); expected "
+                             "seq_len divisible by {}",
+                             plan.cp, model.seq_len, 2 * plan.cp, 2 * plan.cp));
+  check_expert_parallel(model, plan, problems);
+  if (plan.pytorch() && plan.zero_stage != 3)
+    problems.add("framework", fmt::format("{} shards with FSDP, but zero_stage is {}; expected zero_stage: 3 "
+                                          "(or framework: megatron)",
+                                          to_string(plan.framework), plan.zero_stage));
+  const bool bucket_given = plan.grad_bucket_bytes > 0;
+  if (plan.zero_stage == 3) {
+    const std::string why =
+        "does not apply with zero_stage 3: FSDP reduce-scatters each layer's gradients as soon as its "
+        "backward ends (the layers are its buckets); expected the key left out";
+    if (plan.overlap_grad_reduce)
+      problems.add("overlap_grad_reduce", why);
+    if (bucket_given)
+      problems.add("grad_bucket_size", why);
+  } else if (bucket_given && !plan.overlap_grad_reduce) {
+    problems.add("grad_bucket_size",
+                 "given with overlap_grad_reduce off: without overlap the gradients are reduced in one "
+                 "collective after the backward; expected overlap_grad_reduce: true, or the key left out");
+  }
+}
+
+}  // namespace
+
+std::vector<platforms::Problem> plan_problems(const ModelSpec& model, const ParallelPlan& plan) {
+  Problems problems;
+  bool batch_ok = true;
+  if (!plan.dp_micro_batches.empty()) {
+    batch_ok = check_dp_micro_batches(plan, problems);
+  } else if (plan.micro_batch_size * plan.dp <= 0 ||
+             plan.global_batch_size % (plan.micro_batch_size * plan.dp) != 0) {
+    batch_ok = false;
+    problems.add("global_batch_size",
+                 fmt::format("{} is not divisible by micro_batch_size x dp = {} x {} = {}; expected a "
+                             "multiple of {} (or uneven shares in plan.dp_micro_batches)",
+                             plan.global_batch_size, plan.micro_batch_size, plan.dp,
+                             plan.micro_batch_size * plan.dp, plan.micro_batch_size * plan.dp));
+  }
+  bool layers_ok = true;
+  if (plan.stage_layers.empty() && (plan.pp <= 0 || model.layers % plan.pp != 0)) {
+    layers_ok = false;
+    problems.add("pp", fmt::format("model.layers = {} is not divisible by pp = {}; expected a divisor of {} "
+                                   "(or an uneven partition in plan.stage_layers)",
+                                   model.layers, plan.pp, model.layers));
+  }
+  // Schedule rules (model chunks per GPU, micro-batch counts), checked once
+  // the shapes they depend on are known to be right.
+  if (plan.virtual_stages == 0) {
+    problems.add("virtual_stages",
+                 fmt::format("missing: schedule {} needs the number of model chunks per GPU "
+                             "(expected an integer >= 2, e.g. virtual_stages: 2)",
+                             to_string(plan.schedule)));
+  } else {
+    if (!plan.stage_layers.empty())
+      layers_ok = check_stage_layers(model, plan, problems);
+    if (layers_ok && batch_ok)
+      for (auto& problem : schedule_problems(plan, model.layers))
+        problems.add(problem.key, std::move(problem.message));
+  }
+  if (plan.tp <= 0 || model.heads % plan.tp != 0)
+    problems.add("tp", fmt::format("model.heads = {} is not divisible by tp = {}; expected a divisor of {}",
+                                   model.heads, plan.tp, model.heads));
+  check_parallelism_options(model, plan, problems);
+  return problems.take();
+}
+
+}  // namespace trainsim::workloads
