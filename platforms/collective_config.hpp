@@ -56,6 +56,18 @@ struct CollectiveConfig {
   // Pipelined algorithms (tree, broadcast, NVLS) cut the message into the
   // number of chunks that minimises the pipeline's time, at most this many.
   int max_pipeline_chunks = 64;
+  // Compute/communication interference (opt-in; 0 = off): the share of a
+  // GPU's compute speed that NCCL's kernels take while the GPU takes part in
+  // a collective or a send / receive. NCCL runs one thread block per channel
+  // on an SM of its own, so a GEMM overlapped with it has fewer SMs (an
+  // all-gather of 24 channels holds 24 of an H100's 132 SMs, 18%); the
+  // replay runs compute at (1 - share) of its speed during those spans
+  // (sim/replay/replay.cpp; docs/collectives.md, "Interference").
+  double compute_interference = 0;
 };
+// At most half: SimGrid shares a host's speed max-min fairly between the
+// compute task and NCCL's bounded share, so a larger bound would still leave
+// compute half.
+inline constexpr double kMaxComputeInterference = 0.5;
 
 }  // namespace trainsim::platforms

@@ -53,6 +53,10 @@ class Replayer {
         collectives_(graph.size()),
         collective_delay_s_(graph.size(), 0.0),
         idle_execs_(static_cast<std::size_t>(graph.gpu_count)),
+        interference_share_(zone.spec().collectives.compute_interference),
+        communicating_(static_cast<std::size_t>(graph.gpu_count), 0),
+        interference_(static_cast<std::size_t>(graph.gpu_count)),
+        interfering_(interference_share_ > 0 ? graph.size() : 0, false),
         flow_recorder_(timeline_) {}
 
   ReplayResult run() {
@@ -106,10 +110,17 @@ class Replayer {
   void end_iteration() {
     iteration_end_s_.push_back(now());
     ++iteration_;
-    if (iteration_ < options_.iterations)
+    if (iteration_ < options_.iterations) {
       begin_iteration();
-    else if (driver_ != nullptr)
+      return;
+    }
+    if (driver_ != nullptr)
       driver_->stop();  // pending perturbation timers (flapping) would run on forever
+    // The interference executions would never end: SimGrid ends them (their
+    // completion is ignored) before run() returns.
+    for (auto& exec : interference_)
+      if (exec)
+        exec->cancel();
   }
 
   bool recording() const { return iteration_ == 0; }
@@ -131,6 +142,7 @@ class Replayer {
         start_s_[id] = now();
         if (task.bytes <= 0)
           return complete(id);
+        communication_starts(id, {task.gpu, task.peer});
         start_comm(id, -1, task.gpu, task.peer, task.bytes);
         return;
       case TaskKind::collective:
@@ -213,6 +225,7 @@ class Replayer {
     const auto& gpus = graph_.groups[static_cast<std::size_t>(task.group)];
     if (gpus.size() < 2 || task.bytes <= 0)
       return complete(id);
+    communication_starts(id, gpus);
     CollectivePlan plan = make_collective({task.op, gpus, task.bytes, task.fold, task.algorithm}, zone_);
     timeline_.collectives[id] = plan.choice;
     collective_delay_s_[id] = plan.extra_latency_s;
@@ -253,6 +266,8 @@ class Replayer {
     for (auto& [finished, idle] : retired_)
       idle->push_back(std::move(finished));
     retired_.clear();
+    if (activity.get_data<void>() == nullptr)
+      return;  // an interference execution, cancelled at the end (see below)
     const auto index = reinterpret_cast<std::size_t>(activity.get_data<void>()) - 1;
     Slot& slot = slots_[index];
     if (activity.get_state() == sg::Activity::State::FAILED && driver_ != nullptr && slot.src >= 0) {
@@ -316,7 +331,55 @@ class Replayer {
                             flows_done_});
   }
 
+  // Compute/communication interference (CollectiveConfig::compute_interference):
+  // while a GPU takes part in a collective or a transfer, an execution bounded
+  // to that share of its nominal speed runs on its host beside the compute
+  // task, and SimGrid's fair sharing of the host leaves compute the rest. One
+  // such execution per GPU, started at its first communication, suspended
+  // between communications and resumed at the next (suspending changes the
+  // sharing at once; a cancellation would only be seen at the next event).
+  void communication_starts(TaskId id, const std::vector<int>& gpus) {
+    if (interference_share_ <= 0)
+      return;
+    interfering_[id] = true;
+    for (int gpu : gpus) {
+      const auto g = static_cast<std::size_t>(gpu);
+      if (gpu < 0 || g >= communicating_.size() || communicating_[g]++ > 0)
+        continue;
+      if (interference_[g]) {
+        interference_[g]->resume();
+        continue;
+      }
+      sg::Host* host = zone_.host(gpu);
+      interference_[g] = sg::Exec::init();
+      interference_[g]->set_host(host);
+      interference_[g]->set_flops_amount(kInterferenceFlops);
+      interference_[g]->set_bound(interference_share_ * host->get_pstate_speed(0));
+      interference_[g]->start();
+    }
+  }
+
+  void communication_ends(TaskId id) {
+    if (interference_share_ <= 0 || !interfering_[id])
+      return;
+    interfering_[id] = false;
+    const auto& task = graph_[id];
+    const auto end = [this](int gpu) {
+      const auto g = static_cast<std::size_t>(gpu);
+      if (gpu >= 0 && g < communicating_.size() && --communicating_[g] == 0)
+        interference_[g]->suspend();
+    };
+    if (task.kind == TaskKind::send) {
+      end(task.gpu);
+      end(task.peer);
+    } else {
+      for (int gpu : graph_.groups[static_cast<std::size_t>(task.group)])
+        end(gpu);
+    }
+  }
+
   void complete(TaskId id) {
+    communication_ends(id);
     const auto& task = graph_[id];
     const double end = now();
     if (recording()) {
@@ -368,6 +431,13 @@ class Replayer {
     std::vector<sg::ActivityPtr>* idle;
   };
   std::vector<Retired> retired_;
+  // Compute/communication interference: the share, how many communications
+  // each GPU is in, its bounded execution, and the tasks that started one.
+  static constexpr double kInterferenceFlops = 1e30;  // never finishes
+  double interference_share_;
+  std::vector<int> communicating_;
+  std::vector<sg::ExecPtr> interference_;
+  std::vector<bool> interfering_;
   std::size_t completed_ = 0;
   std::size_t tasks_done_ = 0;  // over every iteration, for the progress reports
   std::size_t flows_done_ = 0;

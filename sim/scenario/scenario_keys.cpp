@@ -2,6 +2,7 @@
 
 #include <limits>
 
+#include "platforms/collective_config.hpp"
 #include "platforms/gpu_spec.hpp"
 #include "platforms/presets.hpp"
 #include "sim/scenario/sections.hpp"
@@ -132,6 +133,8 @@ struct Tables {
                        choice("fidelity", {"detailed", "fast"}, "step by step, or one flow per edge"),
                        key("launch_latency", T::duration, "NCCL's cost per collective (default 30us)"),
                        ranged("max_chunks", T::integer, 1, 1 << 16, "pipelining chunks per collective"),
+                       ranged("compute_interference", T::number, 0.0, platforms::kMaxComputeInterference,
+                              "share of compute speed NCCL takes while a GPU communicates (0 = off)"),
                    }};
     // A node group's keys, at the cluster level (the defaults of every
     // group, or the one group) and in each entry of `groups`.

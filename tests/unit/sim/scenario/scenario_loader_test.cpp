@@ -261,6 +261,16 @@ TEST(ScenarioLoader, ParallelismOptionRulesNameTheKeyAndTheFix) {
   EXPECT_NE(one({"plan.framework=deepspeed"}).find("plan.framework"), std::string::npos);
 }
 
+TEST(ScenarioLoader, ComputeInterferenceIsOffByDefaultAndAtMostHalf) {
+  EXPECT_EQ(scenario::parse_scenario_text(kMinimal, "t.yaml").cluster.collectives.compute_interference, 0);
+  const auto s =
+      scenario::parse_scenario_text(kMinimal, "t.yaml", {"cluster.collectives.compute_interference=0.15"});
+  EXPECT_DOUBLE_EQ(s.cluster.collectives.compute_interference, 0.15);
+  const auto p = problems(kMinimal, {"cluster.collectives.compute_interference=0.6"});
+  ASSERT_EQ(p.size(), 1u) << ::testing::PrintToString(p);
+  EXPECT_NE(p[0].find("cluster.collectives.compute_interference"), std::string::npos) << p[0];
+}
+
 TEST(ScenarioLoader, FrameworkReachesThePlanAndDefaultsToMegatron) {
   EXPECT_EQ(scenario::parse_scenario_text(kMinimal, "t.yaml").plan.framework, workloads::Framework::megatron);
   const auto s =
