@@ -14,7 +14,7 @@ namespace trainsim::analysis {
 namespace {
 
 constexpr char kMagic[8] = {'T', 'S', 'R', 'U', 'N', '\0', '\0', '\1'};
-constexpr std::uint32_t kVersion = 3;           // 3: graph fingerprint instead of the graph
+constexpr std::uint32_t kVersion = 4;  // 3: graph fingerprint instead of the graph; 4: representation
 constexpr std::uint32_t kEndMark = 0x454e4421;  // "END!"
 
 class Writer {
@@ -127,6 +127,7 @@ void write_run_archive(std::ostream& out, const std::string& metadata_json, cons
     w.put<std::uint8_t>(static_cast<std::uint8_t>(c.algorithm));
     w.put<std::int32_t>(c.channels);
     w.put<std::uint8_t>(static_cast<std::uint8_t>(c.fidelity));
+    w.put<std::uint8_t>(static_cast<std::uint8_t>(c.representation));
   }
   w.put(kEndMark);
 }
@@ -200,11 +201,14 @@ RunArchive read_run_archive(std::istream& in) {
     const auto algorithm = r.get<std::uint8_t>();
     c.channels = r.get<std::int32_t>();
     const auto fidelity = r.get<std::uint8_t>();
+    const auto representation = r.get<std::uint8_t>();
     check(task < tasks && algorithm <= static_cast<std::uint8_t>(platforms::CollectiveAlgorithm::p2p_ring) &&
-              fidelity <= static_cast<std::uint8_t>(platforms::Fidelity::fast),
+              fidelity <= static_cast<std::uint8_t>(platforms::Fidelity::automatic) &&
+              representation < kRepresentationCount,
           "collective choice out of range");
     c.algorithm = static_cast<platforms::CollectiveAlgorithm>(algorithm);
     c.fidelity = static_cast<platforms::Fidelity>(fidelity);
+    c.representation = static_cast<Representation>(representation);
     tl.collectives.emplace(task, c);
   }
   check(r.get<std::uint32_t>() == kEndMark, "missing end mark");

@@ -432,7 +432,9 @@ CollectivePlan make_collective(const CollectiveRequest& request, const ClusterZo
       pass_latency_s += phase.latency_s;
     plan.extra_latency_s += (fold - 1) * pass_latency_s;
   }
-  if (config.fidelity == Fidelity::detailed || pass.fast_is_detailed) {
+  // The automatic representation runs the detailed steps (the replay
+  // decides whether SimGrid sees them as flows).
+  if (config.fidelity != Fidelity::fast || pass.fast_is_detailed) {
     plan.flows = pass.detailed();
     return plan;
   }
