@@ -37,6 +37,9 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& options) {
   cmd->add_flag(
       "--allow-oom", options.allow_oom,
       "Simulate even when the plan does not fit in GPU memory (the summary still reports the peak)");
+  cmd->add_flag("--progress", options.progress,
+                "Keep a progress line on stderr while the replay runs (simulated time, tasks done, rate, "
+                "ETA; after two seconds); on by default when stderr is a terminal");
   cmd->add_option("--iterations", options.iterations,
                   "Replay N consecutive iterations (stragglers differ per iteration); summary.json gets an "
                   "`iterations` block (the reports describe the first iteration)")
@@ -157,7 +160,9 @@ int run_command(const RunOptions& options) {
   // job-level failure run differs, and it runs once per seed after the
   // replay (a 16,384-GPU iteration is replayed once, not K times).
   const bool one_replay = !scenario.perturbations.replay_depends_on_seed();
-  sim::SimulationOptions simulation_options{.iterations = options.iterations, .more_failure_seeds = {}};
+  sim::SimulationOptions simulation_options{.iterations = options.iterations,
+                                            .more_failure_seeds = {},
+                                            .progress = options.progress || isatty(STDERR_FILENO) == 1};
   std::vector<SeedResult> seeds;
   for (int k = 1; k < options.seeds; ++k) {
     const std::uint64_t seed = scenario.seed + static_cast<std::uint64_t>(k);

@@ -22,6 +22,9 @@ struct RunOptions {
   // simulate it against the even split (sim/cli/balance_run.hpp). "off":
   // the scenario as written.
   std::string balance = "off";
+  // A progress line on stderr during the replay (also when stderr is a
+  // terminal).
+  bool progress = false;
 };
 
 // Registers the subcommand; `options` must outlive parsing.

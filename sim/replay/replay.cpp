@@ -11,8 +11,10 @@
 #include <algorithm>
 #include <cmath>
 #include <deque>
+#include <iostream>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -22,6 +24,7 @@
 #include "sim/replay/flow_recorder.hpp"
 #include "sim/replay/isolated_run.hpp"
 #include "sim/replay/link_claims.hpp"
+#include "sim/replay/progress_line.hpp"
 #include "sim/replay/route_table.hpp"
 
 namespace trainsim::sim {
@@ -76,8 +79,12 @@ class Replayer {
     sg::Activity::on_completion_cb([this](const sg::Activity& activity) { on_activity_done(activity); });
     if (driver_ != nullptr)
       driver_->start();
+    if (options_.progress)
+      progress_.emplace(std::cerr, graph_.size() * static_cast<std::size_t>(options_.iterations));
     begin_iteration();
     sg::Engine::get_instance()->run();
+    if (progress_)
+      progress_->finish();
     if (iteration_ < options_.iterations && driver_ != nullptr && driver_->waiting_flows() > 0)
       throw platforms::InputError(
           {"the job stalls for good: a link of the perturbations section goes down and never "
@@ -474,6 +481,8 @@ class Replayer {
       timeline_.end_s = std::max(timeline_.end_s, end);
     }
     ++completed_;
+    if (progress_)
+      progress_->update(static_cast<std::size_t>(iteration_) * graph_.size() + completed_, now());
     for (auto [e, e_end] = boost::out_edges(id, graph_.graph); e != e_end; ++e) {
       const TaskId next = boost::target(*e, graph_.graph);
       if (--remaining_[next] == 0)
@@ -523,6 +532,7 @@ class Replayer {
   // (below 1 only while a displaced collective's flow resumes).
   double latency_factor_ = 1.0;
   bool latency_factor_installed_ = false;
+  std::optional<ProgressLine> progress_;  // --progress, or stderr a terminal
 };
 
 }  // namespace

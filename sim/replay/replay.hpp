@@ -29,6 +29,8 @@ struct ReplayOptions {
   int iterations = 1;
   // Applies the scenario's perturbations (sim/perturbations/driver.hpp).
   PerturbationDriver* perturbations = nullptr;
+  // A progress line on stderr while the replay runs (ProgressLine).
+  bool progress = false;
   // Called when the first iteration ends (energy is read there).
   std::function<void()> on_first_iteration_end;
 };

@@ -1,13 +1,8 @@
 #include "sim/replay/route_table.hpp"
 
 #include <algorithm>
-#include <cmath>
 
 namespace trainsim::sim {
-
-double Route::uncontended_s(double bytes) const {
-  return latency_s + static_cast<double>(std::llround(bytes)) / bound_Bps;
-}
 
 Route& RouteTable::route(int src, int dst) {
   const std::uint64_t key =

@@ -34,10 +34,6 @@ struct Route {
   // The timeline's copy: flow_links[timeline_first, + links.size()).
   std::uint32_t timeline_first = kUnrecorded;
   std::vector<simgrid::s4u::ActivityPtr> idle;  // finished communications of this pair
-
-  // How long `bytes` (rounded as SimGrid rounds a payload) take alone on
-  // this route.
-  double uncontended_s(double bytes) const;
 };
 
 class RouteTable {

@@ -37,6 +37,7 @@ SimulationResult simulate(const scenario::Scenario& scenario, const SimulationOp
   ReplayOptions replay_options;
   replay_options.iterations = options.iterations;
   replay_options.perturbations = driver ? &*driver : nullptr;
+  replay_options.progress = options.progress;
   // Energy of the first iteration, read when it ends.
   replay_options.on_first_iteration_end = [&result, zone]() {
     result.timeline.gpu_energy_J = consumed_energy_J(*zone);

@@ -23,6 +23,9 @@ struct SimulationOptions {
   // replay does not depend on the seed: one replay instead of K). Refused
   // when it does (random stragglers).
   std::vector<std::uint64_t> more_failure_seeds;
+  // A progress line on stderr during the replay (`--progress`, or stderr a
+  // terminal).
+  bool progress = false;
 };
 
 struct SimulationResult {
