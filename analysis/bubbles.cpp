@@ -173,7 +173,11 @@ class GapWalker {
 
 BubbleReport analyze_bubbles(const workloads::TaskGraph& graph, const Timeline& timeline,
                              const workloads::ParallelPlan& plan) {
-  const ExecutionIndex index(graph, timeline);
+  return analyze_bubbles(graph, timeline, plan, ExecutionIndex(graph, timeline));
+}
+
+BubbleReport analyze_bubbles(const workloads::TaskGraph& graph, const Timeline& timeline,
+                             const workloads::ParallelPlan& plan, const ExecutionIndex& index) {
   const auto gpus = static_cast<std::size_t>(graph.gpu_count);
   const double t = timeline.end_s;
   BubbleReport report;

@@ -35,6 +35,7 @@
 #include <string_view>
 #include <vector>
 
+#include "analysis/execution_index.hpp"
 #include "analysis/timeline.hpp"
 #include "workloads/parallel_plan.hpp"
 #include "workloads/task_graph.hpp"
@@ -95,5 +96,9 @@ struct BubbleReport {
 
 BubbleReport analyze_bubbles(const workloads::TaskGraph& graph, const Timeline& timeline,
                              const workloads::ParallelPlan& plan);
+// The same, on an index already built for the timeline (analysis/report.cpp
+// builds one for every analysis).
+BubbleReport analyze_bubbles(const workloads::TaskGraph& graph, const Timeline& timeline,
+                             const workloads::ParallelPlan& plan, const ExecutionIndex& index);
 
 }  // namespace trainsim::analysis

@@ -113,9 +113,13 @@ std::vector<Blame> ranked(const std::map<std::string, double>& seconds, double t
 }  // namespace
 
 CriticalPath critical_path(const workloads::TaskGraph& graph, const Timeline& timeline) {
+  return critical_path(graph, timeline, ExecutionIndex(graph, timeline));
+}
+
+CriticalPath critical_path(const workloads::TaskGraph& graph, const Timeline& timeline,
+                           const ExecutionIndex& index) {
   CriticalPath path;
   path.length_s = timeline.end_s;
-  const ExecutionIndex index(graph, timeline);
   const LinkLoadIndex links(timeline);
 
   double hi = timeline.end_s;

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/execution_index.hpp"
 #include "analysis/timeline.hpp"
 #include "workloads/parallel_plan.hpp"
 #include "workloads/task_graph.hpp"
@@ -47,6 +48,9 @@ struct CriticalPath {
 std::string blame_kind(const workloads::Task& task);
 
 CriticalPath critical_path(const workloads::TaskGraph& graph, const Timeline& timeline);
+// The same, on an index already built for the timeline.
+CriticalPath critical_path(const workloads::TaskGraph& graph, const Timeline& timeline,
+                           const ExecutionIndex& index);
 
 // For a communication task: the link its flows loaded most (bytes it carried
 // from any flow while the task ran, over its bandwidth), or -1 without flows.

@@ -4,15 +4,18 @@
 
 namespace trainsim::analysis {
 
-Report build_report(const RunContext& run, const Timeline& timeline) {
+Report build_report(const RunContext& run, const Timeline& timeline, const Summary* summary,
+                    std::optional<RepeatedRuns> repeats) {
   Report r;
-  r.summary = summarize(run.graph, timeline, run.model, run.plan, run.cluster);
-  r.bubbles = analyze_bubbles(run.graph, timeline, run.plan);
-  r.critical_path = critical_path(run.graph, timeline);
+  r.summary = summary ? *summary : summarize(run.graph, timeline, run.model, run.plan, run.cluster);
+  const ExecutionIndex index(run.graph, timeline);
+  r.bubbles = analyze_bubbles(run.graph, timeline, run.plan, index);
+  r.critical_path = critical_path(run.graph, timeline, index);
   r.utilization = analyze_utilization(run.graph, timeline);
   r.memory = memory_over_time(run.graph, timeline, run.cluster);
   r.energy = analyze_energy(timeline, r.summary, r.bubbles, run.cluster);
   r.collectives = collective_usage(run.graph, timeline);
+  r.repeats = std::move(repeats);
   return r;
 }
 

@@ -6,6 +6,7 @@
 #include "analysis/critical_path.hpp"
 #include "analysis/energy.hpp"
 #include "analysis/memory.hpp"
+#include "analysis/repeated_runs.hpp"
 #include "analysis/run_context.hpp"
 #include "analysis/summary.hpp"
 #include "analysis/timeline.hpp"
@@ -21,9 +22,15 @@ struct Report {
   MemoryReport memory;
   EnergyReport energy;
   std::vector<CollectiveUse> collectives;
+  // More than one iteration or seed, perturbations, failures: what they
+  // gave (summary.json's last blocks). Recorded by the run, not analysed.
+  std::optional<RepeatedRuns> repeats;
 };
 
-Report build_report(const RunContext& run, const Timeline& timeline);
+// `summary`: the one the replay already computed for this timeline, if any
+// (else it is computed here); each analysis is computed once.
+Report build_report(const RunContext& run, const Timeline& timeline, const Summary* summary = nullptr,
+                    std::optional<RepeatedRuns> repeats = std::nullopt);
 
 // A cause of lost time, for the terminal and HTML summaries.
 struct LostTimeCause {

@@ -17,22 +17,6 @@ std::string_view to_string(NodeShape shape) {
   return "?";
 }
 
-std::string_view to_string(FabricTopology topology) {
-  switch (topology) {
-    case FabricTopology::single_switch:
-      return "single_switch";
-    case FabricTopology::fat_tree:
-      return "fat_tree";
-    case FabricTopology::rail_optimised:
-      return "rail_optimised";
-    case FabricTopology::dragonfly:
-      return "dragonfly";
-    case FabricTopology::torus:
-      return "torus";
-  }
-  return "?";
-}
-
 std::string_view to_string(FabricTechnology technology) {
   switch (technology) {
     case FabricTechnology::infiniband:

@@ -5,12 +5,13 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cmath>
-#include <functional>
-#include <set>
+#include <optional>
 
 #include "platforms/embedded_files.hpp"
 #include "platforms/units.hpp"
+#include "platforms/yaml_reader.hpp"
 
 namespace trainsim::platforms {
 
@@ -33,133 +34,106 @@ double Curve::at(double x) const {
 
 namespace {
 
-// Strict reading of one YAML map: every key asked for is known; finish()
-// rejects the others. Errors carry "source:line:column: key: ...".
-class StrictMap {
- public:
-  StrictMap(YAML::Node node, std::string path, const std::string& source)
-      : node_(std::move(node)), path_(std::move(path)), source_(source) {}
+// A required value: reported as missing when absent.
+template <class T>
+T required(MapReader& m, std::string_view key, std::optional<T> value, T fallback = T{}) {
+  if (!value && !m.has(key)) {
+    m.accept(key);
+    m.error(key, "missing");
+  }
+  return value.value_or(fallback);
+}
 
-  [[noreturn]] void fail(const YAML::Node& at, std::string_view key, const std::string& message) const {
-    const auto mark = at.Mark();
-    const std::string where =
-        mark.is_null() ? source_ : fmt::format("{}:{}:{}", source_, mark.line + 1, mark.column + 1);
-    throw EfficiencyDataError(fmt::format("{}: {}: {}", where, key_path(key), message));
-  }
-  std::string key_path(std::string_view key) const {
-    return path_.empty() ? std::string(key) : fmt::format("{}.{}", path_, key);
-  }
+// The value at `key` as a raw node (marked as known), or nullopt with a
+// "missing" error.
+std::optional<YAML::Node> required_node(MapReader& m, std::string_view key) {
+  m.accept(key);
+  for (const auto& kv : m.node())
+    if (kv.first.Scalar() == key)
+      return kv.second;
+  m.error(key, "missing");
+  return std::nullopt;
+}
 
-  YAML::Node required(std::string_view key) {
-    known_.insert(std::string(key));
-    YAML::Node value = node_[std::string(key)];
-    if (!value)
-      fail(node_, key, "missing");
-    return value;
-  }
-  YAML::Node optional(std::string_view key) {
-    known_.insert(std::string(key));
-    return node_[std::string(key)];
-  }
+// A fraction of a peak, in (0, 1].
+double fraction(MapReader& m, std::string_view key) {
+  return required(m, key, m.number(key, 1e-9, 1.0));
+}
 
-  double fraction(std::string_view key) {
-    const YAML::Node v = required(key);
-    const double x = number(v, key);
-    if (!(x > 0 && x <= 1))
-      fail(v, key, fmt::format("{} is out of range (expected a fraction in (0, 1])", x));
-    return x;
+// A list of [x, factor] pairs sorted by x > 0, factors in (0, 1]; x in
+// plain numbers or, for `x_is_bytes`, sizes through the unit parser.
+Curve read_curve(MapReader& m, std::string_view key, bool x_is_bytes) {
+  const auto list = required_node(m, key);
+  if (!list)
+    return {};
+  if (!list->IsSequence() || list->size() == 0) {
+    m.error(key, "expected a non-empty list of [x, factor] pairs");
+    return {};
   }
-
-  double number(const YAML::Node& v, std::string_view key) const {
+  const auto number = [](const YAML::Node& v) -> std::optional<double> {
     if (!v.IsScalar())
-      fail(v, key, "expected a number");
-    try {
-      std::size_t used = 0;
-      const double x = std::stod(v.Scalar(), &used);
-      if (used != v.Scalar().size() || !std::isfinite(x))
-        throw std::invalid_argument("junk");
-      return x;
-    } catch (const std::exception&) {
-      fail(v, key, fmt::format("'{}' is not a number", v.Scalar()));
+      return std::nullopt;
+    double x = 0;
+    const std::string& text = v.Scalar();
+    auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), x);
+    if (ec != std::errc() || ptr != text.data() + text.size() || !std::isfinite(x))
+      return std::nullopt;
+    return x;
+  };
+  std::vector<std::pair<double, double>> points;
+  for (const auto& item : *list) {
+    if (!item.IsSequence() || item.size() != 2) {
+      m.error(key, "expected [x, factor] pairs");
+      return {};
     }
-  }
-
-  // A list of [x, factor] pairs; x parsed by `parse_x` (plain numbers, or a
-  // unit parser).
-  Curve curve(std::string_view key, const std::function<double(const YAML::Node&)>& parse_x) {
-    const YAML::Node list = required(key);
-    if (!list.IsSequence() || list.size() == 0)
-      fail(list, key, "expected a non-empty list of [x, factor] pairs");
-    std::vector<std::pair<double, double>> points;
-    for (const auto& item : list) {
-      if (!item.IsSequence() || item.size() != 2)
-        fail(item, key, "expected an [x, factor] pair");
-      const double x = parse_x(item[0]);
-      const double f = number(item[1], key);
-      if (!(x > 0))
-        fail(item, key, fmt::format("x = {} must be > 0", x));
-      if (!(f > 0 && f <= 1))
-        fail(item, key, fmt::format("factor {} is out of range (expected (0, 1])", f));
-      if (!points.empty() && x <= points.back().first)
-        fail(item, key, fmt::format("x = {} does not increase (expected points sorted by x)", x));
-      points.emplace_back(x, f);
-    }
-    return Curve(std::move(points));
-  }
-
-  Curve plain_curve(std::string_view key) {
-    return curve(key, [&](const YAML::Node& v) { return number(v, key); });
-  }
-  Curve bytes_curve(std::string_view key) {
-    return curve(key, [&](const YAML::Node& v) {
-      if (!v.IsScalar())
-        fail(v, key, "expected a size such as 1MiB");
+    std::optional<double> x;
+    if (x_is_bytes) {
       try {
-        return units::parse_bytes(v.Scalar());
+        x = item[0].IsScalar() ? std::optional(units::parse_bytes(item[0].Scalar())) : std::nullopt;
       } catch (const units::UnitError& e) {
-        fail(v, key, e.what());
+        m.error(key, e.what());
+        return {};
       }
-    });
-  }
-
-  StrictMap map(std::string_view key) {
-    const YAML::Node v = required(key);
-    if (!v.IsMap())
-      fail(v, key, "expected a map");
-    return StrictMap(v, key_path(key), source_);
-  }
-
-  void finish() const {
-    for (const auto& kv : node_) {
-      const auto key = kv.first.as<std::string>();
-      if (!known_.count(key))
-        fail(kv.first, key, "unknown key");
+    } else {
+      x = number(item[0]);
     }
+    const auto f = number(item[1]);
+    if (!x || !f) {
+      m.error(key, fmt::format("expected [x, factor] pairs of numbers{}",
+                               x_is_bytes ? " (x a size such as 1MiB)" : ""));
+      return {};
+    }
+    if (!(*x > 0)) {
+      m.error(key, fmt::format("x = {} must be > 0", *x));
+      return {};
+    }
+    if (!(*f > 0 && *f <= 1)) {
+      m.error(key, fmt::format("factor {} is out of range (expected (0, 1])", *f));
+      return {};
+    }
+    if (!points.empty() && *x <= points.back().first) {
+      m.error(key, fmt::format("x = {} does not increase (expected points sorted by x)", *x));
+      return {};
+    }
+    points.emplace_back(*x, *f);
   }
+  return Curve(std::move(points));
+}
 
-  const YAML::Node& node() const { return node_; }
-
- private:
-  YAML::Node node_;
-  std::string path_;
-  const std::string& source_;
-  std::set<std::string> known_;
-};
-
-MatmulEfficiency read_matmul(StrictMap m) {
+MatmulEfficiency read_matmul(MapReader m) {
   MatmulEfficiency e;
-  e.peak_fraction = m.fraction("peak_fraction");
-  e.output_elements = m.plain_curve("output_elements");
-  e.reduction_depth = m.plain_curve("reduction_depth");
+  e.peak_fraction = fraction(m, "peak_fraction");
+  e.output_elements = read_curve(m, "output_elements", false);
+  e.reduction_depth = read_curve(m, "reduction_depth", false);
   m.finish();
   return e;
 }
 
-AttentionKernelEfficiency read_attention(StrictMap m) {
+AttentionKernelEfficiency read_attention(MapReader m) {
   AttentionKernelEfficiency e;
-  e.peak_fraction = m.fraction("peak_fraction");
-  e.seq_len = m.plain_curve("seq_len");
-  e.head_dim = m.plain_curve("head_dim");
+  e.peak_fraction = fraction(m, "peak_fraction");
+  e.seq_len = read_curve(m, "seq_len", false);
+  e.head_dim = read_curve(m, "head_dim", false);
   m.finish();
   return e;
 }
@@ -173,7 +147,52 @@ bool iequals(std::string_view a, std::string_view b) {
 }  // namespace
 
 namespace {
-EfficiencyProfile read_profile(const YAML::Node& root, const std::string& source_name);
+
+EfficiencyProfile read_profile(MapReader& top) {
+  EfficiencyProfile p;
+  p.name = required(top, "name", top.text("name"));
+  if (const auto gpus = required_node(top, "gpus")) {
+    if (!gpus->IsSequence())
+      top.error("gpus", "expected a list of GPU catalogue names (may be empty)");
+    else
+      for (const auto& g : *gpus) {
+        if (g.IsScalar())
+          p.gpus.push_back(g.Scalar());
+        else
+          top.error("gpus", "expected a list of GPU catalogue names (may be empty)");
+      }
+  }
+  p.source = required(top, "source", top.text("source"));
+  if (auto m = top.map("matmul"))
+    p.matmul = read_matmul(*m);
+  else if (!top.has("matmul"))
+    top.error("matmul", "missing");
+  if (auto m = top.map("batched_matmul"))
+    p.batched_matmul = read_matmul(*m);
+  else if (!top.has("batched_matmul"))
+    top.error("batched_matmul", "missing");
+  if (auto attention = top.map("flash_attention")) {
+    if (auto f = attention->map("forward"))
+      p.flash_forward = read_attention(*f);
+    if (auto b = attention->map("backward"))
+      p.flash_backward = read_attention(*b);
+    attention->finish();
+  } else if (!top.has("flash_attention")) {
+    top.error("flash_attention", "missing");
+  }
+  if (auto memory = top.map("memory")) {
+    p.memory.peak_fraction = fraction(*memory, "peak_fraction");
+    p.memory.bytes = read_curve(*memory, "bytes", true);
+    memory->finish();
+  } else if (!top.has("memory")) {
+    top.error("memory", "missing");
+  }
+  p.host_overhead_per_kernel_s =
+      required(top, "host_overhead_per_kernel", top.duration_s("host_overhead_per_kernel"));
+  top.finish();
+  return p;
+}
+
 }  // namespace
 
 EfficiencyProfile parse_efficiency_profile(std::string_view yaml_text, const std::string& source_name) {
@@ -186,51 +205,20 @@ EfficiencyProfile parse_efficiency_profile(std::string_view yaml_text, const std
   }
   if (!root.IsMap())
     throw EfficiencyDataError(fmt::format("{}: expected a map of efficiency curves", source_name));
-  try {
-    return read_profile(root, source_name);
-  } catch (const YAML::Exception& e) {  // a value of the wrong shape (a list where text belongs, ...)
-    throw EfficiencyDataError(
-        fmt::format("{}:{}:{}: {}", source_name, e.mark.line + 1, e.mark.column + 1, e.msg));
+  // The scenario's strict reader (platforms/yaml_reader.hpp): every error
+  // with its line, unknown keys refused.
+  const InputSource source(source_name);
+  ErrorList errors;
+  MapReader top(root, "", source, errors);
+  EfficiencyProfile profile = read_profile(top);
+  if (!errors.empty()) {
+    std::string text;
+    for (const auto& problem : errors.problems())
+      text += (text.empty() ? "" : "\n") + problem;
+    throw EfficiencyDataError(text);
   }
+  return profile;
 }
-
-namespace {
-EfficiencyProfile read_profile(const YAML::Node& root, const std::string& source_name) {
-  StrictMap top(root, "", source_name);
-  EfficiencyProfile p;
-  p.name = top.required("name").as<std::string>();
-  const YAML::Node gpus = top.required("gpus");
-  if (!gpus.IsSequence())
-    top.fail(gpus, "gpus", "expected a list of GPU catalogue names (may be empty)");
-  for (const auto& g : gpus)
-    p.gpus.push_back(g.as<std::string>());
-  p.source = top.required("source").as<std::string>();
-  p.matmul = read_matmul(top.map("matmul"));
-  p.batched_matmul = read_matmul(top.map("batched_matmul"));
-  {
-    StrictMap attention = top.map("flash_attention");
-    p.flash_forward = read_attention(attention.map("forward"));
-    p.flash_backward = read_attention(attention.map("backward"));
-    attention.finish();
-  }
-  {
-    StrictMap memory = top.map("memory");
-    p.memory.peak_fraction = memory.fraction("peak_fraction");
-    p.memory.bytes = memory.bytes_curve("bytes");
-    memory.finish();
-  }
-  {
-    const YAML::Node v = top.required("host_overhead_per_kernel");
-    try {
-      p.host_overhead_per_kernel_s = units::parse_duration_s(v.Scalar());
-    } catch (const units::UnitError& e) {
-      top.fail(v, "host_overhead_per_kernel", e.what());
-    }
-  }
-  top.finish();
-  return p;
-}
-}  // namespace
 
 const std::vector<EfficiencyProfile>& builtin_efficiency_profiles() {
   static const std::vector<EfficiencyProfile> profiles = [] {

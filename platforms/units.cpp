@@ -51,9 +51,20 @@ std::optional<Split> split_number(std::string_view text) {
   return Split{value, suffix};
 }
 
+// What a kind of quantity may be: 0 or within [min, max] (`min_exclusive`:
+// above min), with `range_text` saying it in the error.
+struct Range {
+  double min;
+  double max;
+  bool zero_allowed;
+  bool min_exclusive;
+  bool max_exclusive;
+  std::string_view range_text;
+};
+
 template <std::size_t N>
 double parse_with(std::string_view text, const std::array<Suffix, N>& suffixes, std::string_view what,
-                  std::string_view examples) {
+                  std::string_view examples, const Range& range) {
   auto fail = [&](std::string_view why) -> double {
     throw UnitError(fmt::format("'{}' is not a {}: {} (expected a number with a unit, for example {})", text,
                                 what, why, examples));
@@ -65,9 +76,18 @@ double parse_with(std::string_view text, const std::array<Suffix, N>& suffixes, 
     return fail("the unit is missing");
   if (split->value < 0)
     return fail("it is negative");
-  for (const auto& s : suffixes)
-    if (s.text == split->suffix)
-      return split->value * s.factor;
+  for (const auto& s : suffixes) {
+    if (s.text != split->suffix)
+      continue;
+    const double value = split->value * s.factor;
+    if (value == 0 && range.zero_allowed)
+      return 0;
+    const bool low = range.min_exclusive ? value <= range.min : value < range.min;
+    const bool high = range.max_exclusive ? value >= range.max : value > range.max;
+    if (!std::isfinite(value) || low || high)
+      throw UnitError(fmt::format("'{}' is out of range (expected a {} {})", text, what, range.range_text));
+    return value;
+  }
   return fail(fmt::format("unknown unit '{}'", split->suffix));
 }
 
@@ -139,20 +159,30 @@ std::string format_scaled(double value, const std::array<std::pair<double, std::
 }  // namespace
 
 double parse_bytes(std::string_view text) {
-  return parse_with(text, kByteSuffixes, "size", "\"80GiB\", \"1.5GB\" or \"512B\"");
+  return parse_with(text, kByteSuffixes, "size", "\"80GiB\", \"1.5GB\" or \"512B\"",
+                    {0, kMaxBytes, true, false, false, "of at most 1PiB"});
 }
 double parse_bandwidth_Bps(std::string_view text) {
   return parse_with(text, kBandwidthSuffixes, "bandwidth",
-                    "\"400Gbps\" (bits per second) or \"900GBps\" (bytes per second)");
+                    "\"400Gbps\" (bits per second) or \"900GBps\" (bytes per second)",
+                    {kMinBandwidth_Bps, kMaxBandwidth_Bps, false, true, true, "above 1bps and below 1PBps"});
 }
 double parse_duration_s(std::string_view text) {
-  return parse_with(text, kDurationSuffixes, "duration", "\"1.5us\", \"10ms\" or \"2s\"");
+  return parse_with(
+      text, kDurationSuffixes, "duration", "\"1.5us\", \"10ms\" or \"2s\"",
+      {kMinDuration_s, kMaxDuration_s, true, false, false, "of 0 or between 1ps and 100 years"});
+}
+double parse_latency_s(std::string_view text) {
+  return parse_with(text, kDurationSuffixes, "latency", "\"1.5us\", \"10ms\" or \"2s\"",
+                    {kMinDuration_s, kMaxLatency_s, true, false, false, "of 0 or between 1ps and 1h"});
 }
 double parse_flop_rate(std::string_view text) {
-  return parse_with(text, kFlopRateSuffixes, "compute rate", "\"312TFLOPS\" or \"989TFLOP/s\"");
+  return parse_with(text, kFlopRateSuffixes, "compute rate", "\"312TFLOPS\" or \"989TFLOP/s\"",
+                    {1, kMaxFlopRate, true, false, true, "of 0 or between 1FLOPS and 1e21FLOPS"});
 }
 double parse_power_W(std::string_view text) {
-  return parse_with(text, kPowerSuffixes, "power", "\"400W\" or \"1.2kW\"");
+  return parse_with(text, kPowerSuffixes, "power", "\"400W\" or \"1.2kW\"",
+                    {0, kMaxPower_W, true, false, false, "of at most 1MW"});
 }
 
 std::string format_bytes(double bytes) {

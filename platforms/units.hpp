@@ -20,6 +20,19 @@ class UnitError : public std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
+// Every quantity has a valid range, checked here, so that nothing absurd or
+// non-finite reaches SimGrid or an output (README "Units and valid ranges").
+// A value is either 0 (where the kind allows it) or at least the smallest
+// one below: a denormal duration makes SimGrid's solver abort.
+inline constexpr double kMinDuration_s = 1e-12;                          // 1 ps
+inline constexpr double kMaxLatency_s = 3600;                            // 1 h
+inline constexpr double kMaxDuration_s = 100 * 365 * 86400.0;            // 100 years
+inline constexpr double kMinBandwidth_Bps = 1 / 8.0;                     // 1 bit/s (exclusive)
+inline constexpr double kMaxBandwidth_Bps = 1e15;                        // 1 PB/s (exclusive)
+inline constexpr double kMaxBytes = 1024.0 * 1024 * 1024 * 1024 * 1024;  // 1 PiB
+inline constexpr double kMaxFlopRate = 1e21;                             // 1 ZFLOP/s
+inline constexpr double kMaxPower_W = 1e6;                               // 1 MW
+
 // "80GiB", "1.5GB", "512B", "4KiB". Returns bytes.
 double parse_bytes(std::string_view text);
 // "400Gbps" (bits per second), "900GBps" or "900GB/s" (bytes per second).
@@ -27,6 +40,8 @@ double parse_bytes(std::string_view text);
 double parse_bandwidth_Bps(std::string_view text);
 // "1.5us", "10ms", "2s", "30min", "4h", "250ns". Returns seconds.
 double parse_duration_s(std::string_view text);
+// A latency: a duration of at most kMaxLatency_s.
+double parse_latency_s(std::string_view text);
 // "312TFLOPS", "989TFLOP/s", "19.5TFLOPs". Returns floating-point ops per second.
 double parse_flop_rate(std::string_view text);
 // "400W", "1.2kW". Returns watts.

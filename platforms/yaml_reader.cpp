@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "platforms/input_file.hpp"
 #include "platforms/units.hpp"
 
 namespace trainsim::platforms {
@@ -71,7 +72,14 @@ MapReader::MapReader(YAML::Node node, std::string path, const InputSource& sourc
   }
   std::set<std::string> seen;
   for (const auto& kv : node_) {
-    const auto key = kv.first.as<std::string>();
+    if (!kv.first.IsScalar()) {
+      // YAML allows a list or a map as a key ("? [a, b]"); no trainsim key is one.
+      errors_->add(fmt::format("{}: {}: a key must be a plain word, found {} as a key",
+                               source_->where(path_, kv.first), path_.empty() ? "document" : path_,
+                               describe_yaml_value(kv.first)));
+      continue;
+    }
+    const auto key = kv.first.Scalar();
     if (!seen.insert(key).second)
       errors_->add(
           fmt::format("{}: {}: duplicate key", source_->where(key_path(key), kv.first), key_path(key)));
@@ -200,15 +208,13 @@ std::optional<double> MapReader::bytes(std::string_view key) {
   return quantity(*this, scalar(key), key, units::parse_bytes);
 }
 std::optional<double> MapReader::bandwidth_Bps(std::string_view key) {
-  auto v = quantity(*this, scalar(key), key, units::parse_bandwidth_Bps);
-  if (v && *v <= 0) {
-    error(key, "a bandwidth must be positive (for example \"200Gbps\")");
-    return std::nullopt;
-  }
-  return v;
+  return quantity(*this, scalar(key), key, units::parse_bandwidth_Bps);
 }
 std::optional<double> MapReader::duration_s(std::string_view key) {
   return quantity(*this, scalar(key), key, units::parse_duration_s);
+}
+std::optional<double> MapReader::latency_s(std::string_view key) {
+  return quantity(*this, scalar(key), key, units::parse_latency_s);
 }
 
 std::optional<double> MapReader::flop_rate(std::string_view key) {
@@ -294,7 +300,7 @@ void MapReader::finish() {
   std::vector<std::string_view> known(known_.begin(), known_.end());
   for (const auto& kv : node_) {
     const auto& key = kv.first.Scalar();
-    if (known_.count(key) != 0)
+    if (!kv.first.IsScalar() || known_.count(key) != 0)
       continue;
     errors_->add(fmt::format("{}: {}: unknown key (known keys here: {})",
                              source_->where(key_path(key), kv.first), key_path(key), join_words(known)));
@@ -347,6 +353,10 @@ void apply_override(YAML::Node& root, const std::string& assignment, InputSource
   const auto eq = assignment.find('=');
   if (eq == std::string::npos || eq == 0) {
     errors.add(fmt::format("{}: expected KEY=VALUE with a dotted key, for example --set plan.pp=4", option));
+    return;
+  }
+  if (first_invalid_utf8(assignment) != assignment.size()) {
+    errors.add(fmt::format("{}: not valid UTF-8", option));
     return;
   }
   const std::string path = assignment.substr(0, eq);
@@ -403,6 +413,9 @@ void apply_override(YAML::Node& root, const std::string& assignment, InputSource
       if (!child || child.IsNull()) {
         current[keys[i]] = YAML::Node(YAML::NodeType::Map);
         child.reset(current[keys[i]]);
+        // A section this option created: what is wrong with it (an unknown
+        // key, a key it lacks) is the option's doing, not the file's.
+        source.mark_override(prefix, option);
       }
       current.reset(child);
     }

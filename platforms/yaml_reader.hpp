@@ -55,10 +55,13 @@ class MapReader {
   std::optional<long long> integer(std::string_view key, long long min, long long max);
   std::optional<double> number(std::string_view key, double min, double max);
   std::optional<bool> boolean(std::string_view key);
-  // Physical quantities through the one unit parser (platforms/units.hpp).
+  // Physical quantities through the one unit parser (platforms/units.hpp),
+  // each within its kind's valid range (README "Units and valid ranges").
   std::optional<double> bytes(std::string_view key);
   std::optional<double> bandwidth_Bps(std::string_view key);
   std::optional<double> duration_s(std::string_view key);
+  // A duration of at most units::kMaxLatency_s.
+  std::optional<double> latency_s(std::string_view key);
   std::optional<double> flop_rate(std::string_view key);
   std::optional<double> power_W(std::string_view key);
   // One of a fixed set of words.

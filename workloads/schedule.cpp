@@ -34,45 +34,53 @@ std::string to_string(const std::vector<PipeOp>& ops, int chunks) {
   return out;
 }
 
+const std::vector<ScheduleTraits>& schedule_table() {
+  static const std::vector<ScheduleTraits> table = [] {
+    std::vector<ScheduleTraits> t{gpipe_traits(), one_f_one_b_traits(), interleaved_one_f_one_b_traits(),
+                                  zb_h1_traits(), zb_h2_traits(),       zb_v_traits(),
+                                  bpipe_traits(), dualpipe_v_traits()};
+    for (std::size_t i = 0; i < t.size(); ++i)
+      if (static_cast<std::size_t>(t[i].kind) != i)
+        throw std::logic_error("schedule_table: entries out of ScheduleKind order");
+    return t;
+  }();
+  return table;
+}
+
+const ScheduleTraits& traits_of(ScheduleKind kind) {
+  return schedule_table().at(static_cast<std::size_t>(kind));
+}
+
+std::string_view to_string(ScheduleKind kind) {
+  return traits_of(kind).name;
+}
+
+std::string schedule_names() {
+  std::string names;
+  for (const auto& t : schedule_table())
+    names += (names.empty() ? "" : ", ") + std::string(t.name);
+  return names;
+}
+
 PipelineSchedule make_schedule(ScheduleKind kind, int ranks, int micro_batches,
                                const ScheduleOptions& options) {
-  switch (kind) {
-    case ScheduleKind::gpipe:
-      return make_gpipe(ranks, micro_batches);
-    case ScheduleKind::one_f_one_b:
-      return make_one_f_one_b(ranks, micro_batches);
-    case ScheduleKind::interleaved_one_f_one_b:
-      return make_interleaved_one_f_one_b(ranks, micro_batches, options.virtual_stages,
-                                          options.microbatch_group);
-    case ScheduleKind::zb_h1:
-      return make_zb_h1(ranks, micro_batches);
-    case ScheduleKind::zb_h2:
-      return make_zb_h2(ranks, micro_batches);
-    case ScheduleKind::zb_v:
-      return make_zb_v(ranks, micro_batches, options.zbv);
-    case ScheduleKind::bpipe:
-      return make_bpipe(ranks, micro_batches);
-    case ScheduleKind::dualpipe_v:
-      return make_dualpipe_v(ranks, micro_batches);
-  }
-  throw std::logic_error("unhandled schedule kind");
+  return traits_of(kind).make(ranks, micro_batches, options);
 }
 
 ChunkPlacement placement_of(ScheduleKind kind) {
-  return kind == ScheduleKind::zb_v || kind == ScheduleKind::dualpipe_v ? ChunkPlacement::v_shape
-                                                                        : ChunkPlacement::looped;
+  return traits_of(kind).placement;
 }
 
 int default_virtual_stages(ScheduleKind kind) {
-  switch (kind) {
-    case ScheduleKind::interleaved_one_f_one_b:
-      return 0;
-    case ScheduleKind::zb_v:
-    case ScheduleKind::dualpipe_v:
-      return 2;
-    default:
+  switch (traits_of(kind).chunks) {
+    case ChunksPerRank::one:
       return 1;
+    case ChunksPerRank::two:
+      return 2;
+    case ChunksPerRank::several:
+      return 0;  // must be given
   }
+  return 1;
 }
 
 std::vector<ScheduleProblem> schedule_problems(const ParallelPlan& plan, int layers) {
@@ -103,59 +111,64 @@ std::vector<ScheduleProblem> schedule_problems(const ParallelPlan& plan, int lay
   const std::string batch_key = uneven ? "dp_micro_batches" : "global_batch_size";
   const int per_pipeline = plan.micro_batch_size * plan.dp;
 
-  switch (plan.schedule) {
-    case ScheduleKind::interleaved_one_f_one_b:
-      if (v < 2) {
+  const ScheduleTraits& traits = traits_of(plan.schedule);
+  switch (traits.chunks) {
+    case ChunksPerRank::several:
+      if (v < 2)
         problems.push_back(
             {"virtual_stages",
              fmt::format("{} with schedule {}; expected an integer >= 2 (model chunks per GPU; with "
                          "one chunk use schedule 1f1b)",
                          v, name)});
-        break;
-      }
-      // Megatron-LM: microbatch_group_size_per_vp_stage (= pp) must lie in
-      // [pp, m] and divide m unless the last group still has >= pp
-      // micro-batches, which with a group of pp means m is a multiple of pp.
-      for (const Share& share : shares)
-        if (share.m > 0 && share.m % p != 0)
-          problems.push_back(
-              {batch_key,
-               uneven
-                   ? fmt::format("schedule {} runs micro-batches in groups of pp = {} (Megatron-LM's rule), "
-                                 "but {}, not a multiple of {}; expected every entry a multiple of {}",
-                                 name, p, share.text, p, p)
-                   : fmt::format("schedule {} runs micro-batches in groups of pp = {} (Megatron-LM's rule), "
-                                 "but {} is not a multiple of {}; expected global_batch_size a multiple of "
-                                 "pp x micro_batch_size x dp = {}",
-                                 name, p, share.text, p, p * per_pipeline)});
       break;
-    case ScheduleKind::zb_v:
-    case ScheduleKind::dualpipe_v:
+    case ChunksPerRank::two:
       if (v != 2)
         problems.push_back(
             {"virtual_stages", fmt::format("{} with schedule {}; expected 2 (a V-shaped schedule puts "
                                            "exactly two model chunks on each GPU), or leave it out",
                                            v, name)});
-      if (plan.schedule == ScheduleKind::dualpipe_v)
-        for (const Share& share : shares)
-          if (share.m > 0 && share.m < 2 * p)
-            problems.push_back(
-                {batch_key,
-                 uneven ? fmt::format("schedule {} needs at least 2 x pp = {} micro-batches per pipeline "
-                                      "(DualPipe's rule), but {}; expected every entry >= {}",
-                                      name, 2 * p, share.text, 2 * p)
-                        : fmt::format("schedule {} needs at least 2 x pp = {} micro-batches per pipeline "
-                                      "(DualPipe's rule), but {}; expected global_batch_size >= {}",
-                                      name, 2 * p, share.text, 2 * p * per_pipeline)});
       break;
-    default:
-      if (v != 1)
-        problems.push_back(
-            {"virtual_stages", fmt::format("{} with schedule {}; expected 1 (only interleaved_1f1b, zb_v and "
-                                           "dualpipe_v run several model chunks per GPU)",
-                                           v, name)});
+    case ChunksPerRank::one:
+      if (v != 1) {
+        std::vector<std::string> several;
+        for (const auto& t : schedule_table())
+          if (t.chunks != ChunksPerRank::one)
+            several.emplace_back(t.name);
+        std::string list;
+        for (std::size_t i = 0; i < several.size(); ++i)
+          list += (i == 0 ? "" : i + 1 == several.size() ? " and " : ", ") + several[i];
+        problems.push_back({"virtual_stages", fmt::format("{} with schedule {}; expected 1 (only {} run "
+                                                          "several model chunks per GPU)",
+                                                          v, name, list)});
+      }
       break;
   }
+  // Megatron-LM: microbatch_group_size_per_vp_stage (= pp) must lie in
+  // [pp, m] and divide m unless the last group still has >= pp
+  // micro-batches, which with a group of pp means m is a multiple of pp.
+  if (traits.micro_batches_in_groups_of_pp && v >= 2)
+    for (const Share& share : shares)
+      if (share.m > 0 && share.m % p != 0)
+        problems.push_back(
+            {batch_key,
+             uneven ? fmt::format("schedule {} runs micro-batches in groups of pp = {} (Megatron-LM's rule), "
+                                  "but {}, not a multiple of {}; expected every entry a multiple of {}",
+                                  name, p, share.text, p, p)
+                    : fmt::format("schedule {} runs micro-batches in groups of pp = {} (Megatron-LM's rule), "
+                                  "but {} is not a multiple of {}; expected global_batch_size a multiple of "
+                                  "pp x micro_batch_size x dp = {}",
+                                  name, p, share.text, p, p * per_pipeline)});
+  if (const int k = traits.min_micro_batches_per_stage; k > 0)
+    for (const Share& share : shares)
+      if (share.m > 0 && share.m < k * p)
+        problems.push_back(
+            {batch_key,
+             uneven ? fmt::format("schedule {} needs at least {} x pp = {} micro-batches per pipeline "
+                                  "(DualPipe's rule), but {}; expected every entry >= {}",
+                                  name, k, k * p, share.text, k * p)
+                    : fmt::format("schedule {} needs at least {} x pp = {} micro-batches per pipeline "
+                                  "(DualPipe's rule), but {}; expected global_batch_size >= {}",
+                                  name, k, k * p, share.text, k * p * per_pipeline)});
   if (!plan.stage_layers.empty())
     return problems;  // an explicit partition need not be even
   if (v > 1 && p > 0 && layers % (p * v) != 0)

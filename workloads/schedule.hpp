@@ -12,6 +12,7 @@
 // chunk per rank the virtual stage is the rank.
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "platforms/problem.hpp"
@@ -103,6 +104,49 @@ struct ScheduleOptions {
   ZbvInputs zbv;
 };
 
+// Model chunks a schedule puts on each rank.
+enum class ChunksPerRank {
+  one,     // v = 1
+  two,     // v = 2, V-shaped (ZB-V, DualPipe-V)
+  several  // v >= 2, given by the scenario (interleaved 1F1B)
+};
+
+// The closed form of the bubble the plan search's estimate uses
+// (workloads/planning/plan_estimate.cpp).
+enum class BubbleModel {
+  flush,           // (p - 1) stage times: GPipe, 1F1B, BPipe
+  interleaved,     // (p - 1) / v stage times
+  zero_bubble_h1,  // the tail of F + B - W, once per stage boundary
+  zero_bubble_h2   // the tail of F + B - 2W
+};
+
+// Everything the rest of trainsim needs to know about a schedule besides its
+// op lists: each schedule's file (workloads/schedules/) defines its traits
+// next to its generator, and schedule_table() lists them. Adding a schedule:
+// its file, its ScheduleKind, and one line in the table (schedule.cpp).
+struct ScheduleTraits {
+  ScheduleKind kind;
+  std::string_view name;  // the scenario word: plan.schedule
+  ChunksPerRank chunks;
+  ChunkPlacement placement;
+  // Micro-batches run in groups of pp, so m must be a multiple of pp
+  // (Megatron-LM's interleaving rule).
+  bool micro_batches_in_groups_of_pp;
+  // m >= this x pp (DualPipe's rule); 0: no minimum.
+  int min_micro_batches_per_stage;
+  BubbleModel bubble;
+  bool evicts_activations;       // BPipe's evictions to the paired stage
+  bool searched_by_default;      // `trainsim plan` tries it unless --set plan.schedule says otherwise
+  bool balances_measured_costs;  // the generator is fed the cost model's chunk times (ZB-V's greedy)
+  PipelineSchedule (*make)(int ranks, int micro_batches, const ScheduleOptions& options);
+};
+
+// Every schedule, in ScheduleKind order.
+const std::vector<ScheduleTraits>& schedule_table();
+const ScheduleTraits& traits_of(ScheduleKind kind);
+// "gpipe, 1f1b, ..." in table order, for messages.
+std::string schedule_names();
+
 // Compact text of one rank's list, for tests and error messages:
 // "F0 F1 B0 F2 B1 ..." (chunk shown as F0.1 when chunks > 1). Letters as in
 // PyTorch's pipelining schedules: F forward, B full backward, I input
@@ -121,6 +165,15 @@ PipelineSchedule make_zb_h2(int ranks, int micro_batches);
 PipelineSchedule make_zb_v(int ranks, int micro_batches, const ZbvInputs& inputs = {});
 PipelineSchedule make_bpipe(int ranks, int micro_batches);
 PipelineSchedule make_dualpipe_v(int ranks, int micro_batches);
+// Their traits, defined next to each generator.
+ScheduleTraits gpipe_traits();
+ScheduleTraits one_f_one_b_traits();
+ScheduleTraits interleaved_one_f_one_b_traits();
+ScheduleTraits zb_h1_traits();
+ScheduleTraits zb_h2_traits();
+ScheduleTraits zb_v_traits();
+ScheduleTraits bpipe_traits();
+ScheduleTraits dualpipe_v_traits();
 PipelineSchedule make_schedule(ScheduleKind kind, int ranks, int micro_batches,
                                const ScheduleOptions& options = {});
 

@@ -41,6 +41,17 @@ StageSlice virtual_stage_slice(const ModelSpec& model, const ParallelPlan& plan,
           .logits = virtual_stage == stages - 1};
 }
 
+double slice_parameters_per_gpu(const ModelSpec& model, const ParallelPlan& plan, const StageSlice& slice) {
+  double parameters = 0;
+  for (int l = 0; l < slice.layers; ++l)
+    parameters += layer_parameters_per_gpu(model, plan, slice.first_layer + l);
+  if (slice.embedding)
+    parameters += model.embedding_parameters() / plan.tp;
+  if (slice.logits)
+    parameters += model.logits_parameters() / plan.tp;
+  return parameters;
+}
+
 namespace {
 
 // Sums `per_layer` over the layers of every chunk that pipeline rank `stage`
@@ -80,7 +91,7 @@ PipelineSchedule schedule_for_gpu_costs(const ModelSpec& model, const ParallelPl
                                         int micro_batches) {
   ScheduleOptions options;
   options.virtual_stages = plan.virtual_stages;
-  if (plan.schedule == ScheduleKind::zb_v) {
+  if (traits_of(plan.schedule).balances_measured_costs) {
     const PipelineSchedule layout = layout_of(plan);
     ZbvInputs& in = options.zbv;
     in.forward_s = in.backward_input_s = in.backward_weight_s = 0;

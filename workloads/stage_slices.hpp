@@ -41,6 +41,9 @@ double tp_allreduce_bytes(const ModelSpec& model, const ParallelPlan& plan);
 // pp x virtual_stages): plan.stage_layers' entry or the even share, the
 // embedding on the first, the logits on the last.
 StageSlice virtual_stage_slice(const ModelSpec& model, const ParallelPlan& plan, int virtual_stage);
+// Parameters of `slice` held by one GPU: its layers (MoE: routed experts /
+// ep), plus the embedding / logits when the slice has them, over tp.
+double slice_parameters_per_gpu(const ModelSpec& model, const ParallelPlan& plan, const StageSlice& slice);
 // Parameters held by one GPU of pipeline rank `stage`: the layers of all its
 // chunks, plus the embedding / logits when it holds the first / last virtual
 // stage (with a V-shaped placement rank 0 holds both).

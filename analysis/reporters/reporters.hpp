@@ -32,6 +32,9 @@ void write_chrome_trace(std::ostream& out, const RunContext& run, const Timeline
                         const Report& report);
 // The aligned summary printed after a run, then the top causes of lost time.
 void write_terminal_summary(std::ostream& out, const RunContext& run, const Report& report);
+// The lines printed under the summary (after the files written) for a run
+// of several iterations or seeds, with perturbations or failures.
+void write_repeated_runs_summary(std::ostream& out, const RepeatedRuns& runs);
 
 // SVG plots (standalone documents).
 // Pipeline Gantt of the iteration: one row per GPU (at most kGanttMaxRows),

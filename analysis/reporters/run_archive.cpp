@@ -1,70 +1,111 @@
 #include "analysis/reporters/run_archive.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <istream>
+#include <iterator>
+#include <nlohmann/json.hpp>
 #include <ostream>
 #include <stdexcept>
 #include <type_traits>
 
+#include "trainsim_version.hpp"
 #include "workloads/task_graph_fingerprint.hpp"
 
 namespace trainsim::analysis {
 namespace {
 
 constexpr char kMagic[8] = {'T', 'S', 'R', 'U', 'N', '\0', '\0', '\1'};
-constexpr std::uint32_t kVersion = 4;  // 3: graph fingerprint instead of the graph; 4: representation
+// 3: graph fingerprint instead of the graph; 4: a checksum at the end; 5:
+// each collective's representation.
+constexpr std::uint32_t kVersion = 5;
 constexpr std::uint32_t kEndMark = 0x454e4421;  // "END!"
+constexpr const char* kRunSchema = "trainsim.run/1";
+
+// FNV-1a, 64 bits: any change of one byte changes it.
+class Checksum {
+ public:
+  void add(const char* bytes, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) {
+      hash_ ^= static_cast<unsigned char>(bytes[i]);
+      hash_ *= 0x100000001b3ull;
+    }
+  }
+  std::uint64_t value() const { return hash_; }
+
+ private:
+  std::uint64_t hash_ = 0xcbf29ce484222325ull;
+};
 
 class Writer {
  public:
   explicit Writer(std::ostream& out) : out_(out) {}
+  void bytes(const char* data, std::size_t n) {
+    sum_.add(data, n);
+    out_.write(data, static_cast<std::streamsize>(n));
+  }
   template <typename T>
   void put(T value) {
     static_assert(std::is_trivially_copyable_v<T>);
-    char bytes[sizeof(T)];
-    std::memcpy(bytes, &value, sizeof(T));
-    out_.write(bytes, sizeof(T));
+    char raw[sizeof(T)];
+    std::memcpy(raw, &value, sizeof(T));
+    bytes(raw, sizeof(T));
   }
   void put_string(const std::string& s) {
     put<std::uint64_t>(s.size());
-    out_.write(s.data(), static_cast<std::streamsize>(s.size()));
+    bytes(s.data(), s.size());
+  }
+  // The checksum of everything written so far, not itself summed.
+  void put_checksum() {
+    const std::uint64_t v = sum_.value();
+    char raw[sizeof v];
+    std::memcpy(raw, &v, sizeof v);
+    out_.write(raw, sizeof v);
   }
 
  private:
   std::ostream& out_;
+  Checksum sum_;
 };
 
+// Decodes from the file's bytes; every read and every count is checked
+// against what is left.
 class Reader {
  public:
-  explicit Reader(std::istream& in) : in_(in) {}
+  explicit Reader(std::string_view bytes) : bytes_(bytes) {}
   template <typename T>
   T get() {
-    char bytes[sizeof(T)];
-    if (!in_.read(bytes, sizeof(T)))
+    if (bytes_.size() - pos_ < sizeof(T))
       throw std::runtime_error("the run archive is truncated");
     T value;
-    std::memcpy(&value, bytes, sizeof(T));
+    std::memcpy(&value, bytes_.data() + pos_, sizeof(T));
+    pos_ += sizeof(T);
     return value;
   }
-  // A count, bounded so that a corrupt file cannot ask for terabytes.
-  std::size_t count(const char* what, std::uint64_t limit = 1ull << 36) {
+  // A count of items of at least `item_bytes` each, checked against the
+  // bytes left so that a corrupt count cannot ask for terabytes.
+  std::size_t count(const char* what, std::size_t item_bytes) {
     const auto n = get<std::uint64_t>();
-    if (n > limit)
-      throw std::runtime_error(std::string("the run archive is corrupt: implausible ") + what + " count");
+    if (n > (bytes_.size() - pos_) / item_bytes)
+      throw std::runtime_error(
+          fmt::format("the run archive is corrupt: {} {} do not fit in the {} bytes left", n, what,
+                      bytes_.size() - pos_));
     return static_cast<std::size_t>(n);
   }
   std::string get_string() {
-    const std::size_t n = count("string length", 1ull << 32);
-    std::string s(n, '\0');
-    if (n > 0 && !in_.read(s.data(), static_cast<std::streamsize>(n)))
-      throw std::runtime_error("the run archive is truncated");
+    const std::size_t n = count("string bytes", 1);
+    std::string s(bytes_.substr(pos_, n));
+    pos_ += n;
     return s;
   }
+  std::size_t left() const { return bytes_.size() - pos_; }
 
  private:
-  std::istream& in_;
+  std::string_view bytes_;
+  std::size_t pos_ = 0;
 };
 
 void check(bool ok, const char* what) {
@@ -76,8 +117,8 @@ void check(bool ok, const char* what) {
 
 void write_run_archive(std::ostream& out, const std::string& metadata_json, const workloads::TaskGraph& graph,
                        const Timeline& timeline) {
-  out.write(kMagic, sizeof(kMagic));
   Writer w(out);
+  w.bytes(kMagic, sizeof(kMagic));
   w.put(kVersion);
   w.put_string(metadata_json);
 
@@ -130,18 +171,35 @@ void write_run_archive(std::ostream& out, const std::string& metadata_json, cons
     w.put<std::uint8_t>(static_cast<std::uint8_t>(c.representation));
   }
   w.put(kEndMark);
+  w.put_checksum();
 }
 
 RunArchive read_run_archive(std::istream& in) {
-  char magic[sizeof(kMagic)];
-  if (!in.read(magic, sizeof(magic)) || std::memcmp(magic, kMagic, sizeof(kMagic)) != 0)
+  const std::string bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  return parse_run_archive(bytes);
+}
+
+RunArchive parse_run_archive(std::string_view bytes) {
+  if (bytes.size() < sizeof(kMagic) || std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) != 0)
     throw std::runtime_error("not a trainsim run archive (wrong magic bytes)");
-  Reader r(in);
+  Reader r(bytes.substr(sizeof(kMagic)));
   const auto version = r.get<std::uint32_t>();
   if (version != kVersion)
     throw std::runtime_error("run archive format version " + std::to_string(version) +
                              ", this trainsim reads " + std::to_string(kVersion) +
                              ": run the scenario again");
+  if (bytes.size() < sizeof(kMagic) + sizeof(kVersion) + sizeof(kEndMark) + sizeof(std::uint64_t))
+    throw std::runtime_error("the run archive is truncated");
+  const std::string_view body = bytes.substr(0, bytes.size() - sizeof(std::uint64_t));
+  std::uint64_t stored = 0;
+  std::memcpy(&stored, bytes.data() + body.size(), sizeof stored);
+  Checksum sum;
+  sum.add(body.data(), body.size());
+  if (sum.value() != stored)
+    throw std::runtime_error(
+        "the run archive is corrupt or truncated: its checksum does not match its contents (run the scenario "
+        "again)");
+  r = Reader(body.substr(sizeof(kMagic) + sizeof(kVersion)));
   RunArchive a;
   a.metadata_json = r.get_string();
 
@@ -153,7 +211,7 @@ RunArchive read_run_archive(std::istream& in) {
   const int gpus = a.gpu_count;
 
   auto& tl = a.timeline;
-  tl.records.resize(r.count("record"));
+  tl.records.resize(r.count("records", 29));
   for (auto& rec : tl.records) {
     rec.task = r.get<std::uint64_t>();
     rec.gpu = r.get<std::int32_t>();
@@ -165,13 +223,13 @@ RunArchive read_run_archive(std::istream& in) {
     rec.end_s = r.get<double>();
   }
   tl.end_s = r.get<double>();
-  tl.links.resize(r.count("link"));
+  tl.links.resize(r.count("links", 24));
   for (auto& l : tl.links) {
     l.name = r.get_string();
     l.bandwidth_Bps = r.get<double>();
     l.latency_s = r.get<double>();
   }
-  tl.flows.resize(r.count("flow"));
+  tl.flows.resize(r.count("flows", 48));
   for (auto& f : tl.flows) {
     f.task = r.get<std::uint64_t>();
     f.src_gpu = r.get<std::int32_t>();
@@ -184,17 +242,17 @@ RunArchive read_run_archive(std::istream& in) {
     check(f.task < tasks && f.src_gpu >= 0 && f.src_gpu < gpus && f.dst_gpu >= 0 && f.dst_gpu < gpus,
           "flow out of range");
   }
-  tl.flow_links.resize(r.count("route entry"));
+  tl.flow_links.resize(r.count("route entries", 4));
   for (auto& l : tl.flow_links) {
     l = r.get<std::uint32_t>();
     check(l < tl.links.size(), "route names an unknown link");
   }
   for (const auto& f : tl.flows)
     check(std::uint64_t(f.first_link) + f.link_count <= tl.flow_links.size(), "flow route out of range");
-  tl.gpu_energy_J.resize(r.count("energy"));
+  tl.gpu_energy_J.resize(r.count("energy figures", 8));
   for (auto& j : tl.gpu_energy_J)
     j = r.get<double>();
-  const std::size_t choices = r.count("collective choice");
+  const std::size_t choices = r.count("collective choices", 14);
   for (std::size_t i = 0; i < choices; ++i) {
     const auto task = r.get<std::uint64_t>();
     CollectiveChoice c;
@@ -212,7 +270,41 @@ RunArchive read_run_archive(std::istream& in) {
     tl.collectives.emplace(task, c);
   }
   check(r.get<std::uint32_t>() == kEndMark, "missing end mark");
+  check(r.left() == 0, "bytes after the end mark");
   return a;
+}
+
+std::string run_metadata_json(const RunMetadata& metadata) {
+  nlohmann::ordered_json meta = {{"schema", kRunSchema},
+                                 {"trainsim_version", version_string},
+                                 {"scenario_file", metadata.scenario_file},
+                                 {"overrides", metadata.overrides},
+                                 {"scenario_yaml", metadata.scenario_yaml}};
+  if (metadata.balance)
+    meta["balance"] = to_json(*metadata.balance);
+  if (metadata.repeats)
+    meta["repeats"] = to_json(*metadata.repeats);
+  return meta.dump();
+}
+
+RunMetadata run_metadata_from_json(std::string_view text) {
+  try {
+    const auto meta = nlohmann::json::parse(text);
+    if (!meta.is_object() || !meta.contains("schema") || meta.at("schema") != kRunSchema)
+      throw std::runtime_error(fmt::format("metadata schema is not {}", kRunSchema));
+    RunMetadata m;
+    m.trainsim_version = meta.at("trainsim_version").get<std::string>();
+    m.scenario_file = meta.at("scenario_file").get<std::string>();
+    m.overrides = meta.at("overrides").get<std::vector<std::string>>();
+    m.scenario_yaml = meta.at("scenario_yaml").get<std::string>();
+    if (meta.contains("balance"))
+      m.balance = balance_outcome_from_json(meta.at("balance"));
+    if (meta.contains("repeats"))
+      m.repeats = repeated_runs_from_json(meta.at("repeats"));
+    return m;
+  } catch (const nlohmann::json::exception& e) {
+    throw std::runtime_error(fmt::format("the run archive's metadata is malformed: {}", e.what()));
+  }
 }
 
 }  // namespace trainsim::analysis

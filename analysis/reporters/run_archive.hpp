@@ -1,17 +1,28 @@
 #pragma once
 // run.trainsim: what `trainsim report RUN_DIR` needs to regenerate every
-// output of a run without simulating it again: the caller's metadata (JSON
-// text: the scenario and how it was run), the timeline, and the size and
-// fingerprint of the task graph. The graph itself is not stored: it is
-// rebuilt from the scenario (building is deterministic and takes a fraction
-// of the replay's time) and checked against the fingerprint, so the archive
-// cannot fall behind new task fields. A compact binary file (native
+// output of a run without simulating it again: the run's metadata (JSON
+// text: the scenario and how it was run, RunMetadata), the timeline, and the
+// size and fingerprint of the task graph. The graph itself is not stored: it
+// is rebuilt from the scenario (building is deterministic and takes a
+// fraction of the replay's time) and checked against the fingerprint, so the
+// archive cannot fall behind new task fields. A compact binary file (native
 // little-endian numbers, doubles bit-exact), so a regenerated report is
 // byte-identical to the one the run wrote.
+//
+//   magic (8) | version (u32) | metadata | graph size | timeline | "END!" | FNV-1a 64 of all before
+//
+// The reader checks the checksum before it decodes anything, and every
+// count against the bytes left before it allocates, so a corrupt or
+// truncated file is refused with a reason, never read as other figures.
 #include <cstdint>
 #include <iosfwd>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
+#include "analysis/balance_outcome.hpp"
+#include "analysis/repeated_runs.hpp"
 #include "analysis/timeline.hpp"
 #include "workloads/task_graph.hpp"
 
@@ -30,7 +41,22 @@ struct RunArchive {
 void write_run_archive(std::ostream& out, const std::string& metadata_json, const workloads::TaskGraph& graph,
                        const Timeline& timeline);
 // Throws std::runtime_error saying what is wrong with a file that is not a
-// complete archive of this format version.
+// complete, intact archive of this format version.
 RunArchive read_run_archive(std::istream& in);
+RunArchive parse_run_archive(std::string_view bytes);
+
+// How the run was made (the archive's metadata, schema trainsim.run/1).
+struct RunMetadata {
+  std::string trainsim_version;  // of the trainsim that saved it
+  std::string scenario_file;
+  std::vector<std::string> overrides;
+  std::string scenario_yaml;
+  std::optional<BalanceOutcome> balance;  // `run --balance auto`
+  std::optional<RepeatedRuns> repeats;    // --iterations, --seeds, perturbations, failures
+};
+// The JSON text of `metadata` with this trainsim's version.
+std::string run_metadata_json(const RunMetadata& metadata);
+// Throws std::runtime_error naming the key that is missing or of the wrong type.
+RunMetadata run_metadata_from_json(std::string_view text);
 
 }  // namespace trainsim::analysis

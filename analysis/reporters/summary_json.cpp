@@ -309,6 +309,11 @@ void write_summary_json(std::ostream& out, const RunContext& run, const Report& 
     collectives.push_back(row);
   }
   j["collectives"] = collectives;
+  if (report.repeats) {
+    const ordered_json blocks = summary_blocks(*report.repeats);
+    for (auto it = blocks.begin(); it != blocks.end(); ++it)
+      j[it.key()] = *it;
+  }
   out << j.dump(2) << '\n';
 }
 

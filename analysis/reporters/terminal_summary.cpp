@@ -157,4 +157,48 @@ void write_terminal_summary(std::ostream& out, const RunContext& run, const Repo
   }
 }
 
+void write_repeated_runs_summary(std::ostream& out, const RepeatedRuns& runs) {
+  const nlohmann::ordered_json j = summary_blocks(runs);
+  const auto ms = [](double s) { return fmt::format("{:.3f} ms", s * 1e3); };
+  const auto& it = j["iterations"];
+  if (it["count"].get<std::size_t>() > 1)
+    out << fmt::format("\niterations        {} (seed {}): mean {}, p50 {}, p95 {}, p99 {}, max {}\n",
+                       it["count"].get<std::size_t>(), it["seed"].get<std::uint64_t>(), ms(it["mean_s"]),
+                       ms(it["p50_s"]), ms(it["p95_s"]), ms(it["p99_s"]), ms(it["max_s"]));
+  if (j.contains("perturbations")) {
+    const auto& p = j["perturbations"];
+    out << fmt::format(
+        "perturbations     straggler episodes {} ({:.3f} GPU-s), link changes {}, stalled flows {}"
+        " (longest {}), rerouted link downs {}\n",
+        p["straggler_episodes"].get<int>(), p["straggler_gpu_seconds"].get<double>(),
+        p["link_changes"].get<int>(), p["stalled_flows"].get<int>(), ms(p["longest_stall_s"]),
+        p["rerouted_link_downs"].get<int>());
+  }
+  if (j.contains("seeds")) {
+    const auto& s = j["seeds"];
+    out << fmt::format("seeds             {}: mean iteration {} +/- {} (95% CI)\n",
+                       s["count"].get<std::size_t>(), ms(s["mean_iteration_time_s"]),
+                       ms(s["ci95_half_width_s"]));
+    if (s.contains("goodput_tokens_per_hour"))
+      out << fmt::format("                  goodput {:.4g} +/- {:.3g} tokens/h (95% CI)\n",
+                         s["goodput_tokens_per_hour"]["mean"].get<double>(),
+                         s["goodput_tokens_per_hour"]["ci95_half_width"].get<double>());
+  }
+  if (j.contains("failures")) {
+    const auto& f = j["failures"];
+    const auto& share = f["share"];
+    out << fmt::format(
+        "failures          {} in {:.1f} h, {} checkpoints ({:.1f} s each); goodput {:.4g} tokens/h = {:.1f}% "
+        "of "
+        "ideal\n                  time: useful {:.1f}%, lost work {:.1f}%, restarts {:.1f}%, checkpoints "
+        "{:.1f}%, "
+        "unfinished {:.2f}%\n",
+        f["failures"].get<int>(), f["run_time_s"].get<double>() / 3600, f["checkpoints"].get<int>(),
+        f["checkpoint_write_s"].get<double>(), f["goodput_tokens_per_hour"].get<double>(),
+        100 * f["goodput_fraction"].get<double>(), 100 * share["useful"].get<double>(),
+        100 * share["lost_work"].get<double>(), 100 * share["restart"].get<double>(),
+        100 * share["checkpoint"].get<double>(), 100 * share["unfinished"].get<double>());
+  }
+}
+
 }  // namespace trainsim::analysis

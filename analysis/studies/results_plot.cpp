@@ -6,7 +6,7 @@
 #include <map>
 #include <set>
 
-#include "analysis/reporters/output_files.hpp"
+#include "analysis/reporters/file_safe_name.hpp"
 
 namespace trainsim::analysis {
 namespace {

@@ -9,13 +9,13 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include "analysis/balance_outcome.hpp"
 #include "analysis/reporters/run_archive.hpp"
+#include "analysis/reporters/run_folder.hpp"
 #include "platforms/input_error.hpp"
+#include "platforms/input_file.hpp"
 #include "sim/cli/report_command.hpp"
 #include "sim/replay/simulation.hpp"
 #include "sim/scenario/checks.hpp"
@@ -67,13 +67,6 @@ scenario::Scenario balanced_scenario(const scenario::Scenario& even, const workl
   return balanced;
 }
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 // The even split, simulated in a child process (one SimGrid engine per
 // process) while the parent simulates the balanced one. The child writes its
 // outputs into `dir` and its iteration time into the pipe.
@@ -96,10 +89,21 @@ EvenChild start_even_run(const scenario::Scenario& even, const RunOptions& optio
     ::close(fds[0]);
     int status = 0;
     try {
-      fs::create_directories(dir);
       const sim::SimulationResult result = sim::simulate(even);
-      save_run(dir, even, scenario_text, options.overrides, result.graph, result.timeline);
-      write_reports(dir, even, result.graph, result.timeline, options.html, true);
+      analysis::RunFolder folder(dir);
+      const analysis::RunMetadata archive{.trainsim_version = {},
+                                          .scenario_file = even.file,
+                                          .overrides = options.overrides,
+                                          .scenario_yaml = scenario_text,
+                                          .balance = std::nullopt,
+                                          .repeats = std::nullopt};
+      write_run(folder,
+                {.scenario = even,
+                 .graph = result.graph,
+                 .timeline = result.timeline,
+                 .summary = &result.summary,
+                 .archive = &archive},
+                options.html, true);
       const double t = result.summary.iteration_time_s;
       if (::write(fds[1], &t, sizeof t) != static_cast<ssize_t>(sizeof t))
         status = 2;
@@ -195,12 +199,10 @@ int run_balanced(const RunOptions& options) {
   std::sort(capped.begin(), capped.end());
 
   const fs::path out_dir = options.out_dir.empty() ? fs::path("runs") / even.name : fs::path(options.out_dir);
-  std::error_code ec;
-  fs::create_directories(out_dir, ec);
-  if (ec)
-    throw platforms::InputError(
-        {fmt::format("{}: cannot create the output directory: {}", out_dir.string(), ec.message())});
-  const std::string scenario_text = read_text(options.scenario);
+  // Unfinished from here: the even split's folder inside it is rewritten first.
+  analysis::RunFolder folder(out_dir);
+  const std::string scenario_text =
+      platforms::read_input_file(options.scenario, "scenario file", platforms::kMaxYamlInputBytes);
 
   const EvenChild child = start_even_run(even, options, scenario_text, out_dir / kEvenDir);
   sim::SimulationResult result;
@@ -225,9 +227,21 @@ int run_balanced(const RunOptions& options) {
       .searched_dp_shares = found.searched_dp_shares,
       .memory_capped_stages = capped,
       .even_run_dir = kEvenDir};
-  save_run(out_dir, balanced, scenario_text, overrides, result.graph, result.timeline, &outcome);
-  write_reports(out_dir, balanced, result.graph, result.timeline, options.html, options.quiet,
-                {analysis::kRunArchiveFile, std::string(kEvenDir) + "/"}, &outcome);
+  const analysis::RunMetadata archive{.trainsim_version = {},
+                                      .scenario_file = balanced.file,
+                                      .overrides = overrides,
+                                      .scenario_yaml = scenario_text,
+                                      .balance = outcome,
+                                      .repeats = std::nullopt};
+  write_run(folder,
+            {.scenario = balanced,
+             .graph = result.graph,
+             .timeline = result.timeline,
+             .summary = &result.summary,
+             .balance = &outcome,
+             .archive = &archive,
+             .kept_folders = {kEvenDir}},
+            options.html, options.quiet);
   return 0;
 }
 

@@ -7,6 +7,7 @@
 #include "platforms/input_error.hpp"
 #include "platforms/presets.hpp"
 #include "platforms/units.hpp"
+#include "sim/cli/finite_option.hpp"
 #include "sim/replay/collective_benchmark.hpp"
 #include "sim/scenario/cluster_loader.hpp"
 
@@ -63,7 +64,7 @@ CLI::App* add_collective_command(CLI::App& app, CollectiveOptions& options) {
       ->capture_default_str();
   cmd->add_option("-e,--max", options.max_size, "Largest message size, with its unit")->capture_default_str();
   cmd->add_option("-f,--step-factor", options.step_factor, "Multiply the size by this between rows")
-      ->check(CLI::Range(1.0001, 1e9))
+      ->check(finite_number() & CLI::Range(1.0001, 1e9))
       ->capture_default_str();
   cmd->add_option("--algorithm", options.algorithm,
                   "auto (NCCL-style tuning), ring, tree, hierarchical or nvls")

@@ -7,7 +7,7 @@
 #include <set>
 #include <thread>
 
-#include "analysis/reporters/output_files.hpp"
+#include "analysis/reporters/file_safe_name.hpp"
 #include "analysis/studies/comparison_table.hpp"
 #include "platforms/input_error.hpp"
 #include "sim/study/point_runner.hpp"

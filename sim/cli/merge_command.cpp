@@ -32,7 +32,10 @@ int merge_command(const MergeOptions& options) {
   std::vector<std::pair<std::string, analysis::ResultsDocument>> shards;
   for (const auto& dir : options.shard_dirs) {
     const fs::path file = fs::path(dir) / "results.json";
-    std::ifstream in(file);
+    std::error_code ec;
+    std::ifstream in;
+    if (fs::is_regular_file(file, ec))
+      in.open(file);
     if (!in) {
       errors.add(fmt::format(
           "{}: cannot open (expected the output directory of `trainsim sweep --shard I/N`)", file.string()));

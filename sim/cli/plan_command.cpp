@@ -8,7 +8,8 @@
 #include <sstream>
 #include <thread>
 
-#include "analysis/reporters/output_files.hpp"
+#include "analysis/reporters/atomic_file.hpp"
+#include "analysis/reporters/file_safe_name.hpp"
 #include "analysis/studies/plan_report.hpp"
 #include "platforms/input_error.hpp"
 #include "platforms/presets.hpp"
@@ -79,17 +80,6 @@ nlohmann::ordered_json plan_json(const workloads::ParallelPlan& p) {
 double figure(const nlohmann::ordered_json& summary, const char* key) {
   const auto it = summary.find(key);
   return it != summary.end() && it->is_number() ? it->get<double>() : 0.0;
-}
-
-void write_atomically(const fs::path& path, const std::string& text) {
-  const fs::path aside = path.string() + ".partial";
-  {
-    std::ofstream out(aside, std::ios::binary);
-    out << text;
-    if (!out)
-      throw platforms::InputError({fmt::format("{}: cannot write", aside.string())});
-  }
-  fs::rename(aside, path);
 }
 
 }  // namespace
@@ -228,8 +218,8 @@ int plan_command(const PlanOptions& options) {
   std::ostringstream csv, json;
   analysis::write_plans_csv(csv, report);
   analysis::write_plans_json(json, report);
-  write_atomically(out_dir / "plans.csv", csv.str());
-  write_atomically(out_dir / "plans.json", json.str());
+  analysis::write_file_atomically(out_dir / "plans.csv", [&](std::ostream& o) { o << csv.str(); });
+  analysis::write_file_atomically(out_dir / "plans.json", [&](std::ostream& o) { o << json.str(); });
 
   if (options.format == "csv") {
     analysis::write_plan_table_csv(std::cout, report);

@@ -5,10 +5,15 @@
 // commands write exactly the same files.
 #include <CLI/CLI.hpp>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "analysis/balance_outcome.hpp"
+#include "analysis/repeated_runs.hpp"
+#include "analysis/reporters/run_archive.hpp"
+#include "analysis/reporters/run_folder.hpp"
+#include "analysis/summary.hpp"
 #include "analysis/timeline.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "workloads/task_graph.hpp"
@@ -27,18 +32,24 @@ CLI::App* add_report_command(CLI::App& app, ReportOptions& options);
 // Returns the process exit status.
 int report_command(const ReportOptions& options);
 
-// Saves what `report` needs into `dir` (analysis/reporters/run_archive.hpp): the
-// scenario text and overrides, the task graph and the timeline (and what
-// `run --balance auto` found, when given).
-void save_run(const std::filesystem::path& dir, const scenario::Scenario& scenario,
-              const std::string& scenario_text, const std::vector<std::string>& overrides,
-              const workloads::TaskGraph& graph, const analysis::Timeline& timeline,
-              const analysis::BalanceOutcome* balance = nullptr);
-// Analyses the run, writes every output file into `dir`, prints the terminal
-// summary and the files written (plus `also_written`) unless `quiet`.
-void write_reports(const std::filesystem::path& dir, const scenario::Scenario& scenario,
-                   const workloads::TaskGraph& graph, const analysis::Timeline& timeline, bool html,
-                   bool quiet, const std::vector<std::string>& also_written = {},
-                   const analysis::BalanceOutcome* balance = nullptr);
+// One run's records, as `run`, `run --balance auto` and `report` hand them
+// to the run-outputs step (analysis/reporters/run_outputs.hpp).
+struct RunToWrite {
+  const scenario::Scenario& scenario;
+  const workloads::TaskGraph& graph;
+  const analysis::Timeline& timeline;
+  const analysis::Summary* summary = nullptr;  // the replay's, when it has one
+  std::optional<analysis::RepeatedRuns> repeats{};
+  const analysis::BalanceOutcome* balance = nullptr;
+  // run.trainsim to write (null: `report` keeps the one it read, when it
+  // writes into the run's own folder: `keep_archive`).
+  const analysis::RunMetadata* archive = nullptr;
+  bool keep_archive = false;
+  std::vector<std::string> kept_folders{};
+};
+// Writes every output file into `folder` and completes it; prints the
+// terminal summary, the files written and the repeated runs' lines unless
+// `quiet`.
+void write_run(analysis::RunFolder& folder, const RunToWrite& run, bool html, bool quiet);
 
 }  // namespace trainsim::cli

@@ -5,16 +5,16 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
+#include "analysis/repeated_runs.hpp"
 #include "analysis/reporters/run_archive.hpp"
+#include "analysis/reporters/run_folder.hpp"
 #include "platforms/input_error.hpp"
+#include "platforms/input_file.hpp"
 #include "sim/cli/balance_run.hpp"
-#include "sim/cli/perturbation_report.hpp"
 #include "sim/cli/report_command.hpp"
 #include "sim/replay/simulation.hpp"
 #include "sim/scenario/memory_check.hpp"
@@ -61,7 +61,7 @@ namespace {
 
 // Runs one seed in a child process (SimGrid allows one engine per process)
 // and reads back its iteration times and goodput.
-SeedResult run_seed_in_child(scenario::Scenario scenario, std::uint64_t seed, int iterations) {
+analysis::SeedOutcome run_seed_in_child(scenario::Scenario scenario, std::uint64_t seed, int iterations) {
   int fds[2];
   if (pipe(fds) != 0)
     throw std::runtime_error("cannot create a pipe for a seed run");
@@ -75,14 +75,9 @@ SeedResult run_seed_in_child(scenario::Scenario scenario, std::uint64_t seed, in
     try {
       scenario.seed = seed;
       const auto result = sim::simulate(scenario, {.iterations = iterations, .more_failure_seeds = {}});
-      nlohmann::json j = {{"times", result.iteration_times_s}};
-      if (result.failures) {
-        const auto& f = *result.failures;
-        j["failures"] = {{"run_time_s", f.run_time_s},     {"failures", f.failures},
-                         {"useful_s", f.useful_s},         {"lost_work_s", f.lost_work_s},
-                         {"restart_s", f.restart_s},       {"checkpoint_s", f.checkpoint_s},
-                         {"unfinished_s", f.unfinished_s}, {"goodput", f.goodput_tokens_per_hour}};
-      }
+      nlohmann::ordered_json j = {{"times", result.iteration_times_s}};
+      if (result.failures)
+        j["failures"] = analysis::to_json(*result.failures);
       text = j.dump();
     } catch (const std::exception& e) {
       text = std::string("error ") + e.what();
@@ -109,22 +104,9 @@ SeedResult run_seed_in_child(scenario::Scenario scenario, std::uint64_t seed, in
     throw std::runtime_error(fmt::format("the run with seed {} failed: {}", seed, text));
   // The child's figures, as it wrote them above.
   const auto j = nlohmann::json::parse(text);
-  SeedResult r;
-  r.seed = seed;
-  r.iteration_times_s = j.at("times").get<std::vector<double>>();
-  if (j.contains("failures")) {
-    const auto& v = j.at("failures");
-    sim::JobFailureResult f;
-    f.run_time_s = v.at("run_time_s").get<double>();
-    f.failures = v.at("failures").get<int>();
-    f.useful_s = v.at("useful_s").get<double>();
-    f.lost_work_s = v.at("lost_work_s").get<double>();
-    f.restart_s = v.at("restart_s").get<double>();
-    f.checkpoint_s = v.at("checkpoint_s").get<double>();
-    f.unfinished_s = v.at("unfinished_s").get<double>();
-    f.goodput_tokens_per_hour = v.at("goodput").get<double>();
-    r.failures = f;
-  }
+  analysis::SeedOutcome r{.seed = seed, .iteration_times_s = j.at("times").get<std::vector<double>>()};
+  if (j.contains("failures"))
+    r.failures = analysis::job_failure_outcome_from_json(j.at("failures"));
   return r;
 }
 
@@ -147,13 +129,8 @@ int run_command(const RunOptions& options) {
     throw platforms::InputError(
         {fmt::format("{}: cannot create the output directory: {}", out_dir.string(), ec.message())});
 
-  std::string scenario_text;
-  {
-    std::ifstream in(options.scenario, std::ios::binary);
-    std::stringstream text;
-    text << in.rdbuf();
-    scenario_text = text.str();
-  }
+  const std::string scenario_text =
+      platforms::read_input_file(options.scenario, "scenario file", platforms::kMaxYamlInputBytes);
   // When the replay depends on the seed (random stragglers), the other seeds
   // run first, in child processes, before this process starts its own
   // SimGrid engine. Otherwise one replay serves every seed: only the
@@ -163,7 +140,7 @@ int run_command(const RunOptions& options) {
   sim::SimulationOptions simulation_options{.iterations = options.iterations,
                                             .more_failure_seeds = {},
                                             .progress = options.progress || isatty(STDERR_FILENO) == 1};
-  std::vector<SeedResult> seeds;
+  std::vector<analysis::SeedOutcome> seeds;
   for (int k = 1; k < options.seeds; ++k) {
     const std::uint64_t seed = scenario.seed + static_cast<std::uint64_t>(k);
     if (one_replay)
@@ -173,21 +150,44 @@ int run_command(const RunOptions& options) {
   }
   const sim::SimulationResult result = sim::simulate(scenario, simulation_options);
   if (options.seeds > 1)
-    seeds.insert(seeds.begin(), SeedResult{scenario.seed, result.iteration_times_s, result.failures});
+    seeds.insert(seeds.begin(), {scenario.seed, result.iteration_times_s, result.failures});
   const auto& more_seeds = simulation_options.more_failure_seeds;
   for (std::size_t i = 0; i < more_seeds.size(); ++i)
-    seeds.push_back(SeedResult{more_seeds[i], result.iteration_times_s,
-                               result.failures ? std::optional(result.more_failures[i]) : std::nullopt});
-  save_run(out_dir, scenario, scenario_text, options.overrides, result.graph, result.timeline);
-  write_reports(out_dir, scenario, result.graph, result.timeline, options.html, options.quiet,
-                {analysis::kRunArchiveFile});
-  // A plain run keeps exactly the outputs `trainsim report` regenerates.
+    seeds.push_back({more_seeds[i], result.iteration_times_s,
+                     result.failures ? std::optional(result.more_failures[i]) : std::nullopt});
+  // Only a run of more than one iteration or seed, or with perturbations,
+  // has these blocks.
+  std::optional<analysis::RepeatedRuns> repeats;
   if (options.iterations > 1 || options.seeds > 1 || !scenario.perturbations.empty()) {
-    const auto blocks = perturbation_blocks(scenario, result, seeds);
-    add_to_summary_json(out_dir, blocks);
-    if (!options.quiet)
-      print_perturbation_summary(std::cout, blocks);
+    repeats = analysis::RepeatedRuns{.seed = scenario.seed,
+                                     .iteration_times_s = result.iteration_times_s,
+                                     .perturbations = std::nullopt,
+                                     .failures = result.failures,
+                                     .seeds = std::move(seeds)};
+    const auto& p = scenario.perturbations;
+    if (!p.empty())
+      repeats->perturbations = analysis::PerturbationOutcome{.slow_gpu_rules = p.slow_gpus.size(),
+                                                             .throttling_rules = p.throttling.size(),
+                                                             .stragglers = p.stragglers.enabled,
+                                                             .link_faults = p.links.size(),
+                                                             .stats = result.perturbations};
   }
+  const analysis::RunMetadata archive{.trainsim_version = {},
+                                      .scenario_file = scenario.file,
+                                      .overrides = options.overrides,
+                                      .scenario_yaml = scenario_text,
+                                      .balance = std::nullopt,
+                                      .repeats = repeats};
+  // The earlier run's outputs stay complete until this one starts writing.
+  analysis::RunFolder folder(out_dir);
+  write_run(folder,
+            {.scenario = scenario,
+             .graph = result.graph,
+             .timeline = result.timeline,
+             .summary = &result.summary,
+             .repeats = repeats,
+             .archive = &archive},
+            options.html, options.quiet);
   return 0;
 }
 

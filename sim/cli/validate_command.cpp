@@ -19,7 +19,9 @@
 #include <thread>
 
 #include "platforms/input_error.hpp"
+#include "platforms/input_file.hpp"
 #include "sim/cli/embedded_templates.hpp"
+#include "sim/cli/finite_option.hpp"
 #include "sim/cli/validation_dataset.hpp"
 #include "sim/replay/simulation.hpp"
 #include "sim/scenario/scenario.hpp"
@@ -44,7 +46,7 @@ CLI::App* add_validate_command(CLI::App& app, ValidateOptions& options) {
   cmd->add_option("--csv", options.csv_out, "Also write the per-row results to this CSV file");
   cmd->add_option("--max-mape", options.max_mape_percent,
                   "Exit with status 3 when the MAPE of the replayed rows exceeds this many percent")
-      ->check(CLI::Range(0.0, 1000.0));
+      ->check(finite_number() & CLI::Range(0.0, 1000.0));
   return cmd;
 }
 
@@ -156,10 +158,8 @@ int validate_command(const ValidateOptions& options) {
     template_text = std::string(vtrain_a100_template());
     template_label = "scenarios/validation/vtrain-a100.yaml (built in)";
   } else {
-    std::ifstream in(options.template_file, std::ios::binary);
-    if (!in)
-      throw platforms::InputError({fmt::format("{}: cannot read the template", options.template_file)});
-    template_text = read_text(options.template_file);
+    template_text =
+        platforms::read_input_file(options.template_file, "scenario template", platforms::kMaxYamlInputBytes);
   }
 
   // Check every row's scenario here, before any simulation: a bad row is bad

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "platforms/input_error.hpp"
+#include "platforms/input_file.hpp"
 
 namespace trainsim::cli {
 namespace {
@@ -198,12 +199,8 @@ std::vector<ValidationRow> parse_validation_dataset(const std::string& text, con
 }
 
 std::vector<ValidationRow> read_validation_dataset(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw platforms::InputError({fmt::format("{}: cannot read the dataset", path)});
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_validation_dataset(text.str(), path);
+  return parse_validation_dataset(platforms::read_input_file(path, "dataset", platforms::kMaxTableInputBytes),
+                                  path);
 }
 
 }  // namespace trainsim::cli

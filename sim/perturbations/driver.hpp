@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/repeated_runs.hpp"
 #include "sim/scenario/perturbations.hpp"
 
 namespace trainsim::sim {
@@ -59,16 +60,9 @@ struct GpuSpeedPlan {
 GpuSpeedPlan plan_gpu_speeds(const scenario::Perturbations& perturbations, int gpu_count, int iterations,
                              std::uint64_t seed);
 
-// What the perturbations did during the replay (summary.json "perturbations").
-struct PerturbationStats {
-  int straggler_episodes = 0;
-  double straggler_gpu_seconds = 0;  // episode time inside the replay, over GPUs
-  std::vector<int> episodes_per_iteration;
-  int link_changes = 0;
-  int stalled_flows = 0;
-  double longest_stall_s = 0;
-  int rerouted_downs = 0;
-};
+// What the perturbations did during the replay (summary.json "perturbations";
+// the typed record is analysis/repeated_runs.hpp).
+using PerturbationStats = analysis::PerturbationStats;
 
 class PerturbationDriver {
  public:

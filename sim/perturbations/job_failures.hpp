@@ -17,28 +17,13 @@
 #include <cstdint>
 #include <vector>
 
+#include "analysis/repeated_runs.hpp"
 #include "sim/scenario/perturbations.hpp"
 
 namespace trainsim::sim {
 
-struct JobFailureResult {
-  double run_time_s = 0;
-  int failures = 0;
-  int checkpoints = 0;
-  long long useful_iterations = 0;  // completed and kept at the end
-  long long lost_iterations = 0;    // completed, then lost to a failure
-  double checkpoint_write_s = 0;    // one checkpoint
-  double checkpoint_bytes = 0;
-  // The run's wall clock, split: these five add up to run_time_s.
-  double useful_s = 0;      // iterations that were kept
-  double lost_work_s = 0;   // iterations (and partial ones) lost to failures
-  double restart_s = 0;     // restart delays
-  double checkpoint_s = 0;  // checkpoint writes (including interrupted ones)
-  double unfinished_s = 0;  // the iteration the end of the run cut short
-  double tokens_per_iteration = 0;
-  double goodput_tokens_per_hour = 0;
-  double ideal_tokens_per_hour = 0;  // no failures, no checkpoints
-};
+// The typed record (analysis/repeated_runs.hpp), written by the reporters.
+using JobFailureResult = analysis::JobFailureOutcome;
 
 // Runs the job on the current SimGrid engine (after the replay), from its
 // current clock. `iteration_times_s` must not be empty.

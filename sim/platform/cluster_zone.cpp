@@ -12,23 +12,7 @@
 namespace trainsim::sim {
 namespace sg = simgrid::s4u;
 namespace kr = simgrid::kernel::routing;
-using platforms::FabricTopology;
 using platforms::NodeShape;
-
-namespace {
-
-// Index of the pair (i, j), i < j, among the n(n-1)/2 pairs of n items.
-std::size_t pair_index(int i, int j, int n) {
-  if (i > j)
-    std::swap(i, j);
-  return static_cast<std::size_t>(i * n - i * (i + 1) / 2 + (j - i - 1));
-}
-
-int ceil_div(int a, int b) {
-  return (a + b - 1) / b;
-}
-
-}  // namespace
 
 ClusterZone::ClusterZone(const platforms::ClusterSpec& spec, std::vector<std::vector<double>> speed_factors)
     : NetZoneImpl("cluster"), spec_(spec), speed_factors_(std::move(speed_factors)) {
@@ -39,7 +23,6 @@ ClusterZone::ClusterZone(const platforms::ClusterSpec& spec, std::vector<std::ve
     const int group = spec.group_of_node(node);
     node_[static_cast<std::size_t>(node)].group = group;
     node_[static_cast<std::size_t>(node)].first_gpu = spec.first_gpu_of_node(node);
-    rails_ = std::max(rails_, spec.groups[static_cast<std::size_t>(group)].nics_per_node);
     build_node(node, spec.groups[static_cast<std::size_t>(group)]);
   }
   // NVLS switches come after every GPU, so endpoint ids of GPUs are ranks.
@@ -120,93 +103,10 @@ void ClusterZone::build_node(int node, const platforms::NodeGroup& group) {
   }
 }
 
-int ClusterZone::leaf_of(int node, int nic) const {
-  const auto& f = spec_.fabric;
-  if (f.topology == FabricTopology::rail_optimised)
-    return (node / f.nodes_per_leaf) * rails_ + nic;
-  return node / f.nodes_per_leaf;
-}
-
 void ClusterZone::build_fabric() {
-  const auto& f = spec_.fabric;
-  const int nodes = static_cast<int>(node_.size());
-  switch (f.topology) {
-    case FabricTopology::single_switch:
-      return;
-    case FabricTopology::fat_tree:
-    case FabricTopology::rail_optimised: {
-      //  fat_tree                          rail_optimised (rail group g)
-      //        [spine / core]                     [spine]
-      //    leafL-uplink  (podP-uplink)     leaf(g*R+k)-uplink, k = 0..R-1
-      //    [leaf L]: nodes_per_leaf        [rail k]: NIC k of each node of g
-      //     nodes, all their NICs
-      const bool rails = f.topology == FabricTopology::rail_optimised;
-      const int leaves = ceil_div(nodes, f.nodes_per_leaf) * (rails ? rails_ : 1);
-      std::vector<double> down_Bps(static_cast<std::size_t>(leaves), 0.0);
-      for (int node = 0; node < nodes; ++node) {
-        const auto& group = group_of_node(node);
-        for (int k = 0; k < group.nics_per_node; ++k)
-          down_Bps[static_cast<std::size_t>(leaf_of(node, rails ? k : 0))] += group.nic.bandwidth_Bps;
-      }
-      // ECMP over the spines is assumed perfectly balanced: a leaf's uplinks
-      // act as one aggregate link.
-      for (int leaf = 0; leaf < leaves; ++leaf) {
-        const double up_Bps = down_Bps[static_cast<std::size_t>(leaf)] / f.oversubscription;
-        leaf_up_.push_back(up_Bps > 0 ? duplex(fmt::format("leaf{}-uplink", leaf), up_Bps * f.efficiency)
-                                      : nullptr);
-      }
-      if (!rails && f.levels == 3) {
-        const int pods = ceil_div(leaves, f.leaves_per_pod);
-        for (int pod = 0; pod < pods; ++pod) {
-          double up_Bps = 0;
-          for (int leaf = pod * f.leaves_per_pod; leaf < std::min(leaves, (pod + 1) * f.leaves_per_pod);
-               ++leaf)
-            up_Bps += down_Bps[static_cast<std::size_t>(leaf)] / f.oversubscription;
-          pod_up_.push_back(
-              duplex(fmt::format("pod{}-uplink", pod), up_Bps / f.pod_oversubscription * f.efficiency));
-        }
-      }
-      return;
-    }
-    case FabricTopology::dragonfly: {
-      //   group 0                 group 1
-      //   r0 -- r1      global    r0 -- r1     routers all-to-all inside a group
-      //   |  \/  |  ============  |  \/  |     (groupG-localI-J), one global link
-      //   r2 -- r3   (global0-1)  r2 -- r3     per pair of groups (globalA-B)
-      const int routers = ceil_div(nodes, f.nodes_per_router);
-      const int r = f.routers_per_group;
-      dragonfly_groups_ = ceil_div(routers, r);
-      for (int g = 0; g < dragonfly_groups_; ++g)
-        for (int i = 0; i < r; ++i)
-          for (int j = i + 1; j < r; ++j)
-            local_.push_back(
-                duplex(fmt::format("group{}-local{}-{}", g, i, j), f.local_bandwidth_Bps * f.efficiency));
-      for (int a = 0; a < dragonfly_groups_; ++a)
-        for (int b = a + 1; b < dragonfly_groups_; ++b)
-          global_.push_back(duplex(fmt::format("global{}-{}", a, b), f.global_bandwidth_Bps * f.efficiency));
-      return;
-    }
-    case FabricTopology::torus: {
-      //   (0,1) -- (1,1) -- (2,1) --+    each node owns the link to its +
-      //     |        |        |     |    neighbour along every dimension
-      //   (0,0) -- (1,0) -- (2,0) --+    (nodeN-torusD), wrapping around
-      const auto dims = f.torus_dims.size();
-      torus_.assign(static_cast<std::size_t>(nodes) * dims, nullptr);
-      for (int node = 0; node < nodes; ++node) {
-        int rest = node;
-        for (std::size_t d = 0; d < dims; ++d) {
-          const int size = f.torus_dims[d];
-          const int coord = rest % size;
-          rest /= size;
-          // A ring of two has one link; a ring of one none.
-          if (size > 2 || (size == 2 && coord == 0))
-            torus_[static_cast<std::size_t>(node) * dims + d] =
-                duplex(fmt::format("node{}-torus{}", node, d), f.torus_bandwidth_Bps * f.efficiency);
-        }
-      }
-      return;
-    }
-  }
+  fabric_ = platforms::make_fabric_layout(spec_);
+  for (const auto& link : fabric_->links())
+    fabric_links_.push_back(duplex(link.name, link.bandwidth_Bps));
 }
 
 const platforms::NodeGroup& ClusterZone::group_of_node(int node) const {
@@ -230,95 +130,6 @@ int ClusterZone::nvlink_lanes(int gpu_a, int gpu_b) const {
   if (node_of(gpu_a) != node_of(gpu_b) || group_of_node(node_of(gpu_a)).shape != NodeShape::cube_mesh)
     return 0;
   return platforms::cube_mesh_lanes(local_rank(gpu_a), local_rank(gpu_b));
-}
-
-template <class F>
-double ClusterZone::walk_fabric(int node_a, int nic_a, int node_b, int nic_b, F&& visit) const {
-  const auto& f = spec_.fabric;
-  switch (f.topology) {
-    case FabricTopology::single_switch:
-      return 0;
-    case FabricTopology::fat_tree:
-    case FabricTopology::rail_optimised: {
-      const int la = leaf_of(node_a, nic_a);
-      const int lb = leaf_of(node_b, nic_b);
-      if (la == lb)
-        return 0;
-      visit(leaf_up_[static_cast<std::size_t>(la)]->get_link_up());
-      double latency = f.spine_latency_s;
-      if (!pod_up_.empty() && pod_of_leaf(la) != pod_of_leaf(lb)) {
-        visit(pod_up_[static_cast<std::size_t>(pod_of_leaf(la))]->get_link_up());
-        visit(pod_up_[static_cast<std::size_t>(pod_of_leaf(lb))]->get_link_down());
-        latency += f.core_latency_s;
-      }
-      visit(leaf_up_[static_cast<std::size_t>(lb)]->get_link_down());
-      return latency;
-    }
-    case FabricTopology::dragonfly: {
-      const int r = f.routers_per_group;
-      const int ra = node_a / f.nodes_per_router;
-      const int rb = node_b / f.nodes_per_router;
-      if (ra == rb)
-        return 0;
-      const int ga = ra / r, gb = rb / r;
-      const std::size_t per_group = static_cast<std::size_t>(r * (r - 1) / 2);
-      auto local = [&](int group, int from, int to) {
-        auto* link = local_[static_cast<std::size_t>(group) * per_group + pair_index(from, to, r)];
-        visit(from < to ? link->get_link_up() : link->get_link_down());
-      };
-      if (ga == gb) {
-        local(ga, ra % r, rb % r);
-        return f.hop_latency_s;
-      }
-      // The global link between groups a and b leaves group a from router
-      // (b mod r) and enters group b at router (a mod r).
-      const int gateway_a = gb % r, gateway_b = ga % r;
-      int hops = 1;
-      if (ra % r != gateway_a) {
-        local(ga, ra % r, gateway_a);
-        ++hops;
-      }
-      auto* global = global_[pair_index(ga, gb, dragonfly_groups_)];
-      visit(ga < gb ? global->get_link_up() : global->get_link_down());
-      if (gateway_b != rb % r) {
-        local(gb, gateway_b, rb % r);
-        ++hops;
-      }
-      return hops * f.hop_latency_s;
-    }
-    case FabricTopology::torus: {
-      const auto dims = f.torus_dims.size();
-      int hops = 0;
-      int current = node_a, stride = 1;
-      for (std::size_t d = 0; d < dims; ++d) {
-        const int size = f.torus_dims[d];
-        const int ca = (current / stride) % size;
-        const int cb = (node_b / stride) % size;
-        const int forward = ((cb - ca) % size + size) % size;
-        if (forward != 0) {
-          const bool plus = forward <= size - forward;
-          const int steps = plus ? forward : size - forward;
-          int c = ca;
-          for (int s = 0; s < steps; ++s) {
-            const int next = plus ? (c + 1) % size : (c - 1 + size) % size;
-            // The link between c and next belongs to the node at the lower
-            // end (+ side owner); in a ring of two, to coordinate 0.
-            const int owner_coord = size == 2 ? 0 : (plus ? c : next);
-            const bool up = size == 2 ? c == 0 : plus;
-            const int owner = current + (owner_coord - c) * stride;
-            visit(up ? torus_[static_cast<std::size_t>(owner) * dims + d]->get_link_up()
-                     : torus_[static_cast<std::size_t>(owner) * dims + d]->get_link_down());
-            current += (next - c) * stride;
-            c = next;
-            ++hops;
-          }
-        }
-        stride *= size;
-      }
-      return hops * f.hop_latency_s;
-    }
-  }
-  return 0;
 }
 
 template <class F>
@@ -361,7 +172,10 @@ double ClusterZone::walk(int src, int dst, F&& visit) const {
   if (na.pcie_on_nic_route)
     visit(a.pcie->get_link_up());
   visit(na.nics[static_cast<std::size_t>(a.nic_index)]->get_link_up());
-  const double fabric_s = walk_fabric(a.node, a.nic_index, b.node, b.nic_index, visit);
+  hops_.clear();
+  const double fabric_s = fabric_->route(a.node, a.nic_index, b.node, b.nic_index, hops_);
+  for (const auto& hop : hops_)
+    visit(hop.up ? fabric_links_[hop.link]->get_link_up() : fabric_links_[hop.link]->get_link_down());
   visit(nb.nics[static_cast<std::size_t>(b.nic_index)]->get_link_down());
   if (nb.pcie_on_nic_route)
     visit(b.pcie->get_link_down());

@@ -26,30 +26,11 @@
 // also carries GPU-to-GPU traffic there) or when it is slower than the NIC.
 // NICs shared by several GPUs (nic.per_node < gpus_per_node) share capacity.
 //
-//   single_switch  NIC ---------------- NIC                                 (no fabric link)
-//
-//   fat_tree (2 levels)          spine                 aggregate leaf uplinks:
-//                       leafA-up /    \ leafB-up       sum of NIC bandwidth / oversubscription
-//                        [leaf A]      [leaf B]        nodes_per_leaf nodes per leaf
-//                        NIC NIC       NIC NIC
-//
-//   fat_tree (3 levels)  core                          pod uplinks: sum of leaf uplinks
-//                podP-up /    \ podQ-up                / pod_oversubscription
-//                   [pod P]    [pod Q]    leaves_per_pod leaves per pod
-//                  leaf-up ...            same pod: leaf-up, leaf-down; else via core
-//
-//   rail_optimised   spine                 rail group g (nodes_per_leaf nodes): NIC k of every
-//            rail(g,0)-up  rail(g,7)-up     node on rail switch (g, k). Same rail and group:
-//              [rail 0] ... [rail 7]        NIC, NIC; else through the spine.
-//              NIC0 of every node
-//
-//   dragonfly   group 0: routers r0..r7 all-to-all (local links), group i <-> group j: one
-//               global link. Minimal routing: local hop to the router holding the global
-//               link, global hop, local hop to the destination router. Nodes on routers.
-//
-//   torus       node (x, y, ...) linked to its + neighbour along each dimension (wrapping);
-//               dimension-ordered shortest routes; each hop adds hop_latency.
+// The fabric's links and routes between NICs come from
+// platforms/fabric_layout.hpp (one file per topology in platforms/fabrics/,
+// each with its diagram).
 #include <functional>
+#include <memory>
 #include <simgrid/kernel/routing/NetZoneImpl.hpp>
 #include <simgrid/s4u/Host.hpp>
 #include <simgrid/s4u/Link.hpp>
@@ -57,6 +38,7 @@
 #include <vector>
 
 #include "platforms/cluster_spec.hpp"
+#include "platforms/fabric_layout.hpp"
 
 namespace trainsim::sim {
 
@@ -133,25 +115,17 @@ class ClusterZone final : public simgrid::kernel::routing::NetZoneImpl {
   // ids) and returns the route's latency.
   template <class F>
   double walk(int src, int dst, F&& visit) const;
-  template <class F>
-  double walk_fabric(int node_a, int nic_a, int node_b, int nic_b, F&& visit) const;
-
-  int leaf_of(int node, int nic) const;
-  int pod_of_leaf(int leaf) const { return leaf / spec_.fabric.leaves_per_pod; }
 
   const platforms::ClusterSpec& spec_;
   std::vector<std::vector<double>> speed_factors_;
   std::vector<Gpu> gpu_;
   std::vector<Node> node_;
   std::vector<int> endpoint_of_netpoint_;
-  int rails_ = 1;  // most NICs on any node
-  // Fabric links, by topology.
-  std::vector<Duplex*> leaf_up_;  // fat_tree: per leaf; rail_optimised: per (rail group, rail)
-  std::vector<Duplex*> pod_up_;   // fat_tree with 3 levels: per pod
-  std::vector<Duplex*> local_;    // dragonfly: per group, per router pair
-  std::vector<Duplex*> global_;   // dragonfly: per group pair
-  std::vector<Duplex*> torus_;    // torus: per node, per dimension (+ neighbour)
-  int dragonfly_groups_ = 0;
+  // The fabric's links and routes (platforms/fabric_layout.hpp, one class
+  // per topology), and the SimGrid link of each of its links.
+  std::unique_ptr<platforms::FabricLayout> fabric_;
+  std::vector<Duplex*> fabric_links_;
+  mutable std::vector<platforms::FabricHop> hops_;  // scratch of walk()
 };
 
 }  // namespace trainsim::sim

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "platforms/input_file.hpp"
 #include "platforms/presets.hpp"
 #include "platforms/yaml_reader.hpp"
 #include "sim/scenario/sections.hpp"
@@ -55,15 +56,15 @@ platforms::ClusterSpec load_cluster(const std::string& preset_or_file,
     root["cluster"]["preset"] = preset_or_file;
     return read_cluster(root, fmt::format("--cluster {}", preset_or_file), overrides);
   }
-  std::ifstream in(preset_or_file);
-  if (!in)
+  std::error_code ec;
+  if (!std::filesystem::exists(preset_or_file, ec))
     throw platforms::InputError(
         {fmt::format("--cluster {}: neither a cluster preset (expected one of {}) nor a readable "
                      "YAML file with a `cluster` section",
                      preset_or_file, platforms::cluster_preset_names())});
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_cluster_text(text.str(), preset_or_file, overrides);
+  return parse_cluster_text(
+      platforms::read_input_file(preset_or_file, "cluster file", platforms::kMaxYamlInputBytes),
+      preset_or_file, overrides);
 }
 
 }  // namespace trainsim::scenario

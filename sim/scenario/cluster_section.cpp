@@ -9,6 +9,8 @@
 #include <charconv>
 #include <functional>
 
+#include "platforms/calibrated_defaults.hpp"
+#include "platforms/fabric_layout.hpp"
 #include "platforms/presets.hpp"
 #include "sim/scenario/sections.hpp"
 
@@ -18,33 +20,6 @@ namespace {
 using platforms::FabricTechnology;
 using platforms::FabricTopology;
 using platforms::NodeShape;
-
-// NVLink: calibrated on nccl-tests all-reduce of one DGX A100 node (see
-// docs/collectives.md): per-step latency and the achievable fraction of the
-// per-GPU NVLink bandwidth.
-constexpr double kNvlinkLatency_s = 4e-6;
-constexpr double kNvlinkEfficiency = 0.73;
-// NCCL's fixed cost per collective (same calibration).
-constexpr double kLaunchLatency_s = 30e-6;
-// PCIe between GPUs (through the PCIe switches / host bridge) and its
-// achievable fraction (transaction-layer overheads).
-constexpr double kPcieLatency_s = 6e-6;
-constexpr double kPcieEfficiency = 0.8;
-constexpr double kDefaultPcie_Bps = 32e9;      // Gen4 x16, when a user-defined GPU gives none
-constexpr double kDefaultNic_Bps = 200e9 / 8;  // HDR InfiniBand, 200 Gb/s
-
-// What InfiniBand and RoCE change: GPU-to-GPU latency through one switch,
-// extra latency per level crossed, per router hop, and the fraction of the
-// line rate NCCL reaches. RoCE switches add more latency per hop and its
-// congestion control leaves more of the line rate unused.
-struct TechnologyDefaults {
-  double nic_latency_s, spine_latency_s, hop_latency_s, efficiency;
-};
-TechnologyDefaults technology_defaults(FabricTechnology technology) {
-  if (technology == FabricTechnology::roce)
-    return {7e-6, 2e-6, 1e-6, 0.85};
-  return {5e-6, 1e-6, 0.5e-6, 0.93};
-}
 
 struct LinkInput {
   std::optional<double> bandwidth_Bps, latency_s, efficiency;
@@ -65,7 +40,7 @@ void read_link(std::optional<platforms::MapReader> map, LinkInput& link, bool wi
     return;
   if (auto bw = map->bandwidth_Bps("bandwidth"))
     link.bandwidth_Bps = bw;
-  if (auto lat = map->duration_s("latency"))
+  if (auto lat = map->latency_s("latency"))
     link.latency_s = lat;
   if (with_efficiency)
     if (auto eff = map->number("efficiency", 1e-3, 1.0))
@@ -154,7 +129,7 @@ void read_group_fields(platforms::MapReader& m, GroupInput& in) {
   if (auto nic = m.map("nic")) {
     if (auto bw = nic->bandwidth_Bps("bandwidth"))
       in.nic.bandwidth_Bps = bw;
-    if (auto lat = nic->duration_s("latency"))
+    if (auto lat = nic->latency_s("latency"))
       in.nic.latency_s = lat;
     if (auto per_node = nic->integer("per_node", 1, 1024))
       in.nics_per_node = static_cast<int>(*per_node);
@@ -166,28 +141,27 @@ void read_group_fields(platforms::MapReader& m, GroupInput& in) {
 // map, or the cluster's).
 platforms::NodeGroup resolve_group(const GroupInput& in, const platforms::FabricSpec& fabric,
                                    platforms::MapReader& m) {
-  platforms::NodeGroup g;
-  if (in.gpu)
-    g.gpu = *in.gpu;
-  else if (!m.has("gpu"))
+  // The calibrated defaults (platforms/calibrated_defaults.hpp), then what
+  // the scenario gives.
+  platforms::NodeGroup g =
+      platforms::calibrated_node_group(in.gpu.value_or(platforms::GpuSpec{}), 1, fabric.technology);
+  if (!in.gpu && !m.has("gpu"))
     m.error("gpu", "missing (expected a GPU name such as A100-80GB or H100-SXM, or a map defining a GPU)");
   if (in.nodes)
     g.nodes = *in.nodes;
   else if (!m.has("nodes"))
     m.error("nodes", "missing (expected the number of nodes, an integer >= 1)");
-  g.gpus_per_node = in.gpus_per_node.value_or(8);
-  g.shape = in.shape.value_or(NodeShape::nvswitch);
-  g.nvls = in.nvls.value_or(false);
-  const auto tech = technology_defaults(fabric.technology);
-
-  g.nvlink = {in.nvlink.bandwidth_Bps.value_or(g.gpu.nvlink_bandwidth_Bps),
-              in.nvlink.latency_s.value_or(kNvlinkLatency_s),
-              in.nvlink.efficiency.value_or(kNvlinkEfficiency)};
-  const double pcie_Bps = g.gpu.pcie_bandwidth_Bps > 0 ? g.gpu.pcie_bandwidth_Bps : kDefaultPcie_Bps;
-  g.pcie = {in.pcie.bandwidth_Bps.value_or(pcie_Bps), in.pcie.latency_s.value_or(kPcieLatency_s),
-            in.pcie.efficiency.value_or(kPcieEfficiency)};
-  g.nic = {in.nic.bandwidth_Bps.value_or(kDefaultNic_Bps), in.nic.latency_s.value_or(tech.nic_latency_s),
-           1.0};
+  g.gpus_per_node = in.gpus_per_node.value_or(g.gpus_per_node);
+  g.shape = in.shape.value_or(g.shape);
+  g.nvls = in.nvls.value_or(g.nvls);
+  const auto apply = [](const LinkInput& given, platforms::LinkSpec& link) {
+    link.bandwidth_Bps = given.bandwidth_Bps.value_or(link.bandwidth_Bps);
+    link.latency_s = given.latency_s.value_or(link.latency_s);
+    link.efficiency = given.efficiency.value_or(link.efficiency);
+  };
+  apply(in.nvlink, g.nvlink);
+  apply(in.pcie, g.pcie);
+  apply(in.nic, g.nic);
   g.nics_per_node = in.nics_per_node.value_or(g.gpus_per_node);
 
   if (g.shape != NodeShape::pcie && g.nvlink.bandwidth_Bps <= 0 && in.gpu)
@@ -217,11 +191,10 @@ struct FabricGiven {
 void read_fabric(std::optional<platforms::MapReader> f, platforms::FabricSpec& fabric, FabricGiven& given) {
   if (!f)
     return;
-  if (auto topo = f->choice<FabricTopology>("topology", {{"single_switch", FabricTopology::single_switch},
-                                                         {"fat_tree", FabricTopology::fat_tree},
-                                                         {"rail_optimised", FabricTopology::rail_optimised},
-                                                         {"dragonfly", FabricTopology::dragonfly},
-                                                         {"torus", FabricTopology::torus}}))
+  std::vector<std::pair<std::string_view, FabricTopology>> topologies;
+  for (const auto& kind : platforms::fabric_table())
+    topologies.emplace_back(kind.name, kind.topology);
+  if (auto topo = f->choice<FabricTopology>("topology", topologies))
     fabric.topology = *topo;
   if (auto tech = f->choice<FabricTechnology>(
           "technology", {{"infiniband", FabricTechnology::infiniband}, {"roce", FabricTechnology::roce}}))
@@ -245,7 +218,7 @@ void read_fabric(std::optional<platforms::MapReader> f, platforms::FabricSpec& f
   };
   ratio("oversubscription", fabric.oversubscription);
   ratio("pod_oversubscription", fabric.pod_oversubscription);
-  if (auto lat = f->duration_s("spine_latency")) {
+  if (auto lat = f->latency_s("spine_latency")) {
     fabric.spine_latency_s = *lat;
     given.spine_latency = true;
   }
@@ -253,7 +226,7 @@ void read_fabric(std::optional<platforms::MapReader> f, platforms::FabricSpec& f
     fabric.levels = static_cast<int>(*levels);
   if (auto n = f->integer("leaves_per_pod", 1, kMaxCount))
     fabric.leaves_per_pod = static_cast<int>(*n);
-  if (auto lat = f->duration_s("core_latency")) {
+  if (auto lat = f->latency_s("core_latency")) {
     fabric.core_latency_s = *lat;
     given.core_latency = true;
   }
@@ -265,7 +238,7 @@ void read_fabric(std::optional<platforms::MapReader> f, platforms::FabricSpec& f
     fabric.local_bandwidth_Bps = *bw;
   if (auto bw = f->bandwidth_Bps("global_bandwidth"))
     fabric.global_bandwidth_Bps = *bw;
-  if (auto lat = f->duration_s("hop_latency")) {
+  if (auto lat = f->latency_s("hop_latency")) {
     fabric.hop_latency_s = *lat;
     given.hop_latency = true;
   }
@@ -300,7 +273,7 @@ void read_fabric(std::optional<platforms::MapReader> f, platforms::FabricSpec& f
 void read_collectives(std::optional<platforms::MapReader> c, platforms::CollectiveConfig& config) {
   using platforms::CollectiveAlgorithm;
   using platforms::Fidelity;
-  config.launch_latency_s = kLaunchLatency_s;
+  config.launch_latency_s = platforms::kLaunchLatency_s;
   if (!c)
     return;
   if (auto a =
@@ -314,7 +287,7 @@ void read_collectives(std::optional<platforms::MapReader> c, platforms::Collecti
           "fidelity",
           {{"auto", Fidelity::automatic}, {"detailed", Fidelity::detailed}, {"fast", Fidelity::fast}}))
     config.fidelity = *f;
-  if (auto lat = c->duration_s("launch_latency"))
+  if (auto lat = c->latency_s("launch_latency"))
     config.launch_latency_s = *lat;
   if (auto n = c->integer("max_chunks", 1, 1 << 16))
     config.max_pipeline_chunks = static_cast<int>(*n);
@@ -404,7 +377,7 @@ bool read_cluster_section(platforms::MapReader& outer, Scenario& scenario) {
   auto& cluster = scenario.cluster;
   FabricGiven given;
   read_fabric(c.map("fabric"), cluster.fabric, given);
-  const auto tech = technology_defaults(cluster.fabric.technology);
+  const auto tech = platforms::technology_defaults(cluster.fabric.technology);
   if (!given.efficiency)
     cluster.fabric.efficiency = tech.efficiency;
   if (!given.spine_latency)

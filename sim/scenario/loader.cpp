@@ -5,10 +5,9 @@
 #include <fmt/format.h>
 
 #include <filesystem>
-#include <fstream>
 #include <limits>
-#include <sstream>
 
+#include "platforms/input_file.hpp"
 #include "platforms/yaml_reader.hpp"
 #include "sim/scenario/checks.hpp"
 #include "sim/scenario/document.hpp"
@@ -95,6 +94,7 @@ Scenario load_document(const YAML::Node& root, const platforms::InputSource& sou
 
 Scenario load_from(const std::string& text, const std::string& file,
                    const std::vector<std::string>& overrides, const LoadOptions& options) {
+  platforms::check_utf8(text, file);
   YAML::Node root;
   try {
     root = YAML::Load(text);
@@ -117,12 +117,8 @@ Scenario load_from(const std::string& text, const std::string& file,
 
 Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides,
                        const LoadOptions& options) {
-  std::ifstream in(path);
-  if (!in)
-    throw platforms::InputError({fmt::format("{}: cannot open the scenario file", path)});
-  std::stringstream text;
-  text << in.rdbuf();
-  return load_from(text.str(), path, overrides, options);
+  return load_from(platforms::read_input_file(path, "scenario file", platforms::kMaxYamlInputBytes), path,
+                   overrides, options);
 }
 
 Scenario parse_scenario_text(const std::string& yaml, const std::string& file,

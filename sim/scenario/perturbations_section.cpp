@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <set>
 
+#include "platforms/fabric_layout.hpp"
 #include "platforms/units.hpp"
 #include "sim/scenario/sections.hpp"
 
@@ -28,14 +29,11 @@ using platforms::ClusterSpec;
 // The names ClusterZone gives its links (sim/platform/cluster_zone.cpp), derived from
 // the spec alone so that a wrong name is a loader error.
 std::set<std::string> link_names(const ClusterSpec& spec) {
-  using platforms::FabricTopology;
   using platforms::NodeShape;
   std::set<std::string> names;
   const int nodes = spec.node_count();
-  int rails = 1;
   for (int node = 0; node < nodes; ++node) {
     const auto& group = spec.groups[static_cast<std::size_t>(spec.group_of_node(node))];
-    rails = std::max(rails, group.nics_per_node);
     const int first = spec.first_gpu_of_node(node);
     const double nic_Bps = group.nic.bandwidth_Bps * spec.fabric.efficiency;
     const bool pcie_on_nic_route = group.pcie.effective_Bps() > 0 && (group.shape != NodeShape::nvswitch ||
@@ -54,30 +52,11 @@ std::set<std::string> link_names(const ClusterSpec& spec) {
           if (platforms::cube_mesh_lanes(a, b) > 0)
             names.insert(fmt::format("node{}-nvlink{}-{}", node, a, b));
   }
-  const auto& f = spec.fabric;
-  const auto ceil_div = [](int a, int b) { return (a + b - 1) / b; };
-  if (f.topology == FabricTopology::fat_tree || f.topology == FabricTopology::rail_optimised) {
-    const bool on_rails = f.topology == FabricTopology::rail_optimised;
-    const int leaves = ceil_div(nodes, f.nodes_per_leaf) * (on_rails ? rails : 1);
-    for (int leaf = 0; leaf < leaves; ++leaf)
-      names.insert(fmt::format("leaf{}-uplink", leaf));
-    if (!on_rails && f.levels == 3)
-      for (int pod = 0; pod < ceil_div(leaves, f.leaves_per_pod); ++pod)
-        names.insert(fmt::format("pod{}-uplink", pod));
-  } else if (f.topology == FabricTopology::dragonfly) {
-    const int groups = ceil_div(ceil_div(nodes, f.nodes_per_router), f.routers_per_group);
-    for (int g = 0; g < groups; ++g)
-      for (int i = 0; i < f.routers_per_group; ++i)
-        for (int j = i + 1; j < f.routers_per_group; ++j)
-          names.insert(fmt::format("group{}-local{}-{}", g, i, j));
-    for (int a = 0; a < groups; ++a)
-      for (int b = a + 1; b < groups; ++b)
-        names.insert(fmt::format("global{}-{}", a, b));
-  } else if (f.topology == FabricTopology::torus) {
-    for (int node = 0; node < nodes; ++node)
-      for (std::size_t d = 0; d < f.torus_dims.size(); ++d)
-        names.insert(fmt::format("node{}-torus{}", node, d));
-  }
+  // The fabric's links: the same layout ClusterZone creates them from. The layout is
+  // held by name: a range-for over a temporary's member would dangle (C++20).
+  const auto fabric = platforms::make_fabric_layout(spec);
+  for (const auto& link : fabric->links())
+    names.insert(link.name);
   return names;
 }
 
@@ -362,7 +341,7 @@ class PerturbationReader {
         if (f.bandwidth_factor <= 0)
           m.error("bandwidth_factor", "0 would stop the link (expected a number in (0, 1]; use down: true)");
       }
-      f.added_latency_s = m.duration_s("added_latency").value_or(0);
+      f.added_latency_s = m.latency_s("added_latency").value_or(0);
       f.down = m.boolean("down").value_or(false);
       f.uplinks = static_cast<int>(m.integer("uplinks", 1, 1024).value_or(1));
       if (f.uplinks > 1)

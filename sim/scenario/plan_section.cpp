@@ -26,15 +26,10 @@ bool read_plan_section(platforms::MapReader& p, Scenario& scenario) {
     plan.global_batch_size = static_cast<int>(*gbs);
   else if (!p.has("global_batch_size"))
     p.error("global_batch_size", "missing (expected the global batch in sequences, an integer >= 1)");
-  if (auto s =
-          p.choice<ScheduleKind>("schedule", {{"gpipe", ScheduleKind::gpipe},
-                                              {"1f1b", ScheduleKind::one_f_one_b},
-                                              {"interleaved_1f1b", ScheduleKind::interleaved_one_f_one_b},
-                                              {"zb_h1", ScheduleKind::zb_h1},
-                                              {"zb_h2", ScheduleKind::zb_h2},
-                                              {"zb_v", ScheduleKind::zb_v},
-                                              {"bpipe", ScheduleKind::bpipe},
-                                              {"dualpipe_v", ScheduleKind::dualpipe_v}}))
+  std::vector<std::pair<std::string_view, ScheduleKind>> schedules;
+  for (const auto& traits : workloads::schedule_table())
+    schedules.emplace_back(traits.name, traits.kind);
+  if (auto s = p.choice<ScheduleKind>("schedule", schedules))
     plan.schedule = *s;
   // 0: not given; resolve_plan applies the schedule's default.
   plan.virtual_stages = static_cast<int>(p.integer("virtual_stages", 1, kMaxCount).value_or(0));

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "platforms/input_error.hpp"
+#include "platforms/input_file.hpp"
 #include "platforms/presets.hpp"
 #include "platforms/yaml_reader.hpp"
 #include "sim/scenario/checks.hpp"
@@ -25,11 +26,13 @@ namespace {
 using workloads::Recompute;
 using workloads::ScheduleKind;
 
-constexpr ScheduleKind kAllSchedules[] = {
-    ScheduleKind::gpipe, ScheduleKind::one_f_one_b, ScheduleKind::interleaved_one_f_one_b,
-    ScheduleKind::zb_h1, ScheduleKind::zb_h2,       ScheduleKind::zb_v,
-    ScheduleKind::bpipe, ScheduleKind::dualpipe_v};
-constexpr Recompute kAllRecompute[] = {Recompute::none, Recompute::selective, Recompute::full};
+std::vector<ScheduleKind> all_schedules() {
+  std::vector<ScheduleKind> kinds;
+  for (const auto& traits : workloads::schedule_table())
+    kinds.push_back(traits.kind);
+  return kinds;
+}
+const std::vector<Recompute> kAllRecompute{Recompute::none, Recompute::selective, Recompute::full};
 
 // The plan keys the search varies (a --set on one of them fixes that axis).
 constexpr const char* kAxisKeys[] = {
@@ -37,13 +40,10 @@ constexpr const char* kAxisKeys[] = {
     "plan.recompute", "plan.zero_stage", "plan.sequence_parallel"};
 
 YAML::Node read_yaml_file(const std::string& path, const std::string& option) {
-  std::ifstream in(path);
-  if (!in)
-    throw platforms::InputError({fmt::format("{} {}: cannot open the file", option, path)});
-  std::stringstream text;
-  text << in.rdbuf();
+  const std::string text =
+      platforms::read_input_file(path, fmt::format("file of {}", option), platforms::kMaxYamlInputBytes);
   try {
-    YAML::Node root = YAML::Load(text.str());
+    YAML::Node root = YAML::Load(text);
     if (!root.IsMap())
       throw platforms::InputError({fmt::format("{}: expected a YAML map (a scenario file)", path)});
     return root;
@@ -94,9 +94,9 @@ std::vector<int> axis_integers(const std::string& assignment, const std::vector<
   return out;
 }
 
-template <class E, std::size_t N>
+template <class E>
 std::vector<E> axis_choices(const std::string& assignment, const std::vector<std::string>& words,
-                            const E (&all)[N]) {
+                            const std::vector<E>& all) {
   std::vector<E> out;
   for (const auto& w : words) {
     std::optional<E> found;
@@ -140,7 +140,7 @@ void set_axis(workloads::PlanSpaceOptions& space, const std::string& key, const 
   else if (key == "plan.zero_stage")
     space.zero_stages = axis_integers(assignment, words, 0, 3);
   else if (key == "plan.schedule")
-    space.schedules = axis_choices(assignment, words, kAllSchedules);
+    space.schedules = axis_choices(assignment, words, all_schedules());
   else if (key == "plan.recompute")
     space.recompute = axis_choices(assignment, words, kAllRecompute);
   else if (key == "plan.sequence_parallel")

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "platforms/input_error.hpp"
+#include "platforms/input_file.hpp"
 #include "platforms/yaml_reader.hpp"
 #include "sim/scenario/document.hpp"
 
@@ -330,6 +331,7 @@ StudyFile parse_study_text(const std::string& text, const std::string& path) {
   StudyFile study;
   study.path = path;
   study.text = text;
+  platforms::check_utf8(text, path);
   try {
     study.document = YAML::Load(text);
   } catch (const YAML::Exception& e) {
@@ -367,12 +369,8 @@ StudyFile parse_study_text(const std::string& text, const std::string& path) {
 }
 
 StudyFile read_study_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in)
-    throw platforms::InputError({fmt::format("{}: cannot open the study file", path)});
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_study_text(text.str(), path);
+  return parse_study_text(platforms::read_input_file(path, "study file", platforms::kMaxYamlInputBytes),
+                          path);
 }
 
 std::vector<std::string> parameter_names(const StudyFile& study) {

@@ -6,29 +6,12 @@
 #include <functional>
 #include <sstream>
 
+#include "analysis/reporters/atomic_file.hpp"
 #include "analysis/studies/line_plot.hpp"
 #include "analysis/studies/study_page.hpp"
 
 namespace trainsim::sim {
 namespace fs = std::filesystem;
-
-namespace {
-
-void write_atomically(const fs::path& path, const std::function<void(std::ostream&)>& write) {
-  const fs::path aside = path.string() + ".tmp";
-  {
-    std::ofstream out(aside, std::ios::binary);
-    if (!out)
-      throw std::runtime_error(fmt::format("cannot write {}", aside.string()));
-    write(out);
-    out.flush();
-    if (!out)
-      throw std::runtime_error(fmt::format("error while writing {}", aside.string()));
-  }
-  fs::rename(aside, path);
-}
-
-}  // namespace
 
 analysis::ResultRow point_row(const StudyPoint& point, const PointOutcome* outcome) {
   analysis::ResultRow row;
@@ -76,9 +59,11 @@ StudyOutputs write_study_outputs(const fs::path& dir, const analysis::ResultsDoc
                                  const std::vector<analysis::PlotSpec>& plots, bool html) {
   StudyOutputs outputs;
   fs::create_directories(dir);
-  write_atomically(dir / "results.csv", [&](std::ostream& o) { analysis::write_results_csv(o, doc); });
+  analysis::write_file_atomically(dir / "results.csv",
+                                  [&](std::ostream& o) { analysis::write_results_csv(o, doc); });
   outputs.written.push_back(dir / "results.csv");
-  write_atomically(dir / "results.json", [&](std::ostream& o) { analysis::write_results_json(o, doc); });
+  analysis::write_file_atomically(dir / "results.json",
+                                  [&](std::ostream& o) { analysis::write_results_json(o, doc); });
   outputs.written.push_back(dir / "results.json");
 
   std::vector<analysis::StudyFigure> figures;
@@ -88,7 +73,7 @@ StudyOutputs write_study_outputs(const fs::path& dir, const analysis::ResultsDoc
       const std::string svg = analysis::render_line_plot_svg(analysis::build_results_plot(spec, doc));
       fs::create_directories(dir / "plots");
       const fs::path file = dir / "plots" / spec.file_or_default();
-      write_atomically(file, [&](std::ostream& o) { o << svg; });
+      analysis::write_file_atomically(file, [&](std::ostream& o) { o << svg; });
       outputs.written.push_back(file);
       figures.push_back({spec.title_or_default(), fmt::format("plots/{}", spec.file_or_default()), svg});
     } catch (const analysis::PlotError& e) {
@@ -97,8 +82,8 @@ StudyOutputs write_study_outputs(const fs::path& dir, const analysis::ResultsDoc
     }
   }
   if (html) {
-    write_atomically(dir / "report.html",
-                     [&](std::ostream& o) { analysis::write_study_page_html(o, doc, figures); });
+    analysis::write_file_atomically(
+        dir / "report.html", [&](std::ostream& o) { analysis::write_study_page_html(o, doc, figures); });
     outputs.written.push_back(dir / "report.html");
   }
   return outputs;

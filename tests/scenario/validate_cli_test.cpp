@@ -79,7 +79,7 @@ TEST(ValidateCli, RowsThatMakeABadScenarioAreReportedBeforeAnySimulation) {
   EXPECT_NE(r.err.find("pp"), std::string::npos) << r.err;
   const auto missing = run_cli({"validate", "/nonexistent/rows.csv"});
   EXPECT_EQ(missing.status, 1);
-  EXPECT_NE(missing.err.find("cannot read"), std::string::npos) << missing.err;
+  EXPECT_NE(missing.err.find("cannot open the dataset"), std::string::npos) << missing.err;
 }
 
 TEST(ValidateCli, TemplateFileReplacesTheBuiltInCluster) {

@@ -41,16 +41,9 @@ void IterationBuilder::add_gradient_sync_and_step(int rank, int tp) {
   TaskId chain = kNone;
   auto add_reduction = [&](double bytes, int micro_batch, int chunk, int layer,
                            const std::vector<TaskId>& after) {
-    Task collective{.kind = TaskKind::collective,
-                    .comm = CommKind::dp,
-                    .op = reduce,
-                    .group = group,
-                    .stage = rank,
-                    .chunk = chunk,
-                    .micro_batch = micro_batch,
-                    .bytes = bytes,
-                    .layer = layer};
-    const TaskId id = graph_.add(collective);
+    const TaskId id =
+        graph_.add(collective_task(CommKind::dp, reduce, group, rank, bytes,
+                                   {.chunk = chunk, .micro_batch = micro_batch, .layer = layer}));
     for (TaskId a : after)
       graph_.depend(a, id);
     if (chain != kNone)
@@ -111,13 +104,8 @@ void IterationBuilder::add_gradient_sync_and_step(int rank, int tp) {
       add_optimizer_steps(rank, members, plan_.zero_stage >= 1 ? parameters / d : parameters, chain);
   if (plan_.zero_stage >= 1) {
     // Every member needs every updated parameter for the next iteration.
-    Task gather{.kind = TaskKind::collective,
-                .comm = CommKind::dp,
-                .op = CollectiveOp::all_gather,
-                .group = group,
-                .stage = rank,
-                .bytes = 2.0 * parameters};
-    const TaskId id = graph_.add(gather);
+    const TaskId id =
+        graph_.add(collective_task(CommKind::dp, CollectiveOp::all_gather, group, rank, 2.0 * parameters));
     for (TaskId step : steps)
       graph_.depend(step, id);
     for (int gpu : members)

@@ -44,16 +44,9 @@ void IterationBuilder::add_expert_all_to_alls(int rank, int tp) {
       const int fold = ep_all_to_alls(plan_, op.kind, model_.moe_layers_in(slice.first_layer, slice.layers));
       if (fold == 0)
         continue;
-      Task exchange{.kind = TaskKind::collective,
-                    .comm = CommKind::ep,
-                    .op = CollectiveOp::all_to_all,
-                    .group = group,
-                    .stage = rank,
-                    .chunk = op.chunk,
-                    .micro_batch = op.micro_batch,
-                    .bytes = bytes,
-                    .fold = fold};
-      const TaskId id = graph_.add(exchange);
+      const TaskId id =
+          graph_.add(collective_task(CommKind::ep, CollectiveOp::all_to_all, group, rank, bytes,
+                                     {.chunk = op.chunk, .micro_batch = op.micro_batch, .fold = fold}));
       for (int gpu : members) {
         auto& ops = ops_[idx(gpu)];
         const TaskId before = ops[k].done;
@@ -91,13 +84,7 @@ void IterationBuilder::add_expert_parallel_sync_and_step(int rank, int tp) {
     ready[i] = last_[idx(members[i])];
   auto collective = [&](CollectiveOp op, int group, double bytes, const std::vector<std::size_t>& who,
                         const std::vector<TaskId>& after) {
-    Task task{.kind = TaskKind::collective,
-              .comm = CommKind::dp,
-              .op = op,
-              .group = group,
-              .stage = rank,
-              .bytes = bytes};
-    const TaskId id = graph_.add(task);
+    const TaskId id = graph_.add(collective_task(CommKind::dp, op, group, rank, bytes));
     for (TaskId a : after)
       graph_.depend(a, id);
     for (std::size_t i : who)

@@ -43,17 +43,10 @@ void IterationBuilder::add_fsdp_sync_and_step(int rank, int tp) {
     const auto& pieces = ops_[idx(members.front())][k].pieces;
     for (std::size_t p = 0; p < pieces.size(); ++p) {
       const double parameters = pieces[p].parameters;
+      const CollectiveAt at{.chunk = op.chunk, .micro_batch = op.micro_batch, .layer = pieces[p].layer};
       if (needs_weights(op.kind)) {
-        Task gather{.kind = TaskKind::collective,
-                    .comm = CommKind::dp,
-                    .op = CollectiveOp::all_gather,
-                    .group = group,
-                    .stage = rank,
-                    .chunk = op.chunk,
-                    .micro_batch = op.micro_batch,
-                    .bytes = memory_.gathered_bytes(parameters),
-                    .layer = pieces[p].layer};
-        const TaskId id = graph_.add(gather);
+        const TaskId id = graph_.add(collective_task(CommKind::dp, CollectiveOp::all_gather, group, rank,
+                                                     memory_.gathered_bytes(parameters), at));
         if (previous_gather != kNone)
           graph_.depend(previous_gather, id);
         if (gathered.size() >= 2) {
@@ -74,16 +67,8 @@ void IterationBuilder::add_fsdp_sync_and_step(int rank, int tp) {
         previous_gather = id;
       }
       if (produces_gradients(op.kind)) {
-        Task reduce{.kind = TaskKind::collective,
-                    .comm = CommKind::dp,
-                    .op = CollectiveOp::reduce_scatter,
-                    .group = group,
-                    .stage = rank,
-                    .chunk = op.chunk,
-                    .micro_batch = op.micro_batch,
-                    .bytes = g * parameters,
-                    .layer = pieces[p].layer};
-        const TaskId id = graph_.add(reduce);
+        const TaskId id = graph_.add(
+            collective_task(CommKind::dp, CollectiveOp::reduce_scatter, group, rank, g * parameters, at));
         if (previous_reduce != kNone)
           graph_.depend(previous_reduce, id);
         for (int gpu : members) {

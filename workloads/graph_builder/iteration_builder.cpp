@@ -173,78 +173,79 @@ void IterationBuilder::add_rank_ops(int dp, int rank) {
     add_op(dp, rank, k, tp_groups, cp_groups);
 }
 
+// One op of a rank's list on every GPU that runs it (the TP x CP GPUs of
+// the stage in this replica): its compute pieces, the ring-attention
+// exchanges, the TP collectives, then its place in each GPU's op list and
+// its memory events.
 void IterationBuilder::add_op(int dp, int rank, std::size_t op_index, const std::vector<int>& tp_groups,
                               const std::vector<int>& cp_groups) {
   const PipeOp& op = schedule(dp).per_rank[static_cast<std::size_t>(rank)][op_index];
   const int vs = schedule(dp).virtual_stage(rank, op.chunk);
   const StageSlice slice = virtual_stage_slice(model_, plan_, vs);
-  const int first_layer = plan_.first_layer_of(vs, model_.layers);
-
-  // The op's pieces: one per layer (a backward walks them last to first,
-  // the embedding rides with the first layer and the logits with the last),
-  // or the whole op.
-  struct PieceSpec {
-    StageSlice slice;
-    int layer = -1;
-    double parameters = 0;
-  };
-  std::vector<PieceSpec> specs;
-  if (split_per_layer(dp, rank, op_index)) {
-    for (int l = 0; l < slice.layers; ++l) {
-      const StageSlice piece{.layers = 1,
-                             .first_layer = slice.first_layer + l,
-                             .embedding = slice.embedding && l == 0,
-                             .logits = slice.logits && l == slice.layers - 1};
-      double parameters = layer_parameters_per_gpu(model_, plan_, piece.first_layer);
-      if (piece.embedding)
-        parameters += model_.embedding_parameters() / plan_.tp;
-      if (piece.logits)
-        parameters += model_.logits_parameters() / plan_.tp;
-      specs.push_back({piece, first_layer + l, parameters});
-    }
-    if (op.kind != PipeOpKind::forward)
-      std::reverse(specs.begin(), specs.end());
-  } else {
-    double parameters = 0;
-    for (int l = 0; l < slice.layers; ++l)
-      parameters += layer_parameters_per_gpu(model_, plan_, slice.first_layer + l);
-    if (slice.embedding)
-      parameters += model_.embedding_parameters() / plan_.tp;
-    if (slice.logits)
-      parameters += model_.logits_parameters() / plan_.tp;
-    specs.push_back({slice, -1, parameters});
-  }
-  const int passes = plan_.cp > 1 ? cp_exchange_passes(plan_, op.kind) : 0;
-
+  const std::vector<PieceSpec> specs = piece_specs(op, slice, vs, split_per_layer(dp, rank, op_index));
   std::vector<int> gpus;  // the op's GPUs, CP rank major, TP rank minor
   for (int cp = 0; cp < plan_.cp; ++cp)
     for (int tp = 0; tp < plan_.tp; ++tp)
       gpus.push_back(plan_.gpu_of(rank, dp, tp, cp));
+  std::vector<BuiltOp> built = add_pieces(op, rank, vs, slice, specs, gpus, cp_groups);
+  add_tp_collectives(op, rank, slice, tp_groups, built);
+  record_op(op, vs, gpus, built);
+}
+
+std::vector<IterationBuilder::PieceSpec> IterationBuilder::piece_specs(const PipeOp& op,
+                                                                       const StageSlice& slice, int vs,
+                                                                       bool per_layer) const {
+  // One piece per layer (a backward walks them last to first, the embedding
+  // rides with the first layer and the logits with the last), or the whole op.
+  std::vector<PieceSpec> specs;
+  if (!per_layer)
+    return {{slice, -1, slice_parameters_per_gpu(model_, plan_, slice)}};
+  const int first_layer = plan_.first_layer_of(vs, model_.layers);
+  for (int l = 0; l < slice.layers; ++l) {
+    const StageSlice piece{.layers = 1,
+                           .first_layer = slice.first_layer + l,
+                           .embedding = slice.embedding && l == 0,
+                           .logits = slice.logits && l == slice.layers - 1};
+    specs.push_back({piece, first_layer + l, slice_parameters_per_gpu(model_, plan_, piece)});
+  }
+  if (op.kind != PipeOpKind::forward)
+    std::reverse(specs.begin(), specs.end());
+  return specs;
+}
+
+std::vector<OpCost> IterationBuilder::piece_costs(PipeOpKind kind, const StageSlice& slice,
+                                                  const std::vector<PieceSpec>& specs,
+                                                  const platforms::GpuSpec& gpu) const {
   // Piece costs add up to the whole op's (the cost model's per-piece
   // answers only set the proportions).
-  std::vector<std::vector<OpCost>> costs(gpus.size());
-  for (std::size_t g = 0; g < gpus.size(); ++g) {
-    const auto& gpu = cluster_.gpu_of(gpus[g]);
-    const OpCost whole = op_cost(op.kind, slice, gpu);
-    if (specs.size() == 1) {
-      costs[g] = {whole};
-      continue;
-    }
-    OpCost sum;
-    for (const auto& spec : specs) {
-      costs[g].push_back(op_cost(op.kind, spec.slice, gpu));
-      sum.duration_s += costs[g].back().duration_s;
-      sum.model_flops += costs[g].back().model_flops;
-      sum.hardware_flops += costs[g].back().hardware_flops;
-    }
-    for (auto& c : costs[g]) {
-      c.duration_s = sum.duration_s > 0 ? whole.duration_s * c.duration_s / sum.duration_s : 0;
-      c.model_flops = sum.model_flops > 0 ? whole.model_flops * c.model_flops / sum.model_flops : 0;
-      c.hardware_flops =
-          sum.hardware_flops > 0 ? whole.hardware_flops * c.hardware_flops / sum.hardware_flops : 0;
-    }
+  const OpCost whole = op_cost(kind, slice, gpu);
+  if (specs.size() == 1)
+    return {whole};
+  std::vector<OpCost> costs;
+  OpCost sum;
+  for (const auto& spec : specs) {
+    costs.push_back(op_cost(kind, spec.slice, gpu));
+    sum.duration_s += costs.back().duration_s;
+    sum.model_flops += costs.back().model_flops;
+    sum.hardware_flops += costs.back().hardware_flops;
   }
+  for (auto& c : costs) {
+    c.duration_s = sum.duration_s > 0 ? whole.duration_s * c.duration_s / sum.duration_s : 0;
+    c.model_flops = sum.model_flops > 0 ? whole.model_flops * c.model_flops / sum.model_flops : 0;
+    c.hardware_flops =
+        sum.hardware_flops > 0 ? whole.hardware_flops * c.hardware_flops / sum.hardware_flops : 0;
+  }
+  return costs;
+}
 
+std::vector<BuiltOp> IterationBuilder::add_pieces(const PipeOp& op, int rank, int vs, const StageSlice& slice,
+                                                  const std::vector<PieceSpec>& specs,
+                                                  const std::vector<int>& gpus,
+                                                  const std::vector<int>& cp_groups) {
+  const int passes = plan_.cp > 1 ? cp_exchange_passes(plan_, op.kind) : 0;
+  std::vector<std::vector<OpCost>> costs;
+  for (int gpu : gpus)
+    costs.push_back(piece_costs(op.kind, slice, specs, cluster_.gpu_of(gpu)));
   std::vector<BuiltOp> built(gpus.size());
   for (std::size_t g = 0; g < gpus.size(); ++g)
     built[g] = {.op = op, .virtual_stage = vs, .pieces = {}, .done = kNone};
@@ -265,6 +266,8 @@ void IterationBuilder::add_op(int dp, int rank, std::size_t op_index, const std:
                 .layer = spec.layer};
       Piece piece{.layer = spec.layer, .parameters = spec.parameters};
       if (share > 0) {
+        // Ring attention: the attention core, which overlaps the exchange,
+        // and the rest of the piece.
         Task attention = task;
         attention.duration_s *= share;
         attention.model_flops *= share;
@@ -283,72 +286,75 @@ void IterationBuilder::add_op(int dp, int rank, std::size_t op_index, const std:
         graph_.depend(last_[idx(gpu)], piece.first);
       built[g].pieces.push_back(piece);
     }
-    // Ring attention: the CP group passes this piece's keys and values
-    // around while each GPU computes attention on the block it holds.
-    if (share > 0) {
-      for (int tp = 0; tp < plan_.tp; ++tp) {
-        Task exchange{.kind = TaskKind::collective,
-                      .comm = CommKind::cp,
-                      .op = CollectiveOp::all_gather,
-                      .group = cp_groups[static_cast<std::size_t>(tp)],
-                      .stage = rank,
-                      .chunk = op.chunk,
-                      .micro_batch = op.micro_batch,
-                      .bytes = cp_exchange_bytes(model_, plan_),
-                      .algorithm = platforms::CollectiveAlgorithm::p2p_ring,
-                      .fold = passes * spec.slice.layers,
-                      .layer = spec.layer};
-        const TaskId id = graph_.add(exchange);
-        for (int cp = 0; cp < plan_.cp; ++cp) {
-          const auto g = static_cast<std::size_t>(cp * plan_.tp + tp);
-          const int gpu = gpus[g];
-          if (last_[idx(gpu)] != kNone)
-            graph_.depend(last_[idx(gpu)], id);
-          graph_.depend(id, built[g].pieces.back().last);
-          built[g].pieces.back().exchange = id;
-          graph_.add_memory(id, gpu, At::start, MemoryKind::buffers, memory_.kv_exchange_buffer_bytes());
-          graph_.add_memory(id, gpu, At::end, MemoryKind::buffers, -memory_.kv_exchange_buffer_bytes());
-        }
-      }
-    }
+    if (share > 0)
+      add_ring_attention_exchange(op, rank, spec, passes, gpus, cp_groups, built);
     for (std::size_t g = 0; g < gpus.size(); ++g)
       last_[idx(gpus[g])] = built[g].pieces.back().last;
   }
-
-  // TP: the op's all-reduces, folded into one collective per TP group (two
-  // with sequence parallelism: reduce-scatter then all-gather, same volume).
   for (std::size_t g = 0; g < gpus.size(); ++g)
     built[g].done = built[g].pieces.back().last;
-  const int fold = tp_allreduces(plan_, op.kind, slice.layers);
-  if (plan_.tp > 1 && fold > 0) {
+  return built;
+}
+
+void IterationBuilder::add_ring_attention_exchange(const PipeOp& op, int rank, const PieceSpec& spec,
+                                                   int passes, const std::vector<int>& gpus,
+                                                   const std::vector<int>& cp_groups,
+                                                   std::vector<BuiltOp>& built) {
+  // The CP group passes this piece's keys and values around while each GPU
+  // computes attention on the block it holds.
+  for (int tp = 0; tp < plan_.tp; ++tp) {
+    const TaskId id = graph_.add(collective_task(CommKind::cp, CollectiveOp::all_gather,
+                                                 cp_groups[static_cast<std::size_t>(tp)], rank,
+                                                 cp_exchange_bytes(model_, plan_),
+                                                 {.chunk = op.chunk,
+                                                  .micro_batch = op.micro_batch,
+                                                  .layer = spec.layer,
+                                                  .fold = passes * spec.slice.layers,
+                                                  .algorithm = platforms::CollectiveAlgorithm::p2p_ring}));
     for (int cp = 0; cp < plan_.cp; ++cp) {
-      std::vector<CollectiveOp> passes_of_op = {CollectiveOp::all_reduce};
-      if (plan_.sequence_parallel)
-        passes_of_op = {CollectiveOp::reduce_scatter, CollectiveOp::all_gather};
-      TaskId previous = kNone;
-      for (CollectiveOp collective_op : passes_of_op) {
-        Task collective{.kind = TaskKind::collective,
-                        .comm = CommKind::tp,
-                        .op = collective_op,
-                        .group = tp_groups[static_cast<std::size_t>(cp)],
-                        .stage = rank,
-                        .chunk = op.chunk,
-                        .micro_batch = op.micro_batch,
-                        .bytes = tp_allreduce_bytes(model_, plan_),
-                        .fold = fold};
-        const TaskId id = graph_.add(collective);
-        if (previous != kNone)
-          graph_.depend(previous, id);
-        else
-          for (int tp = 0; tp < plan_.tp; ++tp)
-            graph_.depend(built[static_cast<std::size_t>(cp * plan_.tp + tp)].pieces.back().last, id);
-        previous = id;
-      }
-      for (int tp = 0; tp < plan_.tp; ++tp)
-        built[static_cast<std::size_t>(cp * plan_.tp + tp)].done = previous;
+      const auto g = static_cast<std::size_t>(cp * plan_.tp + tp);
+      const int gpu = gpus[g];
+      if (last_[idx(gpu)] != kNone)
+        graph_.depend(last_[idx(gpu)], id);
+      graph_.depend(id, built[g].pieces.back().last);
+      built[g].pieces.back().exchange = id;
+      graph_.add_memory(id, gpu, At::start, MemoryKind::buffers, memory_.kv_exchange_buffer_bytes());
+      graph_.add_memory(id, gpu, At::end, MemoryKind::buffers, -memory_.kv_exchange_buffer_bytes());
     }
   }
+}
 
+void IterationBuilder::add_tp_collectives(const PipeOp& op, int rank, const StageSlice& slice,
+                                          const std::vector<int>& tp_groups, std::vector<BuiltOp>& built) {
+  // The op's all-reduces, folded into one collective per TP group (two with
+  // sequence parallelism: reduce-scatter then all-gather, same volume).
+  const int fold = tp_allreduces(plan_, op.kind, slice.layers);
+  if (plan_.tp <= 1 || fold <= 0)
+    return;
+  for (int cp = 0; cp < plan_.cp; ++cp) {
+    std::vector<CollectiveOp> passes_of_op = {CollectiveOp::all_reduce};
+    if (plan_.sequence_parallel)
+      passes_of_op = {CollectiveOp::reduce_scatter, CollectiveOp::all_gather};
+    TaskId previous = kNone;
+    for (CollectiveOp collective_op : passes_of_op) {
+      const TaskId id =
+          graph_.add(collective_task(CommKind::tp, collective_op, tp_groups[static_cast<std::size_t>(cp)],
+                                     rank, tp_allreduce_bytes(model_, plan_),
+                                     {.chunk = op.chunk, .micro_batch = op.micro_batch, .fold = fold}));
+      if (previous != kNone)
+        graph_.depend(previous, id);
+      else
+        for (int tp = 0; tp < plan_.tp; ++tp)
+          graph_.depend(built[static_cast<std::size_t>(cp * plan_.tp + tp)].pieces.back().last, id);
+      previous = id;
+    }
+    for (int tp = 0; tp < plan_.tp; ++tp)
+      built[static_cast<std::size_t>(cp * plan_.tp + tp)].done = previous;
+  }
+}
+
+void IterationBuilder::record_op(const PipeOp& op, int vs, const std::vector<int>& gpus,
+                                 std::vector<BuiltOp>& built) {
   const std::size_t s = slot(op.chunk, op.micro_batch);
   const OpMemory memory = memory_.op_memory(op.kind, vs);
   for (std::size_t g = 0; g < gpus.size(); ++g) {

@@ -30,6 +30,34 @@ namespace trainsim::workloads::detail {
 
 inline constexpr TaskId kNone = static_cast<TaskId>(-1);
 
+// Where a collective sits in the schedule: the op it serves (chunk and
+// micro-batch; a whole-stage collective such as the reduction after the last
+// micro-batch keeps the defaults), the layer of a per-layer piece, how many
+// identical passes it folds and an algorithm it insists on.
+struct CollectiveAt {
+  int chunk = 0;
+  int micro_batch = -1;
+  int layer = -1;
+  int fold = 1;
+  platforms::CollectiveAlgorithm algorithm = platforms::CollectiveAlgorithm::automatic;
+};
+
+// The one way the builder spells a collective task (TP, CP, DP, FSDP, EP).
+inline Task collective_task(CommKind comm, CollectiveOp op, int group, int stage, double bytes,
+                            const CollectiveAt& at = {}) {
+  return Task{.kind = TaskKind::collective,
+              .comm = comm,
+              .op = op,
+              .group = group,
+              .stage = stage,
+              .chunk = at.chunk,
+              .micro_batch = at.micro_batch,
+              .bytes = bytes,
+              .algorithm = at.algorithm,
+              .fold = at.fold,
+              .layer = at.layer};
+}
+
 // One piece of an op on one GPU: a layer (FSDP unit, gradient-bucket
 // granularity) or the whole op. Under ring attention a piece is two compute
 // tasks, the attention core (overlapping the key/value exchange) and the
@@ -80,6 +108,24 @@ class IterationBuilder {
   void add_rank_ops(int dp, int rank);
   void add_op(int dp, int rank, std::size_t op_index, const std::vector<int>& tp_groups,
               const std::vector<int>& cp_groups);
+  // The steps of add_op.
+  struct PieceSpec {
+    StageSlice slice;
+    int layer = -1;  // model layer (-1: the whole op)
+    double parameters = 0;
+  };
+  std::vector<PieceSpec> piece_specs(const PipeOp& op, const StageSlice& slice, int vs, bool per_layer) const;
+  std::vector<OpCost> piece_costs(PipeOpKind kind, const StageSlice& slice,
+                                  const std::vector<PieceSpec>& specs, const platforms::GpuSpec& gpu) const;
+  std::vector<BuiltOp> add_pieces(const PipeOp& op, int rank, int vs, const StageSlice& slice,
+                                  const std::vector<PieceSpec>& specs, const std::vector<int>& gpus,
+                                  const std::vector<int>& cp_groups);
+  void add_ring_attention_exchange(const PipeOp& op, int rank, const PieceSpec& spec, int passes,
+                                   const std::vector<int>& gpus, const std::vector<int>& cp_groups,
+                                   std::vector<BuiltOp>& built);
+  void add_tp_collectives(const PipeOp& op, int rank, const StageSlice& slice,
+                          const std::vector<int>& tp_groups, std::vector<BuiltOp>& built);
+  void record_op(const PipeOp& op, int vs, const std::vector<int>& gpus, std::vector<BuiltOp>& built);
   void add_pipeline_sends(int dp, int cp);
   void add_evictions(int dp, int cp);
   // `input` gates op `op_index` of `gpu`: its first task and its exchange.

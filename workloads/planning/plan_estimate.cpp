@@ -164,21 +164,17 @@ PlanEstimate estimate_plan(const ModelSpec& model, const ParallelPlan& plan,
     zb_h2_tail = std::max(zb_h2_tail, rc.forward_s + rc.backward_input_s - 2 * rc.backward_weight_s);
   }
   double pipeline_s = 0;
-  switch (plan.schedule) {
-    case ScheduleKind::gpipe:
-    case ScheduleKind::one_f_one_b:
-    case ScheduleKind::bpipe:
+  switch (traits_of(plan.schedule).bubble) {
+    case BubbleModel::flush:
       pipeline_s = sum_ranks + (m - 1) * slowest;
       break;
-    case ScheduleKind::interleaved_one_f_one_b:
+    case BubbleModel::interleaved:
       pipeline_s = m * slowest + (p - 1) * slowest / v;
       break;
-    case ScheduleKind::zb_h1:
+    case BubbleModel::zero_bubble_h1:
       pipeline_s = m * zb_full + (p - 1) * std::max(0.0, zb_h1_tail);
       break;
-    case ScheduleKind::zb_h2:
-    case ScheduleKind::zb_v:
-    case ScheduleKind::dualpipe_v:
+    case BubbleModel::zero_bubble_h2:
       pipeline_s = m * zb_full + (p - 1) * std::max(0.0, zb_h2_tail);
       break;
   }
@@ -198,7 +194,7 @@ PlanEstimate estimate_plan(const ModelSpec& model, const ParallelPlan& plan,
       send = std::max(send, path.hop_latency_s + bytes / path.bandwidth_Bps);
     }
     e.pp_comm_s = 2.0 * (p * v - 1) * send;
-    if (plan.schedule == ScheduleKind::bpipe) {
+    if (traits_of(plan.schedule).evicts_activations) {
       // Evicted activations travel to the paired stage and back on the
       // pipeline stream; what one F + B cannot cover shows, once per
       // micro-batch the first stage evicts.

@@ -74,9 +74,11 @@ PlanSpace enumerate_plans(const ModelSpec& model, const PlanSpaceOptions& option
       if ((n / cp) % t == 0)
         tp_values.push_back(t);
   const auto micro_batches = or_default(options.micro_batch_sizes, {1, 2, 4, 8});
-  const auto schedules =
-      or_default(options.schedules, {ScheduleKind::one_f_one_b, ScheduleKind::interleaved_one_f_one_b,
-                                     ScheduleKind::zb_h1, ScheduleKind::bpipe});
+  std::vector<ScheduleKind> searched;
+  for (const auto& traits : schedule_table())
+    if (traits.searched_by_default)
+      searched.push_back(traits.kind);
+  const auto schedules = or_default(options.schedules, searched);
   const auto interleave = or_default(options.virtual_stages, {2, 4, 8});
   const auto recomputes =
       or_default(options.recompute, {Recompute::none, Recompute::selective, Recompute::full});
@@ -104,7 +106,7 @@ PlanSpace enumerate_plans(const ModelSpec& model, const PlanSpaceOptions& option
           if (pp == 1 && schedule != ScheduleKind::one_f_one_b)
             continue;
           std::vector<int> v_values{default_virtual_stages(schedule)};
-          if (schedule == ScheduleKind::interleaved_one_f_one_b)
+          if (traits_of(schedule).chunks == ChunksPerRank::several)
             v_values = interleave;
           for (int v : v_values) {
             for (Recompute recompute : recomputes) {
@@ -158,7 +160,7 @@ std::string plan_label(const ParallelPlan& plan) {
   if (plan.cp > 1)
     text += fmt::format(" cp{}", plan.cp);
   text += fmt::format(" mb{} {}", plan.micro_batch_size, to_string(plan.schedule));
-  if (plan.virtual_stages > 1 && plan.schedule == ScheduleKind::interleaved_one_f_one_b)
+  if (plan.virtual_stages > 1 && traits_of(plan.schedule).chunks == ChunksPerRank::several)
     text += fmt::format(" v{}", plan.virtual_stages);
   if (plan.recompute != Recompute::none)
     text += fmt::format(" rc={}", to_string(plan.recompute));

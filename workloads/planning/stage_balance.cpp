@@ -185,10 +185,11 @@ std::vector<int> best_shares(const StageCosts& costs, const std::vector<int>& st
   const ParallelPlan& plan = costs.plan();
   const int total = plan.global_batch_size / plan.micro_batch_size;
   int unit = 1, least = 1;
-  if (plan.schedule == ScheduleKind::interleaved_one_f_one_b)
+  const ScheduleTraits& traits = traits_of(plan.schedule);
+  if (traits.micro_batches_in_groups_of_pp)
     unit = least = plan.pp;
-  if (plan.schedule == ScheduleKind::dualpipe_v)
-    least = 2 * plan.pp;
+  if (traits.min_micro_batches_per_stage > 0)
+    least = traits.min_micro_batches_per_stage * plan.pp;
   if (least * plan.dp > total || (total - least * plan.dp) % unit != 0)
     return even;
   std::vector<int> shares(static_cast<std::size_t>(plan.dp), least);

@@ -73,4 +73,20 @@ PipelineSchedule make_bpipe(int ranks, int micro_batches) {
   return schedule;
 }
 
+ScheduleTraits bpipe_traits() {
+  return {.kind = ScheduleKind::bpipe,
+          .name = "bpipe",
+          .chunks = ChunksPerRank::one,
+          .placement = ChunkPlacement::looped,
+          .micro_batches_in_groups_of_pp = false,
+          .min_micro_batches_per_stage = 0,
+          .bubble = BubbleModel::flush,
+          .evicts_activations = true,
+          .searched_by_default = true,
+          .balances_measured_costs = false,
+          .make = [](int ranks, int micro_batches, const ScheduleOptions&) {
+            return make_bpipe(ranks, micro_batches);
+          }};
+}
+
 }  // namespace trainsim::workloads

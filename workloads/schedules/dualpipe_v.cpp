@@ -111,4 +111,20 @@ PipelineSchedule make_dualpipe_v(int ranks, int micro_batches) {
   return schedule;
 }
 
+ScheduleTraits dualpipe_v_traits() {
+  return {.kind = ScheduleKind::dualpipe_v,
+          .name = "dualpipe_v",
+          .chunks = ChunksPerRank::two,
+          .placement = ChunkPlacement::v_shape,
+          .micro_batches_in_groups_of_pp = false,
+          .min_micro_batches_per_stage = 2,
+          .bubble = BubbleModel::zero_bubble_h2,
+          .evicts_activations = false,
+          .searched_by_default = false,
+          .balances_measured_costs = false,
+          .make = [](int ranks, int micro_batches, const ScheduleOptions&) {
+            return make_dualpipe_v(ranks, micro_batches);
+          }};
+}
+
 }  // namespace trainsim::workloads

@@ -17,4 +17,20 @@ PipelineSchedule make_gpipe(int ranks, int micro_batches) {
   return schedule;
 }
 
+ScheduleTraits gpipe_traits() {
+  return {.kind = ScheduleKind::gpipe,
+          .name = "gpipe",
+          .chunks = ChunksPerRank::one,
+          .placement = ChunkPlacement::looped,
+          .micro_batches_in_groups_of_pp = false,
+          .min_micro_batches_per_stage = 0,
+          .bubble = BubbleModel::flush,
+          .evicts_activations = false,
+          .searched_by_default = false,
+          .balances_measured_costs = false,
+          .make = [](int ranks, int micro_batches, const ScheduleOptions&) {
+            return make_gpipe(ranks, micro_batches);
+          }};
+}
+
 }  // namespace trainsim::workloads

@@ -88,4 +88,21 @@ PipelineSchedule make_interleaved_one_f_one_b(int ranks, int micro_batches, int 
   return schedule;
 }
 
+ScheduleTraits interleaved_one_f_one_b_traits() {
+  return {.kind = ScheduleKind::interleaved_one_f_one_b,
+          .name = "interleaved_1f1b",
+          .chunks = ChunksPerRank::several,
+          .placement = ChunkPlacement::looped,
+          .micro_batches_in_groups_of_pp = true,
+          .min_micro_batches_per_stage = 0,
+          .bubble = BubbleModel::interleaved,
+          .evicts_activations = false,
+          .searched_by_default = true,
+          .balances_measured_costs = false,
+          .make = [](int ranks, int micro_batches, const ScheduleOptions& options) {
+            return make_interleaved_one_f_one_b(ranks, micro_batches, options.virtual_stages,
+                                                options.microbatch_group);
+          }};
+}
+
 }  // namespace trainsim::workloads

@@ -28,4 +28,20 @@ PipelineSchedule make_one_f_one_b(int ranks, int micro_batches) {
   return schedule;
 }
 
+ScheduleTraits one_f_one_b_traits() {
+  return {.kind = ScheduleKind::one_f_one_b,
+          .name = "1f1b",
+          .chunks = ChunksPerRank::one,
+          .placement = ChunkPlacement::looped,
+          .micro_batches_in_groups_of_pp = false,
+          .min_micro_batches_per_stage = 0,
+          .bubble = BubbleModel::flush,
+          .evicts_activations = false,
+          .searched_by_default = true,
+          .balances_measured_costs = false,
+          .make = [](int ranks, int micro_batches, const ScheduleOptions&) {
+            return make_one_f_one_b(ranks, micro_batches);
+          }};
+}
+
 }  // namespace trainsim::workloads

@@ -71,4 +71,20 @@ PipelineSchedule make_zb_h1(int ranks, int micro_batches) {
   return schedule;
 }
 
+ScheduleTraits zb_h1_traits() {
+  return {.kind = ScheduleKind::zb_h1,
+          .name = "zb_h1",
+          .chunks = ChunksPerRank::one,
+          .placement = ChunkPlacement::looped,
+          .micro_batches_in_groups_of_pp = false,
+          .min_micro_batches_per_stage = 0,
+          .bubble = BubbleModel::zero_bubble_h1,
+          .evicts_activations = false,
+          .searched_by_default = true,
+          .balances_measured_costs = false,
+          .make = [](int ranks, int micro_batches, const ScheduleOptions&) {
+            return make_zb_h1(ranks, micro_batches);
+          }};
+}
+
 }  // namespace trainsim::workloads

@@ -306,4 +306,20 @@ PipelineSchedule make_zb_v(int ranks, int micro_batches, const ZbvInputs& inputs
   return schedule;
 }
 
+ScheduleTraits zb_v_traits() {
+  return {.kind = ScheduleKind::zb_v,
+          .name = "zb_v",
+          .chunks = ChunksPerRank::two,
+          .placement = ChunkPlacement::v_shape,
+          .micro_batches_in_groups_of_pp = false,
+          .min_micro_batches_per_stage = 0,
+          .bubble = BubbleModel::zero_bubble_h2,
+          .evicts_activations = false,
+          .searched_by_default = false,
+          .balances_measured_costs = true,
+          .make = [](int ranks, int micro_batches, const ScheduleOptions& options) {
+            return make_zb_v(ranks, micro_batches, options.zbv);
+          }};
+}
+
 }  // namespace trainsim::workloads

@@ -1,32 +1,19 @@
-#include "analysis/reporters/output_files.hpp"
+#include "analysis/reporters/run_outputs.hpp"
 
-#include <fstream>
-#include <functional>
-#include <stdexcept>
+#include <ostream>
 
 #include "analysis/reporters/reporters.hpp"
 
 namespace trainsim::analysis {
-namespace {
 
-void write_file(const std::filesystem::path& path, const std::function<void(std::ostream&)>& write) {
-  std::ofstream out(path, std::ios::binary);
-  if (!out)
-    throw std::runtime_error("cannot write " + path.string());
-  write(out);
-  out.flush();
-  if (!out)
-    throw std::runtime_error("error while writing " + path.string());
-}
-
-}  // namespace
-
-std::vector<std::string> write_output_files(const std::filesystem::path& dir, const RunContext& run,
-                                            const Timeline& timeline, const Report& report, bool html) {
-  std::vector<std::string> written;
+WrittenRun write_run_outputs(RunFolder& folder, const RunOutputs& outputs) {
+  const RunContext& run = outputs.run;
+  const Timeline& timeline = outputs.timeline;
+  WrittenRun written{.report = build_report(run, timeline, outputs.summary, outputs.repeats), .files = {}};
+  const Report& report = written.report;
   auto file = [&](const std::string& name, const std::function<void(std::ostream&)>& write) {
-    write_file(dir / name, write);
-    written.push_back(name);
+    folder.write(name, write);
+    written.files.push_back(name);
   };
   file("summary.json", [&](std::ostream& o) { write_summary_json(o, run, report); });
   file("per_gpu.csv", [&](std::ostream& o) { write_per_gpu_csv(o, run, report); });
@@ -38,19 +25,20 @@ std::vector<std::string> write_output_files(const std::filesystem::path& dir, co
   file("gantt.svg", [&](std::ostream& o) { write_gantt_svg(o, run, timeline, report); });
   file("bubbles.svg", [&](std::ostream& o) { write_bubbles_svg(o, run, report); });
   file("memory.svg", [&](std::ostream& o) { write_memory_svg(o, run, report); });
-  if (html)
+  if (outputs.html)
     file("report.html", [&](std::ostream& o) { write_html_report(o, run, timeline, report, "trace.json"); });
-  return written;
-}
-
-std::string file_safe_name(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-                    c == '-' || c == '_';
-    out += ok ? c : '_';
+  if (outputs.archive) {
+    const std::string metadata = run_metadata_json(*outputs.archive);
+    file(kRunArchiveFile, [&](std::ostream& o) { write_run_archive(o, metadata, run.graph, timeline); });
+  } else if (outputs.keep_archive) {
+    folder.keep(kRunArchiveFile);
   }
-  return out;
+  for (const auto& name : outputs.kept_folders) {
+    folder.keep(name);
+    written.files.push_back(name + "/");
+  }
+  folder.complete();
+  return written;
 }
 
 }  // namespace trainsim::analysis

@@ -1,0 +1,104 @@
+// fat_tree and rail_optimised: leaves under spines (and, with 3 levels, pods
+// under a core). ECMP over the spines is assumed perfectly balanced: a leaf's
+// uplinks act as one aggregate link of the leaf's NIC bandwidth divided by the
+// oversubscription.
+//
+//   fat_tree (2 levels)          spine                 aggregate leaf uplinks:
+//                       leafA-up /    \ leafB-up       sum of NIC bandwidth / oversubscription
+//                        [leaf A]      [leaf B]        nodes_per_leaf nodes per leaf
+//                        NIC NIC       NIC NIC
+//
+//   fat_tree (3 levels)  core                          pod uplinks: sum of leaf uplinks
+//                podP-up /    \ podQ-up                / pod_oversubscription
+//                   [pod P]    [pod Q]    leaves_per_pod leaves per pod
+//                  leaf-up ...            same pod: leaf-up, leaf-down; else via core
+//
+//   rail_optimised   spine                 rail group g (nodes_per_leaf nodes): NIC k of every
+//            rail(g,0)-up  rail(g,7)-up     node on rail switch (g, k). Same rail and group:
+//              [rail 0] ... [rail 7]        NIC, NIC; else through the spine.
+//              NIC0 of every node
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "platforms/fabric_layout.hpp"
+
+namespace trainsim::platforms {
+namespace {
+
+using fabric_detail::ceil_div;
+
+class FatTree final : public FabricLayout {
+ public:
+  FatTree(const ClusterSpec& spec, bool rails) : f_(spec.fabric), on_rails_(rails) {
+    for (const auto& group : spec.groups)
+      rails_ = std::max(rails_, group.nics_per_node);
+    const int nodes = spec.node_count();
+    const int leaves = ceil_div(nodes, f_.nodes_per_leaf) * (on_rails_ ? rails_ : 1);
+    std::vector<double> down_Bps(static_cast<std::size_t>(leaves), 0.0);
+    for (int node = 0; node < nodes; ++node) {
+      const auto& group = spec.groups[static_cast<std::size_t>(spec.group_of_node(node))];
+      for (int k = 0; k < group.nics_per_node; ++k)
+        down_Bps[static_cast<std::size_t>(leaf_of(node, on_rails_ ? k : 0))] += group.nic.bandwidth_Bps;
+    }
+    for (int leaf = 0; leaf < leaves; ++leaf) {
+      const double up_Bps = down_Bps[static_cast<std::size_t>(leaf)] / f_.oversubscription;
+      leaf_up_.push_back(
+          up_Bps > 0 ? static_cast<long>(add_link(fmt::format("leaf{}-uplink", leaf), up_Bps * f_.efficiency))
+                     : -1);
+    }
+    if (!on_rails_ && f_.levels == 3) {
+      const int pods = ceil_div(leaves, f_.leaves_per_pod);
+      for (int pod = 0; pod < pods; ++pod) {
+        double up_Bps = 0;
+        for (int leaf = pod * f_.leaves_per_pod; leaf < std::min(leaves, (pod + 1) * f_.leaves_per_pod);
+             ++leaf)
+          up_Bps += down_Bps[static_cast<std::size_t>(leaf)] / f_.oversubscription;
+        pod_up_.push_back(
+            add_link(fmt::format("pod{}-uplink", pod), up_Bps / f_.pod_oversubscription * f_.efficiency));
+      }
+    }
+  }
+
+  double route(int node_a, int nic_a, int node_b, int nic_b, std::vector<FabricHop>& hops) const override {
+    const int la = leaf_of(node_a, nic_a);
+    const int lb = leaf_of(node_b, nic_b);
+    if (la == lb)
+      return 0;
+    hops.push_back({static_cast<std::size_t>(leaf_up_[static_cast<std::size_t>(la)]), true});
+    double latency = f_.spine_latency_s;
+    if (!pod_up_.empty() && pod_of_leaf(la) != pod_of_leaf(lb)) {
+      hops.push_back({pod_up_[static_cast<std::size_t>(pod_of_leaf(la))], true});
+      hops.push_back({pod_up_[static_cast<std::size_t>(pod_of_leaf(lb))], false});
+      latency += f_.core_latency_s;
+    }
+    hops.push_back({static_cast<std::size_t>(leaf_up_[static_cast<std::size_t>(lb)]), false});
+    return latency;
+  }
+
+ private:
+  int leaf_of(int node, int nic) const {
+    if (on_rails_)
+      return (node / f_.nodes_per_leaf) * rails_ + nic;
+    return node / f_.nodes_per_leaf;
+  }
+  int pod_of_leaf(int leaf) const { return leaf / f_.leaves_per_pod; }
+
+  FabricSpec f_;
+  bool on_rails_;
+  int rails_ = 1;              // most NICs on any node
+  std::vector<long> leaf_up_;  // link index, -1 for a leaf without NICs
+  std::vector<std::size_t> pod_up_;
+};
+
+}  // namespace
+
+std::unique_ptr<FabricLayout> make_fat_tree(const ClusterSpec& spec) {
+  return std::make_unique<FatTree>(spec, false);
+}
+
+std::unique_ptr<FabricLayout> make_rail_optimised(const ClusterSpec& spec) {
+  return std::make_unique<FatTree>(spec, true);
+}
+
+}  // namespace trainsim::platforms
