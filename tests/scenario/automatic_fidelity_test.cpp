@@ -12,23 +12,10 @@
 #include <sstream>
 
 #include "support/cli.hpp"
+#include "support/scenario_text.hpp"
 
 namespace trainsim::testing {
 namespace {
-
-const std::string kScenario = R"(cluster:
-  preset: dgx-a100-hdr
-  nodes: 4
-  fabric: {topology: fat_tree, nodes_per_leaf: 1, oversubscription: 1}
-model:
-  preset: gpt3-1.3b
-plan:
-  tp: 4
-  pp: 2
-  dp: 4
-  micro_batch_size: 1
-  global_batch_size: 16
-)";
 
 struct Outputs {
   std::vector<std::string> timeline_rows;    // sorted: rows of tasks ending together may swap
@@ -46,7 +33,7 @@ std::vector<std::string> lines(const std::string& text) {
 }
 
 Outputs run_with(const std::string& fidelity, const std::vector<std::string>& sets) {
-  const auto file = write_temp_file("auto.yaml", kScenario);
+  const auto file = write_temp_file("auto.yaml", kFatTreeContentionScenario);
   const auto out = file.parent_path() / fidelity;
   std::vector<std::string> args{
       "run", file.string(), "-q", "--out", out.string(), "--set", "cluster.collectives.fidelity=" + fidelity};
