@@ -45,7 +45,9 @@ ordered_json failures_block(const JobFailureOutcome& f) {
           {"share", share_json(f)}};
 }
 
-ordered_json seeds_block(const std::vector<SeedOutcome>& seeds) {
+// `depends_on_seed`: whether anything random reaches the iteration (random
+// stragglers); without it a zero spread is exact, not luck, and says so.
+ordered_json seeds_block(const std::vector<SeedOutcome>& seeds, bool depends_on_seed) {
   std::vector<double> means;
   std::vector<double> goodputs;
   ordered_json list = ordered_json::array();
@@ -67,6 +69,7 @@ ordered_json seeds_block(const std::vector<SeedOutcome>& seeds) {
   }
   const auto ci = confidence_interval_95(means);
   ordered_json j = {{"count", seeds.size()},
+                    {"iteration_depends_on_seed", depends_on_seed},
                     {"runs", list},
                     {"mean_iteration_time_s", ci.mean},
                     {"ci95_half_width_s", ci.half_width},
@@ -105,7 +108,7 @@ ordered_json summary_blocks(const RepeatedRuns& runs) {
   if (runs.failures)
     j["failures"] = failures_block(*runs.failures);
   if (runs.seeds.size() > 1)
-    j["seeds"] = seeds_block(runs.seeds);
+    j["seeds"] = seeds_block(runs.seeds, runs.perturbations && runs.perturbations->stragglers);
   return j;
 }
 

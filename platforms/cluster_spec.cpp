@@ -1,5 +1,9 @@
 #include "platforms/cluster_spec.hpp"
 
+#include <fmt/format.h>
+
+#include <algorithm>
+
 #include <array>
 #include <stdexcept>
 
@@ -89,6 +93,23 @@ int ClusterSpec::first_gpu_of_node(int node) const {
     first_gpu += g.nodes * g.gpus_per_node;
   }
   throw std::out_of_range("node outside the cluster");
+}
+
+std::string ClusterSpec::gpu_description() const {
+  std::vector<std::pair<std::string, int>> types;  // in rank order
+  for (const auto& g : groups) {
+    auto it = std::find_if(types.begin(), types.end(), [&](const auto& t) { return t.first == g.gpu.name; });
+    if (it == types.end())
+      types.emplace_back(g.gpu.name, g.nodes * g.gpus_per_node);
+    else
+      it->second += g.nodes * g.gpus_per_node;
+  }
+  if (types.size() == 1)
+    return types.front().first;
+  std::string out;
+  for (const auto& [name, gpus] : types)
+    out += fmt::format("{}{} {}", out.empty() ? "" : " + ", gpus, name);
+  return out;
 }
 
 }  // namespace trainsim::platforms

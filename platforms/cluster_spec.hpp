@@ -143,6 +143,9 @@ struct ClusterSpec {
   Location locate(int gpu) const;
   const NodeGroup& group_of(int gpu) const { return groups.at(static_cast<std::size_t>(locate(gpu).group)); }
   const GpuSpec& gpu_of(int gpu) const { return group_of(gpu).gpu; }
+  // The GPUs for people: "A100-SXM-80GB", or for a mixed cluster
+  // "128 A100-SXM-80GB + 128 H100-SXM" (groups of one type added up).
+  std::string gpu_description() const;
   // The group a (global) node belongs to, and the rank of its first GPU.
   int group_of_node(int node) const;
   int first_gpu_of_node(int node) const;

@@ -201,6 +201,15 @@ std::optional<GpuSpec> find_gpu(std::string_view name) {
   return std::nullopt;
 }
 
+std::vector<std::string_view> gpu_names_and_aliases() {
+  std::vector<std::string_view> names;
+  for (const auto& gpu : gpu_catalogue())
+    names.push_back(gpu.name);
+  for (const auto& alias : kAliases)
+    names.push_back(alias.alias);
+  return names;
+}
+
 std::string gpu_names_for_message() {
   std::string out;
   for (const auto& gpu : gpu_catalogue())

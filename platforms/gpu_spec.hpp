@@ -42,5 +42,7 @@ const std::vector<GpuSpec>& gpu_catalogue();
 std::optional<GpuSpec> find_gpu(std::string_view name);
 // The names a user may write, for error messages.
 std::string gpu_names_for_message();
+// Every catalogue name, then every alias (what find_gpu accepts, in any case).
+std::vector<std::string_view> gpu_names_and_aliases();
 
 }  // namespace trainsim::platforms

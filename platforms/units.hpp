@@ -9,6 +9,9 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
+
+#include "platforms/number_format.hpp"
 
 namespace trainsim::units {
 
@@ -47,9 +50,13 @@ double parse_flop_rate(std::string_view text);
 // "400W", "1.2kW". Returns watts.
 double parse_power_W(std::string_view text);
 
-// Human-readable renderings for reports (three significant digits).
-std::string format_bytes(double bytes);
-std::string format_bandwidth(double bytes_per_s);
-std::string format_duration(double seconds);
+// A message size as nccl-tests takes it (`-b 8 -e 128M`): a bare number is
+// bytes, a K, M, G or T suffix (either case) a power of 1024 as in
+// nccl-tests; any other unit goes through parse_bytes ("1MiB", "1.5GB").
+double parse_message_size_bytes(std::string_view text);
+
+// The units each parser above accepts (the scenario schema's patterns).
+enum class Quantity { bytes, bandwidth, duration, flop_rate, power };
+std::vector<std::string_view> unit_suffixes(Quantity quantity);
 
 }  // namespace trainsim::units

@@ -2,11 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
 #include <charconv>
 #include <cmath>
 #include <limits>
 
 #include "platforms/input_file.hpp"
+#include "platforms/spelling.hpp"
 #include "platforms/units.hpp"
 
 namespace trainsim::platforms {
@@ -62,8 +64,9 @@ std::string InputSource::where(const std::string& path, const YAML::Node& node) 
   return fmt::format("{}:{}:{}", file, mark.line + 1, mark.column + 1);
 }
 
-MapReader::MapReader(YAML::Node node, std::string path, const InputSource& source, ErrorList& errors)
-    : node_(std::move(node)), path_(std::move(path)), source_(&source), errors_(&errors) {
+MapReader::MapReader(YAML::Node node, std::string path, const InputSource& source, ErrorList& errors,
+                     const KeyTable* table)
+    : node_(std::move(node)), path_(std::move(path)), source_(&source), errors_(&errors), table_(table) {
   if (!node_.IsMap()) {
     errors_->add(fmt::format("{}: {}: expected a map of keys, found {}", source_->where(path_, node_),
                              path_.empty() ? "document" : path_, describe_yaml_value(node_)));
@@ -92,45 +95,170 @@ std::string MapReader::key_path(std::string_view key) const {
   return path_.empty() ? std::string(key) : fmt::format("{}.{}", path_, key);
 }
 
+namespace {
+std::string underscored(std::string_view name) {
+  std::string out(name);
+  for (char& c : out)
+    c = c == '-' ? '_' : c;
+  return out;
+}
+}  // namespace
+
+std::string_view MapReader::canonical(std::string_view written) const {
+  if (aliases_ == nullptr)
+    return written;
+  const std::string name = underscored(written);
+  for (const auto& [alias, key] : *aliases_)
+    if (alias == name)
+      return key;
+  return written;
+}
+
+std::optional<std::pair<YAML::Node, YAML::Node>> MapReader::entry(std::string_view key) const {
+  // A key given in the file and again under another name by --set: the
+  // --set one (see set_aliases).
+  if (const auto chosen = chosen_.find(key); chosen != chosen_.end()) {
+    for (const auto& kv : node_)
+      if (kv.first.Scalar() == chosen->second)
+        return std::pair{kv.first, kv.second};
+  }
+  for (const auto& kv : node_)
+    if (kv.first.Scalar() == key)
+      return std::pair{kv.first, kv.second};
+  if (aliases_ != nullptr)
+    for (const auto& kv : node_)
+      if (canonical(kv.first.Scalar()) == key)
+        return std::pair{kv.first, kv.second};
+  return std::nullopt;
+}
+
+void MapReader::set_aliases(const KeyAliases& aliases) {
+  aliases_ = &aliases;
+  std::map<std::string, std::string, std::less<>> seen;  // key -> the first name it was written as
+  auto from_set = [&](const std::string& written) {
+    for (const auto& kv : node_)
+      if (kv.first.Scalar() == written)
+        return source_->where(key_path(written), kv.second).rfind("--set", 0) == 0;
+    return false;
+  };
+  for (const auto& kv : node_) {
+    const std::string written = kv.first.Scalar();
+    const std::string key(canonical(written));
+    auto [it, fresh] = seen.emplace(key, written);
+    if (fresh)
+      continue;
+    // `--set plan.tensor_model_parallel_size=4` on a file with `tp: 2`
+    // overrides it, as a --set of `plan.tp` would.
+    const bool first_set = from_set(it->second), this_set = from_set(written);
+    if (first_set != this_set) {
+      chosen_[key] = this_set ? written : it->second;
+      continue;
+    }
+    errors_->add(fmt::format("{}: {}: '{}' and '{}' both set {} (one is another name of the other); keep one",
+                             source_->where(key_path(written), kv.first), key_path(written), it->second,
+                             written, key_path(key)));
+  }
+}
+
+std::string MapReader::written_path(std::string_view key) const {
+  if (const auto e = entry(key); e && e->first.Scalar() != key)
+    return fmt::format("{} ({})", key_path(e->first.Scalar()), key);
+  return key_path(key);
+}
+
 std::string MapReader::where(std::string_view key) const {
   if (key.empty())
     return source_->where(path_, node_);
-  for (const auto& kv : node_)
-    if (kv.first.Scalar() == key)
-      return source_->where(key_path(key), kv.second.IsNull() ? kv.first : kv.second);
+  if (const auto e = entry(key))
+    return source_->where(key_path(e->first.Scalar()), e->second.IsNull() ? e->first : e->second);
   return source_->where(path_, node_);
 }
 
 void MapReader::error(std::string_view key, const std::string& message) {
-  errors_->add(fmt::format("{}: {}: {}", where(key), key_path(key), message));
+  errors_->add(fmt::format("{}: {}: {}", where(key), written_path(key), message));
 }
 
 bool MapReader::has(std::string_view key) const {
-  for (const auto& kv : node_)
-    if (kv.first.Scalar() == key)
-      return true;
-  return false;
+  return entry(key).has_value();
 }
 
 void MapReader::accept(std::string_view key) {
+  consult(key, ValueType::any);
   known_.emplace(key);
+}
+
+namespace {
+std::atomic<KeyReadObserver> key_read_observer{nullptr};
+}  // namespace
+
+void observe_key_reads(KeyReadObserver observer) {
+  key_read_observer.store(observer);
+}
+
+const KeySpec* MapReader::consult(std::string_view key, ValueType type, double min, double max,
+                                  const std::vector<std::string_view>* words) const {
+  if (table_ == nullptr)
+    return nullptr;
+  const KeySpec* spec = table_->find(key);
+  const auto disagree = [&](const std::string& what) {
+    throw std::logic_error(fmt::format("the key table '{}' and the reader of {} disagree on '{}': {}",
+                                       table_->name, path_.empty() ? "the document" : path_, key, what));
+  };
+  if (spec == nullptr)
+    disagree("the reader reads it, the table does not have it");
+  if (const auto observer = key_read_observer.load())
+    observer(*table_, key);
+  const auto range = [&](ValueType expected) {
+    const bool one_of_list =
+        expected == ValueType::integer && spec->type == ValueType::integer_list && spec->one_or_list;
+    if (spec->type != expected && !one_of_list)
+      disagree(fmt::format("read as {}, declared {}", to_string(type), to_string(spec->type)));
+    const bool same = spec->min == min && spec->max == max;
+    const bool within = spec->min <= min && max <= spec->max;
+    if (!(same || (spec->range_depends_on_other_keys && within)))
+      disagree(fmt::format("read in [{}, {}], declared [{}, {}]", min, max, spec->min, spec->max));
+  };
+  switch (type) {
+    case ValueType::any:
+      break;
+    case ValueType::text:
+      if (spec->type != ValueType::text && spec->type != ValueType::choice && spec->words.empty())
+        disagree(fmt::format("read as text, declared {}", to_string(spec->type)));
+      break;
+    case ValueType::choice:
+      if (spec->type != ValueType::choice || words == nullptr || *words != spec->words)
+        disagree("read as a choice of other words than declared");
+      break;
+    case ValueType::integer:
+    case ValueType::number:
+    case ValueType::integer_list:
+      range(type);
+      break;
+    case ValueType::map:
+      if (spec->type != ValueType::map && (spec->fields == nullptr || spec->type == ValueType::map_list))
+        disagree(fmt::format("read as a map, declared {}", to_string(spec->type)));
+      break;
+    default:
+      if (spec->type != type)
+        disagree(fmt::format("read as {}, declared {}", to_string(type), to_string(spec->type)));
+  }
+  return spec;
 }
 
 std::optional<YAML::Node> MapReader::scalar(std::string_view key) {
   known_.emplace(key);
-  for (const auto& kv : node_) {
-    if (kv.first.Scalar() != key)
-      continue;
-    if (!kv.second.IsScalar()) {
-      error(key, fmt::format("expected a single value, found {}", describe_yaml_value(kv.second)));
-      return std::nullopt;
-    }
-    return kv.second;
+  const auto e = entry(key);
+  if (!e)
+    return std::nullopt;
+  if (!e->second.IsScalar()) {
+    error(key, fmt::format("expected a single value, found {}", describe_yaml_value(e->second)));
+    return std::nullopt;
   }
-  return std::nullopt;
+  return e->second;
 }
 
 std::optional<std::string> MapReader::text(std::string_view key) {
+  consult(key, ValueType::text);
   auto node = scalar(key);
   if (!node)
     return std::nullopt;
@@ -138,6 +266,7 @@ std::optional<std::string> MapReader::text(std::string_view key) {
 }
 
 std::optional<long long> MapReader::integer(std::string_view key, long long min, long long max) {
+  consult(key, ValueType::integer, static_cast<double>(min), static_cast<double>(max));
   auto node = scalar(key);
   if (!node)
     return std::nullopt;
@@ -159,6 +288,7 @@ std::optional<long long> MapReader::integer(std::string_view key, long long min,
 }
 
 std::optional<double> MapReader::number(std::string_view key, double min, double max) {
+  consult(key, ValueType::number, min, max);
   auto node = scalar(key);
   if (!node)
     return std::nullopt;
@@ -177,6 +307,7 @@ std::optional<double> MapReader::number(std::string_view key, double min, double
 }
 
 std::optional<bool> MapReader::boolean(std::string_view key) {
+  consult(key, ValueType::boolean);
   auto node = scalar(key);
   if (!node)
     return std::nullopt;
@@ -205,74 +336,81 @@ std::optional<double> quantity(MapReader& reader, std::optional<YAML::Node> node
 }  // namespace
 
 std::optional<double> MapReader::bytes(std::string_view key) {
+  consult(key, ValueType::bytes);
   return quantity(*this, scalar(key), key, units::parse_bytes);
 }
 std::optional<double> MapReader::bandwidth_Bps(std::string_view key) {
+  consult(key, ValueType::bandwidth);
   return quantity(*this, scalar(key), key, units::parse_bandwidth_Bps);
 }
 std::optional<double> MapReader::duration_s(std::string_view key) {
+  consult(key, ValueType::duration);
   return quantity(*this, scalar(key), key, units::parse_duration_s);
 }
 std::optional<double> MapReader::latency_s(std::string_view key) {
+  consult(key, ValueType::duration);
   return quantity(*this, scalar(key), key, units::parse_latency_s);
 }
 
 std::optional<double> MapReader::flop_rate(std::string_view key) {
+  consult(key, ValueType::flop_rate);
   return quantity(*this, scalar(key), key, units::parse_flop_rate);
 }
 std::optional<double> MapReader::power_W(std::string_view key) {
+  consult(key, ValueType::power);
   return quantity(*this, scalar(key), key, units::parse_power_W);
 }
 
 std::optional<std::string> MapReader::choice_text(std::string_view key,
                                                   const std::vector<std::string_view>& words) {
+  consult(key, ValueType::choice, 0, 0, &words);
   auto node = scalar(key);
   if (!node)
     return std::nullopt;
   for (auto w : words)
     if (w == node->Scalar())
       return node->Scalar();
-  error(key, fmt::format("'{}' is not a known value (expected {})", node->Scalar(), join_words(words)));
+  error(key, fmt::format("'{}' is not a known value{} (expected {})", node->Scalar(),
+                         did_you_mean(node->Scalar(), words), join_words(words)));
   return std::nullopt;
 }
 
 std::optional<MapReader> MapReader::map(std::string_view key) {
+  const KeySpec* spec = consult(key, ValueType::map);
   known_.emplace(key);
-  for (const auto& kv : node_) {
-    if (kv.first.Scalar() != key)
-      continue;
-    if (!kv.second.IsMap()) {
-      error(key, fmt::format("expected a map of keys, found {}", describe_yaml_value(kv.second)));
-      return std::nullopt;
-    }
-    return MapReader(kv.second, key_path(key), *source_, *errors_);
+  const auto e = entry(key);
+  if (!e)
+    return std::nullopt;
+  if (!e->second.IsMap()) {
+    error(key, fmt::format("expected a map of keys, found {}", describe_yaml_value(e->second)));
+    return std::nullopt;
   }
-  return std::nullopt;
+  return MapReader(e->second, key_path(key), *source_, *errors_, spec ? spec->fields : nullptr);
 }
 
 std::optional<std::vector<MapReader>> MapReader::map_list(std::string_view key) {
+  const KeySpec* spec = consult(key, ValueType::map_list);
   known_.emplace(key);
-  for (const auto& kv : node_) {
-    if (kv.first.Scalar() != key)
-      continue;
-    if (!kv.second.IsSequence() || kv.second.size() == 0) {
-      error(key, fmt::format("expected a list of maps, found {}", describe_yaml_value(kv.second)));
-      return std::nullopt;
-    }
-    std::vector<MapReader> items;
-    for (std::size_t i = 0; i < kv.second.size(); ++i)
-      items.emplace_back(kv.second[i], fmt::format("{}.{}", key_path(key), i), *source_, *errors_);
-    return items;
+  const auto e = entry(key);
+  if (!e)
+    return std::nullopt;
+  if (!e->second.IsSequence() || e->second.size() == 0) {
+    error(key, fmt::format("expected a list of maps, found {}", describe_yaml_value(e->second)));
+    return std::nullopt;
   }
-  return std::nullopt;
+  std::vector<MapReader> items;
+  for (std::size_t i = 0; i < e->second.size(); ++i)
+    items.emplace_back(e->second[i], fmt::format("{}.{}", key_path(key), i), *source_, *errors_,
+                       spec ? spec->fields : nullptr);
+  return items;
 }
 
 std::optional<std::vector<long long>> MapReader::integer_list(std::string_view key, long long min,
                                                               long long max) {
+  consult(key, ValueType::integer_list, static_cast<double>(min), static_cast<double>(max));
   known_.emplace(key);
-  for (const auto& kv : node_) {
-    if (kv.first.Scalar() != key)
-      continue;
+  if (const auto e = entry(key)) {
+    const auto& kv = *e;
     const auto expected =
         fmt::format("expected a list of integers between {} and {}, such as [4, 4, 2]", min, max);
     if (!kv.second.IsSequence() || kv.second.size() == 0) {
@@ -298,12 +436,19 @@ std::optional<std::vector<long long>> MapReader::integer_list(std::string_view k
 
 void MapReader::finish() {
   std::vector<std::string_view> known(known_.begin(), known_.end());
+  // A slip may be near a key or near one of its other names.
+  std::vector<std::string_view> names = known;
+  if (aliases_ != nullptr)
+    for (const auto& [alias, key] : *aliases_)
+      if (known_.count(key) != 0)
+        names.push_back(alias);
   for (const auto& kv : node_) {
     const auto& key = kv.first.Scalar();
-    if (!kv.first.IsScalar() || known_.count(key) != 0)
+    if (!kv.first.IsScalar() || known_.count(canonical(key)) != 0)
       continue;
-    errors_->add(fmt::format("{}: {}: unknown key (known keys here: {})",
-                             source_->where(key_path(key), kv.first), key_path(key), join_words(known)));
+    errors_->add(fmt::format("{}: {}: unknown key{} (known keys here: {})",
+                             source_->where(key_path(key), kv.first), key_path(key), did_you_mean(key, names),
+                             join_words(known)));
   }
 }
 

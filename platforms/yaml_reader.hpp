@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "platforms/input_error.hpp"
+#include "platforms/key_table.hpp"
 #include "platforms/problem.hpp"
 
 namespace trainsim::platforms {
@@ -41,10 +42,32 @@ class InputSource {
   mutable std::map<std::string, std::string> origins_;
 };
 
+// Other names a map accepts for its keys: {alias, key} (Megatron-LM's
+// argument names for the model and plan keys, for instance). A key written
+// under an alias, or with '-' for '_' in an alias ("num-layers"), reads as
+// the key; giving both is an error.
+using KeyAliases = std::vector<std::pair<std::string_view, std::string_view>>;
+// Called with every key a reader consults in a key table, when set (the
+// tests that check every declared key is read by some reader; one at a
+// time, nullptr to stop).
+using KeyReadObserver = void (*)(const KeyTable& table, std::string_view key);
+void observe_key_reads(KeyReadObserver observer);
+
 class MapReader {
  public:
   // `path` is the dotted key of this map ("" for the document root).
-  MapReader(YAML::Node node, std::string path, const InputSource& source, ErrorList& errors);
+  // `table`, when given, is the declared keys of this map
+  // (platforms/key_table.hpp): every accessor checks that its key is there
+  // with the same type, range and words (std::logic_error otherwise: the
+  // table and the reader must never disagree), and the maps it opens get
+  // their keys' tables.
+  MapReader(YAML::Node node, std::string path, const InputSource& source, ErrorList& errors,
+            const KeyTable* table = nullptr);
+
+  // Accepts the aliases of `aliases` (a table that outlives the reader) for
+  // this map's keys from now on; reports a key given under two names, unless
+  // one of them came from --set, which then overrides the other.
+  void set_aliases(const KeyAliases& aliases);
 
   bool has(std::string_view key) const;
   // Marks a key as known without reading it (read elsewhere).
@@ -76,6 +99,7 @@ class MapReader {
   std::optional<std::vector<long long>> integer_list(std::string_view key, long long min, long long max);
   const InputSource& source() const { return *source_; }
   ErrorList& errors() const { return *errors_; }
+  const KeyTable* table() const { return table_; }
 
   // Reports every key of this map that no accessor asked for.
   void finish();
@@ -90,12 +114,26 @@ class MapReader {
  private:
   std::optional<YAML::Node> scalar(std::string_view key);
   std::optional<std::string> choice_text(std::string_view key, const std::vector<std::string_view>& words);
+  // The entry written for `key`, under its own name or an alias.
+  std::optional<std::pair<YAML::Node, YAML::Node>> entry(std::string_view key) const;
+  // The key an entry's written name stands for (itself unless an alias).
+  std::string_view canonical(std::string_view written) const;
+  // As key_path, with the name the file used ("model.num_layers").
+  std::string written_path(std::string_view key) const;
+  // The table's entry for `key`, checked against how the reader reads it
+  // (nullptr without a table).
+  const KeySpec* consult(std::string_view key, ValueType type, double min = 0, double max = 0,
+                         const std::vector<std::string_view>* words = nullptr) const;
 
   YAML::Node node_;
   std::string path_;
   const InputSource* source_;
   ErrorList* errors_;
+  const KeyTable* table_ = nullptr;
   std::set<std::string, std::less<>> known_;
+  const KeyAliases* aliases_ = nullptr;
+  // key -> the name it is read under when given twice, once by --set.
+  std::map<std::string, std::string, std::less<>> chosen_;
 };
 
 template <class E>

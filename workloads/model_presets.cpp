@@ -140,6 +140,13 @@ std::optional<ModelSpec> find_model_preset(std::string_view name) {
   return std::nullopt;
 }
 
+std::vector<std::string_view> model_preset_names() {
+  std::vector<std::string_view> names;
+  for (const auto& m : presets())
+    names.push_back(m.name);
+  return names;
+}
+
 std::string model_preset_names_for_message() {
   std::string out;
   for (const auto& m : presets())

@@ -4,6 +4,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace trainsim::workloads {
 
@@ -98,5 +99,7 @@ struct ModelSpec {
 // nullopt for unknown names.
 std::optional<ModelSpec> find_model_preset(std::string_view name);
 std::string model_preset_names_for_message();
+// Every preset's name, in the catalogue's order (the scenario schema's words).
+std::vector<std::string_view> model_preset_names();
 
 }  // namespace trainsim::workloads

@@ -22,6 +22,8 @@ std::string_view to_string(TaskKind kind) {
       return "send";
     case TaskKind::collective:
       return "collective";
+    case TaskKind::compute:
+      return "compute";
   }
   return "?";
 }
@@ -148,6 +150,8 @@ std::string task_label(const Task& task) {
       return fmt::format("W mb{}{}", task.micro_batch, chunk);
     case TaskKind::optimizer:
       return "optimizer";
+    case TaskKind::compute:
+      return fmt::format("compute{}", chunk);
     case TaskKind::send:
       if (task.transfer == TransferKind::evict || task.transfer == TransferKind::reload)
         return fmt::format("{} {} mb{}", to_string(task.comm), to_string(task.transfer), task.micro_batch);
@@ -160,6 +164,12 @@ std::string task_label(const Task& task) {
     }
   }
   return "?";
+}
+
+std::string task_label(const TaskGraph& graph, TaskId id) {
+  if (id < graph.labels.size() && !graph.labels[id].empty())
+    return graph.labels[id];
+  return task_label(graph[id]);
 }
 
 }  // namespace trainsim::workloads

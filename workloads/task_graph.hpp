@@ -23,6 +23,9 @@ enum class TaskKind : std::uint8_t {
   optimizer,
   send,        // point-to-point transfer from `gpu` to `peer`
   collective,  // over the GPUs of `group`
+  // A compute op of an imported trace (workloads/chakra), which says how
+  // long it runs but not which pass of which layer it is.
+  compute,
 };
 std::string_view to_string(TaskKind kind);
 inline bool is_compute(TaskKind kind) {
@@ -134,6 +137,10 @@ struct TaskGraph {
   // memory_begin / memory_end).
   std::vector<MemoryBreakdown> resident_memory;
   std::vector<MemoryEvent> memory;
+  // Imported traces: each task's name in the trace (timelines and traces
+  // show it). Empty for graphs trainsim builds, whose labels come from
+  // task_label(Task).
+  std::vector<std::string> labels;
 
   TaskId add(const Task& task) { return boost::add_vertex(task, graph); }
   void depend(TaskId before, TaskId after) { boost::add_edge(before, after, graph); }
@@ -168,5 +175,8 @@ TaskMemoryEffect task_memory_effect(const TaskGraph& graph, const Task& task, in
 // "attn"; a collective tied to one layer adds it too ("dp all_gather mb3
 // layer7").
 std::string task_label(const Task& task);
+// The label of a task of `graph`: its name in an imported trace, else
+// task_label(task).
+std::string task_label(const TaskGraph& graph, TaskId id);
 
 }  // namespace trainsim::workloads

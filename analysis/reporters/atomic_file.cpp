@@ -31,7 +31,14 @@ void write_file_atomically(const fs::path& path, const std::function<void(std::o
     std::ofstream out(aside, std::ios::binary | std::ios::trunc);
     if (!out)
       fail(path, "cannot write", errno);
-    write(out);
+    try {
+      write(out);
+    } catch (...) {
+      out.close();
+      std::error_code ignored;
+      fs::remove(aside, ignored);
+      throw;
+    }
     out.flush();
     if (!out) {
       const int error = errno;

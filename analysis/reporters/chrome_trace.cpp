@@ -1,8 +1,10 @@
 // Chrome trace-event format writer (the JSON Object Format of the Trace Event
 // Format document), as chrome://tracing, Perfetto and Chrome DevTools read it:
-//  - one process per node, one thread per GPU stream (compute, tp_comm,
-//    pp_comm, dp_comm), a complete ("X") event per task, args.critical on the
-//    tasks of the critical path;
+//  - one process per node, one thread per GPU stream named as Kineto (the
+//    PyTorch profiler) names them ("GPU 3 stream 7 compute"), a complete
+//    ("X") event per task, args.critical on the tasks of the critical path;
+//  - every time on one nanosecond grid (a slice's duration is its rounded
+//    end minus its rounded start), so flow ends land on their slices;
 //  - flow arrows ("s"/"f") from each pipeline send to its receive, and from
 //    each collective step's sender to its receiver;
 //  - counter ("C") tracks: memory of every GPU (in its node's process), and
@@ -14,12 +16,14 @@
 #include <fmt/ostream.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <set>
 
 #include "analysis/reporters/reporters.hpp"
+#include "platforms/number_format.hpp"
 #include "trainsim_version.hpp"
 
 namespace trainsim::analysis {
@@ -38,8 +42,49 @@ ThreadId thread_of(const platforms::ClusterSpec& cluster, int gpu, Stream stream
   return {loc.node, loc.local_rank * kStreamCount + static_cast<int>(stream)};
 }
 
-double us(double seconds) {
-  return seconds * 1e6;
+// Times on a whole-nanosecond grid, written as microseconds with three
+// decimals (what the trace format takes). A slice's start and end are each
+// rounded once and its duration is their difference, so a flow that ends
+// when its slice ends lands exactly on it, never a nanosecond after.
+struct Ns {
+  long long ns;
+};
+Ns ns(double seconds) {
+  return {std::llround(seconds * 1e9)};
+}
+std::string us(Ns t) {
+  const long long whole = t.ns / 1000, part = t.ns % 1000;
+  return part < 0 ? fmt::format("-{}.{:03}", -whole, -part) : fmt::format("{}.{:03}", whole, part);
+}
+std::string us(double seconds) {
+  return us(ns(seconds));
+}
+std::string dur(double start_s, double end_s) {
+  return us(Ns{ns(end_s).ns - ns(start_s).ns});
+}
+
+// Kineto's names for a GPU's streams ("stream 7" is PyTorch's default
+// compute stream in its traces); the communication streams are numbered
+// after it, each with its role.
+int kineto_stream_id(Stream stream) {
+  return stream == Stream::compute ? 7 : 12 + static_cast<int>(stream);
+}
+std::string_view stream_role(Stream stream) {
+  switch (stream) {
+    case Stream::compute:
+      return "compute";
+    case Stream::tp_comm:
+      return "TP comm";
+    case Stream::pp_comm:
+      return "PP p2p";
+    case Stream::dp_comm:
+      return "DP comm";
+    case Stream::cp_comm:
+      return "CP comm";
+    case Stream::ep_comm:
+      return "EP all-to-all";
+  }
+  return "";
 }
 
 std::string json_string(std::string_view text) {
@@ -74,7 +119,8 @@ void write_chrome_trace(std::ostream& out, const RunContext& run, const Timeline
   out << "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"scenario\":" << json_string(run.scenario_name)
       << ",\"scenario_file\":" << json_string(run.scenario_file) << ",\"generator\":\"trainsim "
       << version_string << "\""
-      << fmt::format(",\"iteration_time_s\":{:.9g},\"mfu\":{:.6g}", timeline.end_s, report.summary.mfu)
+      << fmt::format(",\"iteration_time_s\":{},\"mfu\":{}", units::format_machine(timeline.end_s),
+                     units::format_machine(report.summary.mfu))
       << fmt::format(",\"collective_steps\":{},\"collective_step_arrows\":{}", collective_steps,
                      std::min(collective_steps, kMaxCollectiveArrows))
       << "},\n\"traceEvents\":[\n";
@@ -114,9 +160,8 @@ void write_chrome_trace(std::ostream& out, const RunContext& run, const Timeline
     const auto t = thread_of(cluster, gpu, stream);
     fmt::print(w.next(),
                "{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{},\"tid\":{},\"args\":{{\"name\":\"GPU {} "
-               "(stage {}) "
-               "{}\"}}}}",
-               t.pid, t.tid, gpu, run.plan.pp_rank_of(gpu), to_string(stream));
+               "stream {} {} (stage {})\"}}}}",
+               t.pid, t.tid, gpu, kineto_stream_id(stream), stream_role(stream), run.plan.pp_rank_of(gpu));
     fmt::print(w.next(),
                "{{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":{},\"tid\":{},\"args\":{{\"sort_"
                "index\":{}}}}}",
@@ -127,19 +172,18 @@ void write_chrome_trace(std::ostream& out, const RunContext& run, const Timeline
   for (const auto& r : timeline.records) {
     const auto& task = run.graph[r.task];
     const auto t = thread_of(cluster, r.gpu, r.stream);
-    const std::string label = workloads::task_label(task);
+    const std::string label = workloads::task_label(run.graph, r.task);
     const bool on_path = critical.count(r.task) > 0;
     std::string collective_args;
     if (const auto* choice = timeline.collective_choice(r.task))
       collective_args =
           fmt::format(",\"algorithm\":\"{}\",\"channels\":{},\"fidelity\":\"{}\"",
                       to_string(choice->algorithm), choice->channels, to_string(choice->fidelity));
-    fmt::print(
-        w.next(),
-        "{{\"ph\":\"X\",\"name\":\"{}\",\"cat\":\"{}\",\"pid\":{},\"tid\":{},\"ts\":{:.3f},\"dur\":{:.3f},"
-        "\"args\":{{\"micro_batch\":{},\"stage\":{},\"bytes\":{:.0f},\"critical\":{}{}}}}}",
-        label, to_string(task.kind), t.pid, t.tid, us(r.start_s), us(r.end_s - r.start_s), task.micro_batch,
-        task.stage, task.bytes, on_path, collective_args);
+    fmt::print(w.next(),
+               "{{\"ph\":\"X\",\"name\":\"{}\",\"cat\":\"{}\",\"pid\":{},\"tid\":{},\"ts\":{},\"dur\":{},"
+               "\"args\":{{\"micro_batch\":{},\"stage\":{},\"bytes\":{:.0f},\"critical\":{}{}}}}}",
+               label, to_string(task.kind), t.pid, t.tid, us(r.start_s), dur(r.start_s, r.end_s),
+               task.micro_batch, task.stage, task.bytes, on_path, collective_args);
     if (task.kind != workloads::TaskKind::send)
       continue;
     // The receive side of a send, and an arrow from the start of the send to
@@ -148,22 +192,21 @@ void write_chrome_trace(std::ostream& out, const RunContext& run, const Timeline
     // Perfetto and chrome://tracing bind to the enclosing slice.
     const auto d = thread_of(cluster, task.peer, r.stream);
     fmt::print(w.next(),
-               "{{\"ph\":\"X\",\"name\":\"recv mb{}\",\"cat\":\"send\",\"pid\":{},\"tid\":{},\"ts\":{:.3f},"
-               "\"dur\":{:.3f},\"args\":{{\"from_gpu\":{},\"critical\":{}}}}}",
-               task.micro_batch, d.pid, d.tid, us(r.start_s), us(r.end_s - r.start_s), r.gpu, on_path);
+               "{{\"ph\":\"X\",\"name\":\"recv mb{}\",\"cat\":\"send\",\"pid\":{},\"tid\":{},\"ts\":{},"
+               "\"dur\":{},\"args\":{{\"from_gpu\":{},\"critical\":{}}}}}",
+               task.micro_batch, d.pid, d.tid, us(r.start_s), dur(r.start_s, r.end_s), r.gpu, on_path);
     ++flow_id;
-    fmt::print(
-        w.next(),
-        "{{\"ph\":\"s\",\"name\":\"p2p\",\"cat\":\"send\",\"id\":{},\"pid\":{},\"tid\":{},\"ts\":{:.3f}}}",
-        flow_id, t.pid, t.tid, us(r.start_s));
+    fmt::print(w.next(),
+               "{{\"ph\":\"s\",\"name\":\"p2p\",\"cat\":\"send\",\"id\":{},\"pid\":{},\"tid\":{},\"ts\":{}}}",
+               flow_id, t.pid, t.tid, us(r.start_s));
     fmt::print(
         w.next(),
         "{{\"ph\":\"f\",\"bp\":\"e\",\"name\":\"p2p\",\"cat\":\"send\",\"id\":{},\"pid\":{},\"tid\":{},"
-        "\"ts\":{:.3f}}}",
+        "\"ts\":{}}}",
         flow_id, d.pid, d.tid, us(r.end_s));
     fmt::print(w.next(),
                "{{\"ph\":\"i\",\"s\":\"t\",\"name\":\"arrived mb{}\",\"cat\":\"send\",\"pid\":{},\"tid\":{},"
-               "\"ts\":{:.3f}}}",
+               "\"ts\":{}}}",
                task.micro_batch, d.pid, d.tid, us(r.end_s));
   }
 
@@ -185,20 +228,20 @@ void write_chrome_trace(std::ostream& out, const RunContext& run, const Timeline
     ++flow_id;
     fmt::print(w.next(),
                "{{\"ph\":\"i\",\"s\":\"t\",\"name\":\"{} send\",\"cat\":\"collective\",\"pid\":{},\"tid\":{},"
-               "\"ts\":{:.3f},\"args\":{{\"to_gpu\":{},\"bytes\":{:.0f}}}}}",
+               "\"ts\":{},\"args\":{{\"to_gpu\":{},\"bytes\":{:.0f}}}}}",
                name, a.pid, a.tid, us(f.start_s), f.dst_gpu, f.bytes);
     fmt::print(w.next(),
                "{{\"ph\":\"i\",\"s\":\"t\",\"name\":\"{} recv\",\"cat\":\"collective\",\"pid\":{},\"tid\":{},"
-               "\"ts\":{:.3f},\"args\":{{\"from_gpu\":{}}}}}",
+               "\"ts\":{},\"args\":{{\"from_gpu\":{}}}}}",
                name, b.pid, b.tid, us(f.end_s), f.src_gpu);
     fmt::print(w.next(),
                "{{\"ph\":\"s\",\"name\":\"{}\",\"cat\":\"collective\",\"id\":{},\"pid\":{},\"tid\":{},\"ts\":"
-               "{:.3f}}}",
+               "{}}}",
                name, flow_id, a.pid, a.tid, us(f.start_s));
     fmt::print(
         w.next(),
         "{{\"ph\":\"f\",\"bp\":\"e\",\"name\":\"{}\",\"cat\":\"collective\",\"id\":{},\"pid\":{},\"tid\":{},"
-        "\"ts\":{:.3f}}}",
+        "\"ts\":{}}}",
         name, flow_id, b.pid, b.tid, us(f.end_s));
   }
 
@@ -208,7 +251,7 @@ void write_chrome_trace(std::ostream& out, const RunContext& run, const Timeline
     for (const auto& sample : m.samples)
       fmt::print(
           w.next(),
-          "{{\"ph\":\"C\",\"name\":\"memory GPU {}\",\"cat\":\"memory\",\"pid\":{},\"ts\":{:.3f},\"args\":{{"
+          "{{\"ph\":\"C\",\"name\":\"memory GPU {}\",\"cat\":\"memory\",\"pid\":{},\"ts\":{},\"args\":{{"
           "\"GiB\":{:.6f}}}}}",
           m.gpu, pid, us(sample.time_s), sample.bytes / (1024.0 * 1024 * 1024));
   }
@@ -224,17 +267,17 @@ void write_chrome_trace(std::ostream& out, const RunContext& run, const Timeline
              "path\"}}}}",
              critical_pid);
   for (const auto& seg : report.critical_path.segments) {
-    const std::string label = seg.is_task ? workloads::task_label(run.graph[seg.task]) : "wait";
+    const std::string label = seg.is_task ? workloads::task_label(run.graph, seg.task) : "wait";
     std::string where;
     if (seg.gpu >= 0)
       where = fmt::format("GPU {}", seg.gpu);
     else if (seg.link >= 0)
       where = timeline.links[static_cast<std::size_t>(seg.link)].name;
     fmt::print(w.next(),
-               "{{\"ph\":\"X\",\"name\":{},\"cat\":\"critical_path\",\"pid\":{},\"tid\":0,\"ts\":{:.3f},"
-               "\"dur\":{:.3f},"
+               "{{\"ph\":\"X\",\"name\":{},\"cat\":\"critical_path\",\"pid\":{},\"tid\":0,\"ts\":{},"
+               "\"dur\":{},"
                "\"args\":{{\"blame\":{},\"where\":{}}}}}",
-               json_string(label), critical_pid, us(seg.start_s), us(seg.end_s - seg.start_s),
+               json_string(label), critical_pid, us(seg.start_s), dur(seg.start_s, seg.end_s),
                json_string(seg.blame_kind), json_string(where));
   }
 
@@ -272,11 +315,10 @@ void write_chrome_trace(std::ostream& out, const RunContext& run, const Timeline
           flows += ev[i].second.first;
           rate += ev[i].second.second;
         }
-        fmt::print(
-            w.next(),
-            "{{\"ph\":\"C\",\"name\":{},\"cat\":\"link\",\"pid\":{},\"ts\":{:.3f},\"args\":{{\"flows\":{},"
-            "\"GBps\":{:.6f}}}}}",
-            name, links_pid, us(time), flows, flows > 0 ? std::max(0.0, rate) / 1e9 : 0.0);
+        fmt::print(w.next(),
+                   "{{\"ph\":\"C\",\"name\":{},\"cat\":\"link\",\"pid\":{},\"ts\":{},\"args\":{{\"flows\":{},"
+                   "\"GBps\":{:.6f}}}}}",
+                   name, links_pid, us(time), flows, flows > 0 ? std::max(0.0, rate) / 1e9 : 0.0);
       }
     }
   }

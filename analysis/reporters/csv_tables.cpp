@@ -1,14 +1,19 @@
-// per_gpu.csv, per_stage.csv, links.csv and critical_path.csv. Reals are
-// written with 9 significant digits (nanosecond resolution on a 1 s
-// iteration) so that files are stable and diffable.
+// per_gpu.csv, per_stage.csv, links.csv and critical_path.csv. Numbers at
+// full precision, whole numbers as integers (platforms/number_format.hpp).
 #include <fmt/ostream.h>
 
+#include <cmath>
 #include <ostream>
 
 #include "analysis/reporters/reporters.hpp"
+#include "platforms/number_format.hpp"
 
 namespace trainsim::analysis {
 namespace {
+
+std::string num(double value) {
+  return units::format_machine(value);
+}
 
 void cause_header(std::ostream& out, std::string_view suffix) {
   for (BubbleCause c : kBubbleCauses)
@@ -17,7 +22,7 @@ void cause_header(std::ostream& out, std::string_view suffix) {
 
 void cause_values(std::ostream& out, const CauseSeconds& seconds) {
   for (BubbleCause c : kBubbleCauses)
-    fmt::print(out, ",{:.9g}", seconds[static_cast<std::size_t>(c)]);
+    fmt::print(out, ",{}", num(seconds[static_cast<std::size_t>(c)]));
 }
 
 }  // namespace
@@ -37,19 +42,19 @@ void write_per_gpu_csv(std::ostream& out, const RunContext& run, const Report& r
     const auto g = static_cast<std::size_t>(u.gpu);
     const auto& b = report.bubbles.gpus.at(g);
     const auto& v = report.utilization.gpus.at(g);
-    fmt::print(out, "{},{},{},{},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g}", u.gpu, u.node,
-               u.stage, u.gpu_type, u.compute_s, b.forward_backward_s, b.optimizer_s, u.communication_s,
-               u.overlap_s, u.exposed_comm_s, u.idle_s, b.lost_s);
+    fmt::print(out, "{},{},{},{},{},{},{},{},{},{},{},{}", u.gpu, u.node, u.stage, u.gpu_type,
+               num(u.compute_s), num(b.forward_backward_s), num(b.optimizer_s), num(u.communication_s),
+               num(u.overlap_s), num(u.exposed_comm_s), num(u.idle_s), num(b.lost_s));
     cause_values(out, b.cause_s);
     for (double x : v.exposed_by_kind_s)
-      fmt::print(out, ",{:.9g}", x);
+      fmt::print(out, ",{}", num(x));
     const double resident = g < report.memory.gpus.size() ? report.memory.gpus[g].resident_bytes : 0;
     const double peak = g < report.memory.gpus.size() ? report.memory.gpus[g].peak_bytes : 0;
     const GpuEnergy energy = g < report.energy.gpus.size() ? report.energy.gpus[g] : GpuEnergy{};
-    fmt::print(out, ",{:.9g},{:.9g},{:.9g},{:.9g},{:.0f},{:.0f},{:.9g},{:.9g},{:.9g}\n",
-               t > 0 ? v.compute_busy_s / t : 0, t > 0 ? v.comm_busy_s / t : 0, u.achieved_tflops,
-               u.achieved_hardware_tflops, resident, peak, energy.energy_J, energy.average_power_W,
-               energy.idle_energy_J);
+    fmt::print(out, ",{},{},{},{},{},{},{},{},{}\n", num(t > 0 ? v.compute_busy_s / t : 0),
+               num(t > 0 ? v.comm_busy_s / t : 0), num(u.achieved_tflops), num(u.achieved_hardware_tflops),
+               num(std::round(resident)), num(std::round(peak)), num(energy.energy_J),
+               num(energy.average_power_W), num(energy.idle_energy_J));
   }
 }
 
@@ -62,8 +67,9 @@ void write_per_stage_csv(std::ostream& out, const RunContext& run, const Report&
   out << "\n";
   for (const auto& st : report.summary.stages) {
     const auto& b = report.bubbles.stages.at(static_cast<std::size_t>(st.stage));
-    fmt::print(out, "{},{},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g}", st.stage, b.gpus, st.compute_fraction,
-               st.exposed_comm_fraction, st.bubble_fraction, b.lost_s, t > 0 ? b.lost_s / t : 0, b.idle_s);
+    fmt::print(out, "{},{},{},{},{},{},{},{}", st.stage, b.gpus, num(st.compute_fraction),
+               num(st.exposed_comm_fraction), num(st.bubble_fraction), num(b.lost_s),
+               num(t > 0 ? b.lost_s / t : 0), num(b.idle_s));
     cause_values(out, b.cause_s);
     CauseSeconds fraction{};
     for (std::size_t c = 0; c < fraction.size(); ++c)
@@ -81,9 +87,9 @@ void write_links_csv(std::ostream& out, const Report& report) {
   out << "link,name,bandwidth_Bps,bytes,flows,busy_s,busy_fraction,utilization,peak_concurrent_flows,hot_"
          "rank\n";
   for (const auto& l : ut.links)
-    fmt::print(out, "{},{},{:.0f},{:.0f},{},{:.9g},{:.9g},{:.9g},{},{}\n", l.link, l.name, l.bandwidth_Bps,
-               l.bytes, l.flows, l.busy_s, l.busy_fraction, l.utilization, l.peak_concurrent_flows,
-               rank[static_cast<std::size_t>(l.link)]);
+    fmt::print(out, "{},{},{},{},{},{},{},{},{},{}\n", l.link, l.name, num(l.bandwidth_Bps),
+               num(std::round(l.bytes)), l.flows, num(l.busy_s), num(l.busy_fraction), num(l.utilization),
+               l.peak_concurrent_flows, rank[static_cast<std::size_t>(l.link)]);
 }
 
 void write_critical_path_csv(std::ostream& out, const RunContext& run, const Timeline& timeline,
@@ -96,15 +102,15 @@ void write_critical_path_csv(std::ostream& out, const RunContext& run, const Tim
     long task = -1;
     if (seg.is_task) {
       const auto& t = run.graph[seg.task];
-      name = workloads::task_label(t);
+      name = workloads::task_label(run.graph, seg.task);
       stage = t.stage;
       micro_batch = t.micro_batch;
       task = static_cast<long>(seg.task);
     }
     if (seg.link >= 0)
       link = timeline.links.at(static_cast<std::size_t>(seg.link)).name;
-    fmt::print(out, "{},{:.9f},{:.9f},{:.9g},{},{},{},{},{},{},{}\n", i++, seg.start_s, seg.end_s,
-               seg.end_s - seg.start_s, seg.blame_kind, task, name, seg.gpu, stage, micro_batch, link);
+    fmt::print(out, "{},{},{},{},{},{},{},{},{},{},{}\n", i++, num(seg.start_s), num(seg.end_s),
+               num(seg.end_s - seg.start_s), seg.blame_kind, task, name, seg.gpu, stage, micro_batch, link);
   }
 }
 

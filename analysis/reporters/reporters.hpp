@@ -37,9 +37,10 @@ void write_terminal_summary(std::ostream& out, const RunContext& run, const Repo
 void write_repeated_runs_summary(std::ostream& out, const RepeatedRuns& runs);
 
 // SVG plots (standalone documents).
-// Pipeline Gantt of the iteration: one row per GPU (at most kGanttMaxRows),
-// compute coloured by op kind, communication as a strip under it, idle
-// time left blank.
+// Pipeline Gantt of the iteration: one row per GPU timeline (GPUs of a
+// stage with identical timelines share a row marked xN; at most
+// kGanttMaxRows rows), compute coloured by op kind, communication as a strip
+// under it, idle time left blank, the time axis above and below.
 inline constexpr int kGanttMaxRows = 64;
 void write_gantt_svg(std::ostream& out, const RunContext& run, const Timeline& timeline,
                      const Report& report);

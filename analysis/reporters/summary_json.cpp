@@ -1,6 +1,8 @@
 #include <nlohmann/json.hpp>
+
 #include <ostream>
 
+#include "analysis/reporters/json_numbers.hpp"
 #include "analysis/reporters/reporters.hpp"
 #include "trainsim_version.hpp"
 
@@ -314,6 +316,7 @@ void write_summary_json(std::ostream& out, const RunContext& run, const Report& 
     for (auto it = blocks.begin(); it != blocks.end(); ++it)
       j[it.key()] = *it;
   }
+  whole_numbers_as_integers(j);
   out << j.dump(2) << '\n';
 }
 

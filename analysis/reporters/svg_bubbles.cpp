@@ -7,6 +7,7 @@
 
 #include "analysis/reporters/reporters.hpp"
 #include "analysis/reporters/svg_style.hpp"
+#include "platforms/number_format.hpp"
 
 namespace trainsim::analysis {
 
@@ -29,7 +30,7 @@ void write_bubbles_svg(std::ostream& out, const RunContext& run, const Report& r
       out,
       "<text x=\"12\" y=\"40\" fill=\"#444\">percent of the iteration ({}), mean over each stage's GPUs, "
       "by cause</text>\n",
-      svg::escape(svg::time_label(t, t)));
+      svg::escape(units::format_duration(t)));
   for (std::size_t i = 0; i < kBubbleCauses.size(); ++i) {
     const BubbleCause c = kBubbleCauses[i];
     const double lx = 12 + 400.0 * static_cast<double>(i % 2), ly = 50 + 16.0 * static_cast<double>(i / 2);
@@ -57,8 +58,8 @@ void write_bubbles_svg(std::ostream& out, const RunContext& run, const Report& r
                  svg::escape(describe(c)), 100 * f);
       acc += f;
     }
-    fmt::print(out, "<text x=\"{:.1f}\" y=\"{:.1f}\">{:.1f}%</text>\n</g>\n", x(acc) + 6, y + bar_h - 6,
-               100 * acc);
+    fmt::print(out, "<text x=\"{:.1f}\" y=\"{:.1f}\">{}</text>\n</g>\n", x(acc) + 6, y + bar_h - 6,
+               units::format_percent(acc));
   }
   const double axis_y = top + (bar_h + gap) * static_cast<double>(stages.size());
   fmt::print(out, "<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#333\"/>\n", left,

@@ -2,129 +2,284 @@
 // is one GPU: its compute ops as boxes coloured by kind (critical-path ops
 // outlined), its communication as a thin strip under them, and the light
 // grey background left showing wherever the GPU did nothing (the bubbles).
+//
+// It scales: GPUs whose timelines are identical (data-parallel replicas,
+// the tensor-parallel ranks of a stage) share one row that says how many it
+// stands for; boxes narrower than half a pixel merge with their neighbours of
+// the same colour; the time axis is drawn above the rows as well as below,
+// so it is on screen whatever the height; the legend lists only the kinds
+// that occur.
 #include <fmt/ostream.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <map>
 #include <ostream>
 #include <set>
+#include <tuple>
 
 #include "analysis/reporters/reporters.hpp"
 #include "analysis/reporters/svg_style.hpp"
+#include "platforms/number_format.hpp"
 
 namespace trainsim::analysis {
 namespace {
 
-// Which GPUs get a row: all of them when they fit, else the first data
-// parallel replica, else its first tensor-parallel rank of each stage.
-std::vector<int> gantt_rows(const RunContext& run) {
-  std::vector<int> rows;
-  for (int g = 0; g < run.graph.gpu_count; ++g)
-    rows.push_back(g);
-  auto keep = [&](auto pred) {
-    if (static_cast<int>(rows.size()) <= kGanttMaxRows)
+// One drawn box, before merging.
+struct Box {
+  double start_s;
+  double end_s;
+  std::string_view colour;
+  workloads::TaskId task;
+  bool on_path;
+};
+
+// A row: the GPUs it stands for (identical timelines) and its two lanes.
+struct Row {
+  std::vector<int> gpus;
+  std::vector<Box> compute;
+  std::vector<Box> comm;
+};
+
+// A 64-bit mix (splitmix64's finaliser): spreads the bits of each box's
+// description before they are summed.
+std::uint64_t mix(std::uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+// Times to the nanosecond (the trace's resolution): replicas whose times
+// differ by rounding in the last bits of a double still fold.
+std::uint64_t bits(double seconds) {
+  return static_cast<std::uint64_t>(std::llround(seconds * 1e9));
+}
+
+// What a GPU's row shows, as a number: the sum of a hash of every box (lane,
+// times to the nanosecond, kind, micro-batch, chunk), so that the order the replay recorded
+// them in does not matter and nothing is stored per box. GPUs of a stage
+// with equal fingerprints draw the same row.
+std::uint64_t box_hash(bool compute, double start, double end, const workloads::Task& task) {
+  std::uint64_t h = mix(bits(start) ^ 0x9e3779b97f4a7c15ULL);
+  h = mix(h ^ bits(end));
+  h = mix(h ^ (static_cast<std::uint64_t>(task.kind) << 1 | (compute ? 1 : 0)));
+  h = mix(h ^ (static_cast<std::uint64_t>(task.comm) << 32 | static_cast<std::uint32_t>(task.micro_batch)));
+  return mix(h ^ static_cast<std::uint64_t>(task.chunk));
+}
+
+std::vector<Row> gantt_rows(const RunContext& run, const Timeline& timeline,
+                            const std::set<workloads::TaskId>& critical) {
+  const auto gpus = static_cast<std::size_t>(std::max(run.graph.gpu_count, 0));
+  // Pass 1: each GPU's fingerprint.
+  std::vector<std::uint64_t> fingerprint(gpus, 0);
+  std::vector<std::size_t> boxes(gpus, 0);
+  auto note = [&](int g, bool compute, const TaskRecord& r, const workloads::Task& task) {
+    if (g < 0 || static_cast<std::size_t>(g) >= gpus)
       return;
-    std::vector<int> kept;
-    for (int g : rows)
-      if (pred(g))
-        kept.push_back(g);
-    rows = kept;
+    fingerprint[static_cast<std::size_t>(g)] += box_hash(compute, r.start_s, r.end_s, task);
+    ++boxes[static_cast<std::size_t>(g)];
   };
-  keep([&](int g) { return run.plan.dp_rank_of(g) == 0; });
-  keep([&](int g) { return run.plan.tp_rank_of(g) == 0; });
-  if (static_cast<int>(rows.size()) > kGanttMaxRows)
-    rows.resize(kGanttMaxRows);
+  for (const auto& r : timeline.records) {
+    const auto& task = run.graph[r.task];
+    note(r.gpu, r.stream == Stream::compute, r, task);
+    if (task.kind == workloads::TaskKind::send && task.peer >= 0)
+      note(task.peer, false, r, task);
+  }
+  // Identical fingerprints in the same stage fold into the first GPU's row.
+  std::vector<Row> rows;
+  std::vector<int> row_of(gpus, -1);
+  std::map<std::tuple<int, std::uint64_t, std::size_t>, std::size_t> seen;
+  for (std::size_t g = 0; g < gpus; ++g) {
+    const auto key = std::make_tuple(run.plan.pp_rank_of(static_cast<int>(g)), fingerprint[g], boxes[g]);
+    auto [it, fresh] = seen.emplace(key, rows.size());
+    if (fresh) {
+      rows.push_back(Row{{static_cast<int>(g)}, {}, {}});
+      row_of[g] = static_cast<int>(it->second);
+    } else {
+      rows[it->second].gpus.push_back(static_cast<int>(g));
+    }
+  }
+  // Pass 2: the boxes of each row's first GPU (the rows drawn only).
+  auto add = [&](int g, const TaskRecord& r, bool compute, const workloads::Task& task, bool on_path) {
+    if (g < 0 || static_cast<std::size_t>(g) >= gpus || row_of[static_cast<std::size_t>(g)] < 0 ||
+        row_of[static_cast<std::size_t>(g)] >= kGanttMaxRows)
+      return;
+    auto& row = rows[static_cast<std::size_t>(row_of[static_cast<std::size_t>(g)])];
+    (compute ? row.compute : row.comm).push_back({r.start_s, r.end_s, svg::colour_of(task), r.task, on_path});
+  };
+  for (const auto& r : timeline.records) {
+    const auto& task = run.graph[r.task];
+    const bool compute = r.stream == Stream::compute;
+    add(r.gpu, r, compute, task, compute && critical.count(r.task) > 0);
+    if (task.kind == workloads::TaskKind::send && task.peer >= 0)
+      add(task.peer, r, false, task, false);
+  }
   return rows;
+}
+
+// Boxes of one lane, merged where they are too thin to see apart: a box
+// narrower than `min_s` joins the previous one when it has the same colour
+// and starts within `min_s` of its end. Returns the boxes to draw and, for
+// each, how many ops it stands for.
+std::vector<std::pair<Box, int>> merged(std::vector<Box> boxes, double min_s) {
+  std::sort(boxes.begin(), boxes.end(), [](const Box& a, const Box& b) { return a.start_s < b.start_s; });
+  std::vector<std::pair<Box, int>> out;
+  for (const auto& b : boxes) {
+    if (!out.empty()) {
+      auto& [last, count] = out.back();
+      const bool thin = b.end_s - b.start_s < min_s || last.end_s - last.start_s < min_s;
+      if (thin && b.colour == last.colour && b.start_s - last.end_s < min_s && !b.on_path && !last.on_path) {
+        last.end_s = std::max(last.end_s, b.end_s);
+        ++count;
+        continue;
+      }
+    }
+    out.emplace_back(b, 1);
+  }
+  return out;
+}
+
+std::string row_label(const RunContext& run, const Row& row) {
+  const int g = row.gpus.front();
+  if (row.gpus.size() == 1)
+    return fmt::format("GPU {} \u00b7 stage {}", g, run.plan.pp_rank_of(g));
+  return fmt::format("GPU {} \u00b7 stage {} \u00b7 \u00d7{}", g, run.plan.pp_rank_of(g), row.gpus.size());
+}
+
+std::string gpu_list(const std::vector<int>& gpus) {
+  std::string out;
+  for (std::size_t i = 0; i < gpus.size(); ++i) {
+    if (i == 24) {
+      out += fmt::format(", ... ({} more)", gpus.size() - i);
+      break;
+    }
+    out += fmt::format("{}{}", i ? ", " : "", gpus[i]);
+  }
+  return out;
 }
 
 }  // namespace
 
 void write_gantt_svg(std::ostream& out, const RunContext& run, const Timeline& timeline,
                      const Report& report) {
-  const std::vector<int> rows = gantt_rows(run);
-  const double t = std::max(timeline.end_s, 1e-12);
-  constexpr double left = 170, right = 30, top = 78, row_h = 26, box_h = 17, strip_h = 5, bottom = 46;
-  constexpr double plot_w = 1100;
-  const double height = top + row_h * static_cast<double>(rows.size()) + bottom;
-  const double width = left + plot_w + right;
-  auto x = [&](double s) { return left + plot_w * s / t; };
-
-  std::vector<int> row_of(static_cast<std::size_t>(std::max(run.graph.gpu_count, 0)), -1);
-  for (std::size_t i = 0; i < rows.size(); ++i)
-    row_of[static_cast<std::size_t>(rows[i])] = static_cast<int>(i);
   std::set<workloads::TaskId> critical;
   for (const auto& seg : report.critical_path.segments)
     if (seg.is_task)
       critical.insert(seg.task);
+  std::vector<Row> rows = gantt_rows(run, timeline, critical);
+  const std::size_t all_rows = rows.size();
+  if (rows.size() > static_cast<std::size_t>(kGanttMaxRows))
+    rows.resize(static_cast<std::size_t>(kGanttMaxRows));
+
+  const double t = std::max(timeline.end_s, 1e-12);
+  constexpr double left = 190, right = 30, legend_y = 50, axis_top = 96, top = 104, row_h = 26, box_h = 17,
+                   strip_h = 5, bottom = 46;
+  constexpr double plot_w = 1100;
+  const double height = top + row_h * static_cast<double>(rows.size()) + bottom;
+  const double width = left + plot_w + right;
+  auto x = [&](double s) { return left + plot_w * s / t; };
+  // Half a pixel of time: thinner boxes merge with their neighbours.
+  const double min_s = 0.5 * t / plot_w;
 
   out << svg::open_document(width, height,
                             fmt::format("{}: one training iteration per GPU", run.scenario_name));
+  std::string shown;
+  if (rows.size() < all_rows)
+    shown = fmt::format(" {} of {} rows shown.", rows.size(), all_rows);
+  const std::size_t gpus_drawn = [&] {
+    std::size_t n = 0;
+    for (const auto& r : rows)
+      n += r.gpus.size();
+    return n;
+  }();
+  std::string folded;
+  if (all_rows < static_cast<std::size_t>(run.graph.gpu_count))
+    folded =
+        fmt::format(" {} GPUs in {} rows: \u00d7N marks a row standing for N GPUs with identical timelines.",
+                    gpus_drawn, rows.size());
   fmt::print(
       out,
-      "<text x=\"12\" y=\"40\" fill=\"#444\">iteration {}, MFU {:.1f}%, bubble (idle) {:.1f}%, lost time "
-      "{:.1f}%{}. Outlined: critical path.</text>\n",
-      svg::escape(svg::time_label(timeline.end_s, timeline.end_s)), 100 * report.summary.mfu,
-      100 * report.summary.bubble_fraction,
-      report.bubbles.total_lost_s / (t * std::max<std::size_t>(1, report.bubbles.gpus.size())) * 100,
-      static_cast<int>(rows.size()) < run.graph.gpu_count
-          ? fmt::format(" ({} of {} GPUs shown)", rows.size(), run.graph.gpu_count)
-          : "");
-  // Legend.
+      "<text x=\"12\" y=\"40\" fill=\"#444\">iteration {}, MFU {}, bubble (idle) {}, lost time {}. "
+      "Outlined: critical path.{}{}</text>\n",
+      svg::escape(units::format_duration(timeline.end_s)), units::format_percent(report.summary.mfu),
+      units::format_percent(report.summary.bubble_fraction),
+      units::format_percent(report.bubbles.total_lost_s /
+                            (t * static_cast<double>(std::max<std::size_t>(1, report.bubbles.gpus.size())))),
+      svg::escape(folded), svg::escape(shown));
+
+  // Legend: the kinds that occur, and idle.
+  std::set<std::string_view> used;
+  for (const auto& r : rows) {
+    for (const auto& b : r.compute)
+      used.insert(b.colour);
+    for (const auto& b : r.comm)
+      used.insert(b.colour);
+  }
   double lx = 12;
   for (const auto& [label, colour] : svg::gantt_legend()) {
-    fmt::print(out,
-               "<rect x=\"{:.1f}\" y=\"50\" width=\"12\" height=\"12\" fill=\"{}\" stroke=\"#999\" "
-               "stroke-width=\"0.5\"/><text x=\"{:.1f}\" y=\"60\">{}</text>\n",
-               lx, colour, lx + 16, svg::escape(label));
+    if (used.count(colour) == 0 && label != "idle (bubble)")
+      continue;
+    fmt::print(
+        out,
+        "<g class=\"legend-entry\"><rect x=\"{:.1f}\" y=\"{:.0f}\" width=\"12\" height=\"12\" fill=\"{}\" "
+        "stroke=\"#999\" stroke-width=\"0.5\"/><text x=\"{:.1f}\" y=\"{:.0f}\">{}</text></g>\n",
+        lx, legend_y, colour, lx + 16, legend_y + 10, svg::escape(label));
     lx += 28 + 7.0 * static_cast<double>(label.size());
   }
 
-  // Rows: background bar (idle), label.
+  // The time axis, above the rows (on screen however many rows follow) and below them.
+  auto axis = [&](double y, bool labels_above) {
+    fmt::print(out,
+               "<g class=\"time-axis\"><line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" "
+               "stroke=\"#333\"/>\n",
+               left, y, left + plot_w, y);
+    for (double tick : svg::ticks(timeline.end_s, 10)) {
+      if (tick > timeline.end_s * (1 + 1e-9))
+        break;
+      fmt::print(out,
+                 "<line x1=\"{0:.2f}\" y1=\"{1:.1f}\" x2=\"{0:.2f}\" y2=\"{2:.1f}\" stroke=\"#333\"/><text "
+                 "x=\"{0:.2f}\" y=\"{3:.1f}\" text-anchor=\"middle\">{4}</text>\n",
+                 x(tick), y, labels_above ? y - 4 : y + 5, labels_above ? y - 7 : y + 18,
+                 svg::escape(svg::time_label(tick, timeline.end_s)));
+    }
+    out << "</g>\n";
+  };
+  axis(axis_top, true);
+
   for (std::size_t i = 0; i < rows.size(); ++i) {
-    const int g = rows[i];
+    const auto& row = rows[i];
     const double y = top + row_h * static_cast<double>(i);
-    fmt::print(out, "<g class=\"gpu-row\" data-gpu=\"{}\">\n", g);
+    fmt::print(out, "<g class=\"gpu-row\" data-gpu=\"{}\" data-gpus=\"{}\">\n", row.gpus.front(),
+               row.gpus.size());
     fmt::print(out,
                "<rect class=\"bar\" x=\"{:.2f}\" y=\"{:.2f}\" width=\"{:.2f}\" height=\"{:.2f}\" "
                "fill=\"#f4f4f4\"/>\n",
                left, y, plot_w, box_h + strip_h);
-    fmt::print(out, "<text x=\"{:.1f}\" y=\"{:.2f}\" text-anchor=\"end\">GPU {} \u00b7 stage {}</text>\n",
-               left - 8, y + box_h - 4, g, run.plan.pp_rank_of(g));
+    fmt::print(out, "<text x=\"{:.1f}\" y=\"{:.2f}\" text-anchor=\"end\">{}", left - 8, y + box_h - 4,
+               svg::escape(row_label(run, row)));
+    if (row.gpus.size() > 1)
+      fmt::print(out, "<title>{} GPUs with this exact timeline: {}</title>", row.gpus.size(),
+                 gpu_list(row.gpus));
+    out << "</text>\n";
+    for (const bool compute : {true, false}) {
+      for (const auto& [b, count] : merged(compute ? row.compute : row.comm, min_s)) {
+        const double by = y + (compute ? 0 : box_h);
+        const double w = std::max(x(b.end_s) - x(b.start_s), 0.3);
+        fmt::print(out, "<rect x=\"{:.2f}\" y=\"{:.2f}\" width=\"{:.2f}\" height=\"{:.2f}\" fill=\"{}\"{}>",
+                   x(b.start_s), by, w, compute ? box_h : strip_h, b.colour,
+                   b.on_path ? " stroke=\"#111\" stroke-width=\"1\"" : "");
+        const std::string what =
+            count > 1 ? fmt::format("{} ops from {}", count, workloads::task_label(run.graph, b.task))
+                      : workloads::task_label(run.graph, b.task);
+        fmt::print(out, "<title>{}: {} ({} to {})</title></rect>\n", svg::escape(row_label(run, row)),
+                   svg::escape(what), svg::escape(svg::time_label(b.start_s, t)),
+                   svg::escape(svg::time_label(b.end_s, t)));
+      }
+    }
     fmt::print(out, "</g>\n");
   }
-  // Boxes, drawn in record order per row group for a compact file.
-  auto box = [&](int g, double s, double e, bool compute, const workloads::Task& task, bool on_path) {
-    const int r = row_of[static_cast<std::size_t>(g)];
-    if (r < 0)
-      return;
-    const double y = top + row_h * r + (compute ? 0 : box_h);
-    const double w = std::max(x(e) - x(s), 0.3);
-    fmt::print(out, "<rect x=\"{:.2f}\" y=\"{:.2f}\" width=\"{:.2f}\" height=\"{:.2f}\" fill=\"{}\"{}>", x(s),
-               y, w, compute ? box_h : strip_h, svg::colour_of(task),
-               on_path && compute ? " stroke=\"#111\" stroke-width=\"1\"" : "");
-    fmt::print(out, "<title>GPU {}: {} ({} to {})</title></rect>\n", g,
-               svg::escape(workloads::task_label(task)), svg::escape(svg::time_label(s, t)),
-               svg::escape(svg::time_label(e, t)));
-  };
-  for (const auto& r : timeline.records) {
-    const auto& task = run.graph[r.task];
-    const bool compute = r.stream == Stream::compute;
-    box(r.gpu, r.start_s, r.end_s, compute, task, critical.count(r.task) > 0);
-    if (task.kind == workloads::TaskKind::send && task.peer >= 0)
-      box(task.peer, r.start_s, r.end_s, false, task, false);
-  }
-  // Time axis.
-  const double axis_y = top + row_h * static_cast<double>(rows.size()) + 4;
-  fmt::print(out, "<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#333\"/>\n", left,
-             axis_y, left + plot_w, axis_y);
-  for (double tick : svg::ticks(timeline.end_s, 10)) {
-    if (tick > timeline.end_s * (1 + 1e-9))
-      break;
-    fmt::print(out,
-               "<line x1=\"{0:.2f}\" y1=\"{1:.1f}\" x2=\"{0:.2f}\" y2=\"{2:.1f}\" stroke=\"#333\"/><text "
-               "x=\"{0:.2f}\" "
-               "y=\"{3:.1f}\" text-anchor=\"middle\">{4}</text>\n",
-               x(tick), axis_y, axis_y + 5, axis_y + 18, svg::escape(svg::time_label(tick, timeline.end_s)));
-  }
+  axis(top + row_h * static_cast<double>(rows.size()) + 4, false);
   out << "</svg>\n";
 }
 

@@ -1,5 +1,7 @@
 // Memory over the iteration: one step line per pipeline stage (the stage's
-// first GPU), with its peak marked.
+// first GPU), with its peak marked, under a dashed line at the GPUs' memory
+// capacity: the y axis always reaches it, so a plan's headroom, or how far
+// a plan that does not fit overflows (run --allow-oom), reads at a glance.
 #include <fmt/ostream.h>
 
 #include <algorithm>
@@ -7,6 +9,7 @@
 
 #include "analysis/reporters/reporters.hpp"
 #include "analysis/reporters/svg_style.hpp"
+#include "platforms/number_format.hpp"
 
 namespace trainsim::analysis {
 
@@ -23,10 +26,17 @@ void write_memory_svg(std::ostream& out, const RunContext& run, const Report& re
         shown.push_back(m.gpu);
         break;
       }
-  constexpr double left = 90, right = 260, top = 60, plot_h = 320, bottom = 46, plot_w = 800;
-  // Round ticks in GiB (or MiB for small runs).
-  const double unit = mem.peak_bytes >= 1024.0 * 1024 * 1024 ? 1024.0 * 1024 * 1024 : 1024.0 * 1024;
-  auto yticks = svg::ticks(std::max(mem.peak_bytes, 1.0) / unit, 6);
+  constexpr double left = 90, right = 260, top = 76, plot_h = 320, bottom = 46, plot_w = 800;
+  // The smallest capacity among the GPUs shown (mixed clusters differ).
+  double capacity = 0;
+  for (int g : shown) {
+    const double c = mem.gpus[static_cast<std::size_t>(g)].capacity_bytes;
+    capacity = capacity == 0 ? c : std::min(capacity, c);
+  }
+  // Round ticks in GiB (or MiB for small runs), up to the capacity and the peak.
+  const double top_bytes = std::max({mem.peak_bytes, capacity, 1.0});
+  const double unit = top_bytes >= 1024.0 * 1024 * 1024 ? 1024.0 * 1024 * 1024 : 1024.0 * 1024;
+  auto yticks = svg::ticks(top_bytes / unit, 6);
   for (auto& tick : yticks)
     tick *= unit;
   const double y_max = std::max(yticks.back(), 1.0);
@@ -35,9 +45,24 @@ void write_memory_svg(std::ostream& out, const RunContext& run, const Report& re
 
   out << svg::open_document(left + plot_w + right, top + plot_h + bottom,
                             fmt::format("{}: memory per GPU over the iteration", run.scenario_name));
-  const double capacity = mem.gpus.empty() ? 0 : mem.gpus.front().capacity_bytes;
-  fmt::print(out, "<text x=\"12\" y=\"40\" fill=\"#444\">{}; HBM {}</text>\n", svg::escape(mem.model),
-             svg::escape(svg::bytes_label(capacity)));
+  // The model's description is long: two lines, cut at a "; " or ", ".
+  std::string first = mem.model, second;
+  if (first.size() > 120) {
+    const auto cut = first.rfind(", ", 120);
+    if (cut != std::string::npos) {
+      second = first.substr(cut + 2);
+      first.resize(cut + 1);
+    }
+  }
+  fmt::print(out, "<text class=\"subtitle\" x=\"12\" y=\"40\" fill=\"#444\">{}</text>\n", svg::escape(first));
+  fmt::print(
+      out, "<text class=\"subtitle\" x=\"12\" y=\"56\" fill=\"#444\">{}{}Peak {} of {} ({}).</text>\n",
+      svg::escape(second), second.empty() ? "" : ". ", svg::escape(units::format_bytes(mem.peak_bytes)),
+      svg::escape(units::format_bytes(capacity)),
+      mem.peak_bytes > capacity && capacity > 0
+          ? svg::escape(fmt::format("does not fit: {} over", units::format_bytes(mem.peak_bytes - capacity)))
+          : svg::escape(fmt::format(
+                "{} free", units::format_percent(capacity > 0 ? 1 - mem.peak_bytes / capacity : 0))));
   for (double b : yticks)
     fmt::print(out,
                "<line x1=\"{0:.1f}\" y1=\"{1:.2f}\" x2=\"{2:.1f}\" y2=\"{1:.2f}\" stroke=\"#ddd\"/><text "
@@ -50,6 +75,12 @@ void write_memory_svg(std::ostream& out, const RunContext& run, const Report& re
                  top + plot_h + 18, svg::escape(svg::time_label(tick, t)));
   fmt::print(out, "<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{2:.1f}\" y2=\"{1:.1f}\" stroke=\"#333\"/>\n",
              left, top + plot_h, left + plot_w);
+  if (capacity > 0)
+    fmt::print(out,
+               "<g class=\"capacity\"><line x1=\"{0:.1f}\" y1=\"{1:.2f}\" x2=\"{2:.1f}\" y2=\"{1:.2f}\" "
+               "stroke=\"#c0392b\" stroke-width=\"1.5\" stroke-dasharray=\"6 4\"/><text x=\"{2:.1f}\" "
+               "y=\"{3:.2f}\" text-anchor=\"end\" fill=\"#c0392b\">GPU memory {4}</text></g>\n",
+               left, y(capacity), left + plot_w, y(capacity) - 5, svg::escape(units::format_bytes(capacity)));
   for (std::size_t i = 0; i < shown.size(); ++i) {
     const auto& m = mem.gpus[static_cast<std::size_t>(shown[i])];
     const char* colour = kPalette[i % kPalette.size()];
@@ -72,7 +103,7 @@ void write_memory_svg(std::ostream& out, const RunContext& run, const Report& re
         "y=\"{4:.1f}\">stage {5} (GPU {6}): peak {7}</text>\n",
         left + plot_w + 12, top + 10 + 18.0 * static_cast<double>(i), colour, left + plot_w + 28,
         top + 14 + 18.0 * static_cast<double>(i), run.plan.pp_rank_of(m.gpu), m.gpu,
-        svg::escape(svg::bytes_label(m.peak_bytes)));
+        svg::escape(units::format_bytes(m.peak_bytes)));
   }
   out << "</svg>\n";
 }

@@ -45,6 +45,8 @@ std::string_view colour_of(const workloads::Task& task) {
       return "#2f7d32";
     case TaskKind::optimizer:
       return "#b279a2";
+    case TaskKind::compute:
+      return "#6b9ac4";
     case TaskKind::send:
     case TaskKind::collective:
       break;
@@ -89,7 +91,8 @@ std::vector<std::pair<std::string, std::string>> gantt_legend() {
           {"backward (input)", "#88d27a"}, {"backward (weight)", "#2f7d32"},
           {"optimizer", "#b279a2"},        {"TP comm", "#f58518"},
           {"PP p2p", "#e45756"},           {"DP comm", "#9d755d"},
-          {"idle (bubble)", "#f4f4f4"}};
+          {"CP comm", "#72b7b2"},          {"EP all-to-all", "#eeca3b"},
+          {"other comm", "#bab0ac"},       {"idle (bubble)", "#f4f4f4"}};
 }
 
 std::vector<double> ticks(double max, int count) {

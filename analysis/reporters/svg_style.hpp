@@ -15,7 +15,8 @@ std::string escape(std::string_view text);
 // Fill colour of a task's box (compute by kind, communication by kind).
 std::string_view colour_of(const workloads::Task& task);
 std::string_view colour_of(BubbleCause cause);
-// Legend entries for the Gantt: (label, colour).
+// Legend entries for the Gantt: (label, colour), every kind colour_of gives;
+// the chart lists those that occur.
 std::vector<std::pair<std::string, std::string>> gantt_legend();
 // About `count` round tick values from 0 to the first at or above `max`.
 std::vector<double> ticks(double max, int count);

@@ -1,6 +1,7 @@
 #include <fmt/ostream.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <ostream>
 
 #include "analysis/reporters/reporters.hpp"
@@ -10,7 +11,7 @@ namespace trainsim::analysis {
 namespace {
 
 std::string pct(double fraction) {
-  return fmt::format("{:.1f}%", 100 * fraction);
+  return units::format_percent(fraction);
 }
 
 // "stage 3 compute 61%, pp p2p 9%, dp all_reduce 14%" (the largest first).
@@ -31,7 +32,7 @@ void write_terminal_summary(std::ostream& out, const RunContext& run, const Repo
   const double t = s.iteration_time_s;
   fmt::print(out, "scenario     {}\n", run.scenario_name);
   fmt::print(out, "cluster      {} GPUs on {} nodes ({})\n", run.cluster.gpu_count(),
-             run.cluster.node_count(), run.cluster.groups.front().gpu.name);
+             run.cluster.node_count(), run.cluster.gpu_description());
   fmt::print(out, "model        {} ({:.2f}B parameters)\n", run.model.name,
              run.model.parameter_count() / 1e9);
   fmt::print(out, "plan         dp {} x tp {} x pp {}, {} micro-batches of {}, schedule {}, recompute {}\n",
@@ -60,10 +61,16 @@ void write_terminal_summary(std::ostream& out, const RunContext& run, const Repo
   const double hw_tflops =
       t > 0 && !s.gpus.empty() ? s.hardware_flops / t / 1e12 / static_cast<double>(s.gpus.size()) : 0;
   fmt::print(out, "  {:<24}{:>12}\n", "iteration time", units::format_duration(t));
-  if (report.bubbles.reference_iteration_time_s < t * (1 - 1e-9))
-    fmt::print(out, "  {:<24}{:>12}   (every op at its reference speed)\n", "without stragglers",
-               units::format_duration(report.bubbles.reference_iteration_time_s));
-  fmt::print(out, "  {:<24}{:>12.4g}\n", "tokens / s", s.tokens_per_s);
+  if (report.bubbles.reference_iteration_time_s < t * (1 - 1e-9)) {
+    // Ops ran slower than their fastest copy: stragglers and slow GPUs, or
+    // on a mixed cluster the slower GPU type.
+    const bool mixed = run.cluster.gpu_description() != run.cluster.groups.front().gpu.name;
+    fmt::print(out, "  {:<24}{:>12}   ({})\n", mixed ? "at the fastest GPU's pace" : "without stragglers",
+               units::format_duration(report.bubbles.reference_iteration_time_s),
+               mixed ? "every op as fast as on the fastest GPU that runs it"
+                     : "every op at its reference speed: no slow GPU, no straggler");
+  }
+  fmt::print(out, "  {:<24}{:>12}\n", "tokens / s", units::format_si(s.tokens_per_s, ""));
   fmt::print(out, "  {:<24}{:>12.1f}   hardware {:.1f}\n", "TFLOP/s per GPU", s.tflops_per_gpu, hw_tflops);
   fmt::print(out, "  {:<24}{:>12}\n", "MFU", pct(s.mfu));
   fmt::print(out, "  {:<24}{:>12}\n", "HFU", pct(s.hfu));
@@ -82,9 +89,10 @@ void write_terminal_summary(std::ostream& out, const RunContext& run, const Repo
                s.fits_in_memory ? "" : "  (DOES NOT FIT)");
   }
   if (report.energy.measured)
-    fmt::print(out, "  {:<24}{:>12}   {:.3g} J/token, {:.0f} W per GPU, {} drawn idle\n",
-               "energy / iteration", fmt::format("{:.4g} kJ", report.energy.energy_J / 1e3),
-               report.energy.energy_per_token_J, report.energy.average_power_per_gpu_W,
+    fmt::print(out, "  {:<24}{:>12}   {}/token, {} per GPU, {} drawn idle\n", "energy / iteration",
+               units::format_si(report.energy.energy_J, "J"),
+               units::format_si(report.energy.energy_per_token_J, "J"),
+               units::format_si(report.energy.average_power_per_gpu_W, "W"),
                pct(report.energy.idle_energy_fraction));
   fmt::print(out, "  {:<24}{}\n", "critical path", blame_line(report.critical_path.by_kind, 4));
   if (!report.critical_path.by_link.empty())
@@ -102,8 +110,9 @@ void write_terminal_summary(std::ostream& out, const RunContext& run, const Repo
   }
   if (!ut.hottest.empty()) {
     const auto& l = ut.links[static_cast<std::size_t>(ut.hottest.front())];
-    fmt::print(out, "  {:<24}{} ({} busy, {} of capacity, up to {} flows)\n", "hottest link", l.name,
-               pct(l.busy_fraction), pct(l.utilization), l.peak_concurrent_flows);
+    fmt::print(out, "  {:<24}{} ({} busy, {} of capacity, up to {} flow{} at once)\n", "hottest link", l.name,
+               pct(l.busy_fraction), pct(l.utilization), l.peak_concurrent_flows,
+               l.peak_concurrent_flows == 1 ? "" : "s");
   }
 
   fmt::print(out, "\n  {:<6}{:>9}{:>9}{:>9}{:>9}", "stage", "compute", "exposed", "bubble", "lost");
@@ -126,8 +135,11 @@ void write_terminal_summary(std::ostream& out, const RunContext& run, const Repo
              "\ntop causes of lost time (share of all GPU time; lost = not computing forward/backward)\n");
   if (causes.empty())
     fmt::print(out, "  none\n");
+  std::size_t width = 0;
+  for (const auto& c : causes)
+    width = std::max(width, describe(c.cause).size());
   for (std::size_t i = 0; i < causes.size(); ++i)
-    fmt::print(out, "  {}. {:<44}{:>7}   worst: stage {} ({})\n", i + 1, describe(causes[i].cause),
+    fmt::print(out, "  {}. {:<{}}{:>7}   worst: stage {} ({})\n", i + 1, describe(causes[i].cause), width,
                pct(causes[i].fraction), causes[i].worst_stage, pct(causes[i].worst_stage_fraction));
 
   if (run.balance) {
@@ -159,7 +171,7 @@ void write_terminal_summary(std::ostream& out, const RunContext& run, const Repo
 
 void write_repeated_runs_summary(std::ostream& out, const RepeatedRuns& runs) {
   const nlohmann::ordered_json j = summary_blocks(runs);
-  const auto ms = [](double s) { return fmt::format("{:.3f} ms", s * 1e3); };
+  const auto ms = [](double s) { return units::format_duration(s); };
   const auto& it = j["iterations"];
   if (it["count"].get<std::size_t>() > 1)
     out << fmt::format("\niterations        {} (seed {}): mean {}, p50 {}, p95 {}, p99 {}, max {}\n",
@@ -168,9 +180,9 @@ void write_repeated_runs_summary(std::ostream& out, const RepeatedRuns& runs) {
   if (j.contains("perturbations")) {
     const auto& p = j["perturbations"];
     out << fmt::format(
-        "perturbations     straggler episodes {} ({:.3f} GPU-s), link changes {}, stalled flows {}"
+        "perturbations     straggler episodes {} ({} GPU-s), link changes {}, stalled flows {}"
         " (longest {}), rerouted link downs {}\n",
-        p["straggler_episodes"].get<int>(), p["straggler_gpu_seconds"].get<double>(),
+        p["straggler_episodes"].get<int>(), units::format_si(p["straggler_gpu_seconds"].get<double>(), ""),
         p["link_changes"].get<int>(), p["stalled_flows"].get<int>(), ms(p["longest_stall_s"]),
         p["rerouted_link_downs"].get<int>());
   }
@@ -179,25 +191,33 @@ void write_repeated_runs_summary(std::ostream& out, const RepeatedRuns& runs) {
     out << fmt::format("seeds             {}: mean iteration {} +/- {} (95% CI)\n",
                        s["count"].get<std::size_t>(), ms(s["mean_iteration_time_s"]),
                        ms(s["ci95_half_width_s"]));
+    // A zero spread is not luck: nothing random reaches the iteration.
+    if (!s.value("iteration_depends_on_seed", true))
+      out << fmt::format(
+          "                  (no spread: nothing in this scenario that changes the iteration "
+          "is random (no `stragglers`), so every seed replays the same iteration{})\n",
+          s.contains("goodput_tokens_per_hour") ? "; only the failures differ per seed" : "");
     if (s.contains("goodput_tokens_per_hour"))
-      out << fmt::format("                  goodput {:.4g} +/- {:.3g} tokens/h (95% CI)\n",
-                         s["goodput_tokens_per_hour"]["mean"].get<double>(),
-                         s["goodput_tokens_per_hour"]["ci95_half_width"].get<double>());
+      out << fmt::format(
+          "                  goodput {} +/- {} (95% CI)\n",
+          units::format_si(s["goodput_tokens_per_hour"]["mean"].get<double>(), " tokens/h"),
+          units::format_si(s["goodput_tokens_per_hour"]["ci95_half_width"].get<double>(), " tokens/h"));
   }
   if (j.contains("failures")) {
     const auto& f = j["failures"];
     const auto& share = f["share"];
     out << fmt::format(
-        "failures          {} in {:.1f} h, {} checkpoints ({:.1f} s each); goodput {:.4g} tokens/h = {:.1f}% "
-        "of "
-        "ideal\n                  time: useful {:.1f}%, lost work {:.1f}%, restarts {:.1f}%, checkpoints "
-        "{:.1f}%, "
-        "unfinished {:.2f}%\n",
-        f["failures"].get<int>(), f["run_time_s"].get<double>() / 3600, f["checkpoints"].get<int>(),
-        f["checkpoint_write_s"].get<double>(), f["goodput_tokens_per_hour"].get<double>(),
-        100 * f["goodput_fraction"].get<double>(), 100 * share["useful"].get<double>(),
-        100 * share["lost_work"].get<double>(), 100 * share["restart"].get<double>(),
-        100 * share["checkpoint"].get<double>(), 100 * share["unfinished"].get<double>());
+        "failures          {} in {}, {} checkpoints ({} each); goodput {} = {} of ideal\n"
+        "                  time: useful {}, lost work {}, restarts {}, checkpoints {}, unfinished {}\n",
+        f["failures"].get<int>(), units::format_duration(f["run_time_s"].get<double>()),
+        f["checkpoints"].get<int>(), units::format_duration(f["checkpoint_write_s"].get<double>()),
+        units::format_si(f["goodput_tokens_per_hour"].get<double>(), " tokens/h"),
+        units::format_percent(f["goodput_fraction"].get<double>()),
+        units::format_percent(share["useful"].get<double>()),
+        units::format_percent(share["lost_work"].get<double>()),
+        units::format_percent(share["restart"].get<double>()),
+        units::format_percent(share["checkpoint"].get<double>()),
+        units::format_percent(share["unfinished"].get<double>()));
   }
 }
 

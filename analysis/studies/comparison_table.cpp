@@ -8,16 +8,13 @@
 #include <ostream>
 #include <set>
 
-#include "platforms/units.hpp"
+#include "analysis/studies/figure_names.hpp"
+#include "platforms/number_format.hpp"
 
 namespace trainsim::analysis {
 namespace {
 
 using nlohmann::ordered_json;
-
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
 
 bool starts_with(const std::string& s, const std::string& prefix) {
   return s.rfind(prefix, 0) == 0;
@@ -38,6 +35,7 @@ std::string text_of(const ordered_json& value) {
 struct Row {
   std::string label;
   std::vector<std::string> cells;
+  bool same_everywhere = true;  // every ratio to the first reads 1.00x
 };
 
 }  // namespace
@@ -56,26 +54,6 @@ const std::vector<HeadlineFigure>& headline_figures() {
       {"energy per token", {"energy_per_token_J", "energy.per_token_J", "energy.energy_per_token_J"}},
   };
   return figures;
-}
-
-std::string format_figure(const std::string& key, double value) {
-  if (ends_with(key, "_fraction") || key == "mfu" || key == "hfu" || ends_with(key, ".mfu") ||
-      ends_with(key, ".hfu"))
-    return fmt::format("{:.1f}%", 100 * value);
-  if (ends_with(key, "_s") && !ends_with(key, "per_s") && !ends_with(key, "tokens_per_s"))
-    return units::format_duration(value);
-  if (ends_with(key, "_bytes") || ends_with(key, "bytes"))
-    return units::format_bytes(value);
-  if (ends_with(key, "_Bps"))
-    return units::format_bandwidth(value);
-  if (ends_with(key, "_J"))
-    return fmt::format("{:.4g} J", value);
-  if (ends_with(key, "_W"))
-    return fmt::format("{:.4g} W", value);
-  // Whole numbers and large rates (tokens/s) read best without an exponent.
-  if ((value == std::floor(value) || std::abs(value) >= 1e3) && std::abs(value) < 1e12)
-    return fmt::format("{:.0f}", value);
-  return fmt::format("{:.4g}", value);
 }
 
 void write_comparison_table(std::ostream& out, const std::vector<ComparedRun>& runs) {
@@ -108,10 +86,16 @@ void write_comparison_table(std::ostream& out, const std::vector<ComparedRun>& r
       }
       const double value = v.get<double>();
       std::string cell = format_figure(key, value);
+      // A GPU, a stage, a seed: a name in numbers, with no ratio.
+      const bool ratio = figure_meaning(key).kind != FigureKind::identifier;
       if (i == 0)
         first = value;
-      else if (first && *first != 0)
-        cell += fmt::format(" ({:.2f}x)", value / *first);
+      else if (ratio && first && *first != 0) {
+        cell += fmt::format(" ({})", units::format_ratio(value / *first));
+        row.same_everywhere = row.same_everywhere && std::abs(value / *first - 1) < 0.005;
+      } else if (!ratio && first) {
+        row.same_everywhere = row.same_everywhere && value == *first;
+      }
       row.cells.push_back(cell);
     }
     return row;
@@ -126,6 +110,7 @@ void write_comparison_table(std::ostream& out, const std::vector<ComparedRun>& r
         if (seen.insert(key).second)
           keys.push_back(key);
   std::set<std::string> shown;
+  std::size_t negligible = 0;
   for (const auto& h : headline_figures()) {
     headline.push_back(figure_row(h.label, h.keys.front(), h.keys));
     shown.insert(h.keys.begin(), h.keys.end());
@@ -151,7 +136,12 @@ void write_comparison_table(std::ostream& out, const std::vector<ComparedRun>& r
                                                                              : "n/a");
       inputs.push_back(row);
     } else if (numeric) {
-      others.push_back(figure_row(key, key, {key}));
+      auto row = figure_row(key, key, {key});
+      // Figures that differ by less than the ratio's precision say nothing.
+      if (row.same_everywhere)
+        ++negligible;
+      else
+        others.push_back(std::move(row));
     }
   }
 
@@ -191,6 +181,9 @@ void write_comparison_table(std::ostream& out, const std::vector<ComparedRun>& r
     for (const auto& row : others)
       print_row(row.label, row.cells);
   }
+  if (negligible > 0)
+    out << fmt::format("({} more figure{} differ{} by less than 0.5%: results.csv has them all)\n",
+                       negligible, negligible == 1 ? "" : "s", negligible == 1 ? "s" : "");
   for (const auto& r : runs)
     if (r.figures.is_null())
       out << fmt::format("\n{} failed: {}\n", r.name, r.error);

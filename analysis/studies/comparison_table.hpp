@@ -2,8 +2,10 @@
 // The side-by-side table `trainsim compare` prints: the inputs that differ
 // between the variants, the headline figures (iteration time, throughput,
 // MFU, bubble, exposed communication, peak memory, energy per token), then
-// every other figure of summary.json whose value differs, each with its ratio
-// to the first variant. Figures are read by key from the summaries, so a
+// every other figure of summary.json whose value differs by more than the
+// ratio's precision, each with its ratio to the first variant (identifiers
+// such as a GPU number get none; numbers read as analysis/studies/figure_names
+// says). Figures are read by key from the summaries, so a
 // figure another part of trainsim adds to summary.json shows up here without
 // a change; a headline figure no summary has yet reads "n/a".
 #include <iosfwd>
@@ -26,10 +28,6 @@ struct HeadlineFigure {
 };
 // The headline rows, in order.
 const std::vector<HeadlineFigure>& headline_figures();
-
-// "1.23 s", "45.1%", "12.3 GiB", "0.52 J", "1.23e+05": how a figure named
-// `key` reads (by its unit suffix).
-std::string format_figure(const std::string& key, double value);
 
 void write_comparison_table(std::ostream& out, const std::vector<ComparedRun>& runs);
 

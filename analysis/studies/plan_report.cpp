@@ -6,6 +6,7 @@
 #include <cmath>
 #include <ostream>
 
+#include "analysis/reporters/json_numbers.hpp"
 #include "platforms/units.hpp"
 
 namespace trainsim::analysis {
@@ -15,7 +16,7 @@ using units::format_bytes;
 using units::format_duration;
 
 std::string percent(double fraction) {
-  return fmt::format("{:.1f}%", 100 * fraction);
+  return units::format_percent(fraction);
 }
 
 std::string csv_field(const std::string& text) {
@@ -27,8 +28,9 @@ std::string csv_field(const std::string& text) {
   return q + "\"";
 }
 
+// Machine files: full precision, whole numbers as integers.
 std::string number(double x) {
-  return fmt::format("{:.6g}", x);
+  return units::format_machine(x);
 }
 
 // Per-GPU seconds of a simulated plan, by where the time went.
@@ -131,10 +133,10 @@ void write_plan_table(std::ostream& out, const PlanReport& report) {
       continue;
     }
     const auto& s = *row->simulated;
-    out << fmt::format("{:>4}  {:<{}}  {:>5}  {:>10}  {:>10}  {:>12.0f}  {:>6}  {:>9}  {:>7}  {:>8}\n", rank,
+    out << fmt::format("{:>4}  {:<{}}  {:>5}  {:>10}  {:>10}  {:>12}  {:>6}  {:>9}  {:>7}  {:>8}\n", rank,
                        row->label, label_width, row->estimate_rank, format_duration(row->estimate_s),
-                       format_duration(s.iteration_time_s), s.tokens_per_s, percent(s.mfu),
-                       format_bytes(s.peak_memory_bytes), percent(s.bubble_fraction),
+                       format_duration(s.iteration_time_s), units::format_si(s.tokens_per_s, ""),
+                       percent(s.mfu), format_bytes(s.peak_memory_bytes), percent(s.bubble_fraction),
                        percent(s.exposed_comm_fraction));
   }
 }
@@ -168,10 +170,10 @@ std::vector<std::string> explain_winner(const PlanReport& report) {
   if (ok.empty())
     return lines;
   const PlanRow& w = *ok.front();
-  lines.push_back(fmt::format("Winner: {} at {} per iteration, {:.0f} tokens/s, MFU {}, peak memory {}.",
-                              w.label, format_duration(w.simulated->iteration_time_s),
-                              w.simulated->tokens_per_s, percent(w.simulated->mfu),
-                              format_bytes(w.simulated->peak_memory_bytes)));
+  lines.push_back(fmt::format("Winner: {} at {} per iteration, {}, MFU {}, peak memory {}.", w.label,
+                              format_duration(w.simulated->iteration_time_s),
+                              units::format_si(w.simulated->tokens_per_s, " tokens/s"),
+                              percent(w.simulated->mfu), format_bytes(w.simulated->peak_memory_bytes)));
   if (ok.size() >= 2)
     lines.push_back("It " + comparison(w, *ok[1], "#2"));
   // The best plan of another shape, when #2 shares the winner's.
@@ -267,7 +269,7 @@ void write_plans_json(std::ostream& out, const PlanReport& report) {
       r["simulated"] = {{"iteration_time_s", s.iteration_time_s},
                         {"tokens_per_s", s.tokens_per_s},
                         {"mfu", s.mfu},
-                        {"peak_memory_bytes", s.peak_memory_bytes},
+                        {"peak_memory_bytes", std::llround(s.peak_memory_bytes)},
                         {"bubble_fraction", s.bubble_fraction},
                         {"exposed_comm_fraction", s.exposed_comm_fraction},
                         {"compute_fraction", s.compute_fraction}};
@@ -283,6 +285,7 @@ void write_plans_json(std::ostream& out, const PlanReport& report) {
   }
   j["plans"] = rows;
   j["does_not_fit_in_memory"] = report.memory_pruned;
+  whole_numbers_as_integers(j);
   out << j.dump(2) << '\n';
 }
 

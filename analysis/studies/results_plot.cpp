@@ -3,10 +3,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 
 #include "analysis/reporters/file_safe_name.hpp"
+#include "analysis/studies/figure_names.hpp"
 
 namespace trainsim::analysis {
 namespace {
@@ -40,8 +42,12 @@ bool matches(const ordered_json& value, const ordered_json& wanted) {
 std::string PlotSpec::title_or_default() const {
   if (!title.empty())
     return title;
-  return lines.empty() ? fmt::format("{} vs {}", y, x)
-                       : fmt::format("{} vs {}, by {}", y, x, join(lines, ", "));
+  std::vector<std::string> by;
+  for (const auto& l : lines)
+    by.push_back(figure_meaning(l).label);
+  const std::string ys = figure_meaning(y).label, xs = figure_meaning(x).label;
+  return lines.empty() ? fmt::format("{} vs {}", ys, xs)
+                       : fmt::format("{} vs {}, by {}", ys, xs, join(by, ", "));
 }
 
 std::string PlotSpec::file_or_default() const {
@@ -115,9 +121,10 @@ LinePlot build_results_plot(const PlotSpec& spec, const ResultsDocument& doc) {
 
   LinePlot plot;
   plot.title = spec.title_or_default();
-  plot.x_label = spec.x;
-  plot.y_label = spec.y;
-  plot.legend_title = join(spec.lines, ", ");
+  std::vector<std::string> line_labels;
+  for (const auto& l : spec.lines)
+    line_labels.push_back(figure_meaning(l).label);
+  plot.legend_title = join(line_labels, ", ");
   plot.x_scale = spec.log_x ? AxisScale::log : AxisScale::linear;
   plot.y_scale = spec.log_y ? AxisScale::log : AxisScale::linear;
 
@@ -183,6 +190,24 @@ LinePlot build_results_plot(const PlotSpec& spec, const ResultsDocument& doc) {
   for (auto& s : plot.series)
     std::stable_sort(s.points.begin(), s.points.end(),
                      [](const PlotPoint& a, const PlotPoint& b) { return a.x < b.x; });
+  // Axes for people: labels with units, values in them (fractions in
+  // percent, seconds in ms when they are small, bytes in GiB).
+  double x_max = 0, y_max = 0;
+  for (const auto& s : plot.series)
+    for (const auto& p : s.points) {
+      x_max = std::max(x_max, std::abs(p.x));
+      y_max = std::max(y_max, std::abs(p.y));
+    }
+  const AxisUnit yu = axis_unit(spec.y, y_max);
+  const AxisUnit xu = numeric_x ? axis_unit(spec.x, x_max) : AxisUnit{figure_meaning(spec.x).label, 1};
+  plot.y_label = yu.label;
+  plot.x_label = xu.label;
+  for (auto& s : plot.series)
+    for (auto& p : s.points) {
+      p.y *= yu.scale;
+      if (numeric_x)
+        p.x *= xu.scale;
+    }
   return plot;
 }
 

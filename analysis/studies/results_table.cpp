@@ -9,6 +9,8 @@
 #include <ostream>
 #include <set>
 
+#include "analysis/reporters/json_numbers.hpp"
+#include "platforms/number_format.hpp"
 #include "trainsim_version.hpp"
 
 namespace trainsim::analysis {
@@ -45,6 +47,8 @@ std::string csv_text(const ordered_json& value) {
     return "";
   if (value.is_string())
     text = value.get<std::string>();
+  else if (value.is_number_float())
+    text = units::format_machine(value.get<double>());  // "4", not "4.0"
   else
     text = value.dump();
   if (text.find_first_of(",\"\n\r") == std::string::npos)
@@ -173,6 +177,7 @@ void write_results_json(std::ostream& out, const ResultsDocument& doc) {
     rows.push_back(std::move(r));
   }
   j["rows"] = std::move(rows);
+  whole_numbers_as_integers(j);
   out << j.dump(1) << '\n';
 }
 

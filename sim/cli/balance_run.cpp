@@ -17,6 +17,7 @@
 #include "platforms/input_error.hpp"
 #include "platforms/input_file.hpp"
 #include "sim/cli/report_command.hpp"
+#include "sim/cli/run_command.hpp"
 #include "sim/replay/simulation.hpp"
 #include "sim/scenario/checks.hpp"
 #include "sim/scenario/cost_model_choice.hpp"
@@ -140,17 +141,20 @@ double finish_even_run(const EvenChild& child) {
 }  // namespace
 
 int run_balanced(const RunOptions& options) {
-  const scenario::LoadOptions load{.check_memory = !options.allow_oom};
+  const scenario::LoadOptions load = run_load_options(options);
   const scenario::Scenario even = scenario::load_scenario(options.scenario, options.overrides, load);
+  if (even.workload)
+    throw platforms::InputError({fmt::format(
+        "{}: workload: --balance auto balances a model's layers over pipeline stages, and a replayed trace "
+        "brings its own partition; expected a scenario with model and plan (or run without --balance)",
+        even.file)});
   if (!even.plan.stage_layers.empty() || !even.plan.dp_micro_batches.empty())
     throw platforms::InputError({fmt::format(
         "{}: plan.{}: given with --balance auto, which searches the layer partition and the DP micro-batch "
         "shares itself and compares them with the even split; expected the key left out (or run without "
         "--balance)",
         even.file, even.plan.stage_layers.empty() ? "dp_micro_batches" : "stage_layers")});
-  if (options.allow_oom)
-    for (const auto& problem : scenario::memory_problems(even))
-      std::cerr << "warning: " << even.file << ": plan: " << problem << " (simulating anyway: --allow-oom)\n";
+  print_scenario_warnings(even, options.allow_oom);
 
   // Search, then cap the stages that do not fit in memory and search again.
   const auto cost = scenario::make_cost_model(even);

@@ -2,14 +2,17 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <iostream>
 
 #include "platforms/input_error.hpp"
 #include "platforms/presets.hpp"
 #include "platforms/units.hpp"
 #include "sim/cli/finite_option.hpp"
+#include "sim/cli/replay_progress.hpp"
 #include "sim/replay/collective_benchmark.hpp"
 #include "sim/scenario/cluster_loader.hpp"
+#include "sim/scenario/run_size.hpp"
 
 namespace trainsim::cli {
 namespace {
@@ -23,9 +26,10 @@ const std::vector<std::pair<std::string, CollectiveOp>> kOps{
     {"sendrecv", CollectiveOp::send_recv},    {"p2p", CollectiveOp::send_recv},
 };
 
+// As nccl-tests takes them: "8" (bytes), "128M" (MiB), or with a unit ("1MiB").
 double parse_size(const std::string& option, const std::string& text) {
   try {
-    const double bytes = units::parse_bytes(text);
+    const double bytes = units::parse_message_size_bytes(text);
     if (bytes < 1)
       throw platforms::InputError(
           {fmt::format("{} {}: expected at least one byte, for example 1MiB", option, text)});
@@ -57,12 +61,16 @@ CLI::App* add_collective_command(CLI::App& app, CollectiveOptions& options) {
          "Cluster preset (" + platforms::cluster_preset_names() + ") or a YAML file with a `cluster` section")
       ->capture_default_str();
   cmd->add_option("--op", options.op, "Collective")->check(CLI::IsMember(op_names))->capture_default_str();
-  cmd->add_option("--ranks", options.ranks,
-                  "GPU ranks 0..N-1 take part (default: one node); a homogeneous cluster grows to hold them")
+  cmd->add_option("-g,--ranks", options.ranks,
+                  "GPU ranks 0..N-1 take part (default: one node); a homogeneous cluster grows to hold them "
+                  "(-g as nccl-tests' GPU count)")
       ->check(CLI::Range(2, 1 << 20));
-  cmd->add_option("-b,--min", options.min_size, "Smallest message size, with its unit")
+  cmd->add_option("-b,--min,--minbytes", options.min_size,
+                  "Smallest message size: bytes (8), K/M/G as nccl-tests (128M = 128 MiB), or with a unit "
+                  "(1MiB, 1.5GB)")
       ->capture_default_str();
-  cmd->add_option("-e,--max", options.max_size, "Largest message size, with its unit")->capture_default_str();
+  cmd->add_option("-e,--max,--maxbytes", options.max_size, "Largest message size, as --min")
+      ->capture_default_str();
   cmd->add_option("-f,--step-factor", options.step_factor, "Multiply the size by this between rows")
       ->check(finite_number() & CLI::Range(1.0001, 1e9))
       ->capture_default_str();
@@ -81,6 +89,8 @@ CLI::App* add_collective_command(CLI::App& app, CollectiveOptions& options) {
   cmd->add_option("--format", options.format, "table or csv")
       ->check(CLI::IsMember({"table", "csv"}))
       ->capture_default_str();
+  cmd->add_flag("--progress", options.progress,
+                "Show the progress line on stderr even when it is not a terminal (one line every 10 s)");
   return cmd;
 }
 
@@ -121,19 +131,50 @@ int collective_command(const CollectiveOptions& options) {
     throw platforms::InputError(
         {fmt::format("--ranks {}: a collective needs at least two ranks", bench.ranks)});
 
-  const auto rows = sim::run_collective_benchmark(cluster, bench);
+  // The size guard: refuse what cannot fit here, say up front what will take long.
+  const auto size = scenario::estimate_collective_size(
+      bench.ranks, bench.sizes_bytes.size(), cluster.collectives.fidelity == platforms::Fidelity::detailed);
+  scenario::check_collective_size(bench.ranks, size, scenario::available_memory_bytes());
+  if (size.replay_s > scenario::kLongRun_s)
+    std::cerr << fmt::format("note: --ranks {}: a long run: {} (estimate)\n", bench.ranks,
+                             scenario::describe(size));
+
+  sim::ProgressLine line(std::cerr, sim::progress_wanted(options.progress), sim::stderr_is_terminal());
+  bench.observer = observe_replay(line, "--fidelity fast");
+  line.start_ticker();
+  const auto benchmark = sim::run_collective_benchmark(cluster, bench);
+  line.close();
+  const auto& rows = benchmark.rows;
+  // What ran, when it is not what was asked for, and why.
+  std::string substituted;
+  if (!benchmark.algorithm_unavailable.empty()) {
+    std::vector<std::string> ran;
+    for (const auto& r : rows)
+      if (std::find(ran.begin(), ran.end(), to_string(r.algorithm)) == ran.end())
+        ran.emplace_back(to_string(r.algorithm));
+    std::string names;
+    for (const auto& n : ran)
+      names += (names.empty() ? "" : ", ") + n;
+    substituted =
+        fmt::format("# {} was asked for but cannot run here: {}; ran {} instead (as `auto` chooses)\n",
+                    options.algorithm, benchmark.algorithm_unavailable, names);
+    std::cerr << "note: " << substituted.substr(2);
+  }
 
   if (options.format == "csv") {
     std::cout << "size_bytes,count,algorithm,channels,time_us,algbw_GBps,busbw_GBps\n";
     for (const auto& r : rows)
-      fmt::print("{:.0f},{:.0f},{},{},{:.3f},{:.3f},{:.3f}\n", r.bytes, r.bytes / 4, to_string(r.algorithm),
-                 r.channels, r.time_s * 1e6, r.algbw_Bps / 1e9, r.busbw_Bps / 1e9);
+      fmt::print("{},{},{},{},{},{},{}\n", units::format_machine(r.bytes), units::format_machine(r.bytes / 4),
+                 to_string(r.algorithm), r.channels, units::format_machine(r.time_s * 1e6),
+                 units::format_machine(r.algbw_Bps / 1e9), units::format_machine(r.busbw_Bps / 1e9));
     return 0;
   }
   fmt::print("# trainsim collective: {} over {}\n", options.op, describe(cluster, bench.ranks));
-  fmt::print("# algorithm {}, fidelity {}; all sizes simulated back to back in one SimGrid run\n",
-             options.algorithm, to_string(cluster.collectives.fidelity));
-  std::cout << grown;
+  fmt::print(
+      "# algorithm {}, fidelity {}; all sizes simulated back to back in one SimGrid run\n",
+      substituted.empty() ? options.algorithm : fmt::format("{} asked (not available)", options.algorithm),
+      to_string(cluster.collectives.fidelity));
+  std::cout << substituted << grown;
   fmt::print("#\n# {:>14} {:>12} {:>12} {:>8} {:>12} {:>12} {:>12}\n", "size(B)", "count", "algorithm",
              "channels", "time(us)", "algbw(GB/s)", "busbw(GB/s)");
   double busbw_sum = 0;

@@ -19,6 +19,7 @@ struct CollectiveOptions {
   std::string fidelity;  // empty: the cluster's collectives.fidelity
   std::vector<std::string> overrides;
   std::string format = "table";
+  bool progress = false;  // the progress line even when stderr is not a terminal
 };
 
 CLI::App* add_collective_command(CLI::App& app, CollectiveOptions& options);

@@ -10,6 +10,7 @@
 #include "analysis/reporters/file_safe_name.hpp"
 #include "analysis/studies/comparison_table.hpp"
 #include "platforms/input_error.hpp"
+#include "sim/scenario/run_size.hpp"
 #include "sim/study/point_runner.hpp"
 #include "sim/study/study_file.hpp"
 #include "sim/study/study_points.hpp"
@@ -66,7 +67,8 @@ int compare_command(const CompareOptions& options) {
                       file, file));
       continue;
     }
-    for (auto& point : sim::prepare_points(study, options.overrides, {.check_memory = !options.allow_oom})) {
+    for (auto& point : sim::prepare_points(study, options.overrides,
+                                           scenario::with_size_guard({.check_memory = !options.allow_oom}))) {
       const std::string name =
           study.has_variants ? point.parameters["variant"].get<std::string>() : study.name;
       if (point.dropped)

@@ -12,10 +12,12 @@
 #include "platforms/input_error.hpp"
 #include "sim/cli/collective_command.hpp"
 #include "sim/cli/compare_command.hpp"
+#include "sim/cli/export_command.hpp"
 #include "sim/cli/merge_command.hpp"
 #include "sim/cli/plan_command.hpp"
 #include "sim/cli/report_command.hpp"
 #include "sim/cli/run_command.hpp"
+#include "sim/cli/schema_command.hpp"
 #include "sim/cli/sweep_command.hpp"
 #include "sim/cli/validate_command.hpp"
 #include "trainsim_version.hpp"
@@ -50,6 +52,8 @@ int main(int argc, char** argv) {
       subcommand<cli::CompareOptions>(app, cli::add_compare_command, cli::compare_command),
       subcommand<cli::PlanOptions>(app, cli::add_plan_command, cli::plan_command),
       subcommand<cli::ReportOptions>(app, cli::add_report_command, cli::report_command),
+      subcommand<cli::ExportOptions>(app, cli::add_export_command, cli::export_command),
+      subcommand<cli::SchemaOptions>(app, cli::add_schema_command, cli::schema_command),
       subcommand<cli::ValidateOptions>(app, cli::add_validate_command, cli::validate_command),
   };
 

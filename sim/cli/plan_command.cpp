@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -15,6 +16,7 @@
 #include "platforms/presets.hpp"
 #include "sim/study/plan_search.hpp"
 #include "sim/study/point_runner.hpp"
+#include "sim/study/progress.hpp"
 #include "workloads/model_spec.hpp"
 
 namespace trainsim::cli {
@@ -58,6 +60,8 @@ CLI::App* add_plan_command(CLI::App& app, PlanOptions& options) {
   cmd->add_option("--keep", options.keep, "Outputs kept per simulated plan: summary (default) or all")
       ->check(CLI::IsMember({"all", "summary"}));
   cmd->add_flag("-q,--quiet", options.quiet, "No progress display");
+  cmd->add_flag("--progress", options.progress,
+                "Show the progress line on stderr even when it is not a terminal (one line every 10 s)");
   return cmd;
 }
 
@@ -94,7 +98,23 @@ int plan_command(const PlanOptions& options) {
   request.seq_len = options.seq_len;
   request.overrides = options.overrides;
   request.fidelity = options.fidelity == "cluster" ? std::string() : options.fidelity;
+  // Checking every plan with the loader and its memory model takes seconds
+  // on a few hundred GPUs: a progress line while it runs (no ticker: the
+  // simulations below fork).
+  sim::ProgressLine line(std::cerr, !options.quiet && sim::progress_wanted(options.progress),
+                         sim::stderr_is_terminal());
+  request.on_progress = [&line](std::size_t checked, std::size_t total) {
+    if (checked % 64 != 0)
+      return;
+    std::string text = fmt::format("checking and estimating plans: {}/{}", checked, total);
+    if (checked > 0)
+      text +=
+          fmt::format(", ~{} left", sim::format_time_left(line.elapsed_s() / static_cast<double>(checked) *
+                                                          static_cast<double>(total - checked)));
+    line.update(text);
+  };
   const sim::PlanSearch search = sim::prepare_plan_search(request);
+  line.close();
   const auto& base = search.base;
   const int batch = search.ranked.empty() ? 0 : search.ranked.front().plan.global_batch_size;
 
@@ -164,6 +184,11 @@ int plan_command(const PlanOptions& options) {
                              e.signal(), e.finished(), e.total());
     return 128 + e.signal();
   }
+  const auto reused = static_cast<std::size_t>(std::count_if(
+      outcomes.begin(), outcomes.end(), [](const auto& o) { return o.state == sim::PointState::reused; }));
+  if (reused > 0)
+    info << fmt::format("# {} of the {} reused from an earlier search in {} (their scenario is unchanged)\n",
+                        reused, top, out_dir.string());
 
   analysis::PlanReport report;
   report.search = {{"model", base.model.name},

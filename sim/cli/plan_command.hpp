@@ -23,6 +23,7 @@ struct PlanOptions {
   std::string fidelity = "fast";
   std::string keep = "summary";
   bool quiet = false;
+  bool progress = false;  // the progress line even when stderr is not a terminal
 };
 
 CLI::App* add_plan_command(CLI::App& app, PlanOptions& options);

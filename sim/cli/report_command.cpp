@@ -97,6 +97,8 @@ int report_command(const ReportOptions& options) {
              .timeline = archive.timeline,
              .repeats = meta.repeats,
              .balance = meta.balance ? &*meta.balance : nullptr,
+             // Another folder becomes a run folder too (`trainsim report OUT` works on it).
+             .archive = same_folder ? nullptr : &meta,
              .keep_archive = same_folder},
             options.html, options.quiet);
   return 0;

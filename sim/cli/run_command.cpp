@@ -14,10 +14,13 @@
 #include "analysis/reporters/run_folder.hpp"
 #include "platforms/input_error.hpp"
 #include "platforms/input_file.hpp"
+#include "platforms/units.hpp"
 #include "sim/cli/balance_run.hpp"
+#include "sim/cli/replay_progress.hpp"
 #include "sim/cli/report_command.hpp"
 #include "sim/replay/simulation.hpp"
 #include "sim/scenario/memory_check.hpp"
+#include "sim/scenario/run_size.hpp"
 #include "sim/scenario/scenario.hpp"
 
 namespace trainsim::cli {
@@ -37,9 +40,6 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& options) {
   cmd->add_flag(
       "--allow-oom", options.allow_oom,
       "Simulate even when the plan does not fit in GPU memory (the summary still reports the peak)");
-  cmd->add_flag("--progress", options.progress,
-                "Keep a progress line on stderr while the replay runs (simulated time, tasks done, rate, "
-                "ETA; after two seconds); on by default when stderr is a terminal");
   cmd->add_option("--iterations", options.iterations,
                   "Replay N consecutive iterations (stragglers differ per iteration); summary.json gets an "
                   "`iterations` block (the reports describe the first iteration)")
@@ -49,11 +49,21 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& options) {
                   "otherwise one replay and K failure runs) and report the mean iteration time (and "
                   "goodput) with its 95% confidence interval")
       ->check(CLI::Range(1, 10000));
+  cmd->add_option(
+      "--max-memory", options.max_memory,
+      "Refuse a run whose estimated memory exceeds SIZE (e.g. 8GiB; default: the memory available "
+      "on this machine)");
   cmd->add_option("--balance", options.balance,
                   "auto: search the layers per pipeline stage (and micro-batches per DP replica on mixed "
                   "clusters) that equalise stage times on the cluster's GPUs, simulate it and the even split "
                   "(into OUT/even/), and report the gain; off (default): the scenario as written")
       ->check(CLI::IsMember({"auto", "off"}));
+  cmd->add_flag("--progress", options.progress,
+                "Show the progress line on stderr even when it is not a terminal (one line every 10 s)");
+  cmd->add_option("--chakra", options.chakra,
+                  "Replay a Chakra execution trace (a folder of <name>.<rank>.et files, their prefix, or one "
+                  ".et file) on the scenario's cluster: the scenario's workload.chakra, for a scenario "
+                  "without model and plan");
   return cmd;
 }
 
@@ -74,7 +84,8 @@ analysis::SeedOutcome run_seed_in_child(scenario::Scenario scenario, std::uint64
     std::string text;
     try {
       scenario.seed = seed;
-      const auto result = sim::simulate(scenario, {.iterations = iterations, .more_failure_seeds = {}});
+      const auto result =
+          sim::simulate(scenario, {.iterations = iterations, .more_failure_seeds = {}, .observer = {}});
       nlohmann::ordered_json j = {{"times", result.iteration_times_s}};
       if (result.failures)
         j["failures"] = analysis::to_json(*result.failures);
@@ -112,15 +123,52 @@ analysis::SeedOutcome run_seed_in_child(scenario::Scenario scenario, std::uint64
 
 }  // namespace
 
-int run_command(const RunOptions& options) {
+void print_scenario_warnings(const scenario::Scenario& scenario, bool allow_oom) {
+  for (const auto& note : scenario.notes)
+    std::cerr << "note: " << note << '\n';
+  if (allow_oom)
+    for (const auto& problem : scenario::memory_problems(scenario))
+      std::cerr << "warning: " << scenario.file << ": plan: " << problem
+                << "; simulating it anyway (--allow-oom)\n";
+}
+
+scenario::LoadOptions run_load_options(const RunOptions& options) {
+  scenario::LoadOptions load = scenario::with_size_guard(
+      {.check_memory = !options.allow_oom, .iterations = options.iterations * options.seeds});
+  load.memory_limit_from += " (--max-memory sets another limit)";
+  if (!options.max_memory.empty()) {
+    try {
+      load.max_run_memory_bytes = units::parse_bytes(options.max_memory);
+    } catch (const units::UnitError& e) {
+      throw platforms::InputError({fmt::format("--max-memory {}: {}", options.max_memory, e.what())});
+    }
+    load.memory_limit_from = "--max-memory " + options.max_memory;
+  }
+  return load;
+}
+
+void note_long_run(const scenario::Scenario& scenario, const RunOptions& options) {
+  const auto size = scenario::estimate_run_size(scenario, options.iterations * options.seeds);
+  if (size.replay_s > scenario::kLongRun_s)
+    std::cerr << fmt::format("note: {}: a long run: {} (estimate)\n", scenario.file,
+                             scenario::describe(size));
+}
+
+int run_command(const RunOptions& given) {
+  RunOptions options = given;
+  if (!options.chakra.empty()) {
+    // A YAML single-quoted scalar: the path as written, from here.
+    std::string path = fs::absolute(options.chakra).lexically_normal().string(), quoted = "'";
+    for (char c : path)
+      quoted += c == '\'' ? std::string("''") : std::string(1, c);
+    options.overrides.push_back("workload.chakra=" + quoted + "'");
+  }
   if (options.balance == "auto")
     return run_balanced(options);
   const scenario::Scenario scenario =
-      scenario::load_scenario(options.scenario, options.overrides, {.check_memory = !options.allow_oom});
-  if (options.allow_oom)
-    for (const auto& problem : scenario::memory_problems(scenario))
-      std::cerr << "warning: " << scenario.file << ": plan: " << problem
-                << " (simulating anyway: --allow-oom)\n";
+      scenario::load_scenario(options.scenario, options.overrides, run_load_options(options));
+  note_long_run(scenario, options);
+  print_scenario_warnings(scenario, options.allow_oom);
   const fs::path out_dir =
       options.out_dir.empty() ? fs::path("runs") / scenario.name : fs::path(options.out_dir);
   std::error_code ec;
@@ -137,9 +185,8 @@ int run_command(const RunOptions& options) {
   // job-level failure run differs, and it runs once per seed after the
   // replay (a 16,384-GPU iteration is replayed once, not K times).
   const bool one_replay = !scenario.perturbations.replay_depends_on_seed();
-  sim::SimulationOptions simulation_options{.iterations = options.iterations,
-                                            .more_failure_seeds = {},
-                                            .progress = options.progress || isatty(STDERR_FILENO) == 1};
+  sim::SimulationOptions simulation_options{
+      .iterations = options.iterations, .more_failure_seeds = {}, .observer = {}};
   std::vector<analysis::SeedOutcome> seeds;
   for (int k = 1; k < options.seeds; ++k) {
     const std::uint64_t seed = scenario.seed + static_cast<std::uint64_t>(k);
@@ -148,7 +195,18 @@ int run_command(const RunOptions& options) {
     else
       seeds.push_back(run_seed_in_child(scenario, seed, options.iterations));
   }
+  // The progress line's ticker starts after the seed children are forked.
+  sim::ProgressLine line(std::cerr, sim::progress_wanted(options.progress), sim::stderr_is_terminal());
+  simulation_options.observer = observe_replay(line, "--set cluster.collectives.fidelity=fast");
+  line.update("building the task graph");
+  line.start_ticker();
   const sim::SimulationResult result = sim::simulate(scenario, simulation_options);
+  // The line stays up while the outputs are written, unless the summary is
+  // printed then (it would land on the line).
+  if (options.quiet)
+    line.update("writing the outputs");
+  else
+    line.close();
   if (options.seeds > 1)
     seeds.insert(seeds.begin(), {scenario.seed, result.iteration_times_s, result.failures});
   const auto& more_seeds = simulation_options.more_failure_seeds;
@@ -188,6 +246,7 @@ int run_command(const RunOptions& options) {
              .repeats = repeats,
              .archive = &archive},
             options.html, options.quiet);
+  line.close();
   return 0;
 }
 

@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "sim/scenario/scenario.hpp"
+
 namespace trainsim::cli {
 
 struct RunOptions {
@@ -22,14 +24,30 @@ struct RunOptions {
   // simulate it against the even split (sim/cli/balance_run.hpp). "off":
   // the scenario as written.
   std::string balance = "off";
-  // A progress line on stderr during the replay (also when stderr is a
-  // terminal).
+  // Show the progress line even when stderr is not a terminal.
   bool progress = false;
+  // --max-memory SIZE: the size guard's limit (default: the memory available).
+  std::string max_memory;
+  // --chakra PATH: replay this Chakra trace on the scenario's cluster (the
+  // scenario's `workload.chakra`, relative to the current directory).
+  std::string chakra;
 };
+
+// How `run` loads its scenario: the memory check unless --allow-oom, and the
+// size guard (sim/scenario/run_size.hpp) with --max-memory or the memory
+// available. Throws InputError for a malformed --max-memory.
+scenario::LoadOptions run_load_options(const RunOptions& options);
+// Says the size estimate up front (stderr) when the run will take a while.
+void note_long_run(const scenario::Scenario& scenario, const RunOptions& options);
 
 // Registers the subcommand; `options` must outlive parsing.
 CLI::App* add_run_command(CLI::App& app, RunOptions& options);
 // Returns the process exit status.
 int run_command(const RunOptions& options);
+
+// What the loader noted (a preset given with --set replacing the file's
+// cluster keys) and, with --allow-oom, why the plan does not fit: printed on
+// stderr before the simulation.
+void print_scenario_warnings(const scenario::Scenario& scenario, bool allow_oom);
 
 }  // namespace trainsim::cli

@@ -8,7 +8,9 @@
 #include <thread>
 
 #include "platforms/input_error.hpp"
+#include "sim/scenario/run_size.hpp"
 #include "sim/study/point_runner.hpp"
+#include "sim/study/slurm_submission.hpp"
 #include "sim/study/study_file.hpp"
 #include "sim/study/study_points.hpp"
 #include "sim/study/study_results.hpp"
@@ -41,6 +43,13 @@ CLI::App* add_sweep_command(CLI::App& app, SweepOptions& options) {
   cmd->add_flag("--allow-oom", options.allow_oom,
                 "Simulate the points whose plan does not fit in GPU memory instead of dropping them (each "
                 "summary still reports its peak and fits_in_memory: false)");
+  cmd->add_option("--slurm", options.slurm_shards,
+                  "Submit the study to Slurm instead of running it here: a job array of N `--shard I/N` "
+                  "tasks and a merge job after them (scripts and logs in OUT/slurm/)")
+      ->check(CLI::Range(1, 100000));
+  cmd->add_option("--sbatch", options.sbatch_arguments,
+                  "With --slurm: one more sbatch option for both jobs (repeatable), e.g. "
+                  "--sbatch=--partition=cpu --sbatch=--cpus-per-task=8 --sbatch=--time=2:00:00");
   return cmd;
 }
 
@@ -66,6 +75,46 @@ void print_dropped(std::ostream& out, const std::vector<sim::StudyPoint>& points
     out << fmt::format("  ... and {} more dropped points (see results.csv)\n", dropped - kShown);
 }
 
+// --slurm N: the points were checked here; the shards run them under Slurm.
+int submit_to_slurm(const SweepOptions& options, const sim::StudyFile& study,
+                    const std::vector<sim::StudyPoint>& points, const fs::path& out_dir) {
+  if (!options.shard.empty())
+    throw platforms::InputError(
+        {"--slurm N submits every shard of the study itself; it cannot be combined "
+         "with --shard I/N"});
+  if (static_cast<std::size_t>(options.slurm_shards) > points.size())
+    throw platforms::InputError(
+        {fmt::format("--slurm {}: the study has only {} points; ask for at most {} "
+                     "shards",
+                     options.slurm_shards, points.size(), points.size())});
+  sim::SlurmSweep sweep;
+  sweep.trainsim_exe = sim::current_executable();
+  sweep.study = options.study;
+  sweep.study_name = study.name;
+  sweep.out_dir = out_dir;
+  sweep.working_dir = fs::current_path();
+  sweep.shards = options.slurm_shards;
+  for (const auto& o : options.overrides)
+    sweep.sweep_arguments.insert(sweep.sweep_arguments.end(), {"--set", o});
+  for (const auto& o : options.only)
+    sweep.sweep_arguments.insert(sweep.sweep_arguments.end(), {"--only", o});
+  sweep.sweep_arguments.insert(sweep.sweep_arguments.end(), {"--keep", options.keep});
+  if (options.allow_oom)
+    sweep.sweep_arguments.push_back("--allow-oom");
+  if (options.jobs > 0)
+    sweep.sweep_arguments.insert(sweep.sweep_arguments.end(), {"-j", std::to_string(options.jobs)});
+  sweep.jobs_from_slurm = options.jobs == 0;
+  sweep.html = options.html;
+  sweep.sbatch_arguments = options.sbatch_arguments;
+  const auto jobs = sim::submit_slurm_sweep(sweep);
+  std::cout << fmt::format(
+      "sweep {}: {} points in {} shards submitted to Slurm: array job {} (shards 0-{}), then merge job {}; "
+      "results in {}\nwatch with: squeue -j {},{}   (scripts and logs in {})\n",
+      study.name, points.size(), options.slurm_shards, jobs.array_job, options.slurm_shards - 1,
+      jobs.merge_job, out_dir.string(), jobs.array_job, jobs.merge_job, (out_dir / "slurm").string());
+  return 0;
+}
+
 }  // namespace
 
 int sweep_command(const SweepOptions& options) {
@@ -81,7 +130,8 @@ int sweep_command(const SweepOptions& options) {
   if (!options.shard.empty())
     shard = sim::parse_shard(options.shard);
 
-  const auto points = sim::prepare_points(study, options.overrides, {.check_memory = !options.allow_oom});
+  const auto points = sim::prepare_points(study, options.overrides,
+                                          scenario::with_size_guard({.check_memory = !options.allow_oom}));
   std::map<std::string, std::size_t> dropped_by_reason;
   for (const auto& p : points)
     if (p.dropped)
@@ -104,6 +154,8 @@ int sweep_command(const SweepOptions& options) {
 
   const fs::path out_dir =
       options.out_dir.empty() ? fs::path("runs") / study.name : fs::path(options.out_dir);
+  if (options.slurm_shards > 0)
+    return submit_to_slurm(options, study, points, out_dir);
   std::error_code ec;
   fs::create_directories(out_dir / "points", ec);
   if (ec)

@@ -18,6 +18,8 @@ struct SweepOptions {
   bool html = false;
   bool quiet = false;
   bool allow_oom = false;  // simulate plans that do not fit in GPU memory too
+  int slurm_shards = 0;    // --slurm N: submit N shards as a Slurm job array and a merge job
+  std::vector<std::string> sbatch_arguments;  // --sbatch ARG: more sbatch options for both jobs
 };
 
 CLI::App* add_sweep_command(CLI::App& app, SweepOptions& options);

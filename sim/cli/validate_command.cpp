@@ -20,11 +20,13 @@
 
 #include "platforms/input_error.hpp"
 #include "platforms/input_file.hpp"
+#include "platforms/number_format.hpp"
 #include "sim/cli/embedded_templates.hpp"
 #include "sim/cli/finite_option.hpp"
 #include "sim/cli/validation_dataset.hpp"
 #include "sim/replay/simulation.hpp"
 #include "sim/scenario/scenario.hpp"
+#include "sim/study/progress.hpp"
 
 namespace trainsim::cli {
 namespace fs = std::filesystem;
@@ -47,6 +49,8 @@ CLI::App* add_validate_command(CLI::App& app, ValidateOptions& options) {
   cmd->add_option("--max-mape", options.max_mape_percent,
                   "Exit with status 3 when the MAPE of the replayed rows exceeds this many percent")
       ->check(finite_number() & CLI::Range(0.0, 1000.0));
+  cmd->add_flag("--progress", options.progress,
+                "Show the progress line on stderr even when it is not a terminal (one line every 10 s)");
   return cmd;
 }
 
@@ -219,7 +223,17 @@ int validate_command(const ValidateOptions& options) {
   std::stable_sort(order.begin(), order.end(),
                    [&](std::size_t a, std::size_t b) { return cost(a) > cost(b); });
   std::map<pid_t, std::size_t> running;
-  std::size_t next = 0;
+  std::size_t next = 0, done = 0;
+  // Updated as rows finish (no ticker: this process forks).
+  sim::ProgressLine line(std::cerr, sim::progress_wanted(options.progress), sim::stderr_is_terminal());
+  auto show = [&] {
+    std::string text =
+        fmt::format("validating: {}/{} rows done, {} running", done, selected.size(), running.size());
+    if (done > 0 && done < selected.size())
+      text += fmt::format(", ~{} left", sim::format_time_left(line.elapsed_s() / static_cast<double>(done) *
+                                                              static_cast<double>(selected.size() - done)));
+    line.update(text);
+  };
   auto row_dir = [&](std::size_t i) { return work / fmt::format("row-{}", selected[i]->line); };
   while (next < order.size() || !running.empty()) {
     while (next < order.size() && static_cast<int>(running.size()) < jobs) {
@@ -236,7 +250,10 @@ int validate_command(const ValidateOptions& options) {
       continue;
     collect(results[it->second], status, row_dir(it->second));
     running.erase(it);
+    ++done;
+    show();
   }
+  line.close();
   fs::remove_all(work);
 
   // Report.
@@ -269,8 +286,9 @@ int validate_command(const ValidateOptions& options) {
         "{:>5} {:>5} {:>7} {:>5} {:>3} {:>3} {:>3} {:>3} {:>12.1f} {:>13.1f} {:>+7.1f}%\n", row.line, row.set,
         params, row.gpus, row.tp, row.dp, row.pp, row.micro_batch, row.measured_ms, r.predicted_ms, error);
     if (csv.is_open())
-      csv << fmt::format("{},{},{},{},{},{},{},{},{:.3f},{:.3f}\n", row.line, row.set, row.gpus, row.tp,
-                         row.dp, row.pp, row.micro_batch, row.measured_ms, r.predicted_ms, error);
+      csv << fmt::format("{},{},{},{},{},{},{},{},{},{}\n", row.line, row.set, row.gpus, row.tp, row.dp,
+                         row.pp, row.micro_batch, units::format_machine(row.measured_ms),
+                         units::format_machine(r.predicted_ms), units::format_machine(error));
   }
   std::cout << '\n';
   for (const std::string set : {"fit", "check"})

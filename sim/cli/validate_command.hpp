@@ -17,6 +17,7 @@ struct ValidateOptions {
   std::string subset = "all";   // all | fit | check
   std::string csv_out;          // optional per-row results
   double max_mape_percent = 0;  // > 0: exit status 3 when the MAPE of all replayed rows is above
+  bool progress = false;        // the progress line even when stderr is not a terminal
 };
 
 CLI::App* add_validate_command(CLI::App& app, ValidateOptions& options);

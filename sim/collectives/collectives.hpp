@@ -13,6 +13,8 @@
 // docs/collectives.md for the algorithms, their closed forms and the
 // calibration of the constants.
 #include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "analysis/timeline.hpp"
@@ -60,9 +62,11 @@ struct CollectivePlan {
 };
 
 // The collective for one request on this platform (fidelity from the
-// cluster's collectives config). Throws std::invalid_argument for a group of
-// fewer than two GPUs or a GPU outside the cluster.
-CollectivePlan make_collective(const CollectiveRequest& request, const ClusterZone& zone);
+// cluster's collectives config, or `fidelity` when given: what a replay at
+// the other fidelity would expand). Throws std::invalid_argument for a group
+// of fewer than two GPUs or a GPU outside the cluster.
+CollectivePlan make_collective(const CollectiveRequest& request, const ClusterZone& zone,
+                               std::optional<platforms::Fidelity> fidelity = std::nullopt);
 
 // What `auto` (or a request for an algorithm that does not apply) resolves to,
 // and the uncontended time estimated for each candidate (NCCL-style tuning on
@@ -73,5 +77,9 @@ struct AlgorithmEstimate {
 };
 std::vector<AlgorithmEstimate> estimate_algorithms(const CollectiveRequest& request, const ClusterZone& zone);
 platforms::CollectiveAlgorithm resolve_algorithm(const CollectiveRequest& request, const ClusterZone& zone);
+// Why the algorithm asked for (the request's, else the cluster's) cannot run
+// this request here, so that `auto`'s choice runs instead ("nvls needs NVLink
+// SHARP ..."); "" when it can, or when nothing in particular was asked.
+std::string algorithm_unavailable_reason(const CollectiveRequest& request, const ClusterZone& zone);
 
 }  // namespace trainsim::sim

@@ -400,7 +400,42 @@ Resolved resolve(const CollectiveRequest& request, const GroupLayout& layout, co
   return r;
 }
 
+// Why `asked` is not among applicable()'s algorithms, in its terms.
+std::string why_not_applicable(CollectiveAlgorithm asked, CollectiveOp op, const GroupLayout& layout,
+                               const ClusterZone& zone) {
+  if (op == CollectiveOp::all_to_all || op == CollectiveOp::send_recv)
+    return fmt::format("{} runs as direct point-to-point transfers", workloads::to_string(op));
+  if (op == CollectiveOp::broadcast)
+    return "broadcast runs as a ring";
+  switch (asked) {
+    case CollectiveAlgorithm::tree:
+      return fmt::format("tree is NCCL's algorithm for all_reduce only, not {}", workloads::to_string(op));
+    case CollectiveAlgorithm::nvls:
+      if (!every_node_has_nvls(layout, zone))
+        return "nvls needs NVLink SHARP in every node's NVSwitch (cluster nvls: true; H100 and later), and "
+               "these nodes have none";
+      return "nvls across nodes needs at least 2 ranks on every node";
+    case CollectiveAlgorithm::hierarchical:
+      return layout.single_node() ? "hierarchical needs ranks on several nodes"
+                                  : "hierarchical needs the same number of ranks, at least 2, on every node";
+    default:
+      return fmt::format("{} does not apply here", to_string(asked));
+  }
+}
+
 }  // namespace
+
+std::string algorithm_unavailable_reason(const CollectiveRequest& request, const ClusterZone& zone) {
+  const auto asked = request.algorithm != CollectiveAlgorithm::automatic ? request.algorithm
+                                                                         : zone.spec().collectives.algorithm;
+  if (asked == CollectiveAlgorithm::automatic || asked == CollectiveAlgorithm::p2p_ring)
+    return "";
+  const auto layout = layout_of(request.gpus, zone);
+  const auto candidates = applicable(request.op, layout, zone);
+  if (std::find(candidates.begin(), candidates.end(), asked) != candidates.end())
+    return "";
+  return why_not_applicable(asked, request.op, layout, zone);
+}
 
 std::vector<AlgorithmEstimate> estimate_algorithms(const CollectiveRequest& request,
                                                    const ClusterZone& zone) {
@@ -411,10 +446,13 @@ CollectiveAlgorithm resolve_algorithm(const CollectiveRequest& request, const Cl
   return resolve(request, layout_of(request.gpus, zone), zone, false).algorithm;
 }
 
-CollectivePlan make_collective(const CollectiveRequest& request, const ClusterZone& zone) {
+CollectivePlan make_collective(const CollectiveRequest& request, const ClusterZone& zone,
+                               std::optional<platforms::Fidelity> fidelity) {
   if (request.gpus.size() < 2)
     throw std::invalid_argument("a collective needs at least two GPUs");
-  const auto& config = zone.spec().collectives;
+  auto config = zone.spec().collectives;
+  if (fidelity)
+    config.fidelity = *fidelity;
   const auto layout = layout_of(request.gpus, zone);
   const auto algorithm = resolve(request, layout, zone, false).algorithm;
   const int fold = std::max(request.fold, 1);

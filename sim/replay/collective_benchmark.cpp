@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <numeric>
 
+#include "sim/collectives/collectives.hpp"
 #include "sim/platform/cluster_zone.hpp"
 #include "sim/platform/engine_setup.hpp"
 #include "sim/replay/replay.hpp"
+#include "sim/replay/replay_cost.hpp"
 
 namespace trainsim::sim {
 
@@ -37,8 +39,8 @@ std::vector<double> size_range(double min_bytes, double max_bytes, double factor
   return sizes;
 }
 
-std::vector<CollectiveBenchmarkRow> run_collective_benchmark(const platforms::ClusterSpec& cluster,
-                                                             const CollectiveBenchmarkOptions& options) {
+CollectiveBenchmark run_collective_benchmark(const platforms::ClusterSpec& cluster,
+                                             const CollectiveBenchmarkOptions& options) {
   workloads::TaskGraph graph;
   graph.gpu_count = cluster.gpu_count();
   std::vector<int> ranks(static_cast<std::size_t>(options.ranks));
@@ -60,9 +62,17 @@ std::vector<CollectiveBenchmarkRow> run_collective_benchmark(const platforms::Cl
   auto engine = make_engine();
   // The engine owns its root netzone and frees it on destruction.
   auto* zone = new ClusterZone(cluster);
-  const auto timeline = replay(graph, *zone);
+  CollectiveBenchmark result;
+  result.algorithm_unavailable = algorithm_unavailable_reason(
+      {options.op, ranks, options.sizes_bytes.front(), 1, options.algorithm}, *zone);
+  if (options.observer.on_cost)
+    options.observer.on_cost(estimate_replay_cost(graph, *zone, 1));
+  ReplayOptions replay_options;
+  replay_options.on_progress = options.observer.on_progress;
+  const auto timeline = replay(graph, *zone, replay_options).timeline;
 
-  std::vector<CollectiveBenchmarkRow> rows(tasks.size());
+  auto& rows = result.rows;
+  rows.resize(tasks.size());
   for (const auto& record : timeline.records) {
     if (record.gpu != 0)
       continue;
@@ -78,7 +88,7 @@ std::vector<CollectiveBenchmarkRow> run_collective_benchmark(const platforms::Cl
       row.channels = choice->channels;
     }
   }
-  return rows;
+  return result;
 }
 
 }  // namespace trainsim::sim

@@ -4,7 +4,10 @@
 // bandwidth. All sizes run back to back in one SimGrid simulation (one engine
 // per process): each collective starts when the previous one ends, so none
 // contends with another, and each is timed from its own start to its end.
+#include <string>
 #include <vector>
+
+#include "sim/replay/replay_observer.hpp"
 
 #include "platforms/cluster_spec.hpp"
 #include "workloads/task_graph.hpp"
@@ -16,6 +19,8 @@ struct CollectiveBenchmarkOptions {
   int ranks = 8;  // GPU ranks 0..ranks-1
   std::vector<double> sizes_bytes;
   platforms::CollectiveAlgorithm algorithm = platforms::CollectiveAlgorithm::automatic;
+  // Told the estimated cost before the run, and its progress.
+  ReplayObserver observer;
 };
 
 struct CollectiveBenchmarkRow {
@@ -34,8 +39,15 @@ double bus_factor(workloads::CollectiveOp op, int ranks);
 // min, min*factor, ... up to max (inclusive), as nccl-tests -b -e -f.
 std::vector<double> size_range(double min_bytes, double max_bytes, double factor);
 
+struct CollectiveBenchmark {
+  std::vector<CollectiveBenchmarkRow> rows;  // one per size
+  // Why the algorithm asked for could not run here, so that `auto`'s choice
+  // ran instead (sim::algorithm_unavailable_reason); "" when it ran.
+  std::string algorithm_unavailable;
+};
+
 // Simulates every size (one call per process).
-std::vector<CollectiveBenchmarkRow> run_collective_benchmark(const platforms::ClusterSpec& cluster,
-                                                             const CollectiveBenchmarkOptions& options);
+CollectiveBenchmark run_collective_benchmark(const platforms::ClusterSpec& cluster,
+                                             const CollectiveBenchmarkOptions& options);
 
 }  // namespace trainsim::sim

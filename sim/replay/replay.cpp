@@ -11,10 +11,8 @@
 #include <algorithm>
 #include <cmath>
 #include <deque>
-#include <iostream>
 #include <limits>
 #include <memory>
-#include <optional>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -24,7 +22,6 @@
 #include "sim/replay/flow_recorder.hpp"
 #include "sim/replay/isolated_run.hpp"
 #include "sim/replay/link_claims.hpp"
-#include "sim/replay/progress_line.hpp"
 #include "sim/replay/route_table.hpp"
 
 namespace trainsim::sim {
@@ -79,12 +76,8 @@ class Replayer {
     sg::Activity::on_completion_cb([this](const sg::Activity& activity) { on_activity_done(activity); });
     if (driver_ != nullptr)
       driver_->start();
-    if (options_.progress)
-      progress_.emplace(std::cerr, graph_.size() * static_cast<std::size_t>(options_.iterations));
     begin_iteration();
     sg::Engine::get_instance()->run();
-    if (progress_)
-      progress_->finish();
     if (iteration_ < options_.iterations && driver_ != nullptr && driver_->waiting_flows() > 0)
       throw platforms::InputError(
           {"the job stalls for good: a link of the perturbations section goes down and never "
@@ -334,6 +327,7 @@ class Replayer {
     if (recording())
       for (const std::uint32_t f : isolated->run.finish_order)
         record_isolated(id, isolated->run.flows[f]);
+    count_flows_done(isolated->run.flows.size());
     finish_collective(id);
     drain();
   }
@@ -358,6 +352,7 @@ class Replayer {
       if (flows[f].end_s > t)
         break;
       done[f] = 1;
+      count_flows_done(1);
       machine->on_flow_done(flows[f].request.tag, released);
       if (recording())
         record_isolated(id, flows[f]);
@@ -435,6 +430,8 @@ class Replayer {
     if (slot.flow != kNoFlow)
       flow_recorder_.finish(slot.flow, now());
     free_slots_.push_back(index);
+    if (slot.route != nullptr)
+      count_flows_done(1);
     const TaskId id = slot.task;
     const auto& task = graph_[id];
     if (task.kind == TaskKind::collective) {
@@ -467,6 +464,26 @@ class Replayer {
     });
   }
 
+  // Masks of powers of two keep the checks cheap; a few hundred tasks or a
+  // few thousand flows take well under the progress line's refresh interval.
+  //
+  // An isolated collective's flows count as done when it ends (or, when
+  // displaced, those that had finished), so that the count follows the
+  // estimate of sim/replay/replay_cost.hpp, which counts every flow.
+  void count_flows_done(std::size_t flows) {
+    const std::size_t before = flows_done_;
+    flows_done_ += flows;
+    if ((before >> 12) != (flows_done_ >> 12))
+      report_progress();
+  }
+
+  void report_progress() {
+    if (options_.on_progress)
+      options_.on_progress({now(), tasks_done_,
+                            graph_.size() * static_cast<std::size_t>(std::max(options_.iterations, 1)),
+                            flows_done_});
+  }
+
   void complete(TaskId id) {
     const auto& task = graph_[id];
     const double end = now();
@@ -481,8 +498,8 @@ class Replayer {
       timeline_.end_s = std::max(timeline_.end_s, end);
     }
     ++completed_;
-    if (progress_)
-      progress_->update(static_cast<std::size_t>(iteration_) * graph_.size() + completed_, now());
+    if ((++tasks_done_ & 255) == 0)
+      report_progress();
     for (auto [e, e_end] = boost::out_edges(id, graph_.graph); e != e_end; ++e) {
       const TaskId next = boost::target(*e, graph_.graph);
       if (--remaining_[next] == 0)
@@ -519,6 +536,8 @@ class Replayer {
   };
   std::vector<Retired> retired_;
   std::size_t completed_ = 0;
+  std::size_t tasks_done_ = 0;  // over every iteration, for the progress reports
+  std::size_t flows_done_ = 0;
   analysis::Timeline timeline_;
   RouteTable routes_;  // and the idle communications of each pair
   FlowRecorder flow_recorder_;
@@ -532,7 +551,6 @@ class Replayer {
   // (below 1 only while a displaced collective's flow resumes).
   double latency_factor_ = 1.0;
   bool latency_factor_installed_ = false;
-  std::optional<ProgressLine> progress_;  // --progress, or stderr a terminal
 };
 
 }  // namespace

@@ -12,6 +12,7 @@
 
 #include "analysis/timeline.hpp"
 #include "sim/platform/cluster_zone.hpp"
+#include "sim/replay/replay_observer.hpp"
 #include "workloads/task_graph.hpp"
 
 namespace trainsim::sim {
@@ -29,10 +30,10 @@ struct ReplayOptions {
   int iterations = 1;
   // Applies the scenario's perturbations (sim/perturbations/driver.hpp).
   PerturbationDriver* perturbations = nullptr;
-  // A progress line on stderr while the replay runs (ProgressLine).
-  bool progress = false;
   // Called when the first iteration ends (energy is read there).
   std::function<void()> on_first_iteration_end;
+  // Called every few hundred finished tasks (the CLI's progress line).
+  std::function<void(const ReplayProgress&)> on_progress;
 };
 
 struct ReplayResult {

@@ -6,12 +6,16 @@
 #include "sim/platform/engine_setup.hpp"
 #include "sim/platform/gpu_energy.hpp"
 #include "sim/replay/replay.hpp"
+#include "sim/replay/replay_cost.hpp"
 #include "sim/scenario/cost_model_choice.hpp"
+#include "sim/scenario/trace_workload.hpp"
 #include "workloads/graph_builder/iteration_builder.hpp"
 
 namespace trainsim::sim {
 
 workloads::TaskGraph build_task_graph(const scenario::Scenario& scenario) {
+  if (scenario.workload)
+    return scenario::import_trace_workload(scenario).graph;
   const auto cost = scenario::make_cost_model(scenario);
   return workloads::build_iteration(scenario.model, scenario.plan, scenario.cluster, *cost);
 }
@@ -37,11 +41,13 @@ SimulationResult simulate(const scenario::Scenario& scenario, const SimulationOp
   ReplayOptions replay_options;
   replay_options.iterations = options.iterations;
   replay_options.perturbations = driver ? &*driver : nullptr;
-  replay_options.progress = options.progress;
   // Energy of the first iteration, read when it ends.
   replay_options.on_first_iteration_end = [&result, zone]() {
     result.timeline.gpu_energy_J = consumed_energy_J(*zone);
   };
+  replay_options.on_progress = options.observer.on_progress;
+  if (options.observer.on_cost)
+    options.observer.on_cost(estimate_replay_cost(result.graph, *zone, options.iterations));
   auto replayed = replay(result.graph, *zone, replay_options);
   auto energy = std::move(result.timeline.gpu_energy_J);
   result.timeline = std::move(replayed.timeline);

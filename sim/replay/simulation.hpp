@@ -10,6 +10,7 @@
 #include "analysis/timeline.hpp"
 #include "sim/perturbations/driver.hpp"
 #include "sim/perturbations/job_failures.hpp"
+#include "sim/replay/replay_observer.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "workloads/task_graph.hpp"
 
@@ -23,9 +24,8 @@ struct SimulationOptions {
   // replay does not depend on the seed: one replay instead of K). Refused
   // when it does (random stragglers).
   std::vector<std::uint64_t> more_failure_seeds;
-  // A progress line on stderr during the replay (`--progress`, or stderr a
-  // terminal).
-  bool progress = false;
+  // Told the replay's estimated cost before it starts, and its progress.
+  ReplayObserver observer;
 };
 
 struct SimulationResult {

@@ -46,12 +46,20 @@ std::vector<platforms::Problem> check(const Scenario& scenario) {
   const auto& plan = scenario.plan;
   std::vector<platforms::Problem> problems;
   const int gpus = scenario.cluster.gpu_count();
-  if (plan.gpu_count() != gpus)
+  if (plan.gpu_count() != gpus) {
+    // The usual cause: a what-if resized the cluster of a scenario that fixes dp.
+    const int model_parallel = plan.tp * plan.pp * plan.cp;
+    const std::string derive =
+        model_parallel > 0 && gpus % model_parallel == 0
+            ? fmt::format(", or dp: auto (--set plan.dp=auto) to derive dp = {} / {} = {}", gpus,
+                          model_parallel, gpus / model_parallel)
+            : std::string();
     problems.push_back(
         {"plan.dp", fmt::format("dp x tp x pp{} = {} x {} x {}{} = {} GPUs, but the cluster has {} ({}); "
-                                "expected the product to equal the GPU count",
+                                "expected the product to equal the GPU count{}",
                                 cp_names(plan), plan.dp, plan.tp, plan.pp, cp_value(plan), plan.gpu_count(),
-                                gpus, cluster_size(scenario))});
+                                gpus, cluster_size(scenario), derive)});
+  }
   for (auto& problem : workloads::plan_problems(scenario.model, plan))
     problems.push_back(std::move(problem));
   return problems;

@@ -9,6 +9,7 @@
 #include "platforms/input_file.hpp"
 #include "platforms/presets.hpp"
 #include "platforms/yaml_reader.hpp"
+#include "sim/scenario/scenario_keys.hpp"
 #include "sim/scenario/sections.hpp"
 
 namespace trainsim::scenario {
@@ -23,7 +24,7 @@ platforms::ClusterSpec read_cluster(YAML::Node root, const std::string& file,
     platforms::apply_override(root, o, source, errors);
   errors.throw_if_any();
   Scenario scenario;
-  platforms::MapReader top(root, "", source, errors);
+  platforms::MapReader top(root, "", source, errors, &scenario_keys());
   if (auto cluster = top.map("cluster"))
     read_cluster_section(*cluster, scenario);
   else

@@ -12,6 +12,7 @@
 #include "platforms/calibrated_defaults.hpp"
 #include "platforms/fabric_layout.hpp"
 #include "platforms/presets.hpp"
+#include "platforms/spelling.hpp"
 #include "sim/scenario/sections.hpp"
 
 namespace trainsim::scenario {
@@ -294,18 +295,74 @@ void read_collectives(std::optional<platforms::MapReader> c, platforms::Collecti
   c->finish();
 }
 
+std::vector<std::string_view> preset_names() {
+  std::vector<std::string_view> names;
+  for (const auto& preset : platforms::cluster_presets())
+    names.push_back(preset.name);
+  return names;
+}
+
+// The scenario's cluster keys a `--set cluster.preset=NAME` replaces: a
+// preset chosen on the command line swaps the hardware, so the file's own
+// description of it (gpu, nvlink, nic, fabric, ...) gives way to the
+// preset's, and only the job's size (`nodes`) and other `--set` options stay.
+// Returns the file's map without them; `replaced` gets their names.
+YAML::Node keep_for_command_line_preset(const platforms::MapReader& c, const platforms::InputSource& source,
+                                        std::vector<std::string>& replaced) {
+  auto from_set = [&](const std::string& path, const YAML::Node& node) {
+    return source.where(path, node).rfind("--set", 0) == 0;
+  };
+  std::function<YAML::Node(const YAML::Node&, const std::string&, bool)> keep =
+      [&](const YAML::Node& map, const std::string& path, bool top) {
+        YAML::Node out(YAML::NodeType::Map);
+        for (const auto& kv : map) {
+          const std::string key = kv.first.Scalar();
+          const std::string child = path + "." + key;
+          if ((top && (key == "preset" || key == "nodes")) || from_set(child, kv.second)) {
+            out.force_insert(kv.first, kv.second);
+          } else if (kv.second.IsMap()) {
+            YAML::Node kept = keep(kv.second, child, false);
+            if (kept.size() > 0)
+              out.force_insert(kv.first, kept);
+            if (top)
+              replaced.push_back(key);
+          } else if (top) {
+            replaced.push_back(key);
+          }
+        }
+        return out;
+      };
+  return keep(c.node(), c.key_path(""), true);
+}
+
 // Sets up `cluster` as the preset with the scenario's keys on top: maps merge
 // key by key, anything else (values, lists) replaces. Errors in values that
 // come from the preset name the preset's file and line.
-YAML::Node merge_preset(platforms::MapReader& c, const platforms::InputSource& source) {
+YAML::Node merge_preset(platforms::MapReader& c, const platforms::InputSource& source,
+                        std::vector<std::string>& notes) {
   auto name = c.text("preset");
   if (!name)
     return c.node();
   const auto* preset = platforms::find_cluster_preset(*name);
   if (preset == nullptr) {
-    c.error("preset", fmt::format("unknown cluster preset '{}' (expected one of {})", *name,
-                                  platforms::cluster_preset_names()));
+    c.error("preset",
+            fmt::format("unknown cluster preset '{}'{} (expected one of {})", *name,
+                        platforms::did_you_mean(*name, preset_names()), platforms::cluster_preset_names()));
     return c.node();
+  }
+  YAML::Node top = c.node();
+  if (const std::string option = c.where("preset"); option.rfind("--set", 0) == 0) {
+    std::vector<std::string> replaced;
+    top = keep_for_command_line_preset(c, source, replaced);
+    if (!replaced.empty()) {
+      std::string keys;
+      for (const auto& k : replaced)
+        keys += (keys.empty() ? "" : ", ") + k;
+      notes.push_back(fmt::format(
+          "{}: the preset's values replace the scenario's own cluster keys {} (kept: nodes and other --set "
+          "options; add --set cluster.KEY=VALUE to set one on top of the preset)",
+          option, keys));
+    }
   }
   YAML::Node base = YAML::Load(std::string(preset->text))["cluster"];
   const auto& origins = source;
@@ -357,7 +414,7 @@ YAML::Node merge_preset(platforms::MapReader& c, const platforms::InputSource& s
           }
         }
       };
-  overlay(base, c.node(), c.key_path(""));
+  overlay(base, top, c.key_path(""));
   if (base["preset"])
     c.error("preset", fmt::format("the preset '{}' names another preset, which is not supported", *name));
   return base;
@@ -367,10 +424,10 @@ YAML::Node merge_preset(platforms::MapReader& c, const platforms::InputSource& s
 
 bool read_cluster_section(platforms::MapReader& outer, Scenario& scenario) {
   const std::size_t before = outer.error_count();
-  const YAML::Node merged = merge_preset(outer, outer.source());
+  const YAML::Node merged = merge_preset(outer, outer.source(), scenario.notes);
   if (outer.error_count() != before)
     return false;  // an unknown preset: the rest would only repeat it
-  platforms::MapReader c(merged, outer.key_path(""), outer.source(), outer.errors());
+  platforms::MapReader c(merged, outer.key_path(""), outer.source(), outer.errors(), outer.table());
   c.accept("preset");
   const std::string preset = outer.has("preset") ? outer.node()["preset"].Scalar() : "";
 

@@ -13,7 +13,9 @@
 #include "sim/scenario/document.hpp"
 #include "sim/scenario/infeasible_plan.hpp"
 #include "sim/scenario/memory_check.hpp"
+#include "sim/scenario/run_size.hpp"
 #include "sim/scenario/scenario.hpp"
+#include "sim/scenario/scenario_keys.hpp"
 #include "sim/scenario/sections.hpp"
 
 namespace trainsim::scenario {
@@ -35,7 +37,7 @@ Scenario load_document(const YAML::Node& root, const platforms::InputSource& sou
   platforms::ErrorList errors;
   Scenario scenario;
   scenario.file = file;
-  platforms::MapReader top(root, "", source, errors);
+  platforms::MapReader top(root, "", source, errors, &scenario_keys());
   scenario.name = top.text("name").value_or(std::filesystem::path(file).stem().string());
   top.text("description");
   if (auto seed = top.integer("seed", 0, std::numeric_limits<long long>::max()))
@@ -54,16 +56,32 @@ Scenario load_document(const YAML::Node& root, const platforms::InputSource& sou
   bool ok = true;
   auto cluster = required_map(top, "cluster", "a preset or gpu, nodes, gpus_per_node, nvlink, nic, fabric");
   ok = cluster && read_cluster_section(*cluster, scenario) && ok;
-  auto model = required_map(top, "model", "a preset or layers, hidden, heads, seq_len, vocab");
-  ok = model && read_model_section(*model, scenario) && ok;
-  auto plan = required_map(top, "plan", "dp, tp, pp, micro_batch_size, global_batch_size, schedule");
-  ok = plan && read_plan_section(*plan, scenario) && ok;
+  // A trace replaces the model and the plan (sim/scenario/workload_section.cpp).
+  const bool trace = top.has("workload");
+  std::optional<platforms::MapReader> plan;
+  if (trace) {
+    for (const char* key : {"model", "plan"})
+      if (top.has(key)) {
+        top.accept(key);
+        top.error(key,
+                  "a scenario with a `workload` section replays that trace, which brings its own work and "
+                  "parallelism; take this section out");
+      }
+    auto workload = top.map("workload");
+    ok = workload && cluster && ok && read_workload_section(*workload, scenario) && ok;
+  } else {
+    auto model = required_map(top, "model", "a preset or layers, hidden, heads, seq_len, vocab");
+    ok = model && read_model_section(*model, scenario) && ok;
+    plan = required_map(top, "plan", "dp, tp, pp, micro_batch_size, global_batch_size, schedule");
+    ok = plan && read_plan_section(*plan, scenario) && ok;
+  }
   if (top.has("perturbations"))
     if (auto perturbations = top.map("perturbations"); perturbations && ok)
       ok = read_perturbations_section(*perturbations, scenario) && ok;
   top.finish();
   errors.throw_if_any();
-  if (ok) {
+  // A replayed trace has no plan to check (sim/scenario/workload_section.cpp).
+  if (ok && !trace) {
     // Typed checks (sim/scenario/checks.hpp), each problem located at the
     // key's value in this document or the --set option that gave it.
     auto problems = resolve_plan(scenario);
@@ -78,10 +96,14 @@ Scenario load_document(const YAML::Node& root, const platforms::InputSource& sou
     } catch (const platforms::InputError& e) {
       throw InfeasiblePlan(Infeasibility::invalid_plan, e.problems());
     }
+    // A plan too large to simulate here: refused before anything big is built.
+    if (options.max_run_memory_bytes > 0)
+      check_run_size(scenario, estimate_run_size(scenario, options.iterations), options);
     // A plan that runs, but not in the GPUs' memory.
     if (options.check_memory) {
       for (const auto& problem : memory_problems(scenario))
-        errors.add(platforms::locate_problem(root, source, {"plan", problem}));
+        errors.add(platforms::locate_problem(root, source,
+                                             {"plan", problem + ", or --allow-oom to simulate anyway"}));
       try {
         errors.throw_if_any();
       } catch (const platforms::InputError& e) {

@@ -21,6 +21,9 @@ workloads::MemoryEstimate estimate_scenario_memory(const Scenario& scenario, int
 std::vector<std::string> memory_problems(const Scenario& scenario) {
   using units::format_bytes;
   using workloads::MemoryKind;
+  // A replayed trace says nothing about memory: nothing to check.
+  if (scenario.workload)
+    return {};
   const auto& plan = scenario.plan;
   // Replicas with uneven micro-batch shares (plan.dp_micro_batches) run
   // different schedules: each share is checked on its own replicas' GPUs.
@@ -29,7 +32,15 @@ std::vector<std::string> memory_problems(const Scenario& scenario) {
     if (std::find(shares.begin(), shares.end(), plan.micro_batches_of(dp)) == shares.end())
       shares.push_back(plan.micro_batches_of(dp));
   std::sort(shares.begin(), shares.end());
-  std::vector<std::string> problems;
+  // Every stage that does not fit: the first is described in full, the
+  // others named after it with their peaks (one message, not one per stage).
+  struct Overflow {
+    int gpu;
+    int count;
+    double capacity_bytes;
+    workloads::StageMemoryEstimate stage;
+  };
+  std::vector<Overflow> overflows;
   for (const int m : shares) {
     const auto estimate = estimate_scenario_memory(scenario, m);
     for (const auto& stage : estimate.stages) {
@@ -42,28 +53,40 @@ std::vector<std::string> memory_problems(const Scenario& scenario) {
         if (gpu < 0 || scenario.cluster.gpu_of(g).hbm_bytes < scenario.cluster.gpu_of(gpu).hbm_bytes)
           gpu = g;
       }
-      const auto& spec = scenario.cluster.gpu_of(gpu);
-      if (stage.peak_bytes <= spec.hbm_bytes)
-        continue;
-      const auto& b = stage.at_peak;
-      const std::string others =
-          count > 1 ? fmt::format(", like the stage's other {} GPU{}", count - 1, count > 2 ? "s" : "") : "";
-      problems.push_back(fmt::format(
-          "does not fit in GPU memory: GPU {} (pipeline stage {}, node {}{}) needs {} at its peak{}, but the "
-          "{} has "
-          "{}: weights {}, gradients {}, optimizer state {}, activations {} ({} micro-batch forward{} held), "
-          "buffers {}; expected a plan that fits (recompute: selective or full, a smaller micro_batch_size, "
-          "more "
-          "tp or pp, sequence_parallel, zero_stage 1-3), or `trainsim run --allow-oom` to simulate anyway",
-          gpu, stage.stage, scenario.cluster.locate(gpu).node, others, format_bytes(stage.peak_bytes),
-          stage.peak_op.empty() ? std::string() : fmt::format(" (at {})", stage.peak_op), spec.name,
-          format_bytes(spec.hbm_bytes), format_bytes(b[MemoryKind::weights]),
-          format_bytes(b[MemoryKind::gradients]), format_bytes(b[MemoryKind::optimizer]),
-          format_bytes(b[MemoryKind::activations]), stage.max_forwards_held,
-          stage.max_forwards_held == 1 ? "" : "s", format_bytes(b[MemoryKind::buffers])));
+      const double capacity = scenario.cluster.gpu_of(gpu).hbm_bytes;
+      if (stage.peak_bytes > capacity)
+        overflows.push_back({gpu, count, capacity, stage});
     }
   }
-  return problems;
+  if (overflows.empty())
+    return {};
+  const auto worst = overflows.begin();  // in stage order
+  const auto& stage = worst->stage;
+  const auto& spec = scenario.cluster.gpu_of(worst->gpu);
+  const auto& b = stage.at_peak;
+  const std::string others = worst->count > 1 ? fmt::format(", like the stage's other {} GPU{}",
+                                                            worst->count - 1, worst->count > 2 ? "s" : "")
+                                              : "";
+  std::string also;
+  for (const auto& o : overflows)
+    if (&o != &*worst)
+      also += fmt::format("{}stage {} ({} on GPU {})", also.empty() ? "" : ", ", o.stage.stage,
+                          format_bytes(o.stage.peak_bytes), o.gpu);
+  return {fmt::format(
+      "does not fit in GPU memory: GPU {} (pipeline stage {}, node {}{}) needs {} at its peak{}, but the {} "
+      "has "
+      "{}: weights {}, gradients {}, optimizer state {}, activations {} ({} micro-batch forward{} held), "
+      "buffers {}{}; expected a plan that fits (recompute: selective or full, a smaller micro_batch_size, "
+      "more "
+      "tp or pp, sequence_parallel, zero_stage 1-3)",
+      worst->gpu, stage.stage, scenario.cluster.locate(worst->gpu).node, others,
+      format_bytes(stage.peak_bytes),
+      stage.peak_op.empty() ? std::string() : fmt::format(" (at {})", stage.peak_op), spec.name,
+      format_bytes(spec.hbm_bytes), format_bytes(b[MemoryKind::weights]),
+      format_bytes(b[MemoryKind::gradients]), format_bytes(b[MemoryKind::optimizer]),
+      format_bytes(b[MemoryKind::activations]), stage.max_forwards_held,
+      stage.max_forwards_held == 1 ? "" : "s", format_bytes(b[MemoryKind::buffers]),
+      also.empty() ? std::string() : fmt::format("; nor do {}", also))};
 }
 
 std::vector<int> ranks_out_of_memory(const Scenario& scenario) {

@@ -15,10 +15,12 @@ namespace trainsim::scenario {
 // data-parallel replica runs).
 workloads::MemoryEstimate estimate_scenario_memory(const Scenario& scenario, int micro_batches = 0);
 
-// One message per pipeline stage whose peak exceeds the memory of one of its
-// GPUs (the smallest, on a mixed cluster), naming that GPU (rank, stage,
-// node), the peak and the capacity, with the breakdown; empty when the plan
-// fits. Messages carry no file location (the loader adds it).
+// Empty when the plan fits; otherwise one message: the first pipeline stage
+// whose peak exceeds the memory of one of its GPUs (the smallest, on a mixed
+// cluster), naming that GPU (rank, stage, node), the peak, the capacity and
+// the breakdown, then the other stages that do not fit. The
+// message carries no file location and no remedy beyond the plan's (the
+// loader adds both: `--allow-oom` when it refuses).
 std::vector<std::string> memory_problems(const Scenario& scenario);
 
 // The pipeline ranks whose peak exceeds the memory of one of their GPUs (any

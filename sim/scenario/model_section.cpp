@@ -6,6 +6,8 @@
 
 #include <algorithm>
 
+#include "platforms/spelling.hpp"
+#include "sim/scenario/key_aliases.hpp"
 #include "sim/scenario/sections.hpp"
 
 namespace trainsim::scenario {
@@ -20,6 +22,7 @@ void read_moe(platforms::MapReader& parent, workloads::ModelSpec& model) {
   auto m = parent.map("moe");
   if (!m)
     return;
+  m->set_aliases(kMoeKeyAliases);
   const std::size_t before = m->error_count();
   const bool from_preset = model.is_moe();
   auto& moe = model.moe;
@@ -81,15 +84,24 @@ void validate_moe(platforms::MapReader& m, const workloads::ModelSpec& model) {
 
 bool read_model_section(platforms::MapReader& m, Scenario& scenario) {
   const std::size_t before = m.error_count();
+  m.set_aliases(kModelKeyAliases);
   workloads::ModelSpec model;
   const bool preset = m.has("preset");
   workloads::ModelSpec base;
   if (auto name = m.text("preset")) {
     if (auto found = workloads::find_model_preset(*name))
       model = base = *found;
-    else
-      m.error("preset", fmt::format("unknown model preset '{}' (expected one of {})", *name,
-                                    workloads::model_preset_names_for_message()));
+    else {
+      const std::string names = workloads::model_preset_names_for_message();
+      std::vector<std::string_view> known;
+      for (std::size_t start = 0; start < names.size();) {
+        const auto end = std::min(names.find(", ", start), names.size());
+        known.push_back(std::string_view(names).substr(start, end - start));
+        start = end + 2;
+      }
+      m.error("preset", fmt::format("unknown model preset '{}'{} (expected one of {})", *name,
+                                    platforms::did_you_mean(*name, known), names));
+    }
   }
   auto field = [&](std::string_view key, int& out) {
     if (auto v = m.integer(key, 1, kMaxCount))

@@ -4,6 +4,7 @@
 // sim/scenario/checks.cpp.
 #include <fmt/format.h>
 
+#include "sim/scenario/key_aliases.hpp"
 #include "sim/scenario/sections.hpp"
 #include "workloads/schedule.hpp"
 
@@ -13,6 +14,7 @@ bool read_plan_section(platforms::MapReader& p, Scenario& scenario) {
   using workloads::Recompute;
   using workloads::ScheduleKind;
   const std::size_t before = p.error_count();
+  p.set_aliases(kPlanKeyAliases);
   auto& plan = scenario.plan;
   plan.dp = 0;  // 0: derive from the GPU count ("auto")
   if (auto text = p.text("dp"); text && *text != "auto") {

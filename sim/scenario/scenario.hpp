@@ -13,6 +13,15 @@
 
 namespace trainsim::scenario {
 
+// A workload recorded or generated elsewhere (the `workload` section),
+// replayed instead of a model and a plan: one Chakra execution trace file
+// per GPU rank (sim/scenario/trace_workload.hpp).
+struct TraceWorkload {
+  std::string chakra;       // the trace: a folder, a file prefix or one .et file (absolute)
+  std::string comm_groups;  // ASTRA-sim's communicator groups file (absolute; empty: none)
+  int ranks = 0;            // rank files found
+};
+
 struct Scenario {
   std::string name;
   std::string file;
@@ -24,6 +33,12 @@ struct Scenario {
   std::optional<double> compute_efficiency;
   // Slow GPUs, stragglers, link faults, failures (the `perturbations` section).
   Perturbations perturbations;
+  // What the loader did that the user may not expect (a preset chosen with
+  // --set replacing the file's cluster keys): the CLI prints each as a note.
+  std::vector<std::string> notes;
+  // Set when the scenario replays a trace; `model` then only names it and
+  // `plan` is data parallelism over every GPU (one pipeline stage).
+  std::optional<TraceWorkload> workload;
 };
 
 struct LoadOptions {
@@ -32,6 +47,12 @@ struct LoadOptions {
   // (does_not_fit_in_memory) when it does not. `trainsim run --allow-oom`
   // turns it off.
   bool check_memory = true;
+  // The size guard (sim/scenario/run_size.hpp), checked before the memory
+  // model walks every rank's op list: refuse a run whose estimated memory
+  // exceeds `max_run_memory_bytes` (0: no guard).
+  double max_run_memory_bytes = 0;
+  std::string memory_limit_from{};  // "--max-memory 8GiB", "the memory available on this machine"
+  int iterations = 1;               // replayed (`run --iterations N`)
 };
 
 // Reads `path`, applies the `--set KEY=VALUE` overrides in order, then parses

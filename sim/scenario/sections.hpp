@@ -16,6 +16,12 @@ bool read_plan_section(platforms::MapReader& plan, Scenario& scenario);
 // and links (scenario_perturbations.cpp).
 bool read_perturbations_section(platforms::MapReader& perturbations, Scenario& scenario);
 
+// The `workload` section (workload_section.cpp): a Chakra trace replayed
+// instead of a model and plan; read after the cluster, whose GPU count the
+// trace must fit. Fills scenario.workload, and the model and plan the
+// reports describe it with.
+bool read_workload_section(platforms::MapReader& workload, Scenario& scenario);
+
 // The plan's parallelism options (scenario_plan_options.cpp): sequence and
 // context parallelism, zero_stage, gradient buckets. Read with the plan
 // section, validated with it.

@@ -383,6 +383,7 @@ PlanSearch prepare_plan_search(const PlanSearchRequest& request) {
   search.pruned = space.pruned;
   search.enumerated = space.enumerated;
 
+  std::size_t checked = 0;
   // Every candidate is the base scenario with the search's axes set,
   // checked by the same typed rules as `trainsim run` (sim/scenario/checks.hpp),
   // then by the memory model.
@@ -395,6 +396,8 @@ PlanSearch prepare_plan_search(const PlanSearchRequest& request) {
     return without_synthetic_location(platforms::locate_problem(base.root, base.source, problem), request);
   };
   for (const auto& plan : space.candidates) {
+    if (request.on_progress)
+      request.on_progress(checked++, space.candidates.size());
     const std::string key = workloads::plan_key(plan);
     scenario::Scenario candidate = search.base;
     candidate.name = fmt::format("plan-{}", key);

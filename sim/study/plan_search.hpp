@@ -7,6 +7,7 @@
 // the CLI (sim/cli/plan_command.cpp) composes the two and reports.
 #include <array>
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,9 @@ struct PlanSearchRequest {
   // axis to the value instead; plan.dp is derived and may not be set.
   std::vector<std::string> overrides;
   std::string fidelity = "fast";  // cluster.collectives.fidelity of the simulations ("": the cluster's)
+  // Told after each enumerated plan is checked and estimated (the CLI's
+  // progress line): plans checked so far, plans to check.
+  std::function<void(std::size_t checked, std::size_t total)> on_progress;
 };
 
 struct PlanCandidate {

@@ -22,6 +22,20 @@ namespace trainsim::sim {
 namespace fs = std::filesystem;
 namespace {
 
+// --keep summary: of a finished point, only what the study needs (its
+// summary.json, and scenario.yaml to resume) and run.log stay; every other
+// output of `trainsim run` (CSVs, trace, plots, run.trainsim) goes.
+void keep_only_summary(const fs::path& dir) {
+  std::vector<fs::path> extra;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    const auto name = entry.path().filename().string();
+    if (name != "summary.json" && name != "scenario.yaml" && name != "run.log")
+      extra.push_back(entry.path());
+  }
+  for (const auto& path : extra)
+    fs::remove_all(path);
+}
+
 using nlohmann::ordered_json;
 using Clock = std::chrono::steady_clock;
 
@@ -154,10 +168,13 @@ void Pool::launch(std::size_t j) {
   fs::remove_all(dir);
   fs::create_directories(dir);
   write_text(dir / "scenario.yaml", jobs_[j].scenario_yaml);
-  const std::string scenario = (dir / "scenario.yaml").string();
-  const std::string out = dir.string();
+  // The point runs inside its folder, so its outputs name their scenario
+  // "scenario.yaml" (the file next to them), never the folder's path: a
+  // point's bytes do not depend on --out, and do not name the .partial
+  // folder that is renamed once it finishes.
+  const std::string dir_text = dir.string();
   const std::string log = (dir / "run.log").string();
-  std::vector<std::string> args{options_.trainsim_exe, "run", scenario, "--out", out, "--quiet"};
+  std::vector<std::string> args{options_.trainsim_exe, "run", "scenario.yaml", "--out", ".", "--quiet"};
   args.insert(args.end(), options_.run_arguments.begin(), options_.run_arguments.end());
   std::vector<char*> argv;
   for (auto& a : args)
@@ -171,7 +188,7 @@ void Pool::launch(std::size_t j) {
     // Child: only async-signal-safe calls until exec.
     const int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     const int null_fd = ::open("/dev/null", O_RDONLY);
-    if (log_fd < 0 || null_fd < 0)
+    if (log_fd < 0 || null_fd < 0 || ::chdir(dir_text.c_str()) != 0)
       ::_exit(127);
     ::dup2(null_fd, STDIN_FILENO);
     ::dup2(log_fd, STDOUT_FILENO);
@@ -199,8 +216,7 @@ void Pool::reaped(pid_t pid, int raw_status, bool interrupting) {
   outcome.wall_s = wall_s;
   if (summary) {
     if (options_.keep == KeepOutputs::summary)
-      for (const char* name : {"timeline.csv", "trace.json"})
-        fs::remove(dir / name);
+      keep_only_summary(dir);
     replace_dir(dir, final_dir(j));
     outcome.state = PointState::simulated;
     outcome.summary = std::move(*summary);

@@ -41,7 +41,8 @@ struct PointOutcome {
 };
 
 // Which outputs of a point to keep: everything `trainsim run` writes, or
-// only summary.json (for big studies, where traces would fill the disk).
+// only summary.json (with scenario.yaml and run.log; for big studies, where
+// traces, tables and archives would fill the disk).
 enum class KeepOutputs { all, summary };
 
 struct RunnerOptions {

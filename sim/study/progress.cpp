@@ -5,7 +5,11 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <condition_variable>
 #include <ostream>
+#include <thread>
+
+#include "platforms/number_format.hpp"
 
 namespace trainsim::sim {
 
@@ -33,12 +37,18 @@ std::string progress_bar_line(const ProgressCounts& c, double elapsed_s, int wid
   text += fmt::format("  {} running  {} elapsed", c.running, format_time_left(elapsed_s));
   const auto left = estimate_time_left_s(c, elapsed_s);
   text += left ? fmt::format("  ~{} left", format_time_left(*left)) : std::string("  estimating time left");
-  const int bar_width = std::max(0, std::min(40, width - 3 - static_cast<int>(text.size())));
+  // The bar keeps one width whatever the text says (it only depends on the
+  // terminal's width); the text is cut, not the bar.
+  const int bar_width = std::min(30, width / 4);
   if (bar_width < 5)
     return text.substr(1, static_cast<std::size_t>(std::max(0, width - 1)));
   const int filled =
       c.total == 0 ? bar_width : static_cast<int>(bar_width * static_cast<double>(c.done) / c.total);
-  return fmt::format("[{}{}]{}", std::string(filled, '#'), std::string(bar_width - filled, '-'), text);
+  std::string line =
+      fmt::format("[{}{}]{}", std::string(filled, '#'), std::string(bar_width - filled, '-'), text);
+  if (static_cast<int>(line.size()) > width)
+    line.resize(static_cast<std::size_t>(std::max(0, width)));
+  return line;
 }
 
 Progress::Progress(std::ostream& out, ProgressStyle style, std::size_t total)
@@ -111,6 +121,116 @@ void Progress::clear_bar() {
 void Progress::close() {
   clear_bar();
   out_ << std::flush;
+}
+
+struct ProgressLine::Ticker {
+  std::thread thread;
+  std::condition_variable wake;
+  bool stop = false;
+};
+
+ProgressLine::ProgressLine(std::ostream& out, bool enabled, bool in_place)
+    : out_(out), enabled_(enabled), in_place_(in_place), start_(std::chrono::steady_clock::now()) {}
+
+ProgressLine::~ProgressLine() {
+  close();
+}
+
+double ProgressLine::elapsed_s() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+}
+
+void ProgressLine::update(std::string text) {
+  const std::lock_guard lock(mutex_);
+  text_ = std::move(text);
+  draw_locked(false);
+}
+
+void ProgressLine::print_above(const std::string& line) {
+  const std::lock_guard lock(mutex_);
+  clear_locked();
+  out_ << line << '\n' << std::flush;
+  draw_locked(true);
+}
+
+void ProgressLine::draw_locked(bool force) {
+  if (!enabled_ || text_.empty())
+    return;
+  const auto now = std::chrono::steady_clock::now();
+  const double elapsed = std::chrono::duration<double>(now - start_).count();
+  if (elapsed < 1.0)
+    return;  // quick work stays silent
+  const auto since = now - last_draw_;
+  const auto interval = in_place_ ? std::chrono::milliseconds(100) : std::chrono::milliseconds(10000);
+  if (!force && shown_ && since < interval)
+    return;
+  if (!in_place_ && force && shown_ && since < interval)
+    return;  // a line per interval, even when a note came in between
+  last_draw_ = now;
+  std::string line = fmt::format("{} [{}]", text_, format_time_left(elapsed));
+  if (in_place_) {
+    const auto width = static_cast<std::size_t>(std::max(20, terminal_width() - 1));
+    if (line.size() > width)
+      line.resize(width);
+    out_ << "\r\033[K" << line << std::flush;
+  } else {
+    out_ << line << '\n' << std::flush;
+  }
+  shown_ = true;
+}
+
+void ProgressLine::clear_locked() {
+  if (in_place_ && shown_)
+    out_ << "\r\033[K" << std::flush;
+  if (in_place_)
+    shown_ = false;
+}
+
+void ProgressLine::start_ticker() {
+  if (!enabled_ || ticker_)
+    return;
+  ticker_ = std::make_unique<Ticker>();
+  ticker_->thread = std::thread([this] {
+    std::unique_lock lock(mutex_);
+    while (!ticker_->stop) {
+      ticker_->wake.wait_for(lock, std::chrono::milliseconds(100));
+      if (!ticker_->stop)
+        draw_locked(false);
+    }
+  });
+}
+
+void ProgressLine::stop_ticker() {
+  if (!ticker_)
+    return;
+  {
+    const std::lock_guard lock(mutex_);
+    ticker_->stop = true;
+  }
+  ticker_->wake.notify_all();
+  ticker_->thread.join();
+  ticker_.reset();
+}
+
+void ProgressLine::close() {
+  stop_ticker();
+  const std::lock_guard lock(mutex_);
+  clear_locked();
+  text_.clear();
+}
+
+bool stderr_is_terminal() {
+  return ::isatty(STDERR_FILENO) != 0;
+}
+
+bool progress_wanted(bool forced) {
+  return forced || stderr_is_terminal();
+}
+
+std::string format_count_short(double count) {
+  if (count < 1e4)
+    return fmt::format("{:.0f}", count);
+  return units::format_si(count, "");
 }
 
 int terminal_width() {

@@ -1,4 +1,5 @@
 #include "sim/study/study_file.hpp"
+#include "sim/study/study_keys.hpp"
 
 #include <fmt/format.h>
 
@@ -172,7 +173,7 @@ void StudyReader::read_plots(const YAML::Node& node) {
   std::set<std::string> files;
   for (std::size_t i = 0; i < node.size(); ++i) {
     const std::string path = fmt::format("sweep.plots[{}]", i);
-    platforms::MapReader p(node[i], path, source_, errors_);
+    platforms::MapReader p(node[i], path, source_, errors_, &plot_keys());
     const std::size_t before = errors_.size();
     analysis::PlotSpec spec;
     for (const char* required : {"x", "y"})
@@ -234,7 +235,7 @@ void StudyReader::read_plots(const YAML::Node& node) {
 }
 
 void StudyReader::read_sweep(const YAML::Node& node) {
-  platforms::MapReader sweep(node, "sweep", source_, errors_);
+  platforms::MapReader sweep(node, "sweep", source_, errors_, &sweep_keys());
   if (node.IsMap() && !sweep.has("grid") && !sweep.has("zip"))
     sweep.error("", "expected `grid` (a cartesian product) and/or `zip` (parallel lists) of scenario keys");
   if (sweep.has("grid")) {

@@ -1,12 +1,16 @@
 // The automatic collective representation (docs/collectives.md, "Fidelity")
 // against the detailed flows it stands for, through the real binary: every
 // task's start and end, every GPU's totals and every link's statistics must
-// be the same, on a plan where nothing contends (every collective computed
-// alone) and on one where data-parallel buckets and pipeline sends cross
-// oversubscribed uplinks (collectives displaced mid-way and run as flows).
+// be the same digit for digit on a plan where nothing contends (every
+// collective computed alone), and the same up to a displaced flow's
+// whole-byte rounding on one where data-parallel buckets and pipeline sends
+// cross oversubscribed uplinks (collectives displaced mid-way and run as
+// flows).
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -74,6 +78,59 @@ void expect_same_answers(const Outputs& detailed, const Outputs& automatic) {
   EXPECT_EQ(detailed.summary["iteration_time_s"], automatic.summary["iteration_time_s"]);
 }
 
+// Two CSV rows with the same fields, numbers within `tolerance` (relative,
+// and absolute near zero) of each other and every other field identical.
+bool rows_agree(const std::string& a, const std::string& b, double tolerance) {
+  std::istringstream in_a(a), in_b(b);
+  std::string x, y;
+  while (true) {
+    const bool more_a = static_cast<bool>(std::getline(in_a, x, ','));
+    const bool more_b = static_cast<bool>(std::getline(in_b, y, ','));
+    if (more_a != more_b)
+      return false;
+    if (!more_a)
+      return true;
+    if (x == y)
+      continue;
+    char* end_x = nullptr;
+    char* end_y = nullptr;
+    const double u = std::strtod(x.c_str(), &end_x);
+    const double v = std::strtod(y.c_str(), &end_y);
+    if (*end_x != '\0' || *end_y != '\0' || x.empty() || y.empty() ||
+        std::abs(u - v) > tolerance * std::max(1e-2, std::max(std::abs(u), std::abs(v))))
+      return false;
+  }
+}
+
+void expect_rows_agree(const std::vector<std::string>& a, const std::vector<std::string>& b,
+                       double tolerance) {
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t k = 0; k < a.size(); ++k)
+    EXPECT_TRUE(rows_agree(a[k], b[k], tolerance)) << a[k] << "\n" << b[k];
+}
+
+// A displaced collective's flows resume with their remaining bytes rounded
+// to whole bytes (SimGrid's payload is an integer): at most half a byte per
+// resumed flow, picoseconds on these links (docs/collectives.md): 4e-10 of
+// a link's busy time at most here. Times, busy times and fractions agree
+// within 1e-9 of their value; bytes, counts, names and the iteration time
+// are identical.
+constexpr double kResumedFlowRounding = 1e-9;
+
+void expect_answers_within_rounding(const Outputs& detailed, const Outputs& automatic) {
+  ASSERT_GT(detailed.timeline_rows.size(), 100u);
+  expect_rows_agree(detailed.timeline_rows, automatic.timeline_rows, kResumedFlowRounding);
+  ASSERT_EQ(detailed.links.size(), automatic.links.size());
+  for (const auto& [name, row] : detailed.links) {
+    ASSERT_EQ(automatic.links.count(name), 1u) << name;
+    EXPECT_TRUE(rows_agree(row, automatic.links.at(name), kResumedFlowRounding)) << name << "\n"
+                                                                                 << row << "\n"
+                                                                                 << automatic.links.at(name);
+  }
+  expect_rows_agree(lines(detailed.per_gpu), lines(automatic.per_gpu), kResumedFlowRounding);
+  EXPECT_EQ(detailed.summary["iteration_time_s"], automatic.summary["iteration_time_s"]);
+}
+
 TEST(AutomaticFidelity, ComputesEveryCollectiveAloneWhenNothingContendsAndAnswersAsTheDetailedFlows) {
   const auto detailed = run_with("detailed", {});
   const auto automatic = run_with("auto", {});
@@ -90,7 +147,7 @@ TEST(AutomaticFidelity, RunsContendedCollectivesAsFlowsAndAnswersAsTheDetailedFl
                                            "plan.overlap_grad_reduce=true", "plan.grad_bucket_size=20MB"};
   const auto detailed = run_with("detailed", contended);
   const auto automatic = run_with("auto", contended);
-  expect_same_answers(detailed, automatic);
+  expect_answers_within_rounding(detailed, automatic);
   const auto by = representations(automatic.summary);
   EXPECT_GT(by.at("isolated"), 0);
   EXPECT_GT(by.at("shared"), 0);

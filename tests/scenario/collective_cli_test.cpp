@@ -163,7 +163,7 @@ void expect_bad_input(const std::vector<std::string>& args, const std::string& d
 
 TEST(CollectiveCli, BadInputGetsClearErrors) {
   expect_bad_input({"collective", "--cluster", "dgx-z100"}, "neither a cluster preset");
-  expect_bad_input({"collective", "--min", "1M"}, "--min 1M: '1M' is not a size");
+  expect_bad_input({"collective", "--min", "1Q"}, "--min 1Q: '1Q' is not a message size: unknown unit 'Q'");
   expect_bad_input({"collective", "--min", "1GiB", "--max", "1MiB"}, "--max 1MiB is smaller than --min 1GiB");
   expect_bad_input({"collective", "--op", "all_reduction"}, "all_reduction");
   expect_bad_input({"collective", "--cluster", "mixed-a100-h100", "--ranks", "512"},

@@ -49,7 +49,7 @@ TEST(InputErrors, BadOverrideNamesTheOption) {
   const auto path = write_temp_file("scenario.yaml", kGood);
   const auto r = run_cli({"run", path.string(), "-q", "--set", "cluster.nvlink.latency=fast"});
   EXPECT_EQ(r.status, 1);
-  EXPECT_NE(r.err.find("--set cluster.nvlink.latency=fast: cluster.nvlink.latency: 'fast' is not a duration"),
+  EXPECT_NE(r.err.find("--set cluster.nvlink.latency=fast: cluster.nvlink.latency: 'fast' is not a latency"),
             std::string::npos)
       << r.err;
 }

@@ -72,6 +72,9 @@ TEST(MemoryCli, AllowOomSimulatesAnywayAndTheSummarySaysItDoesNotFit) {
   EXPECT_NE(r.err.find("warning: scenarios/quickstart.yaml: plan: does not fit in GPU memory: GPU 0"),
             std::string::npos)
       << r.err;
+  // Given --allow-oom, the warning does not suggest it.
+  EXPECT_NE(r.err.find("; simulating it anyway (--allow-oom)"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("or --allow-oom"), std::string::npos) << r.err;
   ASSERT_TRUE(s.contains("fits_in_memory"));
   EXPECT_FALSE(s["fits_in_memory"].get<bool>());
   EXPECT_GT(s["peak_memory_bytes"].get<double>(), 80 * kGiB);

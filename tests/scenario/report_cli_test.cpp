@@ -98,11 +98,17 @@ TEST(ReportCli, RunWritesEveryOutputWithConsistentFigures) {
   EXPECT_EQ(lines(read_file(dir / "critical_path.csv")),
             1u + s["critical_path"]["segments"].get<std::size_t>());
   const auto gantt = read_file(dir / "gantt.svg");
-  std::size_t rows = 0;
+  // Identical tensor- and data-parallel replicas fold: one row per pipeline
+  // stage, each standing for its 4 GPUs.
+  std::size_t rows = 0, gpus = 0;
   for (auto pos = gantt.find("<g class=\"gpu-row\""); pos != std::string::npos;
-       pos = gantt.find("<g class=\"gpu-row\"", pos + 1))
+       pos = gantt.find("<g class=\"gpu-row\"", pos + 1)) {
     ++rows;
-  EXPECT_EQ(rows, 16u);
+    const auto at = gantt.find("data-gpus=\"", pos) + 11;
+    gpus += std::stoul(gantt.substr(at, gantt.find('"', at) - at));
+  }
+  EXPECT_EQ(rows, 4u);
+  EXPECT_EQ(gpus, 16u);
   fs::remove_all(dir);
 }
 
@@ -115,19 +121,33 @@ TEST(ReportCli, ReportRegeneratesByteIdenticalOutputsAndTheHtmlPage) {
   for (const auto& f : kOutputs)
     EXPECT_EQ(read_file(dir / f), read_file(again / f)) << f;
   EXPECT_TRUE(fs::exists(again / "report.html"));
+  // The new folder is a run folder: it has the archive, and a report of it works.
+  EXPECT_EQ(read_file(dir / "run.trainsim"), read_file(again / "run.trainsim"));
+  const auto third = fresh_dir("regenerated-again");
+  const auto again_r = run_cli({"report", again.string(), "--out", third.string(), "--quiet"});
+  EXPECT_EQ(again_r.status, 0) << again_r.err;
+  EXPECT_EQ(read_file(dir / "trace.json"), read_file(third / "trace.json"));
   fs::remove_all(dir);
   fs::remove_all(again);
+  fs::remove_all(third);
 }
 
 TEST(ReportCli, ReportOfARunWhoseTaskGraphNoLongerMatchesIsBadInput) {
   const auto dir = quickstart_run("stale");
   // Layout: magic (8), version (4), metadata length (8) and text, GPU count
-  // (4), task count (8), graph fingerprint (8). Flip a fingerprint byte, as
+  // (4), task count (8), graph fingerprint (8), ..., FNV-1a 64 checksum of
+  // all before it (8). Flip a fingerprint byte and seal the archive again, as
   // a trainsim that builds a different graph would see it.
   std::string bytes = read_file(dir / "run.trainsim");
   std::uint64_t metadata_length = 0;
   std::memcpy(&metadata_length, bytes.data() + 12, sizeof(metadata_length));
   bytes[12 + 8 + metadata_length + 4 + 8] ^= 0x5a;
+  std::uint64_t checksum = 0xcbf29ce484222325ull;
+  for (std::size_t i = 0; i + sizeof(checksum) < bytes.size(); ++i) {
+    checksum ^= static_cast<unsigned char>(bytes[i]);
+    checksum *= 0x100000001b3ull;
+  }
+  std::memcpy(bytes.data() + bytes.size() - sizeof(checksum), &checksum, sizeof(checksum));
   std::ofstream(dir / "run.trainsim", std::ios::binary) << bytes;
   const auto r = run_cli({"report", dir.string(), "--quiet"});
   EXPECT_EQ(r.status, 1);
@@ -167,7 +187,8 @@ TEST(ReportCli, TraceLoadsInChromeDevToolsTraceEngine) {
 }
 
 // Headless Chromium opens report.html without a console error and parses
-// every SVG as XML: one Gantt row per GPU, one bar per stage.
+// every SVG as XML: one Gantt row per pipeline stage (its tensor- and
+// data-parallel replicas folded), one bar per stage.
 TEST(ReportCli, HtmlAndSvgPlotsOpenInHeadlessChromium) {
   const auto dir = quickstart_run("chromium", {"--html"});
   // Built with append() only (GCC 12 -Wrestrict false positive, see cli.hpp).
@@ -180,12 +201,12 @@ TEST(ReportCli, HtmlAndSvgPlotsOpenInHeadlessChromium) {
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["errors"].size(), 0u) << j.dump();
   EXPECT_EQ(j["html"]["svgs"], 3);
-  EXPECT_EQ(j["html"]["gpu_rows"], 16);
+  EXPECT_EQ(j["html"]["gpu_rows"], 4);
   for (const auto& svg : j["svgs"]) {
     EXPECT_EQ(svg["parse_errors"], 0) << svg.dump();
     EXPECT_EQ(svg["root"], "svg");
   }
-  EXPECT_EQ(j["svgs"][0]["gpu_rows"], 16);
+  EXPECT_EQ(j["svgs"][0]["gpu_rows"], 4);
   EXPECT_EQ(j["svgs"][1]["stage_bars"], 4);
   EXPECT_EQ(j["svgs"][2]["memory_lines"], 4);
   fs::remove_all(dir);

@@ -101,6 +101,13 @@ TEST(ScheduleScenario, GPipeDoesNotFitWithoutAllowOom) {
             std::string::npos)
       << r.err;
   EXPECT_NE(r.err.find("(16 micro-batch forwards held)"), std::string::npos) << r.err;
+  // One error, not one per stage: the other stages are named in it.
+  EXPECT_EQ(r.err.find("does not fit", r.err.find("does not fit") + 1), std::string::npos) << r.err;
+  EXPECT_NE(
+      r.err.find("; nor do stage 1 (112GiB on GPU 4), stage 2 (112GiB on GPU 8), stage 3 (120GiB on GPU "
+                 "12); expected a plan that fits"),
+      std::string::npos)
+      << r.err;
 }
 
 // BPipe's transfers are real: over fast links (a fabric as fast as NVLink)

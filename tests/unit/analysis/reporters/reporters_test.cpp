@@ -143,7 +143,10 @@ namespace {
 
 // 128 GPUs do not fit: the Gantt shows the first data-parallel replica
 // (tp 2 x pp 16 = 32 GPUs) and says so.
-TEST(Reporters, GanttOfALargeClusterShowsOneReplica) {
+// Identical timelines fold: 128 GPUs whose only op is the same forward
+// per stage read as one row per stage, each standing for its 8 GPUs; the
+// legend lists the kinds that occur; the time axis is above the rows too.
+TEST(Reporters, GanttFoldsIdenticalReplicasIntoOneRowPerStage) {
   workloads::TaskGraph graph;
   graph.gpu_count = 128;
   const workloads::ParallelPlan plan{
@@ -165,9 +168,47 @@ TEST(Reporters, GanttOfALargeClusterShowsOneReplica) {
   std::ostringstream out;
   write_gantt_svg(out, run, timeline, report);
   const auto svg = out.str();
-  EXPECT_EQ(count(svg, "<g class=\"gpu-row\""), 32u);
-  EXPECT_NE(svg.find("(32 of 128 GPUs shown)"), std::string::npos);
-  EXPECT_EQ(svg.find("data-gpu=\"2\""), std::string::npos);  // GPU 2 is dp rank 1
+  EXPECT_EQ(count(svg, "<g class=\"gpu-row\""), 16u);
+  EXPECT_EQ(count(svg, "data-gpus=\"8\""), 16u);
+  EXPECT_NE(svg.find("128 GPUs in 16 rows"), std::string::npos);
+  EXPECT_NE(svg.find("GPU 0 \u00b7 stage 0 \u00b7 \u00d78"), std::string::npos);
+  EXPECT_EQ(svg.find("data-gpu=\"2\""), std::string::npos);  // GPU 2 is dp rank 1 of stage 0
+  EXPECT_EQ(count(svg, "<g class=\"time-axis\">"), 2u);
+  EXPECT_EQ(count(svg, "<g class=\"legend-entry\">"), 2u);  // forward, idle
+  EXPECT_NE(svg.find(">forward</text>"), std::string::npos);
+  EXPECT_EQ(svg.find(">backward</text>"), std::string::npos);
+}
+
+// Timelines that differ keep their rows, up to 64 of them; thin boxes of one
+// colour merge so that a long run stays small.
+TEST(Reporters, GanttKeepsDistinctTimelinesAndMergesThinBoxes) {
+  workloads::TaskGraph graph;
+  graph.gpu_count = 80;
+  const workloads::ParallelPlan plan{
+      .dp = 80, .tp = 1, .pp = 1, .micro_batch_size = 1, .global_batch_size = 80};
+  const auto cluster = testing::uniform_cluster(10, 8, 1e9, 0);
+  workloads::ModelSpec model;
+  Timeline timeline;
+  for (int g = 0; g < 80; ++g) {
+    // 1,000 back-to-back micro-forwards of 1 us, each GPU starting a little later.
+    for (int k = 0; k < 1000; ++k) {
+      const double start = 1e-3 * g + 1e-6 * k;
+      const auto f = graph.add(
+          {.kind = workloads::TaskKind::forward, .gpu = g, .stage = 0, .micro_batch = k, .duration_s = 1e-6});
+      timeline.records.push_back({f, g, Stream::compute, start, start + 1e-6});
+    }
+  }
+  timeline.end_s = 1.0;
+  const RunContext run{"distinct", "distinct.yaml", cluster, model, plan, graph, nullptr};
+  const auto report = build_report(run, timeline);
+  std::ostringstream out;
+  write_gantt_svg(out, run, timeline, report);
+  const auto svg = out.str();
+  EXPECT_EQ(count(svg, "<g class=\"gpu-row\""), 64u);
+  EXPECT_NE(svg.find("64 of 80 rows shown"), std::string::npos);
+  // 1,000 ops of a thousandth of a pixel each are one box per row.
+  EXPECT_NE(svg.find("1000 ops from F mb0"), std::string::npos);
+  EXPECT_LT(svg.size(), 100000u);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <sstream>
 
 #include "support/hand_made_runs.hpp"
@@ -48,6 +49,67 @@ TEST(RunArchive, TruncatedOrForeignFilesAreRejectedWithAReason) {
       std::runtime_error);
   std::stringstream foreign("name: not an archive\n");
   EXPECT_THROW(read_run_archive(foreign), std::runtime_error);
+}
+
+TEST(RunArchive, AnyFlippedBitIsRefusedByTheChecksum) {
+  testing::TwoStagePipeline h;
+  std::stringstream buffer;
+  write_run_archive(buffer, "{}", h.graph, h.timeline);
+  const std::string bytes = buffer.str();
+  // Every byte after the header, one bit each: never read as other figures.
+  for (std::size_t at = 12; at < bytes.size(); ++at) {
+    std::string flipped = bytes;
+    flipped[at] = static_cast<char>(flipped[at] ^ (1 << (at % 8)));
+    EXPECT_THROW(parse_run_archive(flipped), std::runtime_error) << "byte " << at;
+  }
+}
+
+TEST(RunArchive, ACorruptCountIsRefusedBeforeAnyAllocation) {
+  // A header, an absurd metadata length and a checksum that matches: the
+  // count is checked against the bytes left, not allocated.
+  testing::TwoStagePipeline h;
+  std::stringstream buffer;
+  write_run_archive(buffer, "{}", h.graph, h.timeline);
+  std::string bytes = buffer.str();
+  const std::uint64_t huge = 1ull << 40;
+  std::memcpy(bytes.data() + 12, &huge, sizeof huge);
+  std::uint64_t sum = 0xcbf29ce484222325ull;  // FNV-1a over all but the last 8 bytes
+  for (std::size_t i = 0; i + 8 < bytes.size(); ++i) {
+    sum ^= static_cast<unsigned char>(bytes[i]);
+    sum *= 0x100000001b3ull;
+  }
+  std::memcpy(bytes.data() + bytes.size() - 8, &sum, sizeof sum);
+  try {
+    parse_run_archive(bytes);
+    FAIL() << "accepted a corrupt length";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("do not fit"), std::string::npos) << e.what();
+  }
+}
+
+TEST(RunMetadata, RoundTripsAndRefusesWrongTypes) {
+  RunMetadata m{.trainsim_version = {},
+                .scenario_file = "a.yaml",
+                .overrides = {"plan.pp=2"},
+                .scenario_yaml = "name: a\n",
+                .balance = std::nullopt,
+                .repeats = RepeatedRuns{.seed = 7,
+                                        .iteration_times_s = {1.5, 1.25},
+                                        .perturbations = std::nullopt,
+                                        .failures = JobFailureOutcome{.run_time_s = 3600, .failures = 2},
+                                        .seeds = {}}};
+  const auto back = run_metadata_from_json(run_metadata_json(m));
+  EXPECT_EQ(back.scenario_file, "a.yaml");
+  EXPECT_EQ(back.overrides, m.overrides);
+  ASSERT_TRUE(back.repeats && back.repeats->failures);
+  EXPECT_EQ(back.repeats->iteration_times_s, m.repeats->iteration_times_s);
+  EXPECT_EQ(back.repeats->failures->failures, 2);
+  EXPECT_EQ(summary_blocks(*back.repeats).dump(), summary_blocks(*m.repeats).dump());
+  // A number where a string belongs, once an internal error (json type_error.302).
+  EXPECT_THROW(run_metadata_from_json(R"({"schema": "trainsim.run/1", "trainsim_version": "x",
+      "scenario_file": 3, "overrides": [], "scenario_yaml": ""})"),
+               std::runtime_error);
+  EXPECT_THROW(run_metadata_from_json("[1, 2"), std::runtime_error);
 }
 
 TEST(GraphFingerprint, ChangesWithAnyTaskFieldDependencyOrMemoryEvent) {

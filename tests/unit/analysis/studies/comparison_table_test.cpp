@@ -4,6 +4,7 @@
 
 #include <sstream>
 
+#include "analysis/studies/figure_names.hpp"
 #include "analysis/studies/results_table.hpp"
 
 namespace trainsim::analysis {
@@ -96,11 +97,34 @@ TEST(ComparisonTable, InputsThatDifferAreListedAndAFailedRunSaysWhy) {
 
 TEST(ComparisonTable, FiguresReadByTheirUnit) {
   EXPECT_EQ(format_figure("bubble_fraction", 0.125), "12.5%");
-  EXPECT_EQ(format_figure("mfu", 0.4), "40.0%");
-  EXPECT_EQ(format_figure("tokens_per_s", 1234.4), "1234");
+  EXPECT_EQ(format_figure("mfu", 0.4016), "40.2%");
+  EXPECT_EQ(format_figure("tokens_per_s", 160900), "161k tokens/s");
+  EXPECT_EQ(format_figure("tokens_per_s_per_gpu", 3456), "3.46k tokens/s per GPU");
+  EXPECT_EQ(format_figure("energy.tokens_per_J", 34.54), "34.5 tokens/J");
   EXPECT_EQ(format_figure("task_count", 1000), "1000");
-  EXPECT_EQ(format_figure("energy_per_token_J", 0.25), "0.25 J");
-  EXPECT_NE(format_figure("peak_memory_bytes", 1 << 30).find("GiB"), std::string::npos);
+  EXPECT_EQ(format_figure("energy_per_token_J", 0.25), "250mJ");
+  EXPECT_EQ(format_figure("tflops_per_gpu", 91.25), "91.25");
+  EXPECT_EQ(format_figure("peak_memory_gpu", 12), "12");
+  EXPECT_EQ(format_figure("peak_memory_bytes", 1 << 30), "1GiB");
+}
+
+// A GPU number is not a quantity: no ratio. Figures whose ratios all read
+// 1.00x are counted, not listed.
+TEST(ComparisonTable, IdentifiersGetNoRatioAndNegligibleDifferencesAreCounted) {
+  auto a = figures("1f1b", 2.0, 0.1);
+  auto b = figures("gpipe", 2.5, 0.3);
+  a["peak_memory_gpu"] = 0;
+  b["peak_memory_gpu"] = 12;
+  a["energy.idle_fraction"] = 0.2;
+  b["energy.idle_fraction"] = 0.2001;
+  a["links.hottest_busy_s"] = 1.0;
+  b["links.hottest_busy_s"] = 1.002;
+  const auto text = table({{"a", a, ""}, {"b", b, ""}});
+  const auto gpu = line_of(text, "peak_memory_gpu");
+  EXPECT_NE(gpu.find("12"), std::string::npos) << text;
+  EXPECT_EQ(gpu.find("x)"), std::string::npos) << gpu;
+  EXPECT_EQ(line_of(text, "energy.idle_fraction"), "") << text;
+  EXPECT_NE(text.find("(2 more figures differ by less than 0.5%"), std::string::npos) << text;
 }
 
 }  // namespace

@@ -56,11 +56,39 @@ TEST(ResultsPlot, OneLinePerValueOfLinesWithPointsSortedByX) {
   }
   EXPECT_DOUBLE_EQ(plot.series[1].points[0].y, 1000.0);  // small model, tp 1, 1 node
   EXPECT_EQ(plot.x_scale, AxisScale::log);
-  EXPECT_EQ(plot.legend_title, "plan.tp");
+  EXPECT_EQ(plot.legend_title, "tensor parallel (tp)");
+  EXPECT_EQ(plot.x_label, "GPUs");
+  EXPECT_EQ(plot.y_label, "tokens/s per GPU");
   const auto svg = render_line_plot_svg(plot);
   EXPECT_EQ(testing::xml_problem(svg), "");
   EXPECT_EQ(testing::count_of(svg, "<polyline class=\"line\""), 2u);
   EXPECT_EQ(testing::count_of(svg, "<circle class=\"marker\""), 6u);
+}
+
+// Axes read as people read them: a fraction in percent, a time in a unit
+// that suits it, a label with its unit.
+TEST(ResultsPlot, AxesHaveHumanLabelsUnitsAndFractionsInPercent) {
+  auto doc = grid();
+  for (auto& row : doc.rows) {
+    row.figures["mfu"] = 0.4016;
+    row.figures["iteration_time_s"] = 0.815;
+    row.figures["peak_memory_bytes"] = 14.5 * (1ull << 30);
+  }
+  auto spec = throughput_by_tp();
+  spec.y = "mfu";
+  auto plot = build_results_plot(spec, doc);
+  EXPECT_EQ(plot.y_label, "MFU (%)");
+  EXPECT_DOUBLE_EQ(plot.series[0].points[0].y, 40.16);
+  spec.y = "iteration_time_s";
+  plot = build_results_plot(spec, doc);
+  EXPECT_EQ(plot.y_label, "iteration time (ms)");
+  EXPECT_DOUBLE_EQ(plot.series[0].points[0].y, 815);
+  spec.y = "peak_memory_bytes";
+  plot = build_results_plot(spec, doc);
+  EXPECT_EQ(plot.y_label, "peak memory (GiB)");
+  EXPECT_DOUBLE_EQ(plot.series[0].points[0].y, 14.5);
+  const auto svg = render_line_plot_svg(plot);
+  EXPECT_NE(svg.find(">peak memory (GiB)</text>"), std::string::npos);
 }
 
 TEST(ResultsPlot, SeveralLineKeysNameEachLineByShortKeys) {
@@ -70,7 +98,7 @@ TEST(ResultsPlot, SeveralLineKeysNameEachLineByShortKeys) {
   const auto plot = build_results_plot(spec, grid());
   ASSERT_EQ(plot.series.size(), 4u);
   EXPECT_EQ(plot.series[0].label, "preset=small, tp=1");
-  EXPECT_EQ(plot.legend_title, "model.preset, plan.tp");
+  EXPECT_EQ(plot.legend_title, "model, tensor parallel (tp)");
 }
 
 TEST(ResultsPlot, TwoPointsOnOneLineAtTheSameXNameTheParameterThatDiffers) {
@@ -125,7 +153,7 @@ TEST(ResultsPlot, TextValuedXGivesACategoricalAxisInFirstAppearanceOrder) {
 TEST(ResultsPlot, SpecRoundTripsThroughJsonWithDefaults) {
   const auto spec = throughput_by_tp();
   EXPECT_EQ(spec.file_or_default(), "tokens_per_s_per_gpu-vs-cluster.gpus-by-plan.tp.svg");
-  EXPECT_EQ(spec.title_or_default(), "tokens_per_s_per_gpu vs cluster.gpus, by plan.tp");
+  EXPECT_EQ(spec.title_or_default(), "tokens/s per GPU vs GPUs, by tensor parallel (tp)");
   const auto back = PlotSpec::from_json(spec.to_json());
   EXPECT_EQ(back.x, spec.x);
   EXPECT_EQ(back.lines, spec.lines);

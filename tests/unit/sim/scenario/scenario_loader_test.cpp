@@ -288,5 +288,42 @@ TEST(ScenarioLoader, PlanThatDoesNotFitInMemoryIsInfeasibleWithTheBreakdown) {
   EXPECT_NO_THROW(scenario::parse_scenario_text(kMinimal, "t.yaml", fits));
 }
 
+// Megatron-LM users write its argument names: they read as trainsim's keys,
+// in the file and in --set, and a slip gets a "did you mean".
+TEST(ScenarioLoader, MegatronArgumentNamesAreAliasesOfTheModelAndPlanKeys) {
+  const std::string yaml = R"(cluster: {gpu: H100, nodes: 2, nvlink: {bandwidth: 450GBps, latency: 1.5us},
+  nic: {bandwidth: 400Gbps, latency: 4us}, fabric: {topology: single_switch}}
+model:
+  num_layers: 8
+  hidden_size: 1024
+  num_attention_heads: 16
+  seq_length: 1024
+  padded_vocab_size: 51200
+plan:
+  tensor_model_parallel_size: 2
+  pipeline_model_parallel_size: 4
+  recompute_granularity: selective
+  micro_batch_size: 1
+  global_batch_size: 32
+)";
+  const auto s = scenario::parse_scenario_text(
+      yaml, "m.yaml", {"plan.virtual_pipeline_model_parallel_size=2", "plan.schedule=interleaved_1f1b"});
+  EXPECT_EQ(s.model.layers, 8);
+  EXPECT_EQ(s.model.hidden, 1024);
+  EXPECT_EQ(s.model.heads, 16);
+  EXPECT_EQ(s.model.seq_len, 1024);
+  EXPECT_EQ(s.model.vocab, 51200);
+  EXPECT_EQ(s.plan.tp, 2);
+  EXPECT_EQ(s.plan.pp, 4);
+  EXPECT_EQ(s.plan.dp, 2);
+  EXPECT_EQ(s.plan.virtual_stages, 2);
+  EXPECT_EQ(s.plan.recompute, workloads::Recompute::selective);
+
+  const auto slips = problems(kMinimal, {"model.hiden=2048", "plan.tensor_model_parallel=2"});
+  ASSERT_EQ(slips.size(), 2u);
+  EXPECT_NE(slips[0].find("model.hiden: unknown key (did you mean 'hidden'?"), std::string::npos) << slips[0];
+  EXPECT_NE(slips[1].find("(did you mean 'tensor_model_parallel_size'?"), std::string::npos) << slips[1];
+}
+
 }  // namespace
 }  // namespace trainsim::sim

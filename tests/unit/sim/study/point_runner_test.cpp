@@ -11,6 +11,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -41,7 +42,8 @@ struct FakeTrainsim {
            "value=$(sed -n 's/^value: //p' \"$scenario\")\n"
            "printf '{\"schema\": \"trainsim.summary/1\", \"value\": %s}\\n' \"$value\" > "
            "\"$out/summary.json\"\n"
-           "echo t > \"$out/timeline.csv\"; echo t > \"$out/trace.json\"\n";
+           "echo t > \"$out/timeline.csv\"; echo t > \"$out/trace.json\"; echo t > \"$out/per_gpu.csv\"\n"
+           "echo t > \"$out/gantt.svg\"; echo t > \"$out/run.trainsim\"\n";
     fs::permissions(exe, fs::perms::owner_all);
   }
   ~FakeTrainsim() { fs::remove_all(dir); }
@@ -143,16 +145,19 @@ TEST(PointRunner, ResumeRerunsOnlyMissingChangedFailedAndHalfWrittenPoints) {
   EXPECT_EQ(fake.call_count(), 10u + 6u);
 }
 
-TEST(PointRunner, KeepSummaryDropsTheTraces) {
+// --keep summary keeps what it says: summary.json (with scenario.yaml, to
+// resume, and run.log), no table, trace, plot or archive.
+TEST(PointRunner, KeepSummaryKeepsOnlyTheSummaryTheScenarioAndTheLog) {
   FakeTrainsim fake;
   const auto root = fake.dir / "points";
   auto options = fake.options(root, 1);
   options.keep = KeepOutputs::summary;
   std::ostringstream log;
   run_points(jobs({"ok"}), options, log);
-  EXPECT_TRUE(fs::exists(root / "0000" / "summary.json"));
-  EXPECT_FALSE(fs::exists(root / "0000" / "trace.json"));
-  EXPECT_FALSE(fs::exists(root / "0000" / "timeline.csv"));
+  std::set<std::string> kept;
+  for (const auto& entry : fs::directory_iterator(root / "0000"))
+    kept.insert(entry.path().filename().string());
+  EXPECT_EQ(kept, (std::set<std::string>{"run.log", "scenario.yaml", "summary.json"}));
 }
 
 TEST(PointRunner, AnInterruptionStopsTheWorkersKeepsFinishedPointsAndLeavesNoDebris) {

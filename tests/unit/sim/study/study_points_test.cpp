@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <set>
+#include <sstream>
+#include <thread>
 
 #include "platforms/input_error.hpp"
 #include "sim/scenario/infeasible_plan.hpp"
@@ -326,13 +329,37 @@ TEST(StudyProgress, BarAndTimeLeftReadNaturally) {
   EXPECT_DOUBLE_EQ(*estimate_time_left_s(c, 20.0), 60.0);
   EXPECT_FALSE(estimate_time_left_s(ProgressCounts{.total = 4}, 3.0));
   const auto bar = progress_bar_line(c, 20.0, 100);
-  EXPECT_EQ(
-      bar.rfind("[##########------------------------------] 10/40  1 failed  2 running  20s elapsed  ~1m00s "
-                "left",
-                0),
-      0u)
+  EXPECT_EQ(bar.rfind("[######-------------------] 10/40  1 failed  2 running  20s elapsed  ~1m00s left", 0),
+            0u)
       << bar;
   EXPECT_LE(progress_bar_line(c, 20.0, 50).size(), 50u);
+  // The bar keeps its width while the text beside it changes.
+  const auto before_first = progress_bar_line(ProgressCounts{.total = 40, .running = 2}, 3.0, 100);
+  const auto later = progress_bar_line(ProgressCounts{.total = 40, .done = 39, .failed = 12}, 4000.0, 100);
+  EXPECT_EQ(before_first.find(']'), bar.find(']')) << before_first;
+  EXPECT_EQ(later.find(']'), bar.find(']')) << later;
+}
+
+// The line of run / plan / validate / collective: silent in the first
+// second, then the text with the elapsed time; as lines when not in place.
+TEST(StudyProgress, ProgressLineWaitsASecondThenShowsTheTextAndTheTime) {
+  std::ostringstream out;
+  {
+    ProgressLine line(out, true, false);
+    line.update("simulating");
+    EXPECT_EQ(out.str(), "");
+    std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+    line.update("simulating 10/20 tasks");
+    line.print_above("note: an expensive run");
+  }
+  EXPECT_EQ(out.str(), "simulating 10/20 tasks [1s]\nnote: an expensive run\n") << out.str();
+  std::ostringstream off;
+  {
+    ProgressLine line(off, false, true);
+    line.update("simulating");
+    line.print_above("note: shown even without a progress line");
+  }
+  EXPECT_EQ(off.str(), "note: shown even without a progress line\n");
 }
 
 }  // namespace

@@ -1,0 +1,125 @@
+#include "sim/cli/export_command.hpp"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "platforms/input_error.hpp"
+#include "platforms/yaml_reader.hpp"
+#include "sim/replay/simulation.hpp"
+#include "sim/scenario/document.hpp"
+#include "trainsim_version.hpp"
+#include "workloads/chakra/trace_export.hpp"
+
+namespace trainsim::cli {
+namespace fs = std::filesystem;
+
+CLI::App* add_export_command(CLI::App& app, ExportOptions& options) {
+  auto* cmd = app.add_subcommand(
+      "export",
+      "Write a scenario's task graph as a Chakra execution trace (one .et file per GPU, for ASTRA-sim)");
+  cmd->add_option("scenario", options.scenario, "Scenario YAML file")->required();
+  cmd->add_option("--chakra", options.chakra_dir,
+                  "Directory for <name>.<rank>.et, <name>.comm_groups.json and <name>.yaml (a scenario "
+                  "replaying the trace with trainsim)")
+      ->required();
+  cmd->add_option("--name", options.name, "File prefix (default: the scenario's name)");
+  cmd->add_option(
+      "-s,--set", options.overrides,
+      "Override a scenario value, KEY=VALUE with a dotted key (repeatable), e.g. --set plan.pp=4");
+  cmd->add_flag("--allow-oom", options.allow_oom, "Export even when the plan does not fit in GPU memory");
+  return cmd;
+}
+
+namespace {
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw platforms::InputError({fmt::format("{}: cannot open the scenario file", path)});
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The scenario that replays the exported trace: the same cluster (and
+// perturbations), the trace instead of model and plan.
+std::string replay_scenario(const YAML::Node& root, const scenario::Scenario& s, const std::string& name,
+                            const std::string& source) {
+  YAML::Node out(YAML::NodeType::Map);
+  out["name"] = name + "-chakra";
+  out["description"] =
+      fmt::format("{} as a Chakra trace, exported by trainsim {} from {}", s.name, version_string, source);
+  out["seed"] = s.seed;
+  out["cluster"] = root["cluster"];
+  YAML::Node workload(YAML::NodeType::Map);
+  workload["chakra"] = name;
+  workload["comm_groups"] = name + ".comm_groups.json";
+  if (s.plan.global_batch_size > 0 && s.model.seq_len > 0) {
+    workload["global_batch_size"] = s.plan.global_batch_size;
+    workload["seq_len"] = s.model.seq_len;
+  }
+  out["workload"] = workload;
+  if (root["perturbations"])
+    out["perturbations"] = root["perturbations"];
+  YAML::Emitter emitter;
+  emitter << out;
+  return fmt::format(
+      "# {} ({} x {}, {}) as a Chakra execution trace, one {}.<rank>.et file per GPU.\n"
+      "# Replay it with trainsim (paths are relative to this file):\n"
+      "#   trainsim run {}.yaml\n"
+      "# or with ASTRA-sim: --workload-configuration=<this folder>/{} "
+      "--comm-group-configuration=<this folder>/{}.comm_groups.json\n"
+      "{}\n",
+      s.name, s.model.name, s.cluster.gpu_count(),
+      s.plan.dp > 0 ? fmt::format("dp {} tp {} pp {}", s.plan.dp, s.plan.tp, s.plan.pp) : "", name, name,
+      name, name, emitter.c_str());
+}
+
+}  // namespace
+
+int export_command(const ExportOptions& options) {
+  YAML::Node root;
+  const std::string text = read_text(options.scenario);
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    throw platforms::InputError({fmt::format("{}:{}:{}: not valid YAML: {}", options.scenario,
+                                             e.mark.line + 1, e.mark.column + 1, e.msg)});
+  }
+  platforms::InputSource source(options.scenario);
+  platforms::ErrorList errors;
+  for (const auto& o : options.overrides)
+    platforms::apply_override(root, o, source, errors);
+  errors.throw_if_any();
+  const scenario::Scenario scenario =
+      scenario::load_scenario_document(root, source, {.check_memory = !options.allow_oom});
+  const std::string name = options.name.empty() ? scenario.name : options.name;
+  const auto graph = sim::build_task_graph(scenario);
+  const auto trace = chakra::export_trace(graph, fmt::format("trainsim {}", version_string));
+  const fs::path dir(options.chakra_dir);
+  auto written = chakra::write_trace(dir, name, trace);
+  written.push_back(dir / (name + ".yaml"));
+  std::ofstream out(written.back());
+  out << replay_scenario(root, scenario, name, options.scenario);
+  if (!out)
+    throw platforms::InputError({fmt::format("{}: cannot write", written.back().string())});
+
+  std::size_t nodes = 0;
+  for (const auto& rank : trace.ranks)
+    nodes += rank.nodes.size();
+  std::cout << fmt::format(
+      "exported {}: {} tasks as {} Chakra nodes in {} rank files ({} communicator groups{}) into {}\n"
+      "replay with: trainsim run {}\n",
+      scenario.name, graph.size(), nodes, trace.ranks.size(), trace.comm_groups.size(),
+      trace.dependency_pairs ? fmt::format(", {} dependency-only send/recv pairs", trace.dependency_pairs)
+                             : "",
+      dir.string(), written.back().string());
+  return 0;
+}
+
+}  // namespace trainsim::cli

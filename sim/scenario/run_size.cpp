@@ -1,0 +1,110 @@
+#include "sim/scenario/run_size.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "platforms/input_error.hpp"
+#include "platforms/units.hpp"
+
+namespace trainsim::scenario {
+namespace {
+
+// Calibration (docs/reliability.md "Size guard"): measured on the shipped
+// scenarios, peak RSS and wall time of `trainsim run` on the 2-core machine.
+constexpr double kRecordsPerUnit = 0.5;  // records per (GPU x micro-batch x layer of its stage)
+constexpr double kFlowsPerRecord = 2.5;  // p2p and TP flows per record
+constexpr double kFlowsPerDpStep = 8;    // flows per DP ring step, GPU and layer (ZeRO-3: x3)
+constexpr double kBytesPerRecord = 500;  // graph task, timeline record, outputs' share
+constexpr double kBytesPerFlow = 200;    // flow record, SimGrid activity while it runs
+constexpr double kBaseBytes = 40.0 * (1 << 20);
+constexpr double kSecondsPerRecord = 30e-6;
+constexpr double kSecondsPerFlow = 40e-6;
+
+}  // namespace
+
+RunSize estimate_run_size(const Scenario& scenario, int iterations) {
+  const auto& plan = scenario.plan;
+  const double gpus = scenario.cluster.gpu_count();
+  const double micro_batches = std::max(1, plan.micro_batches());
+  const double layers_per_stage = std::max(1.0, double(scenario.model.layers) / std::max(1, plan.pp));
+  const double layers = std::max(1, scenario.model.layers);
+  RunSize s;
+  s.records = iterations * (kRecordsPerUnit * gpus * micro_batches * layers_per_stage + gpus * layers);
+  const double dp_steps = plan.dp > 1 ? 2.0 * (plan.dp - 1) : 0.0;
+  s.flows =
+      iterations * (kFlowsPerRecord * s.records / iterations +
+                    kFlowsPerDpStep * gpus * dp_steps * layers_per_stage * (plan.zero_stage == 3 ? 3 : 1));
+  s.memory_bytes = kBaseBytes + kBytesPerRecord * s.records + kBytesPerFlow * s.flows;
+  s.replay_s = kSecondsPerRecord * s.records + kSecondsPerFlow * s.flows;
+  return s;
+}
+
+RunSize estimate_collective_size(int ranks, std::size_t sizes, bool detailed) {
+  constexpr double kChannels = 8;  // an upper bound of NCCL's channels per collective
+  const double n = std::max(2, ranks);
+  RunSize s;
+  s.flows = kChannels * (detailed ? 2 * (n - 1) * n : 2 * n);
+  s.records = n;
+  s.memory_bytes = kBaseBytes + kBytesPerFlow * s.flows + kBytesPerRecord * s.records;
+  s.replay_s = double(sizes) * (kSecondsPerFlow * s.flows + kSecondsPerRecord * s.records);
+  s.flows *= double(sizes);
+  s.records *= double(sizes);
+  return s;
+}
+
+LoadOptions with_size_guard(LoadOptions load) {
+  load.max_run_memory_bytes = available_memory_bytes();
+  load.memory_limit_from = "memory available on this machine";
+  return load;
+}
+
+double available_memory_bytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string key;
+    double kib = 0;
+    if (fields >> key >> kib && key == "MemAvailable:")
+      return kib * 1024;
+  }
+  return 0;
+}
+
+std::string describe(const RunSize& size) {
+  const double minutes = size.replay_s / 60;
+  return fmt::format("about {:.2g} records, {:.2g} flows, {} of memory, {}", size.records, size.flows,
+                     units::format_bytes(size.memory_bytes),
+                     minutes < 1    ? fmt::format("{:.0f} s", size.replay_s)
+                     : minutes < 90 ? fmt::format("{:.0f} min", minutes)
+                                    : fmt::format("{:.1f} h", minutes / 60));
+}
+
+void check_run_size(const Scenario& scenario, const RunSize& size, const LoadOptions& options) {
+  const double limit_bytes = options.max_run_memory_bytes;
+  if (limit_bytes <= 0 || size.memory_bytes <= limit_bytes)
+    return;
+  const auto& plan = scenario.plan;
+  throw platforms::InputError({fmt::format(
+      "{}: this run is too large for this machine: the estimate is {} (records ~ GPUs x micro-batches x "
+      "layers per stage = {} x {} x {}), more than the {} of {}; make it smaller (plan.global_batch_size "
+      "for fewer micro-batches, cluster.nodes, model.layers)",
+      scenario.file, describe(size), scenario.cluster.gpu_count(), plan.micro_batches(),
+      scenario.model.layers / std::max(1, plan.pp), units::format_bytes(limit_bytes),
+      options.memory_limit_from)});
+}
+
+void check_collective_size(int ranks, const RunSize& size, double limit_bytes) {
+  if (limit_bytes <= 0 || size.memory_bytes <= limit_bytes)
+    return;
+  throw platforms::InputError({fmt::format(
+      "--ranks {}: this collective is too large for this machine: the estimate is {}, more than the {} of "
+      "memory available; use fewer ranks, --fidelity fast (one flow per edge) or fewer sizes (--min, --max, "
+      "--step-factor)",
+      ranks, describe(size), units::format_bytes(limit_bytes))});
+}
+
+}  // namespace trainsim::scenario

@@ -1,0 +1,59 @@
+#pragma once
+// A size guard before anything big is built: an estimate of what a
+// scenario's run will build (timeline records, network flows), the memory it
+// will take and how long the replay will run, from the plan alone. `trainsim
+// run` refuses a run whose estimate exceeds the memory the machine has (or
+// --max-memory), saying the estimate and what to change, and says the
+// estimate up front for a long run.
+//
+// The estimate is deliberately a small formula with a few constants
+// calibrated on measured runs (docs/reliability.md "Size guard" has the
+// table and the command): the replay's cost per record and per flow changes
+// as the engine does, so retuning means re-measuring and editing the
+// constants in run_size.cpp, nothing else. It aims at the right order of
+// magnitude (within ~3x either way), which is what a guard needs.
+#include <cstddef>
+#include <string>
+
+#include "sim/scenario/scenario.hpp"
+
+namespace trainsim::scenario {
+
+// A run whose estimated wall time exceeds this gets its estimate said up front.
+constexpr double kLongRun_s = 60;
+
+struct RunSize {
+  double records = 0;  // task executions on GPUs (timeline.csv rows)
+  double flows = 0;    // network flows
+  double memory_bytes = 0;
+  double replay_s = 0;  // wall time of the replay and the outputs, on a 2-core machine
+};
+
+RunSize estimate_run_size(const Scenario& scenario, int iterations = 1);
+
+// `trainsim collective`: `sizes` collectives over `ranks` ranks, one after
+// the other. Detailed fidelity moves up to 2 (ranks - 1) steps of one flow
+// per rank and channel (ring all-reduce; all-to-all is ranks - 1 steps of
+// ranks flows); fast fidelity one flow per edge. Memory is the peak of one
+// collective (they run back to back), time the sum.
+RunSize estimate_collective_size(int ranks, std::size_t sizes, bool detailed);
+
+// `load` with the size guard on at the memory available on this machine
+// (sweep and compare points; `run` also takes --max-memory).
+LoadOptions with_size_guard(LoadOptions load);
+
+// MemAvailable of /proc/meminfo (0 when unknown).
+double available_memory_bytes();
+
+// Throws platforms::InputError when `size.memory_bytes` exceeds
+// `options.max_run_memory_bytes`, naming the estimate, the limit
+// (`memory_limit_from`) and what to make smaller.
+void check_run_size(const Scenario& scenario, const RunSize& size, const LoadOptions& options);
+// The same for `trainsim collective --ranks N` (what to change: --ranks,
+// --fidelity fast, the size range).
+void check_collective_size(int ranks, const RunSize& size, double limit_bytes);
+
+// "about 2.1e+06 records, 1.5e+07 flows, 6.3GiB, 4 min": the estimate in words.
+std::string describe(const RunSize& size);
+
+}  // namespace trainsim::scenario

@@ -1,0 +1,326 @@
+#include "sim/scenario/scenario_keys.hpp"
+
+#include <limits>
+
+#include "platforms/gpu_spec.hpp"
+#include "platforms/presets.hpp"
+#include "sim/scenario/sections.hpp"
+#include "workloads/model_spec.hpp"
+
+namespace trainsim::scenario {
+namespace {
+
+using platforms::KeySpec;
+using platforms::KeyTable;
+using T = platforms::ValueType;
+
+constexpr double kCount = static_cast<double>(kMaxCount);
+
+KeySpec key(std::string_view name, T type, std::string_view doc) {
+  KeySpec k;
+  k.name = name;
+  k.type = type;
+  k.doc = doc;
+  return k;
+}
+KeySpec ranged(std::string_view name, T type, double min, double max, std::string_view doc) {
+  KeySpec k = key(name, type, doc);
+  k.min = min;
+  k.max = max;
+  return k;
+}
+KeySpec choice(std::string_view name, std::vector<std::string_view> words, std::string_view doc) {
+  KeySpec k = key(name, T::choice, doc);
+  k.words = std::move(words);
+  return k;
+}
+KeySpec section(std::string_view name, const KeyTable& fields, std::string_view doc, T type = T::map) {
+  KeySpec k = key(name, type, doc);
+  k.fields = &fields;
+  return k;
+}
+KeySpec required(KeySpec spec) {
+  spec.required = true;
+  return spec;
+}
+// A key whose range the reader narrows from other keys (GPU ranks below
+// the GPU count).
+KeySpec narrowed(KeySpec spec) {
+  spec.range_depends_on_other_keys = true;
+  return spec;
+}
+
+std::vector<std::string_view> cluster_preset_words() {
+  std::vector<std::string_view> words;
+  for (const auto& p : platforms::cluster_presets())
+    words.push_back(p.name);
+  return words;
+}
+
+KeySpec gpu_name(std::string_view name, std::string_view doc, const KeyTable* custom) {
+  KeySpec spec = choice(name, platforms::gpu_names_and_aliases(), doc);
+  spec.any_case = true;
+  spec.fields = custom;
+  return spec;
+}
+
+struct Tables {
+  KeyTable custom_gpu, link, nic, fabric, collectives, group, cluster;
+  KeyTable moe, model, plan;
+  KeyTable speed_distribution, duration_distribution, slow_gpus, throttle_point, throttling, stragglers, flap,
+      link_fault, failures, perturbations;
+  KeyTable workload, document;
+
+  Tables() {
+    custom_gpu = {
+        "a GPU defined in the scenario",
+        {
+            gpu_name("base", "a catalogue GPU to start from", nullptr),
+            required(key("name", T::text, "the GPU's name in reports")),
+            key("peak_bf16", T::flop_rate, "dense bf16/fp16 peak, e.g. 500TFLOPS"),
+            key("peak_fp32", T::flop_rate, "dense fp32 peak"),
+            key("peak_tf32", T::flop_rate, "dense tf32 peak"),
+            key("peak_fp8", T::flop_rate, "dense fp8 peak"),
+            key("hbm", T::bytes, "HBM capacity, e.g. 96GiB"),
+            key("hbm_bandwidth", T::bandwidth, "HBM bandwidth, e.g. 3TBps"),
+            key("max_power", T::power, "power at full load, e.g. 700W"),
+            key("idle_power", T::power, "power when idle (default 15% of max_power)"),
+            key("nvlink_bandwidth", T::bandwidth, "NVLink bandwidth per GPU per direction"),
+            key("pcie_bandwidth", T::bandwidth, "PCIe bandwidth per direction"),
+            ranged("matmul_efficiency", T::number, 1e-3, 1.0, "fraction of peak a large matmul reaches"),
+        }};
+    link = {"a link class",
+            {
+                key("bandwidth", T::bandwidth, "per GPU, per direction"),
+                key("latency", T::duration, "GPU-to-GPU latency"),
+                ranged("efficiency", T::number, 1e-3, 1.0, "fraction of line rate reached"),
+            }};
+    nic = {"the NICs",
+           {
+               key("bandwidth", T::bandwidth, "per NIC, per direction, e.g. 200Gbps"),
+               key("latency", T::duration, "GPU-to-GPU latency through one switch"),
+               ranged("per_node", T::integer, 1, 1024, "NICs per node (default: one per GPU)"),
+           }};
+    fabric = {"the fabric between nodes",
+              {
+                  choice("topology", {"single_switch", "fat_tree", "rail_optimised", "dragonfly", "torus"},
+                         "how the nodes are connected"),
+                  choice("technology", {"infiniband", "roce"}, "chooses latency and efficiency defaults"),
+                  ranged("efficiency", T::number, 1e-3, 1.0, "fraction of line rate reached"),
+                  ranged("nodes_per_leaf", T::integer, 1, kCount, "fat_tree, rail_optimised: nodes per leaf"),
+                  ranged("oversubscription", T::number, 0, 1e6, "leaf downlink / uplink capacity, >= 1"),
+                  ranged("pod_oversubscription", T::number, 0, 1e6, "3-level fat_tree: pod oversubscription"),
+                  key("spine_latency", T::duration, "extra latency through the spine"),
+                  ranged("levels", T::integer, 2, 3, "fat_tree: 2 or 3 levels"),
+                  ranged("leaves_per_pod", T::integer, 1, kCount, "3-level fat_tree: leaves per pod"),
+                  key("core_latency", T::duration, "3-level fat_tree: extra latency through the core"),
+                  ranged("nodes_per_router", T::integer, 1, kCount, "dragonfly: nodes per router"),
+                  ranged("routers_per_group", T::integer, 1, 4096, "dragonfly: routers per group"),
+                  key("local_bandwidth", T::bandwidth, "dragonfly: router-to-router bandwidth in a group"),
+                  key("global_bandwidth", T::bandwidth, "dragonfly: bandwidth between groups"),
+                  key("hop_latency", T::duration, "dragonfly, torus: latency per hop"),
+                  ranged("dims", T::integer_list, 1, 1 << 20, "torus: nodes along each dimension"),
+                  key("link_bandwidth", T::bandwidth, "torus: bandwidth of a link between neighbours"),
+              }};
+    collectives = {
+        "how collectives run",
+        {
+            choice("algorithm", {"auto", "ring", "tree", "hierarchical", "nvls"}, "auto: NCCL-style tuning"),
+            choice("fidelity", {"auto", "detailed", "fast"},
+                   "auto: computed alone where nothing else needs its links (exact), else "
+                   "step by step; detailed: step by step; fast: one flow per edge"),
+            key("launch_latency", T::duration, "NCCL's cost per collective (default 30us)"),
+            ranged("max_chunks", T::integer, 1, 1 << 16, "pipelining chunks per collective"),
+        }};
+    // A node group's keys, at the cluster level (the defaults of every
+    // group, or the one group) and in each entry of `groups`.
+    const std::vector<KeySpec> group_keys = {
+        gpu_name("gpu", "a catalogue GPU name or alias, or a map defining a GPU", &custom_gpu),
+        ranged("nodes", T::integer, 1, kCount, "nodes (in a group: of the group)"),
+        ranged("gpus_per_node", T::integer, 1, 1024, "GPUs per node (default 8)"),
+        choice("node_shape", {"nvswitch", "cube_mesh", "pcie"}, "how the GPUs of a node are connected"),
+        key("nvls", T::boolean, "the NVSwitch reduces in the switch (NVLink SHARP)"),
+        section("nvlink", link, "the GPUs' NVLink"),
+        section("pcie", link, "PCIe between a GPU and its NIC"),
+        section("nic", nic, "the NICs"),
+    };
+    group = {"a node group", group_keys};
+    cluster = {"the cluster", group_keys};
+    for (auto spec : {choice("preset", cluster_preset_words(), "a shipped cluster to start from"),
+                      key("name", T::text, "the cluster's name in reports"),
+                      section("fabric", fabric, "the fabric between nodes"),
+                      section("collectives", collectives, "how collectives run"),
+                      ranged("compute_efficiency", T::number, 1e-3, 1.0,
+                             "a flat fraction of bf16 peak instead of the per-op cost model"),
+                      section("groups", group, "node groups of a mixed cluster, in rank order", T::map_list)})
+      cluster.keys.push_back(spec);
+
+    KeySpec capacity = ranged("capacity_factor", T::number, 1e-3, 1e6,
+                              "expert buffers padded to factor x balanced load, or none (dropless)");
+    capacity.words = {"none"};
+    moe = {
+        "a mixture-of-experts MLP",
+        {
+            ranged("experts", T::integer, 1, kCount, "routed experts per MoE layer"),
+            ranged("top_k", T::integer, 1, kCount, "experts per token"),
+            ranged("expert_ffn_hidden", T::integer, 1, kCount, "an expert's MLP size (default ffn_hidden)"),
+            ranged("shared_experts", T::integer, 0, kCount, "experts every token goes through"),
+            ranged("moe_layer_freq", T::integer, 1, kCount, "layer l is MoE when l % freq == 0"),
+            ranged("first_dense_layers", T::integer, 0, kCount, "leading dense layers"),
+            capacity,
+        }};
+    KeySpec model_preset = choice("preset", workloads::model_preset_names(), "a shipped model");
+    model_preset.any_case = true;
+    model = {"the model",
+             {
+                 model_preset,
+                 key("name", T::text, "the model's name in reports"),
+                 ranged("layers", T::integer, 1, kCount, "transformer layers"),
+                 ranged("hidden", T::integer, 1, kCount, "hidden size"),
+                 ranged("heads", T::integer, 1, kCount, "attention heads"),
+                 ranged("seq_len", T::integer, 1, kCount, "sequence length"),
+                 ranged("vocab", T::integer, 1, kCount, "vocabulary size"),
+                 ranged("kv_heads", T::integer, 1, kCount, "key/value heads (grouped-query attention)"),
+                 ranged("ffn_hidden", T::integer, 1, kCount, "MLP size (default 4 x hidden)"),
+                 choice("mlp", {"gelu", "swiglu"}, "the MLP's form"),
+                 key("flash_attention", T::boolean, "a fused attention kernel"),
+                 section("moe", moe, "a mixture-of-experts MLP"),
+             }};
+    KeySpec dp = ranged("dp", T::integer, 1, kCount, "data parallelism, or auto: GPUs / (tp x pp x cp)");
+    dp.words = {"auto"};
+    plan = {"the parallel plan",
+            {
+                dp,
+                ranged("tp", T::integer, 1, kCount, "tensor parallelism"),
+                ranged("pp", T::integer, 1, kCount, "pipeline stages"),
+                ranged("micro_batch_size", T::integer, 1, kCount, "sequences per micro-batch"),
+                required(ranged("global_batch_size", T::integer, 1, kCount, "sequences per iteration")),
+                choice("schedule",
+                       {"gpipe", "1f1b", "interleaved_1f1b", "zb_h1", "zb_h2", "zb_v", "bpipe", "dualpipe_v"},
+                       "the pipeline schedule"),
+                ranged("virtual_stages", T::integer, 1, kCount, "model chunks per GPU"),
+                choice("grad_allreduce_dtype", {"bf16", "fp16", "fp32"},
+                       "precision of the DP gradient all-reduce"),
+                choice("recompute", {"none", "selective", "full"}, "activation recomputation"),
+                key("sequence_parallel", T::boolean, "Megatron sequence parallelism (tp >= 2)"),
+                ranged("context_parallel", T::integer, 1, kCount, "ring attention over this many GPUs"),
+                ranged("expert_parallel", T::integer, 1, kCount, "experts spread over this many GPUs"),
+                ranged("zero_stage", T::integer, 0, 3, "ZeRO stage (3 = FSDP)"),
+                key("overlap_grad_reduce", T::boolean, "reduce gradients in buckets during the backward"),
+                key("grad_bucket_size", T::bytes, "with overlap_grad_reduce, e.g. 80MB"),
+                ranged("stage_layers", T::integer_list, 0, kCount, "layers per (virtual) pipeline stage"),
+                ranged("dp_micro_batches", T::integer_list, 0, kCount, "micro-batches per DP replica"),
+            }};
+
+    // GPUs by ranks, nodes or stages: a number or a list of numbers, below
+    // the cluster's counts.
+    const auto selector = [](std::string_view name, std::string_view doc) {
+      KeySpec spec = narrowed(ranged(name, T::integer_list, 0, kCount, doc));
+      spec.one_or_list = true;
+      return spec;
+    };
+    const std::vector<KeySpec> gpu_selectors = {
+        selector("gpus", "GPU ranks (a number or a list)"),
+        selector("nodes", "node indices: all their GPUs"),
+        selector("stages", "pipeline stages: all their GPUs"),
+        narrowed(ranged("dp_rank", T::integer, 0, kCount, "with stages: only this data-parallel replica")),
+    };
+    const auto distribution = [](std::string_view what, T type, double max) {
+      const auto value = [&](std::string_view name, std::string_view doc) {
+        return type == T::number ? ranged(name, T::number, 0, max, doc) : key(name, type, doc);
+      };
+      return KeyTable{
+          what,
+          {
+              required(choice("distribution", {"fixed", "uniform", "lognormal"}, "the distribution")),
+              value("value", "fixed: the value"),
+              value("min", "uniform: the least value"),
+              value("max", "uniform: the largest value"),
+              value("median", "lognormal: the median"),
+              ranged("sigma", T::number, 0, 10, "lognormal: standard deviation of the log"),
+          }};
+    };
+    speed_distribution = distribution("a straggler's speed", T::number, 1);
+    duration_distribution = distribution("how long a straggler lasts", T::duration, 0);
+    const KeySpec speed = ranged("speed", T::number, 0, 1, "fraction of nominal speed, in (0, 1]");
+    const KeySpec from = key("from", T::duration, "start of the window");
+    const KeySpec until = key("until", T::duration, "end of the window");
+    slow_gpus = {"slow GPUs", gpu_selectors};
+    slow_gpus.keys.insert(slow_gpus.keys.end(), {speed, from, until});
+    throttle_point = {"a throttling point", {key("at", T::duration, "time the speed applies from"), speed}};
+    throttling = {"GPUs whose speed follows a profile", gpu_selectors};
+    throttling.keys.push_back(section("profile", throttle_point, "{at, speed} points", T::map_list));
+    stragglers = {"random stragglers", gpu_selectors};
+    stragglers.keys.insert(stragglers.keys.end(),
+                           {ranged("probability", T::number, 0, 1, "chance per GPU per iteration"),
+                            section("speed", speed_distribution, "the straggler's speed"),
+                            section("duration", duration_distribution, "how long it lasts")});
+    flap = {"a flapping fault",
+            {key("period", T::duration, "the flapping period"),
+             ranged("duty", T::number, 0, 1, "the fraction of each period the fault lasts")}};
+    link_fault = {"a link fault",
+                  {
+                      key("links", T::any, "link names, e.g. [node0-nic0, leaf1-uplink]"),
+                      ranged("bandwidth_factor", T::number, 0, 1, "fraction of the bandwidth left"),
+                      key("added_latency", T::duration, "latency added"),
+                      key("down", T::boolean, "the link is down"),
+                      ranged("uplinks", T::integer, 1, 1024, "fat-tree uplink: one of this many fails"),
+                      from,
+                      until,
+                      section("flap", flap, "the fault comes and goes"),
+                  }};
+    failures = {"job failures",
+                {
+                    key("gpu_mtbf", T::duration, "mean time between failures per GPU"),
+                    key("node_mtbf", T::duration, "mean time between failures per node"),
+                    key("at", T::any, "failure times, e.g. [2h, 7h]"),
+                    key("run_time", T::duration, "the job's wall-clock length"),
+                    key("restart_delay", T::duration, "time to restart after a failure"),
+                    key("checkpoint_interval", T::duration, "time between checkpoints"),
+                    key("storage_bandwidth", T::bandwidth, "aggregate bandwidth to storage"),
+                }};
+    perturbations = {"what goes wrong",
+                     {
+                         section("slow_gpus", slow_gpus, "GPUs slower than nominal", T::map_list),
+                         section("throttling", throttling, "GPUs whose speed follows a profile", T::map_list),
+                         section("stragglers", stragglers, "random stragglers"),
+                         section("links", link_fault, "link faults", T::map_list),
+                         section("failures", failures, "job failures, restarts and checkpoints"),
+                     }};
+    workload = {
+        "a Chakra trace replayed instead of a model and plan",
+        {
+            required(key("chakra", T::text, "a folder of <name>.<rank>.et files, their prefix, or one file")),
+            key("comm_groups", T::text, "ASTRA-sim's communicator groups file"),
+            ranged("global_batch_size", T::integer, 1, kCount, "sequences the traced iteration trains"),
+            ranged("seq_len", T::integer, 1, kCount, "their length"),
+        }};
+    document = {"a scenario",
+                {
+                    key("name", T::text, "the scenario's name (default: the file's)"),
+                    key("description", T::text, "free text"),
+                    ranged("seed", T::integer, 0, static_cast<double>(std::numeric_limits<long long>::max()),
+                           "seeds everything random"),
+                    required(section("cluster", cluster, "the cluster")),
+                    section("model", model, "the model (not with workload)"),
+                    section("plan", plan, "the parallel plan (not with workload)"),
+                    section("perturbations", perturbations, "slow GPUs, stragglers, link faults, failures"),
+                    section("workload", workload, "a Chakra trace instead of model and plan"),
+                    key("sweep", T::any, "a study's sweep (trainsim sweep)"),
+                    key("variants", T::any, "a study's variants (trainsim sweep, compare)"),
+                }};
+  }
+};
+
+const Tables& tables() {
+  static const Tables t;
+  return t;
+}
+
+}  // namespace
+
+const platforms::KeyTable& scenario_keys() {
+  return tables().document;
+}
+
+}  // namespace trainsim::scenario

@@ -1,0 +1,76 @@
+// The estimate printed before an expensive run counts what the replay will
+// simulate exactly: the flows it counts are the flows the replay records,
+// at either fidelity. One TEST = one simulation (one engine per process).
+#include <gtest/gtest.h>
+
+#include "sim/platform/cluster_zone.hpp"
+#include "sim/platform/engine_setup.hpp"
+#include "sim/replay/replay.hpp"
+#include "sim/replay/replay_cost.hpp"
+#include "support/test_cluster.hpp"
+#include "workloads/graph_builder/iteration_builder.hpp"
+#include "workloads/model_spec.hpp"
+
+namespace trainsim::sim {
+namespace {
+
+struct Counted {
+  ReplayCost cost;
+  std::size_t recorded_flows = 0;
+  std::size_t tasks = 0;
+  std::size_t progress_reports = 0;
+  ReplayProgress last;
+};
+
+// GPT-3 1.3B over 2 nodes of 4 GPUs: dp 2 x tp 2 x pp 2, 8 micro-batches.
+Counted replay_and_count(platforms::Fidelity fidelity) {
+  const auto model = *workloads::find_model_preset("gpt3-1.3b");
+  workloads::ParallelPlan plan;
+  plan.dp = 2;
+  plan.tp = 2;
+  plan.pp = 2;
+  plan.micro_batch_size = 2;
+  plan.global_batch_size = 32;
+  auto cluster = testing::uniform_cluster(2, 4, 100e9, 5e-6);
+  cluster.collectives.fidelity = fidelity;
+  const testing::FixedCostModel cost(1e-3, 2e-3);
+  const auto graph = workloads::build_iteration(model, plan, cluster, cost);
+  auto engine = make_engine();
+  auto* zone = new ClusterZone(cluster);
+  Counted c;
+  c.cost = estimate_replay_cost(graph, *zone, 1);
+  ReplayOptions options;
+  options.on_progress = [&c](const ReplayProgress& p) {
+    ++c.progress_reports;
+    c.last = p;
+  };
+  const auto replayed = replay(graph, *zone, options);
+  c.recorded_flows = replayed.timeline.flows.size();
+  c.tasks = graph.size();
+  return c;
+}
+
+TEST(ReplayCost, CountsTheFlowsOfADetailedReplayExactly) {
+  const auto c = replay_and_count(platforms::Fidelity::detailed);
+  EXPECT_EQ(c.cost.tasks, c.tasks);
+  EXPECT_EQ(c.cost.flows, c.recorded_flows);
+  EXPECT_LT(c.cost.fast_flows, c.cost.flows);  // fast: one flow per ring edge
+  EXPECT_TRUE(c.cost.detailed);
+  EXPECT_GT(c.cost.time_s, c.cost.fast_time_s);
+  EXPECT_GT(c.cost.memory_bytes, 0);
+  // The progress reports count up to what the estimate said.
+  EXPECT_GT(c.progress_reports, 0u);
+  EXPECT_EQ(c.last.tasks_total, c.tasks);
+  EXPECT_LE(c.last.tasks_done, c.tasks);
+  EXPECT_LE(c.last.flows_done, c.recorded_flows);
+}
+
+TEST(ReplayCost, CountsTheFlowsOfAFastReplayExactly) {
+  const auto c = replay_and_count(platforms::Fidelity::fast);
+  EXPECT_EQ(c.cost.flows, c.recorded_flows);
+  EXPECT_EQ(c.cost.fast_flows, c.cost.flows);
+  EXPECT_FALSE(c.cost.detailed);
+}
+
+}  // namespace
+}  // namespace trainsim::sim
