@@ -24,6 +24,7 @@ std::vector<CollectiveUse> collective_usage(const workloads::TaskGraph& graph, c
     row.fidelity = choice->fidelity;
     row.channels = std::max(row.channels, choice->channels);
     row.count += task.fold;
+    row.by_representation[static_cast<std::size_t>(choice->representation)] += task.fold;
     row.bytes += task.bytes * task.fold;
     row.busy_s += r.end_s - r.start_s;
   }
@@ -31,6 +32,16 @@ std::vector<CollectiveUse> collective_usage(const workloads::TaskGraph& graph, c
   for (auto& [key, row] : rows)
     out.push_back(row);
   return out;
+}
+
+RepresentationTotals representation_totals(const std::vector<CollectiveUse>& uses) {
+  RepresentationTotals totals;
+  for (const auto& use : uses) {
+    totals.automatic = totals.automatic || use.fidelity == platforms::Fidelity::automatic;
+    for (std::size_t k = 0; k < totals.count.size(); ++k)
+      totals.count[k] += use.by_representation[k];
+  }
+  return totals;
 }
 
 }  // namespace trainsim::analysis

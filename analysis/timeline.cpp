@@ -20,6 +20,20 @@ std::string_view to_string(Stream stream) {
   return "?";
 }
 
+std::string_view to_string(Representation representation) {
+  switch (representation) {
+    case Representation::flows:
+      return "flows";
+    case Representation::isolated:
+      return "isolated";
+    case Representation::shared:
+      return "shared";
+    case Representation::isolated_then_shared:
+      return "isolated_then_shared";
+  }
+  return "?";
+}
+
 Stream stream_of(const workloads::Task& task) {
   switch (task.comm) {
     case workloads::CommKind::none:

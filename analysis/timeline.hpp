@@ -28,13 +28,26 @@ struct TaskRecord {
   double end_s = 0;
 };
 
+// How the replay represented a collective's flows. `flows`: as its fidelity
+// asks (detailed or fast), every flow a SimGrid communication. Under the
+// automatic fidelity: `isolated`, no other flow needed its links while it ran,
+// so each detailed step was computed exactly (latency, then its bytes at the
+// route's narrowest link) without SimGrid flows; `shared`, another flow was
+// on its links when it started: detailed flows; `isolated_then_shared`,
+// computed alone until another flow came onto its links, detailed flows from
+// that instant on.
+enum class Representation : std::uint8_t { flows, isolated, shared, isolated_then_shared };
+inline constexpr int kRepresentationCount = 4;
+std::string_view to_string(Representation representation);
+
 // How the replay ran one collective task: the algorithm actually used (what
 // `auto` chose, or what was asked for), how many parallel channels (rings or
-// tree pairs) it used, and the flow model's fidelity.
+// tree pairs) it used, the flow model's fidelity and how it was represented.
 struct CollectiveChoice {
   platforms::CollectiveAlgorithm algorithm = platforms::CollectiveAlgorithm::ring;
   int channels = 1;
   platforms::Fidelity fidelity = platforms::Fidelity::detailed;
+  Representation representation = Representation::flows;
 };
 
 // One direction of one network link, as the platform built it

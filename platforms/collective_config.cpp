@@ -38,7 +38,15 @@ std::string_view collective_algorithm_names() {
 }
 
 std::string_view to_string(Fidelity fidelity) {
-  return fidelity == Fidelity::fast ? "fast" : "detailed";
+  switch (fidelity) {
+    case Fidelity::detailed:
+      return "detailed";
+    case Fidelity::fast:
+      return "fast";
+    case Fidelity::automatic:
+      return "auto";
+  }
+  return "?";
 }
 
 }  // namespace trainsim::platforms

@@ -43,8 +43,12 @@ std::string_view collective_algorithm_names();
 // detailed: every step of the algorithm is a set of flows (a ring all-reduce
 // over n ranks is 2(n-1) steps of n flows), so contention is seen step by
 // step. fast: one flow per edge of the algorithm carrying the whole volume,
-// plus the latency terms of the steps it stands for.
-enum class Fidelity : unsigned char { detailed, fast };
+// plus the latency terms of the steps it stands for. automatic ("auto"): the
+// detailed steps, computed without SimGrid flows while nothing else needs the
+// collective's links (each step then takes exactly its latency plus its bytes
+// at the route's narrowest link), replayed as detailed flows while something
+// does (docs/collectives.md, "Fidelity").
+enum class Fidelity : unsigned char { detailed, fast, automatic };
 std::string_view to_string(Fidelity fidelity);
 
 struct CollectiveConfig {

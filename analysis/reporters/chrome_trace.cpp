@@ -11,6 +11,10 @@
 //    active flows and throughput of the ten hottest links;
 //  - a "critical path" process with the path's segments;
 //  - metadata naming the scenario (otherData, process names).
+// At scale (16,384 GPUs: ~740 MB) the full trace is more than Perfetto's UI
+// opens, so it can hold one data-parallel replica instead (TraceDetail):
+// replicas run the same steps, and the critical path and the hottest links
+// stay whole.
 // Streamed with fmt rather than built as a JSON tree: a large run has
 // millions of events.
 #include <fmt/ostream.h>
@@ -21,6 +25,7 @@
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <set>
+#include <vector>
 
 #include "analysis/reporters/reporters.hpp"
 #include "platforms/number_format.hpp"
@@ -91,6 +96,24 @@ std::string json_string(std::string_view text) {
   return nlohmann::json(std::string(text)).dump();
 }
 
+// Bytes of an event as written (measured on the quick start's trace: 124 on
+// average).
+constexpr double kBytesPerEvent = 130;
+
+std::size_t collective_flows(const RunContext& run, const Timeline& timeline) {
+  std::size_t steps = 0;
+  for (const auto& f : timeline.flows)
+    steps += run.graph[f.task].kind == workloads::TaskKind::collective;
+  return steps;
+}
+
+// The plan describes the GPUs (an imported Chakra trace may not) and has
+// replicas to leave out.
+bool has_replicas(const RunContext& run) {
+  const auto& p = run.plan;
+  return p.dp > 1 && p.tp * p.cp * p.dp * p.pp == run.graph.gpu_count;
+}
+
 class EventWriter {
  public:
   explicit EventWriter(std::ostream& out) : out_(out) {}
@@ -107,23 +130,67 @@ class EventWriter {
 
 }  // namespace
 
+double estimated_full_trace_bytes(const RunContext& run, const Timeline& timeline, const Report& report) {
+  // A slice per record; a send adds its receive slice, two arrow ends and
+  // an instant; a collective step (up to the arrow cap) two instants and
+  // two arrow ends; a memory counter per sample; names for every GPU's
+  // streams; the critical path's segments.
+  std::size_t events = timeline.records.size();
+  for (const auto& r : timeline.records)
+    events += run.graph[r.task].kind == workloads::TaskKind::send ? 4 : 0;
+  events += 4 * std::min(collective_flows(run, timeline), kMaxCollectiveArrows);
+  for (const auto& m : report.memory.gpus)
+    events += m.samples.size();
+  events += 2 * static_cast<std::size_t>(run.graph.gpu_count) * 3;
+  events += report.critical_path.segments.size();
+  return kBytesPerEvent * static_cast<double>(events);
+}
+
+TraceDetail resolved_trace_detail(TraceDetail asked, const RunContext& run, const Timeline& timeline,
+                                  const Report& report) {
+  if (asked != TraceDetail::automatic)
+    return asked;
+  return has_replicas(run) && estimated_full_trace_bytes(run, timeline, report) > kTraceAutoMax_bytes
+             ? TraceDetail::replica
+             : TraceDetail::full;
+}
+
 void write_chrome_trace(std::ostream& out, const RunContext& run, const Timeline& timeline,
-                        const Report& report) {
+                        const Report& report, TraceDetail detail) {
   const auto& cluster = run.cluster;
   const int nodes = cluster.node_count();
   const int critical_pid = nodes;
   const int links_pid = nodes + 1;
+  detail = resolved_trace_detail(detail, run, timeline, report);
+  // The GPUs the trace shows (a plan without replicas shows them all).
+  std::vector<char> shown(static_cast<std::size_t>(run.graph.gpu_count), 1);
+  const bool one_replica = detail == TraceDetail::replica && has_replicas(run);
+  int shown_gpus = run.graph.gpu_count;
+  if (one_replica) {
+    shown_gpus = 0;
+    for (int gpu = 0; gpu < run.graph.gpu_count; ++gpu) {
+      shown[static_cast<std::size_t>(gpu)] = run.plan.dp_rank_of(gpu) == 0;
+      shown_gpus += shown[static_cast<std::size_t>(gpu)];
+    }
+  }
+  const auto is_shown = [&](int gpu) { return shown[static_cast<std::size_t>(gpu)] != 0; };
   std::size_t collective_steps = 0;
   for (const auto& f : timeline.flows)
-    collective_steps += run.graph[f.task].kind == workloads::TaskKind::collective;
+    collective_steps += run.graph[f.task].kind == workloads::TaskKind::collective && is_shown(f.src_gpu) &&
+                        is_shown(f.dst_gpu);
   out << "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"scenario\":" << json_string(run.scenario_name)
       << ",\"scenario_file\":" << json_string(run.scenario_file) << ",\"generator\":\"trainsim "
       << version_string << "\""
       << fmt::format(",\"iteration_time_s\":{},\"mfu\":{}", units::format_machine(timeline.end_s),
                      units::format_machine(report.summary.mfu))
       << fmt::format(",\"collective_steps\":{},\"collective_step_arrows\":{}", collective_steps,
-                     std::min(collective_steps, kMaxCollectiveArrows))
-      << "},\n\"traceEvents\":[\n";
+                     std::min(collective_steps, kMaxCollectiveArrows));
+  if (one_replica)
+    out << fmt::format(
+        ",\"trace\":\"replica\",\"trace_gpus\":{},\"gpus\":{},\"trace_note\":\"the GPUs of data-parallel "
+        "replica 0 only (trainsim run --trace full for every GPU)\"",
+        shown_gpus, run.graph.gpu_count);
+  out << "},\n\"traceEvents\":[\n";
   EventWriter w(out);
 
   std::set<workloads::TaskId> critical;
@@ -134,11 +201,14 @@ void write_chrome_trace(std::ostream& out, const RunContext& run, const Timeline
   // Name every node and every (GPU, stream) that appears.
   std::set<std::pair<int, Stream>> used;
   for (int gpu = 0; gpu < run.graph.gpu_count; ++gpu)
-    used.emplace(gpu, Stream::compute);
+    if (is_shown(gpu))
+      used.emplace(gpu, Stream::compute);
   for (const auto& r : timeline.records) {
+    if (!is_shown(r.gpu))
+      continue;
     used.emplace(r.gpu, r.stream);
     const auto& task = run.graph[r.task];
-    if (task.kind == workloads::TaskKind::send)
+    if (task.kind == workloads::TaskKind::send && is_shown(task.peer))
       used.emplace(task.peer, r.stream);
   }
   std::set<int> used_nodes;
@@ -170,6 +240,8 @@ void write_chrome_trace(std::ostream& out, const RunContext& run, const Timeline
 
   long flow_id = 0;
   for (const auto& r : timeline.records) {
+    if (!is_shown(r.gpu))
+      continue;
     const auto& task = run.graph[r.task];
     const auto t = thread_of(cluster, r.gpu, r.stream);
     const std::string label = workloads::task_label(run.graph, r.task);
@@ -184,7 +256,7 @@ void write_chrome_trace(std::ostream& out, const RunContext& run, const Timeline
                "\"args\":{{\"micro_batch\":{},\"stage\":{},\"bytes\":{:.0f},\"critical\":{}{}}}}}",
                label, to_string(task.kind), t.pid, t.tid, us(r.start_s), dur(r.start_s, r.end_s),
                task.micro_batch, task.stage, task.bytes, on_path, collective_args);
-    if (task.kind != workloads::TaskKind::send)
+    if (task.kind != workloads::TaskKind::send || !is_shown(task.peer))
       continue;
     // The receive side of a send, and an arrow from the start of the send to
     // the arrival. Chrome DevTools binds a flow event to the event with the
@@ -216,7 +288,7 @@ void write_chrome_trace(std::ostream& out, const RunContext& run, const Timeline
   std::size_t arrows = 0;
   for (const auto& f : timeline.flows) {
     const auto& task = run.graph[f.task];
-    if (task.kind != workloads::TaskKind::collective)
+    if (task.kind != workloads::TaskKind::collective || !is_shown(f.src_gpu) || !is_shown(f.dst_gpu))
       continue;
     if (++arrows > kMaxCollectiveArrows)
       break;
@@ -247,6 +319,8 @@ void write_chrome_trace(std::ostream& out, const RunContext& run, const Timeline
 
   // Memory counters, one track per GPU in its node's process.
   for (const auto& m : report.memory.gpus) {
+    if (!is_shown(m.gpu))
+      continue;
     const int pid = cluster.locate(m.gpu).node;
     for (const auto& sample : m.samples)
       fmt::print(

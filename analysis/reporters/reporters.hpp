@@ -28,8 +28,20 @@ void write_links_csv(std::ostream& out, const Report& report);
 void write_critical_path_csv(std::ostream& out, const RunContext& run, const Timeline& timeline,
                              const Report& report);
 // trace.json: Chrome trace-event format (chrome://tracing, ui.perfetto.dev).
+// How much of the run it holds: every GPU (`full`), or the GPUs of the first
+// data-parallel replica (`replica`: every stage and TP rank of dp rank 0,
+// with the whole critical path and the hottest links); `automatic` keeps
+// every GPU unless the full trace would pass kTraceAutoMax_bytes (the few
+// hundred MB Perfetto's UI opens) and the plan has data-parallel replicas.
+enum class TraceDetail { automatic, full, replica };
+inline constexpr double kTraceAutoMax_bytes = 200e6;
+// The size of the full trace, estimated from the events it would hold.
+double estimated_full_trace_bytes(const RunContext& run, const Timeline& timeline, const Report& report);
+// `asked`, with `automatic` resolved for this run (full or replica).
+TraceDetail resolved_trace_detail(TraceDetail asked, const RunContext& run, const Timeline& timeline,
+                                  const Report& report);
 void write_chrome_trace(std::ostream& out, const RunContext& run, const Timeline& timeline,
-                        const Report& report);
+                        const Report& report, TraceDetail detail = TraceDetail::full);
 // The aligned summary printed after a run, then the top causes of lost time.
 void write_terminal_summary(std::ostream& out, const RunContext& run, const Report& report);
 // The lines printed under the summary (after the files written) for a run

@@ -19,8 +19,9 @@ namespace trainsim::analysis {
 namespace {
 
 constexpr char kMagic[8] = {'T', 'S', 'R', 'U', 'N', '\0', '\0', '\1'};
-// 3: graph fingerprint instead of the graph; 4: a checksum at the end.
-constexpr std::uint32_t kVersion = 4;
+// 3: graph fingerprint instead of the graph; 4: a checksum at the end; 5:
+// each collective's representation.
+constexpr std::uint32_t kVersion = 5;
 constexpr std::uint32_t kEndMark = 0x454e4421;  // "END!"
 constexpr const char* kRunSchema = "trainsim.run/1";
 
@@ -167,6 +168,7 @@ void write_run_archive(std::ostream& out, const std::string& metadata_json, cons
     w.put<std::uint8_t>(static_cast<std::uint8_t>(c.algorithm));
     w.put<std::int32_t>(c.channels);
     w.put<std::uint8_t>(static_cast<std::uint8_t>(c.fidelity));
+    w.put<std::uint8_t>(static_cast<std::uint8_t>(c.representation));
   }
   w.put(kEndMark);
   w.put_checksum();
@@ -257,11 +259,14 @@ RunArchive parse_run_archive(std::string_view bytes) {
     const auto algorithm = r.get<std::uint8_t>();
     c.channels = r.get<std::int32_t>();
     const auto fidelity = r.get<std::uint8_t>();
+    const auto representation = r.get<std::uint8_t>();
     check(task < tasks && algorithm <= static_cast<std::uint8_t>(platforms::kLastCollectiveAlgorithm) &&
-              fidelity <= static_cast<std::uint8_t>(platforms::Fidelity::fast),
+              fidelity <= static_cast<std::uint8_t>(platforms::Fidelity::automatic) &&
+              representation < kRepresentationCount,
           "collective choice out of range");
     c.algorithm = static_cast<platforms::CollectiveAlgorithm>(algorithm);
     c.fidelity = static_cast<platforms::Fidelity>(fidelity);
+    c.representation = static_cast<Representation>(representation);
     tl.collectives.emplace(task, c);
   }
   check(r.get<std::uint32_t>() == kEndMark, "missing end mark");

@@ -21,7 +21,8 @@ WrittenRun write_run_outputs(RunFolder& folder, const RunOutputs& outputs) {
   file("links.csv", [&](std::ostream& o) { write_links_csv(o, report); });
   file("critical_path.csv", [&](std::ostream& o) { write_critical_path_csv(o, run, timeline, report); });
   file("timeline.csv", [&](std::ostream& o) { write_timeline_csv(o, run, timeline); });
-  file("trace.json", [&](std::ostream& o) { write_chrome_trace(o, run, timeline, report); });
+  written.trace = resolved_trace_detail(outputs.trace, run, timeline, report);
+  file("trace.json", [&](std::ostream& o) { write_chrome_trace(o, run, timeline, report, written.trace); });
   file("gantt.svg", [&](std::ostream& o) { write_gantt_svg(o, run, timeline, report); });
   file("bubbles.svg", [&](std::ostream& o) { write_bubbles_svg(o, run, report); });
   file("memory.svg", [&](std::ostream& o) { write_memory_svg(o, run, report); });

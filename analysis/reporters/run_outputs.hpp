@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "analysis/report.hpp"
+#include "analysis/reporters/reporters.hpp"
 #include "analysis/reporters/run_archive.hpp"
 #include "analysis/reporters/run_folder.hpp"
 #include "analysis/run_context.hpp"
@@ -29,6 +30,8 @@ struct RunOutputs {
   const RunMetadata* archive = nullptr;
   bool keep_archive = false;
   bool html = false;  // report.html
+  // How much of the run trace.json holds (reporters.hpp).
+  TraceDetail trace = TraceDetail::automatic;
   // Folders of the run that another process completed (`even/`).
   std::vector<std::string> kept_folders{};
 };
@@ -38,6 +41,8 @@ struct WrittenRun {
   // What the run's folder holds, in the order the terminal lists it: the
   // outputs, then run.trainsim, then the kept folders (with a '/').
   std::vector<std::string> files;
+  // What trace.json holds (`automatic` resolved).
+  TraceDetail trace = TraceDetail::full;
 };
 
 // Writes every file into `folder` and completes it.

@@ -294,15 +294,25 @@ void write_summary_json(std::ostream& out, const RunContext& run, const Report& 
                  {"idle_energy_by_cause_J", by_cause(en.idle_energy_by_cause_J)}};
 
   ordered_json collectives = ordered_json::array();
-  for (const auto& c : report.collectives)
-    collectives.push_back({{"comm", workloads::to_string(c.comm)},
-                           {"op", workloads::to_string(c.op)},
-                           {"algorithm", to_string(c.algorithm)},
-                           {"channels", c.channels},
-                           {"fidelity", to_string(c.fidelity)},
-                           {"count", c.count},
-                           {"bytes", c.bytes},
-                           {"busy_s", c.busy_s}});
+  for (const auto& c : report.collectives) {
+    ordered_json row = {{"comm", workloads::to_string(c.comm)},
+                        {"op", workloads::to_string(c.op)},
+                        {"algorithm", to_string(c.algorithm)},
+                        {"channels", c.channels},
+                        {"fidelity", to_string(c.fidelity)},
+                        {"count", c.count},
+                        {"bytes", c.bytes},
+                        {"busy_s", c.busy_s}};
+    // What the automatic fidelity chose, and so why (docs/collectives.md).
+    if (c.fidelity == platforms::Fidelity::automatic) {
+      ordered_json represented = ordered_json::object();
+      for (int k = 1; k < kRepresentationCount; ++k)
+        represented[std::string(to_string(static_cast<Representation>(k)))] =
+            c.by_representation[static_cast<std::size_t>(k)];
+      row["representation"] = represented;
+    }
+    collectives.push_back(row);
+  }
   j["collectives"] = collectives;
   if (report.repeats) {
     const ordered_json blocks = summary_blocks(*report.repeats);

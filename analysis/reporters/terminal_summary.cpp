@@ -99,6 +99,15 @@ void write_terminal_summary(std::ostream& out, const RunContext& run, const Repo
     fmt::print(out, "  {:<24}{}\n", "  ... on links", blame_line(report.critical_path.by_link, 3));
   if (!report.critical_path.by_gpu.empty())
     fmt::print(out, "  {:<24}{}\n", "  ... on GPUs", blame_line(report.critical_path.by_gpu, 3));
+  if (const auto totals = representation_totals(report.collectives); totals.automatic) {
+    const auto n = [&](Representation r) { return totals.count[static_cast<std::size_t>(r)]; };
+    fmt::print(out,
+               "  {:<24}{} isolated (links free: steps computed exactly), {} shared (detailed flows){}\n",
+               "collectives (auto)", n(Representation::isolated), n(Representation::shared),
+               n(Representation::isolated_then_shared) > 0
+                   ? fmt::format(", {} isolated then shared", n(Representation::isolated_then_shared))
+                   : std::string());
+  }
   if (!ut.hottest.empty()) {
     const auto& l = ut.links[static_cast<std::size_t>(ut.hottest.front())];
     fmt::print(out, "  {:<24}{} ({} busy, {} of capacity, up to {} flow{} at once)\n", "hottest link", l.name,

@@ -103,7 +103,8 @@ EvenChild start_even_run(const scenario::Scenario& even, const RunOptions& optio
                  .graph = result.graph,
                  .timeline = result.timeline,
                  .summary = &result.summary,
-                 .archive = &archive},
+                 .archive = &archive,
+                 .trace = trace_detail(options.trace)},
                 options.html, true);
       const double t = result.summary.iteration_time_s;
       if (::write(fds[1], &t, sizeof t) != static_cast<ssize_t>(sizeof t))
@@ -244,7 +245,8 @@ int run_balanced(const RunOptions& options) {
              .summary = &result.summary,
              .balance = &outcome,
              .archive = &archive,
-             .kept_folders = {kEvenDir}},
+             .kept_folders = {kEvenDir},
+             .trace = trace_detail(options.trace)},
             options.html, options.quiet);
   return 0;
 }

@@ -79,8 +79,10 @@ CLI::App* add_collective_command(CLI::App& app, CollectiveOptions& options) {
       ->check(CLI::IsMember({"auto", "ring", "tree", "hierarchical", "nvls", "nvls_tree"}))
       ->capture_default_str();
   cmd->add_option("--fidelity", options.fidelity,
-                  "detailed (every algorithm step) or fast (one flow per edge); default: the cluster's")
-      ->check(CLI::IsMember({"detailed", "fast"}));
+                  "auto (every algorithm step, without SimGrid flows while nothing else shares the "
+                  "links), detailed (every algorithm step as flows) or fast (one flow per edge); default: "
+                  "the cluster's")
+      ->check(CLI::IsMember({"auto", "detailed", "fast"}));
   cmd->add_option("-s,--set", options.overrides,
                   "Override a cluster value, KEY=VALUE with a dotted key (repeatable), e.g. --set "
                   "cluster.nic.bandwidth=400Gbps");
@@ -103,6 +105,8 @@ int collective_command(const CollectiveOptions& options) {
     cluster.collectives.fidelity = platforms::Fidelity::fast;
   else if (options.fidelity == "detailed")
     cluster.collectives.fidelity = platforms::Fidelity::detailed;
+  else if (options.fidelity == "auto")
+    cluster.collectives.fidelity = platforms::Fidelity::automatic;
 
   const double min_bytes = parse_size("--min", options.min_size);
   const double max_bytes = parse_size("--max", options.max_size);

@@ -34,7 +34,25 @@ CLI::App* add_report_command(CLI::App& app, ReportOptions& options) {
   cmd->add_option("-o,--out", options.out_dir, "Where to write the outputs (default: RUN_DIR)");
   cmd->add_flag("--html", options.html, "Also write report.html, one self-contained page");
   cmd->add_flag("-q,--quiet", options.quiet, "Do not print the summary table");
+  add_trace_option(*cmd, options.trace);
   return cmd;
+}
+
+void add_trace_option(CLI::App& command, std::string& trace) {
+  command
+      .add_option("--trace", trace,
+                  "What trace.json holds: full (every GPU), replica (the GPUs of data-parallel replica 0, "
+                  "the whole critical path and hottest links) or auto (default: full unless it would pass "
+                  "~200 MB, what Perfetto's UI opens)")
+      ->check(CLI::IsMember({"auto", "full", "replica"}));
+}
+
+analysis::TraceDetail trace_detail(const std::string& trace) {
+  if (trace == "full")
+    return analysis::TraceDetail::full;
+  if (trace == "replica")
+    return analysis::TraceDetail::replica;
+  return analysis::TraceDetail::automatic;
 }
 
 void write_run(analysis::RunFolder& folder, const RunToWrite& r, bool html, bool quiet) {
@@ -47,7 +65,15 @@ void write_run(analysis::RunFolder& folder, const RunToWrite& r, bool html, bool
                                                             .archive = r.archive,
                                                             .keep_archive = r.keep_archive,
                                                             .html = html,
+                                                            .trace = r.trace,
                                                             .kept_folders = r.kept_folders});
+  if (r.trace == analysis::TraceDetail::automatic && written.trace == analysis::TraceDetail::replica)
+    std::cerr << fmt::format(
+        "note: trace.json holds data-parallel replica 0 only ({} GPUs of {}): the full trace would be ~{} "
+        "MB, "
+        "more than Perfetto's UI opens; --trace full writes it\n",
+        run.plan.tp * run.plan.cp * run.plan.pp, run.graph.gpu_count,
+        static_cast<long long>(analysis::estimated_full_trace_bytes(run, r.timeline, written.report) / 1e6));
   if (quiet)
     return;
   analysis::write_terminal_summary(std::cout, run, written.report);
@@ -99,7 +125,8 @@ int report_command(const ReportOptions& options) {
              .balance = meta.balance ? &*meta.balance : nullptr,
              // Another folder becomes a run folder too (`trainsim report OUT` works on it).
              .archive = same_folder ? nullptr : &meta,
-             .keep_archive = same_folder},
+             .keep_archive = same_folder,
+             .trace = trace_detail(options.trace)},
             options.html, options.quiet);
   return 0;
 }

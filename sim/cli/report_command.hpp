@@ -11,6 +11,7 @@
 
 #include "analysis/balance_outcome.hpp"
 #include "analysis/repeated_runs.hpp"
+#include "analysis/reporters/reporters.hpp"
 #include "analysis/reporters/run_archive.hpp"
 #include "analysis/reporters/run_folder.hpp"
 #include "analysis/summary.hpp"
@@ -25,6 +26,7 @@ struct ReportOptions {
   std::string out_dir;  // empty: RUN_DIR
   bool html = false;
   bool quiet = false;
+  std::string trace = "auto";  // --trace auto|full|replica
 };
 
 // Registers the subcommand; `options` must outlive parsing.
@@ -46,7 +48,11 @@ struct RunToWrite {
   const analysis::RunMetadata* archive = nullptr;
   bool keep_archive = false;
   std::vector<std::string> kept_folders{};
+  analysis::TraceDetail trace = analysis::TraceDetail::automatic;
 };
+// --trace auto|full|replica, as `run` and `report` take it.
+void add_trace_option(CLI::App& command, std::string& trace);
+analysis::TraceDetail trace_detail(const std::string& trace);
 // Writes every output file into `folder` and completes it; prints the
 // terminal summary, the files written and the repeated runs' lines unless
 // `quiet`.

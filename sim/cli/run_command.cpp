@@ -58,6 +58,7 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& options) {
                   "clusters) that equalise stage times on the cluster's GPUs, simulate it and the even split "
                   "(into OUT/even/), and report the gain; off (default): the scenario as written")
       ->check(CLI::IsMember({"auto", "off"}));
+  add_trace_option(*cmd, options.trace);
   cmd->add_flag("--progress", options.progress,
                 "Show the progress line on stderr even when it is not a terminal (one line every 10 s)");
   cmd->add_option("--chakra", options.chakra,
@@ -244,7 +245,8 @@ int run_command(const RunOptions& given) {
              .timeline = result.timeline,
              .summary = &result.summary,
              .repeats = repeats,
-             .archive = &archive},
+             .archive = &archive,
+             .trace = trace_detail(options.trace)},
             options.html, options.quiet);
   line.close();
   return 0;

@@ -31,6 +31,8 @@ struct RunOptions {
   // --chakra PATH: replay this Chakra trace on the scenario's cluster (the
   // scenario's `workload.chakra`, relative to the current directory).
   std::string chakra;
+  // --trace auto|full|replica: what trace.json holds.
+  std::string trace = "auto";
 };
 
 // How `run` loads its scenario: the memory check unless --allow-oom, and the

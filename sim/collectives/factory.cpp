@@ -593,7 +593,10 @@ CollectivePlan make_collective(const CollectiveRequest& request, const ClusterZo
       pass_latency_s += phase.latency_s + phase.fixed_latency_s;
     plan.extra_latency_s += (fold - 1) * pass_latency_s;
   }
-  if ((config.fidelity == Fidelity::detailed && pass.detailed) || pass.fast_is_detailed) {
+  // The automatic representation runs the detailed steps (the replay
+  // decides whether SimGrid sees them as flows); an algorithm without
+  // detailed steps (NVLSTree: its pipeline is in its closed form) runs fast.
+  if ((config.fidelity != Fidelity::fast && pass.detailed) || pass.fast_is_detailed) {
     plan.flows = pass.detailed();
     return plan;
   }

@@ -88,6 +88,8 @@ class PerturbationDriver {
   void note_stall(double waited_s);
 
   const PerturbationStats& stats() const { return stats_; }
+  // Whether any link changes bandwidth, latency or state during the run.
+  bool changes_links() const { return !links_.empty(); }
 
  private:
   struct LinkState {

@@ -2,31 +2,39 @@
 
 namespace trainsim::sim {
 
-const FlowRecorder::Route& FlowRecorder::route(int src_gpu, int dst_gpu, simgrid::s4u::Host* src,
-                                               simgrid::s4u::Host* dst) {
-  const std::uint64_t key = (static_cast<std::uint64_t>(static_cast<std::uint32_t>(src_gpu)) << 32) |
-                            static_cast<std::uint32_t>(dst_gpu);
-  auto it = routes_.find(key);
-  if (it != routes_.end())
-    return it->second;
-  std::vector<simgrid::s4u::Link*> links;
-  double latency_s = 0;
-  src->route_to(dst, links, &latency_s);
-  Route r{static_cast<std::uint32_t>(timeline_.flow_links.size()), static_cast<std::uint32_t>(links.size())};
-  for (const auto* link : links) {
-    auto [pos, inserted] = link_index_.emplace(link, static_cast<std::uint32_t>(timeline_.links.size()));
-    if (inserted)
-      timeline_.links.push_back({link->get_name(), link->get_bandwidth(), link->get_latency()});
-    timeline_.flow_links.push_back(pos->second);
+void FlowRecorder::number_links(Route& route) {
+  if (route.timeline_first == Route::kUnrecorded) {
+    route.timeline_first = static_cast<std::uint32_t>(timeline_.flow_links.size());
+    for (const std::uint32_t id : route.links) {
+      if (timeline_link_.size() <= id)
+        timeline_link_.resize(routes_.link_count(), Route::kUnrecorded);
+      auto& index = timeline_link_[id];
+      if (index == Route::kUnrecorded) {
+        index = static_cast<std::uint32_t>(timeline_.links.size());
+        const auto* link = routes_.link(id);
+        timeline_.links.push_back({link->get_name(), link->get_bandwidth(), link->get_latency()});
+      }
+      timeline_.flow_links.push_back(index);
+    }
   }
-  return routes_.emplace(key, r).first->second;
 }
 
-std::size_t FlowRecorder::start(workloads::TaskId task, int src_endpoint, int dst_endpoint, int src_gpu,
-                                int dst_gpu, simgrid::s4u::Host* src, simgrid::s4u::Host* dst, double bytes,
-                                double now_s) {
-  const Route& r = route(src_endpoint, dst_endpoint, src, dst);
-  analysis::FlowRecord flow{task, src_gpu, dst_gpu, bytes, now_s, now_s, r.first, r.count};
+analysis::FlowRecord FlowRecorder::make(workloads::TaskId task, int src_gpu, int dst_gpu, Route& route,
+                                        double bytes, double start_s) {
+  number_links(route);
+  return {task,
+          src_gpu,
+          dst_gpu,
+          bytes,
+          start_s,
+          start_s,
+          route.timeline_first,
+          static_cast<std::uint32_t>(route.links.size())};
+}
+
+std::size_t FlowRecorder::start(workloads::TaskId task, int src_gpu, int dst_gpu, Route& route, double bytes,
+                                double start_s) {
+  const analysis::FlowRecord flow = make(task, src_gpu, dst_gpu, route, bytes, start_s);
   if (!free_.empty()) {
     const std::size_t handle = free_.back();
     free_.pop_back();
@@ -37,10 +45,17 @@ std::size_t FlowRecorder::start(workloads::TaskId task, int src_endpoint, int ds
   return open_.size() - 1;
 }
 
-void FlowRecorder::finish(std::size_t handle, double now_s) {
+void FlowRecorder::finish(std::size_t handle, double end_s) {
   analysis::FlowRecord flow = open_[handle];
   free_.push_back(handle);
-  flow.end_s = now_s;
+  flow.end_s = end_s;
+  timeline_.flows.push_back(flow);
+}
+
+void FlowRecorder::record(workloads::TaskId task, int src_gpu, int dst_gpu, Route& route, double bytes,
+                          double start_s, double end_s) {
+  analysis::FlowRecord flow = make(task, src_gpu, dst_gpu, route, bytes, start_s);
+  flow.end_s = end_s;
   timeline_.flows.push_back(flow);
 }
 

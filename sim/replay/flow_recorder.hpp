@@ -1,44 +1,47 @@
 #pragma once
-// Records every network flow the replay starts into the timeline: endpoints,
-// bytes, start and end, and the links it crossed (SimGrid's route), so that
-// analysis/ can compute link loads without SimGrid. Routes are looked up once
-// per (source, destination) pair and links are numbered on first use.
-#include <simgrid/s4u/Host.hpp>
-#include <simgrid/s4u/Link.hpp>
-
+// Records every network flow of the replay into the timeline: endpoints,
+// bytes, start and end, and the links it crossed, so that analysis/ can
+// compute link loads without SimGrid. A route is copied into the timeline
+// the first time a flow on it is recorded, and links are numbered on first
+// use.
 #include <cstdint>
-#include <unordered_map>
 #include <vector>
 
 #include "analysis/timeline.hpp"
+#include "sim/replay/route_table.hpp"
 
 namespace trainsim::sim {
 
 class FlowRecorder {
  public:
-  explicit FlowRecorder(analysis::Timeline& timeline) : timeline_(timeline) {}
+  FlowRecorder(analysis::Timeline& timeline, const RouteTable& routes)
+      : timeline_(timeline), routes_(routes) {}
 
-  // A flow of `bytes` from endpoint `src_endpoint` (host `src`) to
-  // `dst_endpoint` starts now for `task`, recorded between src_gpu and
-  // dst_gpu (endpoints are GPU ranks, or an NVSwitch of an in-switch
-  // reduction, recorded on its GPU); returns the handle to pass to finish().
-  std::size_t start(workloads::TaskId task, int src_endpoint, int dst_endpoint, int src_gpu, int dst_gpu,
-                    simgrid::s4u::Host* src, simgrid::s4u::Host* dst, double bytes, double now_s);
-  void finish(std::size_t handle, double now_s);
+  // A flow of `bytes` on `route` started at `start_s` for `task`, recorded
+  // between src_gpu and dst_gpu (a leg to or from an NVSwitch is recorded
+  // on its GPU); returns the handle to pass to finish().
+  std::size_t start(workloads::TaskId task, int src_gpu, int dst_gpu, Route& route, double bytes,
+                    double start_s);
+  void finish(std::size_t handle, double end_s);
+  // Copies the route into the timeline now if it is not there yet: links are
+  // numbered in the order flows first use them, and a collective computed
+  // in isolation records its flows only when it ends.
+  void number_links(Route& route);
+  // A flow whose start and end are both known (computed in isolation).
+  void record(workloads::TaskId task, int src_gpu, int dst_gpu, Route& route, double bytes, double start_s,
+              double end_s);
 
  private:
-  struct Route {
-    std::uint32_t first = 0;
-    std::uint32_t count = 0;
-  };
-  const Route& route(int src_gpu, int dst_gpu, simgrid::s4u::Host* src, simgrid::s4u::Host* dst);
+  analysis::FlowRecord make(workloads::TaskId task, int src_gpu, int dst_gpu, Route& route, double bytes,
+                            double start_s);
 
   analysis::Timeline& timeline_;
+  const RouteTable& routes_;
   // Flows in flight, by handle; a finished flow is appended to the timeline.
   std::vector<analysis::FlowRecord> open_;
   std::vector<std::size_t> free_;
-  std::unordered_map<std::uint64_t, Route> routes_;
-  std::unordered_map<const simgrid::s4u::Link*, std::uint32_t> link_index_;
+  // Timeline link index of each RouteTable link id (kUnrecorded: not yet).
+  std::vector<std::uint32_t> timeline_link_;
 };
 
 }  // namespace trainsim::sim

@@ -1,10 +1,12 @@
 #include "sim/replay/replay.hpp"
 
 #include <simgrid/kernel/Timer.hpp>
+#include <simgrid/kernel/resource/NetworkModelIntf.hpp>
 #include <simgrid/s4u/Activity.hpp>
 #include <simgrid/s4u/Comm.hpp>
 #include <simgrid/s4u/Engine.hpp>
 #include <simgrid/s4u/Exec.hpp>
+#include <simgrid/s4u/NetZone.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -18,6 +20,9 @@
 #include "sim/collectives/collectives.hpp"
 #include "sim/perturbations/driver.hpp"
 #include "sim/replay/flow_recorder.hpp"
+#include "sim/replay/isolated_run.hpp"
+#include "sim/replay/link_claims.hpp"
+#include "sim/replay/route_table.hpp"
 
 namespace trainsim::sim {
 namespace sg = simgrid::s4u;
@@ -39,6 +44,13 @@ namespace {
 // The network and CPU models see the same actions in the same order. (Only
 // Host::turn_off reads that list, to fail what runs on the host: the replay
 // never turns a host off.)
+//
+// Under the automatic collective fidelity, a collective whose links nothing
+// else needs beyond their bandwidth is computed alone (isolated_run.hpp), and
+// the SimGrid flows it would have added are never created; a flow that later
+// needs one of its links beyond that displaces it: from that instant on its
+// steps are SimGrid flows, those in flight resumed where they were
+// (link_claims.hpp says why this is exact).
 class Replayer {
  public:
   Replayer(const TaskGraph& graph, const ClusterZone& zone, const ReplayOptions& options)
@@ -57,7 +69,12 @@ class Replayer {
         communicating_(static_cast<std::size_t>(graph.gpu_count), 0),
         interference_(static_cast<std::size_t>(graph.gpu_count)),
         interfering_(interference_share_ > 0 ? graph.size() : 0, false),
-        flow_recorder_(timeline_) {}
+        routes_(zone),
+        flow_recorder_(timeline_, routes_),
+        claims_(routes_),
+        automatic_(zone.spec().collectives.fidelity == platforms::Fidelity::automatic &&
+                   (driver_ == nullptr || !driver_->changes_links())),
+        isolated_(automatic_ ? graph.size() : 0) {}
 
   ReplayResult run() {
     sg::Activity::on_completion_cb([this](const sg::Activity& activity) { on_activity_done(activity); });
@@ -85,8 +102,14 @@ class Replayer {
     // Where the activity waits, once finished, to be started again.
     std::vector<sg::ActivityPtr>* idle = nullptr;
     std::size_t flow = kNoFlow;  // communications: the FlowRecorder handle
-    int src = -1;                // communications: endpoints, to retry a flow
-    int dst = -1;                // cut by a link going down
+    Route* route = nullptr;      // communications: endpoints (to retry a flow cut by
+                                 // a link going down), links (claims)
+  };
+
+  // A collective computed alone, until it ends or is displaced.
+  struct Isolated {
+    IsolatedRun run;
+    simgrid::kernel::timer::Timer* timer = nullptr;
   };
 
   static constexpr std::size_t kNoFlow = static_cast<std::size_t>(-1);
@@ -199,24 +222,66 @@ class Replayer {
       });
       return;
     }
-    auto& idle = idle_comms_[(static_cast<std::uint64_t>(src) << 32) | static_cast<std::uint32_t>(dst)];
+    Route& route = routes_.route(src, dst);
+    launch_comm(id, rank, route, bytes, now(), std::llround(bytes), -1);
+  }
+
+  // Starts a SimGrid communication of `payload` bytes on `route` for a flow
+  // of `bytes` that started at `start_s` (earlier than now when a displaced
+  // collective's flow resumes). `latency_s` < 0: the route's whole latency.
+  void launch_comm(TaskId id, int rank, Route& route, double bytes, double start_s, long long payload,
+                   double latency_s) {
+    if (automatic_) {
+      std::vector<TaskId> displaced;
+      claims_.add_flow(route, displaced);
+      for (const TaskId other : displaced)
+        displace(other);
+    }
+    auto& idle = route.idle;
     sg::CommPtr comm;
     if (idle.empty()) {
-      comm = sg::Comm::sendto_init(zone_.endpoint_host(src), zone_.endpoint_host(dst));
+      comm = sg::Comm::sendto_init(route.src_host, route.dst_host);
     } else {
       comm = boost::static_pointer_cast<sg::Comm>(std::move(idle.back()));
       idle.pop_back();
       comm->set_state(sg::Activity::State::STARTING);  // as sendto_init leaves it
     }
-    comm->set_payload_size(static_cast<std::uint64_t>(std::llround(bytes)));
-    // A leg to or from an NVSwitch is recorded on its GPU (src == dst).
-    const int gpus = zone_.gpu_count();
-    const std::size_t flow =
-        recording() ? flow_recorder_.start(id, src, dst, src < gpus ? src : dst, dst < gpus ? dst : src,
-                                           zone_.endpoint_host(src), zone_.endpoint_host(dst), bytes, now())
-                    : kNoFlow;
-    comm->set_data(slot_for(id, rank, comm, &idle, flow, src, dst));
+    comm->set_payload_size(static_cast<std::uint64_t>(std::max(payload, 0LL)));
+    std::size_t flow = kNoFlow;
+    if (recording()) {
+      const auto [src, dst] = recorded_gpus(route);
+      flow = flow_recorder_.start(id, src, dst, route, bytes, start_s);
+    }
+    comm->set_data(slot_for(id, rank, comm, &idle, flow, &route));
+    if (latency_s >= 0 && route.latency_s > 0) {
+      // SimGrid charges the route's latency to every communication it starts;
+      // a resumed flow has only what is left of it (none once its bytes
+      // move: a vanishing factor rather than zero, which SimGrid would treat
+      // as a route without latency when sharing the links).
+      // SimGrid takes no empty callback back, so the one installed stays,
+      // answering 1 (what the CM02 model's default factor is) outside this
+      // call; it is installed only at the first displacement, as SimGrid
+      // copies each route for the callback of every later communication.
+      if (!latency_factor_installed_) {
+        auto* network = sg::Engine::get_instance()->get_netzone_root()->get_network_model();
+        network->set_lat_factor_cb(
+            [this](double, const sg::Host*, const sg::Host*, const std::vector<sg::Link*>&,
+                   const std::unordered_set<sg::NetZone*>&) { return latency_factor_; });
+        latency_factor_installed_ = true;
+      }
+      latency_factor_ = latency_s > 0 ? latency_s / route.latency_s : 1e-300;
+      comm->start();
+      latency_factor_ = 1.0;
+      return;
+    }
     comm->start();
+  }
+
+  CollectivePlan plan_collective(TaskId id) const {
+    const auto& task = graph_[id];
+    return make_collective(
+        {task.op, graph_.groups[static_cast<std::size_t>(task.group)], task.bytes, task.fold, task.algorithm},
+        zone_);
   }
 
   void start_collective(TaskId id) {
@@ -226,13 +291,101 @@ class Replayer {
     if (gpus.size() < 2 || task.bytes <= 0)
       return complete(id);
     communication_starts(id, gpus);
-    CollectivePlan plan = make_collective({task.op, gpus, task.bytes, task.fold, task.algorithm}, zone_);
-    timeline_.collectives[id] = plan.choice;
+    CollectivePlan plan = plan_collective(id);
+    auto& choice = timeline_.collectives[id] = plan.choice;
     collective_delay_s_[id] = plan.extra_latency_s;
+    if (!automatic_ && plan.choice.fidelity == platforms::Fidelity::automatic)
+      choice.representation = analysis::Representation::shared;  // links change: flows throughout
+    if (automatic_ && plan.choice.fidelity == platforms::Fidelity::automatic) {
+      auto isolated = std::make_unique<Isolated>();
+      if (runner_.run(*plan.flows, now(), routes_, claims_, isolated->run)) {
+        choice.representation = analysis::Representation::isolated;
+        claims_.add_isolated(id, isolated->run.claims);
+        if (recording())
+          for (auto& flow : isolated->run.flows)
+            flow_recorder_.number_links(*flow.route);
+        isolated->timer =
+            simgrid::kernel::timer::Timer::set(isolated->run.end_s, [this, id]() { end_isolated(id); });
+        isolated_[id] = std::move(isolated);
+        return;
+      }
+      // Its links carry other flows: detailed flows (the run spent the plan).
+      choice.representation = analysis::Representation::shared;
+      plan = plan_collective(id);
+    }
     collectives_[id] = std::move(plan.flows);
     flows_.clear();
     collectives_[id]->start(flows_);
     start_flows(id);
+  }
+
+  // The flow's endpoints as the timeline records them: a leg to or from an
+  // NVSwitch on its GPU.
+  std::pair<int, int> recorded_gpus(const Route& route) const {
+    const int gpus = zone_.gpu_count();
+    return {route.src < gpus ? route.src : route.dst, route.dst < gpus ? route.dst : route.src};
+  }
+
+  void record_isolated(TaskId id, const ScheduledFlow& flow) {
+    const auto [src, dst] = recorded_gpus(*flow.route);
+    flow_recorder_.record(id, src, dst, *flow.route, flow.request.bytes, flow.start_s, flow.end_s);
+  }
+
+  // An isolated collective's last flow ends.
+  void end_isolated(TaskId id) {
+    const auto isolated = std::move(isolated_[id]);
+    claims_.remove_isolated(id, isolated->run.claims);
+    if (recording())
+      for (const std::uint32_t f : isolated->run.finish_order)
+        record_isolated(id, isolated->run.flows[f]);
+    count_flows_done(isolated->run.flows.size());
+    finish_collective(id);
+    drain();
+  }
+
+  // Another flow needs an isolated collective's links: its flows become
+  // SimGrid flows from now on, those in flight resumed where they are.
+  void displace(TaskId id) {
+    if (isolated_[id] == nullptr)
+      return;  // displaced already, by another link of the same flow
+    const auto isolated = std::move(isolated_[id]);
+    isolated->timer->remove();
+    claims_.remove_isolated(id, isolated->run.claims);
+    timeline_.collectives[id].representation = analysis::Representation::isolated_then_shared;
+    const double t = now();
+    // A fresh state machine, told of every flow that has finished.
+    auto machine = plan_collective(id).flows;
+    std::vector<FlowRequest> released;
+    machine->start(released);
+    const auto& flows = isolated->run.flows;
+    std::vector<char> done(flows.size(), 0);
+    for (const std::uint32_t f : isolated->run.finish_order) {
+      if (flows[f].end_s > t)
+        break;
+      done[f] = 1;
+      count_flows_done(1);
+      machine->on_flow_done(flows[f].request.tag, released);
+      if (recording())
+        record_isolated(id, flows[f]);
+    }
+    const bool finished = machine->finished();
+    collectives_[id] = std::move(machine);
+    if (finished)
+      return finish_collective(id);
+    for (std::size_t f = 0; f < flows.size() && flows[f].start_s <= t; ++f) {
+      if (done[f])
+        continue;
+      const auto& flow = flows[f];
+      Route& route = *flow.route;
+      const double bytes = static_cast<double>(std::llround(flow.request.bytes));
+      const double latency_end_s = flow.start_s + route.latency_s;
+      if (t < latency_end_s)
+        launch_comm(id, flow.request.tag, route, flow.request.bytes, flow.start_s, std::llround(bytes),
+                    latency_end_s - t);
+      else
+        launch_comm(id, flow.request.tag, route, flow.request.bytes, flow.start_s,
+                    std::llround(bytes - (t - latency_end_s) * route.bound_Bps), 0.0);
+    }
   }
 
   void start_flows(TaskId id) {
@@ -242,7 +395,7 @@ class Replayer {
   }
 
   void* slot_for(TaskId id, int rank, sg::ActivityPtr activity, std::vector<sg::ActivityPtr>* idle,
-                 std::size_t flow = kNoFlow, int src = -1, int dst = -1) {
+                 std::size_t flow = kNoFlow, Route* route = nullptr) {
     std::size_t index;
     if (!free_slots_.empty()) {
       index = free_slots_.back();
@@ -251,7 +404,7 @@ class Replayer {
       index = slots_.size();
       slots_.emplace_back();
     }
-    slots_[index] = Slot{id, rank, std::move(activity), idle, flow, src, dst};
+    slots_[index] = Slot{id, rank, std::move(activity), idle, flow, route};
     // Slot indices travel in the activity's data pointer, offset by one so
     // that no slot is a null pointer.
     return reinterpret_cast<void*>(index + 1);
@@ -270,7 +423,9 @@ class Replayer {
       return;  // an interference execution, cancelled at the end (see below)
     const auto index = reinterpret_cast<std::size_t>(activity.get_data<void>()) - 1;
     Slot& slot = slots_[index];
-    if (activity.get_state() == sg::Activity::State::FAILED && driver_ != nullptr && slot.src >= 0) {
+    if (automatic_ && slot.route != nullptr)
+      claims_.remove_flow(*slot.route);
+    if (activity.get_state() == sg::Activity::State::FAILED && driver_ != nullptr && slot.route != nullptr) {
       // A link of its route went down: the rest of the flow waits for it.
       const auto* comm = dynamic_cast<const sg::Comm*>(&activity);
       const double left = comm != nullptr ? comm->get_remaining() : 0;
@@ -278,7 +433,7 @@ class Replayer {
       if (slot.flow != kNoFlow)
         flow_recorder_.finish(slot.flow, now());
       free_slots_.push_back(index);
-      start_comm(slot.task, slot.rank, slot.src, slot.dst, std::max(left, 1.0));
+      start_comm(slot.task, slot.rank, slot.route->src, slot.route->dst, std::max(left, 1.0));
       drain();
       return;
     }
@@ -288,8 +443,8 @@ class Replayer {
     if (slot.flow != kNoFlow)
       flow_recorder_.finish(slot.flow, now());
     free_slots_.push_back(index);
-    if (slot.src >= 0 && (++flows_done_ & 4095) == 0)
-      report_progress();
+    if (slot.route != nullptr)
+      count_flows_done(1);
     const TaskId id = slot.task;
     const auto& task = graph_[id];
     if (task.kind == TaskKind::collective) {
@@ -324,6 +479,17 @@ class Replayer {
 
   // Masks of powers of two keep the checks cheap; a few hundred tasks or a
   // few thousand flows take well under the progress line's refresh interval.
+  //
+  // An isolated collective's flows count as done when it ends (or, when
+  // displaced, those that had finished), so that the count follows the
+  // estimate of sim/replay/replay_cost.hpp, which counts every flow.
+  void count_flows_done(std::size_t flows) {
+    const std::size_t before = flows_done_;
+    flows_done_ += flows;
+    if ((before >> 12) != (flows_done_ >> 12))
+      report_progress();
+  }
+
   void report_progress() {
     if (options_.on_progress)
       options_.on_progress({now(), tasks_done_,
@@ -425,7 +591,6 @@ class Replayer {
   // executions by GPU, communications by (source, destination) endpoints
   // (SimGrid fixes a communication's endpoints once set).
   std::vector<std::vector<sg::ActivityPtr>> idle_execs_;
-  std::unordered_map<std::uint64_t, std::vector<sg::ActivityPtr>> idle_comms_;
   struct Retired {
     sg::ActivityPtr activity;
     std::vector<sg::ActivityPtr>* idle;
@@ -442,7 +607,18 @@ class Replayer {
   std::size_t tasks_done_ = 0;  // over every iteration, for the progress reports
   std::size_t flows_done_ = 0;
   analysis::Timeline timeline_;
+  RouteTable routes_;  // and the idle communications of each pair
   FlowRecorder flow_recorder_;
+  LinkClaims claims_;
+  IsolatedRunner runner_;
+  // The automatic collective representation is on: asked for, and no link
+  // changes its bandwidth during the run.
+  bool automatic_;
+  std::vector<std::unique_ptr<Isolated>> isolated_;  // by task
+  // The latency factor SimGrid applies to the communication being started
+  // (below 1 only while a displaced collective's flow resumes).
+  double latency_factor_ = 1.0;
+  bool latency_factor_installed_ = false;
 };
 
 }  // namespace

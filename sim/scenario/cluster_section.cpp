@@ -298,7 +298,9 @@ void read_collectives(std::optional<platforms::MapReader> c, platforms::Collecti
                                                        {"nvls", CollectiveAlgorithm::nvls},
                                                        {"nvls_tree", CollectiveAlgorithm::nvls_tree}}))
     config.algorithm = *a;
-  if (auto f = c->choice<Fidelity>("fidelity", {{"detailed", Fidelity::detailed}, {"fast", Fidelity::fast}}))
+  if (auto f = c->choice<Fidelity>(
+          "fidelity",
+          {{"auto", Fidelity::automatic}, {"detailed", Fidelity::detailed}, {"fast", Fidelity::fast}}))
     config.fidelity = *f;
   if (auto lat = c->latency_s("launch_latency"))
     config.launch_latency_s = *lat;

@@ -130,7 +130,9 @@ struct Tables {
                    {
                        choice("algorithm", {"auto", "ring", "tree", "hierarchical", "nvls", "nvls_tree"},
                               "auto: NCCL-style tuning"),
-                       choice("fidelity", {"detailed", "fast"}, "step by step, or one flow per edge"),
+                       choice("fidelity", {"auto", "detailed", "fast"},
+                              "auto: computed alone where nothing else needs its links (exact), else "
+                              "step by step; detailed: step by step; fast: one flow per edge"),
                        key("launch_latency", T::duration, "NCCL's cost per collective (default 30us)"),
                        ranged("max_chunks", T::integer, 1, 1 << 16, "pipelining chunks per collective"),
                        ranged("compute_interference", T::number, 0.0, platforms::kMaxComputeInterference,

@@ -6,26 +6,13 @@
 #include <nlohmann/json.hpp>
 
 #include "support/cli.hpp"
+#include "support/scenario_text.hpp"
 
 namespace trainsim::testing {
 namespace {
 
-const std::string kScenario = R"(cluster:
-  preset: dgx-a100-hdr
-  nodes: 4
-  fabric: {topology: fat_tree, nodes_per_leaf: 1, oversubscription: 1}
-model:
-  preset: gpt3-1.3b
-plan:
-  tp: 4
-  pp: 2
-  dp: 4
-  micro_batch_size: 1
-  global_batch_size: 16
-)";
-
 nlohmann::json run_with(const std::string& oversubscription) {
-  const auto file = write_temp_file("contention.yaml", kScenario);
+  const auto file = write_temp_file("contention.yaml", kFatTreeContentionScenario);
   const auto out = file.parent_path() / "out";
   const auto r = run_cli({"run", file.string(), "-q", "--out", out.string(), "--set",
                           "cluster.fabric.oversubscription=" + oversubscription});

@@ -1,8 +1,9 @@
 #pragma once
 // Scenario texts for the CLI tests and the helpers that edit and run them:
 // one small pipeline scenario that the input-error and perturbation tests
-// start from, a text replacement that fails the test when the text to
-// replace is missing, and the check of a one-line input error.
+// start from, a small fat-tree one whose uplinks the contention tests load,
+// a text replacement that fails the test when the text to replace is
+// missing, and the check of a one-line input error.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -26,6 +27,22 @@ plan:
   dp: 2
   tp: 2
   pp: 4
+  micro_batch_size: 1
+  global_batch_size: 16
+)";
+
+// 32 A100s on 4 DGX nodes, one per leaf of a fat-tree: the data-parallel
+// all-reduces of a stage's TP ranks cross the leaf uplinks together.
+inline const std::string kFatTreeContentionScenario = R"(cluster:
+  preset: dgx-a100-hdr
+  nodes: 4
+  fabric: {topology: fat_tree, nodes_per_leaf: 1, oversubscription: 1}
+model:
+  preset: gpt3-1.3b
+plan:
+  tp: 4
+  pp: 2
+  dp: 4
   micro_batch_size: 1
   global_batch_size: 16
 )";

@@ -116,6 +116,17 @@ TEST(Reporters, ChromeTraceMarksTheCriticalPathAndHasCountersAndMetadata) {
   EXPECT_GT(link_counters, 0);
 }
 
+TEST(Reporters, ChromeTraceSizeEstimateIsWithinAFactorOfTwoOfTheFullTrace) {
+  Reported r;
+  const auto text = r.text([&](std::ostream& o) { write_chrome_trace(o, r.run, r.h.timeline, r.report); });
+  const double estimate = estimated_full_trace_bytes(r.run, r.h.timeline, r.report);
+  EXPECT_GT(estimate, 0.5 * static_cast<double>(text.size()));
+  EXPECT_LT(estimate, 2.0 * static_cast<double>(text.size()));
+  // No data-parallel replicas: every GPU, whatever the size.
+  EXPECT_EQ(resolved_trace_detail(TraceDetail::automatic, r.run, r.h.timeline, r.report), TraceDetail::full);
+  EXPECT_EQ(resolved_trace_detail(TraceDetail::replica, r.run, r.h.timeline, r.report), TraceDetail::replica);
+}
+
 TEST(Reporters, TerminalSummaryEndsWithTheTopCausesOfLostTime) {
   Reported r;
   const auto text = r.text([&](std::ostream& o) { write_terminal_summary(o, r.run, r.report); });

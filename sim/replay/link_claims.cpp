@@ -1,0 +1,60 @@
+#include "sim/replay/link_claims.hpp"
+
+#include <algorithm>
+
+namespace trainsim::sim {
+namespace {
+
+// Claims are sums of bandwidths that may equal a link's bandwidth exactly
+// (32 NICs under a leaf of 32 NICs' uplink); this absorbs the rounding of
+// the sums, not a real excess.
+constexpr double kSlack = 1e-9;
+
+}  // namespace
+
+void LinkClaims::grow(std::uint32_t link) {
+  if (link >= claimed_Bps_.size()) {
+    claimed_Bps_.resize(routes_.link_count(), 0.0);
+    isolated_.resize(routes_.link_count());
+  }
+}
+
+bool LinkClaims::fits(std::uint32_t link, double Bps) const {
+  const double claimed = link < claimed_Bps_.size() ? claimed_Bps_[link] : 0.0;
+  return claimed + Bps <= routes_.capacity_Bps(link) * (1 + kSlack);
+}
+
+void LinkClaims::add_flow(const Route& route, std::vector<workloads::TaskId>& displaced) {
+  for (const std::uint32_t link : route.links) {
+    grow(link);
+    claimed_Bps_[link] += route.bound_Bps;
+    auto& isolated = isolated_[link];
+    if (!isolated.empty() && claimed_Bps_[link] > routes_.capacity_Bps(link) * (1 + kSlack))
+      for (const workloads::TaskId task : isolated)
+        if (std::find(displaced.begin(), displaced.end(), task) == displaced.end())
+          displaced.push_back(task);
+  }
+}
+
+void LinkClaims::remove_flow(const Route& route) {
+  for (const std::uint32_t link : route.links)
+    claimed_Bps_[link] -= route.bound_Bps;
+}
+
+void LinkClaims::add_isolated(workloads::TaskId task, const Claims& claims) {
+  for (const auto& [link, Bps] : claims) {
+    grow(link);
+    claimed_Bps_[link] += Bps;
+    isolated_[link].push_back(task);
+  }
+}
+
+void LinkClaims::remove_isolated(workloads::TaskId task, const Claims& claims) {
+  for (const auto& [link, Bps] : claims) {
+    claimed_Bps_[link] -= Bps;
+    auto& isolated = isolated_[link];
+    isolated.erase(std::find(isolated.begin(), isolated.end(), task));
+  }
+}
+
+}  // namespace trainsim::sim

@@ -1,0 +1,36 @@
+#include "sim/replay/route_table.hpp"
+
+#include <algorithm>
+
+namespace trainsim::sim {
+
+Route& RouteTable::route(int src, int dst) {
+  const std::uint64_t key =
+      (static_cast<std::uint64_t>(static_cast<std::uint32_t>(src)) << 32) | static_cast<std::uint32_t>(dst);
+  auto [it, inserted] = routes_.try_emplace(key);
+  Route& r = it->second;
+  if (!inserted)
+    return r;
+  r.src = src;
+  r.dst = dst;
+  r.src_host = zone_.endpoint_host(src);
+  r.dst_host = zone_.endpoint_host(dst);
+  // As ClusterZone::get_local_route gives it to SimGrid: the route's own
+  // latency plus what perturbations added to its links.
+  double added_s = 0;
+  r.bound_Bps = std::numeric_limits<double>::infinity();
+  const double route_s = zone_.for_each_link(src, dst, [&](simgrid::s4u::Link* link) {
+    auto [pos, first_use] = link_id_.emplace(link, static_cast<std::uint32_t>(links_.size()));
+    if (first_use) {
+      links_.push_back(link);
+      capacity_Bps_.push_back(link->get_bandwidth());
+    }
+    r.links.push_back(pos->second);
+    added_s += link->get_latency();
+    r.bound_Bps = std::min(r.bound_Bps, link->get_bandwidth());
+  });
+  r.latency_s = route_s + added_s;
+  return r;
+}
+
+}  // namespace trainsim::sim

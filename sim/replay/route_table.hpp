@@ -1,0 +1,61 @@
+#pragma once
+// What the replay needs to know about the route between two flow endpoints,
+// looked up once per (source, destination) pair: the link directions it
+// crosses (as dense ids, for the link claims of the automatic collective
+// representation), its latency and its narrowest link (together, how long an
+// uncontended flow takes under SimGrid's CM02 model: latency, then bytes at
+// the narrowest link's bandwidth), where the timeline keeps its copy of the
+// route (FlowRecorder), and the pair's finished communications waiting to be
+// started again (replay.cpp says why). One hash lookup per flow serves all of
+// it.
+#include <simgrid/s4u/Activity.hpp>
+#include <simgrid/s4u/Host.hpp>
+#include <simgrid/s4u/Link.hpp>
+
+#include <cstdint>
+#include <limits>
+#include <unordered_map>
+#include <vector>
+
+#include "sim/platform/cluster_zone.hpp"
+
+namespace trainsim::sim {
+
+struct Route {
+  static constexpr std::uint32_t kUnrecorded = std::numeric_limits<std::uint32_t>::max();
+
+  int src = -1;  // endpoints
+  int dst = -1;
+  simgrid::s4u::Host* src_host = nullptr;
+  simgrid::s4u::Host* dst_host = nullptr;
+  std::vector<std::uint32_t> links;  // RouteTable link ids, in route order
+  double latency_s = 0;              // what SimGrid charges before the first byte moves
+  double bound_Bps = 0;              // the narrowest link: an uncontended flow's rate
+  // The timeline's copy: flow_links[timeline_first, + links.size()).
+  std::uint32_t timeline_first = kUnrecorded;
+  std::vector<simgrid::s4u::ActivityPtr> idle;  // finished communications of this pair
+};
+
+class RouteTable {
+ public:
+  explicit RouteTable(const ClusterZone& zone) : zone_(zone) {}
+
+  // The route between two endpoints (GPU ranks or NVSwitch endpoints); the
+  // reference stays valid for the table's life.
+  Route& route(int src, int dst);
+
+  std::size_t link_count() const { return links_.size(); }
+  simgrid::s4u::Link* link(std::uint32_t id) const { return links_[id]; }
+  // The link's bandwidth when first seen (the automatic representation runs
+  // only on platforms whose links keep theirs: no link perturbations).
+  double capacity_Bps(std::uint32_t id) const { return capacity_Bps_[id]; }
+
+ private:
+  const ClusterZone& zone_;
+  std::unordered_map<std::uint64_t, Route> routes_;
+  std::unordered_map<const simgrid::s4u::Link*, std::uint32_t> link_id_;
+  std::vector<simgrid::s4u::Link*> links_;
+  std::vector<double> capacity_Bps_;
+};
+
+}  // namespace trainsim::sim

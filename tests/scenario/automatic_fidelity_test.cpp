@@ -1,0 +1,158 @@
+// The automatic collective representation (docs/collectives.md, "Fidelity")
+// against the detailed flows it stands for, through the real binary: every
+// task's start and end, every GPU's totals and every link's statistics must
+// be the same digit for digit on a plan where nothing contends (every
+// collective computed alone), and the same up to a displaced flow's
+// whole-byte rounding on one where data-parallel buckets and pipeline sends
+// cross oversubscribed uplinks (collectives displaced mid-way and run as
+// flows).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "support/cli.hpp"
+#include "support/scenario_text.hpp"
+
+namespace trainsim::testing {
+namespace {
+
+struct Outputs {
+  std::vector<std::string> timeline_rows;    // sorted: rows of tasks ending together may swap
+  std::map<std::string, std::string> links;  // by name: link ids follow first use
+  std::string per_gpu;
+  nlohmann::json summary;
+};
+
+std::vector<std::string> lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    out.push_back(line);
+  return out;
+}
+
+Outputs run_with(const std::string& fidelity, const std::vector<std::string>& sets) {
+  const auto file = write_temp_file("auto.yaml", kFatTreeContentionScenario);
+  const auto out = file.parent_path() / fidelity;
+  std::vector<std::string> args{
+      "run", file.string(), "-q", "--out", out.string(), "--set", "cluster.collectives.fidelity=" + fidelity};
+  for (const auto& s : sets)
+    args.insert(args.end(), {"--set", s});
+  const auto r = run_cli(args);
+  EXPECT_EQ(r.status, 0) << r.err;
+  Outputs o;
+  o.timeline_rows = lines(read_file(out / "timeline.csv"));
+  std::sort(o.timeline_rows.begin(), o.timeline_rows.end());
+  for (const auto& row : lines(read_file(out / "links.csv"))) {
+    const auto first = row.find(',');
+    const auto second = row.find(',', first + 1);
+    if (first != std::string::npos && second != std::string::npos)
+      o.links[row.substr(first + 1, second - first - 1)] = row.substr(second + 1);
+  }
+  o.per_gpu = read_file(out / "per_gpu.csv");
+  o.summary = nlohmann::json::parse(read_file(out / "summary.json"));
+  return o;
+}
+
+// Collectives per representation over all rows of summary.json.
+std::map<std::string, int> representations(const nlohmann::json& summary) {
+  std::map<std::string, int> total;
+  for (const auto& row : summary["collectives"]) {
+    EXPECT_EQ(row["fidelity"], "auto");
+    for (const auto& [name, count] : row["representation"].items())
+      total[name] += count.get<int>();
+  }
+  return total;
+}
+
+void expect_same_answers(const Outputs& detailed, const Outputs& automatic) {
+  ASSERT_GT(detailed.timeline_rows.size(), 100u);
+  EXPECT_EQ(detailed.timeline_rows, automatic.timeline_rows);
+  EXPECT_EQ(detailed.links, automatic.links);
+  EXPECT_EQ(detailed.per_gpu, automatic.per_gpu);
+  EXPECT_EQ(detailed.summary["iteration_time_s"], automatic.summary["iteration_time_s"]);
+}
+
+// Two CSV rows with the same fields, numbers within `tolerance` (relative,
+// and absolute near zero) of each other and every other field identical.
+bool rows_agree(const std::string& a, const std::string& b, double tolerance) {
+  std::istringstream in_a(a), in_b(b);
+  std::string x, y;
+  while (true) {
+    const bool more_a = static_cast<bool>(std::getline(in_a, x, ','));
+    const bool more_b = static_cast<bool>(std::getline(in_b, y, ','));
+    if (more_a != more_b)
+      return false;
+    if (!more_a)
+      return true;
+    if (x == y)
+      continue;
+    char* end_x = nullptr;
+    char* end_y = nullptr;
+    const double u = std::strtod(x.c_str(), &end_x);
+    const double v = std::strtod(y.c_str(), &end_y);
+    if (*end_x != '\0' || *end_y != '\0' || x.empty() || y.empty() ||
+        std::abs(u - v) > tolerance * std::max(1e-2, std::max(std::abs(u), std::abs(v))))
+      return false;
+  }
+}
+
+void expect_rows_agree(const std::vector<std::string>& a, const std::vector<std::string>& b,
+                       double tolerance) {
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t k = 0; k < a.size(); ++k)
+    EXPECT_TRUE(rows_agree(a[k], b[k], tolerance)) << a[k] << "\n" << b[k];
+}
+
+// A displaced collective's flows resume with their remaining bytes rounded
+// to whole bytes (SimGrid's payload is an integer): at most half a byte per
+// resumed flow, picoseconds on these links (docs/collectives.md): 4e-10 of
+// a link's busy time at most here. Times, busy times and fractions agree
+// within 1e-9 of their value; bytes, counts, names and the iteration time
+// are identical.
+constexpr double kResumedFlowRounding = 1e-9;
+
+void expect_answers_within_rounding(const Outputs& detailed, const Outputs& automatic) {
+  ASSERT_GT(detailed.timeline_rows.size(), 100u);
+  expect_rows_agree(detailed.timeline_rows, automatic.timeline_rows, kResumedFlowRounding);
+  ASSERT_EQ(detailed.links.size(), automatic.links.size());
+  for (const auto& [name, row] : detailed.links) {
+    ASSERT_EQ(automatic.links.count(name), 1u) << name;
+    EXPECT_TRUE(rows_agree(row, automatic.links.at(name), kResumedFlowRounding)) << name << "\n"
+                                                                                 << row << "\n"
+                                                                                 << automatic.links.at(name);
+  }
+  expect_rows_agree(lines(detailed.per_gpu), lines(automatic.per_gpu), kResumedFlowRounding);
+  EXPECT_EQ(detailed.summary["iteration_time_s"], automatic.summary["iteration_time_s"]);
+}
+
+TEST(AutomaticFidelity, ComputesEveryCollectiveAloneWhenNothingContendsAndAnswersAsTheDetailedFlows) {
+  const auto detailed = run_with("detailed", {});
+  const auto automatic = run_with("auto", {});
+  expect_same_answers(detailed, automatic);
+  const auto by = representations(automatic.summary);
+  EXPECT_GT(by.at("isolated"), 0);
+  EXPECT_EQ(by.at("isolated_then_shared"), 0);
+}
+
+TEST(AutomaticFidelity, RunsContendedCollectivesAsFlowsAndAnswersAsTheDetailedFlows) {
+  // Gradient buckets overlap the backward: data-parallel all-reduces and
+  // pipeline sends meet on uplinks a quarter of the NICs' bandwidth.
+  const std::vector<std::string> contended{"cluster.fabric.oversubscription=4",
+                                           "plan.overlap_grad_reduce=true", "plan.grad_bucket_size=20MB"};
+  const auto detailed = run_with("detailed", contended);
+  const auto automatic = run_with("auto", contended);
+  expect_answers_within_rounding(detailed, automatic);
+  const auto by = representations(automatic.summary);
+  EXPECT_GT(by.at("isolated"), 0);
+  EXPECT_GT(by.at("shared"), 0);
+  EXPECT_GT(by.at("isolated_then_shared"), 0);
+}
+
+}  // namespace
+}  // namespace trainsim::testing
