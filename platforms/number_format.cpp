@@ -30,12 +30,12 @@ std::string three_digits(double value, const std::array<Scale, N>& scales, std::
   return fmt::format("{:.3g}{}{}", value / scales[i].factor, scales[i].prefix, unit);
 }
 
-constexpr double kKi = 1024.0;
-constexpr std::array<Scale, 6> kBinary{{{kKi * kKi * kKi * kKi * kKi, "Pi"},
-                                        {kKi * kKi * kKi * kKi, "Ti"},
-                                        {kKi * kKi * kKi, "Gi"},
-                                        {kKi * kKi, "Mi"},
-                                        {kKi, "Ki"},
+constexpr double kKibi = 1024.0;
+constexpr std::array<Scale, 6> kBinary{{{kKibi * kKibi * kKibi * kKibi * kKibi, "Pi"},
+                                        {kKibi * kKibi * kKibi * kKibi, "Ti"},
+                                        {kKibi * kKibi * kKibi, "Gi"},
+                                        {kKibi * kKibi, "Mi"},
+                                        {kKibi, "Ki"},
                                         {1, ""}}};
 constexpr std::array<Scale, 10> kDecimal{{{1e15, "P"},
                                           {1e12, "T"},

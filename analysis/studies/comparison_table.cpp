@@ -26,7 +26,7 @@ bool is_input(const std::string& key) {
          starts_with(key, "plan.");
 }
 
-std::string text_of(const ordered_json& value) {
+std::string cell_text(const ordered_json& value) {
   if (value.is_null())
     return "n/a";
   return value.is_string() ? value.get<std::string>() : value.dump();
@@ -81,7 +81,7 @@ void write_comparison_table(std::ostream& out, const std::vector<ComparedRun>& r
           break;
         }
       if (!v.is_number()) {
-        row.cells.push_back(text_of(v));
+        row.cells.push_back(cell_text(v));
         continue;
       }
       const double value = v.get<double>();
@@ -124,7 +124,7 @@ void write_comparison_table(std::ostream& out, const std::vector<ComparedRun>& r
       if (!r.figures.is_object())
         continue;  // a failed run differs in nothing
       const auto v = r.figures.contains(key) ? r.figures[key] : ordered_json();
-      values.insert(text_of(v));
+      values.insert(cell_text(v));
       numeric = numeric && (v.is_number() || v.is_null());
     }
     if (values.size() <= 1)
@@ -132,7 +132,7 @@ void write_comparison_table(std::ostream& out, const std::vector<ComparedRun>& r
     if (is_input(key)) {
       Row row{key, {}};
       for (const auto& r : runs)
-        row.cells.push_back(r.figures.is_object() && r.figures.contains(key) ? text_of(r.figures[key])
+        row.cells.push_back(r.figures.is_object() && r.figures.contains(key) ? cell_text(r.figures[key])
                                                                              : "n/a");
       inputs.push_back(row);
     } else if (numeric) {

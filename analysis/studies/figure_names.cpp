@@ -16,11 +16,6 @@ bool ends_with(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
 
-std::string last_component(const std::string& column) {
-  const auto dot = column.rfind('.');
-  return dot == std::string::npos ? column : column.substr(dot + 1);
-}
-
 std::string words(std::string text) {
   for (char& c : text)
     c = c == '_' ? ' ' : c;
@@ -73,6 +68,11 @@ std::pair<std::string, std::string> rate_parts(const std::string& name) {
 }
 
 }  // namespace
+
+std::string last_component(const std::string& column) {
+  const auto dot = column.rfind('.');
+  return dot == std::string::npos ? column : column.substr(dot + 1);
+}
 
 FigureMeaning figure_meaning(const std::string& column) {
   FigureMeaning m;

@@ -25,6 +25,9 @@ struct FigureMeaning {
   std::string unit;  // of a rate: "tokens/s"; else ""
 };
 
+// The last dotted part of a column: "summary.mfu" -> "mfu", "plan.tp" -> "tp".
+std::string last_component(const std::string& column);
+
 FigureMeaning figure_meaning(const std::string& column);
 
 // A value of the column for people: "815ms", "40.2%", "14.7GiB", "161k tokens/s", "3", "gpu 12".

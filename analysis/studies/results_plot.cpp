@@ -26,11 +26,6 @@ std::string text_of(const ordered_json& value) {
   return value.is_string() ? value.get<std::string>() : value.dump();
 }
 
-std::string last_component(const std::string& key) {
-  const auto dot = key.rfind('.');
-  return dot == std::string::npos ? key : key.substr(dot + 1);
-}
-
 bool matches(const ordered_json& value, const ordered_json& wanted) {
   if (value == wanted)
     return true;

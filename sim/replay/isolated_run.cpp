@@ -4,13 +4,6 @@
 #include <functional>
 
 namespace trainsim::sim {
-namespace {
-
-// As in link_claims.cpp: rounding of sums, not a real excess.
-constexpr double kSlack = 1e-9;
-
-}  // namespace
-
 bool IsolatedRunner::launch(const FlowRequest& request, double start_s, RouteTable& routes,
                             const LinkClaims& claims, IsolatedRun& out) {
   const auto tag = static_cast<std::size_t>(request.tag);
@@ -28,7 +21,7 @@ bool IsolatedRunner::launch(const FlowRequest& request, double start_s, RouteTab
       touched_.push_back(link);
     const double using_Bps = using_Bps_[link] += route->bound_Bps;
     most_Bps_[link] = std::max(most_Bps_[link], using_Bps);
-    if (using_Bps > routes.capacity_Bps(link) * (1 + kSlack) || !claims.fits(link, using_Bps))
+    if (using_Bps > routes.capacity_Bps(link) * (1 + kClaimSlack) || !claims.fits(link, using_Bps))
       return false;
   }
   // As SimGrid dates it: the latency ends, then the bytes move at the bound.

@@ -3,15 +3,6 @@
 #include <algorithm>
 
 namespace trainsim::sim {
-namespace {
-
-// Claims are sums of bandwidths that may equal a link's bandwidth exactly
-// (32 NICs under a leaf of 32 NICs' uplink); this absorbs the rounding of
-// the sums, not a real excess.
-constexpr double kSlack = 1e-9;
-
-}  // namespace
-
 void LinkClaims::grow(std::uint32_t link) {
   if (link >= claimed_Bps_.size()) {
     claimed_Bps_.resize(routes_.link_count(), 0.0);
@@ -21,7 +12,7 @@ void LinkClaims::grow(std::uint32_t link) {
 
 bool LinkClaims::fits(std::uint32_t link, double Bps) const {
   const double claimed = link < claimed_Bps_.size() ? claimed_Bps_[link] : 0.0;
-  return claimed + Bps <= routes_.capacity_Bps(link) * (1 + kSlack);
+  return claimed + Bps <= routes_.capacity_Bps(link) * (1 + kClaimSlack);
 }
 
 void LinkClaims::add_flow(const Route& route, std::vector<workloads::TaskId>& displaced) {
@@ -29,7 +20,7 @@ void LinkClaims::add_flow(const Route& route, std::vector<workloads::TaskId>& di
     grow(link);
     claimed_Bps_[link] += route.bound_Bps;
     auto& isolated = isolated_[link];
-    if (!isolated.empty() && claimed_Bps_[link] > routes_.capacity_Bps(link) * (1 + kSlack))
+    if (!isolated.empty() && claimed_Bps_[link] > routes_.capacity_Bps(link) * (1 + kClaimSlack))
       for (const workloads::TaskId task : isolated)
         if (std::find(displaced.begin(), displaced.end(), task) == displaced.end())
           displaced.push_back(task);

@@ -23,6 +23,11 @@
 
 namespace trainsim::sim {
 
+// Claims are sums of bandwidths that may equal a link's bandwidth exactly
+// (32 NICs under a leaf of 32 NICs' uplink); this relative slack absorbs the
+// rounding of the sums, not a real excess. Shared with isolated_run.cpp.
+constexpr double kClaimSlack = 1e-9;
+
 class LinkClaims {
  public:
   explicit LinkClaims(const RouteTable& routes) : routes_(routes) {}

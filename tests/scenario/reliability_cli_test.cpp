@@ -140,6 +140,31 @@ TEST(SizeGuard, MaxMemoryLowersTheLimit) {
                  "--max-memory lots");
 }
 
+// The estimate's memory in GiB, read from a refusal's message.
+double estimated_gib(const CliResult& r) {
+  const auto at = r.err.find("GiB of memory");
+  if (at == std::string::npos)
+    return -1;
+  const auto start = r.err.rfind(' ', at);
+  return std::stod(r.err.substr(start + 1, at - start - 1));
+}
+
+TEST(SizeGuard, TheShippedSixteenThousandGpuScenarioFitsItsEstimateUnderAutomaticCollectives) {
+  // Measured: 2.7 GiB peak (scenarios/scale-16k.yaml's comment). Counting
+  // every ring step as flows, as for detailed collectives, estimated 52 GiB
+  // and refused it on a 24 GiB machine.
+  const std::vector<std::string> args{"run", "scenarios/scale-16k.yaml", "-q", "--max-memory", "1B"};
+  const auto automatic = run_cli(args);
+  expect_refused(automatic, "too large for this machine");
+  EXPECT_GT(estimated_gib(automatic), 2.7 / 2) << automatic.err;
+  EXPECT_LT(estimated_gib(automatic), 8) << automatic.err;
+  auto detailed_args = args;
+  detailed_args.insert(detailed_args.end(), {"--set", "cluster.collectives.fidelity=detailed"});
+  const auto detailed = run_cli(detailed_args);
+  expect_refused(detailed, "too large for this machine");
+  EXPECT_GT(estimated_gib(detailed), 5 * estimated_gib(automatic)) << detailed.err;
+}
+
 TEST(SizeGuard, ASweepPointTooLargeIsRefusedWithThePoint) {
   const auto study = write_temp_file(
       "study.yaml", kGood + "sweep:\n  grid:\n    plan.global_batch_size: [16, 1000000000]\n");
