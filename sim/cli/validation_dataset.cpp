@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <sstream>
 
@@ -136,13 +137,16 @@ std::vector<ValidationRow> parse_validation_dataset(const std::string& text, con
       double value = 0;
       const auto [ptr, ec] = std::from_chars(cell.data(), cell.data() + cell.size(), value);
       const bool integer_column = header[c] != Column::parameters && header[c] != Column::time;
-      if (ec != std::errc() || ptr != cell.data() + cell.size() || !(value > 0) ||
-          (integer_column && std::floor(value) != value)) {
-        errors.add(fmt::format("{}:{}: {}: '{}' is not a {} > 0", file, number, header_names[c], cell,
-                               integer_column ? "whole number" : "number"));
+      // A count beyond an int (found by fuzzing: 1e124 GPUs) would overflow
+      // the conversion below; infinity would pass `> 0`.
+      constexpr double kMaxCount = std::numeric_limits<int>::max();
+      if (ec != std::errc() || ptr != cell.data() + cell.size() || !(value > 0) || !std::isfinite(value) ||
+          (integer_column && (std::floor(value) != value || value > kMaxCount))) {
+        errors.add(fmt::format("{}:{}: {}: '{}' is not a {}", file, number, header_names[c], cell,
+                               integer_column ? "whole number between 1 and 2147483647" : "number > 0"));
         continue;
       }
-      const int n = static_cast<int>(value);
+      const int n = integer_column ? static_cast<int>(value) : 0;
       switch (header[c]) {
         case Column::parameters:
           row.parameters_billion = value;

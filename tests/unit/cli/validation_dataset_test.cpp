@@ -54,6 +54,20 @@ TEST(ValidationDataset, ReadsTheSingleNodeFormatWhoseHeaderStartsWithAHash) {
   EXPECT_DOUBLE_EQ(rows[0].parameters_billion, 0);
 }
 
+TEST(ValidationDataset, CountsBeyondAnIntAndInfiniteTimesAreRefusedNotConverted) {
+  // Found by the fuzz campaign: 1e124 GPUs passed as a whole number and
+  // overflowed its conversion to int (undefined behaviour).
+  std::string text = kMulti;
+  text += "3.6,1e124,512,8,3072,32,30,2048,1,64,1,3566.5,check\n";  // line 6
+  text += "3.6,64,512,8,3072,32,30,2048,1,64,1,inf,check\n";        // line 7
+  const auto p = problems(text);
+  ASSERT_EQ(p.size(), 2u);
+  EXPECT_NE(p[0].find("d.csv:6: # GPUs: '1e124' is not a whole number between 1 and 2147483647"),
+            std::string::npos)
+      << p[0];
+  EXPECT_NE(p[1].find("d.csv:7: iteration time (ms): 'inf' is not a number > 0"), std::string::npos) << p[1];
+}
+
 TEST(ValidationDataset, BadRowsAreAllReportedWithLineColumnAndValue) {
   std::string text = kMulti;
   text += "3.6,64,512,eight,3072,32,30,2048,1,64,1,3566.5,check\n";  // line 6
