@@ -2,6 +2,7 @@
 // Reporters turn the typed records of a run and its analyses into files and
 // text. Models never print; every output of trainsim is written here. The
 // layout of each file is documented in docs/outputs.md.
+#include <cstddef>
 #include <iosfwd>
 #include <string>
 
@@ -13,11 +14,17 @@ namespace trainsim::analysis {
 
 // Version of the summary.json layout; bumped on any incompatible change.
 // /2 added lost time by cause, critical path, utilization, links, memory and
-// energy; every /1 key keeps its meaning.
-inline constexpr const char* kSummarySchema = "trainsim.summary/2";
+// energy; every /1 key keeps its meaning. /3 added `gpu_groups` and lists
+// `gpus` only up to kSummaryGpuListMax GPUs.
+inline constexpr const char* kSummarySchema = "trainsim.summary/3";
 
-// summary.json: inputs, headline figures and every analysis.
-void write_summary_json(std::ostream& out, const RunContext& run, const Report& report);
+// summary.json: inputs, headline figures and every analysis. Per GPU, the
+// GPUs grouped by identical figures (`gpu_groups`, always) and, for runs of
+// at most `gpu_list_max` GPUs, every GPU (`gpus`): at 16,384 GPUs the list
+// alone made a 36 MB file, and per_gpu.csv holds every GPU anyway.
+inline constexpr std::size_t kSummaryGpuListMax = 1024;
+void write_summary_json(std::ostream& out, const RunContext& run, const Report& report,
+                        std::size_t gpu_list_max = kSummaryGpuListMax);
 // timeline.csv: one row per (task, GPU): gpu, stream, kind, name,
 // micro_batch, stage, start_s, end_s, bytes, peer.
 void write_timeline_csv(std::ostream& out, const RunContext& run, const Timeline& timeline);

@@ -1,6 +1,8 @@
 #include <nlohmann/json.hpp>
 
+#include <map>
 #include <ostream>
+#include <string>
 
 #include "analysis/reporters/json_numbers.hpp"
 #include "analysis/reporters/reporters.hpp"
@@ -43,9 +45,66 @@ ordered_json blames(const std::vector<Blame>& list) {
   return a;
 }
 
+// One GPU's figures, everything but its rank and node: GPUs with the same
+// text here are grouped in `gpu_groups`.
+ordered_json gpu_figures(const GpuUsage& u, const Report& report, double t) {
+  const auto g = static_cast<std::size_t>(u.gpu);
+  ordered_json e = {{"stage", u.stage},
+                    {"type", u.gpu_type},
+                    {"compute_s", u.compute_s},
+                    {"communication_s", u.communication_s},
+                    {"overlap_s", u.overlap_s},
+                    {"exposed_comm_s", u.exposed_comm_s},
+                    {"idle_s", u.idle_s},
+                    {"achieved_tflops", u.achieved_tflops},
+                    {"achieved_hardware_tflops", u.achieved_hardware_tflops},
+                    {"peak_memory_bytes", u.peak_memory_bytes},
+                    {"peak_memory_time_s", u.peak_memory_time_s},
+                    {"memory_capacity_bytes", u.memory_capacity_bytes},
+                    {"memory_at_peak", memory_breakdown(u.memory_at_peak)}};
+  if (g < report.bubbles.gpus.size()) {
+    const auto& b = report.bubbles.gpus[g];
+    e["forward_backward_s"] = b.forward_backward_s;
+    e["optimizer_s"] = b.optimizer_s;
+    e["lost_s"] = b.lost_s;
+    e["lost_by_cause_s"] = by_cause(b.cause_s);
+    e["idle_by_cause_s"] = by_cause(b.idle_part_s);
+  }
+  if (g < report.utilization.gpus.size()) {
+    const auto& v = report.utilization.gpus[g];
+    e["compute_busy_fraction"] = t > 0 ? v.compute_busy_s / t : 0;
+    e["comm_busy_fraction"] = t > 0 ? v.comm_busy_s / t : 0;
+    e["comm_busy_by_kind_s"] = by_comm_kind(v.comm_busy_by_kind_s);
+    e["exposed_comm_by_kind_s"] = by_comm_kind(v.exposed_by_kind_s);
+  }
+  if (g < report.memory.gpus.size()) {
+    const auto& m = report.memory.gpus[g];
+    e["memory"] = {{"resident_bytes", m.resident_bytes},
+                   {"peak_bytes", m.peak_bytes},
+                   {"peak_time_s", m.peak_time_s},
+                   {"capacity_bytes", m.capacity_bytes}};
+  }
+  if (g < report.energy.gpus.size()) {
+    const auto& en = report.energy.gpus[g];
+    e["energy_J"] = en.energy_J;
+    e["average_power_W"] = en.average_power_W;
+    e["idle_energy_J"] = en.idle_energy_J;
+  }
+  return e;
+}
+
+// Ascending ranks as [first, last] runs: 0,1,2,3,8,9 -> [[0,3],[8,9]].
+void add_rank(ordered_json& ranges, int rank) {
+  if (!ranges.empty() && ranges.back()[1].get<int>() + 1 == rank)
+    ranges.back()[1] = rank;
+  else
+    ranges.push_back({rank, rank});
+}
+
 }  // namespace
 
-void write_summary_json(std::ostream& out, const RunContext& run, const Report& report) {
+void write_summary_json(std::ostream& out, const RunContext& run, const Report& report,
+                        std::size_t gpu_list_max) {
   const Summary& s = report.summary;
   const double t = s.iteration_time_s;
   const double gpu_time = t * static_cast<double>(s.gpus.size());
@@ -158,55 +217,34 @@ void write_summary_json(std::ostream& out, const RunContext& run, const Report& 
   }
   j["stages"] = stages;
 
+  // Per GPU: every GPU up to gpu_list_max, and always the GPUs grouped by
+  // identical figures (the data-parallel replicas of a symmetric plan share
+  // theirs: 512 GPUs of scale-512 make 16 groups). Every GPU is also in
+  // per_gpu.csv.
   ordered_json gpus = ordered_json::array();
+  ordered_json gpu_groups = ordered_json::array();
+  std::map<std::string, std::size_t> group_of;  // figures' text -> index in gpu_groups
+  const bool list_gpus = s.gpus.size() <= gpu_list_max;
   for (const auto& u : s.gpus) {
-    const auto g = static_cast<std::size_t>(u.gpu);
-    ordered_json e = {{"gpu", u.gpu},
-                      {"node", u.node},
-                      {"stage", u.stage},
-                      {"type", u.gpu_type},
-                      {"compute_s", u.compute_s},
-                      {"communication_s", u.communication_s},
-                      {"overlap_s", u.overlap_s},
-                      {"exposed_comm_s", u.exposed_comm_s},
-                      {"idle_s", u.idle_s},
-                      {"achieved_tflops", u.achieved_tflops},
-                      {"achieved_hardware_tflops", u.achieved_hardware_tflops},
-                      {"peak_memory_bytes", u.peak_memory_bytes},
-                      {"peak_memory_time_s", u.peak_memory_time_s},
-                      {"memory_capacity_bytes", u.memory_capacity_bytes},
-                      {"memory_at_peak", memory_breakdown(u.memory_at_peak)}};
-    if (g < report.bubbles.gpus.size()) {
-      const auto& b = report.bubbles.gpus[g];
-      e["forward_backward_s"] = b.forward_backward_s;
-      e["optimizer_s"] = b.optimizer_s;
-      e["lost_s"] = b.lost_s;
-      e["lost_by_cause_s"] = by_cause(b.cause_s);
-      e["idle_by_cause_s"] = by_cause(b.idle_part_s);
+    ordered_json figures = gpu_figures(u, report, t);
+    auto [it, added] = group_of.try_emplace(figures.dump(), gpu_groups.size());
+    if (added) {
+      ordered_json group = {{"gpu_count", 0}, {"gpu_ranges", ordered_json::array()}};
+      group.update(figures);
+      gpu_groups.push_back(std::move(group));
     }
-    if (g < report.utilization.gpus.size()) {
-      const auto& v = report.utilization.gpus[g];
-      e["compute_busy_fraction"] = t > 0 ? v.compute_busy_s / t : 0;
-      e["comm_busy_fraction"] = t > 0 ? v.comm_busy_s / t : 0;
-      e["comm_busy_by_kind_s"] = by_comm_kind(v.comm_busy_by_kind_s);
-      e["exposed_comm_by_kind_s"] = by_comm_kind(v.exposed_by_kind_s);
+    auto& group = gpu_groups[it->second];
+    group["gpu_count"] = group["gpu_count"].get<int>() + 1;
+    add_rank(group["gpu_ranges"], u.gpu);
+    if (list_gpus) {
+      ordered_json e = {{"gpu", u.gpu}, {"node", u.node}};
+      e.update(figures);
+      gpus.push_back(std::move(e));
     }
-    if (g < report.memory.gpus.size()) {
-      const auto& m = report.memory.gpus[g];
-      e["memory"] = {{"resident_bytes", m.resident_bytes},
-                     {"peak_bytes", m.peak_bytes},
-                     {"peak_time_s", m.peak_time_s},
-                     {"capacity_bytes", m.capacity_bytes}};
-    }
-    if (g < report.energy.gpus.size()) {
-      const auto& en = report.energy.gpus[g];
-      e["energy_J"] = en.energy_J;
-      e["average_power_W"] = en.average_power_W;
-      e["idle_energy_J"] = en.idle_energy_J;
-    }
-    gpus.push_back(e);
   }
-  j["gpus"] = gpus;
+  if (list_gpus)
+    j["gpus"] = std::move(gpus);
+  j["gpu_groups"] = std::move(gpu_groups);
 
   // Lost time: every GPU-second not spent in forward/backward compute.
   const auto& bub = report.bubbles;

@@ -2,6 +2,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <vector>
+
 #include "support/cli.hpp"
 
 namespace trainsim::testing {
@@ -33,12 +36,33 @@ TEST(Cli, QuickstartWritesSummaryTimelineAndTrace) {
   EXPECT_NE(r.out.find("MFU"), std::string::npos);
 
   const auto summary = nlohmann::json::parse(read_file(out / "summary.json"));
-  EXPECT_EQ(summary["schema"], "trainsim.summary/2");
+  EXPECT_EQ(summary["schema"], "trainsim.summary/3");
   EXPECT_GT(summary["iteration_time_s"].get<double>(), 0);
   EXPECT_GT(summary["tokens_per_s"].get<double>(), 0);
   EXPECT_GT(summary["mfu"].get<double>(), 0.05);
   EXPECT_LT(summary["mfu"].get<double>(), 1.0);
   EXPECT_EQ(summary["stages"].size(), 4u);
+  // Every GPU in exactly one group, with the group's figures.
+  std::vector<int> group_of(16, -1);
+  for (std::size_t k = 0; k < summary["gpu_groups"].size(); ++k) {
+    auto figures = summary["gpu_groups"][k];
+    int counted = 0;
+    for (const auto& range : figures["gpu_ranges"])
+      for (int g = range[0].get<int>(); g <= range[1].get<int>(); ++g, ++counted) {
+        ASSERT_EQ(group_of.at(static_cast<std::size_t>(g)), -1) << "GPU " << g << " in two groups";
+        group_of[static_cast<std::size_t>(g)] = static_cast<int>(k);
+        auto gpu = summary["gpus"][static_cast<std::size_t>(g)];
+        gpu.erase("gpu");
+        gpu.erase("node");
+        auto expected = figures;
+        expected.erase("gpu_count");
+        expected.erase("gpu_ranges");
+        EXPECT_EQ(gpu, expected) << "GPU " << g;
+      }
+    EXPECT_EQ(figures["gpu_count"], counted);
+  }
+  EXPECT_EQ(std::count(group_of.begin(), group_of.end(), -1), 0);
+  EXPECT_LT(summary["gpu_groups"].size(), 16u);  // the two data-parallel replicas share figures
   EXPECT_NEAR(summary["tokens_per_s"].get<double>() * summary["iteration_time_s"].get<double>(), 64.0 * 2048,
               1e-6);
 

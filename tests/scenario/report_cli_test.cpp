@@ -53,7 +53,7 @@ TEST(ReportCli, RunWritesEveryOutputWithConsistentFigures) {
     EXPECT_TRUE(fs::exists(dir / f)) << f;
   EXPECT_TRUE(fs::exists(dir / "run.trainsim"));
   const auto s = nlohmann::json::parse(read_file(dir / "summary.json"));
-  EXPECT_EQ(s["schema"], "trainsim.summary/2");
+  EXPECT_EQ(s["schema"], "trainsim.summary/3");
   const double t = s["iteration_time_s"];
   // Lost time by cause adds up per GPU, and to the summary's split.
   for (const auto& g : s["gpus"]) {

@@ -56,7 +56,7 @@ TEST(Reporters, SummaryJsonHasEverySectionAndCausesAddUp) {
   Reported r;
   const auto j =
       nlohmann::json::parse(r.text([&](std::ostream& o) { write_summary_json(o, r.run, r.report); }));
-  EXPECT_EQ(j["schema"], "trainsim.summary/2");
+  EXPECT_EQ(j["schema"], "trainsim.summary/3");
   for (const char* key : {"iteration_time_s", "mfu", "hfu", "bubble_fraction", "lost_time", "critical_path",
                           "utilization", "memory", "energy", "stages", "gpus"})
     EXPECT_TRUE(j.contains(key)) << key;
@@ -74,6 +74,45 @@ TEST(Reporters, SummaryJsonHasEverySectionAndCausesAddUp) {
   EXPECT_DOUBLE_EQ(
       j["energy"]["tokens_per_J"].get<double>() * j["energy"]["energy_per_token_J"].get<double>(), 1);
   EXPECT_EQ(j["critical_path"]["by_kind"][0]["seconds"].get<double>(), 3);
+}
+
+TEST(Reporters, SummaryGroupsGpusWithIdenticalFiguresAndListsEachGpuOnlyUpToTheLimit) {
+  Reported r;
+  // GPUs 2 and 3: copies of GPU 0 on another node, so they share its group.
+  for (int rank : {2, 3}) {
+    auto u = r.report.summary.gpus[0];
+    u.gpu = rank;
+    u.node = 7;
+    r.report.summary.gpus.push_back(u);
+    r.report.bubbles.gpus.push_back(r.report.bubbles.gpus[0]);
+    r.report.utilization.gpus.push_back(r.report.utilization.gpus[0]);
+    r.report.memory.gpus.push_back(r.report.memory.gpus[0]);
+    r.report.energy.gpus.push_back(r.report.energy.gpus[0]);
+  }
+  const auto listed =
+      nlohmann::json::parse(r.text([&](std::ostream& o) { write_summary_json(o, r.run, r.report); }));
+  ASSERT_EQ(listed["gpus"].size(), 4u);
+  const auto& groups = listed["gpu_groups"];
+  ASSERT_EQ(groups.size(), 2u);
+  EXPECT_EQ(groups[0]["gpu_count"], 3);
+  EXPECT_EQ(groups[0]["gpu_ranges"], nlohmann::json::parse("[[0, 0], [2, 3]]"));
+  EXPECT_EQ(groups[1]["gpu_count"], 1);
+  EXPECT_EQ(groups[1]["gpu_ranges"], nlohmann::json::parse("[[1, 1]]"));
+  // A group holds exactly the figures of each GPU in it, without rank and node.
+  for (const auto& [group, rank] : {std::pair{0, 0}, {0, 3}, {1, 1}}) {
+    auto expected = listed["gpus"][static_cast<std::size_t>(rank)];
+    expected.erase("gpu");
+    expected.erase("node");
+    auto got = groups[static_cast<std::size_t>(group)];
+    got.erase("gpu_count");
+    got.erase("gpu_ranges");
+    EXPECT_EQ(got, expected) << "GPU " << rank;
+  }
+  // Above the limit the list goes; the groups stay as they were.
+  const auto grouped =
+      nlohmann::json::parse(r.text([&](std::ostream& o) { write_summary_json(o, r.run, r.report, 3); }));
+  EXPECT_FALSE(grouped.contains("gpus"));
+  EXPECT_EQ(grouped["gpu_groups"], groups);
 }
 
 TEST(Reporters, CsvTablesHaveAHeaderAndOneRowPerEntity) {
