@@ -174,6 +174,16 @@ void write_run_archive(std::ostream& out, const std::string& metadata_json, cons
   w.put_checksum();
 }
 
+void reseal_run_archive(std::string& bytes) {
+  if (bytes.size() < sizeof(std::uint64_t))
+    return;
+  const std::size_t body = bytes.size() - sizeof(std::uint64_t);
+  Checksum sum;
+  sum.add(bytes.data(), body);
+  const std::uint64_t v = sum.value();
+  std::memcpy(bytes.data() + body, &v, sizeof v);
+}
+
 RunArchive read_run_archive(std::istream& in) {
   const std::string bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
   return parse_run_archive(bytes);

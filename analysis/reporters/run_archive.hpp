@@ -44,6 +44,11 @@ void write_run_archive(std::ostream& out, const std::string& metadata_json, cons
 // complete, intact archive of this format version.
 RunArchive read_run_archive(std::istream& in);
 RunArchive parse_run_archive(std::string_view bytes);
+// Rewrites the checksum at the end of `bytes` (8 bytes or more) to match what
+// precedes it. For the fuzz target and the tests only: a mutated body then
+// reaches the decoder, whose own checks (counts against the bytes left,
+// ranges) must refuse it, instead of stopping at the checksum.
+void reseal_run_archive(std::string& bytes);
 
 // How the run was made (the archive's metadata, schema trainsim.run/1).
 struct RunMetadata {

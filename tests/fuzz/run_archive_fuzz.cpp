@@ -1,10 +1,12 @@
 // Fuzz target: the run archive reader (run.trainsim) and its metadata. A
 // damaged archive must be refused with std::runtime_error (the CLI reports it
 // as bad input), never read as other figures, and never allocate more than
-// the file holds.
+// the file holds. Each input is read twice: as it is, and with its checksum
+// made to match, so that mutations of the body reach the decoder.
 #include <cstddef>
 #include <cstdint>
 #include <stdexcept>
+#include <string>
 #include <string_view>
 
 #include "analysis/reporters/run_archive.hpp"
@@ -16,7 +18,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     (void)trainsim::analysis::run_metadata_from_json(archive.metadata_json);
   } catch (const std::runtime_error&) {
   }
-  // The metadata reader on its own (the checksum keeps mutations out above).
+  // The same bytes with their checksum made to match: the mutation reaches the
+  // decoder, whose own checks must hold (the checksum keeps it out above).
+  std::string resealed(bytes);
+  trainsim::analysis::reseal_run_archive(resealed);
+  try {
+    const auto archive = trainsim::analysis::parse_run_archive(resealed);
+    (void)trainsim::analysis::run_metadata_from_json(archive.metadata_json);
+  } catch (const std::runtime_error&) {
+  }
+  // The metadata reader on its own.
   try {
     (void)trainsim::analysis::run_metadata_from_json(bytes);
   } catch (const std::runtime_error&) {
