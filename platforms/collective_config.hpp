@@ -53,7 +53,10 @@ std::string_view to_string(Fidelity fidelity);
 
 struct CollectiveConfig {
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::automatic;
-  Fidelity fidelity = Fidelity::detailed;
+  // automatic by default: the detailed answer (the same task times and link
+  // statistics, tests/scenario/automatic_fidelity_test.cpp) at a fraction of
+  // the flows; detailed and fast stay explicit choices.
+  Fidelity fidelity = Fidelity::automatic;
   // NCCL's fixed cost of one collective (kernel launch, proxy handshake),
   // charged once per collective on top of the per-step link latencies.
   double launch_latency_s = 0;

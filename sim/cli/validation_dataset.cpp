@@ -188,10 +188,13 @@ std::vector<ValidationRow> parse_validation_dataset(const std::string& text, con
           break;
       }
     }
-    if (errors.size() == before && row.tp * row.dp * row.pp != row.gpus)
+    // In double: each count fits an int, their product need not (exact up to
+    // 2^53, and anything above cannot equal an int count).
+    const double product = double(row.tp) * double(row.dp) * double(row.pp);
+    if (errors.size() == before && product != row.gpus)
       errors.add(
-          fmt::format("{}:{}: tensor x data x pipeline parallelism = {} x {} x {} = {}, but # GPUs is {}",
-                      file, number, row.tp, row.dp, row.pp, row.tp * row.dp * row.pp, row.gpus));
+          fmt::format("{}:{}: tensor x data x pipeline parallelism = {} x {} x {} = {:.0f}, but # GPUs is {}",
+                      file, number, row.tp, row.dp, row.pp, product, row.gpus));
     rows.push_back(row);
   }
   if (header.empty() && errors.empty())

@@ -68,6 +68,20 @@ TEST(ValidationDataset, CountsBeyondAnIntAndInfiniteTimesAreRefusedNotConverted)
   EXPECT_NE(p[1].find("d.csv:7: iteration time (ms): 'inf' is not a number > 0"), std::string::npos) << p[1];
 }
 
+TEST(ValidationDataset, AParallelismProductBeyondAnIntIsAMismatchNotAnOverflow) {
+  // Found by the fuzz campaign: tp 128 x dp 47,777,777 overflowed the int
+  // product before it was compared with the GPU count (undefined behaviour).
+  std::string text = kMulti;
+  text += "3.6,64,512,8,3072,32,30,2048,128,47777777,1,3566.5,check\n";  // line 6
+  const auto p = problems(text);
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_NE(
+      p[0].find("d.csv:6: tensor x data x pipeline parallelism = 128 x 47777777 x 1 = 6115555456, but # "
+                "GPUs is 64"),
+      std::string::npos)
+      << p[0];
+}
+
 TEST(ValidationDataset, BadRowsAreAllReportedWithLineColumnAndValue) {
   std::string text = kMulti;
   text += "3.6,64,512,eight,3072,32,30,2048,1,64,1,3566.5,check\n";  // line 6
