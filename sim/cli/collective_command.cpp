@@ -132,12 +132,8 @@ int collective_command(const CollectiveOptions& options) {
         {fmt::format("--ranks {}: a collective needs at least two ranks", bench.ranks)});
 
   // The size guard: refuse what cannot fit here, say up front what will take long.
-  // On the benchmark's idle cluster every automatic collective runs isolated,
-  // which computes each step of each rank as detailed flows would be: it is
-  // estimated as detailed (a million-rank ring ran for 19 minutes and 7 GB
-  // before the guard knew), not as fast as in a scenario's estimate.
-  const auto size = scenario::estimate_collective_size(
-      bench.ranks, bench.sizes_bytes.size(), cluster.collectives.fidelity != platforms::Fidelity::fast);
+  const auto size =
+      scenario::estimate_collective_size(bench.ranks, bench.sizes_bytes.size(), cluster.collectives.fidelity);
   scenario::check_collective_size(bench.ranks, size, scenario::available_memory_bytes());
   if (size.replay_s > scenario::kLongRun_s)
     std::cerr << fmt::format("note: --ranks {}: a long run: {} (estimate)\n", bench.ranks,

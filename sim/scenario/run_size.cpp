@@ -50,11 +50,12 @@ RunSize estimate_run_size(const Scenario& scenario, int iterations) {
   return s;
 }
 
-RunSize estimate_collective_size(int ranks, std::size_t sizes, bool detailed) {
+RunSize estimate_collective_size(int ranks, std::size_t sizes, platforms::Fidelity fidelity) {
   constexpr double kChannels = 8;  // an upper bound of NCCL's channels per collective
   const double n = std::max(2, ranks);
+  const bool stepwise = fidelity != platforms::Fidelity::fast;
   RunSize s;
-  s.flows = kChannels * (detailed ? 2 * (n - 1) * n : 2 * n);
+  s.flows = kChannels * (stepwise ? 2 * (n - 1) * n : 2 * n);
   s.records = n;
   s.memory_bytes = kBaseBytes + kBytesPerFlow * s.flows + kBytesPerRecord * s.records;
   s.replay_s = double(sizes) * (kSecondsPerFlow * s.flows + kSecondsPerRecord * s.records);

@@ -34,9 +34,12 @@ RunSize estimate_run_size(const Scenario& scenario, int iterations = 1);
 // `trainsim collective`: `sizes` collectives over `ranks` ranks, one after
 // the other. Detailed fidelity moves up to 2 (ranks - 1) steps of one flow
 // per rank and channel (ring all-reduce; all-to-all is ranks - 1 steps of
-// ranks flows); fast fidelity one flow per edge. Memory is the peak of one
-// collective (they run back to back), time the sum.
-RunSize estimate_collective_size(int ranks, std::size_t sizes, bool detailed);
+// ranks flows); fast fidelity one flow per edge. Automatic fidelity counts
+// as detailed here, unlike in estimate_run_size: on the benchmark's idle
+// cluster every collective runs isolated, which computes each step of each
+// rank (a million-rank ring ran 19 minutes and 7 GB before the guard knew).
+// Memory is the peak of one collective (they run back to back), time the sum.
+RunSize estimate_collective_size(int ranks, std::size_t sizes, platforms::Fidelity fidelity);
 
 // `load` with the size guard on at the memory available on this machine
 // (sweep and compare points; `run` also takes --max-memory).
