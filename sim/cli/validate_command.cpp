@@ -46,6 +46,10 @@ CLI::App* add_validate_command(CLI::App& app, ValidateOptions& options) {
                   "Rows to replay: all, fit or check (the dataset's `set` column)")
       ->check(CLI::IsMember({"all", "fit", "check"}));
   cmd->add_option("--csv", options.csv_out, "Also write the per-row results to this CSV file");
+  // A measured row ran on its cluster: when the memory model disagrees, the
+  // time can still be checked (the disagreement is the memory model's error).
+  cmd->add_flag("--allow-oom", options.allow_oom,
+                "Replay rows even when the memory model says their plan does not fit in GPU memory");
   cmd->add_option("--max-mape", options.max_mape_percent,
                   "Exit with status 3 when the MAPE of the replayed rows exceeds this many percent")
       ->check(finite_number() & CLI::Range(0.0, 1000.0));
@@ -60,17 +64,20 @@ namespace {
 std::vector<std::string> row_overrides(const ValidationRow& row, int template_gpus_per_node) {
   const int per_node = std::min(row.gpus, template_gpus_per_node);
   const int nodes = (row.gpus + per_node - 1) / per_node;
-  return {fmt::format("cluster.nodes={}", nodes),
-          fmt::format("cluster.gpus_per_node={}", per_node),
-          fmt::format("model.layers={}", row.layers),
-          fmt::format("model.hidden={}", row.hidden),
-          fmt::format("model.heads={}", row.heads),
-          fmt::format("model.seq_len={}", row.seq_len),
-          fmt::format("plan.tp={}", row.tp),
-          fmt::format("plan.dp={}", row.dp),
-          fmt::format("plan.pp={}", row.pp),
-          fmt::format("plan.micro_batch_size={}", row.micro_batch),
-          fmt::format("plan.global_batch_size={}", row.global_batch)};
+  std::vector<std::string> overrides{fmt::format("cluster.nodes={}", nodes),
+                                     fmt::format("cluster.gpus_per_node={}", per_node),
+                                     fmt::format("model.layers={}", row.layers),
+                                     fmt::format("model.hidden={}", row.hidden),
+                                     fmt::format("model.heads={}", row.heads),
+                                     fmt::format("model.seq_len={}", row.seq_len),
+                                     fmt::format("plan.tp={}", row.tp),
+                                     fmt::format("plan.dp={}", row.dp),
+                                     fmt::format("plan.pp={}", row.pp),
+                                     fmt::format("plan.micro_batch_size={}", row.micro_batch),
+                                     fmt::format("plan.global_batch_size={}", row.global_batch)};
+  if (row.cp > 0)
+    overrides.push_back(fmt::format("plan.context_parallel={}", row.cp));
+  return overrides;
 }
 
 struct RowResult {
@@ -190,8 +197,9 @@ int validate_command(const ValidateOptions& options) {
   std::vector<scenario::Scenario> scenarios;
   for (const auto* row : selected) {
     try {
-      scenarios.push_back(
-          scenario::parse_scenario_text(template_text, template_label, row_overrides(*row, gpus_per_node)));
+      scenarios.push_back(scenario::parse_scenario_text(template_text, template_label,
+                                                        row_overrides(*row, gpus_per_node),
+                                                        {.check_memory = !options.allow_oom}));
     } catch (const platforms::InputError& e) {
       for (const auto& p : e.problems())
         problems.push_back(

@@ -18,6 +18,7 @@ struct ValidateOptions {
   std::string csv_out;          // optional per-row results
   double max_mape_percent = 0;  // > 0: exit status 3 when the MAPE of all replayed rows is above
   bool progress = false;        // the progress line even when stderr is not a terminal
+  bool allow_oom = false;       // replay rows whose plan the memory model says does not fit
 };
 
 CLI::App* add_validate_command(CLI::App& app, ValidateOptions& options);

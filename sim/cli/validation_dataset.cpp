@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <fstream>
@@ -47,6 +48,7 @@ enum class Column {
   tp,
   dp,
   pp,
+  cp,
   time,
   set
 };
@@ -64,6 +66,7 @@ const std::map<std::string, Column>& known_columns() {
       {"tensor parallelism", Column::tp},
       {"data parallelism", Column::dp},
       {"pipeline parallelism", Column::pp},
+      {"context parallelism", Column::cp},
       {"iteration time (ms)", Column::time},
       {"set", Column::set},
   };
@@ -105,7 +108,7 @@ std::vector<ValidationRow> parse_validation_dataset(const std::string& text, con
         header_names.push_back(name);
       }
       for (const auto& [name, column] : known_columns()) {
-        if (column == Column::parameters || column == Column::set)
+        if (column == Column::parameters || column == Column::set || column == Column::cp)
           continue;
         bool found = false;
         for (const auto& h : header_names)
@@ -181,6 +184,9 @@ std::vector<ValidationRow> parse_validation_dataset(const std::string& text, con
         case Column::pp:
           row.pp = n;
           break;
+        case Column::cp:
+          row.cp = n;
+          break;
         case Column::time:
           row.measured_ms = value;
           break;
@@ -190,11 +196,16 @@ std::vector<ValidationRow> parse_validation_dataset(const std::string& text, con
     }
     // In double: each count fits an int, their product need not (exact up to
     // 2^53, and anything above cannot equal an int count).
-    const double product = double(row.tp) * double(row.dp) * double(row.pp);
+    const double product = double(row.tp) * double(row.dp) * double(row.pp) * double(std::max(row.cp, 1));
     if (errors.size() == before && product != row.gpus)
       errors.add(
-          fmt::format("{}:{}: tensor x data x pipeline parallelism = {} x {} x {} = {:.0f}, but # GPUs is {}",
-                      file, number, row.tp, row.dp, row.pp, product, row.gpus));
+          row.cp == 0
+              ? fmt::format("{}:{}: tensor x data x pipeline parallelism = {} x {} x {} = {:.0f}, but # "
+                            "GPUs is {}",
+                            file, number, row.tp, row.dp, row.pp, product, row.gpus)
+              : fmt::format("{}:{}: tensor x data x pipeline x context parallelism = {} x {} x {} x {} = "
+                            "{:.0f}, but # GPUs is {}",
+                            file, number, row.tp, row.dp, row.pp, row.cp, product, row.gpus));
     rows.push_back(row);
   }
   if (header.empty() && errors.empty())

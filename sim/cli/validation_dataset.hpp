@@ -5,7 +5,9 @@
 // start with '#' are comments (fixtures keep their provenance there; vTrain's
 // header "# GPUs,..." is recognised as the header), and an
 // optional `set` column says whether a row calibrated the cost model (`fit`)
-// or only checks it (`check`).
+// or only checks it (`check`), and an optional `context parallelism` column
+// (default 1; NeMo's published H100 rows split sequences over 2 GPUs) gives
+// plan.context_parallel.
 #include <string>
 #include <vector>
 
@@ -25,12 +27,13 @@ struct ValidationRow {
   int tp = 0;
   int dp = 0;
   int pp = 0;
+  int cp = 0;  // 0 when the file has no such column (the template's value stands)
   double measured_ms = 0;
 };
 
 // Reads the file; throws platforms::InputError naming file:line, the column and the
 // bad value for every problem found (unknown or missing columns, non-numbers,
-// tp x dp x pp different from the GPU count, a `set` other than fit/check).
+// tp x dp x pp x cp different from the GPU count, a `set` other than fit/check).
 std::vector<ValidationRow> read_validation_dataset(const std::string& path);
 std::vector<ValidationRow> parse_validation_dataset(const std::string& text, const std::string& file);
 

@@ -82,6 +82,48 @@ TEST(ValidateCli, RowsThatMakeABadScenarioAreReportedBeforeAnySimulation) {
   EXPECT_NE(missing.err.find("cannot open the dataset"), std::string::npos) << missing.err;
 }
 
+// A measured row ran on its cluster: when the memory model says it does not
+// fit, the row is refused by default (naming the memory), and --allow-oom
+// replays it so that its time can still be checked.
+TEST(ValidateCli, ARowTheMemoryModelRefusesIsReplayedWithAllowOom) {
+  // 39.1B without any model parallelism: ~16 bytes of weights, gradients and
+  // optimizer state per parameter on each 80 GB GPU.
+  const auto csv =
+      write_temp_file("oom.csv", std::string(kHeader) + "39.1,64,64,1,8192,64,48,2048,1,64,1,20000,check\n");
+  const auto refused = run_cli({"validate", csv.string()});
+  EXPECT_EQ(refused.status, 1);
+  EXPECT_NE(refused.err.find("oom.csv:2: this row gives a bad scenario"), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("does not fit in GPU memory"), std::string::npos) << refused.err;
+  const auto replayed = run_cli({"validate", csv.string(), "--allow-oom"});
+  ASSERT_EQ(replayed.status, 0) << replayed.err << replayed.out;
+  EXPECT_NE(replayed.out.find("MAPE check"), std::string::npos) << replayed.out;
+}
+
+// NVIDIA's H100 rows split sequences over 2 GPUs (`context parallelism`):
+// the column reaches the plan. A row whose tp x dp x pp is half its GPUs
+// simulates with cp 2, and a cp the sequence cannot be split by is refused
+// by the loader, naming plan.context_parallel.
+TEST(ValidateCli, TheContextParallelismColumnSetsThePlansContextParallel) {
+  const std::string header =
+      "Parameters (billion),# GPUs,global batch,micro batch,hidden size,attention heads,# layers,"
+      "sequence length,tensor parallelism,data parallelism,pipeline parallelism,context parallelism,"
+      "iteration time (ms),set\n";
+  // (write_temp_file reuses one folder: each file is read before the next.)
+  const auto two = run_cli(
+      {"validate",
+       write_temp_file("cp2.csv", header + "3.6,64,512,8,3072,32,30,2048,1,32,1,2,4000,check\n").string()});
+  ASSERT_EQ(two.status, 0) << two.err << two.out;
+  EXPECT_NE(two.out.find("MAPE check"), std::string::npos) << two.out;
+  // 2,048 tokens do not split into 2 x 3 chunks.
+  const auto three = run_cli(
+      {"validate",
+       write_temp_file("cp3.csv", header + "3.6,96,512,8,3072,32,30,2048,1,32,1,3,4000,check\n").string()});
+  EXPECT_EQ(three.status, 1) << three.out;
+  EXPECT_NE(three.err.find("cp3.csv:2: this row gives a bad scenario"), std::string::npos) << three.err;
+  EXPECT_NE(three.err.find("plan.context_parallel: 3 does not suit model.seq_len = 2048"), std::string::npos)
+      << three.err;
+}
+
 TEST(ValidateCli, TemplateFileReplacesTheBuiltInCluster) {
   const auto csv = write_temp_file("rows.csv", three_rows());
   // The shipped template itself, read from the source tree, gives the same

@@ -4,8 +4,10 @@
 // activation checkpointing, FlashAttention-2: MFU 0.57 on 128 A100-80GB
 // (400 Gb/s per node) and 0.37 on 96 H100-80GB. docs/founding_studies.md
 // ("Issue 14") gives the figures and why the gap stays: the bounds below pin
-// today's errors (+12.3 and +15.2 points) so that a change that widens them
-// fails, and the issue's 5-point bound is not reached yet.
+// today's errors (+12.3 and +12.8 points; H100 was +15.2 before its
+// fused-attention efficiency was fitted to NVIDIA's published step times,
+// docs/calibration.md "H100") so that a change that widens them fails, and
+// the issue's 5-point bound is not reached yet.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -40,7 +42,7 @@ TEST(FsdpMfuValidation, PytorchFsdpOn128A100sIsWithinItsBoundOfIbms57Percent) {
 
 TEST(FsdpMfuValidation, PytorchFsdpOn96H100sIsWithinItsBoundOfIbms37Percent) {
   const double pytorch = mfu("dgx-h100-ndr", 12, "pytorch_fsdp");
-  EXPECT_NEAR(pytorch, 0.37, 0.16) << "published 0.37";
+  EXPECT_NEAR(pytorch, 0.37, 0.135) << "published 0.37";
   EXPECT_LT(pytorch, mfu("dgx-h100-ndr", 12, "megatron") - 0.05);
 }
 

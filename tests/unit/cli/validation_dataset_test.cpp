@@ -54,6 +54,30 @@ TEST(ValidationDataset, ReadsTheSingleNodeFormatWhoseHeaderStartsWithAHash) {
   EXPECT_DOUBLE_EQ(rows[0].parameters_billion, 0);
 }
 
+// NVIDIA's published H100 rows (tests/fixtures/nemo_h100/) split sequences
+// over 2 GPUs: the optional column enters the GPU count, and a file without
+// it leaves cp at 0 (the template's value stands).
+TEST(ValidationDataset, AContextParallelismColumnCountsInTheGpusAndIsZeroWhenAbsent) {
+  const std::string header =
+      "Parameters (billion),# GPUs,global batch,micro batch,hidden size,attention heads,# layers,"
+      "sequence length,tensor parallelism,data parallelism,pipeline parallelism,context parallelism,"
+      "iteration time (ms),set\n";
+  const auto rows =
+      parse_validation_dataset(header + "70.6,64,128,1,8192,64,80,8192,4,2,4,2,14720,fit\n", "d.csv");
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].cp, 2);
+  EXPECT_EQ(rows[0].tp * rows[0].dp * rows[0].pp * rows[0].cp, rows[0].gpus);
+  EXPECT_EQ(parse_validation_dataset(kMulti, "d.csv")[0].cp, 0);
+
+  const auto p = problems(header + "70.6,64,128,1,8192,64,80,8192,4,4,4,2,14720,fit\n");  // 128 GPUs' worth
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_NE(
+      p[0].find("d.csv:2: tensor x data x pipeline x context parallelism = 4 x 4 x 4 x 2 = 128, but # GPUs "
+                "is 64"),
+      std::string::npos)
+      << p[0];
+}
+
 TEST(ValidationDataset, CountsBeyondAnIntAndInfiniteTimesAreRefusedNotConverted) {
   // Found by the fuzz campaign: 1e124 GPUs passed as a whole number and
   // overflowed its conversion to int (undefined behaviour).
