@@ -126,7 +126,34 @@ struct MemoryEvent {
   double bytes = 0;
 };
 
-using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, Task>;
+using GraphStorage = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, Task>;
+
+// Boost 1.74's adjacency_list (Debian 12) has no move constructor or move
+// assignment, and its swap() makes three deep copies: every std::move of a
+// TaskGraph copied every vertex and edge (twice per run; at 16,384 GPUs
+// millions of allocations). A move here swaps the storage: the vertex vector,
+// the edge list (std::list: the out- and in-edge iterators into it stay
+// valid) and the graph property. Those are public members of Boost's
+// implementation (marked "would be protected"); a Boost that renames them
+// fails to compile here rather than misbehave.
+struct Graph : GraphStorage {
+  Graph() = default;
+  Graph(const Graph&) = default;
+  Graph& operator=(const Graph&) = default;
+  Graph(Graph&& other) noexcept { take(other); }
+  Graph& operator=(Graph&& other) noexcept {
+    take(other);
+    return *this;
+  }
+  ~Graph() = default;
+
+ private:
+  void take(Graph& other) noexcept {
+    m_vertices.swap(other.m_vertices);
+    m_edges.swap(other.m_edges);
+    m_property.swap(other.m_property);
+  }
+};
 static_assert(std::is_same_v<Graph::vertex_descriptor, TaskId>);
 
 struct TaskGraph {
