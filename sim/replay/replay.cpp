@@ -501,9 +501,15 @@ class Replayer {
   // while a GPU takes part in a collective or a transfer, an execution bounded
   // to that share of its nominal speed runs on its host beside the compute
   // task, and SimGrid's fair sharing of the host leaves compute the rest. One
-  // such execution per GPU, started at its first communication, suspended
-  // between communications and resumed at the next (suspending changes the
-  // sharing at once; a cancellation would only be seen at the next event).
+  // such execution per GPU, started at its first communication; between
+  // communications its priority drops to kIdlePriority, whose share of the
+  // host (1e-100 of the compute task's) rounds away in double, and it is
+  // restored at the next one. Not suspend() / resume(): SimGrid 3.32's
+  // Activity::resume() leaves the activity marked suspended, so the next
+  // suspend() did nothing and compute stayed slowed after a GPU's second
+  // communication (ComputeInterference.ComputeAfterAGpusSecondCommunicationRunsAtFullSpeed);
+  // nor a new execution per communication (cancelling a suspended one
+  // mid-run stalls 3.32's replay, and keeping them slows its solver).
   void communication_starts(TaskId id, const std::vector<int>& gpus) {
     if (interference_share_ <= 0)
       return;
@@ -513,7 +519,7 @@ class Replayer {
       if (gpu < 0 || g >= communicating_.size() || communicating_[g]++ > 0)
         continue;
       if (interference_[g]) {
-        interference_[g]->resume();
+        interference_[g]->update_priority(1.0);
         continue;
       }
       sg::Host* host = zone_.host(gpu);
@@ -532,8 +538,9 @@ class Replayer {
     const auto& task = graph_[id];
     const auto end = [this](int gpu) {
       const auto g = static_cast<std::size_t>(gpu);
-      if (gpu >= 0 && g < communicating_.size() && --communicating_[g] == 0)
-        interference_[g]->suspend();
+      if (gpu >= 0 && g < communicating_.size() && --communicating_[g] == 0) {
+        interference_[g]->update_priority(kIdlePriority);
+      }
     };
     if (task.kind == TaskKind::send) {
       end(task.gpu);
@@ -599,6 +606,7 @@ class Replayer {
   // Compute/communication interference: the share, how many communications
   // each GPU is in, its bounded execution, and the tasks that started one.
   static constexpr double kInterferenceFlops = 1e30;  // never finishes
+  static constexpr double kIdlePriority = 1e-100;     // 1 + 1e-100 == 1: no share left
   double interference_share_;
   std::vector<int> communicating_;
   std::vector<sg::ExecPtr> interference_;

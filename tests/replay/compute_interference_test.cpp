@@ -69,6 +69,25 @@ TEST(ComputeInterference, ComputeOverlappingASendRunsAtTheRestOfItsSpeed) {
   EXPECT_NEAR(r.end[o.compute1] - r.start[o.compute1], kCompute_s, 1e-9);
 }
 
+// GPU 0 sends twice, one after the other, then computes: the second send
+// restarts the interference, and its end must stop it again. (With SimGrid
+// 3.32 a resumed execution could not be suspended again: compute after a
+// GPU's second communication ran at (1 - share) for the rest of the run.)
+TEST(ComputeInterference, ComputeAfterAGpusSecondCommunicationRunsAtFullSpeed) {
+  TaskGraph graph;
+  graph.gpu_count = 2;
+  const TaskId first =
+      graph.add({.kind = TaskKind::send, .comm = workloads::CommKind::pp, .gpu = 0, .peer = 1, .bytes = S});
+  const TaskId second =
+      graph.add({.kind = TaskKind::send, .comm = workloads::CommKind::pp, .gpu = 0, .peer = 1, .bytes = S});
+  const TaskId compute = graph.add({.kind = TaskKind::forward, .gpu = 0, .duration_s = kCompute_s});
+  graph.depend(first, second);
+  graph.depend(second, compute);
+  const auto r = replay_with(graph, 0.3);
+  ASSERT_GT(r.start[compute], 0);
+  EXPECT_NEAR(r.end[compute] - r.start[compute], kCompute_s, 1e-9);
+}
+
 TEST(ComputeInterference, OffByDefaultComputeKeepsItsDuration) {
   const Overlap o;
   const auto r = replay_with(o.graph, 0);
