@@ -538,9 +538,8 @@ class Replayer {
     const auto& task = graph_[id];
     const auto end = [this](int gpu) {
       const auto g = static_cast<std::size_t>(gpu);
-      if (gpu >= 0 && g < communicating_.size() && --communicating_[g] == 0) {
+      if (gpu >= 0 && g < communicating_.size() && --communicating_[g] == 0)
         interference_[g]->update_priority(kIdlePriority);
-      }
     };
     if (task.kind == TaskKind::send) {
       end(task.gpu);

@@ -3,7 +3,7 @@
 // each model, replayed by `trainsim validate` with the model's template
 // (scenarios/validation/nemo-h100-*.yaml). The fit families (Llama 3.1 8B
 // and 70B) chose the H100 profile's fused-attention peak fractions; the
-// check families did not. Every row (34, about 25 CPU-minutes) is the
+// check families did not. Every row (34, about 13 CPU-minutes) is the
 // command in docs/calibration.md ("H100"), not a test: too long for CI.
 #include <gtest/gtest.h>
 
@@ -35,8 +35,8 @@ double nemo_h100_mape(const std::string& out, const std::string& set, int rows) 
   return std::regex_search(out, m, line) ? std::stod(m[1]) : -1;
 }
 
-// Replays the family's rows of at most `max_gpus` GPUs (all with 0); returns
-// the validate run and sets `rows` to how many it replayed.
+// Replays the family's rows of at most `max_gpus` GPUs; returns the validate
+// run and sets `rows` to how many it replayed.
 CliResult validate_nemo_h100(const NemoH100Family& family, int max_gpus, int& rows) {
   const std::string source = std::string(TRAINSIM_SOURCE_DIR) + "/tests/fixtures/nemo_h100/" + family.csv;
   std::ifstream in(source);
@@ -49,7 +49,7 @@ CliResult validate_nemo_h100(const NemoH100Family& family, int max_gpus, int& ro
       // "# GPUs" is the second column.
       const auto first = line.find(',');
       const int gpus = std::stoi(line.substr(first + 1));
-      if (max_gpus > 0 && gpus > max_gpus)
+      if (gpus > max_gpus)
         continue;
       ++rows;
     }
