@@ -73,19 +73,26 @@ std::size_t at(BubbleCause cause) {
   return static_cast<std::size_t>(cause);
 }
 
-// Reference duration of every compute op: the fastest nominal duration of the
-// same op (kind, stage, chunk, micro-batch) on any GPU, capped by its own
+// Reference duration of every compute task: the fastest nominal duration of
+// the same task (kind, stage, chunk, micro-batch, and its place among that
+// op's tasks on its GPU: the builder splits an op into the same pieces on
+// every GPU, and the pieces differ in length) on any GPU, capped by its own
 // actual duration.
 std::vector<double> reference_durations(const workloads::TaskGraph& graph, const ExecutionIndex& index) {
-  std::map<std::tuple<int, int, int, int>, double> fastest;
-  auto key = [](const Task& t) {
-    return std::make_tuple(static_cast<int>(t.kind), t.stage, t.chunk, t.micro_batch);
-  };
+  using Op = std::tuple<int, int, int, int>;
+  auto op_of = [](const Task& t) { return Op{static_cast<int>(t.kind), t.stage, t.chunk, t.micro_batch}; };
+  std::vector<int> piece(graph.size(), 0);
+  for (int gpu = 0; gpu < graph.gpu_count; ++gpu) {
+    std::map<Op, int> seen;
+    for (TaskId v : index.compute_order(gpu))
+      piece[v] = seen[op_of(graph[v])]++;
+  }
+  std::map<std::tuple<Op, int>, double> fastest;
   for (TaskId v = 0; v < graph.size(); ++v) {
     const Task& t = graph[v];
     if (!workloads::is_compute(t.kind) || !index.ran(v))
       continue;
-    auto [it, inserted] = fastest.emplace(key(t), t.duration_s);
+    auto [it, inserted] = fastest.emplace(std::make_tuple(op_of(t), piece[v]), t.duration_s);
     if (!inserted)
       it->second = std::min(it->second, t.duration_s);
   }
@@ -94,7 +101,9 @@ std::vector<double> reference_durations(const workloads::TaskGraph& graph, const
     if (!index.ran(v))
       continue;
     const double actual = index.end_s(v) - index.start_s(v);
-    ref[v] = workloads::is_compute(graph[v].kind) ? std::min(actual, fastest[key(graph[v])]) : actual;
+    ref[v] = workloads::is_compute(graph[v].kind)
+                 ? std::min(actual, fastest[std::make_tuple(op_of(graph[v]), piece[v])])
+                 : actual;
   }
   return ref;
 }

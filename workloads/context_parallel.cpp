@@ -4,7 +4,7 @@ namespace trainsim::workloads {
 
 OpCost ContextParallelCost::divided(OpCost cost) const {
   return {cost.duration_s / cp_, cost.model_flops / cp_, cost.hardware_flops / cp_,
-          cost.memory_bound_fraction};
+          cost.memory_bound_fraction, cost.tp_overlap_s / cp_};
 }
 
 OpCost ContextParallelCost::forward(const StageSlice& slice, const platforms::GpuSpec& gpu) const {

@@ -38,29 +38,46 @@ double AnalyticCostModel::recomputed_flops(const StageSlice& slice) const {
   return 0;
 }
 
-OpCost AnalyticCostModel::timed(double model_flops, double hardware_flops,
-                                const platforms::GpuSpec& gpu) const {
-  return {hardware_flops / (gpu.peak_bf16_flops * efficiency(gpu)), model_flops, hardware_flops};
+double AnalyticCostModel::linear_forward_flops(const StageSlice& slice) const {
+  const double b = plan_.micro_batch_size;
+  return (model_.layers_forward_flops(b, slice.first_layer, slice.layers) -
+          slice.layers * model_.attention_core_forward_flops(b)) /
+         plan_.tp;
+}
+
+OpCost AnalyticCostModel::timed(double model_flops, double hardware_flops, const platforms::GpuSpec& gpu,
+                                double linear_flops) const {
+  const double flops_per_s = gpu.peak_bf16_flops * efficiency(gpu);
+  return {.duration_s = hardware_flops / flops_per_s,
+          .model_flops = model_flops,
+          .hardware_flops = hardware_flops,
+          .tp_overlap_s = linear_flops / flops_per_s};
 }
 
 OpCost AnalyticCostModel::forward(const StageSlice& slice, const platforms::GpuSpec& gpu) const {
   const double flops = forward_flops(slice);
-  return timed(flops, flops, gpu);
+  return timed(flops, flops, gpu, linear_forward_flops(slice));
 }
 
+// The linear GEMMs of a backward: input and weight gradients (twice the
+// forward's), plus the recomputed forward's under full recomputation.
 OpCost AnalyticCostModel::backward(const StageSlice& slice, const platforms::GpuSpec& gpu) const {
   const double model_flops = 2 * forward_flops(slice);
-  return timed(model_flops, model_flops + recomputed_flops(slice), gpu);
+  const double linear = linear_forward_flops(slice);
+  return timed(model_flops, model_flops + recomputed_flops(slice), gpu,
+               (plan_.recompute == Recompute::full ? 3 : 2) * linear);
 }
 
 OpCost AnalyticCostModel::backward_input(const StageSlice& slice, const platforms::GpuSpec& gpu) const {
   const double model_flops = 2 * forward_flops(slice) - weight_gradient_flops(slice);
-  return timed(model_flops, model_flops + recomputed_flops(slice), gpu);
+  const double linear = linear_forward_flops(slice);
+  return timed(model_flops, model_flops + recomputed_flops(slice), gpu,
+               (plan_.recompute == Recompute::full ? 2 : 1) * linear);
 }
 
 OpCost AnalyticCostModel::backward_weight(const StageSlice& slice, const platforms::GpuSpec& gpu) const {
   const double flops = weight_gradient_flops(slice);
-  return timed(flops, flops, gpu);
+  return timed(flops, flops, gpu, linear_forward_flops(slice));
 }
 
 OpCost AnalyticCostModel::optimizer(double parameters, const platforms::GpuSpec& gpu) const {

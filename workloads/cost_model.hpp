@@ -26,6 +26,11 @@ struct OpCost {
   // Share of duration_s spent in kernels bound by HBM bandwidth rather than
   // by the tensor cores (the GPU draws less power in them).
   double memory_bound_fraction = 0;
+  // Share of duration_s in the layers' linear GEMMs (QKV, attention output,
+  // MLP up and down: their forward, recomputed forward, input and weight
+  // gradients), the kernels Transformer Engine's userbuffers pair with the
+  // TP collectives when plan.tp_comm_overlap is on.
+  double tp_overlap_s = 0;
 };
 
 class CostModel {
@@ -72,7 +77,10 @@ class AnalyticCostModel final : public CostModel {
   // the forward's matmuls (24 b s h^2 per GPT layer, 2 b s h V for logits).
   double weight_gradient_flops(const StageSlice& slice) const;
   double recomputed_flops(const StageSlice& slice) const;
-  OpCost timed(double model_flops, double hardware_flops, const platforms::GpuSpec& gpu) const;
+  // FLOPs of the layers' linear GEMMs in one forward (the TP-paired ones).
+  double linear_forward_flops(const StageSlice& slice) const;
+  OpCost timed(double model_flops, double hardware_flops, const platforms::GpuSpec& gpu,
+               double linear_flops) const;
   double efficiency(const platforms::GpuSpec& gpu) const;
 
   ModelSpec model_;

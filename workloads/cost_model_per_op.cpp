@@ -44,6 +44,25 @@ bool is(const TransformerOp& op, OpPass pass) {
   return op.pass == pass;
 }
 
+// A dense GEMM that Transformer Engine's userbuffers overlap with a TP
+// collective: every linear layer's, not the attention core's batched ones
+// nor the MoE router's (its output is not TP-split) nor the experts' (their
+// tokens travel by all-to-all).
+bool tp_paired(const TransformerOp& op) {
+  return op.kind == OpKind::matmul && !op.attention_core && op.name.rfind("router", 0) != 0 &&
+         op.name.rfind("logits", 0) != 0;
+}
+
+// Device time of a pass's TP-paired GEMMs.
+double linear_time_of(const std::vector<TransformerOp>& ops, OpPass pass, const platforms::GpuSpec& gpu,
+                      const platforms::EfficiencyProfile& profile) {
+  double s = 0;
+  for (const auto& op : ops)
+    if (op.pass == pass && tp_paired(op))
+      s += time_op(op, gpu, profile).duration_s;
+  return s;
+}
+
 }  // namespace
 
 OpTiming time_op(const TransformerOp& op, const platforms::GpuSpec& gpu,
@@ -114,6 +133,22 @@ const PerOpCostModel::PartTimes& PerOpCostModel::times(const platforms::GpuSpec&
     return l;
   };
 
+  // The linear GEMMs of each pass; a pass that the host bounds keeps them
+  // within its time.
+  auto linear = [&](const std::vector<TransformerOp>& ops, const LayerPassTimes& whole) {
+    LayerPassTimes l;
+    if (ops.empty())
+      return l;
+    l.forward_s = std::min(whole.forward_s, linear_time_of(ops, OpPass::forward, gpu, profile));
+    if (plan_.recompute == Recompute::full)
+      l.recompute_s = l.forward_s;
+    l.backward_input_s =
+        std::min(whole.backward_input_s, linear_time_of(ops, OpPass::backward_input, gpu, profile));
+    l.backward_weight_s =
+        std::min(whole.backward_weight_s, linear_time_of(ops, OpPass::backward_weight, gpu, profile));
+    return l;
+  };
+
   PartTimes p;
   double kernels_s = 0, memory_bound_s = 0;
   for (const auto& op : layer_ops_) {
@@ -125,6 +160,8 @@ const PerOpCostModel::PartTimes& PerOpCostModel::times(const platforms::GpuSpec&
   p.layer_memory_bound_fraction = kernels_s > 0 ? memory_bound_s / kernels_s : 0;
   p.layer = layer(layer_ops_);
   p.moe_layer = layer(moe_layer_ops_);
+  p.layer_linear = linear(layer_ops_, p.layer);
+  p.moe_layer_linear = linear(moe_layer_ops_, p.moe_layer);
   p.embedding_forward_s = pass(embedding_ops_, forward);
   p.embedding_weight_s = pass(embedding_ops_, weight);
   p.logits_forward_s = pass(logits_ops_, forward);
@@ -163,9 +200,9 @@ std::vector<std::pair<TransformerOp, OpTiming>> PerOpCostModel::timed_moe_layer_
 }
 
 double PerOpCostModel::layers_time(const StageSlice& slice, double LayerPassTimes::*pass,
-                                   const PartTimes& t) const {
-  const int moe = model_.moe_layers_in(slice.first_layer, slice.layers);
-  return (slice.layers - moe) * (t.layer.*pass) + moe * (t.moe_layer.*pass);
+                                   const LayerPassTimes& dense, const LayerPassTimes& moe) const {
+  const int moe_layers = model_.moe_layers_in(slice.first_layer, slice.layers);
+  return (slice.layers - moe_layers) * (dense.*pass) + moe_layers * (moe.*pass);
 }
 
 OpCost PerOpCostModel::forward(const StageSlice& slice, const platforms::GpuSpec& gpu) const {
@@ -175,6 +212,7 @@ OpCost PerOpCostModel::forward(const StageSlice& slice, const platforms::GpuSpec
                     (slice.embedding ? t.embedding_forward_s : 0.0) +
                     (slice.logits ? t.logits_forward_s : 0.0);
   cost.memory_bound_fraction = t.layer_memory_bound_fraction;
+  cost.tp_overlap_s = linear_time(slice, &LayerPassTimes::forward_s, t);
   return cost;
 }
 
@@ -185,6 +223,8 @@ OpCost PerOpCostModel::backward_input(const StageSlice& slice, const platforms::
                     layers_time(slice, &LayerPassTimes::backward_input_s, t) +
                     (slice.logits ? t.logits_input_s : 0.0);
   cost.memory_bound_fraction = t.layer_memory_bound_fraction;
+  cost.tp_overlap_s = linear_time(slice, &LayerPassTimes::recompute_s, t) +
+                      linear_time(slice, &LayerPassTimes::backward_input_s, t);
   return cost;
 }
 
@@ -194,13 +234,16 @@ OpCost PerOpCostModel::backward_weight(const StageSlice& slice, const platforms:
   cost.duration_s = layers_time(slice, &LayerPassTimes::backward_weight_s, t) +
                     (slice.embedding ? t.embedding_weight_s : 0.0) + (slice.logits ? t.logits_weight_s : 0.0);
   cost.memory_bound_fraction = t.layer_memory_bound_fraction;
+  cost.tp_overlap_s = linear_time(slice, &LayerPassTimes::backward_weight_s, t);
   return cost;
 }
 
 OpCost PerOpCostModel::backward(const StageSlice& slice, const platforms::GpuSpec& gpu) const {
   OpCost cost = flops_.backward(slice, gpu);
-  cost.duration_s = backward_input(slice, gpu).duration_s + backward_weight(slice, gpu).duration_s;
+  const OpCost input = backward_input(slice, gpu), weight = backward_weight(slice, gpu);
+  cost.duration_s = input.duration_s + weight.duration_s;
   cost.memory_bound_fraction = times(gpu).layer_memory_bound_fraction;
+  cost.tp_overlap_s = input.tp_overlap_s + weight.tp_overlap_s;
   return cost;
 }
 

@@ -72,6 +72,9 @@ class PerOpCostModel final : public CostModel {
  private:
   struct PartTimes {
     LayerPassTimes layer, moe_layer;
+    // The part of each pass in the linear GEMMs Transformer Engine pairs
+    // with the TP collectives (OpCost::tp_overlap_s).
+    LayerPassTimes layer_linear, moe_layer_linear;
     double embedding_forward_s = 0, embedding_weight_s = 0;
     double logits_forward_s = 0, logits_input_s = 0, logits_weight_s = 0;
     // Share of a layer's kernel time (all passes) in HBM-bound kernels: the
@@ -80,7 +83,14 @@ class PerOpCostModel final : public CostModel {
   };
   const PartTimes& times(const platforms::GpuSpec& gpu) const;
   // Sum over a slice's layers of one pass time (dense and MoE layers).
-  double layers_time(const StageSlice& slice, double LayerPassTimes::*pass, const PartTimes& t) const;
+  double layers_time(const StageSlice& slice, double LayerPassTimes::*pass, const LayerPassTimes& dense,
+                     const LayerPassTimes& moe) const;
+  double layers_time(const StageSlice& slice, double LayerPassTimes::*pass, const PartTimes& t) const {
+    return layers_time(slice, pass, t.layer, t.moe_layer);
+  }
+  double linear_time(const StageSlice& slice, double LayerPassTimes::*pass, const PartTimes& t) const {
+    return layers_time(slice, pass, t.layer_linear, t.moe_layer_linear);
+  }
 
   ModelSpec model_;
   ParallelPlan plan_;

@@ -95,6 +95,10 @@ struct ParallelPlan {
   // after it. Zero stages 0 to 2 (FSDP reduces per layer anyway).
   bool overlap_grad_reduce = false;
   double grad_bucket_bytes = 0;
+  // Transformer Engine's userbuffers (Megatron --tp-comm-overlap, NeMo
+  // ub_tp_comm_overlap): each op's TP collectives run in tp chunks that
+  // overlap its linear GEMMs instead of after them (needs sequence_parallel).
+  bool tp_comm_overlap = false;
   Framework framework = Framework::megatron;
   bool pytorch() const { return framework != Framework::megatron; }
 

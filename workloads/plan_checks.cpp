@@ -170,6 +170,18 @@ void check_parallelism_options(const ModelSpec& model, const ParallelPlan& plan,
     problems.add("framework", fmt::format("{} shards with FSDP, but zero_stage is {}; expected zero_stage: 3 "
                                           "(or framework: megatron)",
                                           to_string(plan.framework), plan.zero_stage));
+  if (plan.tp_comm_overlap && !plan.sequence_parallel)
+    problems.add("tp_comm_overlap",
+                 "true without sequence parallelism: Transformer Engine's userbuffers overlap the "
+                 "sequence-parallel all-gathers and reduce-scatters with the GEMMs (Megatron's "
+                 "--tp-comm-overlap requires --sequence-parallel); expected sequence_parallel: true "
+                 "(with tp >= 2), or tp_comm_overlap: false");
+  else if (plan.tp_comm_overlap && plan.pytorch())
+    problems.add(
+        "tp_comm_overlap",
+        fmt::format("true with framework {}: the overlap is Transformer Engine's, as Megatron-LM and "
+                    "NeMo run it; expected framework: megatron, or tp_comm_overlap: false",
+                    to_string(plan.framework)));
   const bool bucket_given = plan.grad_bucket_bytes > 0;
   if (plan.zero_stage == 3) {
     const std::string why =

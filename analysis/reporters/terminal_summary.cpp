@@ -43,6 +43,8 @@ void write_terminal_summary(std::ostream& out, const RunContext& run, const Repo
     options += fmt::format(", context parallel {}", plan.cp);
   if (plan.sequence_parallel)
     options += ", sequence parallel";
+  if (plan.tp_comm_overlap)
+    options += ", TP communication overlapping the GEMMs";
   if (plan.zero_stage > 0)
     options +=
         plan.zero_stage == 3 ? std::string(", ZeRO-3 (FSDP)") : fmt::format(", ZeRO-{}", plan.zero_stage);

@@ -46,6 +46,10 @@ CLI::App* add_validate_command(CLI::App& app, ValidateOptions& options) {
                   "Rows to replay: all, fit or check (the dataset's `set` column)")
       ->check(CLI::IsMember({"all", "fit", "check"}));
   cmd->add_option("--csv", options.csv_out, "Also write the per-row results to this CSV file");
+  cmd->add_option("-s,--set", options.overrides,
+                  "Override a template value, KEY=VALUE with a dotted key (repeatable), e.g. --set "
+                  "plan.tp_comm_overlap=true; the keys a row sets (nodes, model shape, tp, dp, pp, batch) "
+                  "keep the row's values");
   // A measured row ran on its cluster: when the memory model disagrees, the
   // time can still be checked (the disagreement is the memory model's error).
   cmd->add_flag("--allow-oom", options.allow_oom,
@@ -197,8 +201,10 @@ int validate_command(const ValidateOptions& options) {
   std::vector<scenario::Scenario> scenarios;
   for (const auto* row : selected) {
     try {
-      scenarios.push_back(scenario::parse_scenario_text(template_text, template_label,
-                                                        row_overrides(*row, gpus_per_node),
+      std::vector<std::string> overrides = options.overrides;
+      for (auto& o : row_overrides(*row, gpus_per_node))
+        overrides.push_back(std::move(o));
+      scenarios.push_back(scenario::parse_scenario_text(template_text, template_label, overrides,
                                                         {.check_memory = !options.allow_oom}));
     } catch (const platforms::InputError& e) {
       for (const auto& p : e.problems())
@@ -265,8 +271,11 @@ int validate_command(const ValidateOptions& options) {
   fs::remove_all(work);
 
   // Report.
-  std::cout << fmt::format("trainsim validate {} (template {}, {} rows)\n\n", options.dataset, template_label,
-                           selected.size());
+  std::string with;
+  for (const auto& o : options.overrides)
+    with += fmt::format(" --set {}", o);
+  std::cout << fmt::format("trainsim validate {} (template {}{}, {} rows)\n\n", options.dataset,
+                           template_label, with, selected.size());
   std::cout << fmt::format("{:>5} {:>5} {:>7} {:>5} {:>3} {:>3} {:>3} {:>3} {:>12} {:>13} {:>8}\n", "line",
                            "set", "params", "gpus", "tp", "dp", "pp", "mb", "measured_ms", "predicted_ms",
                            "error");

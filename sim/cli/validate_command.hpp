@@ -7,18 +7,20 @@
 // all rows.
 #include <CLI/CLI.hpp>
 #include <string>
+#include <vector>
 
 namespace trainsim::cli {
 
 struct ValidateOptions {
   std::string dataset;
-  std::string template_file;    // empty: the built-in scenarios/validation/vtrain-a100.yaml
-  int jobs = 0;                 // 0: one per hardware thread
-  std::string subset = "all";   // all | fit | check
-  std::string csv_out;          // optional per-row results
-  double max_mape_percent = 0;  // > 0: exit status 3 when the MAPE of all replayed rows is above
-  bool progress = false;        // the progress line even when stderr is not a terminal
-  bool allow_oom = false;       // replay rows whose plan the memory model says does not fit
+  std::string template_file;           // empty: the built-in scenarios/validation/vtrain-a100.yaml
+  int jobs = 0;                        // 0: one per hardware thread
+  std::string subset = "all";          // all | fit | check
+  std::string csv_out;                 // optional per-row results
+  double max_mape_percent = 0;         // > 0: exit status 3 when the MAPE of all replayed rows is above
+  bool progress = false;               // the progress line even when stderr is not a terminal
+  bool allow_oom = false;              // replay rows whose plan the memory model says does not fit
+  std::vector<std::string> overrides;  // --set KEY=VALUE on the template (the row's own keys win)
 };
 
 CLI::App* add_validate_command(CLI::App& app, ValidateOptions& options);

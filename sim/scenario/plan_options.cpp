@@ -1,6 +1,7 @@
 // The `plan` keys for the parallelism options beyond dp / tp / pp and the
 // schedule: sequence, context and expert parallelism, ZeRO / FSDP, the
-// framework (Megatron or PyTorch FSDP / FSDP2) and gradient bucketing.
+// framework (Megatron or PyTorch FSDP / FSDP2), TP communication overlap
+// and gradient bucketing.
 // Their rules: workloads/plan_checks.cpp.
 #include <fmt/format.h>
 
@@ -23,6 +24,8 @@ void read_parallelism_options(platforms::MapReader& p, Scenario& scenario) {
                                                  {"pytorch_fsdp", Framework::pytorch_fsdp},
                                                  {"pytorch_fsdp2", Framework::pytorch_fsdp2}}))
     plan.framework = *f;
+  if (auto overlap = p.boolean("tp_comm_overlap"))
+    plan.tp_comm_overlap = *overlap;
   if (auto overlap = p.boolean("overlap_grad_reduce"))
     plan.overlap_grad_reduce = *overlap;
   if (auto bucket = p.bytes("grad_bucket_size")) {

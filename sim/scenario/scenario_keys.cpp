@@ -214,6 +214,8 @@ struct Tables {
                 ranged("zero_stage", T::integer, 0, 3, "ZeRO stage (3 = FSDP)"),
                 choice("framework", {"megatron", "pytorch_fsdp", "pytorch_fsdp2"},
                        "what runs the plan (the PyTorch ones need zero_stage 3)"),
+                key("tp_comm_overlap", T::boolean,
+                    "overlap the TP collectives with the GEMMs (Transformer Engine userbuffers)"),
                 key("overlap_grad_reduce", T::boolean, "reduce gradients in buckets during the backward"),
                 key("grad_bucket_size", T::bytes, "with overlap_grad_reduce, e.g. 80MB"),
                 ranged("stage_layers", T::integer_list, 0, kCount, "layers per (virtual) pipeline stage"),

@@ -411,6 +411,9 @@ PlanSearch prepare_plan_search(const PlanSearchRequest& request) {
     candidate.plan.recompute = plan.recompute;
     candidate.plan.zero_stage = plan.zero_stage;
     candidate.plan.sequence_parallel = plan.sequence_parallel;
+    // The base plan's TP overlap, on every candidate it applies to.
+    candidate.plan.tp_comm_overlap = base_plan.tp_comm_overlap && plan.sequence_parallel &&
+                                     candidate.plan.framework == workloads::Framework::megatron;
     auto problems = scenario::resolve_plan(candidate);
     if (problems.empty())
       problems = scenario::check(candidate);
@@ -460,6 +463,8 @@ std::string scenario_yaml(const PlanSearch& search, const PlanCandidate& candida
   plan["recompute"] = std::string(to_string(candidate.plan.recompute));
   plan["zero_stage"] = candidate.plan.zero_stage;
   plan["sequence_parallel"] = candidate.plan.sequence_parallel;
+  if (plan["tp_comm_overlap"] || candidate.plan.tp_comm_overlap)
+    plan["tp_comm_overlap"] = candidate.plan.tp_comm_overlap;
   YAML::Emitter emitter;
   emitter << root;
   return fmt::format(

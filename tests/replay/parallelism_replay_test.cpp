@@ -189,5 +189,25 @@ TEST(ContextParallelReplay, RingExchangeRunsUnderTheAttentionCore) {
   EXPECT_EQ(attention, 2);  // the forward's and the backward's
 }
 
+// Transformer Engine's userbuffers (plan.tp_comm_overlap) on GPT-3 1.3B, tp
+// 4, one micro-batch, NVLink-class links with negligible latency: every
+// GEMM chunk outlasts its share of the collectives, so each op exposes
+// exactly its last chunk's communication, 1/tp of what it moves, and the
+// GPU computes all the time it would without the overlap.
+TEST(TpCommOverlapReplay, EachOpExposesOnlyItsLastChunksCommunication) {
+  ParallelPlan plan{.dp = 1, .tp = 4, .micro_batch_size = 1, .global_batch_size = 1};
+  plan.sequence_parallel = true;
+  plan.tp_comm_overlap = true;
+  const auto run = replay_plan(plan, testing::uniform_cluster(1, 4, 300e9, 1e-12));
+  const double total = analysis::total_length(busy(run, 0, Stream::tp_comm));
+  ASSERT_GT(total, 0);
+  EXPECT_NEAR(exposed(run, 0, Stream::tp_comm), total / plan.tp, 1e-6 * total);
+  double compute_s = 0;
+  for (auto v : boost::make_iterator_range(boost::vertices(run.graph.graph)))
+    if (workloads::is_compute(run.graph[v].kind) && run.graph[v].gpu == 0)
+      compute_s += run.graph[v].duration_s;
+  EXPECT_NEAR(analysis::total_length(busy(run, 0, Stream::compute)), compute_s, 1e-9 * compute_s);
+}
+
 }  // namespace
 }  // namespace trainsim::sim

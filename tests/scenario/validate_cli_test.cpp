@@ -54,6 +54,28 @@ TEST(ValidateCli, SubsetAndParallelismDoNotChangeThePredictions) {
   EXPECT_EQ(check.out.find("3566.5"), std::string::npos);
 }
 
+// --set changes the template for every row; the keys a row sets keep the
+// row's values.
+TEST(ValidateCli, SetOverridesTheTemplateButNotTheKeysARowSets) {
+  const auto csv = write_temp_file(
+      "rows.csv", std::string(kHeader) + "3.6,64,512,8,3072,32,30,2048,2,32,1,3975.2,check\n");
+  auto predicted = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args{"validate", csv.string(), "-j", "1"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const auto r = run_cli(args);
+    EXPECT_EQ(r.status, 0) << r.err << r.out;
+    const auto at = r.out.find("3975.2");  // the tp 2 row
+    return r.out.substr(at, r.out.find('\n', at) - at);
+  };
+  const auto plain = predicted({});
+  EXPECT_EQ(predicted({"--set", "plan.tp=8"}), plain);
+  EXPECT_NE(predicted({"--set", "plan.sequence_parallel=true", "--set", "plan.tp_comm_overlap=true"}), plain);
+  const auto bad = run_cli({"validate", csv.string(), "--set", "plan.tp_comm_overlap=true"});
+  EXPECT_EQ(bad.status, 1) << bad.out;
+  EXPECT_NE(bad.err.find("plan.tp_comm_overlap: true without sequence parallelism"), std::string::npos)
+      << bad.err;
+}
+
 TEST(ValidateCli, MaxMapeExceededExitsWithStatusThree) {
   const auto csv = write_temp_file("rows.csv", three_rows());
   const auto r = run_cli({"validate", csv.string(), "--subset", "fit", "--max-mape", "0.0001"});

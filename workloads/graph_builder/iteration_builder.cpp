@@ -187,8 +187,9 @@ void IterationBuilder::add_op(int dp, int rank, std::size_t op_index, const std:
   for (int cp = 0; cp < plan_.cp; ++cp)
     for (int tp = 0; tp < plan_.tp; ++tp)
       gpus.push_back(plan_.gpu_of(rank, dp, tp, cp));
-  std::vector<BuiltOp> built = add_pieces(op, rank, vs, slice, specs, gpus, cp_groups);
-  add_tp_collectives(op, rank, slice, tp_groups, built);
+  std::vector<BuiltOp> built = add_pieces(op, rank, vs, slice, specs, gpus, tp_groups, cp_groups);
+  if (!overlaps_tp_comm(op.kind))
+    add_tp_collectives(op, rank, slice, tp_groups, built);
   record_op(op, vs, gpus, built);
 }
 
@@ -229,6 +230,7 @@ std::vector<OpCost> IterationBuilder::piece_costs(PipeOpKind kind, const StageSl
     sum.duration_s += costs.back().duration_s;
     sum.model_flops += costs.back().model_flops;
     sum.hardware_flops += costs.back().hardware_flops;
+    sum.tp_overlap_s += costs.back().tp_overlap_s;
   }
   for (auto& c : costs) {
     c.duration_s = sum.duration_s > 0 ? whole.duration_s * c.duration_s / sum.duration_s : 0;
@@ -236,6 +238,7 @@ std::vector<OpCost> IterationBuilder::piece_costs(PipeOpKind kind, const StageSl
     c.hardware_flops =
         sum.hardware_flops > 0 ? whole.hardware_flops * c.hardware_flops / sum.hardware_flops : 0;
     c.memory_bound_fraction = whole.memory_bound_fraction;
+    c.tp_overlap_s = sum.tp_overlap_s > 0 ? whole.tp_overlap_s * c.tp_overlap_s / sum.tp_overlap_s : 0;
   }
   return costs;
 }
@@ -243,8 +246,10 @@ std::vector<OpCost> IterationBuilder::piece_costs(PipeOpKind kind, const StageSl
 std::vector<BuiltOp> IterationBuilder::add_pieces(const PipeOp& op, int rank, int vs, const StageSlice& slice,
                                                   const std::vector<PieceSpec>& specs,
                                                   const std::vector<int>& gpus,
+                                                  const std::vector<int>& tp_groups,
                                                   const std::vector<int>& cp_groups) {
   const int passes = plan_.cp > 1 ? cp_exchange_passes(plan_, op.kind) : 0;
+  const bool overlap = overlaps_tp_comm(op.kind);
   std::vector<std::vector<OpCost>> costs;
   for (int gpu : gpus)
     costs.push_back(piece_costs(op.kind, slice, specs, cluster_.gpu_of(gpu)));
@@ -254,6 +259,7 @@ std::vector<BuiltOp> IterationBuilder::add_pieces(const PipeOp& op, int rank, in
   for (std::size_t p = 0; p < specs.size(); ++p) {
     const auto& spec = specs[p];
     const double share = passes > 0 ? attention_share(model_, plan_, spec.slice) : 0.0;
+    std::vector<std::vector<TaskId>> gemm_chunks(overlap ? gpus.size() : 0);
     for (std::size_t g = 0; g < gpus.size(); ++g) {
       const int gpu = gpus[g];
       const OpCost& c = costs[g][p];
@@ -268,10 +274,11 @@ std::vector<BuiltOp> IterationBuilder::add_pieces(const PipeOp& op, int rank, in
                 .hardware_flops = c.hardware_flops,
                 .layer = spec.layer};
       Piece piece{.layer = spec.layer, .parameters = spec.parameters};
+      Task attention;
       if (share > 0) {
         // Ring attention: the attention core, which overlaps the exchange,
         // and the rest of the piece.
-        Task attention = task;
+        attention = task;
         attention.duration_s *= share;
         attention.model_flops *= share;
         attention.hardware_flops *= share;
@@ -279,11 +286,24 @@ std::vector<BuiltOp> IterationBuilder::add_pieces(const PipeOp& op, int rank, in
         task.duration_s -= attention.duration_s;
         task.model_flops -= attention.model_flops;
         task.hardware_flops -= attention.hardware_flops;
+      }
+      const std::vector<Task> gemms =
+          overlap ? split_linear_gemms(task, c.tp_overlap_s) : std::vector<Task>{};
+      if (share > 0) {
         piece.first = graph_.add(attention);
         piece.last = graph_.add(task);
         graph_.depend(piece.first, piece.last);
       } else {
         piece.first = piece.last = graph_.add(task);
+      }
+      // The GEMM segments follow the rest of the piece; piece.last moves to
+      // the last one once the exchange (which gates the rest) is in place.
+      TaskId previous = piece.last;
+      for (const Task& gemm : gemms) {
+        const TaskId id = graph_.add(gemm);
+        graph_.depend(previous, id);
+        gemm_chunks[g].push_back(id);
+        previous = id;
       }
       if (last_[idx(gpu)] != kNone)
         graph_.depend(last_[idx(gpu)], piece.first);
@@ -291,11 +311,14 @@ std::vector<BuiltOp> IterationBuilder::add_pieces(const PipeOp& op, int rank, in
     }
     if (share > 0)
       add_ring_attention_exchange(op, rank, spec, passes, gpus, cp_groups, built);
+    if (overlap)
+      add_overlapped_tp_collectives(op, rank, spec, tp_groups, gemm_chunks, built);
     for (std::size_t g = 0; g < gpus.size(); ++g)
-      last_[idx(gpus[g])] = built[g].pieces.back().last;
+      last_[idx(gpus[g])] = overlap ? built[g].done : built[g].pieces.back().last;
   }
-  for (std::size_t g = 0; g < gpus.size(); ++g)
-    built[g].done = built[g].pieces.back().last;
+  if (!overlap)
+    for (std::size_t g = 0; g < gpus.size(); ++g)
+      built[g].done = built[g].pieces.back().last;
   return built;
 }
 
@@ -353,6 +376,91 @@ void IterationBuilder::add_tp_collectives(const PipeOp& op, int rank, const Stag
     }
     for (int tp = 0; tp < plan_.tp; ++tp)
       built[static_cast<std::size_t>(cp * plan_.tp + tp)].done = previous;
+  }
+}
+
+bool IterationBuilder::overlaps_tp_comm(PipeOpKind kind) const {
+  return plan_.tp_comm_overlap && plan_.tp > 1 && tp_allreduces(plan_, kind, 1) > 0;
+}
+
+// Transformer Engine's userbuffers (plan.tp_comm_overlap) split each GEMM
+// next to a TP collective into k = tp chunks and move chunk j's data while
+// chunk j + 1 computes (ring exchange for the all-gathers, pipelined
+// reduce-scatters). trainsim keeps that pipeline per piece: `rest` (the
+// attention core, norms and element-wise kernels) runs first, then the
+// piece's linear GEMMs (G), with the piece's collectives (C) moving behind
+// them. A k-chunk pipeline of uniform chunks ends max(G + C / k, G / k + C)
+// after the rest, which three GEMM segments (G / k, (k - 2) G / k, G / k)
+// and two collective segments ((k - 1) C / k after the first segment, C / k
+// after the last) reproduce exactly with far fewer tasks than k of each
+// (the collective segments pay their latency once, not per chunk). Returns
+// the segments (the middle one only when k > 2); `rest` keeps the
+// remainder. FLOPs split with the time; the GEMMs are compute-bound, so the
+// rest keeps the piece's HBM-bound time.
+std::vector<Task> IterationBuilder::split_linear_gemms(Task& rest, double linear_s) const {
+  const double whole = rest.duration_s;
+  const double gemm = std::clamp(linear_s, 0.0, whole);
+  const double share = whole > 0 ? gemm / whole : 0.0;
+  const double k = plan_.tp;
+  auto segment = [&](double chunks) {
+    Task t = rest;
+    t.duration_s = gemm * chunks / k;
+    t.model_flops = rest.model_flops * share * chunks / k;
+    t.hardware_flops = rest.hardware_flops * share * chunks / k;
+    t.memory_bound_fraction = 0;
+    t.attention = false;
+    return t;
+  };
+  std::vector<Task> segments = {segment(1)};
+  if (plan_.tp > 2)
+    segments.push_back(segment(k - 2));
+  segments.push_back(segment(1));
+  rest.duration_s = whole - gemm;
+  for (const Task& t : segments) {
+    rest.model_flops -= t.model_flops;
+    rest.hardware_flops -= t.hardware_flops;
+  }
+  rest.memory_bound_fraction =
+      rest.duration_s > 0 ? std::min(1.0, rest.memory_bound_fraction * whole / rest.duration_s) : 0.0;
+  return segments;
+}
+
+// The piece's TP collectives (tp_allreduces of its layers, reduce-scatter +
+// all-gather under sequence parallelism) in two segments with the same
+// fold: (tp - 1) / tp of the bytes once every GPU of the group has computed
+// its first GEMM chunk, the last 1 / tp once every GPU has computed its
+// last one and the first segment has moved. The op's output is ready when
+// the last segment has.
+void IterationBuilder::add_overlapped_tp_collectives(const PipeOp& op, int rank, const PieceSpec& spec,
+                                                     const std::vector<int>& tp_groups,
+                                                     const std::vector<std::vector<TaskId>>& gemm_chunks,
+                                                     std::vector<BuiltOp>& built) {
+  const int fold = tp_allreduces(plan_, op.kind, spec.slice.layers);
+  const double bytes = tp_allreduce_bytes(model_, plan_), k = plan_.tp;
+  std::vector<CollectiveOp> passes_of_op = {CollectiveOp::all_reduce};
+  if (plan_.sequence_parallel)
+    passes_of_op = {CollectiveOp::reduce_scatter, CollectiveOp::all_gather};
+  for (int cp = 0; cp < plan_.cp; ++cp) {
+    const auto group = [&](int tp) { return static_cast<std::size_t>(cp * plan_.tp + tp); };
+    TaskId previous = kNone;
+    for (const bool last : {false, true}) {
+      for (std::size_t pass = 0; pass < passes_of_op.size(); ++pass) {
+        const TaskId id = graph_.add(collective_task(
+            CommKind::tp, passes_of_op[pass], tp_groups[static_cast<std::size_t>(cp)], rank,
+            last ? bytes / k : bytes * (k - 1) / k,
+            {.chunk = op.chunk, .micro_batch = op.micro_batch, .layer = spec.layer, .fold = fold}));
+        if (previous != kNone)
+          graph_.depend(previous, id);
+        if (pass == 0)
+          for (int tp = 0; tp < plan_.tp; ++tp)
+            graph_.depend(last ? gemm_chunks[group(tp)].back() : gemm_chunks[group(tp)].front(), id);
+        previous = id;
+      }
+    }
+    for (int tp = 0; tp < plan_.tp; ++tp) {
+      built[group(tp)].pieces.back().last = gemm_chunks[group(tp)].back();
+      built[group(tp)].done = previous;
+    }
   }
 }
 

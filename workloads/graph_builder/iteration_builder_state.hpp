@@ -75,7 +75,7 @@ struct BuiltOp {
   PipeOp op;
   int virtual_stage = 0;
   std::vector<Piece> pieces;  // in execution order (a backward runs its layers last to first)
-  TaskId done = kNone;        // output ready: the last piece, or the op's TP collective
+  TaskId done = kNone;        // output ready: the last piece, or the op's (last) TP collective
 };
 
 inline bool produces_gradients(PipeOpKind kind) {
@@ -119,7 +119,14 @@ class IterationBuilder {
                                   const std::vector<PieceSpec>& specs, const platforms::GpuSpec& gpu) const;
   std::vector<BuiltOp> add_pieces(const PipeOp& op, int rank, int vs, const StageSlice& slice,
                                   const std::vector<PieceSpec>& specs, const std::vector<int>& gpus,
-                                  const std::vector<int>& cp_groups);
+                                  const std::vector<int>& tp_groups, const std::vector<int>& cp_groups);
+  // plan.tp_comm_overlap (Transformer Engine's userbuffers) for ops of this kind.
+  bool overlaps_tp_comm(PipeOpKind kind) const;
+  std::vector<Task> split_linear_gemms(Task& rest, double linear_s) const;
+  void add_overlapped_tp_collectives(const PipeOp& op, int rank, const PieceSpec& spec,
+                                     const std::vector<int>& tp_groups,
+                                     const std::vector<std::vector<TaskId>>& gemm_chunks,
+                                     std::vector<BuiltOp>& built);
   void add_ring_attention_exchange(const PipeOp& op, int rank, const PieceSpec& spec, int passes,
                                    const std::vector<int>& gpus, const std::vector<int>& cp_groups,
                                    std::vector<BuiltOp>& built);

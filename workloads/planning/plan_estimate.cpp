@@ -111,6 +111,20 @@ PlanEstimate estimate_plan(const ModelSpec& model, const ParallelPlan& plan,
     return collectives * one;
   };
 
+  // With plan.tp_comm_overlap an op's collectives (C) and linear GEMMs (G)
+  // run in k = tp chunks, each chunk's communication after its GEMMs and
+  // under the next chunk's (iteration_builder.cpp): the op ends
+  // C / k + (k - 1) / k max(0, C - G) after its compute would.
+  auto exposed_tp = [&](double comm_s, double linear_s) {
+    if (!plan.tp_comm_overlap || plan.tp < 2)
+      return comm_s;
+    const double k = plan.tp;
+    return comm_s / k + (k - 1) / k * std::max(0.0, comm_s - linear_s);
+  };
+
+  const BubbleModel bubble = traits_of(plan.schedule).bubble;
+  const bool split_backward = bubble == BubbleModel::zero_bubble_h1 || bubble == BubbleModel::zero_bubble_h2;
+
   std::vector<RankCosts> ranks(static_cast<std::size_t>(p));
   std::vector<std::vector<int>> dp_groups(static_cast<std::size_t>(p));
   for (int r = 0; r < p; ++r) {
@@ -122,11 +136,17 @@ PlanEstimate estimate_plan(const ModelSpec& model, const ParallelPlan& plan,
     const auto& dp_group = dp_groups[static_cast<std::size_t>(r)];
     for (int chunk = 0; chunk < v; ++chunk) {
       const StageSlice slice = virtual_stage_slice(model, plan, layout.virtual_stage(r, chunk));
-      const double f = cost.forward(slice, gpu).duration_s / plan.cp;
-      const double bi = cost.backward_input(slice, gpu).duration_s / plan.cp;
-      const double w = cost.backward_weight(slice, gpu).duration_s / plan.cp;
-      const double tp_f = tp_time(2 * slice.layers);
-      const double tp_b = tp_time((plan.recompute == Recompute::full ? 4 : 2) * slice.layers);
+      const OpCost forward = cost.forward(slice, gpu), input = cost.backward_input(slice, gpu),
+                   weight = cost.backward_weight(slice, gpu);
+      const double f = forward.duration_s / plan.cp;
+      const double bi = input.duration_s / plan.cp;
+      const double w = weight.duration_s / plan.cp;
+      // A zero-bubble B hides its collectives under its own GEMMs only.
+      const double backward_linear_s =
+          (input.tp_overlap_s + (split_backward ? 0.0 : weight.tp_overlap_s)) / plan.cp;
+      const double tp_f = exposed_tp(tp_time(2 * slice.layers), forward.tp_overlap_s / plan.cp);
+      const double tp_b =
+          exposed_tp(tp_time((plan.recompute == Recompute::full ? 4 : 2) * slice.layers), backward_linear_s);
       double fsdp_f = 0, fsdp_b = 0;
       if (fsdp && d > 1 && slice.layers > 0) {
         // Per layer: its compute against its gathers (and the reduce-scatter
@@ -164,7 +184,7 @@ PlanEstimate estimate_plan(const ModelSpec& model, const ParallelPlan& plan,
     zb_h2_tail = std::max(zb_h2_tail, rc.forward_s + rc.backward_input_s - 2 * rc.backward_weight_s);
   }
   double pipeline_s = 0;
-  switch (traits_of(plan.schedule).bubble) {
+  switch (bubble) {
     case BubbleModel::flush:
       pipeline_s = sum_ranks + (m - 1) * slowest;
       break;

@@ -38,7 +38,7 @@ struct PlanEstimate {
   double iteration_s = 0;
   // On the slowest pipeline rank, over the iteration:
   double compute_s = 0;     // forward and backward kernels (recomputation included), m micro-batches
-  double tp_comm_s = 0;     // TP collectives (serial with the compute)
+  double tp_comm_s = 0;     // TP collectives (serial with the compute; with tp_comm_overlap, what shows)
   double bubble_s = 0;      // pipeline fill and drain (the schedule's formula)
   double pp_comm_s = 0;     // pipeline transfers on the critical path
   double dp_comm_s = 0;     // data-parallel / ZeRO / FSDP traffic (busy time of the DP stream)

@@ -10,6 +10,9 @@
 namespace trainsim::analysis {
 namespace {
 
+using workloads::CommKind;
+using workloads::TaskKind;
+
 double cause(const GpuBubbles& g, BubbleCause c) {
   return g.cause_s[static_cast<std::size_t>(c)];
 }
@@ -77,6 +80,53 @@ TEST(Bubbles, ASlowPeerShowsUpAsStragglerTimeOnTheOthers) {
   EXPECT_DOUBLE_EQ(sum(slow.cause_s), slow.lost_s);
   // The straggler wait happened with nothing running on GPU 0: all idle.
   EXPECT_DOUBLE_EQ(fast.idle_part_s[static_cast<std::size_t>(BubbleCause::straggler)], 3);
+}
+
+// An op split into pieces of different lengths (per-layer pieces, GEMM
+// chunks) on two replicas at full speed: each piece's reference is its own
+// nominal length, so the re-timed iteration is the one that ran and no
+// time is a straggler's.
+//   GPU g: F [0,1]  B layer 1 [1,1.5]  B layer 0 [1.5,3]  all-reduce [3,4]  opt [4,4.5]
+TEST(Bubbles, PiecesOfOneOpKeepTheirOwnReferenceDurations) {
+  workloads::TaskGraph graph;
+  graph.gpu_count = 2;
+  const int group = graph.add_group({0, 1});
+  analysis::Timeline timeline;
+  const auto all_reduce = graph.add(
+      {.kind = TaskKind::collective, .comm = CommKind::dp, .group = group, .stage = 0, .bytes = 1e6});
+  for (int gpu = 0; gpu < 2; ++gpu) {
+    const auto f =
+        graph.add({.kind = TaskKind::forward, .gpu = gpu, .stage = 0, .micro_batch = 0, .duration_s = 1});
+    const auto b1 = graph.add({.kind = TaskKind::backward,
+                               .gpu = gpu,
+                               .stage = 0,
+                               .micro_batch = 0,
+                               .duration_s = 0.5,
+                               .layer = 1});
+    const auto b0 = graph.add({.kind = TaskKind::backward,
+                               .gpu = gpu,
+                               .stage = 0,
+                               .micro_batch = 0,
+                               .duration_s = 1.5,
+                               .layer = 0});
+    const auto opt = graph.add({.kind = TaskKind::optimizer, .gpu = gpu, .stage = 0, .duration_s = 0.5});
+    graph.depend(f, b1);
+    graph.depend(b1, b0);
+    graph.depend(b0, all_reduce);
+    graph.depend(all_reduce, opt);
+    timeline.records.push_back({f, gpu, Stream::compute, 0, 1});
+    timeline.records.push_back({b1, gpu, Stream::compute, 1, 1.5});
+    timeline.records.push_back({b0, gpu, Stream::compute, 1.5, 3});
+    timeline.records.push_back({all_reduce, gpu, Stream::dp_comm, 3, 4});
+    timeline.records.push_back({opt, gpu, Stream::compute, 4, 4.5});
+  }
+  timeline.end_s = 4.5;
+  const workloads::ParallelPlan plan{
+      .dp = 2, .tp = 1, .pp = 1, .micro_batch_size = 1, .global_batch_size = 2};
+  const auto b = analyze_bubbles(graph, timeline, plan);
+  EXPECT_DOUBLE_EQ(b.reference_iteration_time_s, 4.5);
+  for (const auto& g : b.gpus)
+    EXPECT_DOUBLE_EQ(cause(g, BubbleCause::straggler), 0);
 }
 
 TEST(Bubbles, EveryCauseHasAStableKeyAndADescription) {

@@ -259,6 +259,11 @@ TEST(ScenarioLoader, ParallelismOptionRulesNameTheKeyAndTheFix) {
                       "zero_stage: 3"),
             std::string::npos);
   EXPECT_NE(one({"plan.framework=deepspeed"}).find("plan.framework"), std::string::npos);
+  EXPECT_NE(one({"plan.tp_comm_overlap=true"})
+                .find("plan.tp_comm_overlap: true without sequence parallelism: Transformer Engine's "
+                      "userbuffers overlap"),
+            std::string::npos);
+  EXPECT_NE(one({"plan.tp_comm_overlap=yes please"}).find("plan.tp_comm_overlap"), std::string::npos);
 }
 
 TEST(ScenarioLoader, ComputeInterferenceIsOffByDefaultAndAtMostHalf) {

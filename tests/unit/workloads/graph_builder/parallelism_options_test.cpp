@@ -3,11 +3,13 @@
 // ../shared/reference/cost-models.md, and memory events that balance.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <boost/graph/topological_sort.hpp>
 #include <map>
 
 #include "support/test_cluster.hpp"
 #include "workloads/context_parallel.hpp"
+#include "workloads/cost_model.hpp"
 #include "workloads/graph_builder/iteration_builder.hpp"
 #include "workloads/stage_slices.hpp"
 
@@ -81,6 +83,58 @@ TEST(SequenceParallel, EachTpAllReduceBecomesAReduceScatterAndAnAllGatherOfTheSa
   EXPECT_DOUBLE_EQ(rs.bytes, ar.bytes);
   EXPECT_DOUBLE_EQ(ag.bytes, ar.bytes);
   EXPECT_DOUBLE_EQ(rs.wire_bytes + ag.wire_bytes, ar.wire_bytes);
+}
+
+// Transformer Engine's userbuffers: the same TP volume, in two segments of
+// (tp - 1) / tp and 1 / tp of each collective's bytes, and the same compute
+// time and FLOPs, split into the rest of each op and three segments of its
+// linear GEMMs (1 / tp, (tp - 2) / tp, 1 / tp).
+TEST(TpCommOverlap, SplitsEachOpsCollectivesAndGemmsWithoutChangingVolumeTimeOrFlops) {
+  const auto model = *find_model_preset("gpt3-1.3b");
+  auto plan = base_plan(1, 4, 2, 4);
+  plan.sequence_parallel = true;
+  const AnalyticCostModel cost(model, plan, 0.5);
+  const auto serial = build(plan, &cost);
+  plan.tp_comm_overlap = true;
+  const auto overlapped = build(plan, &cost);
+  expect_acyclic(overlapped);
+  for (CollectiveOp op : {CollectiveOp::reduce_scatter, CollectiveOp::all_gather}) {
+    const auto a = collectives(serial).at({CommKind::tp, op});
+    const auto b = collectives(overlapped).at({CommKind::tp, op});
+    EXPECT_EQ(b.count, 2 * a.count);
+    EXPECT_NEAR(b.bytes, a.bytes, 1e-9 * a.bytes);
+  }
+  auto totals = [](const TaskGraph& g) {
+    std::array<double, 4> t{};  // compute tasks, seconds, model and hardware FLOPs
+    for (auto v : boost::make_iterator_range(boost::vertices(g.graph)))
+      if (is_compute(g[v].kind)) {
+        t[0] += 1;
+        t[1] += g[v].duration_s;
+        t[2] += g[v].model_flops;
+        t[3] += g[v].hardware_flops;
+      }
+    return t;
+  };
+  const auto a = totals(serial), b = totals(overlapped);
+  // Every forward and backward (2 stages x 4 micro-batches x 2 passes, on 4
+  // GPUs) gains three GEMM segments; optimizer steps stay whole.
+  EXPECT_EQ(b[0], a[0] + 3.0 * (2 * 4 * 2 * 4));
+  for (int i = 1; i < 4; ++i)
+    EXPECT_NEAR(b[i], a[i], 1e-9 * a[i]) << i;
+  // The segments carry the linear layers' share of every op: a GPT-3 1.3B
+  // layer spends 24 b s h^2 of its 24 b s h^2 + 4 b s^2 h forward FLOPs in
+  // them. GPU 0's first forward is its rest, then the segments (stage 0 has
+  // no logits and its embedding lookup costs no FLOPs).
+  std::vector<double> forward;
+  for (auto v : boost::make_iterator_range(boost::vertices(overlapped.graph)))
+    if (overlapped[v].kind == TaskKind::forward && overlapped[v].gpu == 0 && overlapped[v].micro_batch == 0)
+      forward.push_back(overlapped[v].duration_s);
+  ASSERT_EQ(forward.size(), 4u);
+  const double whole = forward[0] + forward[1] + forward[2] + forward[3];
+  const double h = model.hidden, s = model.seq_len;
+  EXPECT_NEAR(whole - forward[0], 24 * h * h / (24 * h * h + 4 * s * h) * whole, 1e-9 * whole);
+  EXPECT_NEAR(forward[1], forward[3], 1e-12 * whole);      // 1 / tp each
+  EXPECT_NEAR(forward[2], 2 * forward[1], 1e-12 * whole);  // (tp - 2) / tp
 }
 
 // dp 2 x tp 2 x pp 2 x cp 2 = 16 GPUs, 4 micro-batches, GPT-3 1.3B (24
