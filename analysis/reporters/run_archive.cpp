@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <zstd.h>
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -9,6 +10,7 @@
 #include <iterator>
 #include <nlohmann/json.hpp>
 #include <ostream>
+#include <sstream>
 #include <stdexcept>
 #include <type_traits>
 
@@ -20,8 +22,14 @@ namespace {
 
 constexpr char kMagic[8] = {'T', 'S', 'R', 'U', 'N', '\0', '\0', '\1'};
 // 3: graph fingerprint instead of the graph; 4: a checksum at the end; 5:
-// each collective's representation.
-constexpr std::uint32_t kVersion = 5;
+// each collective's representation; 6: the body zstd-compressed.
+constexpr std::uint32_t kVersion = 6;
+// zstd level 3 (its default): about 20x smaller than the raw body at some
+// 200 MB/s on one core; higher levels gain little on these numbers.
+constexpr int kZstdLevel = 3;
+// A body at most this many times its compressed frame: real archives
+// compress about 20x, so a larger claim is damage (or a decompression bomb).
+constexpr std::uint64_t kMaxCompressionRatio = 1024;
 constexpr std::uint32_t kEndMark = 0x454e4421;  // "END!"
 constexpr const char* kRunSchema = "trainsim.run/1";
 
@@ -40,13 +48,62 @@ class Checksum {
   std::uint64_t hash_ = 0xcbf29ce484222325ull;
 };
 
+// Compresses what it is given into `out` as one zstd frame (with zstd's own
+// content checksum), adding every compressed byte to `sum`.
+class CompressedStream {
+ public:
+  CompressedStream(std::ostream& out, Checksum& sum) : out_(out), sum_(sum), ctx_(ZSTD_createCCtx()) {
+    if (ctx_ == nullptr)
+      throw std::runtime_error("cannot compress the run archive: out of memory");
+    ZSTD_CCtx_setParameter(ctx_, ZSTD_c_compressionLevel, kZstdLevel);
+    ZSTD_CCtx_setParameter(ctx_, ZSTD_c_checksumFlag, 1);
+    output_.resize(ZSTD_CStreamOutSize());
+    input_.reserve(kChunk);
+  }
+  CompressedStream(const CompressedStream&) = delete;
+  CompressedStream& operator=(const CompressedStream&) = delete;
+  ~CompressedStream() { ZSTD_freeCCtx(ctx_); }
+
+  void write(const char* data, std::size_t n) {
+    input_.append(data, n);
+    raw_bytes_ += n;
+    if (input_.size() >= kChunk)
+      flush(ZSTD_e_continue);
+  }
+  // Ends the frame; returns the uncompressed size.
+  std::uint64_t finish() {
+    flush(ZSTD_e_end);
+    return raw_bytes_;
+  }
+
+ private:
+  static constexpr std::size_t kChunk = 1 << 20;
+  void flush(ZSTD_EndDirective mode) {
+    ZSTD_inBuffer in{input_.data(), input_.size(), 0};
+    for (;;) {
+      ZSTD_outBuffer out{output_.data(), output_.size(), 0};
+      const std::size_t left = ZSTD_compressStream2(ctx_, &out, &in, mode);
+      if (ZSTD_isError(left))
+        throw std::runtime_error(fmt::format("cannot compress the run archive: {}", ZSTD_getErrorName(left)));
+      sum_.add(output_.data(), out.pos);
+      out_.write(output_.data(), static_cast<std::streamsize>(out.pos));
+      if (mode == ZSTD_e_end ? left == 0 : in.pos == in.size)
+        break;
+    }
+    input_.clear();
+  }
+  std::ostream& out_;
+  Checksum& sum_;
+  ZSTD_CCtx* ctx_;
+  std::string input_, output_;
+  std::uint64_t raw_bytes_ = 0;
+};
+
+// The body's encoder: native little-endian numbers, doubles bit-exact.
 class Writer {
  public:
-  explicit Writer(std::ostream& out) : out_(out) {}
-  void bytes(const char* data, std::size_t n) {
-    sum_.add(data, n);
-    out_.write(data, static_cast<std::streamsize>(n));
-  }
+  explicit Writer(CompressedStream& out) : out_(out) {}
+  void bytes(const char* data, std::size_t n) { out_.write(data, n); }
   template <typename T>
   void put(T value) {
     static_assert(std::is_trivially_copyable_v<T>);
@@ -58,18 +115,51 @@ class Writer {
     put<std::uint64_t>(s.size());
     bytes(s.data(), s.size());
   }
-  // The checksum of everything written so far, not itself summed.
-  void put_checksum() {
-    const std::uint64_t v = sum_.value();
-    char raw[sizeof v];
-    std::memcpy(raw, &v, sizeof v);
-    out_.write(raw, sizeof v);
-  }
 
  private:
-  std::ostream& out_;
-  Checksum sum_;
+  CompressedStream& out_;
 };
+
+// Writes `value` to `out` and to `sum`.
+template <typename T>
+void put_raw(std::ostream& out, Checksum* sum, T value) {
+  char raw[sizeof(T)];
+  std::memcpy(raw, &value, sizeof(T));
+  if (sum != nullptr)
+    sum->add(raw, sizeof(T));
+  out.write(raw, sizeof(T));
+}
+
+// The body of a version 6 file: the frame decompressed, refused when zstd
+// finds it damaged or when it is not exactly `raw_bytes` long.
+std::string decompress_body(std::string_view frame, std::uint64_t raw_bytes) {
+  if (raw_bytes > kMaxCompressionRatio * frame.size() + 4096)
+    throw std::runtime_error(fmt::format("the run archive is corrupt: a {}-byte frame cannot hold {} bytes",
+                                         frame.size(), raw_bytes));
+  ZSTD_DCtx* ctx = ZSTD_createDCtx();
+  if (ctx == nullptr)
+    throw std::runtime_error("cannot read the run archive: out of memory");
+  std::string body;
+  body.resize(static_cast<std::size_t>(raw_bytes));
+  ZSTD_inBuffer in{frame.data(), frame.size(), 0};
+  ZSTD_outBuffer out{body.data(), body.size(), 0};
+  std::size_t left = 1;
+  while (in.pos < in.size) {
+    const std::size_t before_in = in.pos, before_out = out.pos;
+    left = ZSTD_decompressStream(ctx, &out, &in);
+    if (ZSTD_isError(left)) {
+      const std::string why = ZSTD_getErrorName(left);
+      ZSTD_freeDCtx(ctx);
+      throw std::runtime_error("the run archive is corrupt: " + why);
+    }
+    if (left == 0 || (in.pos == before_in && out.pos == before_out))
+      break;
+  }
+  ZSTD_freeDCtx(ctx);
+  if (left != 0 || in.pos != in.size || out.pos != body.size())
+    throw std::runtime_error("the run archive is corrupt: its compressed body does not hold what it says");
+  return body;
+}
 
 // Decodes from the file's bytes; every read and every count is checked
 // against what is left.
@@ -117,9 +207,12 @@ void check(bool ok, const char* what) {
 
 void write_run_archive(std::ostream& out, const std::string& metadata_json, const workloads::TaskGraph& graph,
                        const Timeline& timeline) {
-  Writer w(out);
-  w.bytes(kMagic, sizeof(kMagic));
-  w.put(kVersion);
+  Checksum sum;
+  sum.add(kMagic, sizeof(kMagic));
+  out.write(kMagic, sizeof(kMagic));
+  put_raw(out, &sum, kVersion);
+  CompressedStream compressed(out, sum);
+  Writer w(compressed);
   w.put_string(metadata_json);
 
   w.put<std::int32_t>(graph.gpu_count);
@@ -171,7 +264,8 @@ void write_run_archive(std::ostream& out, const std::string& metadata_json, cons
     w.put<std::uint8_t>(static_cast<std::uint8_t>(c.representation));
   }
   w.put(kEndMark);
-  w.put_checksum();
+  put_raw(out, &sum, compressed.finish());
+  put_raw(out, nullptr, sum.value());
 }
 
 void reseal_run_archive(std::string& bytes) {
@@ -190,6 +284,10 @@ RunArchive read_run_archive(std::istream& in) {
 }
 
 RunArchive parse_run_archive(std::string_view bytes) {
+  return decode_run_archive_body(run_archive_body(bytes));
+}
+
+std::string run_archive_body(std::string_view bytes) {
   if (bytes.size() < sizeof(kMagic) || std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) != 0)
     throw std::runtime_error("not a trainsim run archive (wrong magic bytes)");
   Reader r(bytes.substr(sizeof(kMagic)));
@@ -198,18 +296,38 @@ RunArchive parse_run_archive(std::string_view bytes) {
     throw std::runtime_error("run archive format version " + std::to_string(version) +
                              ", this trainsim reads " + std::to_string(kVersion) +
                              ": run the scenario again");
-  if (bytes.size() < sizeof(kMagic) + sizeof(kVersion) + sizeof(kEndMark) + sizeof(std::uint64_t))
+  constexpr std::size_t kHeader = sizeof(kMagic) + sizeof(kVersion);
+  constexpr std::size_t kTrailer = 2 * sizeof(std::uint64_t);  // body size, checksum
+  if (bytes.size() < kHeader + kTrailer)
     throw std::runtime_error("the run archive is truncated");
-  const std::string_view body = bytes.substr(0, bytes.size() - sizeof(std::uint64_t));
-  std::uint64_t stored = 0;
-  std::memcpy(&stored, bytes.data() + body.size(), sizeof stored);
+  const std::string_view summed = bytes.substr(0, bytes.size() - sizeof(std::uint64_t));
+  std::uint64_t stored = 0, raw_bytes = 0;
+  std::memcpy(&stored, bytes.data() + summed.size(), sizeof stored);
   Checksum sum;
-  sum.add(body.data(), body.size());
+  sum.add(summed.data(), summed.size());
   if (sum.value() != stored)
     throw std::runtime_error(
         "the run archive is corrupt or truncated: its checksum does not match its contents (run the scenario "
         "again)");
-  r = Reader(body.substr(sizeof(kMagic) + sizeof(kVersion)));
+  std::memcpy(&raw_bytes, bytes.data() + bytes.size() - kTrailer, sizeof raw_bytes);
+  return decompress_body(bytes.substr(kHeader, bytes.size() - kHeader - kTrailer), raw_bytes);
+}
+
+std::string seal_run_archive(std::string_view body) {
+  std::ostringstream out;
+  Checksum sum;
+  sum.add(kMagic, sizeof(kMagic));
+  out.write(kMagic, sizeof(kMagic));
+  put_raw(out, &sum, kVersion);
+  CompressedStream compressed(out, sum);
+  compressed.write(body.data(), body.size());
+  put_raw(out, &sum, compressed.finish());
+  put_raw(out, nullptr, sum.value());
+  return std::move(out).str();
+}
+
+RunArchive decode_run_archive_body(std::string_view body) {
+  Reader r(body);
   RunArchive a;
   a.metadata_json = r.get_string();
 

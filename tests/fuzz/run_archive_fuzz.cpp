@@ -1,7 +1,8 @@
 // Fuzz target: the run archive reader (run.trainsim) and its metadata. A
 // damaged archive must be refused with std::runtime_error (the CLI reports it
 // as bad input), never read as other figures, and never allocate more than
-// the file holds. Each input is read twice: as it is, and with its checksum
+// the file can hold (the body decoder: the bytes it is given; the compressed
+// file: at most 1024 times its frame). Each input is read twice: as it is, and with its checksum
 // made to match, so that mutations of the body reach the decoder.
 #include <cstddef>
 #include <cstdint>
@@ -24,6 +25,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   trainsim::analysis::reseal_run_archive(resealed);
   try {
     const auto archive = trainsim::analysis::parse_run_archive(resealed);
+    (void)trainsim::analysis::run_metadata_from_json(archive.metadata_json);
+  } catch (const std::runtime_error&) {
+  }
+  // The body decoder on its own: its counts and ranges must hold on any bytes.
+  try {
+    const auto archive = trainsim::analysis::decode_run_archive_body(bytes);
     (void)trainsim::analysis::run_metadata_from_json(archive.metadata_json);
   } catch (const std::runtime_error&) {
   }

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "analysis/reporters/run_archive.hpp"
 #include "support/cli.hpp"
 
 namespace trainsim::testing {
@@ -134,20 +135,14 @@ TEST(ReportCli, ReportRegeneratesByteIdenticalOutputsAndTheHtmlPage) {
 
 TEST(ReportCli, ReportOfARunWhoseTaskGraphNoLongerMatchesIsBadInput) {
   const auto dir = quickstart_run("stale");
-  // Layout: magic (8), version (4), metadata length (8) and text, GPU count
-  // (4), task count (8), graph fingerprint (8), ..., FNV-1a 64 checksum of
-  // all before it (8). Flip a fingerprint byte and seal the archive again, as
-  // a trainsim that builds a different graph would see it.
-  std::string bytes = read_file(dir / "run.trainsim");
+  // The body's layout: metadata length (8) and text, GPU count (4), task
+  // count (8), graph fingerprint (8), ... Flip a fingerprint byte and seal
+  // the archive again, as a trainsim that builds a different graph would.
+  std::string body = analysis::run_archive_body(read_file(dir / "run.trainsim"));
   std::uint64_t metadata_length = 0;
-  std::memcpy(&metadata_length, bytes.data() + 12, sizeof(metadata_length));
-  bytes[12 + 8 + metadata_length + 4 + 8] ^= 0x5a;
-  std::uint64_t checksum = 0xcbf29ce484222325ull;
-  for (std::size_t i = 0; i + sizeof(checksum) < bytes.size(); ++i) {
-    checksum ^= static_cast<unsigned char>(bytes[i]);
-    checksum *= 0x100000001b3ull;
-  }
-  std::memcpy(bytes.data() + bytes.size() - sizeof(checksum), &checksum, sizeof(checksum));
+  std::memcpy(&metadata_length, body.data(), sizeof(metadata_length));
+  body[8 + metadata_length + 4 + 8] ^= 0x5a;
+  const std::string bytes = analysis::seal_run_archive(body);
   std::ofstream(dir / "run.trainsim", std::ios::binary) << bytes;
   const auto r = run_cli({"report", dir.string(), "--quiet"});
   EXPECT_EQ(r.status, 1);

@@ -76,21 +76,61 @@ TEST(RunArchive, ResealingAnIntactArchiveChangesNoByte) {
 }
 
 TEST(RunArchive, ACorruptCountIsRefusedBeforeAnyAllocation) {
-  // A header, an absurd metadata length and a checksum that matches: the
-  // count is checked against the bytes left, not allocated.
+  // A body that starts with an absurd metadata length: the count is checked
+  // against the bytes left, not allocated.
+  std::string body(64, '\0');
+  const std::uint64_t huge = 1ull << 40;
+  std::memcpy(body.data(), &huge, sizeof huge);
+  try {
+    decode_run_archive_body(body);
+    FAIL() << "accepted a corrupt length";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("do not fit"), std::string::npos) << e.what();
+  }
+}
+
+// The body size is the second-to-last 8 bytes: a claim far beyond what the
+// frame can hold (a decompression bomb, or damage under a matching
+// checksum) is refused before anything is allocated or decompressed.
+TEST(RunArchive, ABodySizeTheFrameCannotHoldIsRefusedBeforeDecompressing) {
   testing::TwoStagePipeline h;
   std::stringstream buffer;
   write_run_archive(buffer, "{}", h.graph, h.timeline);
   std::string bytes = buffer.str();
   const std::uint64_t huge = 1ull << 40;
-  std::memcpy(bytes.data() + 12, &huge, sizeof huge);
+  std::memcpy(bytes.data() + bytes.size() - 16, &huge, sizeof huge);
   reseal_run_archive(bytes);
   try {
     parse_run_archive(bytes);
-    FAIL() << "accepted a corrupt length";
+    FAIL() << "accepted a body size of 1 TiB";
   } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find("do not fit"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("cannot hold"), std::string::npos) << e.what();
   }
+  // One byte more than the body: zstd's frame does not fill it.
+  bytes = buffer.str();
+  std::uint64_t size = 0;
+  std::memcpy(&size, bytes.data() + bytes.size() - 16, sizeof size);
+  ++size;
+  std::memcpy(bytes.data() + bytes.size() - 16, &size, sizeof size);
+  reseal_run_archive(bytes);
+  EXPECT_THROW(parse_run_archive(bytes), std::runtime_error);
+}
+
+// A timeline of many similar records: the archive is compressed.
+TEST(RunArchive, TheBodyIsCompressed) {
+  testing::TwoStagePipeline h;
+  const auto one = h.timeline.records;
+  for (int i = 0; i < 2000; ++i)
+    for (auto r : one) {
+      r.start_s += i * 10.0;
+      r.end_s += i * 10.0;
+      h.timeline.records.push_back(r);
+    }
+  std::stringstream buffer;
+  write_run_archive(buffer, "{}", h.graph, h.timeline);
+  const double raw = 29.0 * h.timeline.records.size();  // a record's bytes in the body
+  EXPECT_LT(static_cast<double>(buffer.str().size()), raw / 4);
+  EXPECT_EQ(read_run_archive(buffer).timeline.records.size(), h.timeline.records.size());
 }
 
 // The fuzz campaign mutates these: a seed of an older format would only ever
