@@ -64,18 +64,20 @@ CliResult validate_nemo_h100(const NemoH100Family& family, int max_gpus, int& ro
   return result;
 }
 
-// The MAPE of each model's rows up to 256 GPUs when the profile was fitted
-// (docs/calibration.md, "H100": 0.50, 0.54, 0.36, 4.79, 8.11 and 6.20%), plus
-// a margin for platform-dependent floating point. The Nemotron and 405B
-// bounds are wide because trainsim exposes the TP communication the recipes
-// overlap with their GEMMs (Transformer Engine's userbuffers).
+// The MAPE of each model's rows up to 256 GPUs with the templates as they
+// are (TP communication overlap and compute interference 0.16 on since
+// 2026-12-02; docs/calibration.md, "H100": 0.44, 4.67, 3.05, 3.50, 0.88 and
+// 1.05%), plus a margin for platform-dependent floating point. Llama 3.1
+// 70B, a fit family, is wide: the attention fractions were fitted with the
+// TP collectives exposed, and with the overlap modelled the TP models run
+// fast by the TP-side cost trainsim still misses.
 const std::vector<NemoH100Family> kFamilies = {
     {"llama3.1_8b.csv", "nemo-h100-llama3.1-8b.yaml", "fit", 1.0},
-    {"llama3.1_70b.csv", "nemo-h100-llama3.1-70b.yaml", "fit", 1.0},
-    {"gpt3_175b.csv", "nemo-h100-gpt3-175b.yaml", "check", 1.0},
-    {"llama3.1_405b.csv", "nemo-h100-llama3.1-405b.yaml", "check", 5.5},
-    {"nemotron4_15b.csv", "nemo-h100-nemotron4-15b.yaml", "check", 8.6},
-    {"nemotron4_340b.csv", "nemo-h100-nemotron4-340b.yaml", "check", 6.7},
+    {"llama3.1_70b.csv", "nemo-h100-llama3.1-70b.yaml", "fit", 5.5},
+    {"gpt3_175b.csv", "nemo-h100-gpt3-175b.yaml", "check", 4.0},
+    {"llama3.1_405b.csv", "nemo-h100-llama3.1-405b.yaml", "check", 4.5},
+    {"nemotron4_15b.csv", "nemo-h100-nemotron4-15b.yaml", "check", 2.0},
+    {"nemotron4_340b.csv", "nemo-h100-nemotron4-340b.yaml", "check", 2.0},
 };
 
 TEST(NemoH100Validation, EachModelsRowsUpTo256GpusStayWithinTheirMapeBound) {
