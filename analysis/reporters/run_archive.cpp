@@ -203,15 +203,22 @@ void check(bool ok, const char* what) {
     throw std::runtime_error(std::string("the run archive is corrupt: ") + what);
 }
 
-}  // namespace
-
-void write_run_archive(std::ostream& out, const std::string& metadata_json, const workloads::TaskGraph& graph,
-                       const Timeline& timeline) {
+// The file around a body: header, the body compressed by `write_body`,
+// the body's size and the checksum.
+template <typename WriteBody>
+void write_sealed(std::ostream& out, WriteBody&& write_body) {
   Checksum sum;
   sum.add(kMagic, sizeof(kMagic));
   out.write(kMagic, sizeof(kMagic));
   put_raw(out, &sum, kVersion);
   CompressedStream compressed(out, sum);
+  write_body(compressed);
+  put_raw(out, &sum, compressed.finish());
+  put_raw(out, nullptr, sum.value());
+}
+
+void write_body(CompressedStream& compressed, const std::string& metadata_json,
+                const workloads::TaskGraph& graph, const Timeline& timeline) {
   Writer w(compressed);
   w.put_string(metadata_json);
 
@@ -264,8 +271,14 @@ void write_run_archive(std::ostream& out, const std::string& metadata_json, cons
     w.put<std::uint8_t>(static_cast<std::uint8_t>(c.representation));
   }
   w.put(kEndMark);
-  put_raw(out, &sum, compressed.finish());
-  put_raw(out, nullptr, sum.value());
+}
+
+}  // namespace
+
+void write_run_archive(std::ostream& out, const std::string& metadata_json, const workloads::TaskGraph& graph,
+                       const Timeline& timeline) {
+  write_sealed(out,
+               [&](CompressedStream& compressed) { write_body(compressed, metadata_json, graph, timeline); });
 }
 
 void reseal_run_archive(std::string& bytes) {
@@ -315,14 +328,7 @@ std::string run_archive_body(std::string_view bytes) {
 
 std::string seal_run_archive(std::string_view body) {
   std::ostringstream out;
-  Checksum sum;
-  sum.add(kMagic, sizeof(kMagic));
-  out.write(kMagic, sizeof(kMagic));
-  put_raw(out, &sum, kVersion);
-  CompressedStream compressed(out, sum);
-  compressed.write(body.data(), body.size());
-  put_raw(out, &sum, compressed.finish());
-  put_raw(out, nullptr, sum.value());
+  write_sealed(out, [&](CompressedStream& compressed) { compressed.write(body.data(), body.size()); });
   return std::move(out).str();
 }
 

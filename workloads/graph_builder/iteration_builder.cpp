@@ -33,6 +33,14 @@ int tp_allreduces(const ParallelPlan& plan, PipeOpKind kind, int layers) {
   return 0;
 }
 
+// The collectives of one folded TP all-reduce: itself, or with sequence
+// parallelism a reduce-scatter then an all-gather of the same buffer.
+std::vector<CollectiveOp> tp_passes(const ParallelPlan& plan) {
+  if (plan.sequence_parallel)
+    return {CollectiveOp::reduce_scatter, CollectiveOp::all_gather};
+  return {CollectiveOp::all_reduce};
+}
+
 TaskKind task_kind(PipeOpKind kind) {
   switch (kind) {
     case PipeOpKind::forward:
@@ -358,11 +366,8 @@ void IterationBuilder::add_tp_collectives(const PipeOp& op, int rank, const Stag
   if (plan_.tp <= 1 || fold <= 0)
     return;
   for (int cp = 0; cp < plan_.cp; ++cp) {
-    std::vector<CollectiveOp> passes_of_op = {CollectiveOp::all_reduce};
-    if (plan_.sequence_parallel)
-      passes_of_op = {CollectiveOp::reduce_scatter, CollectiveOp::all_gather};
     TaskId previous = kNone;
-    for (CollectiveOp collective_op : passes_of_op) {
+    for (CollectiveOp collective_op : tp_passes(plan_)) {
       const TaskId id =
           graph_.add(collective_task(CommKind::tp, collective_op, tp_groups[static_cast<std::size_t>(cp)],
                                      rank, tp_allreduce_bytes(model_, plan_),
@@ -437,9 +442,7 @@ void IterationBuilder::add_overlapped_tp_collectives(const PipeOp& op, int rank,
                                                      std::vector<BuiltOp>& built) {
   const int fold = tp_allreduces(plan_, op.kind, spec.slice.layers);
   const double bytes = tp_allreduce_bytes(model_, plan_), k = plan_.tp;
-  std::vector<CollectiveOp> passes_of_op = {CollectiveOp::all_reduce};
-  if (plan_.sequence_parallel)
-    passes_of_op = {CollectiveOp::reduce_scatter, CollectiveOp::all_gather};
+  const std::vector<CollectiveOp> passes_of_op = tp_passes(plan_);
   for (int cp = 0; cp < plan_.cp; ++cp) {
     const auto group = [&](int tp) { return static_cast<std::size_t>(cp * plan_.tp + tp); };
     TaskId previous = kNone;
