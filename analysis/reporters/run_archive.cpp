@@ -8,6 +8,7 @@
 #include <cstring>
 #include <istream>
 #include <iterator>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <sstream>
@@ -48,21 +49,26 @@ class Checksum {
   std::uint64_t hash_ = 0xcbf29ce484222325ull;
 };
 
+// zstd's contexts, freed however their scope ends.
+struct FreeZstd {
+  void operator()(ZSTD_CCtx* c) const { ZSTD_freeCCtx(c); }
+  void operator()(ZSTD_DCtx* d) const { ZSTD_freeDCtx(d); }
+};
+using CompressionContext = std::unique_ptr<ZSTD_CCtx, FreeZstd>;
+using DecompressionContext = std::unique_ptr<ZSTD_DCtx, FreeZstd>;
+
 // Compresses what it is given into `out` as one zstd frame (with zstd's own
 // content checksum), adding every compressed byte to `sum`.
 class CompressedStream {
  public:
   CompressedStream(std::ostream& out, Checksum& sum) : out_(out), sum_(sum), ctx_(ZSTD_createCCtx()) {
-    if (ctx_ == nullptr)
+    if (!ctx_)
       throw std::runtime_error("cannot compress the run archive: out of memory");
-    ZSTD_CCtx_setParameter(ctx_, ZSTD_c_compressionLevel, kZstdLevel);
-    ZSTD_CCtx_setParameter(ctx_, ZSTD_c_checksumFlag, 1);
+    ZSTD_CCtx_setParameter(ctx_.get(), ZSTD_c_compressionLevel, kZstdLevel);
+    ZSTD_CCtx_setParameter(ctx_.get(), ZSTD_c_checksumFlag, 1);
     output_.resize(ZSTD_CStreamOutSize());
     input_.reserve(kChunk);
   }
-  CompressedStream(const CompressedStream&) = delete;
-  CompressedStream& operator=(const CompressedStream&) = delete;
-  ~CompressedStream() { ZSTD_freeCCtx(ctx_); }
 
   void write(const char* data, std::size_t n) {
     input_.append(data, n);
@@ -82,7 +88,7 @@ class CompressedStream {
     ZSTD_inBuffer in{input_.data(), input_.size(), 0};
     for (;;) {
       ZSTD_outBuffer out{output_.data(), output_.size(), 0};
-      const std::size_t left = ZSTD_compressStream2(ctx_, &out, &in, mode);
+      const std::size_t left = ZSTD_compressStream2(ctx_.get(), &out, &in, mode);
       if (ZSTD_isError(left))
         throw std::runtime_error(fmt::format("cannot compress the run archive: {}", ZSTD_getErrorName(left)));
       sum_.add(output_.data(), out.pos);
@@ -94,7 +100,7 @@ class CompressedStream {
   }
   std::ostream& out_;
   Checksum& sum_;
-  ZSTD_CCtx* ctx_;
+  CompressionContext ctx_;
   std::string input_, output_;
   std::uint64_t raw_bytes_ = 0;
 };
@@ -136,8 +142,8 @@ std::string decompress_body(std::string_view frame, std::uint64_t raw_bytes) {
   if (raw_bytes > kMaxCompressionRatio * frame.size() + 4096)
     throw std::runtime_error(fmt::format("the run archive is corrupt: a {}-byte frame cannot hold {} bytes",
                                          frame.size(), raw_bytes));
-  ZSTD_DCtx* ctx = ZSTD_createDCtx();
-  if (ctx == nullptr)
+  const DecompressionContext ctx(ZSTD_createDCtx());
+  if (!ctx)
     throw std::runtime_error("cannot read the run archive: out of memory");
   std::string body;
   body.resize(static_cast<std::size_t>(raw_bytes));
@@ -146,16 +152,12 @@ std::string decompress_body(std::string_view frame, std::uint64_t raw_bytes) {
   std::size_t left = 1;
   while (in.pos < in.size) {
     const std::size_t before_in = in.pos, before_out = out.pos;
-    left = ZSTD_decompressStream(ctx, &out, &in);
-    if (ZSTD_isError(left)) {
-      const std::string why = ZSTD_getErrorName(left);
-      ZSTD_freeDCtx(ctx);
-      throw std::runtime_error("the run archive is corrupt: " + why);
-    }
+    left = ZSTD_decompressStream(ctx.get(), &out, &in);
+    if (ZSTD_isError(left))
+      throw std::runtime_error(std::string("the run archive is corrupt: ") + ZSTD_getErrorName(left));
     if (left == 0 || (in.pos == before_in && out.pos == before_out))
       break;
   }
-  ZSTD_freeDCtx(ctx);
   if (left != 0 || in.pos != in.size || out.pos != body.size())
     throw std::runtime_error("the run archive is corrupt: its compressed body does not hold what it says");
   return body;
