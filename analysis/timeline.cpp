@@ -30,6 +30,8 @@ std::string_view to_string(Representation representation) {
       return "shared";
     case Representation::isolated_then_shared:
       return "isolated_then_shared";
+    case Representation::shared_then_isolated:
+      return "shared_then_isolated";
   }
   return "?";
 }

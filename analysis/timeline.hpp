@@ -35,9 +35,18 @@ struct TaskRecord {
 // route's narrowest link) without SimGrid flows; `shared`, another flow was
 // on its links when it started: detailed flows; `isolated_then_shared`,
 // computed alone until another flow came onto its links, detailed flows from
-// that instant on.
-enum class Representation : std::uint8_t { flows, isolated, shared, isolated_then_shared };
-inline constexpr int kRepresentationCount = 4;
+// that instant on; `shared_then_isolated`, detailed flows while another flow
+// was on its links, computed alone once they were free (the flows then in
+// flight finish as SimGrid flows). The last two can follow each other; the
+// label keeps the last change.
+enum class Representation : std::uint8_t {
+  flows,
+  isolated,
+  shared,
+  isolated_then_shared,
+  shared_then_isolated
+};
+inline constexpr int kRepresentationCount = 5;
 std::string_view to_string(Representation representation);
 
 // How the replay ran one collective task: the algorithm actually used (what

@@ -104,10 +104,13 @@ void write_terminal_summary(std::ostream& out, const RunContext& run, const Repo
   if (const auto totals = representation_totals(report.collectives); totals.automatic) {
     const auto n = [&](Representation r) { return totals.count[static_cast<std::size_t>(r)]; };
     fmt::print(out,
-               "  {:<24}{} isolated (links free: steps computed exactly), {} shared (detailed flows){}\n",
+               "  {:<24}{} isolated (links free: steps computed exactly), {} shared (detailed flows){}{}\n",
                "collectives (auto)", n(Representation::isolated), n(Representation::shared),
                n(Representation::isolated_then_shared) > 0
                    ? fmt::format(", {} isolated then shared", n(Representation::isolated_then_shared))
+                   : std::string(),
+               n(Representation::shared_then_isolated) > 0
+                   ? fmt::format(", {} shared then isolated", n(Representation::shared_then_isolated))
                    : std::string());
   }
   if (!ut.hottest.empty()) {

@@ -43,6 +43,10 @@ class Collective {
   // The flow with this tag finished: appends the flows that may start now.
   virtual void on_flow_done(int tag, std::vector<FlowRequest>& out) = 0;
   virtual bool finished() const = 0;
+  // A copy in the same state: the replay tries its remaining steps alone
+  // (sim/replay/isolated_run.hpp) on a copy, keeping the original should
+  // they not fit.
+  virtual std::unique_ptr<Collective> clone() const = 0;
 };
 
 struct CollectiveRequest {

@@ -20,6 +20,7 @@ class FlowSet final : public Collective {
   }
   void on_flow_done(int, std::vector<FlowRequest>&) override { ++completed_; }
   bool finished() const override { return completed_ == flows_.size(); }
+  std::unique_ptr<Collective> clone() const override { return std::make_unique<FlowSet>(*this); }
 
  private:
   std::vector<FlowRequest> flows_;
@@ -41,6 +42,15 @@ class Sequence final : public Collective {
   }
 
   bool finished() const override { return current_ >= phases_.size(); }
+  std::unique_ptr<Collective> clone() const override {
+    std::vector<std::unique_ptr<Collective>> phases;
+    phases.reserve(phases_.size());
+    for (const auto& phase : phases_)
+      phases.push_back(phase->clone());
+    auto copy = std::make_unique<Sequence>(std::move(phases));
+    copy->current_ = current_;
+    return copy;
+  }
 
  private:
   // Starts the current phase; skips phases that move nothing.

@@ -43,6 +43,7 @@ class ChainPipeline final : public Collective {
   }
 
   bool finished() const override { return completed_ == edges_ * static_cast<std::size_t>(chunks_); }
+  std::unique_ptr<Collective> clone() const override { return std::make_unique<ChainPipeline>(*this); }
 
  private:
   void try_send(std::size_t c, std::size_t e, std::vector<FlowRequest>& out) {
@@ -122,6 +123,7 @@ class TreePipeline final : public Collective {
   }
 
   bool finished() const override { return completed_ == 2 * edges_ * static_cast<std::size_t>(chunks_); }
+  std::unique_ptr<Collective> clone() const override { return std::make_unique<TreePipeline>(*this); }
 
  private:
   std::size_t at(std::size_t t, int v) const { return static_cast<std::size_t>(offset_[t] + v); }
@@ -216,6 +218,7 @@ class SwitchPipeline final : public Collective {
   }
 
   bool finished() const override { return completed_ == 2 * members_ * static_cast<std::size_t>(chunks_); }
+  std::unique_ptr<Collective> clone() const override { return std::make_unique<SwitchPipeline>(*this); }
 
  private:
   void try_up(std::size_t n, std::size_t i, std::vector<FlowRequest>& out) {

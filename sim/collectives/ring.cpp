@@ -45,6 +45,7 @@ class RingSteps final : public Collective {
   }
 
   bool finished() const override { return completed_ == static_cast<std::size_t>(steps_) * total_; }
+  std::unique_ptr<Collective> clone() const override { return std::make_unique<RingSteps>(*this); }
 
  private:
   int size(std::size_t c) const { return static_cast<int>(rings_[c].size()); }

@@ -4,6 +4,28 @@
 #include <functional>
 
 namespace trainsim::sim {
+bool IsolatedRunner::occupy(const ScheduledFlow& flow, RouteTable& routes, const LinkClaims& claims,
+                            IsolatedRun& out) {
+  const Route& route = *flow.route;
+  for (const std::uint32_t link : route.links) {
+    if (using_Bps_.size() <= link) {
+      using_Bps_.resize(routes.link_count(), 0.0);
+      most_Bps_.resize(routes.link_count(), 0.0);
+    }
+    if (most_Bps_[link] == 0)
+      touched_.push_back(link);
+    const double using_Bps = using_Bps_[link] += route.bound_Bps;
+    most_Bps_[link] = std::max(most_Bps_[link], using_Bps);
+    if (using_Bps > routes.capacity_Bps(link) * (1 + kClaimSlack) || !claims.fits(link, using_Bps))
+      return false;
+  }
+  const auto index = static_cast<std::uint32_t>(out.flows.size());
+  out.flows.push_back(flow);
+  heap_.emplace_back(flow.end_s, index);
+  std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
+  return true;
+}
+
 bool IsolatedRunner::launch(const FlowRequest& request, double start_s, RouteTable& routes,
                             const LinkClaims& claims, IsolatedRun& out) {
   const auto tag = static_cast<std::size_t>(request.tag);
@@ -12,26 +34,10 @@ bool IsolatedRunner::launch(const FlowRequest& request, double start_s, RouteTab
   Route*& route = route_by_tag_[tag];
   if (route == nullptr || route->src != request.src || route->dst != request.dst)
     route = &routes.route(request.src, request.dst);
-  for (const std::uint32_t link : route->links) {
-    if (using_Bps_.size() <= link) {
-      using_Bps_.resize(routes.link_count(), 0.0);
-      most_Bps_.resize(routes.link_count(), 0.0);
-    }
-    if (most_Bps_[link] == 0)
-      touched_.push_back(link);
-    const double using_Bps = using_Bps_[link] += route->bound_Bps;
-    most_Bps_[link] = std::max(most_Bps_[link], using_Bps);
-    if (using_Bps > routes.capacity_Bps(link) * (1 + kClaimSlack) || !claims.fits(link, using_Bps))
-      return false;
-  }
   // As SimGrid dates it: the latency ends, then the bytes move at the bound.
   const double bytes = static_cast<double>(std::llround(request.bytes));
   const double end_s = (start_s + route->latency_s) + bytes / route->bound_Bps;
-  const auto index = static_cast<std::uint32_t>(out.flows.size());
-  out.flows.push_back({request, route, start_s, end_s});
-  heap_.emplace_back(end_s, index);
-  std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
-  return true;
+  return occupy({request, route, start_s, end_s}, routes, claims, out);
 }
 
 void IsolatedRunner::reset() {
@@ -44,19 +50,8 @@ void IsolatedRunner::reset() {
   requests_.clear();
 }
 
-bool IsolatedRunner::run(Collective& machine, double start_s, RouteTable& routes, const LinkClaims& claims,
-                         IsolatedRun& out) {
-  out.flows.clear();
-  out.finish_order.clear();
-  out.claims.clear();
-  out.end_s = start_s;
-  machine.start(requests_);
-  for (const auto& request : requests_)
-    if (!launch(request, start_s, routes, claims, out)) {
-      reset();
-      return false;
-    }
-  requests_.clear();
+bool IsolatedRunner::finish_all(Collective& machine, RouteTable& routes, const LinkClaims& claims,
+                                IsolatedRun& out) {
   // Flows finish in order of their end; ties in the order they started.
   while (!heap_.empty()) {
     std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
@@ -69,16 +64,38 @@ bool IsolatedRunner::run(Collective& machine, double start_s, RouteTable& routes
       using_Bps_[link] -= flow.route->bound_Bps;
     machine.on_flow_done(flow.request.tag, requests_);
     for (const auto& request : requests_)
-      if (!launch(request, end_s, routes, claims, out)) {
-        reset();
+      if (!launch(request, end_s, routes, claims, out))
         return false;
-      }
     requests_.clear();
   }
   for (const std::uint32_t link : touched_)
     out.claims.emplace_back(link, most_Bps_[link]);
-  reset();
   return true;
+}
+
+bool IsolatedRunner::run(Collective& machine, double start_s, RouteTable& routes, const LinkClaims& claims,
+                         IsolatedRun& out) {
+  out = IsolatedRun{};
+  out.end_s = start_s;
+  machine.start(requests_);
+  bool fits = std::all_of(requests_.begin(), requests_.end(), [&](const FlowRequest& request) {
+    return launch(request, start_s, routes, claims, out);
+  });
+  requests_.clear();
+  fits = fits && finish_all(machine, routes, claims, out);
+  reset();
+  return fits;
+}
+
+bool IsolatedRunner::resume(Collective& machine, const std::vector<ScheduledFlow>& in_flight, double now,
+                            RouteTable& routes, const LinkClaims& claims, IsolatedRun& out) {
+  out = IsolatedRun{};
+  out.end_s = now;
+  bool fits = std::all_of(in_flight.begin(), in_flight.end(),
+                          [&](const ScheduledFlow& flow) { return occupy(flow, routes, claims, out); });
+  fits = fits && finish_all(machine, routes, claims, out);
+  reset();
+  return fits;
 }
 
 }  // namespace trainsim::sim

@@ -37,7 +37,18 @@ class IsolatedRunner {
   bool run(Collective& machine, double start_s, RouteTable& routes, const LinkClaims& claims,
            IsolatedRun& out);
 
+  // The rest of a collective that ran as SimGrid flows until `now`:
+  // `machine` is in its state at `now` and `in_flight` are the flows it has
+  // in flight, with the end SimGrid gives them on links nothing else needs.
+  // They come first in out.flows; `claims` must not count them.
+  bool resume(Collective& machine, const std::vector<ScheduledFlow>& in_flight, double now,
+              RouteTable& routes, const LinkClaims& claims, IsolatedRun& out);
+
  private:
+  // Adds `flow` to the flows in flight; false if a link cannot take it.
+  bool occupy(const ScheduledFlow& flow, RouteTable& routes, const LinkClaims& claims, IsolatedRun& out);
+  // Lets the flows in flight finish, launching what each end releases.
+  bool finish_all(Collective& machine, RouteTable& routes, const LinkClaims& claims, IsolatedRun& out);
   bool launch(const FlowRequest& request, double start_s, RouteTable& routes, const LinkClaims& claims,
               IsolatedRun& out);
   void reset();

@@ -104,13 +104,41 @@ class Replayer {
     std::size_t flow = kNoFlow;  // communications: the FlowRecorder handle
     Route* route = nullptr;      // communications: endpoints (to retry a flow cut by
                                  // a link going down), links (claims)
+    double start_s = 0;          // communications: when SimGrid started it
+    bool claimed = true;         // its bound is in claims_ (see try_isolate)
+    // A collective flow left in flight when its collective went isolated
+    // (try_isolate): its index among the run's first flows, else -1.
+    int orphan = -1;
+    std::size_t in_flight_at = 0;  // its place in its collective's Shared::in_flight
   };
 
   // A collective computed alone, until it ends or is displaced.
   struct Isolated {
     IsolatedRun run;
     simgrid::kernel::timer::Timer* timer = nullptr;
+    // Went isolated after running as flows (try_isolate): its state machine
+    // then, and its flows in flight then (the run's first `orphans` flows),
+    // which finish as SimGrid flows: their slots and whether they ended.
+    std::unique_ptr<Collective> base;
+    std::size_t orphans = 0;
+    std::vector<std::size_t> orphan_slots;
+    std::vector<char> orphan_done;
   };
+
+  // A collective running as SimGrid flows under the automatic fidelity
+  // (`shared`): its flows in flight (slot indices) and, to try now and then
+  // whether its links have become free (try_isolate), its finished flows.
+  struct Shared {
+    std::vector<std::size_t> in_flight;
+    std::size_t done = 0;
+    std::size_t next_try = kFirstTry;
+  };
+  // A try costs about as much as replaying a few dozen flows (a copy of the
+  // state machine, the rest computed until it fits or not): collectives of
+  // fewer flows never try (scale-512 with ZeRO-3, 37k shared 8-rank
+  // gathers and reduce-scatters: 12 s of CPU, 21 s had they tried from
+  // their first flow on).
+  static constexpr std::size_t kFirstTry = 64;
 
   static constexpr std::size_t kNoFlow = static_cast<std::size_t>(-1);
 
@@ -252,7 +280,15 @@ class Replayer {
       const auto [src, dst] = recorded_gpus(route);
       flow = flow_recorder_.start(id, src, dst, route, bytes, start_s);
     }
-    comm->set_data(slot_for(id, rank, comm, &idle, flow, &route));
+    void* data = slot_for(id, rank, comm, &idle, flow, &route);
+    comm->set_data(data);
+    const auto index = reinterpret_cast<std::size_t>(data) - 1;
+    slots_[index].start_s = start_s;
+    if (!shared_.empty())
+      if (const auto it = shared_.find(id); it != shared_.end()) {
+        slots_[index].in_flight_at = it->second.in_flight.size();
+        it->second.in_flight.push_back(index);
+      }
     if (latency_s >= 0 && route.latency_s > 0) {
       // SimGrid charges the route's latency to every communication it starts;
       // a resumed flow has only what is left of it (none once its bytes
@@ -300,18 +336,14 @@ class Replayer {
       auto isolated = std::make_unique<Isolated>();
       if (runner_.run(*plan.flows, now(), routes_, claims_, isolated->run)) {
         choice.representation = analysis::Representation::isolated;
-        claims_.add_isolated(id, isolated->run.claims);
-        if (recording())
-          for (auto& flow : isolated->run.flows)
-            flow_recorder_.number_links(*flow.route);
-        isolated->timer =
-            simgrid::kernel::timer::Timer::set(isolated->run.end_s, [this, id]() { end_isolated(id); });
-        isolated_[id] = std::move(isolated);
+        go_isolated(id, std::move(isolated));
         return;
       }
-      // Its links carry other flows: detailed flows (the run spent the plan).
+      // Its links carry other flows: detailed flows (the run spent the plan),
+      // computed alone again once its links are free (try_isolate).
       choice.representation = analysis::Representation::shared;
       plan = plan_collective(id);
+      shared_[id] = Shared{};
     }
     collectives_[id] = std::move(plan.flows);
     flows_.clear();
@@ -335,12 +367,74 @@ class Replayer {
   void end_isolated(TaskId id) {
     const auto isolated = std::move(isolated_[id]);
     claims_.remove_isolated(id, isolated->run.claims);
+    // Flows left in flight by try_isolate are SimGrid's: recorded and counted
+    // as they end.
+    const std::size_t orphans = isolated->orphans;
     if (recording())
       for (const std::uint32_t f : isolated->run.finish_order)
-        record_isolated(id, isolated->run.flows[f]);
-    count_flows_done(isolated->run.flows.size());
+        if (f >= orphans)
+          record_isolated(id, isolated->run.flows[f]);
+    count_flows_done(isolated->run.flows.size() - orphans);
     finish_collective(id);
     drain();
+  }
+
+  // A collective running as flows (`shared`) tries, after its 64th, 128th,
+  // 256th, ... finished flow, whether the rest of it fits alone on its links
+  // now: if so it goes on computed alone (`shared_then_isolated`), exactly
+  // as an isolated collective (link_claims.hpp): its flows in flight finish
+  // as SimGrid flows, at the end SimGrid gives a flow on links nothing else
+  // needs (what remains of their latency, then their remaining bytes at
+  // their bound), which dates the steps they release. Contention at a
+  // collective's start is often brief (a pipeline send finishing on the
+  // same NIC as a data-parallel ring's first step), and the doubling bounds
+  // the cost of the tries to a few per collective.
+  void try_isolate(TaskId id) {
+    const auto it = shared_.find(id);
+    Shared& shared = it->second;
+    const double t = now();
+    std::vector<ScheduledFlow> in_flight;
+    in_flight.reserve(shared.in_flight.size());
+    for (const std::size_t s : shared.in_flight) {
+      const Slot& slot = slots_[s];
+      Route& route = *slot.route;
+      const double moving_from = std::max(t, slot.start_s + route.latency_s);
+      const double end_s = moving_from + slot.activity->get_remaining() / route.bound_Bps;
+      in_flight.push_back({FlowRequest{route.src, route.dst, 0.0, slot.rank}, &route, slot.start_s, end_s});
+      claims_.remove_flow(route);  // the run claims them with the rest
+    }
+    auto machine = collectives_[id]->clone();
+    auto isolated = std::make_unique<Isolated>();
+    if (!runner_.resume(*machine, in_flight, t, routes_, claims_, isolated->run)) {
+      std::vector<TaskId> displaced;  // stays empty: these claims were there a moment ago
+      for (const std::size_t s : shared.in_flight)
+        claims_.add_flow(*slots_[s].route, displaced);
+      return;
+    }
+    for (std::size_t k = 0; k < shared.in_flight.size(); ++k) {
+      Slot& slot = slots_[shared.in_flight[k]];
+      slot.orphan = static_cast<int>(k);
+      slot.claimed = false;
+    }
+    isolated->base = std::move(collectives_[id]);
+    isolated->orphans = shared.in_flight.size();
+    isolated->orphan_slots = std::move(shared.in_flight);
+    isolated->orphan_done.assign(isolated->orphans, 0);
+    shared_.erase(it);
+    timeline_.collectives[id].representation = analysis::Representation::shared_then_isolated;
+    go_isolated(id, std::move(isolated));
+  }
+
+  // A collective's computed run takes effect: it claims its links until it
+  // ends (or is displaced).
+  void go_isolated(TaskId id, std::unique_ptr<Isolated> isolated) {
+    claims_.add_isolated(id, isolated->run.claims);
+    if (recording())
+      for (auto& flow : isolated->run.flows)
+        flow_recorder_.number_links(*flow.route);
+    isolated->timer =
+        simgrid::kernel::timer::Timer::set(isolated->run.end_s, [this, id]() { end_isolated(id); });
+    isolated_[id] = std::move(isolated);
   }
 
   // Another flow needs an isolated collective's links: its flows become
@@ -353,13 +447,35 @@ class Replayer {
     claims_.remove_isolated(id, isolated->run.claims);
     timeline_.collectives[id].representation = analysis::Representation::isolated_then_shared;
     const double t = now();
-    // A fresh state machine, told of every flow that has finished.
-    auto machine = plan_collective(id).flows;
+    // A state machine told of every flow that has finished: a fresh one, or
+    // the one it had when it went isolated (try_isolate).
     std::vector<FlowRequest> released;
-    machine->start(released);
+    std::unique_ptr<Collective> machine = std::move(isolated->base);
+    if (machine == nullptr) {
+      machine = plan_collective(id).flows;
+      machine->start(released);
+    }
     const auto& flows = isolated->run.flows;
     std::vector<char> done(flows.size(), 0);
+    // Its flows left in flight by try_isolate are SimGrid's: those that have
+    // ended (or end now by the run's date: SimGrid's may come a rounding
+    // later, and is then ignored, as the flows it released are in the run)
+    // tell the machine now, the others drive it again when they end.
+    std::vector<TaskId> displaced_too;
+    for (std::size_t k = 0; k < isolated->orphans; ++k) {
+      done[k] = 1;
+      if (isolated->orphan_done[k] || flows[k].end_s <= t) {
+        machine->on_flow_done(flows[k].request.tag, released);
+        continue;
+      }
+      Slot& slot = slots_[isolated->orphan_slots[k]];
+      slot.orphan = -1;
+      slot.claimed = true;
+      claims_.add_flow(*slot.route, displaced_too);
+    }
     for (const std::uint32_t f : isolated->run.finish_order) {
+      if (f < isolated->orphans)
+        continue;
       if (flows[f].end_s > t)
         break;
       done[f] = 1;
@@ -386,6 +502,16 @@ class Replayer {
         launch_comm(id, flow.request.tag, route, flow.request.bytes, flow.start_s,
                     std::llround(bytes - (t - latency_end_s) * route.bound_Bps), 0.0);
     }
+    for (const TaskId other : displaced_too)
+      displace(other);
+  }
+
+  void leave_in_flight(Shared& shared, std::size_t slot) {
+    const std::size_t at = slots_[slot].in_flight_at;
+    const std::size_t last = shared.in_flight.back();
+    shared.in_flight[at] = last;
+    slots_[last].in_flight_at = at;
+    shared.in_flight.pop_back();
   }
 
   void start_flows(TaskId id) {
@@ -423,7 +549,7 @@ class Replayer {
       return;  // an interference execution, cancelled at the end (see below)
     const auto index = reinterpret_cast<std::size_t>(activity.get_data<void>()) - 1;
     Slot& slot = slots_[index];
-    if (automatic_ && slot.route != nullptr)
+    if (automatic_ && slot.route != nullptr && slot.claimed)
       claims_.remove_flow(*slot.route);
     if (activity.get_state() == sg::Activity::State::FAILED && driver_ != nullptr && slot.route != nullptr) {
       // A link of its route went down: the rest of the flow waits for it.
@@ -447,12 +573,33 @@ class Replayer {
       count_flows_done(1);
     const TaskId id = slot.task;
     const auto& task = graph_[id];
+    if (slot.orphan >= 0) {
+      // Its collective went isolated while it was in flight (try_isolate),
+      // which dated this end already.
+      const auto& isolated = isolated_[id];
+      const auto k = static_cast<std::size_t>(slot.orphan);
+      if (isolated != nullptr && k < isolated->orphans && isolated->orphan_slots[k] == index)
+        isolated->orphan_done[k] = 1;
+      drain();
+      return;
+    }
     if (task.kind == TaskKind::collective) {
+      Shared* shared = nullptr;
+      if (!shared_.empty())
+        if (const auto it = shared_.find(id); it != shared_.end()) {
+          shared = &it->second;
+          leave_in_flight(*shared, index);
+          ++shared->done;
+        }
       auto& collective = *collectives_[id];
       collective.on_flow_done(slot.rank, flows_);
       start_flows(id);
-      if (collective.finished())
+      if (collective.finished()) {
         finish_collective(id);
+      } else if (shared != nullptr && shared->done == shared->next_try) {
+        shared->next_try *= 2;
+        try_isolate(id);
+      }
     } else {
       if (workloads::is_compute(task.kind))
         compute_busy_[static_cast<std::size_t>(task.gpu)] = false;
@@ -468,6 +615,8 @@ class Replayer {
   // extra passes of a folded collective: see make_collective).
   void finish_collective(TaskId id) {
     collectives_[id].reset();
+    if (!shared_.empty())
+      shared_.erase(id);
     const double delay = collective_delay_s_[id];
     if (delay <= 0)
       return complete(id);
@@ -622,6 +771,7 @@ class Replayer {
   // changes its bandwidth during the run.
   bool automatic_;
   std::vector<std::unique_ptr<Isolated>> isolated_;  // by task
+  std::unordered_map<TaskId, Shared> shared_;        // collectives running as flows under `auto`
   // The latency factor SimGrid applies to the communication being started
   // (below 1 only while a displaced collective's flow resumes).
   double latency_factor_ = 1.0;
