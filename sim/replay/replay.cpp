@@ -74,7 +74,8 @@ class Replayer {
         claims_(routes_),
         automatic_(zone.spec().collectives.fidelity == platforms::Fidelity::automatic &&
                    (driver_ == nullptr || !driver_->changes_links())),
-        isolated_(automatic_ ? graph.size() : 0) {}
+        isolated_(automatic_ ? graph.size() : 0),
+        shared_(automatic_ ? graph.size() : 0) {}
 
   ReplayResult run() {
     sg::Activity::on_completion_cb([this](const sg::Activity& activity) { on_activity_done(activity); });
@@ -284,11 +285,10 @@ class Replayer {
     comm->set_data(data);
     const auto index = reinterpret_cast<std::size_t>(data) - 1;
     slots_[index].start_s = start_s;
-    if (!shared_.empty())
-      if (const auto it = shared_.find(id); it != shared_.end()) {
-        slots_[index].in_flight_at = it->second.in_flight.size();
-        it->second.in_flight.push_back(index);
-      }
+    if (automatic_ && shared_[id] != nullptr) {
+      slots_[index].in_flight_at = shared_[id]->in_flight.size();
+      shared_[id]->in_flight.push_back(index);
+    }
     if (latency_s >= 0 && route.latency_s > 0) {
       // SimGrid charges the route's latency to every communication it starts;
       // a resumed flow has only what is left of it (none once its bytes
@@ -343,7 +343,7 @@ class Replayer {
       // computed alone again once its links are free (try_isolate).
       choice.representation = analysis::Representation::shared;
       plan = plan_collective(id);
-      shared_[id] = Shared{};
+      shared_[id] = std::make_unique<Shared>();
     }
     collectives_[id] = std::move(plan.flows);
     flows_.clear();
@@ -390,8 +390,7 @@ class Replayer {
   // same NIC as a data-parallel ring's first step), and the doubling bounds
   // the cost of the tries to a few per collective.
   void try_isolate(TaskId id) {
-    const auto it = shared_.find(id);
-    Shared& shared = it->second;
+    Shared& shared = *shared_[id];
     const double t = now();
     std::vector<ScheduledFlow> in_flight;
     in_flight.reserve(shared.in_flight.size());
@@ -420,7 +419,7 @@ class Replayer {
     isolated->orphans = shared.in_flight.size();
     isolated->orphan_slots = std::move(shared.in_flight);
     isolated->orphan_done.assign(isolated->orphans, 0);
-    shared_.erase(it);
+    shared_[id].reset();
     timeline_.collectives[id].representation = analysis::Representation::shared_then_isolated;
     go_isolated(id, std::move(isolated));
   }
@@ -584,13 +583,11 @@ class Replayer {
       return;
     }
     if (task.kind == TaskKind::collective) {
-      Shared* shared = nullptr;
-      if (!shared_.empty())
-        if (const auto it = shared_.find(id); it != shared_.end()) {
-          shared = &it->second;
-          leave_in_flight(*shared, index);
-          ++shared->done;
-        }
+      Shared* shared = automatic_ ? shared_[id].get() : nullptr;
+      if (shared != nullptr) {
+        leave_in_flight(*shared, index);
+        ++shared->done;
+      }
       auto& collective = *collectives_[id];
       collective.on_flow_done(slot.rank, flows_);
       start_flows(id);
@@ -615,8 +612,8 @@ class Replayer {
   // extra passes of a folded collective: see make_collective).
   void finish_collective(TaskId id) {
     collectives_[id].reset();
-    if (!shared_.empty())
-      shared_.erase(id);
+    if (automatic_)
+      shared_[id].reset();
     const double delay = collective_delay_s_[id];
     if (delay <= 0)
       return complete(id);
@@ -771,7 +768,7 @@ class Replayer {
   // changes its bandwidth during the run.
   bool automatic_;
   std::vector<std::unique_ptr<Isolated>> isolated_;  // by task
-  std::unordered_map<TaskId, Shared> shared_;        // collectives running as flows under `auto`
+  std::vector<std::unique_ptr<Shared>> shared_;      // by task: running as flows under `auto`
   // The latency factor SimGrid applies to the communication being started
   // (below 1 only while a displaced collective's flow resumes).
   double latency_factor_ = 1.0;
