@@ -106,9 +106,9 @@ class Replayer {
     Route* route = nullptr;      // communications: endpoints (to retry a flow cut by
                                  // a link going down), links (claims)
     double start_s = 0;          // communications: when SimGrid started it
-    bool claimed = true;         // its bound is in claims_ (see try_isolate)
     // A collective flow left in flight when its collective went isolated
-    // (try_isolate): its index among the run's first flows, else -1.
+    // (try_isolate): its index among the run's first flows, else -1. An
+    // orphan's bound is not in claims_: the run claims it with the rest.
     int orphan = -1;
     std::size_t in_flight_at = 0;  // its place in its collective's Shared::in_flight
   };
@@ -413,7 +413,6 @@ class Replayer {
     for (std::size_t k = 0; k < shared.in_flight.size(); ++k) {
       Slot& slot = slots_[shared.in_flight[k]];
       slot.orphan = static_cast<int>(k);
-      slot.claimed = false;
     }
     isolated->base = std::move(collectives_[id]);
     isolated->orphans = shared.in_flight.size();
@@ -469,7 +468,6 @@ class Replayer {
       }
       Slot& slot = slots_[isolated->orphan_slots[k]];
       slot.orphan = -1;
-      slot.claimed = true;
       claims_.add_flow(*slot.route, displaced_too);
     }
     for (const std::uint32_t f : isolated->run.finish_order) {
@@ -548,7 +546,7 @@ class Replayer {
       return;  // an interference execution, cancelled at the end (see below)
     const auto index = reinterpret_cast<std::size_t>(activity.get_data<void>()) - 1;
     Slot& slot = slots_[index];
-    if (automatic_ && slot.route != nullptr && slot.claimed)
+    if (automatic_ && slot.route != nullptr && slot.orphan < 0)
       claims_.remove_flow(*slot.route);
     if (activity.get_state() == sg::Activity::State::FAILED && driver_ != nullptr && slot.route != nullptr) {
       // A link of its route went down: the rest of the flow waits for it.
