@@ -30,15 +30,22 @@ std::size_t count_flows(Collective& collective) {
 
 double estimated_replay_time_s(std::size_t tasks, std::size_t flows, int gpus) {
   // Fitted to the weak-scaling series of docs/performance.md (GPT-3 175B,
-  // 256 to 4,096 A100s: 11 us per flow at 1,024 GPUs, 39 us at 4,096): a
-  // flow costs a fixed part plus a part that grows with the activities alive
-  // at its completion, which grow with the cluster.
-  return static_cast<double>(flows) * (3e-6 + 8e-9 * gpus) + static_cast<double>(tasks) * 4e-6;
+  // `auto`, 2026-12-02: 1.7 s of CPU at 1,024 GPUs and 132k tasks, 20 s at
+  // 8,192 and 1.06M, 44.5 s at 16,384 and 2.11M) and scale-16k (24 s at
+  // 1.16M tasks): a task costs about 17 us and a little more as the cluster
+  // grows (SimGrid's solver and the analyses see more at once); a SimGrid
+  // flow about 2 us (the series' 4,096 GPUs under `detailed`: 4.4M flows,
+  // 18.7 s in all). Before the replay restarted finished activities a flow
+  // cost 11-39 us, growing with the cluster.
+  return static_cast<double>(tasks) * (17e-6 + 2.4e-10 * gpus) + static_cast<double>(flows) * 2e-6;
 }
 
 double estimated_replay_memory_bytes(std::size_t tasks, std::size_t flows) {
-  // Same series: 145 MiB at 66k tasks and 495k flows, 483 MiB at 264k and 2.1M.
-  return 60e6 + 180.0 * static_cast<double>(flows) + 300.0 * static_cast<double>(tasks);
+  // Same runs: 2.1-2.7 KB of peak RSS per task (266 MiB at 132k tasks, 5.3
+  // GiB at 2.11M, 2.7 GiB for scale-16k's 1.16M: the graph, its records and
+  // the records of every flow, SimGrid's activities); a detailed replay's
+  // extra flows add little (the series' 4,096 GPUs: 1.0 GiB either way).
+  return 60e6 + 2600.0 * static_cast<double>(tasks) + 50.0 * static_cast<double>(flows);
 }
 
 ReplayCost estimate_replay_cost(const workloads::TaskGraph& graph, const ClusterZone& zone, int iterations) {

@@ -20,8 +20,17 @@ constexpr double kFlowsPerDpStep = 8;    // flows per DP ring step, GPU and laye
 constexpr double kBytesPerRecord = 500;  // graph task, timeline record, outputs' share
 constexpr double kBytesPerFlow = 200;    // flow record, SimGrid activity while it runs
 constexpr double kBaseBytes = 40.0 * (1 << 20);
+// `trainsim collective` (one collective's flows, step by step):
 constexpr double kSecondsPerRecord = 30e-6;
 constexpr double kSecondsPerFlow = 40e-6;
+// `trainsim run`, refitted 2026-12-02 on the weak-scaling series of
+// docs/performance.md (1,024 to 16,384 GPUs: 1.7 s to 44.6 s of wall time)
+// and scale-16k (24 s) once the replay restarted finished activities and
+// computed uncontended collectives without flows: a record costs more as
+// the cluster grows (SimGrid's solver and the analyses see more at once).
+constexpr double kRunSecondsPerRecord = 2.5e-6;
+constexpr double kRunSecondsPerRecordAndGpu = 4.3e-10;
+constexpr double kRunSecondsPerFlow = 1e-6;
 
 }  // namespace
 
@@ -46,7 +55,8 @@ RunSize estimate_run_size(const Scenario& scenario, int iterations) {
       iterations * (kFlowsPerRecord * s.records / iterations +
                     kFlowsPerDpStep * gpus * dp_steps * layers_per_stage * (plan.zero_stage == 3 ? 3 : 1));
   s.memory_bytes = kBaseBytes + kBytesPerRecord * s.records + kBytesPerFlow * s.flows;
-  s.replay_s = kSecondsPerRecord * s.records + kSecondsPerFlow * s.flows;
+  s.replay_s =
+      (kRunSecondsPerRecord + kRunSecondsPerRecordAndGpu * gpus) * s.records + kRunSecondsPerFlow * s.flows;
   return s;
 }
 
