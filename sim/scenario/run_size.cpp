@@ -15,6 +15,10 @@ namespace {
 // Calibration (docs/reliability.md "Size guard"): measured on the shipped
 // scenarios, peak RSS and wall time of `trainsim run` on the 2-core machine.
 constexpr double kRecordsPerUnit = 0.5;  // records per (GPU x micro-batch x layer of its stage)
+// ZeRO-3 (FSDP) adds per layer of every micro-batch its gathers and
+// reduce-scatter and splits the compute into pieces: scale-512 writes 1.04M
+// timeline rows with it, 95k without.
+constexpr double kFsdpRecordsPerUnit = 5;
 constexpr double kFlowsPerRecord = 2.5;  // p2p and TP flows per record
 constexpr double kFlowsPerDpStep = 8;    // flows per DP ring step, GPU and layer (ZeRO-3: x3)
 constexpr double kBytesPerRecord = 500;  // graph task, timeline record, outputs' share
@@ -41,7 +45,8 @@ RunSize estimate_run_size(const Scenario& scenario, int iterations) {
   const double layers_per_stage = std::max(1.0, double(scenario.model.layers) / std::max(1, plan.pp));
   const double layers = std::max(1, scenario.model.layers);
   RunSize s;
-  s.records = iterations * (kRecordsPerUnit * gpus * micro_batches * layers_per_stage + gpus * layers);
+  const double per_unit = kRecordsPerUnit + (plan.zero_stage == 3 ? kFsdpRecordsPerUnit : 0.0);
+  s.records = iterations * (per_unit * gpus * micro_batches * layers_per_stage + gpus * layers);
   // Detailed collectives are replayed step by step: one flow per ring step,
   // GPU and channel. Fast and automatic ones are one flow per ring edge (fast)
   // or computed without flows unless a contending flow displaces them
