@@ -118,12 +118,12 @@ class Replayer {
     IsolatedRun run;
     simgrid::kernel::timer::Timer* timer = nullptr;
     // Went isolated after running as flows (try_isolate): its state machine
-    // then, and its flows in flight then (the run's first `orphans` flows),
+    // then, and its flows in flight then (the run's first orphans() flows),
     // which finish as SimGrid flows: their slots and whether they ended.
     std::unique_ptr<Collective> base;
-    std::size_t orphans = 0;
     std::vector<std::size_t> orphan_slots;
     std::vector<char> orphan_done;
+    std::size_t orphans() const { return orphan_slots.size(); }
   };
 
   // A collective running as SimGrid flows under the automatic fidelity
@@ -369,7 +369,7 @@ class Replayer {
     claims_.remove_isolated(id, isolated->run.claims);
     // Flows left in flight by try_isolate are SimGrid's: recorded and counted
     // as they end.
-    const std::size_t orphans = isolated->orphans;
+    const std::size_t orphans = isolated->orphans();
     if (recording())
       for (const std::uint32_t f : isolated->run.finish_order)
         if (f >= orphans)
@@ -415,9 +415,8 @@ class Replayer {
       slot.orphan = static_cast<int>(k);
     }
     isolated->base = std::move(collectives_[id]);
-    isolated->orphans = shared.in_flight.size();
     isolated->orphan_slots = std::move(shared.in_flight);
-    isolated->orphan_done.assign(isolated->orphans, 0);
+    isolated->orphan_done.assign(isolated->orphans(), 0);
     shared_[id].reset();
     timeline_.collectives[id].representation = analysis::Representation::shared_then_isolated;
     go_isolated(id, std::move(isolated));
@@ -460,7 +459,7 @@ class Replayer {
     // later, and is then ignored, as the flows it released are in the run)
     // tell the machine now, the others drive it again when they end.
     std::vector<TaskId> displaced_too;
-    for (std::size_t k = 0; k < isolated->orphans; ++k) {
+    for (std::size_t k = 0; k < isolated->orphans(); ++k) {
       done[k] = 1;
       if (isolated->orphan_done[k] || flows[k].end_s <= t) {
         machine->on_flow_done(flows[k].request.tag, released);
@@ -471,7 +470,7 @@ class Replayer {
       claims_.add_flow(*slot.route, displaced_too);
     }
     for (const std::uint32_t f : isolated->run.finish_order) {
-      if (f < isolated->orphans)
+      if (f < isolated->orphans())
         continue;
       if (flows[f].end_s > t)
         break;
@@ -575,7 +574,7 @@ class Replayer {
       // which dated this end already.
       const auto& isolated = isolated_[id];
       const auto k = static_cast<std::size_t>(slot.orphan);
-      if (isolated != nullptr && k < isolated->orphans && isolated->orphan_slots[k] == index)
+      if (isolated != nullptr && k < isolated->orphans() && isolated->orphan_slots[k] == index)
         isolated->orphan_done[k] = 1;
       drain();
       return;
