@@ -28,30 +28,27 @@ std::string blame_kind(const Task& task) {
 
 LinkLoadIndex::LinkLoadIndex(const Timeline& timeline)
     : timeline_(timeline),
-      flows_by_link_(timeline.links.size()),
+      flows_by_link_(timeline),
       longest_flow_s_(timeline.links.size(), 0.0),
       flow_order_(timeline.flows.size()) {
-  for (std::size_t f = 0; f < timeline.flows.size(); ++f) {
-    const auto& flow = timeline.flows[f];
-    for (std::uint32_t k = 0; k < flow.link_count; ++k) {
-      const auto l = timeline.flow_links[flow.first_link + k];
-      flows_by_link_[l].push_back(f);
-      longest_flow_s_[l] = std::max(longest_flow_s_[l], flow.end_s - flow.start_s);
-    }
-    flow_order_[f] = f;
-  }
-  for (auto& list : flows_by_link_)
-    std::stable_sort(list.begin(), list.end(), [&](std::size_t a, std::size_t b) {
+  for (std::size_t l = 0; l < timeline.links.size(); ++l) {
+    auto list = flows_by_link_.of(l);
+    for (const std::uint32_t f : list)
+      longest_flow_s_[l] = std::max(longest_flow_s_[l], timeline.flows[f].end_s - timeline.flows[f].start_s);
+    std::stable_sort(list.begin(), list.end(), [&](std::uint32_t a, std::uint32_t b) {
       return timeline.flows[a].start_s < timeline.flows[b].start_s;
     });
-  std::stable_sort(flow_order_.begin(), flow_order_.end(), [&](std::size_t a, std::size_t b) {
+  }
+  for (std::size_t f = 0; f < timeline.flows.size(); ++f)
+    flow_order_[f] = static_cast<std::uint32_t>(f);
+  std::stable_sort(flow_order_.begin(), flow_order_.end(), [&](std::uint32_t a, std::uint32_t b) {
     return timeline.flows[a].task < timeline.flows[b].task;
   });
 }
 
 std::vector<std::size_t> LinkLoadIndex::flows_of(TaskId task) const {
   auto lo = std::lower_bound(flow_order_.begin(), flow_order_.end(), task,
-                             [&](std::size_t f, TaskId t) { return timeline_.flows[f].task < t; });
+                             [&](std::uint32_t f, TaskId t) { return timeline_.flows[f].task < t; });
   std::vector<std::size_t> out;
   for (; lo != flow_order_.end() && timeline_.flows[*lo].task == task; ++lo)
     out.push_back(*lo);
@@ -73,11 +70,11 @@ int LinkLoadIndex::busiest_link(TaskId task, double start_s, double end_s) const
     // Bytes every flow on the link moved inside [start_s, end_s), assuming
     // each flow moves its bytes at a constant rate over its lifetime.
     double bytes = 0;
-    const auto& list = flows_by_link_[l];
+    const auto list = flows_by_link_.of(l);
     // Flows that started before start_s - longest cannot reach the window.
     const double from = start_s - longest_flow_s_[l];
     auto first = std::lower_bound(list.begin(), list.end(), from,
-                                  [&](std::size_t f, double t) { return timeline_.flows[f].start_s < t; });
+                                  [&](std::uint32_t f, double t) { return timeline_.flows[f].start_s < t; });
     for (auto it = first; it != list.end(); ++it) {
       const auto& flow = timeline_.flows[*it];
       if (flow.start_s >= end_s)

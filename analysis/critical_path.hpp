@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "analysis/execution_index.hpp"
+#include "analysis/flows_by_link.hpp"
 #include "analysis/timeline.hpp"
 #include "workloads/parallel_plan.hpp"
 #include "workloads/task_graph.hpp"
@@ -63,9 +64,9 @@ class LinkLoadIndex {
 
  private:
   const Timeline& timeline_;
-  std::vector<std::vector<std::size_t>> flows_by_link_;  // sorted by start
-  std::vector<double> longest_flow_s_;                   // per link
-  std::vector<std::size_t> flow_order_;                  // flows sorted by task
+  FlowsByLink flows_by_link_;              // each link's flows sorted by start
+  std::vector<double> longest_flow_s_;     // per link
+  std::vector<std::uint32_t> flow_order_;  // flows sorted by task
 };
 
 }  // namespace trainsim::analysis

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "analysis/flows_by_link.hpp"
 #include "analysis/intervals.hpp"
 
 namespace trainsim::analysis {
@@ -136,31 +137,35 @@ Utilization analyze_utilization(const workloads::TaskGraph& graph, const Timelin
       u.exposed_by_op_s[labels[k]] += op_split[k];
   }
 
-  // Links: bytes, busy time (union of flow lifetimes) and peak concurrency.
-  std::vector<std::vector<std::pair<double, int>>> events(timeline.links.size());
-  std::vector<std::vector<Interval>> busy(timeline.links.size());
+  // Links: bytes, busy time (union of flow lifetimes) and peak concurrency,
+  // one link at a time from the flow index (a list per link of every flow's
+  // interval and events, kept for all links at once, was the peak of a
+  // large run's memory).
+  const FlowsByLink flows_by_link(timeline);
   u.links.resize(timeline.links.size());
-  for (const auto& flow : timeline.flows)
-    for (std::uint32_t k = 0; k < flow.link_count; ++k) {
-      const auto l = timeline.flow_links[flow.first_link + k];
-      auto& link = u.links[l];
-      link.bytes += flow.bytes;
-      ++link.flows;
-      busy[l].emplace_back(flow.start_s, flow.end_s);
-      events[l].emplace_back(flow.start_s, +1);
-      events[l].emplace_back(flow.end_s, -1);
-    }
+  std::vector<std::pair<double, int>> ev;
   for (std::size_t l = 0; l < u.links.size(); ++l) {
     auto& link = u.links[l];
+    const auto on_link = flows_by_link.of(l);
+    std::vector<Interval> busy;
+    busy.reserve(on_link.size());
+    ev.clear();
+    for (const std::uint32_t f : on_link) {
+      const auto& flow = timeline.flows[f];
+      link.bytes += flow.bytes;
+      ++link.flows;
+      busy.emplace_back(flow.start_s, flow.end_s);
+      ev.emplace_back(flow.start_s, +1);
+      ev.emplace_back(flow.end_s, -1);
+    }
     link.link = static_cast<int>(l);
     link.name = timeline.links[l].name;
     link.bandwidth_Bps = timeline.links[l].bandwidth_Bps;
-    link.busy_s = total_length(merge_intervals(std::move(busy[l])));
+    link.busy_s = total_length(merge_intervals(std::move(busy)));
     link.busy_fraction = t > 0 ? link.busy_s / t : 0;
     link.utilization = t > 0 && link.bandwidth_Bps > 0 ? link.bytes / (link.bandwidth_Bps * t) : 0;
     // Ends sort before starts at the same time: back-to-back flows are not
     // concurrent.
-    auto& ev = events[l];
     std::sort(ev.begin(), ev.end());
     int current = 0;
     for (const auto& [time, delta] : ev) {

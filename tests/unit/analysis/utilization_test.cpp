@@ -1,5 +1,7 @@
 #include "analysis/utilization.hpp"
 
+#include "analysis/flows_by_link.hpp"
+
 #include <gtest/gtest.h>
 
 #include "support/hand_made_runs.hpp"
@@ -40,6 +42,23 @@ TEST(Utilization, LinkBusyFractionBytesAndPeakConcurrency) {
   EXPECT_EQ(u.links[1].peak_concurrent_flows, 1);
   EXPECT_DOUBLE_EQ(u.links[1].busy_fraction, 0.2);
   EXPECT_EQ(u.hottest, (std::vector<int>{0, 1}));
+}
+
+// Three links; flow 0 crosses links 0 and 2, flow 1 link 2, flow 2 links 2
+// and 0; link 1 carries nothing. Each link lists its flows in flow order.
+TEST(FlowsByLink, ListsEachLinksFlowsInFlowOrderAndEmptyLinksAsEmpty) {
+  Timeline t;
+  t.links = {{"a", 1, 0}, {"b", 1, 0}, {"c", 1, 0}};
+  t.flow_links = {0, 2, 2, 2, 0};
+  t.flows = {{0, 0, 1, 1, 0, 1, 0, 2}, {0, 0, 1, 1, 0, 1, 2, 1}, {0, 0, 1, 1, 0, 1, 3, 2}};
+  const FlowsByLink index(t);
+  const auto list = [&](std::size_t l) {
+    const auto s = index.of(l);
+    return std::vector<std::uint32_t>(s.begin(), s.end());
+  };
+  EXPECT_EQ(list(0), (std::vector<std::uint32_t>{0, 2}));
+  EXPECT_TRUE(list(1).empty());
+  EXPECT_EQ(list(2), (std::vector<std::uint32_t>{0, 1, 2}));
 }
 
 // Compute [0,1]; TP communication [0.5,2]; DP communication [1.5,3]. Exposed:
