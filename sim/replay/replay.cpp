@@ -75,7 +75,18 @@ class Replayer {
         automatic_(zone.spec().collectives.fidelity == platforms::Fidelity::automatic &&
                    (driver_ == nullptr || !driver_->changes_links())),
         isolated_(automatic_ ? graph.size() : 0),
-        shared_(automatic_ ? graph.size() : 0) {}
+        shared_(automatic_ ? graph.size() : 0) {
+    // The records of the first iteration, allocated once (see
+    // ReplayOptions::expected_flows): one per compute task or send, one per
+    // member GPU of a collective.
+    std::size_t records = 0;
+    for (TaskId id = 0; id < graph.size(); ++id)
+      records += graph[id].kind == workloads::TaskKind::collective
+                     ? graph.groups[static_cast<std::size_t>(graph[id].group)].size()
+                     : 1;
+    timeline_.records.reserve(records);
+    timeline_.flows.reserve(options.expected_flows);
+  }
 
   ReplayResult run() {
     sg::Activity::on_completion_cb([this](const sg::Activity& activity) { on_activity_done(activity); });

@@ -30,6 +30,11 @@ struct ReplayOptions {
   int iterations = 1;
   // Applies the scenario's perturbations (sim/perturbations/driver.hpp).
   PerturbationDriver* perturbations = nullptr;
+  // Flows the first iteration will record (ReplayCost::recorded_flows), when
+  // known: their records are allocated once instead of grown by doubling,
+  // which at 65,536 GPUs (98M flows, 4.7 GB of records) held the old and the
+  // new buffer at once (up to 3x the records at the peak).
+  std::size_t expected_flows = 0;
   // Called every few hundred finished tasks (the CLI's progress line).
   std::function<void(const ReplayProgress&)> on_progress;
 };

@@ -55,12 +55,16 @@ ReplayCost estimate_replay_cost(const workloads::TaskGraph& graph, const Cluster
   cost.iterations = iterations;
   cost.detailed = zone.spec().collectives.fidelity == platforms::Fidelity::detailed;
   // Identical collectives (same group, op, size) expand identically.
-  std::map<std::tuple<int, int, double, int, int>, std::pair<std::size_t, std::size_t>> counted;
+  struct Counts {
+    std::size_t flows = 0, fast = 0, recorded = 0;
+  };
+  std::map<std::tuple<int, int, double, int, int>, Counts> counted;
   for (workloads::TaskId v = 0; v < graph.size(); ++v) {
     const auto& task = graph[v];
     if (task.kind == workloads::TaskKind::send) {
       cost.flows += task.bytes > 0;
       cost.fast_flows += task.bytes > 0;
+      cost.recorded_flows += task.bytes > 0;
       continue;
     }
     if (task.kind != workloads::TaskKind::collective || task.bytes <= 0)
@@ -76,6 +80,7 @@ ReplayCost estimate_replay_cost(const workloads::TaskGraph& graph, const Cluster
       const auto fidelity = zone.spec().collectives.fidelity;
       auto at = make_collective(request, zone);
       std::size_t flows = count_flows(*at.flows);
+      const std::size_t recorded = flows;
       std::size_t fast = flows;
       if (fidelity != platforms::Fidelity::fast) {
         auto fast_plan = make_collective(request, zone, platforms::Fidelity::fast);
@@ -88,10 +93,11 @@ ReplayCost estimate_replay_cost(const workloads::TaskGraph& graph, const Cluster
       // would have been estimated at ~27 min).
       if (fidelity == platforms::Fidelity::automatic)
         flows = fast;
-      it = counted.emplace(key, std::make_pair(flows, fast)).first;
+      it = counted.emplace(key, Counts{flows, fast, recorded}).first;
     }
-    cost.flows += it->second.first;
-    cost.fast_flows += it->second.second;
+    cost.flows += it->second.flows;
+    cost.fast_flows += it->second.fast;
+    cost.recorded_flows += it->second.recorded;
   }
   const auto n = static_cast<std::size_t>(std::max(iterations, 1));
   cost.time_s = estimated_replay_time_s(cost.tasks * n, cost.flows * n, cost.gpus);

@@ -24,7 +24,10 @@ struct ReplayCost {
   std::size_t tasks = 0;       // per iteration
   std::size_t flows = 0;       // per iteration, at the cluster's fidelity
   std::size_t fast_flows = 0;  // per iteration, with collectives.fidelity fast
-  bool detailed = true;        // the cluster's fidelity is detailed
+  // Flows the first iteration records (Timeline::flows): under `auto` every
+  // detailed step, whether SimGrid ran it or it was computed alone.
+  std::size_t recorded_flows = 0;
+  bool detailed = true;  // the cluster's fidelity is detailed
   int iterations = 1;
   double time_s = 0;        // estimated wall time of the replay
   double fast_time_s = 0;   // the same with fidelity fast

@@ -41,8 +41,11 @@ SimulationResult simulate(const scenario::Scenario& scenario, const SimulationOp
   replay_options.iterations = options.iterations;
   replay_options.perturbations = driver ? &*driver : nullptr;
   replay_options.on_progress = options.observer.on_progress;
-  if (options.observer.on_cost)
-    options.observer.on_cost(estimate_replay_cost(result.graph, *zone, options.iterations));
+  if (options.observer.on_cost) {
+    const auto cost = estimate_replay_cost(result.graph, *zone, options.iterations);
+    replay_options.expected_flows = cost.recorded_flows;
+    options.observer.on_cost(cost);
+  }
   auto replayed = replay(result.graph, *zone, replay_options);
   result.timeline = std::move(replayed.timeline);
   // Energy of the first iteration (the one the timeline records).

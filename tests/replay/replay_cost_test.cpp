@@ -54,6 +54,7 @@ TEST(ReplayCost, CountsTheFlowsOfADetailedReplayExactly) {
   const auto c = replay_and_count(platforms::Fidelity::detailed);
   EXPECT_EQ(c.cost.tasks, c.tasks);
   EXPECT_EQ(c.cost.flows, c.recorded_flows);
+  EXPECT_EQ(c.cost.recorded_flows, c.recorded_flows);
   EXPECT_LT(c.cost.fast_flows, c.cost.flows);  // fast: one flow per ring edge
   EXPECT_TRUE(c.cost.detailed);
   EXPECT_GT(c.cost.time_s, c.cost.fast_time_s);
@@ -69,6 +70,7 @@ TEST(ReplayCost, CountsTheFlowsOfAFastReplayExactly) {
   const auto c = replay_and_count(platforms::Fidelity::fast);
   EXPECT_EQ(c.cost.flows, c.recorded_flows);
   EXPECT_EQ(c.cost.fast_flows, c.cost.flows);
+  EXPECT_EQ(c.cost.recorded_flows, c.recorded_flows);
   EXPECT_FALSE(c.cost.detailed);
 }
 
@@ -79,6 +81,10 @@ TEST(ReplayCost, EstimatesAnAutomaticReplayAtTheFastCountNotEveryRingStep) {
   EXPECT_EQ(c.cost.flows, c.cost.fast_flows);
   EXPECT_FALSE(c.cost.detailed);
   EXPECT_EQ(c.cost.tasks, c.tasks);
+  // But every detailed step is recorded, computed alone or not: the count
+  // the records are allocated for.
+  EXPECT_GT(c.cost.recorded_flows, c.cost.flows);
+  EXPECT_EQ(c.cost.recorded_flows, c.recorded_flows);
 }
 
 }  // namespace
