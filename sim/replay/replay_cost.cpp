@@ -40,12 +40,16 @@ double estimated_replay_time_s(std::size_t tasks, std::size_t flows, int gpus) {
   return static_cast<double>(tasks) * (17e-6 + 2.4e-10 * gpus) + static_cast<double>(flows) * 2e-6;
 }
 
-double estimated_replay_memory_bytes(std::size_t tasks, std::size_t flows) {
-  // Same runs: 2.1-2.7 KB of peak RSS per task (266 MiB at 132k tasks, 5.3
-  // GiB at 2.11M, 2.7 GiB for scale-16k's 1.16M: the graph, its records and
-  // the records of every flow, SimGrid's activities); a detailed replay's
-  // extra flows add little (the series' 4,096 GPUs: 1.0 GiB either way).
-  return 60e6 + 2600.0 * static_cast<double>(tasks) + 50.0 * static_cast<double>(flows);
+double estimated_replay_memory_bytes(std::size_t tasks, std::size_t recorded_flows) {
+  // Refitted 2026-12-02 once flow records were allocated once and the link
+  // analyses read one compressed index (docs/performance.md, "Memory"):
+  // scale-16k's plan at 16,384, 32,768 and 65,536 GPUs peaked at 1.44, 3.42
+  // and 8.78 GB with 1.16M / 2.33M / 4.65M tasks and 12M / 32M / 98M
+  // recorded flows: about 710 bytes per task (the graph, its records, the
+  // replay's per-task state, the analyses) and 56 per recorded flow (its
+  // 48-byte record and its share of the link index). Every detailed step of
+  // an automatic collective is recorded, computed alone or not.
+  return 60e6 + 710.0 * static_cast<double>(tasks) + 56.0 * static_cast<double>(recorded_flows);
 }
 
 ReplayCost estimate_replay_cost(const workloads::TaskGraph& graph, const ClusterZone& zone, int iterations) {
@@ -103,7 +107,7 @@ ReplayCost estimate_replay_cost(const workloads::TaskGraph& graph, const Cluster
   cost.time_s = estimated_replay_time_s(cost.tasks * n, cost.flows * n, cost.gpus);
   cost.fast_time_s = estimated_replay_time_s(cost.tasks * n, cost.fast_flows * n, cost.gpus);
   // The flows of the first iteration are recorded; later ones only replayed.
-  cost.memory_bytes = estimated_replay_memory_bytes(cost.tasks, cost.flows);
+  cost.memory_bytes = estimated_replay_memory_bytes(cost.tasks, cost.recorded_flows);
   return cost;
 }
 

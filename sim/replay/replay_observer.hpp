@@ -43,6 +43,6 @@ struct ReplayObserver {
 // measurements of docs/performance.md: each flow costs more as the cluster
 // (and so the number of activities SimGrid walks at each completion) grows.
 double estimated_replay_time_s(std::size_t tasks, std::size_t flows, int gpus);
-double estimated_replay_memory_bytes(std::size_t tasks, std::size_t flows);
+double estimated_replay_memory_bytes(std::size_t tasks, std::size_t recorded_flows);
 
 }  // namespace trainsim::sim
