@@ -39,20 +39,25 @@ LinkLoadIndex::LinkLoadIndex(const Timeline& timeline)
       return timeline.flows[a].start_s < timeline.flows[b].start_s;
     });
   }
+  // Flows grouped by task, in flow order within a task: a counting sort
+  // (a stable sort of every flow by task was 4% of a 8,192-GPU run).
+  TaskId tasks = 0;
+  for (const auto& flow : timeline.flows)
+    tasks = std::max(tasks, flow.task + 1);
+  task_begin_.assign(tasks + 1, 0);
+  for (const auto& flow : timeline.flows)
+    ++task_begin_[flow.task + 1];
+  for (std::size_t t = 1; t < task_begin_.size(); ++t)
+    task_begin_[t] += task_begin_[t - 1];
+  std::vector<std::uint32_t> next(task_begin_.begin(), task_begin_.end() - 1);
   for (std::size_t f = 0; f < timeline.flows.size(); ++f)
-    flow_order_[f] = static_cast<std::uint32_t>(f);
-  std::stable_sort(flow_order_.begin(), flow_order_.end(), [&](std::uint32_t a, std::uint32_t b) {
-    return timeline.flows[a].task < timeline.flows[b].task;
-  });
+    flow_order_[next[timeline.flows[f].task]++] = static_cast<std::uint32_t>(f);
 }
 
 std::vector<std::size_t> LinkLoadIndex::flows_of(TaskId task) const {
-  auto lo = std::lower_bound(flow_order_.begin(), flow_order_.end(), task,
-                             [&](std::uint32_t f, TaskId t) { return timeline_.flows[f].task < t; });
-  std::vector<std::size_t> out;
-  for (; lo != flow_order_.end() && timeline_.flows[*lo].task == task; ++lo)
-    out.push_back(*lo);
-  return out;
+  if (task + 1 >= task_begin_.size())
+    return {};
+  return {flow_order_.begin() + task_begin_[task], flow_order_.begin() + task_begin_[task + 1]};
 }
 
 int LinkLoadIndex::busiest_link(TaskId task, double start_s, double end_s) const {

@@ -66,7 +66,8 @@ class LinkLoadIndex {
   const Timeline& timeline_;
   FlowsByLink flows_by_link_;              // each link's flows sorted by start
   std::vector<double> longest_flow_s_;     // per link
-  std::vector<std::uint32_t> flow_order_;  // flows sorted by task
+  std::vector<std::uint32_t> flow_order_;  // flows grouped by task
+  std::vector<std::uint32_t> task_begin_;  // per task: its first in flow_order_
 };
 
 }  // namespace trainsim::analysis
