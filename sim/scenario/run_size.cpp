@@ -20,6 +20,10 @@ constexpr double kRecordsPerUnit = 0.5;  // records per (GPU x micro-batch x lay
 // timeline rows with it, 95k without.
 constexpr double kFsdpRecordsPerUnit = 5;
 constexpr double kFlowsPerRecord = 2.5;  // p2p and TP flows per record
+// `fast` records one flow per ring edge instead of every step (an 8-rank TP
+// ring: 8 flows, not 56): scale-16k's plan at 16,384 and 65,536 GPUs records
+// 1.56M and 6.2M flows under `fast`, 12M and 98M under `auto`.
+constexpr double kFastFlowsPerRecord = kFlowsPerRecord / 7;
 constexpr double kFlowsPerDpStep = 8;    // flows per DP ring step, GPU and layer (ZeRO-3: x3)
 constexpr double kBytesPerRecord = 500;  // graph task, timeline record, outputs' share
 constexpr double kBytesPerFlow = 200;    // flow record, SimGrid activity while it runs
@@ -56,8 +60,9 @@ RunSize estimate_run_size(const Scenario& scenario, int iterations) {
   // detailed it was estimated at 52 GiB).
   const bool stepwise = scenario.cluster.collectives.fidelity == platforms::Fidelity::detailed;
   const double dp_steps = plan.dp > 1 ? (stepwise ? 2.0 * (plan.dp - 1) : 2.0) : 0.0;
+  const bool fast = scenario.cluster.collectives.fidelity == platforms::Fidelity::fast;
   s.flows =
-      iterations * (kFlowsPerRecord * s.records / iterations +
+      iterations * ((fast ? kFastFlowsPerRecord : kFlowsPerRecord) * s.records / iterations +
                     kFlowsPerDpStep * gpus * dp_steps * layers_per_stage * (plan.zero_stage == 3 ? 3 : 1));
   s.memory_bytes = kBaseBytes + kBytesPerRecord * s.records + kBytesPerFlow * s.flows;
   s.replay_s =
