@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "analysis/execution_index.hpp"
-#include "analysis/flows_by_link.hpp"
+#include "analysis/flow_index.hpp"
 #include "analysis/timeline.hpp"
 #include "workloads/parallel_plan.hpp"
 #include "workloads/task_graph.hpp"
@@ -64,10 +64,9 @@ class LinkLoadIndex {
 
  private:
   const Timeline& timeline_;
-  FlowsByLink flows_by_link_;              // each link's flows sorted by start
-  std::vector<double> longest_flow_s_;     // per link
-  std::vector<std::uint32_t> flow_order_;  // flows grouped by task
-  std::vector<std::uint32_t> task_begin_;  // per task: its first in flow_order_
+  FlowIndex flows_by_link_;             // each link's flows sorted by start
+  std::vector<double> longest_flow_s_;  // per link
+  FlowIndex flows_by_task_;
 };
 
 }  // namespace trainsim::analysis

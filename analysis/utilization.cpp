@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "analysis/flows_by_link.hpp"
+#include "analysis/flow_index.hpp"
 #include "analysis/intervals.hpp"
 
 namespace trainsim::analysis {
@@ -141,7 +141,7 @@ Utilization analyze_utilization(const workloads::TaskGraph& graph, const Timelin
   // one link at a time from the flow index (a list per link of every flow's
   // interval and events, kept for all links at once, was the peak of a
   // large run's memory).
-  const FlowsByLink flows_by_link(timeline);
+  const auto flows_by_link = FlowIndex::by_link(timeline);
   u.links.resize(timeline.links.size());
   std::vector<std::pair<double, int>> ev;
   for (std::size_t l = 0; l < u.links.size(); ++l) {

@@ -1,6 +1,6 @@
 #include "analysis/utilization.hpp"
 
-#include "analysis/flows_by_link.hpp"
+#include "analysis/flow_index.hpp"
 
 #include <gtest/gtest.h>
 
@@ -44,21 +44,29 @@ TEST(Utilization, LinkBusyFractionBytesAndPeakConcurrency) {
   EXPECT_EQ(u.hottest, (std::vector<int>{0, 1}));
 }
 
-// Three links; flow 0 crosses links 0 and 2, flow 1 link 2, flow 2 links 2
-// and 0; link 1 carries nothing. Each link lists its flows in flow order.
-TEST(FlowsByLink, ListsEachLinksFlowsInFlowOrderAndEmptyLinksAsEmpty) {
+// Three links; flow 0 (task 4) crosses links 0 and 2, flow 1 (task 1) link
+// 2, flow 2 (task 4) links 2 and 0; link 1 carries nothing. Each key lists
+// its flows in flow order; a key past the last is empty.
+TEST(FlowIndex, GroupsFlowsByLinkAndByTaskInFlowOrder) {
   Timeline t;
   t.links = {{"a", 1, 0}, {"b", 1, 0}, {"c", 1, 0}};
   t.flow_links = {0, 2, 2, 2, 0};
-  t.flows = {{0, 0, 1, 1, 0, 1, 0, 2}, {0, 0, 1, 1, 0, 1, 2, 1}, {0, 0, 1, 1, 0, 1, 3, 2}};
-  const FlowsByLink index(t);
-  const auto list = [&](std::size_t l) {
-    const auto s = index.of(l);
+  t.flows = {{4, 0, 1, 1, 0, 1, 0, 2}, {1, 0, 1, 1, 0, 1, 2, 1}, {4, 0, 1, 1, 0, 1, 3, 2}};
+  const auto list = [](const FlowIndex& index, std::size_t key) {
+    const auto s = index.of(key);
     return std::vector<std::uint32_t>(s.begin(), s.end());
   };
-  EXPECT_EQ(list(0), (std::vector<std::uint32_t>{0, 2}));
-  EXPECT_TRUE(list(1).empty());
-  EXPECT_EQ(list(2), (std::vector<std::uint32_t>{0, 1, 2}));
+  const auto by_link = FlowIndex::by_link(t);
+  EXPECT_EQ(by_link.keys(), 3u);
+  EXPECT_EQ(list(by_link, 0), (std::vector<std::uint32_t>{0, 2}));
+  EXPECT_TRUE(list(by_link, 1).empty());
+  EXPECT_EQ(list(by_link, 2), (std::vector<std::uint32_t>{0, 1, 2}));
+  const auto by_task = FlowIndex::by_task(t);
+  EXPECT_EQ(by_task.keys(), 5u);
+  EXPECT_EQ(list(by_task, 4), (std::vector<std::uint32_t>{0, 2}));
+  EXPECT_EQ(list(by_task, 1), (std::vector<std::uint32_t>{1}));
+  EXPECT_TRUE(list(by_task, 0).empty());
+  EXPECT_TRUE(list(by_task, 9).empty());
 }
 
 // Compute [0,1]; TP communication [0.5,2]; DP communication [1.5,3]. Exposed:

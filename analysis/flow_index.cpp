@@ -1,0 +1,44 @@
+#include "analysis/flow_index.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <stdexcept>
+
+namespace trainsim::analysis {
+
+template <class ForEachPair>
+FlowIndex::FlowIndex(const Timeline& timeline, std::size_t keys, ForEachPair for_each_pair)
+    : begin_(keys + 1, 0) {
+  if (timeline.flows.size() > std::numeric_limits<std::uint32_t>::max())
+    throw std::length_error("more than 2^32 flows in one timeline");
+  // Count, turn the counts into offsets, then fill in flow order.
+  for_each_pair([&](std::size_t key, std::size_t) { ++begin_[key + 1]; });
+  for (std::size_t k = 1; k < begin_.size(); ++k)
+    begin_[k] += begin_[k - 1];
+  flows_.resize(begin_.back());
+  std::vector<std::size_t> next(begin_.begin(), begin_.end() - 1);
+  for_each_pair(
+      [&](std::size_t key, std::size_t flow) { flows_[next[key]++] = static_cast<std::uint32_t>(flow); });
+}
+
+FlowIndex FlowIndex::by_link(const Timeline& timeline) {
+  return FlowIndex(timeline, timeline.links.size(), [&](auto&& emit) {
+    for (std::size_t f = 0; f < timeline.flows.size(); ++f) {
+      const auto& flow = timeline.flows[f];
+      for (std::uint32_t k = 0; k < flow.link_count; ++k)
+        emit(timeline.flow_links[flow.first_link + k], f);
+    }
+  });
+}
+
+FlowIndex FlowIndex::by_task(const Timeline& timeline) {
+  workloads::TaskId tasks = 0;
+  for (const auto& flow : timeline.flows)
+    tasks = std::max(tasks, flow.task + 1);
+  return FlowIndex(timeline, tasks, [&](auto&& emit) {
+    for (std::size_t f = 0; f < timeline.flows.size(); ++f)
+      emit(timeline.flows[f].task, f);
+  });
+}
+
+}  // namespace trainsim::analysis
