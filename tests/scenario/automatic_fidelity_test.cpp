@@ -203,11 +203,12 @@ TEST(AutomaticFidelity, TheDefaultAnswersTheShippedSchedulesAsTheDetailedFlowsWi
   }
 }
 
-// One column of per_gpu.csv, by name, for every GPU.
+// One column of per_gpu.csv, by name, for every GPU (none when the header
+// has no such column, so that a renamed column fails the size checks).
 std::vector<double> per_gpu_column(const Outputs& o, const std::string& name) {
   const auto rows = lines(o.per_gpu);
   std::vector<double> out;
-  std::size_t column = 0;
+  std::size_t column = std::string::npos;
   for (std::size_t r = 0; r < rows.size(); ++r) {
     std::istringstream in(rows[r]);
     std::size_t k = 0;
@@ -217,6 +218,8 @@ std::vector<double> per_gpu_column(const Outputs& o, const std::string& name) {
       else if (r > 0 && k == column)
         out.push_back(std::stod(field));
     }
+    if (column == std::string::npos)
+      return out;
   }
   return out;
 }
