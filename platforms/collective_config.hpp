@@ -63,6 +63,17 @@ struct CollectiveConfig {
   // Pipelined algorithms (tree, broadcast, NVLS) cut the message into the
   // number of chunks that minimises the pipeline's time, at most this many.
   int max_pipeline_chunks = 64;
+  // Ring steps a rank may have in flight to the next rank. 1 (the default):
+  // a rank sends step k once its step k - 1 has arrived, so a slow hop (a
+  // NIC) pays its latency at every step and a ring across nodes pays
+  // steps x the slowest hop's latency. More: the rank forwards each chunk as
+  // soon as it has it, up to this many unacknowledged, as NCCL's connection
+  // FIFO of NCCL_STEPS = 8 slots allows (2 ring steps with the Simple
+  // protocol, whose chunks take NCCL_STEPS / 2 slots; 8 with LL and LL128);
+  // with enough of them the ring pays the sum of its hops' latencies over its
+  // steps, as NCCL's own latency model (src/graph/tuning.cc) counts it
+  // (docs/collectives.md, "Ring steps in flight").
+  int ring_steps_in_flight = 1;
   // Compute/communication interference (opt-in; 0 = off): the share of a
   // GPU's compute speed that NCCL's kernels take while the GPU takes part in
   // a collective or a send / receive. NCCL runs one thread block per channel
@@ -76,5 +87,8 @@ struct CollectiveConfig {
 // compute task and NCCL's bounded share, so a larger bound would still leave
 // compute half.
 inline constexpr double kMaxComputeInterference = 0.5;
+// NCCL's FIFO holds NCCL_STEPS = 8 slots per connection; more than a few
+// times that changes nothing a ring can show.
+inline constexpr int kMaxRingStepsInFlight = 64;
 
 }  // namespace trainsim::platforms

@@ -128,7 +128,38 @@ std::vector<FlowRequest> ring_edges(const std::vector<std::vector<int>>& rings,
   return edges;
 }
 
-// A ring phase: `steps` steps of `chunk` bytes per ring.
+// The largest sum of `steps` consecutive hop latencies around `ring`: the
+// chunk a rank sends at the last step left `steps` hops upstream at step 0
+// and crossed each of them once (whole laps, then the worst stretch of the
+// rest). What a ring pays when no rank waits for its own previous sends.
+double ring_path_latency(const std::vector<int>& ring, int steps, const ClusterZone& zone) {
+  const std::size_t n = ring.size();
+  std::vector<double> hop(n);
+  double lap = 0;
+  for (std::size_t i = 0; i < n; ++i)
+    lap += hop[i] = zone.path(ring[i], ring[(i + 1) % n]).latency_s;
+  const std::size_t rest = static_cast<std::size_t>(steps) % n;
+  double window = 0;
+  for (std::size_t i = 0; i < rest; ++i)
+    window += hop[i];
+  double worst = window;
+  for (std::size_t start = 1; start < n && rest > 0; ++start) {
+    window += hop[(start + rest - 1) % n] - hop[start - 1];
+    worst = std::max(worst, window);
+  }
+  return static_cast<double>(static_cast<std::size_t>(steps) / n) * lap + worst;
+}
+
+int in_flight(const ClusterZone& zone) {
+  return zone.spec().collectives.ring_steps_in_flight;
+}
+
+// A ring phase: `steps` steps of `chunk` bytes per ring. Its latency term:
+// one step in flight per rank (collectives.steps_in_flight = 1), every step
+// waits for the slowest hop, steps x its latency; W in flight, a rank behind
+// a hop of latency a and per-step bytes time b sends a step every
+// max(b, (a + b) / W), and no ring finishes before its chunks have crossed
+// their path (ring_path_latency).
 Phase ring_phase(const std::vector<std::vector<int>>& rings, int steps, const std::vector<double>& chunk,
                  const ClusterZone& zone) {
   std::vector<double> volume;
@@ -136,7 +167,17 @@ Phase ring_phase(const std::vector<std::vector<int>>& rings, int steps, const st
     volume.push_back(c * steps);
   Phase phase;
   phase.edges = ring_edges(rings, volume);
-  phase.latency_s = steps * max_latency(phase.edges, zone);
+  const double slowest_hop_s = max_latency(phase.edges, zone);
+  const int in_flight = zone.spec().collectives.ring_steps_in_flight;
+  if (in_flight <= 1) {
+    phase.latency_s = steps * slowest_hop_s;
+    return phase;
+  }
+  const double step_bytes_s = bandwidth_term_s(phase.edges, zone) / steps;
+  const double paced_s = steps * std::max(0.0, (slowest_hop_s + step_bytes_s) / in_flight - step_bytes_s);
+  for (const auto& ring : rings)
+    phase.latency_s = std::max(phase.latency_s, ring_path_latency(ring, steps, zone));
+  phase.latency_s = std::max(phase.latency_s, paced_s);
   return phase;
 }
 
@@ -179,7 +220,9 @@ Expansion ring_expansion(CollectiveOp op, const GroupLayout& layout, double byte
   const int steps = ring_steps(op, n);
   const std::vector<double> chunk(channels, bytes / static_cast<double>(channels) / n);
   x.phases.push_back(ring_phase(rings, steps, chunk, zone));
-  x.detailed = [rings, steps, chunk]() { return make_ring_steps(rings, steps, chunk); };
+  x.detailed = [rings, steps, chunk, w = in_flight(zone)]() {
+    return make_ring_steps(rings, steps, chunk, w);
+  };
   return x;
 }
 
@@ -291,7 +334,9 @@ Expansion hierarchical_expansion(CollectiveOp op, const GroupLayout& layout, dou
     }
     x.channels = std::max(x.channels, static_cast<int>(rings.size() / layout.nodes.size()));
     x.phases.push_back(ring_phase(rings, m - 1, chunk, zone));
-    detailed.push_back([rings, steps = m - 1, chunk]() { return make_ring_steps(rings, steps, chunk); });
+    detailed.push_back([rings, steps = m - 1, chunk, w = in_flight(zone)]() {
+      return make_ring_steps(rings, steps, chunk, w);
+    });
   };
   auto inter = [&](CollectiveOp inter_op) {
     std::vector<std::vector<int>> rails(static_cast<std::size_t>(m));
@@ -301,7 +346,8 @@ Expansion hierarchical_expansion(CollectiveOp op, const GroupLayout& layout, dou
     const int steps = ring_steps(inter_op, nodes);
     const std::vector<double> chunk(static_cast<std::size_t>(m), bytes / m / nodes);
     x.phases.push_back(ring_phase(rails, steps, chunk, zone));
-    detailed.push_back([rails, steps, chunk]() { return make_ring_steps(rails, steps, chunk); });
+    detailed.push_back(
+        [rails, steps, chunk, w = in_flight(zone)]() { return make_ring_steps(rails, steps, chunk, w); });
   };
 
   if (op == CollectiveOp::all_gather) {

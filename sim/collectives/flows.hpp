@@ -50,11 +50,12 @@ std::vector<int> nccl_btree_parents(int n);
 // exchange_collectives.cpp) ----
 
 // Rings of equal step count: on ring c, rank i sends chunk_bytes[c] to rank
-// i+1 at each of `steps` steps; step k of rank i waits for its own step k-1
-// and for step k-1 of rank i-1 (the chunk it forwards). All-reduce: 2(n-1)
-// steps of S/(nC); reduce-scatter and all-gather: n-1 steps.
+// i+1 at each of `steps` steps; step k of rank i waits for step k-1 of rank
+// i-1 (the chunk it forwards) and for fewer than `in_flight` of its own sends
+// to be on their way (1: its step k-1 has arrived). All-reduce: 2(n-1) steps
+// of S/(nC); reduce-scatter and all-gather: n-1 steps.
 std::unique_ptr<Collective> make_ring_steps(std::vector<std::vector<int>> rings, int steps,
-                                            std::vector<double> chunk_bytes);
+                                            std::vector<double> chunk_bytes, int in_flight = 1);
 
 // Pipelined chains (broadcast): chain[0] holds the data; each edge forwards
 // `chunks` chunks of chunk_bytes[c], one at a time, each once received.

@@ -1,6 +1,8 @@
 // Rings stepped one chunk at a time: the detailed expansion of ring
 // all-reduce, reduce-scatter and all-gather, over one or several rings
-// (NCCL channels) at once.
+// (NCCL channels) at once. A rank forwards a chunk once it has received it
+// and has fewer than `in_flight` sends on their way (1: its previous send
+// has arrived); sends of one rank that overlap share its links.
 #include <algorithm>
 #include <stdexcept>
 
@@ -11,8 +13,8 @@ namespace {
 
 class RingSteps final : public Collective {
  public:
-  RingSteps(std::vector<std::vector<int>> rings, int steps, std::vector<double> chunk_bytes)
-      : rings_(std::move(rings)), steps_(steps), chunk_bytes_(std::move(chunk_bytes)) {
+  RingSteps(std::vector<std::vector<int>> rings, int steps, std::vector<double> chunk_bytes, int in_flight)
+      : rings_(std::move(rings)), steps_(steps), in_flight_(in_flight), chunk_bytes_(std::move(chunk_bytes)) {
     for (const auto& ring : rings_) {
       if (ring.size() < 2)
         throw std::invalid_argument("a ring needs at least two GPUs");
@@ -22,7 +24,7 @@ class RingSteps final : public Collective {
     offset_.push_back(static_cast<int>(total_));
     sent_.assign(total_, 0);
     received_.assign(total_, 0);
-    busy_.assign(total_, false);
+    posted_.assign(total_, 0);
   }
 
   void start(std::vector<FlowRequest>& out) override {
@@ -36,7 +38,6 @@ class RingSteps final : public Collective {
         static_cast<std::size_t>(std::upper_bound(offset_.begin(), offset_.end(), tag) - offset_.begin() - 1);
     const int i = tag - offset_[c];
     const int next = (i + 1) % size(c);
-    busy_[static_cast<std::size_t>(tag)] = false;
     ++sent_[static_cast<std::size_t>(tag)];
     ++received_[static_cast<std::size_t>(offset_[c] + next)];
     ++completed_;
@@ -53,9 +54,9 @@ class RingSteps final : public Collective {
   void try_send(std::size_t c, int i, std::vector<FlowRequest>& out) {
     const auto t = static_cast<std::size_t>(offset_[c] + i);
     // Step k needs the chunk received at step k - 1 (nothing for k = 0).
-    if (busy_[t] || sent_[t] >= steps_ || received_[t] < sent_[t])
+    if (posted_[t] >= steps_ || received_[t] < posted_[t] || posted_[t] - sent_[t] >= in_flight_)
       return;
-    busy_[t] = true;
+    ++posted_[t];
     const auto& ring = rings_[c];
     out.push_back({ring[static_cast<std::size_t>(i)], ring[static_cast<std::size_t>((i + 1) % size(c))],
                    chunk_bytes_[c], static_cast<int>(t)});
@@ -63,19 +64,19 @@ class RingSteps final : public Collective {
 
   std::vector<std::vector<int>> rings_;
   int steps_;
+  int in_flight_;
   std::vector<double> chunk_bytes_;
   std::vector<int> offset_;
   std::size_t total_ = 0;
-  std::vector<int> sent_, received_;
-  std::vector<bool> busy_;
+  std::vector<int> sent_, received_, posted_;
   std::size_t completed_ = 0;
 };
 
 }  // namespace
 
 std::unique_ptr<Collective> make_ring_steps(std::vector<std::vector<int>> rings, int steps,
-                                            std::vector<double> chunk_bytes) {
-  return std::make_unique<RingSteps>(std::move(rings), steps, std::move(chunk_bytes));
+                                            std::vector<double> chunk_bytes, int in_flight) {
+  return std::make_unique<RingSteps>(std::move(rings), steps, std::move(chunk_bytes), in_flight);
 }
 
 }  // namespace trainsim::sim

@@ -306,6 +306,8 @@ void read_collectives(std::optional<platforms::MapReader> c, platforms::Collecti
     config.launch_latency_s = *lat;
   if (auto n = c->integer("max_chunks", 1, 1 << 16))
     config.max_pipeline_chunks = static_cast<int>(*n);
+  if (auto n = c->integer("steps_in_flight", 1, platforms::kMaxRingStepsInFlight))
+    config.ring_steps_in_flight = static_cast<int>(*n);
   if (auto share = c->number("compute_interference", 0.0, platforms::kMaxComputeInterference))
     config.compute_interference = *share;
   c->finish();

@@ -135,6 +135,8 @@ struct Tables {
                               "step by step; detailed: step by step; fast: one flow per edge"),
                        key("launch_latency", T::duration, "NCCL's cost per collective (default 30us)"),
                        ranged("max_chunks", T::integer, 1, 1 << 16, "pipelining chunks per collective"),
+                       ranged("steps_in_flight", T::integer, 1, platforms::kMaxRingStepsInFlight,
+                              "ring steps a rank may have in flight (1; NCCL Simple 2, LL128 8)"),
                        ranged("compute_interference", T::number, 0.0, platforms::kMaxComputeInterference,
                               "share of compute speed NCCL takes while a GPU communicates (0 = off)"),
                    }};

@@ -74,6 +74,55 @@ TEST(CollectiveAlgorithms, MultiNodeRingUsesOneChannelPerRail) {
   EXPECT_NEAR(r.time_s / (2 * (n - 1) * per_step), 1.0, 1e-3);
 }
 
+// A latency-bound ring across nodes: 4 nodes x 8 GPUs, NVLink hops of 1 us,
+// NIC hops of 5 us, 1,000 B per ring step. One step in flight per rank:
+// every step waits for a NIC hop, 62 x 5 us. Steps in flight: each chunk
+// crosses its path once, 28 NVLink and 4 NIC hops a lap plus the worst 30
+// of the next lap (26 x 1 + 4 x 5), 94 us; with 2, a rank behind a NIC sends
+// a step every (5 us + b) / 2.
+platforms::ClusterSpec latency_bound_rings(int in_flight, platforms::Fidelity fidelity) {
+  auto cluster = testing::uniform_cluster(4, 8, 25e9, 5e-6);
+  cluster.groups[0].nvlink = {1000e9, 1e-6};
+  cluster.collectives.ring_steps_in_flight = in_flight;
+  cluster.collectives.fidelity = fidelity;
+  return cluster;
+}
+constexpr double kRingStepBytes = 1000;
+constexpr double kNicStep_s = kRingStepBytes / 25e9;
+
+double latency_bound_ring_time(int in_flight, platforms::Fidelity fidelity) {
+  const double bytes = kRingStepBytes * 8 * 32;  // S/(C n) per step, 8 rings of 32
+  return run(latency_bound_rings(in_flight, fidelity), CollectiveOp::all_reduce, first(32), bytes,
+             CollectiveAlgorithm::ring)
+      .time_s;
+}
+
+TEST(CollectiveAlgorithms, OneRingStepInFlightPaysTheNicLatencyAtEveryStep) {
+  const double t = latency_bound_ring_time(1, platforms::Fidelity::detailed);
+  EXPECT_NEAR(t / (62 * (5e-6 + kNicStep_s)), 1.0, 1e-3);
+}
+
+TEST(CollectiveAlgorithms, RingStepsInFlightPayEachHopsLatencyOncePerChunkPath) {
+  const double t = latency_bound_ring_time(64, platforms::Fidelity::detailed);
+  // The path's 62 hops also carry their bytes (NVLink's are negligible).
+  EXPECT_NEAR(t / (94e-6 + 8 * kNicStep_s), 1.0, 0.01);
+}
+
+TEST(CollectiveAlgorithms, RingStepsInFlightFastFidelityChargesThePathLatency) {
+  const double t = latency_bound_ring_time(64, platforms::Fidelity::fast);
+  EXPECT_NEAR(t / (94e-6 + 62 * kNicStep_s), 1.0, 1e-3);
+}
+
+TEST(CollectiveAlgorithms, TwoRingStepsInFlightHalveTheNicLatencyPerStep) {
+  const double t = latency_bound_ring_time(2, platforms::Fidelity::detailed);
+  EXPECT_NEAR(t / (62 * (5e-6 + kNicStep_s) / 2), 1.0, 0.03);
+}
+
+TEST(CollectiveAlgorithms, TwoRingStepsInFlightFastFidelityChargesTheirPace) {
+  const double t = latency_bound_ring_time(2, platforms::Fidelity::fast);
+  EXPECT_NEAR(t / (62 * (5e-6 + kNicStep_s) / 2), 1.0, 1e-3);
+}
+
 TEST(CollectiveAlgorithms, CubeMeshRingsUseEveryNvlinkLane) {
   // DGX-1: three edge-disjoint Hamiltonian cycles over the 6 lanes of each
   // GPU, each run in both directions: 6 rings of S/6, each hop on one lane

@@ -249,11 +249,15 @@ TEST(ClusterConfig, TechnologyChoosesLatencyAndEfficiencyDefaults) {
 TEST(ClusterConfig, CollectivesSection) {
   const auto c = parse(
       "cluster: {gpu: A100, nodes: 1, collectives: {algorithm: tree, fidelity: fast, "
-      "launch_latency: 10us, max_chunks: 8}}\n");
+      "launch_latency: 10us, max_chunks: 8, steps_in_flight: 2}}\n");
   EXPECT_EQ(c.collectives.algorithm, platforms::CollectiveAlgorithm::tree);
   EXPECT_EQ(c.collectives.fidelity, platforms::Fidelity::fast);
   EXPECT_DOUBLE_EQ(c.collectives.launch_latency_s, 10e-6);
   EXPECT_EQ(c.collectives.max_pipeline_chunks, 8);
+  EXPECT_EQ(c.collectives.ring_steps_in_flight, 2);
+  EXPECT_EQ(parse("cluster: {gpu: A100, nodes: 1}\n").collectives.ring_steps_in_flight, 1);
+  expect_one(problems("cluster: {gpu: A100, nodes: 1, collectives: {steps_in_flight: 0}}\n"),
+             "c.yaml:1:", "cluster.collectives.steps_in_flight", "0 is out of range");
   expect_one(problems("cluster: {gpu: A100, nodes: 1, collectives: {algorithm: butterfly}}\n"),
              "c.yaml:1:", "cluster.collectives.algorithm", "'butterfly' is not a known value");
 }
