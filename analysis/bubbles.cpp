@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "analysis/execution_index.hpp"
+#include "analysis/gpu_power.hpp"
 #include "analysis/intervals.hpp"
 
 namespace trainsim::analysis {
@@ -140,7 +141,8 @@ class GapWalker {
 
   // Blames [a, b) of GPU `gpu` on what `waiter` (starting at b) waited for;
   // waiter == kNone stands for the end of the iteration.
-  void walk(double a, double b, TaskId waiter, const std::vector<Interval>& comm, GpuBubbles& out) const {
+  void walk(double a, double b, TaskId waiter, const std::vector<Interval>& comm,
+            const std::vector<Interval>& waits, GpuBubbles& out) const {
     double hi = b;
     TaskId cur = waiter;
     while (hi > a) {
@@ -148,29 +150,30 @@ class GapWalker {
       const BubbleCause own =
           cur == ExecutionIndex::kNone ? BubbleCause::warmup_cooldown : cause_of(graph_[cur]);
       if (p == ExecutionIndex::kNone) {
-        add(own, a, hi, comm, out);  // a first task that started late
+        add(own, a, hi, comm, waits, out);  // a first task that started late
         return;
       }
       const double p_end = std::min(index_.end_s(p), hi);
       if (p_end < hi) {  // started later than released (a launch delay)
-        add(own, std::max(a, p_end), hi, comm, out);
+        add(own, std::max(a, p_end), hi, comm, waits, out);
         hi = std::max(a, p_end);
         if (hi <= a)
           return;
       }
       const double lo = std::max(a, index_.start_s(p));
-      add(cause_of(graph_[p]), lo, hi, comm, out);
+      add(cause_of(graph_[p]), lo, hi, comm, waits, out);
       hi = lo;
       cur = p;
     }
   }
 
   static void add(BubbleCause cause, double lo, double hi, const std::vector<Interval>& comm,
-                  GpuBubbles& out) {
+                  const std::vector<Interval>& waits, GpuBubbles& out) {
     if (hi <= lo)
       return;
     out.cause_s[at(cause)] += hi - lo;
     out.idle_part_s[at(cause)] += (hi - lo) - covered_length(comm, lo, hi);
+    out.waiting_part_s[at(cause)] += covered_length(waits, lo, hi);
   }
 
  private:
@@ -207,6 +210,7 @@ BubbleReport analyze_bubbles(const workloads::TaskGraph& graph, const Timeline& 
   report.reference_iteration_time_s = retimed_iteration_s(graph, index, reference);
 
   const GapWalker walker(graph, index);
+  const auto waits = nccl_wait_spans(graph, timeline);
   report.gpus.resize(gpus);
   for (std::size_t g = 0; g < gpus; ++g) {
     auto& out = report.gpus[g];
@@ -218,7 +222,7 @@ BubbleReport analyze_bubbles(const workloads::TaskGraph& graph, const Timeline& 
     for (TaskId v : index.compute_order(out.gpu)) {
       const double s = index.start_s(v), e = index.end_s(v);
       if (s > prev_end)
-        walker.walk(prev_end, s, v, merged_comm, out);
+        walker.walk(prev_end, s, v, merged_comm, waits[g], out);
       compute.emplace_back(s, e);
       if (is_forward_backward(graph[v].kind)) {
         out.forward_backward_s += e - s;
@@ -231,7 +235,7 @@ BubbleReport analyze_bubbles(const workloads::TaskGraph& graph, const Timeline& 
       prev_end = std::max(prev_end, e);
     }
     if (t > prev_end)
-      walker.walk(prev_end, t, ExecutionIndex::kNone, merged_comm, out);
+      walker.walk(prev_end, t, ExecutionIndex::kNone, merged_comm, waits[g], out);
     out.lost_s = t - out.forward_backward_s;
     const auto merged_compute = merge_intervals(std::move(compute));
     out.exposed_comm_s = total_length(merged_comm) - overlap_length(merged_compute, merged_comm);

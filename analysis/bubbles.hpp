@@ -69,6 +69,7 @@ struct GpuBubbles {
   double lost_s = 0;              // iteration time - forward_backward_s
   CauseSeconds cause_s{};         // adds up to lost_s
   CauseSeconds idle_part_s{};     // the part of each cause with nothing running; adds up to idle
+  CauseSeconds waiting_part_s{};  // of idle_part_s, the part the GPU waits in NCCL (gpu_power.hpp)
   double idle_s = 0;              // nothing ran on the GPU (the summary's bubble)
   double exposed_comm_s = 0;      // own communication ran, no compute
   double optimizer_s = 0;         // own optimizer step

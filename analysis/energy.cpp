@@ -5,17 +5,6 @@
 #include "analysis/gpu_power.hpp"
 
 namespace trainsim::analysis {
-namespace {
-
-// What a GPU waiting for this cause runs: NCCL kernels for communication
-// waits, nothing for the others.
-bool waits_in_communication(BubbleCause cause) {
-  return cause == BubbleCause::p2p_wait || cause == BubbleCause::collective_wait ||
-         cause == BubbleCause::dp_comm;
-}
-
-}  // namespace
-
 EnergyReport analyze_energy(const workloads::TaskGraph& graph, const Timeline& timeline,
                             const Summary& summary, const BubbleReport& bubbles,
                             const platforms::ClusterSpec& cluster) {
@@ -33,7 +22,8 @@ EnergyReport analyze_energy(const workloads::TaskGraph& graph, const Timeline& t
     out.energy_J = timeline.gpu_energy_J[g];
     out.average_power_W = t > 0 ? out.energy_J / t : 0;
     const auto& spec = cluster.gpu_of(out.gpu);
-    out.communication_energy_J = spec.communication_power_W * activity[g].communication_s;
+    out.communication_energy_J =
+        spec.communication_power_W * (activity[g].communication_s + activity[g].waiting_s);
     out.idle_energy_J = out.communication_energy_J + spec.idle_power_W * activity[g].idle_s;
     e.energy_J += out.energy_J;
     e.idle_energy_J += out.idle_energy_J;
@@ -43,9 +33,13 @@ EnergyReport analyze_energy(const workloads::TaskGraph& graph, const Timeline& t
         const auto i = static_cast<std::size_t>(c);
         // The own optimizer step computes at full power: only the wait for
         // other GPUs' optimizer steps is idle.
-        const double own = c == BubbleCause::optimizer ? bubbles.gpus[g].optimizer_s : 0;
-        const double watts = waits_in_communication(c) ? spec.communication_power_W : spec.idle_power_W;
-        e.idle_energy_by_cause_J[i] += watts * std::max(0.0, bubbles.gpus[g].cause_s[i] - own);
+        const auto& b = bubbles.gpus[g];
+        const double own = c == BubbleCause::optimizer ? b.optimizer_s : 0;
+        // Nothing runs: idle power; NCCL runs (moving data or waiting in it
+        // for peers): communication power.
+        const double idle_s = std::max(0.0, b.idle_part_s[i] - b.waiting_part_s[i]);
+        const double nccl_s = std::max(0.0, b.cause_s[i] - own - idle_s);
+        e.idle_energy_by_cause_J[i] += spec.communication_power_W * nccl_s + spec.idle_power_W * idle_s;
       }
   }
   e.energy_per_token_J = summary.tokens_per_iteration > 0 ? e.energy_J / summary.tokens_per_iteration : 0;

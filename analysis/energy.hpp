@@ -17,8 +17,9 @@ struct GpuEnergy {
   double energy_J = 0;         // the power model's, integrated over the iteration
   double average_power_W = 0;  // energy / iteration time
   // Drawn while the GPU ran no compute kernel (bubbles and exposed
-  // communication): communication power while only NCCL kernels ran, idle
-  // power otherwise.
+  // communication): communication power while only NCCL kernels ran (moving
+  // data, or waiting in a receive or collective for its peers), idle power
+  // otherwise.
   double idle_energy_J = 0;
   // The part of idle_energy_J drawn while only NCCL kernels ran.
   double communication_energy_J = 0;
@@ -33,10 +34,10 @@ struct EnergyReport {
   double idle_energy_J = 0;
   double idle_energy_fraction = 0;
   double communication_energy_J = 0;
-  // idle_energy_J split by bubble cause (the cause's time x the power of
-  // what the GPU waits in: communication power for communication waits,
-  // idle power for the others; summed over GPUs; the own optimizer step
-  // computes and is not idle).
+  // idle_energy_J split by bubble cause: each cause's time at communication
+  // power while NCCL's kernels ran (moving data or waiting for peers), at idle
+  // power while nothing ran; summed over GPUs; the own optimizer step
+  // computes and is not idle.
   CauseSeconds idle_energy_by_cause_J{};
   std::vector<GpuEnergy> gpus;
 };

@@ -1,6 +1,7 @@
 #include "analysis/gpu_power.hpp"
 
 #include <algorithm>
+#include <functional>
 
 namespace trainsim::analysis {
 namespace {
@@ -13,11 +14,14 @@ struct Change {
   int communications;
 };
 
-}  // namespace
+enum class Doing { compute, communication, waiting, idle };
 
-std::vector<GpuActivity> gpu_activity(const workloads::TaskGraph& graph, const Timeline& timeline,
-                                      const platforms::ClusterSpec& cluster) {
-  const auto gpus = static_cast<std::size_t>(cluster.gpu_count());
+// Walks every GPU's spans in time order: `on_span(gpu, doing, lo, hi,
+// compute_W)`. `compute_watts(gpu, task)` gives a compute task's power (any
+// positive value when only the spans matter).
+void for_each_span(const workloads::TaskGraph& graph, const Timeline& timeline, std::size_t gpus,
+                   const std::function<double(int, const workloads::Task&)>& compute_watts,
+                   const std::function<void(std::size_t, Doing, double, double, double)>& on_span) {
   std::vector<std::vector<Change>> changes(gpus);
   auto communicating = [&](int gpu, const TaskRecord& r) {
     if (gpu < 0 || static_cast<std::size_t>(gpu) >= gpus)
@@ -30,7 +34,7 @@ std::vector<GpuActivity> gpu_activity(const workloads::TaskGraph& graph, const T
       continue;
     const auto& task = graph[r.task];
     if (workloads::is_compute(task.kind)) {
-      const double watts = cluster.gpu_of(r.gpu).compute_power_W(task.memory_bound_fraction);
+      const double watts = compute_watts(r.gpu, task);
       changes[static_cast<std::size_t>(r.gpu)].push_back({r.start_s, watts, 0});
       changes[static_cast<std::size_t>(r.gpu)].push_back({r.end_s, -watts, 0});
       continue;
@@ -40,28 +44,28 @@ std::vector<GpuActivity> gpu_activity(const workloads::TaskGraph& graph, const T
     if (task.kind == workloads::TaskKind::send)
       communicating(task.peer, r);
   }
-  std::vector<GpuActivity> out(gpus);
   for (std::size_t g = 0; g < gpus; ++g) {
-    const auto& spec = cluster.gpu_of(static_cast<int>(g));
     auto& list = changes[g];
     std::sort(list.begin(), list.end(), [](const Change& a, const Change& b) { return a.at_s < b.at_s; });
     list.push_back({std::max(timeline.end_s, list.empty() ? 0.0 : list.back().at_s), 0, 0});
-    auto& a = out[g];
     double now = 0, compute_W = 0;
     int computes = 0, communications = 0;
-    for (const auto& c : list) {
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      const Change& c = list[i];
       const double span = c.at_s - now;
       if (span > 0) {
+        Doing doing = Doing::idle;
         if (computes > 0) {
-          a.compute_s += span;
-          a.energy_J += compute_W * span;
+          doing = Doing::compute;
         } else if (communications > 0) {
-          a.communication_s += span;
-          a.energy_J += spec.communication_power_W * span;
+          doing = Doing::communication;
         } else {
-          a.idle_s += span;
-          a.energy_J += spec.idle_power_W * span;
+          // Nothing ran: waiting in NCCL if a communication starts when it ends.
+          for (std::size_t j = i; j < list.size() && list[j].at_s == c.at_s; ++j)
+            if (list[j].communications > 0)
+              doing = Doing::waiting;
         }
+        on_span(g, doing, now, c.at_s, compute_W);
         now = c.at_s;
       }
       if (c.compute_W > 0) {
@@ -73,6 +77,55 @@ std::vector<GpuActivity> gpu_activity(const workloads::TaskGraph& graph, const T
       communications += c.communications;
     }
   }
+}
+
+}  // namespace
+
+std::vector<GpuActivity> gpu_activity(const workloads::TaskGraph& graph, const Timeline& timeline,
+                                      const platforms::ClusterSpec& cluster) {
+  const auto gpus = static_cast<std::size_t>(cluster.gpu_count());
+  std::vector<GpuActivity> out(gpus);
+  for_each_span(
+      graph, timeline, gpus,
+      [&](int gpu, const workloads::Task& task) {
+        return cluster.gpu_of(gpu).compute_power_W(task.memory_bound_fraction);
+      },
+      [&](std::size_t g, Doing doing, double lo, double hi, double compute_W) {
+        const auto& spec = cluster.gpu_of(static_cast<int>(g));
+        auto& a = out[g];
+        const double span = hi - lo;
+        switch (doing) {
+          case Doing::compute:
+            a.compute_s += span;
+            a.energy_J += compute_W * span;
+            break;
+          case Doing::communication:
+            a.communication_s += span;
+            a.energy_J += spec.communication_power_W * span;
+            break;
+          case Doing::waiting:
+            a.waiting_s += span;
+            a.energy_J += spec.communication_power_W * span;
+            break;
+          case Doing::idle:
+            a.idle_s += span;
+            a.energy_J += spec.idle_power_W * span;
+            break;
+        }
+      });
+  return out;
+}
+
+std::vector<std::vector<Interval>> nccl_wait_spans(const workloads::TaskGraph& graph,
+                                                   const Timeline& timeline) {
+  const auto gpus = static_cast<std::size_t>(graph.gpu_count);
+  std::vector<std::vector<Interval>> out(gpus);
+  for_each_span(
+      graph, timeline, gpus, [](int, const workloads::Task&) { return 1.0; },
+      [&](std::size_t g, Doing doing, double lo, double hi, double) {
+        if (doing == Doing::waiting)
+          out[g].emplace_back(lo, hi);
+      });
   return out;
 }
 

@@ -51,9 +51,11 @@ TEST(Memory, StepFunctionAndPeakFollowAllocationsAndFrees) {
 
 // GPU 0 computes 3.5 s of 8.5 (forward, backward, its optimizer step),
 // runs NCCL alone for 2 s (its send to GPU 1, then GPU 1's send to it) and
-// waits 3 s; GPU 1 computes 3.5 s, runs NCCL alone for 1.5 s (it receives
-// from 1 to 2 s, and its send from 5 to 6 s overlaps its optimizer step
-// until 5.5 s) and waits 3.5 s. The optimizer steps are HBM-bound.
+// waits 3 s in NCCL's receive for GPU 1's send [2, 5); GPU 1 waits 1 s in
+// the receive of GPU 0's send [0, 1), computes 3.5 s, runs NCCL alone for
+// 1.5 s (it receives from 1 to 2 s, and its send from 5 to 6 s overlaps its
+// optimizer step until 5.5 s) and, done, idles 2.5 s until the iteration
+// ends. The optimizer steps are HBM-bound.
 TEST(GpuPower, EachSpanDrawsThePowerOfWhatTheGpuRuns) {
   testing::TwoStagePipeline h;
   h.graph.graph[h.opt0].memory_bound_fraction = 1;
@@ -66,14 +68,25 @@ TEST(GpuPower, EachSpanDrawsThePowerOfWhatTheGpuRuns) {
   ASSERT_LT(gpu.memory_power_W, gpu.max_power_W);
   EXPECT_DOUBLE_EQ(a[0].compute_s, 3.5);
   EXPECT_DOUBLE_EQ(a[0].communication_s, 2);
-  EXPECT_DOUBLE_EQ(a[0].idle_s, 3);
-  EXPECT_DOUBLE_EQ(a[0].energy_J, gpu.max_power_W * 3 + gpu.memory_power_W * 0.5 +
-                                      gpu.communication_power_W * 2 + gpu.idle_power_W * 3);
+  EXPECT_DOUBLE_EQ(a[0].waiting_s, 3);
+  EXPECT_DOUBLE_EQ(a[0].idle_s, 0);
+  EXPECT_DOUBLE_EQ(a[0].energy_J,
+                   gpu.max_power_W * 3 + gpu.memory_power_W * 0.5 + gpu.communication_power_W * (2 + 3));
   EXPECT_DOUBLE_EQ(a[1].compute_s, 3.5);
   EXPECT_DOUBLE_EQ(a[1].communication_s, 1.5);
-  EXPECT_DOUBLE_EQ(a[1].idle_s, 3.5);
+  EXPECT_DOUBLE_EQ(a[1].waiting_s, 1);
+  EXPECT_DOUBLE_EQ(a[1].idle_s, 2.5);
   EXPECT_DOUBLE_EQ(a[1].energy_J, gpu.max_power_W * 3 + gpu.memory_power_W * 0.5 +
-                                      gpu.communication_power_W * 1.5 + gpu.idle_power_W * 3.5);
+                                      gpu.communication_power_W * (1.5 + 1) + gpu.idle_power_W * 2.5);
+}
+
+// The spans GPU 0 and GPU 1 wait in NCCL (above), for the bubble analysis.
+TEST(GpuPower, WaitSpansEndWhereACommunicationOfTheGpuStarts) {
+  testing::TwoStagePipeline h;
+  const auto waits = nccl_wait_spans(h.graph, h.timeline);
+  ASSERT_EQ(waits.size(), 2u);
+  EXPECT_EQ(waits[0], (std::vector<Interval>{{2, 5}}));
+  EXPECT_EQ(waits[1], (std::vector<Interval>{{0, 1}}));
 }
 
 // The H100-SXM's power levels are the ones docs/calibration.md ("GPU power")
@@ -89,8 +102,12 @@ TEST(GpuPower, H100CatalogueLevelsAreTheDocumentedOnes) {
   EXPECT_DOUBLE_EQ(h100->memory_power_W, 0.7 * 700);
 }
 
-// Idle energy counts the NCCL-only spans at communication power and the
-// waits at idle power (GpuPower above: 2 s and 3 s on GPU 0).
+// Idle energy counts the NCCL-only spans, transfers and waits in NCCL, at
+// communication power and the rest at idle power (GpuPower above: 2 + 3 s
+// and none on GPU 0, 1.5 + 1 s and 2.5 s on GPU 1). By cause (bubbles_test:
+// GPU 0 loses 2 s to p2p transfers and 3 s of warm-up / cool-down, all in
+// NCCL; GPU 1 1.5 s of p2p, 1 s of warm-up waiting in NCCL's receive and
+// 2 s of cool-down idle, and 0.5 s waiting for GPU 0's optimizer, idle).
 TEST(Energy, PerTokenAveragePowerAndIdleEnergy) {
   testing::TwoStagePipeline h;
   h.timeline.gpu_energy_J = {1000, 2000};
@@ -104,10 +121,15 @@ TEST(Energy, PerTokenAveragePowerAndIdleEnergy) {
   EXPECT_DOUBLE_EQ(e.cluster_power_W, 3000 / 8.5);
   EXPECT_DOUBLE_EQ(e.average_power_per_gpu_W, 3000 / 8.5 / 2);
   EXPECT_DOUBLE_EQ(e.gpus[1].average_power_W, 2000 / 8.5);
-  EXPECT_DOUBLE_EQ(e.gpus[0].communication_energy_J, gpu.communication_power_W * 2);
-  EXPECT_DOUBLE_EQ(e.gpus[0].idle_energy_J, gpu.communication_power_W * 2 + gpu.idle_power_W * 3);
-  EXPECT_DOUBLE_EQ(e.communication_energy_J, gpu.communication_power_W * (2 + 1.5));
-  EXPECT_DOUBLE_EQ(e.idle_energy_J, gpu.communication_power_W * 3.5 + gpu.idle_power_W * 6.5);
+  EXPECT_DOUBLE_EQ(e.gpus[0].communication_energy_J, gpu.communication_power_W * 5);
+  EXPECT_DOUBLE_EQ(e.gpus[0].idle_energy_J, gpu.communication_power_W * 5);
+  EXPECT_DOUBLE_EQ(e.communication_energy_J, gpu.communication_power_W * (5 + 2.5));
+  EXPECT_DOUBLE_EQ(e.idle_energy_J, gpu.communication_power_W * 7.5 + gpu.idle_power_W * 2.5);
+  auto by = [&](BubbleCause c) { return e.idle_energy_by_cause_J[static_cast<std::size_t>(c)]; };
+  EXPECT_DOUBLE_EQ(by(BubbleCause::p2p_wait), gpu.communication_power_W * (2 + 1.5));
+  EXPECT_DOUBLE_EQ(by(BubbleCause::warmup_cooldown),
+                   gpu.communication_power_W * (3 + 1) + gpu.idle_power_W * 2);
+  EXPECT_DOUBLE_EQ(by(BubbleCause::optimizer), gpu.idle_power_W * 0.5);
 }
 
 TEST(Energy, WithoutMeasurementsNothingIsMade) {
