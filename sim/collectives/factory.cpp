@@ -150,6 +150,7 @@ double ring_path_latency(const std::vector<int>& ring, int steps, const ClusterZ
   return static_cast<double>(static_cast<std::size_t>(steps) / n) * lap + worst;
 }
 
+// Ring steps a rank may have on their way (collectives.steps_in_flight).
 int in_flight(const ClusterZone& zone) {
   return zone.spec().collectives.ring_steps_in_flight;
 }
@@ -168,13 +169,13 @@ Phase ring_phase(const std::vector<std::vector<int>>& rings, int steps, const st
   Phase phase;
   phase.edges = ring_edges(rings, volume);
   const double slowest_hop_s = max_latency(phase.edges, zone);
-  const int in_flight = zone.spec().collectives.ring_steps_in_flight;
-  if (in_flight <= 1) {
+  const int window = in_flight(zone);
+  if (window <= 1) {
     phase.latency_s = steps * slowest_hop_s;
     return phase;
   }
   const double step_bytes_s = bandwidth_term_s(phase.edges, zone) / steps;
-  const double paced_s = steps * std::max(0.0, (slowest_hop_s + step_bytes_s) / in_flight - step_bytes_s);
+  const double paced_s = steps * std::max(0.0, (slowest_hop_s + step_bytes_s) / window - step_bytes_s);
   for (const auto& ring : rings)
     phase.latency_s = std::max(phase.latency_s, ring_path_latency(ring, steps, zone));
   phase.latency_s = std::max(phase.latency_s, paced_s);
