@@ -49,4 +49,20 @@ std::string_view to_string(Fidelity fidelity) {
   return "?";
 }
 
+std::string_view to_string(RingProtocol protocol) {
+  switch (protocol) {
+    case RingProtocol::wire:
+      return "wire";
+    case RingProtocol::automatic:
+      return "auto";
+    case RingProtocol::simple:
+      return "simple";
+    case RingProtocol::ll128:
+      return "ll128";
+    case RingProtocol::ll:
+      return "ll";
+  }
+  return "?";
+}
+
 }  // namespace trainsim::platforms

@@ -51,6 +51,16 @@ std::string_view collective_algorithm_names();
 enum class Fidelity : unsigned char { detailed, fast, automatic };
 std::string_view to_string(Fidelity fidelity);
 
+// What a ring step across nodes costs beyond its bytes. wire (the default):
+// each hop its route's latency, from the platform (NVLink, NIC, switches).
+// The others charge NCCL's own per-step costs of a protocol (its tuner's
+// constants, src/graph/tuning.cc): simple, ll128 and ll as NCCL_PROTO forces
+// them, automatic ("auto") the one NCCL's tuner would pick for the size.
+// They apply to rings whose group spans nodes; docs/collectives.md,
+// "Protocols".
+enum class RingProtocol : unsigned char { wire, automatic, simple, ll128, ll };
+std::string_view to_string(RingProtocol protocol);
+
 struct CollectiveConfig {
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::automatic;
   // automatic by default: the detailed answer (the same task times and link
@@ -74,6 +84,9 @@ struct CollectiveConfig {
   // steps, as NCCL's own latency model (src/graph/tuning.cc) counts it
   // (docs/collectives.md, "Ring steps in flight").
   int ring_steps_in_flight = 1;
+  // Step costs of rings across nodes (RingProtocol). With a protocol, a
+  // rank has NCCL_STEPS = 8 steps in flight and steps_in_flight is not used.
+  RingProtocol ring_protocol = RingProtocol::wire;
   // Compute/communication interference (opt-in; 0 = off): the share of a
   // GPU's compute speed that NCCL's kernels take while the GPU takes part in
   // a collective or a send / receive. NCCL runs one thread block per channel

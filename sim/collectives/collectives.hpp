@@ -28,11 +28,15 @@ class ClusterZone;
 // One transfer. Endpoints are GPU ranks, or ClusterZone::switch_endpoint()
 // for the NVSwitch of an in-switch reduction. `tag` is private to the
 // collective that asked for the flow and is handed back when it finishes.
+// `delay_s` is a cost of the step beyond the route's latency (NCCL's
+// protocol handshake, collectives.protocol), paid like latency: after the
+// flow starts and before its bytes move, without loading any link.
 struct FlowRequest {
   int src;
   int dst;
   double bytes;
   int tag;
+  double delay_s = 0;
 };
 
 class Collective {

@@ -128,16 +128,27 @@ std::vector<FlowRequest> ring_edges(const std::vector<std::vector<int>>& rings,
   return edges;
 }
 
-// The largest sum of `steps` consecutive hop latencies around `ring`: the
+// Per ring, the latency of each rank's hop to the next: its route's.
+std::vector<std::vector<double>> wire_hops(const std::vector<std::vector<int>>& rings,
+                                           const ClusterZone& zone) {
+  std::vector<std::vector<double>> hops;
+  for (const auto& ring : rings) {
+    auto& hop = hops.emplace_back(ring.size());
+    for (std::size_t i = 0; i < ring.size(); ++i)
+      hop[i] = zone.path(ring[i], ring[(i + 1) % ring.size()]).latency_s;
+  }
+  return hops;
+}
+
+// The largest sum of `steps` consecutive hop latencies around a ring: the
 // chunk a rank sends at the last step left `steps` hops upstream at step 0
 // and crossed each of them once (whole laps, then the worst stretch of the
 // rest). What a ring pays when no rank waits for its own previous sends.
-double ring_path_latency(const std::vector<int>& ring, int steps, const ClusterZone& zone) {
-  const std::size_t n = ring.size();
-  std::vector<double> hop(n);
+double ring_path_latency(const std::vector<double>& hop, int steps) {
+  const std::size_t n = hop.size();
   double lap = 0;
   for (std::size_t i = 0; i < n; ++i)
-    lap += hop[i] = zone.path(ring[i], ring[(i + 1) % n]).latency_s;
+    lap += hop[i];
   const std::size_t rest = static_cast<std::size_t>(steps) % n;
   double window = 0;
   for (std::size_t i = 0; i < rest; ++i)
@@ -155,31 +166,85 @@ int in_flight(const ClusterZone& zone) {
   return zone.spec().collectives.ring_steps_in_flight;
 }
 
-// A ring phase: `steps` steps of `chunk` bytes per ring. Its latency term:
-// one step in flight per rank (collectives.steps_in_flight = 1), every step
-// waits for the slowest hop, steps x its latency; W in flight, a rank behind
-// a hop of latency a and per-step bytes time b sends a step every
-// max(b, (a + b) / W), and no ring finishes before its chunks have crossed
-// their path (ring_path_latency).
+// A ring phase: `steps` steps of `chunk` bytes per ring, hops of latencies
+// `hops`, `window` steps in flight per rank. Its latency term: one step in
+// flight, every step waits for the slowest hop, steps x its latency; W in
+// flight, a rank behind a hop of latency a and per-step bytes time b sends a
+// step every max(b, (a + b) / W), and no ring finishes before its chunks
+// have crossed their path (ring_path_latency).
 Phase ring_phase(const std::vector<std::vector<int>>& rings, int steps, const std::vector<double>& chunk,
-                 const ClusterZone& zone) {
+                 const std::vector<std::vector<double>>& hops, int window, const ClusterZone& zone) {
   std::vector<double> volume;
   for (double c : chunk)
     volume.push_back(c * steps);
   Phase phase;
   phase.edges = ring_edges(rings, volume);
-  const double slowest_hop_s = max_latency(phase.edges, zone);
-  const int window = in_flight(zone);
+  double slowest_hop_s = 0;
+  for (const auto& hop : hops)
+    for (double h : hop)
+      slowest_hop_s = std::max(slowest_hop_s, h);
   if (window <= 1) {
     phase.latency_s = steps * slowest_hop_s;
     return phase;
   }
   const double step_bytes_s = bandwidth_term_s(phase.edges, zone) / steps;
   const double paced_s = steps * std::max(0.0, (slowest_hop_s + step_bytes_s) / window - step_bytes_s);
-  for (const auto& ring : rings)
-    phase.latency_s = std::max(phase.latency_s, ring_path_latency(ring, steps, zone));
+  for (const auto& hop : hops)
+    phase.latency_s = std::max(phase.latency_s, ring_path_latency(hop, steps));
   phase.latency_s = std::max(phase.latency_s, paced_s);
   return phase;
+}
+
+double estimate(const Expansion& x, const ClusterZone& zone);
+
+// A ring across nodes charged NCCL's protocol costs (collectives.protocol):
+// each hop costs the protocol's step inside a node or between nodes, at
+// least its route's latency (the difference is its flows' delay_s; a route
+// without latency stays without, as SimGrid charges latency as a factor of
+// the route's), the chunks carry the protocol's bytes, NCCL_STEPS steps are
+// in flight, and the protocol's base cost beyond Simple's is a fixed latency
+// (launch_latency stands for Simple's). `auto`: the protocol with the least
+// estimated time, as NCCL's tuner picks it.
+Expansion protocol_ring_expansion(const std::vector<std::vector<int>>& rings, int steps, double bytes, int n,
+                                  const ClusterZone& zone) {
+  const auto wire = wire_hops(rings, zone);
+  const double simple_base_s = protocol_costs(platforms::RingProtocol::simple).base_s;
+  Expansion best;
+  double best_s = 0;
+  for (const ProtocolCosts* costs : candidate_protocols(zone.spec().collectives.ring_protocol)) {
+    auto hops = wire;
+    std::vector<std::vector<double>> delays;
+    for (std::size_t c = 0; c < rings.size(); ++c) {
+      auto& delay = delays.emplace_back(rings[c].size(), 0.0);
+      for (std::size_t i = 0; i < rings[c].size(); ++i) {
+        const bool between_nodes =
+            zone.node_of(rings[c][i]) != zone.node_of(rings[c][(i + 1) % rings[c].size()]);
+        const double step_s = between_nodes ? costs->network_step_s : costs->nvlink_step_s;
+        if (hops[c][i] > 0 && step_s > hops[c][i]) {
+          delay[i] = step_s - hops[c][i];
+          hops[c][i] = step_s;
+        }
+      }
+    }
+    const std::vector<double> chunk(rings.size(),
+                                    bytes / static_cast<double>(rings.size()) / n / costs->bandwidth_factor);
+    Expansion x;
+    x.algorithm = CollectiveAlgorithm::ring;
+    x.channels = static_cast<int>(rings.size());
+    auto phase = ring_phase(rings, steps, chunk, hops, costs->steps_in_flight, zone);
+    phase.fixed_latency_s =
+        std::max(costs->base_s - simple_base_s, -zone.spec().collectives.launch_latency_s);
+    x.phases.push_back(std::move(phase));
+    x.detailed = [rings, steps, chunk, w = costs->steps_in_flight, delays]() {
+      return make_ring_steps(rings, steps, chunk, w, delays);
+    };
+    const double t = estimate(x, zone);
+    if (!best.detailed || t < best_s) {
+      best = std::move(x);
+      best_s = t;
+    }
+  }
+  return best;
 }
 
 int ring_steps(CollectiveOp op, int n) {
@@ -219,8 +284,11 @@ Expansion ring_expansion(CollectiveOp op, const GroupLayout& layout, double byte
     return x;
   }
   const int steps = ring_steps(op, n);
+  if (algorithm == CollectiveAlgorithm::ring && !layout.single_node() &&
+      zone.spec().collectives.ring_protocol != platforms::RingProtocol::wire)
+    return protocol_ring_expansion(rings, steps, bytes, n, zone);
   const std::vector<double> chunk(channels, bytes / static_cast<double>(channels) / n);
-  x.phases.push_back(ring_phase(rings, steps, chunk, zone));
+  x.phases.push_back(ring_phase(rings, steps, chunk, wire_hops(rings, zone), in_flight(zone), zone));
   x.detailed = [rings, steps, chunk, w = in_flight(zone)]() {
     return make_ring_steps(rings, steps, chunk, w);
   };
@@ -334,7 +402,7 @@ Expansion hierarchical_expansion(CollectiveOp op, const GroupLayout& layout, dou
       }
     }
     x.channels = std::max(x.channels, static_cast<int>(rings.size() / layout.nodes.size()));
-    x.phases.push_back(ring_phase(rings, m - 1, chunk, zone));
+    x.phases.push_back(ring_phase(rings, m - 1, chunk, wire_hops(rings, zone), in_flight(zone), zone));
     detailed.push_back([rings, steps = m - 1, chunk, w = in_flight(zone)]() {
       return make_ring_steps(rings, steps, chunk, w);
     });
@@ -346,7 +414,7 @@ Expansion hierarchical_expansion(CollectiveOp op, const GroupLayout& layout, dou
         rails[static_cast<std::size_t>(r)].push_back(members[static_cast<std::size_t>(r)]);
     const int steps = ring_steps(inter_op, nodes);
     const std::vector<double> chunk(static_cast<std::size_t>(m), bytes / m / nodes);
-    x.phases.push_back(ring_phase(rails, steps, chunk, zone));
+    x.phases.push_back(ring_phase(rails, steps, chunk, wire_hops(rails, zone), in_flight(zone), zone));
     detailed.push_back(
         [rails, steps, chunk, w = in_flight(zone)]() { return make_ring_steps(rails, steps, chunk, w); });
   };

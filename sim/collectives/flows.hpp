@@ -46,6 +46,25 @@ std::vector<Tree> double_binary_trees(const GroupLayout& layout, const ClusterZo
 // NCCL's binary tree on ranks 0..n-1 (root 0); parent of each rank.
 std::vector<int> nccl_btree_parents(int n);
 
+// ---- NCCL's protocols (protocols.cpp) ----
+
+// What NCCL's tuner charges a ring of one protocol (src/graph/tuning.cc,
+// NCCL 2.2x): a fixed cost per collective, a cost per step inside a node
+// (NVLink) and per step between nodes, a bandwidth factor (LL128's flags
+// take 8 of 128 bytes, LL's half of every 8 bytes plus its slower loads),
+// and the steps a rank may have in flight (NCCL_STEPS slots per connection).
+struct ProtocolCosts {
+  platforms::RingProtocol protocol;
+  double base_s;
+  double nvlink_step_s;
+  double network_step_s;
+  double bandwidth_factor;
+  int steps_in_flight;
+};
+const ProtocolCosts& protocol_costs(platforms::RingProtocol protocol);
+// The protocols NCCL's tuner weighs for `asked` (automatic: all three).
+std::vector<const ProtocolCosts*> candidate_protocols(platforms::RingProtocol asked);
+
 // ---- Detailed state machines (ring_collective.cpp, pipeline_collectives.cpp,
 // exchange_collectives.cpp) ----
 
@@ -54,8 +73,11 @@ std::vector<int> nccl_btree_parents(int n);
 // i-1 (the chunk it forwards) and for fewer than `in_flight` of its own sends
 // to be on their way (1: its step k-1 has arrived). All-reduce: 2(n-1) steps
 // of S/(nC); reduce-scatter and all-gather: n-1 steps.
+// `delays`, when given, holds per ring and rank the delay_s of the rank's
+// sends (protocol costs beyond the hop's latency).
 std::unique_ptr<Collective> make_ring_steps(std::vector<std::vector<int>> rings, int steps,
-                                            std::vector<double> chunk_bytes, int in_flight = 1);
+                                            std::vector<double> chunk_bytes, int in_flight = 1,
+                                            std::vector<std::vector<double>> delays = {});
 
 // Pipelined chains (broadcast): chain[0] holds the data; each edge forwards
 // `chunks` chunks of chunk_bytes[c], one at a time, each once received.

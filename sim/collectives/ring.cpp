@@ -13,13 +13,21 @@ namespace {
 
 class RingSteps final : public Collective {
  public:
-  RingSteps(std::vector<std::vector<int>> rings, int steps, std::vector<double> chunk_bytes, int in_flight)
+  RingSteps(std::vector<std::vector<int>> rings, int steps, std::vector<double> chunk_bytes, int in_flight,
+            const std::vector<std::vector<double>>& delays)
       : rings_(std::move(rings)), steps_(steps), in_flight_(in_flight), chunk_bytes_(std::move(chunk_bytes)) {
-    for (const auto& ring : rings_) {
+    if (!delays.empty() && delays.size() != rings_.size())
+      throw std::invalid_argument("ring delays need one list per ring");
+    for (std::size_t c = 0; c < rings_.size(); ++c) {
+      const auto& ring = rings_[c];
       if (ring.size() < 2)
         throw std::invalid_argument("a ring needs at least two GPUs");
+      if (!delays.empty() && delays[c].size() != ring.size())
+        throw std::invalid_argument("ring delays need one per rank");
       offset_.push_back(static_cast<int>(total_));
       total_ += ring.size();
+      for (std::size_t i = 0; i < ring.size(); ++i)
+        delay_s_.push_back(delays.empty() ? 0.0 : delays[c][i]);
     }
     offset_.push_back(static_cast<int>(total_));
     sent_.assign(total_, 0);
@@ -59,13 +67,14 @@ class RingSteps final : public Collective {
     ++posted_[t];
     const auto& ring = rings_[c];
     out.push_back({ring[static_cast<std::size_t>(i)], ring[static_cast<std::size_t>((i + 1) % size(c))],
-                   chunk_bytes_[c], static_cast<int>(t)});
+                   chunk_bytes_[c], static_cast<int>(t), delay_s_[t]});
   }
 
   std::vector<std::vector<int>> rings_;
   int steps_;
   int in_flight_;
   std::vector<double> chunk_bytes_;
+  std::vector<double> delay_s_;  // per rank of every ring: its sends' delay
   std::vector<int> offset_;
   std::size_t total_ = 0;
   std::vector<int> sent_, received_, posted_;
@@ -75,8 +84,9 @@ class RingSteps final : public Collective {
 }  // namespace
 
 std::unique_ptr<Collective> make_ring_steps(std::vector<std::vector<int>> rings, int steps,
-                                            std::vector<double> chunk_bytes, int in_flight) {
-  return std::make_unique<RingSteps>(std::move(rings), steps, std::move(chunk_bytes), in_flight);
+                                            std::vector<double> chunk_bytes, int in_flight,
+                                            std::vector<std::vector<double>> delays) {
+  return std::make_unique<RingSteps>(std::move(rings), steps, std::move(chunk_bytes), in_flight, delays);
 }
 
 }  // namespace trainsim::sim

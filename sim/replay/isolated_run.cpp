@@ -34,9 +34,11 @@ bool IsolatedRunner::launch(const FlowRequest& request, double start_s, RouteTab
   Route*& route = route_by_tag_[tag];
   if (route == nullptr || route->src != request.src || route->dst != request.dst)
     route = &routes.route(request.src, request.dst);
-  // As SimGrid dates it: the latency ends, then the bytes move at the bound.
+  // As SimGrid dates it: the latency (and the step's delay, charged as
+  // latency) ends, then the bytes move at the bound.
   const double bytes = static_cast<double>(std::llround(request.bytes));
-  const double end_s = (start_s + route->latency_s) + bytes / route->bound_Bps;
+  const double latency_s = request.delay_s > 0 ? route->latency_s + request.delay_s : route->latency_s;
+  const double end_s = (start_s + latency_s) + bytes / route->bound_Bps;
   return occupy({request, route, start_s, end_s}, routes, claims, out);
 }
 

@@ -117,6 +117,7 @@ class Replayer {
     Route* route = nullptr;      // communications: endpoints (to retry a flow cut by
                                  // a link going down), links (claims)
     double start_s = 0;          // communications: when SimGrid started it
+    double delay_s = 0;          // communications: its step's delay (FlowRequest::delay_s)
     // A collective flow left in flight when its collective went isolated
     // (try_isolate): its index among the run's first flows, else -1. An
     // orphan's bound is not in claims_: the run claims it with the rest.
@@ -251,26 +252,30 @@ class Replayer {
 
   // src and dst are flow endpoints: GPU ranks, or an NVSwitch for in-switch
   // reductions (ClusterZone::switch_endpoint).
-  void start_comm(TaskId id, int rank, int src, int dst, double bytes) {
+  // `delay_s`: the step's cost beyond the route's latency (FlowRequest),
+  // charged as latency.
+  void start_comm(TaskId id, int rank, int src, int dst, double bytes, double delay_s = 0) {
     if (driver_ != nullptr && !driver_->route_up(src, dst)) {
       // A link of the route is down: the flow waits for it (SimGrid would
       // drop a transfer started on a dead route).
       const double since = now();
-      driver_->when_link_up([this, id, rank, src, dst, bytes, since]() {
+      driver_->when_link_up([this, id, rank, src, dst, bytes, delay_s, since]() {
         driver_->note_stall(now() - since);
-        start_comm(id, rank, src, dst, bytes);
+        start_comm(id, rank, src, dst, bytes, delay_s);
       });
       return;
     }
     Route& route = routes_.route(src, dst);
-    launch_comm(id, rank, route, bytes, now(), std::llround(bytes), -1);
+    launch_comm(id, rank, route, bytes, now(), std::llround(bytes),
+                delay_s > 0 ? route.latency_s + delay_s : -1, delay_s);
   }
 
   // Starts a SimGrid communication of `payload` bytes on `route` for a flow
   // of `bytes` that started at `start_s` (earlier than now when a displaced
-  // collective's flow resumes). `latency_s` < 0: the route's whole latency.
+  // collective's flow resumes). `latency_s` < 0: the route's whole latency;
+  // else what is left of the route's latency and the step's delay `delay_s`.
   void launch_comm(TaskId id, int rank, Route& route, double bytes, double start_s, long long payload,
-                   double latency_s) {
+                   double latency_s, double delay_s = 0) {
     if (automatic_) {
       std::vector<TaskId> displaced;
       claims_.add_flow(route, displaced);
@@ -296,15 +301,17 @@ class Replayer {
     comm->set_data(data);
     const auto index = reinterpret_cast<std::size_t>(data) - 1;
     slots_[index].start_s = start_s;
+    slots_[index].delay_s = delay_s;
     if (automatic_ && shared_[id] != nullptr) {
       slots_[index].in_flight_at = shared_[id]->in_flight.size();
       shared_[id]->in_flight.push_back(index);
     }
     if (latency_s >= 0 && route.latency_s > 0) {
       // SimGrid charges the route's latency to every communication it starts;
-      // a resumed flow has only what is left of it (none once its bytes
-      // move: a vanishing factor rather than zero, which SimGrid would treat
-      // as a route without latency when sharing the links).
+      // a step with a delay pays it on top (a factor above 1), a resumed
+      // flow only what is left of both (none once its bytes move: a
+      // vanishing factor rather than zero, which SimGrid would treat as a
+      // route without latency when sharing the links).
       // SimGrid takes no empty callback back, so the one installed stays,
       // answering 1 (what the CM02 model's default factor is) outside this
       // call; it is installed only at the first displacement, as SimGrid
@@ -408,9 +415,10 @@ class Replayer {
     for (const std::size_t s : shared.in_flight) {
       const Slot& slot = slots_[s];
       Route& route = *slot.route;
-      const double moving_from = std::max(t, slot.start_s + route.latency_s);
+      const double moving_from = std::max(t, slot.start_s + route.latency_s + slot.delay_s);
       const double end_s = moving_from + slot.activity->get_remaining() / route.bound_Bps;
-      in_flight.push_back({FlowRequest{route.src, route.dst, 0.0, slot.rank}, &route, slot.start_s, end_s});
+      in_flight.push_back(
+          {FlowRequest{route.src, route.dst, 0.0, slot.rank, slot.delay_s}, &route, slot.start_s, end_s});
       claims_.remove_flow(route);  // the run claims them with the rest
     }
     auto machine = collectives_[id]->clone();
@@ -501,13 +509,13 @@ class Replayer {
       const auto& flow = flows[f];
       Route& route = *flow.route;
       const double bytes = static_cast<double>(std::llround(flow.request.bytes));
-      const double latency_end_s = flow.start_s + route.latency_s;
+      const double latency_end_s = flow.start_s + route.latency_s + flow.request.delay_s;
       if (t < latency_end_s)
         launch_comm(id, flow.request.tag, route, flow.request.bytes, flow.start_s, std::llround(bytes),
-                    latency_end_s - t);
+                    latency_end_s - t, flow.request.delay_s);
       else
         launch_comm(id, flow.request.tag, route, flow.request.bytes, flow.start_s,
-                    std::llround(bytes - (t - latency_end_s) * route.bound_Bps), 0.0);
+                    std::llround(bytes - (t - latency_end_s) * route.bound_Bps), 0.0, flow.request.delay_s);
     }
     for (const TaskId other : displaced_too)
       displace(other);
@@ -523,7 +531,7 @@ class Replayer {
 
   void start_flows(TaskId id) {
     for (const auto& f : flows_)
-      start_comm(id, f.tag, f.src, f.dst, f.bytes);
+      start_comm(id, f.tag, f.src, f.dst, f.bytes, f.delay_s);
     flows_.clear();
   }
 

@@ -306,8 +306,20 @@ void read_collectives(std::optional<platforms::MapReader> c, platforms::Collecti
     config.launch_latency_s = *lat;
   if (auto n = c->integer("max_chunks", 1, 1 << 16))
     config.max_pipeline_chunks = static_cast<int>(*n);
-  if (auto n = c->integer("steps_in_flight", 1, platforms::kMaxRingStepsInFlight))
-    config.ring_steps_in_flight = static_cast<int>(*n);
+  const auto steps_in_flight = c->integer("steps_in_flight", 1, platforms::kMaxRingStepsInFlight);
+  if (steps_in_flight)
+    config.ring_steps_in_flight = static_cast<int>(*steps_in_flight);
+  if (auto p = c->choice<platforms::RingProtocol>("protocol", {{"wire", platforms::RingProtocol::wire},
+                                                               {"auto", platforms::RingProtocol::automatic},
+                                                               {"simple", platforms::RingProtocol::simple},
+                                                               {"ll128", platforms::RingProtocol::ll128},
+                                                               {"ll", platforms::RingProtocol::ll}}))
+    config.ring_protocol = *p;
+  if (steps_in_flight && config.ring_protocol != platforms::RingProtocol::wire)
+    c->error("steps_in_flight",
+             fmt::format("applies to protocol: wire only (protocol {} keeps NCCL_STEPS = 8 ring steps in "
+                         "flight); remove one of the two",
+                         platforms::to_string(config.ring_protocol)));
   if (auto share = c->number("compute_interference", 0.0, platforms::kMaxComputeInterference))
     config.compute_interference = *share;
   c->finish();

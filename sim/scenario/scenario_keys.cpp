@@ -137,6 +137,8 @@ struct Tables {
                        ranged("max_chunks", T::integer, 1, 1 << 16, "pipelining chunks per collective"),
                        ranged("steps_in_flight", T::integer, 1, platforms::kMaxRingStepsInFlight,
                               "ring steps a rank may have in flight (1; NCCL Simple 2, LL128 8)"),
+                       choice("protocol", {"wire", "auto", "simple", "ll128", "ll"},
+                              "ring steps across nodes: wire latencies, or NCCL's protocol costs"),
                        ranged("compute_interference", T::number, 0.0, platforms::kMaxComputeInterference,
                               "share of compute speed NCCL takes while a GPU communicates (0 = off)"),
                    }};

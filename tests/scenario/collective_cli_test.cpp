@@ -127,18 +127,72 @@ TEST(CollectiveCli, FastAgreesWithDetailedWithRingStepsInFlightAcrossNodes) {
                             0.12);
 }
 
+// A 64 MiB all-gather over 512 H100s (64 nodes), fast, with one setting.
+double latency_bound_all_gather_us(const char* setting) {
+  return run_csv({"--cluster", "dgx-h100-ndr", "--op", "all_gather", "--ranks", "512", "-b", "64MiB", "-e",
+                  "64MiB", "--fidelity", "fast", "--set", setting})
+      .front()
+      .time_us;
+}
+
 TEST(CollectiveCli, RingStepsInFlightShortenALatencyBoundRingAcrossNodes) {
-  auto at = [](const char* in_flight) {
-    return run_csv({"--cluster", "dgx-h100-ndr", "--op", "all_gather", "--ranks", "512", "-b", "64MiB", "-e",
-                    "64MiB", "--fidelity", "fast", "--set", in_flight})
-        .front()
-        .time_us;
-  };
+  const auto at = latency_bound_all_gather_us;
   const double one = at("cluster.collectives.steps_in_flight=1");
   const double two = at("cluster.collectives.steps_in_flight=2");
   const double eight = at("cluster.collectives.steps_in_flight=8");
   EXPECT_LT(two, 0.7 * one);
   EXPECT_LT(eight, two);
+}
+
+TEST(CollectiveCli, FastAgreesWithDetailedWithNcclProtocolsAcrossNodes) {
+  // NCCL's step costs (collectives.protocol) ride on the steps as delays in
+  // the detailed fidelity and in the closed form in the fast one; the same
+  // bound as with steps in flight, for the same reason.
+  for (const char* protocol : {"cluster.collectives.protocol=auto", "cluster.collectives.protocol=simple"})
+    expect_fidelities_agree({"--cluster", "dgx-h100-ndr", "--op", "all_gather", "--ranks", "64", "--min",
+                             "1MiB", "--max", "256MiB", "-f", "16", "--set", protocol},
+                            0.12);
+}
+
+TEST(CollectiveCli, NcclProtocolRingsComputedAloneAreTheirSimGridFlows) {
+  // The automatic fidelity computes the steps, their protocol delays
+  // included, without SimGrid flows (sim/replay/isolated_run.hpp) while they
+  // fit their links: the detailed times, to the rounding, where a rank's
+  // sends do not overlap (Simple here). Where they do (LL's quadrupled
+  // bytes at 16 MiB), the ring goes back and forth between SimGrid flows
+  // and computed steps, within 2% (wire rings with 8 steps in flight show
+  // the same, 1.3% at 128 MiB: docs/collectives.md, "Protocols").
+  for (const char* protocol : {"cluster.collectives.protocol=simple", "cluster.collectives.protocol=ll"}) {
+    auto at = [&](const char* fidelity) {
+      return run_csv({"--cluster", "dgx-h100-ndr", "--op", "all_reduce", "--ranks", "32", "--min", "64KiB",
+                      "--max", "16MiB", "-f", "16", "--algorithm", "ring", "--fidelity", fidelity, "--set",
+                      protocol});
+    };
+    const auto detailed = at("detailed");
+    const auto automatic = at("auto");
+    ASSERT_EQ(detailed.size(), automatic.size());
+    const bool overlapping = std::string(protocol).ends_with("=ll");
+    for (std::size_t i = 0; i < detailed.size(); ++i)
+      EXPECT_NEAR(automatic[i].time_us / detailed[i].time_us, 1.0, overlapping ? 0.02 : 1e-6)
+          << protocol << " " << detailed[i].bytes << " B";
+  }
+}
+
+TEST(CollectiveCli, NcclProtocolsCostALatencyBoundRingAcrossNodesWhatNcclsTunerSays) {
+  // 64 MiB all-gather over 512 H100s (64 nodes, 8 rings): with wire
+  // latencies a step costs the NIC's 6 us; NCCL's Simple charges 3.4 us per
+  // NVLink step and 14 us per network step along the chunk's path, LL128
+  // 1.9 and 4.0 us, which NCCL's tuner (auto) prefers at this size.
+  const auto at = latency_bound_all_gather_us;
+  const double wire = at("cluster.collectives.protocol=wire");
+  const double simple = at("cluster.collectives.protocol=simple");
+  const double ll128 = at("cluster.collectives.protocol=ll128");
+  const double chosen = at("cluster.collectives.protocol=auto");
+  // The chunk path: 511 hops, 64 of them between nodes.
+  EXPECT_GT(simple, (447 * 3.4 + 64 * 14));
+  EXPECT_LT(simple, wire);
+  EXPECT_LT(ll128, simple);
+  EXPECT_EQ(chosen, std::min({simple, ll128, at("cluster.collectives.protocol=ll")}));
 }
 
 TEST(CollectiveCli, FastAgreesWithDetailedOnTheCubeMesh) {

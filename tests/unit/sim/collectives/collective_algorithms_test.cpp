@@ -123,6 +123,56 @@ TEST(CollectiveAlgorithms, TwoRingStepsInFlightFastFidelityChargesTheirPace) {
   EXPECT_NEAR(t / (62 * (5e-6 + kNicStep_s) / 2), 1.0, 1e-3);
 }
 
+// NCCL's protocol costs (collectives.protocol) on the same rings: with
+// Simple each NVLink hop costs 3.4 us and each NIC hop 14 us, NCCL_STEPS = 8
+// steps in flight. An all-reduce chunk's path crosses 54 NVLink and 8 NIC
+// hops: 54 x 3.4 + 8 x 14 = 295.6 us, NCCL's own ring latency
+// (nsteps - nInterSteps) x intra + nInterSteps x inter, nInterSteps = 2 x 4
+// nodes (src/graph/tuning.cc).
+constexpr double kSimpleRingLatency_s = 54 * 3.4e-6 + 8 * 14e-6;
+
+double protocol_ring_time(platforms::RingProtocol protocol, platforms::Fidelity fidelity,
+                          double step_bytes = kRingStepBytes) {
+  auto cluster = latency_bound_rings(1, fidelity);
+  cluster.collectives.ring_protocol = protocol;
+  return run(cluster, CollectiveOp::all_reduce, first(32), step_bytes * 8 * 32, CollectiveAlgorithm::ring)
+      .time_s;
+}
+
+TEST(CollectiveAlgorithms, SimpleProtocolRingPaysNcclsStepCostsAlongTheChunksPath) {
+  const double t = protocol_ring_time(platforms::RingProtocol::simple, platforms::Fidelity::detailed);
+  EXPECT_NEAR(t / (kSimpleRingLatency_s + 8 * kNicStep_s), 1.0, 0.01);
+}
+
+TEST(CollectiveAlgorithms, SimpleProtocolRingFastFidelityChargesNcclsRingLatency) {
+  const double t = protocol_ring_time(platforms::RingProtocol::simple, platforms::Fidelity::fast);
+  EXPECT_NEAR(t / (kSimpleRingLatency_s + 62 * kNicStep_s), 1.0, 1e-3);
+}
+
+TEST(CollectiveAlgorithms, AutoProtocolPicksLlForALatencyBoundRing) {
+  // LL: 0.6 us x 1.8 per NVLink hop (above the 1 us wire), the NIC's own
+  // 5 us (above LL's 2.7), four times the bytes. Its path: 54 x 1.08 + 8 x 5.
+  const double t = protocol_ring_time(platforms::RingProtocol::automatic, platforms::Fidelity::fast);
+  EXPECT_NEAR(t / (54 * 1.08e-6 + 8 * 5e-6 + 62 * 4 * kNicStep_s), 1.0, 1e-3);
+}
+
+TEST(CollectiveAlgorithms, AutoProtocolPicksSimpleForABandwidthBoundRing) {
+  // 1 MB per ring step: Simple's 296 us of latency beat LL128's 148 us plus
+  // 8% more time on the bytes (2.48 ms on the NICs).
+  const double step_bytes = 1e6;
+  const double t =
+      protocol_ring_time(platforms::RingProtocol::automatic, platforms::Fidelity::fast, step_bytes);
+  EXPECT_NEAR(t / (kSimpleRingLatency_s + 62 * step_bytes / 25e9), 1.0, 1e-3);
+}
+
+TEST(CollectiveAlgorithms, ProtocolLeavesSingleNodeRingsOnTheirWireLatencies) {
+  auto cluster = testing::uniform_cluster(1, 8, B, a);
+  cluster.collectives.ring_protocol = platforms::RingProtocol::simple;
+  const int n = 8;
+  const auto r = run(cluster, CollectiveOp::all_gather, first(n), S);
+  EXPECT_NEAR(r.time_s / ((n - 1) * (a + S / (n * B))), 1.0, 1e-6);
+}
+
 TEST(CollectiveAlgorithms, CubeMeshRingsUseEveryNvlinkLane) {
   // DGX-1: three edge-disjoint Hamiltonian cycles over the 6 lanes of each
   // GPU, each run in both directions: 6 rings of S/6, each hop on one lane

@@ -262,5 +262,21 @@ TEST(ClusterConfig, CollectivesSection) {
              "c.yaml:1:", "cluster.collectives.algorithm", "'butterfly' is not a known value");
 }
 
+TEST(ClusterConfig, CollectivesProtocolIsWireUnlessAskedAndExcludesStepsInFlight) {
+  EXPECT_EQ(parse("cluster: {gpu: A100, nodes: 1}\n").collectives.ring_protocol,
+            platforms::RingProtocol::wire);
+  EXPECT_EQ(
+      parse("cluster: {gpu: A100, nodes: 1, collectives: {protocol: ll128}}\n").collectives.ring_protocol,
+      platforms::RingProtocol::ll128);
+  EXPECT_EQ(
+      parse("cluster: {gpu: A100, nodes: 1, collectives: {protocol: auto}}\n").collectives.ring_protocol,
+      platforms::RingProtocol::automatic);
+  expect_one(problems("cluster: {gpu: A100, nodes: 1, collectives: {protocol: LL256}}\n"),
+             "c.yaml:1:", "cluster.collectives.protocol", "'LL256' is not a known value");
+  expect_one(
+      problems("cluster: {gpu: A100, nodes: 1, collectives: {protocol: simple, steps_in_flight: 2}}\n"),
+      "c.yaml:1:", "cluster.collectives.steps_in_flight", "applies to protocol: wire only");
+}
+
 }  // namespace
 }  // namespace trainsim::sim
