@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -210,7 +211,7 @@ Expansion protocol_ring_expansion(const std::vector<std::vector<int>>& rings, in
   const auto wire = wire_hops(rings, zone);
   const double simple_base_s = protocol_costs(platforms::RingProtocol::simple).base_s;
   Expansion best;
-  double best_s = 0;
+  double best_s = std::numeric_limits<double>::infinity();
   for (const ProtocolCosts* costs : candidate_protocols(zone.spec().collectives.ring_protocol)) {
     auto hops = wire;
     std::vector<std::vector<double>> delays;
@@ -239,7 +240,7 @@ Expansion protocol_ring_expansion(const std::vector<std::vector<int>>& rings, in
       return make_ring_steps(rings, steps, chunk, w, delays);
     };
     const double t = estimate(x, zone);
-    if (!best.detailed || t < best_s) {
+    if (t < best_s) {
       best = std::move(x);
       best_s = t;
     }
