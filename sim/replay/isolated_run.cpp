@@ -4,9 +4,7 @@
 #include <functional>
 
 namespace trainsim::sim {
-bool IsolatedRunner::occupy(const ScheduledFlow& flow, RouteTable& routes, const LinkClaims& claims,
-                            IsolatedRun& out) {
-  const Route& route = *flow.route;
+bool IsolatedRunner::take_links(const Route& route, RouteTable& routes, const LinkClaims& claims) {
   for (const std::uint32_t link : route.links) {
     if (using_Bps_.size() <= link) {
       using_Bps_.resize(routes.link_count(), 0.0);
@@ -19,7 +17,21 @@ bool IsolatedRunner::occupy(const ScheduledFlow& flow, RouteTable& routes, const
     if (using_Bps > routes.capacity_Bps(link) * (1 + kClaimSlack) || !claims.fits(link, using_Bps))
       return false;
   }
+  return true;
+}
+
+bool IsolatedRunner::occupy(const ScheduledFlow& flow, RouteTable& routes, const LinkClaims& claims,
+                            IsolatedRun& out) {
   const auto index = static_cast<std::uint32_t>(out.flows.size());
+  if (flow.request.delay_s > 0) {
+    // A step's delay loads no link (SimGrid counts it as latency): the flow
+    // takes its links when the delay is over, so that a rank's sends that
+    // overlap only in their delays still run computed.
+    begins_.emplace_back(flow.start_s + flow.request.delay_s, index);
+    std::push_heap(begins_.begin(), begins_.end(), std::greater<>());
+  } else if (!take_links(*flow.route, routes, claims)) {
+    return false;
+  }
   out.flows.push_back(flow);
   heap_.emplace_back(flow.end_s, index);
   std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
@@ -49,13 +61,24 @@ void IsolatedRunner::reset() {
   }
   touched_.clear();
   heap_.clear();
+  begins_.clear();
   requests_.clear();
 }
 
 bool IsolatedRunner::finish_all(Collective& machine, RouteTable& routes, const LinkClaims& claims,
                                 IsolatedRun& out) {
-  // Flows finish in order of their end; ties in the order they started.
+  // Flows finish in order of their end; ties in the order they started. A
+  // delayed flow takes its links when its delay is over, before any flow
+  // that ends at that instant gives them back (the cautious order).
   while (!heap_.empty()) {
+    if (!begins_.empty() && begins_.front().first <= heap_.front().first) {
+      std::pop_heap(begins_.begin(), begins_.end(), std::greater<>());
+      const auto index = begins_.back().second;
+      begins_.pop_back();
+      if (!take_links(*out.flows[index].route, routes, claims))
+        return false;
+      continue;
+    }
     std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
     const auto [end_s, index] = heap_.back();
     heap_.pop_back();

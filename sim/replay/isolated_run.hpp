@@ -45,8 +45,12 @@ class IsolatedRunner {
               RouteTable& routes, const LinkClaims& claims, IsolatedRun& out);
 
  private:
-  // Adds `flow` to the flows in flight; false if a link cannot take it.
+  // Adds `flow` to the flows in flight; false if a link cannot take it. A
+  // flow with a delay (FlowRequest::delay_s) takes its links when the delay
+  // is over.
   bool occupy(const ScheduledFlow& flow, RouteTable& routes, const LinkClaims& claims, IsolatedRun& out);
+  // Counts the route's bound on its links; false if one cannot take it.
+  bool take_links(const Route& route, RouteTable& routes, const LinkClaims& claims);
   // Lets the flows in flight finish, launching what each end releases.
   bool finish_all(Collective& machine, RouteTable& routes, const LinkClaims& claims, IsolatedRun& out);
   bool launch(const FlowRequest& request, double start_s, RouteTable& routes, const LinkClaims& claims,
@@ -59,6 +63,7 @@ class IsolatedRunner {
   std::vector<FlowRequest> requests_;
   std::vector<Route*> route_by_tag_;                    // the route a tag had last (tags mostly keep theirs)
   std::vector<std::pair<double, std::uint32_t>> heap_;  // (end, flow index): the next to finish
+  std::vector<std::pair<double, std::uint32_t>> begins_;  // (end of delay, flow index): links to take
 };
 
 }  // namespace trainsim::sim
