@@ -314,8 +314,9 @@ class Replayer {
       // route without latency when sharing the links).
       // SimGrid takes no empty callback back, so the one installed stays,
       // answering 1 (what the CM02 model's default factor is) outside this
-      // call; it is installed only at the first displacement, as SimGrid
-      // copies each route for the callback of every later communication.
+      // call; it is installed only when first needed (a displacement, or a
+      // step with a delay), as SimGrid copies each route for the callback of
+      // every later communication.
       if (!latency_factor_installed_) {
         auto* network = sg::Engine::get_instance()->get_netzone_root()->get_network_model();
         network->set_lat_factor_cb(
