@@ -174,6 +174,9 @@ int collective_command(const CollectiveOptions& options) {
       "# algorithm {}, fidelity {}; all sizes simulated back to back in one SimGrid run\n",
       substituted.empty() ? options.algorithm : fmt::format("{} asked (not available)", options.algorithm),
       to_string(cluster.collectives.fidelity));
+  if (cluster.collectives.ring_protocol != platforms::RingProtocol::wire)
+    fmt::print("# rings across nodes pay NCCL's protocol step costs (protocol {})\n",
+               to_string(cluster.collectives.ring_protocol));
   std::cout << substituted << grown;
   fmt::print("#\n# {:>14} {:>12} {:>12} {:>8} {:>12} {:>12} {:>12}\n", "size(B)", "count", "algorithm",
              "channels", "time(us)", "algbw(GB/s)", "busbw(GB/s)");

@@ -154,6 +154,21 @@ TEST(CollectiveCli, FastAgreesWithDetailedWithNcclProtocolsAcrossNodes) {
                             0.12);
 }
 
+TEST(CollectiveCli, SaysWhenRingsPayNcclsProtocolCosts) {
+  auto header = [](std::vector<std::string> extra) {
+    std::vector<std::string> args{"collective", "--cluster",  "dgx-h100-ndr", "--op", "all_gather",
+                                  "--ranks",    "16",         "-b",           "1MiB", "-e",
+                                  "1MiB",       "--fidelity", "fast"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const auto r = run_cli(args);
+    EXPECT_EQ(r.status, 0) << r.err;
+    return r.out;
+  };
+  const std::string line = "# rings across nodes pay NCCL's protocol step costs (protocol ll128)";
+  EXPECT_NE(header({"--set", "cluster.collectives.protocol=ll128"}).find(line), std::string::npos);
+  EXPECT_EQ(header({}).find("protocol step costs"), std::string::npos);
+}
+
 TEST(CollectiveCli, NcclProtocolRingsComputedAloneAreTheirSimGridFlows) {
   // The automatic fidelity computes the steps, their protocol delays
   // included, without SimGrid flows (sim/replay/isolated_run.hpp) while they
