@@ -315,7 +315,13 @@ int add_tree_edges(const std::vector<Tree>& trees, double per_tree, std::vector<
 
 Expansion tree_expansion(const GroupLayout& layout, double bytes, const ClusterZone& zone) {
   auto trees = double_binary_trees(layout, zone);
-  const double per_tree = bytes / static_cast<double>(trees.size());
+  // With NCCL's costs on (collectives.protocol), the tree reaches only NCCL's
+  // measured share of its model's bandwidth at medium sizes: its chunks carry
+  // correspondingly more bytes, as a protocol's do.
+  const double correction = zone.spec().collectives.ring_protocol == platforms::RingProtocol::wire
+                                ? 1.0
+                                : tree_correction_factor(bytes);
+  const double per_tree = bytes / static_cast<double>(trees.size()) / correction;
   Expansion x;
   x.algorithm = CollectiveAlgorithm::tree;
   x.channels = static_cast<int>(trees.size() / 2);

@@ -64,6 +64,11 @@ struct ProtocolCosts {
 const ProtocolCosts& protocol_costs(platforms::RingProtocol protocol);
 // The protocols NCCL's tuner weighs for `asked` (automatic: all three).
 std::vector<const ProtocolCosts*> candidate_protocols(platforms::RingProtocol asked);
+// The share of its pipeline model's bandwidth an all-reduce tree of `bytes`
+// reaches under NCCL's Simple protocol (NCCL's treeCorrectionFactor: trees
+// fall short of the model at medium sizes, down to 0.5 around 256 KiB and
+// 0.7 at 32 MiB; 1 from 512 MiB on).
+double tree_correction_factor(double bytes);
 
 // ---- Detailed state machines (ring_collective.cpp, pipeline_collectives.cpp,
 // exchange_collectives.cpp) ----

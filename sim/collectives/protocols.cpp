@@ -3,6 +3,8 @@
 // the Ring rows, in microseconds; the bandwidth factors of
 // ncclTopoTuneModel). These are the constants NCCL picks its protocol by;
 // docs/collectives.md, "Protocols", says how the flow model charges them.
+#include <array>
+#include <cmath>
 #include <stdexcept>
 
 #include "sim/collectives/flows.hpp"
@@ -27,7 +29,23 @@ const ProtocolCosts kSimple{RingProtocol::simple, 8.4e-6, 3.4e-6, 14.0e-6, 1.0, 
 const ProtocolCosts kLl128{RingProtocol::ll128, 14.0e-6, 1.9e-6, 4.0e-6, 0.92, kNcclSteps};
 const ProtocolCosts kLl{RingProtocol::ll, 6.6e-6, 0.6e-6 * 1.8, 2.7e-6, 0.25, kNcclSteps};
 
+// treeCorrectionFactor's Simple row (src/graph/tuning.cc, NCCL 2.2x, the
+// same row in 2.18 to 2.27), indexed by floor(log2(bytes / 64)): "trees are
+// not perfectly sticking to the model for medium sizes", a correction NCCL's
+// developers measured and its tuner applies to the tree's bandwidth.
+constexpr std::array<double, 23> kTreeCorrectionSimple{.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5,
+                                                       .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9};
+
 }  // namespace
+
+double tree_correction_factor(double bytes) {
+  // log2i(nBytes >> 6): sizes under 64 B and from 512 MiB on are not corrected.
+  const double blocks = std::floor(bytes / 64.0);
+  if (blocks < 1)
+    return 1.0;
+  const auto index = static_cast<std::size_t>(std::floor(std::log2(blocks)));
+  return index < kTreeCorrectionSimple.size() ? kTreeCorrectionSimple[index] : 1.0;
+}
 
 const ProtocolCosts& protocol_costs(RingProtocol protocol) {
   switch (protocol) {

@@ -203,6 +203,27 @@ TEST(CollectiveAlgorithms, TreeAllReduceMatchesThePipelinedTreeClosedForm) {
   EXPECT_GT(r.time_s, 2 * S / bw);
 }
 
+// With NCCL's costs on (collectives.protocol), a tree reaches only the share
+// of its bandwidth NCCL's treeCorrectionFactor gives its size: the closed
+// form above with the bytes divided by that share.
+double corrected_tree_time_ratio(double bytes, double share) {
+  const int n = 4, chunks = 64;
+  const double bw = 25e9, lat = 1e-7;
+  auto cluster = testing::uniform_cluster(n, 1, bw, lat);
+  cluster.collectives.max_pipeline_chunks = chunks;
+  cluster.collectives.ring_protocol = platforms::RingProtocol::simple;
+  const auto r = run(cluster, CollectiveOp::all_reduce, first(n), bytes, CollectiveAlgorithm::tree);
+  return r.time_s / ((4 + chunks - 1) * (lat + 2 * bytes / share / bw / chunks));
+}
+
+TEST(CollectiveAlgorithms, TreeWithNcclsCostsReachesSevenTenthsOfItsBandwidthAt32MiB) {
+  EXPECT_NEAR(corrected_tree_time_ratio(32.0 * (1 << 20), 0.7), 1.0, 0.05);
+}
+
+TEST(CollectiveAlgorithms, TreeWithNcclsCostsIsNotCorrectedFrom512MiB) {
+  EXPECT_NEAR(corrected_tree_time_ratio(512.0 * (1 << 20), 1.0), 1.0, 0.05);
+}
+
 TEST(CollectiveAlgorithms, HierarchicalIsThreeRingPhases) {
   const int nodes = 4, g = 4, n = nodes * g;
   const double b_nv = 200e9, a_nv = 1e-6, b_nic = 25e9, a_nic = 5e-6;
