@@ -4,11 +4,10 @@
 // activation checkpointing, FlashAttention-2: MFU 0.57 on 128 A100-80GB
 // (400 Gb/s per node) and 0.37 on 96 H100-80GB. docs/founding_studies.md
 // (study 1, "Absolute MFU") gives the figures and why the gap stays: the
-// bounds below pin
-// today's errors (+12.3 and +12.8 points; H100 was +15.2 before its
-// fused-attention efficiency was fitted to NVIDIA's published step times,
-// docs/calibration.md "H100") so that a change that widens them fails, and
-// the 5-point bound is not reached yet.
+// bounds below pin today's errors (+12.3 and +12.8 points; H100 was +15.2
+// before its fused-attention efficiency was fitted to NVIDIA's published
+// step times, docs/calibration.md "H100") so that a change that widens them
+// fails, and the 5-point bound is not reached yet.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
