@@ -85,6 +85,11 @@ struct AlgorithmEstimate {
 };
 std::vector<AlgorithmEstimate> estimate_algorithms(const CollectiveRequest& request, const ClusterZone& zone);
 platforms::CollectiveAlgorithm resolve_algorithm(const CollectiveRequest& request, const ClusterZone& zone);
+// The protocol whose step costs the request's ring across nodes pays
+// (collectives.protocol; under `auto`, the one NCCL's tuner would pick for
+// this size); wire when protocols are off or the algorithm is not such a ring
+// (rings inside a node, trees and NVLS keep their wire latencies).
+platforms::RingProtocol ring_protocol(const CollectiveRequest& request, const ClusterZone& zone);
 // Why the algorithm asked for (the request's, else the cluster's) cannot run
 // this request here, so that `auto`'s choice runs instead ("nvls needs NVLink
 // SHARP ..."); "" when it can, or when nothing in particular was asked.

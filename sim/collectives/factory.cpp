@@ -33,6 +33,9 @@ struct Phase {
 struct Expansion {
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::ring;
   int channels = 1;
+  // What a ring across nodes pays per step (collectives.protocol): the
+  // protocol NCCL's tuner picked under `auto`; wire for every other expansion.
+  platforms::RingProtocol protocol = platforms::RingProtocol::wire;
   std::vector<Phase> phases;
   // The step-by-step form; none when the algorithm has only its aggregated
   // form (NVLSTree: the detailed fidelity runs the fast flows).
@@ -232,6 +235,7 @@ Expansion protocol_ring_expansion(const std::vector<std::vector<int>>& rings, in
     Expansion x;
     x.algorithm = CollectiveAlgorithm::ring;
     x.channels = static_cast<int>(rings.size());
+    x.protocol = costs->protocol;
     auto phase = ring_phase(rings, steps, chunk, hops, costs->steps_in_flight, zone);
     phase.fixed_latency_s =
         std::max(costs->base_s - simple_base_s, -zone.spec().collectives.launch_latency_s);
@@ -687,6 +691,12 @@ std::vector<AlgorithmEstimate> estimate_algorithms(const CollectiveRequest& requ
 
 CollectiveAlgorithm resolve_algorithm(const CollectiveRequest& request, const ClusterZone& zone) {
   return resolve(request, layout_of(request.gpus, zone), zone, false).algorithm;
+}
+
+platforms::RingProtocol ring_protocol(const CollectiveRequest& request, const ClusterZone& zone) {
+  const auto layout = layout_of(request.gpus, zone);
+  const auto algorithm = resolve(request, layout, zone, false).algorithm;
+  return expand(algorithm, request.op, layout, request.bytes, zone).protocol;
 }
 
 CollectivePlan make_collective(const CollectiveRequest& request, const ClusterZone& zone,

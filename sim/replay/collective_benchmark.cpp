@@ -87,6 +87,7 @@ CollectiveBenchmark run_collective_benchmark(const platforms::ClusterSpec& clust
       row.algorithm = choice->algorithm;
       row.channels = choice->channels;
     }
+    row.protocol = ring_protocol({options.op, ranks, row.bytes, 1, options.algorithm}, *zone);
   }
   return result;
 }

@@ -30,6 +30,9 @@ struct CollectiveBenchmarkRow {
   double busbw_Bps = 0;  // algbw x the op's bus factor
   platforms::CollectiveAlgorithm algorithm = platforms::CollectiveAlgorithm::ring;
   int channels = 1;
+  // What its ring's steps paid (sim::ring_protocol): wire unless the
+  // cluster's collectives.protocol is on and the algorithm is a ring across nodes.
+  platforms::RingProtocol protocol = platforms::RingProtocol::wire;
 };
 
 // nccl-tests' bus bandwidth factor: 2(n-1)/n for all-reduce, (n-1)/n for

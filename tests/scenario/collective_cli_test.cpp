@@ -15,6 +15,7 @@ namespace {
 struct Row {
   double bytes, time_us, algbw, busbw;
   std::string algorithm;
+  std::string protocol;  // "" unless collectives.protocol is on
 };
 
 std::vector<Row> parse_csv(const std::string& text) {
@@ -22,15 +23,18 @@ std::vector<Row> parse_csv(const std::string& text) {
   std::istringstream in(text);
   std::string line;
   std::getline(in, line);
-  EXPECT_EQ(line, "size_bytes,count,algorithm,channels,time_us,algbw_GBps,busbw_GBps");
+  const std::string columns = "size_bytes,count,algorithm,channels,time_us,algbw_GBps,busbw_GBps";
+  EXPECT_TRUE(line == columns || line == columns + ",protocol") << line;
+  const std::size_t cells = line == columns ? 7 : 8;
   while (std::getline(in, line)) {
     std::vector<std::string> f;
     std::stringstream ss(line);
     for (std::string cell; std::getline(ss, cell, ',');)
       f.push_back(cell);
-    EXPECT_EQ(f.size(), 7u) << line;
-    if (f.size() == 7)
-      rows.push_back({std::stod(f[0]), std::stod(f[4]), std::stod(f[5]), std::stod(f[6]), f[2]});
+    EXPECT_EQ(f.size(), cells) << line;
+    if (f.size() == cells)
+      rows.push_back(
+          {std::stod(f[0]), std::stod(f[4]), std::stod(f[5]), std::stod(f[6]), f[2], cells == 8 ? f[7] : ""});
   }
   return rows;
 }
@@ -167,6 +171,29 @@ TEST(CollectiveCli, SaysWhenRingsPayNcclsProtocolCosts) {
   const std::string line = "# rings across nodes pay NCCL's protocol step costs (protocol ll128)";
   EXPECT_NE(header({"--set", "cluster.collectives.protocol=ll128"}).find(line), std::string::npos);
   EXPECT_EQ(header({}).find("protocol step costs"), std::string::npos);
+}
+
+// With protocols on, each size says which protocol its ring paid: `auto`
+// moves from LL (latency-bound) through LL128 to Simple (bandwidth-bound) as
+// NCCL's tuner does, and algorithms that keep their wire latencies (NVLSTree
+// here) say wire. Without protocols the columns stay nccl-tests' own.
+TEST(CollectiveCli, SaysWhichProtocolEachSizesRingPaid) {
+  auto paid = [](const char* op, const char* protocol) {
+    std::vector<std::string> out;
+    for (const auto& r : run_csv({"--cluster", "dgx-h100-ndr", "--op", op, "--ranks", "16", "-b", "64KiB",
+                                  "-e", "256MiB", "-f", "16", "--fidelity", "fast", "--set", protocol}))
+      out.push_back(r.algorithm + "/" + r.protocol);
+    return out;
+  };
+  EXPECT_EQ(paid("all_gather", "cluster.collectives.protocol=auto"),
+            (std::vector<std::string>{"ring/ll", "ring/ll", "ring/ll128", "ring/simple"}));
+  EXPECT_EQ(paid("all_reduce", "cluster.collectives.protocol=auto"),
+            std::vector<std::string>(4, "nvls_tree/wire"));
+  EXPECT_EQ(paid("all_gather", "cluster.collectives.protocol=ll128"),
+            std::vector<std::string>(4, "ring/ll128"));
+  const auto plain = run_cli({"collective", "--cluster", "dgx-h100-ndr", "--ranks", "16", "--format", "csv"});
+  EXPECT_EQ(plain.out.substr(0, plain.out.find('\n')),
+            "size_bytes,count,algorithm,channels,time_us,algbw_GBps,busbw_GBps");
 }
 
 TEST(CollectiveCli, NcclProtocolRingsComputedAloneAreTheirSimGridFlows) {
