@@ -9,7 +9,7 @@
 namespace trainsim::workloads {
 
 MemoryBreakdown bytes_per_parameter(const ParallelPlan& plan) {
-  return bytes_per_parameter(plan, plan.data_parallel_size());
+  return bytes_per_parameter(plan, plan.zero_shard_size());
 }
 
 MemoryBreakdown bytes_per_parameter(const ParallelPlan& plan, int replicas) {

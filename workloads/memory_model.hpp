@@ -10,7 +10,8 @@
 //
 // What is counted (docs/memory.md has the derivations):
 //  - weights, gradients, optimizer state per parameter, by ZeRO stage over
-//    the data-parallel group of D = dp x cp GPUs (bytes_per_parameter);
+//    the data-parallel group of D = dp x cp GPUs, or over the dp_shard GPUs
+//    of a hybrid-sharded group (bytes_per_parameter);
 //  - activations: each forward stores its layers' activations
 //    (activation_memory.hpp), counted when it ends, until the matching
 //    backward frees them at its end; a
@@ -38,7 +39,7 @@ namespace trainsim::workloads {
 //   stage 0: 2 + g + 12         (16 with bf16 gradients; Megatron's 18 with fp32)
 //   stage 1: 2 + g + 12 / D     (Megatron's distributed optimizer: 6 + 12/D with fp32 gradients)
 //   stage 2: 2 + (g + 12) / D
-//   stage 3: (2 + g + 12) / D   (FSDP)
+//   stage 3: (2 + g + 12) / D   (FSDP; D = dp_shard under hybrid sharding)
 MemoryBreakdown bytes_per_parameter(const ParallelPlan& plan);
 // The same for parameters replicated on `replicas` GPUs (D for dense ones,
 // the expert data-parallel dp x cp / ep for a MoE model's routed experts).

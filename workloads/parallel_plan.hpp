@@ -90,6 +90,14 @@ struct ParallelPlan {
   // parallelism, 1 optimizer state sharded, 2 + gradients, 3 + parameters
   // (FSDP).
   int zero_stage = 0;
+  // Hybrid sharding (PyTorch FSDP's HYBRID_SHARD, FSDP2's 2-D mesh,
+  // torchtitan's data_parallel_shard_degree): with zero_stage 3, parameters,
+  // gradients and optimizer state are sharded over groups of `dp_shard`
+  // consecutive data-parallel positions (a node, typically) and replicated
+  // across the dp x cp / dp_shard groups, which all-reduce every unit's
+  // gradient shard after its reduce-scatter. 0: one group of all dp x cp
+  // GPUs (FULL_SHARD).
+  int dp_shard = 0;
   // Gradient reduction during the backward, in buckets of grad_bucket_bytes
   // (0: kDefaultGradBucketElements x grad_bytes), instead of one collective
   // after it. Zero stages 0 to 2 (FSDP reduces per layer anyway).
@@ -106,6 +114,10 @@ struct ParallelPlan {
   // GPUs that hold replicas of the same parameters and reduce their
   // gradients together (and shard them under ZeRO): dp x cp.
   int data_parallel_size() const { return dp * cp; }
+  // GPUs one ZeRO shard is spread over: dp_shard, or all dp x cp.
+  int zero_shard_size() const { return dp_shard > 0 ? dp_shard : data_parallel_size(); }
+  // Hybrid sharding: shard groups replicated across more than one group.
+  bool hybrid_sharded() const { return zero_stage >= 3 && zero_shard_size() < data_parallel_size(); }
   // GPUs holding replicas of the same experts (Megatron's expert data
   // parallelism): dp x cp / ep.
   int expert_data_parallel_size() const { return dp * cp / ep; }

@@ -151,7 +151,7 @@ void check_expert_parallel(const ModelSpec& model, const ParallelPlan& plan, Pro
 }
 
 // Sequence and context parallelism, expert parallelism, the framework,
-// ZeRO-3 and gradient buckets.
+// ZeRO-3 (and its hybrid sharding) and gradient buckets.
 void check_parallelism_options(const ModelSpec& model, const ParallelPlan& plan, Problems& problems) {
   if (plan.sequence_parallel && plan.tp < 2)
     problems.add("sequence_parallel",
@@ -182,6 +182,19 @@ void check_parallelism_options(const ModelSpec& model, const ParallelPlan& plan,
         fmt::format("true with framework {}: the overlap is Transformer Engine's, as Megatron-LM and "
                     "NeMo run it; expected framework: megatron, or tp_comm_overlap: false",
                     to_string(plan.framework)));
+  if (plan.dp_shard > 0) {
+    const int positions = plan.data_parallel_size();
+    if (plan.zero_stage != 3)
+      problems.add("dp_shard", fmt::format("{} with zero_stage {}: hybrid sharding is FSDP's (PyTorch "
+                                           "HYBRID_SHARD); expected zero_stage: 3, or the key left out",
+                                           plan.dp_shard, plan.zero_stage));
+    else if (positions % plan.dp_shard != 0)
+      problems.add(
+          "dp_shard",
+          fmt::format("{} does not divide dp x cp = {} x {} = {}: the shard groups split the "
+                      "data-parallel GPUs evenly; expected a divisor of {} (e.g. the GPUs of a node)",
+                      plan.dp_shard, plan.dp, plan.cp, positions, positions));
+  }
   const bool bucket_given = plan.grad_bucket_bytes > 0;
   if (plan.zero_stage == 3) {
     const std::string why =

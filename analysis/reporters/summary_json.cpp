@@ -165,6 +165,9 @@ void write_summary_json(std::ostream& out, const RunContext& run, const Report& 
                {"framework", to_string(run.plan.framework)},
                {"overlap_grad_reduce", run.plan.overlap_grad_reduce},
                {"grad_bucket_size_bytes", run.plan.grad_bucket_size_bytes()}};
+  // Only under hybrid sharding, so that other summaries keep their keys.
+  if (run.plan.hybrid_sharded())
+    j["plan"]["dp_shard"] = run.plan.zero_shard_size();
   // The partition actually run: every virtual stage's layers and every
   // replica's micro-batches, given (uneven) or derived (even).
   {

@@ -45,7 +45,10 @@ void write_terminal_summary(std::ostream& out, const RunContext& run, const Repo
     options += ", sequence parallel";
   if (plan.tp_comm_overlap)
     options += ", TP communication overlapping the GEMMs";
-  if (plan.zero_stage > 0)
+  if (plan.hybrid_sharded())
+    options += fmt::format(", ZeRO-3 (hybrid-sharded FSDP: shards over {} GPUs, {} replicas)",
+                           plan.zero_shard_size(), plan.data_parallel_size() / plan.zero_shard_size());
+  else if (plan.zero_stage > 0)
     options +=
         plan.zero_stage == 3 ? std::string(", ZeRO-3 (FSDP)") : fmt::format(", ZeRO-{}", plan.zero_stage);
   if (plan.overlap_grad_reduce)

@@ -1,7 +1,7 @@
 // The `plan` keys for the parallelism options beyond dp / tp / pp and the
-// schedule: sequence, context and expert parallelism, ZeRO / FSDP, the
-// framework (Megatron or PyTorch FSDP / FSDP2), TP communication overlap
-// and gradient bucketing.
+// schedule: sequence, context and expert parallelism, ZeRO / FSDP (and its
+// hybrid sharding), the framework (Megatron or PyTorch FSDP / FSDP2), TP
+// communication overlap and gradient bucketing.
 // Their rules: workloads/plan_checks.cpp.
 #include <fmt/format.h>
 
@@ -19,6 +19,8 @@ void read_parallelism_options(platforms::MapReader& p, Scenario& scenario) {
     plan.ep = static_cast<int>(*ep);
   if (auto zero = p.integer("zero_stage", 0, 3))
     plan.zero_stage = static_cast<int>(*zero);
+  if (auto shard = p.integer("dp_shard", 1, kMaxCount))
+    plan.dp_shard = static_cast<int>(*shard);
   using workloads::Framework;
   if (auto f = p.choice<Framework>("framework", {{"megatron", Framework::megatron},
                                                  {"pytorch_fsdp", Framework::pytorch_fsdp},

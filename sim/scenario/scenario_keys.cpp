@@ -216,6 +216,9 @@ struct Tables {
                 ranged("context_parallel", T::integer, 1, kCount, "ring attention over this many GPUs"),
                 ranged("expert_parallel", T::integer, 1, kCount, "experts spread over this many GPUs"),
                 ranged("zero_stage", T::integer, 0, 3, "ZeRO stage (3 = FSDP)"),
+                ranged("dp_shard", T::integer, 1, kCount,
+                       "hybrid sharding (HSDP): zero_stage 3 shards over groups of this many of the dp x cp "
+                       "GPUs, replicated across the groups; default all of them"),
                 choice("framework", {"megatron", "pytorch_fsdp", "pytorch_fsdp2"},
                        "what runs the plan (the PyTorch ones need zero_stage 3)"),
                 key("tp_comm_overlap", T::boolean,

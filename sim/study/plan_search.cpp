@@ -410,6 +410,8 @@ PlanSearch prepare_plan_search(const PlanSearchRequest& request) {
     candidate.plan.virtual_stages = plan.virtual_stages;
     candidate.plan.recompute = plan.recompute;
     candidate.plan.zero_stage = plan.zero_stage;
+    // The base plan's hybrid sharding, on the FSDP candidates (it is FSDP's).
+    candidate.plan.dp_shard = plan.zero_stage == 3 ? base_plan.dp_shard : 0;
     candidate.plan.sequence_parallel = plan.sequence_parallel;
     // The base plan's TP overlap, on every candidate it applies to.
     candidate.plan.tp_comm_overlap = base_plan.tp_comm_overlap && plan.sequence_parallel &&
@@ -462,6 +464,8 @@ std::string scenario_yaml(const PlanSearch& search, const PlanCandidate& candida
   plan["virtual_stages"] = candidate.plan.virtual_stages;
   plan["recompute"] = std::string(to_string(candidate.plan.recompute));
   plan["zero_stage"] = candidate.plan.zero_stage;
+  if (plan["dp_shard"] && candidate.plan.zero_stage != 3)
+    plan.remove("dp_shard");  // hybrid sharding is FSDP's: not on this candidate
   plan["sequence_parallel"] = candidate.plan.sequence_parallel;
   if (plan["tp_comm_overlap"] || candidate.plan.tp_comm_overlap)
     plan["tp_comm_overlap"] = candidate.plan.tp_comm_overlap;

@@ -170,6 +170,36 @@ TEST(FsdpReplay, PrefetchHidesTheGathersBehindCompute) {
   EXPECT_GT(curves.gpus[0].at_peak[workloads::MemoryKind::buffers], 0);
 }
 
+// Hybrid sharding on 2 nodes of 4 GPUs (dp_shard 4): every all-gather and
+// reduce-scatter flow stays inside a node, and only the shards' all-reduces
+// cross it, each between the GPUs at the same position of both nodes.
+TEST(FsdpReplay, HybridShardingKeepsTheGathersInsideTheNodeAndOnlyTheShardsAllReduceAcrossIt) {
+  auto cluster = testing::uniform_cluster(2, 4, 300e9, 1e-6);
+  cluster.groups.front().nic = {25e9, 2e-6};
+  ParallelPlan plan{.dp = 8, .micro_batch_size = 1, .global_batch_size = 8};
+  plan.zero_stage = 3;
+  plan.dp_shard = 4;
+  const auto run = replay_plan(plan, cluster);
+  int inside = 0, across = 0;
+  for (const auto& f : run.timeline.flows) {
+    const auto op = run.graph[f.task].op;
+    if (op == workloads::CollectiveOp::all_reduce) {
+      EXPECT_NE(f.src_gpu / 4, f.dst_gpu / 4) << f.src_gpu << " -> " << f.dst_gpu;
+      EXPECT_EQ(f.src_gpu % 4, f.dst_gpu % 4) << f.src_gpu << " -> " << f.dst_gpu;
+      ++across;
+    } else {
+      EXPECT_EQ(f.src_gpu / 4, f.dst_gpu / 4) << f.src_gpu << " -> " << f.dst_gpu;
+      ++inside;
+    }
+  }
+  EXPECT_GT(inside, 0);
+  EXPECT_GT(across, 0);
+  // Weights, gradients and optimizer state over 4 GPUs: resident 16 / 4
+  // bytes per parameter of the model on every GPU.
+  const workloads::GpuMemoryModel memory(run.model, plan);
+  EXPECT_DOUBLE_EQ(memory.resident(0).total(), 16.0 / 4 * memory.parameters(0));
+}
+
 // Ring attention at 32k tokens: the attention core outlasts the key/value
 // exchange on NVLink-class links, so the exchange hides behind it.
 TEST(ContextParallelReplay, RingExchangeRunsUnderTheAttentionCore) {

@@ -140,6 +140,55 @@ TEST(PlanCli, PlansThatDoNotFitArePrunedCountedAndNeverSimulated) {
   fs::remove_all(dir);
 }
 
+// A base scenario with hybrid sharding (plan.dp_shard) searches it on the
+// FSDP plans only: their points run hybrid-sharded, and the other ZeRO
+// stages' points carry no dp_shard (it is FSDP's), so each reruns as is.
+TEST(PlanCli, HybridShardingOfTheBaseScenarioGoesToTheFsdpPlansOnly) {
+  const auto dir = fresh_dir("plan-hybrid");
+  const auto base =
+      write_temp_file("plan-hybrid-base.yaml",
+                      "name: base\ncluster: {preset: dgx-h100-ndr, nodes: 2}\nmodel: {preset: gpt3-1.3b}\n"
+                      "plan: {global_batch_size: 16, dp_shard: 8}\n");
+  const auto r = run_cli({"plan",
+                          "--scenario",
+                          base.string(),
+                          "--gpus",
+                          "16",
+                          "--set",
+                          "plan.tp=1",
+                          "--set",
+                          "plan.pp=1",
+                          "--set",
+                          "plan.micro_batch_size=1",
+                          "--set",
+                          "plan.recompute=none",
+                          "--set",
+                          "plan.zero_stage=[1,3]",
+                          "--top",
+                          "2",
+                          "-j",
+                          "2",
+                          "--quiet",
+                          "--out",
+                          (dir / "out").string()});
+  ASSERT_EQ(r.status, 0) << r.err << r.out;
+  int points = 0;
+  for (const auto& entry : fs::directory_iterator(dir / "out" / "points")) {
+    const auto summary = read_json(entry.path() / "summary.json");
+    const bool fsdp = summary["plan"]["zero_stage"].get<int>() == 3;
+    EXPECT_EQ(summary["plan"].contains("dp_shard"), fsdp) << entry.path();
+    if (fsdp) {
+      EXPECT_EQ(summary["plan"]["dp_shard"].get<int>(), 8);
+    }
+    const auto rerun = run_cli(
+        {"run", (entry.path() / "scenario.yaml").string(), "--quiet", "--out", (dir / "rerun").string()});
+    EXPECT_EQ(rerun.status, 0) << rerun.err;
+    ++points;
+  }
+  EXPECT_EQ(points, 2);
+  fs::remove_all(dir);
+}
+
 void expect_refused(const std::vector<std::string>& args, const std::string& message) {
   const auto r = run_cli(args);
   EXPECT_EQ(r.status, 1) << r.err;

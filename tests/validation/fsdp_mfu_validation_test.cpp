@@ -79,5 +79,41 @@ TEST(FsdpMfuValidation, StudysPureFsdpIsWithinItsBoundOfFernandezOnBothGpusAndCl
   EXPECT_GT(study_mfu("dgx-h100-ndr", "megatron", 0.0), h100 + 0.05);
 }
 
+// IBM's fms-fsdp README (foundation-model-stack/fms-fsdp, the table at its
+// top): 128 A100-80GB, 4,096 tokens, tokens/s per GPU as run, each row's
+// sharding, activation checkpointing and sequences per GPU. The cluster is
+// DGX A100 nodes with two 200 Gb/s NICs each, IBM's 400 Gb/s per node
+// (the PyTorch blog above). Hybrid sharding (plan.dp_shard) shards within a
+// node as fms-fsdp's HSDP does. Large and recomputed, 70B is within 10%;
+// the small models without recomputation run faster than measured (7B +21%,
+// 13B +33% today: docs/founding_studies.md, "Absolute MFU"), and the bounds
+// pin those gaps so that a change that widens them fails.
+double fms_tokens_per_gpu(const std::string& model, const std::string& plan) {
+  const auto dir = fresh_dir("fms-fsdp");
+  const auto file = dir / "fms.yaml";
+  std::ofstream(file) << "name: fms-fsdp\ncluster: {preset: dgx-a100-hdr, nodes: 16, nic: {per_node: 2}, "
+                         "collectives: {fidelity: fast}}\nmodel: {preset: "
+                      << model << "}\nplan: {dp: auto, tp: 1, pp: 1, zero_stage: 3, framework: pytorch_fsdp, "
+                      << plan << "}\n";
+  const auto summary = run_summary({"run", file.string()});
+  std::filesystem::remove_all(dir);
+  return summary.value("tokens_per_s", 0.0) / 128;
+}
+
+TEST(FsdpMfuValidation,
+     FmsFsdpsSeventyBWithFullRecomputationIsWithinTenPercentAndItsSmallModelsWithinTheirBounds) {
+  const double b70 =
+      fms_tokens_per_gpu("llama2-70b", "recompute: full, micro_batch_size: 6, global_batch_size: 768");
+  EXPECT_NEAR(b70 / 380, 1.0, 0.10) << b70 << " tokens/s per GPU, published 380";
+  const double b7 = fms_tokens_per_gpu(
+      "llama2-7b", "dp_shard: 8, recompute: none, micro_batch_size: 2, global_batch_size: 256");
+  EXPECT_GT(b7, 3760.0);
+  EXPECT_LT(b7 / 3760, 1.25) << b7 << " tokens/s per GPU, published 3,760";
+  const double b13 = fms_tokens_per_gpu(
+      "llama2-13b", "dp_shard: 8, recompute: none, micro_batch_size: 1, global_batch_size: 128");
+  EXPECT_GT(b13, 1700.0);
+  EXPECT_LT(b13 / 1700, 1.38) << b13 << " tokens/s per GPU, published 1,700";
+}
+
 }  // namespace
 }  // namespace trainsim::testing

@@ -38,9 +38,9 @@
 namespace trainsim::workloads::detail {
 
 void IterationBuilder::add_fsdp_sync_and_step(int rank, int tp) {
-  const std::vector<int> members = data_parallel_members(rank, tp);
-  const int d = static_cast<int>(members.size());
-  const int group = graph_.add_group(members);
+  const std::vector<int> all = data_parallel_members(rank, tp);
+  const auto s = static_cast<std::size_t>(plan_.zero_shard_size());
+  const std::size_t replicas = all.size() / s;
   const double g = plan_.grad_bytes;
   using At = MemoryEvent::At;
 
@@ -56,59 +56,115 @@ void IterationBuilder::add_fsdp_sync_and_step(int rank, int tp) {
     task.duration_s = total_s;
   };
 
-  TaskId previous_gather = kNone, previous_reduce = kNone;
-  // (op, piece) of every gathered unit so far, to bound the prefetch.
-  std::vector<std::pair<std::size_t, std::size_t>> gathered;
   // Replicas run the same list: FSDP requires even micro-batch shares.
   const auto& list = schedule(0).per_rank[static_cast<std::size_t>(rank)];
-  for (std::size_t k = 0; k < list.size(); ++k) {
-    const PipeOp& op = list[k];
-    const auto& pieces = ops_[idx(members.front())][k].pieces;
-    for (std::size_t p = 0; p < pieces.size(); ++p) {
-      const double parameters = pieces[p].parameters;
-      const CollectiveAt at{.chunk = op.chunk, .micro_batch = op.micro_batch, .layer = pieces[p].layer};
-      if (needs_weights(op.kind)) {
-        const TaskId id = graph_.add(collective_task(CommKind::dp, CollectiveOp::all_gather, group, rank,
-                                                     memory_.gathered_bytes(parameters), at));
-        if (previous_gather != kNone)
-          graph_.depend(previous_gather, id);
-        if (gathered.size() >= 2) {
-          const auto [k2, p2] = gathered[gathered.size() - 2];
-          for (int gpu : members)
-            graph_.depend(ops_[idx(gpu)][k2].pieces[p2].last, id);
+  // The reduce-scatter of every unit, per shard group, in unit order.
+  std::vector<std::vector<TaskId>> reduces(replicas);
+  for (std::size_t r = 0; r < replicas; ++r) {
+    const std::vector<int> members(all.begin() + static_cast<std::ptrdiff_t>(r * s),
+                                   all.begin() + static_cast<std::ptrdiff_t>((r + 1) * s));
+    const int group = graph_.add_group(members);
+    TaskId previous_gather = kNone, previous_reduce = kNone;
+    // (op, piece) of every gathered unit so far, to bound the prefetch.
+    std::vector<std::pair<std::size_t, std::size_t>> gathered;
+    for (std::size_t k = 0; k < list.size(); ++k) {
+      const PipeOp& op = list[k];
+      const auto& pieces = ops_[idx(members.front())][k].pieces;
+      for (std::size_t p = 0; p < pieces.size(); ++p) {
+        const double parameters = pieces[p].parameters;
+        const CollectiveAt at{.chunk = op.chunk, .micro_batch = op.micro_batch, .layer = pieces[p].layer};
+        if (needs_weights(op.kind)) {
+          const TaskId id = graph_.add(collective_task(CommKind::dp, CollectiveOp::all_gather, group, rank,
+                                                       memory_.gathered_bytes(parameters), at));
+          if (previous_gather != kNone)
+            graph_.depend(previous_gather, id);
+          if (gathered.size() >= 2) {
+            const auto [k2, p2] = gathered[gathered.size() - 2];
+            for (int gpu : members)
+              graph_.depend(ops_[idx(gpu)][k2].pieces[p2].last, id);
+          }
+          for (int gpu : members) {
+            const Piece& piece = ops_[idx(gpu)][k].pieces[p];
+            if (framework == Framework::pytorch_fsdp2)
+              add_kernel(piece.first, gpu, 2 * memory_.gathered_bytes(parameters));
+            graph_.depend(id, piece.first);
+            if (piece.exchange != kNone)
+              graph_.depend(id, piece.exchange);
+            graph_.add_memory(id, gpu, At::start, MemoryKind::buffers, memory_.gathered_bytes(parameters));
+            graph_.add_memory(piece.last, gpu, At::end, MemoryKind::buffers,
+                              -memory_.gathered_bytes(parameters));
+          }
+          gathered.emplace_back(k, p);
+          previous_gather = id;
         }
-        for (int gpu : members) {
-          const Piece& piece = ops_[idx(gpu)][k].pieces[p];
-          if (framework == Framework::pytorch_fsdp2)
-            add_kernel(piece.first, gpu, 2 * memory_.gathered_bytes(parameters));
-          graph_.depend(id, piece.first);
-          if (piece.exchange != kNone)
-            graph_.depend(id, piece.exchange);
-          graph_.add_memory(id, gpu, At::start, MemoryKind::buffers, memory_.gathered_bytes(parameters));
-          graph_.add_memory(piece.last, gpu, At::end, MemoryKind::buffers,
-                            -memory_.gathered_bytes(parameters));
+        if (produces_gradients(op.kind)) {
+          const TaskId id = graph_.add(
+              collective_task(CommKind::dp, CollectiveOp::reduce_scatter, group, rank, g * parameters, at));
+          if (previous_reduce != kNone)
+            graph_.depend(previous_reduce, id);
+          for (int gpu : members) {
+            const Piece& piece = ops_[idx(gpu)][k].pieces[p];
+            if (framework == Framework::pytorch_fsdp2 || (framework == Framework::pytorch_fsdp && g > 2))
+              add_kernel(piece.last, gpu, (2 + g) * parameters);
+            graph_.depend(piece.last, id);
+            graph_.add_memory(piece.first, gpu, At::start, MemoryKind::buffers, g * parameters);
+            graph_.add_memory(id, gpu, At::end, MemoryKind::buffers, -g * parameters);
+          }
+          previous_reduce = id;
+          reduces[r].push_back(id);
         }
-        gathered.emplace_back(k, p);
-        previous_gather = id;
-      }
-      if (produces_gradients(op.kind)) {
-        const TaskId id = graph_.add(
-            collective_task(CommKind::dp, CollectiveOp::reduce_scatter, group, rank, g * parameters, at));
-        if (previous_reduce != kNone)
-          graph_.depend(previous_reduce, id);
-        for (int gpu : members) {
-          const Piece& piece = ops_[idx(gpu)][k].pieces[p];
-          if (framework == Framework::pytorch_fsdp2 || (framework == Framework::pytorch_fsdp && g > 2))
-            add_kernel(piece.last, gpu, (2 + g) * parameters);
-          graph_.depend(piece.last, id);
-          graph_.add_memory(piece.first, gpu, At::start, MemoryKind::buffers, g * parameters);
-          graph_.add_memory(id, gpu, At::end, MemoryKind::buffers, -g * parameters);
-        }
-        previous_reduce = id;
       }
     }
   }
-  add_optimizer_steps(rank, members, stage_parameters_per_gpu(model_, plan_, rank) / d, previous_reduce);
+  if (replicas == 1) {
+    add_optimizer_steps(rank, all, stage_parameters_per_gpu(model_, plan_, rank) / static_cast<double>(s),
+                        reduces[0].empty() ? kNone : reduces[0].back());
+    return;
+  }
+  add_hybrid_all_reduces(rank, all, reduces);
+}
+
+// Hybrid sharding: the GPUs at the same position of every shard group hold
+// the same shard, so after each unit's reduce-scatter they all-reduce it
+// (g P / dp_shard bytes), and their optimizer steps wait for the last one.
+// PyTorch runs a rank's all-reduce behind its reduce-scatter on the same
+// stream (FSDP1's post-backward stream; FSDP2's reduce-scatter stream), so
+// the next unit's reduce-scatter also waits for this unit's all-reduces.
+void IterationBuilder::add_hybrid_all_reduces(int rank, const std::vector<int>& all,
+                                              const std::vector<std::vector<TaskId>>& reduces) {
+  const std::size_t replicas = reduces.size();
+  const std::size_t s = all.size() / replicas;
+  const std::size_t units = reduces[0].size();
+  const double shard_parameters = stage_parameters_per_gpu(model_, plan_, rank) / static_cast<double>(s);
+  std::vector<std::vector<int>> positions(s);
+  std::vector<int> groups(s);
+  for (std::size_t j = 0; j < s; ++j) {
+    for (std::size_t r = 0; r < replicas; ++r)
+      positions[j].push_back(all[r * s + j]);
+    groups[j] = graph_.add_group(positions[j]);
+  }
+  std::vector<TaskId> previous(s, kNone);
+  for (std::size_t u = 0; u < units; ++u) {
+    // Copied: adding tasks may move the graph's task storage.
+    const Task scatter = graph_.graph[reduces[0][u]];
+    const CollectiveAt at{.chunk = scatter.chunk, .micro_batch = scatter.micro_batch, .layer = scatter.layer};
+    std::vector<TaskId> current(s);
+    for (std::size_t j = 0; j < s; ++j) {
+      current[j] = graph_.add(collective_task(CommKind::dp, CollectiveOp::all_reduce, groups[j], rank,
+                                              scatter.bytes / static_cast<double>(s), at));
+      for (std::size_t r = 0; r < replicas; ++r)
+        graph_.depend(reduces[r][u], current[j]);
+      if (previous[j] != kNone)
+        graph_.depend(previous[j], current[j]);
+    }
+    if (u + 1 < units)
+      for (std::size_t r = 0; r < replicas; ++r)
+        for (TaskId id : current)
+          graph_.depend(id, reduces[r][u + 1]);
+    previous = current;
+  }
+  for (std::size_t j = 0; j < s; ++j)
+    add_optimizer_steps(rank, positions[j], shard_parameters, previous[j]);
 }
 
 }  // namespace trainsim::workloads::detail

@@ -148,6 +148,8 @@ class IterationBuilder {
   // synchronisation of the GPUs holding (rank, tp rank), then the optimizer.
   void add_gradient_sync_and_step(int rank, int tp);
   void add_fsdp_sync_and_step(int rank, int tp);
+  void add_hybrid_all_reduces(int rank, const std::vector<int>& all,
+                              const std::vector<std::vector<TaskId>>& reduces);
   // expert_parallel_sync.cpp: plan.ep > 1 on a MoE model.
   void add_expert_all_to_alls(int rank, int tp);
   void add_expert_parallel_sync_and_step(int rank, int tp);

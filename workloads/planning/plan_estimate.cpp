@@ -134,6 +134,15 @@ PlanEstimate estimate_plan(const ModelSpec& model, const ParallelPlan& plan,
       for (int c = 0; c < plan.cp; ++c)
         dp_groups[static_cast<std::size_t>(r)].push_back(plan.gpu_of(r, dp, 0, c));
     const auto& dp_group = dp_groups[static_cast<std::size_t>(r)];
+    // Hybrid sharding: gathers and reduce-scatters over the first shard
+    // group, each unit's shard all-reduced across the groups (position 0's
+    // GPUs) on the reduce-scatter's stream.
+    const auto shard = static_cast<std::size_t>(plan.zero_shard_size());
+    const std::vector<int> shard_group(dp_group.begin(),
+                                       dp_group.begin() + static_cast<std::ptrdiff_t>(shard));
+    std::vector<int> replica_group;
+    for (std::size_t k = 0; k < dp_group.size(); k += shard)
+      replica_group.push_back(dp_group[k]);
     for (int chunk = 0; chunk < v; ++chunk) {
       const StageSlice slice = virtual_stage_slice(model, plan, layout.virtual_stage(r, chunk));
       const OpCost forward = cost.forward(slice, gpu), input = cost.backward_input(slice, gpu),
@@ -152,8 +161,11 @@ PlanEstimate estimate_plan(const ModelSpec& model, const ParallelPlan& plan,
         // Per layer: its compute against its gathers (and the reduce-scatter
         // of its gradients), prefetched one layer ahead on the DP stream.
         const double unit = model.layer_parameters() / plan.tp;
-        const double gather = collective_s(cluster, CollectiveOp::all_gather, 2 * unit, dp_group);
-        const double scatter = collective_s(cluster, CollectiveOp::reduce_scatter, g * unit, dp_group);
+        const double gather = collective_s(cluster, CollectiveOp::all_gather, 2 * unit, shard_group);
+        double scatter = collective_s(cluster, CollectiveOp::reduce_scatter, g * unit, shard_group);
+        if (replica_group.size() > 1)
+          scatter += collective_s(cluster, CollectiveOp::all_reduce, g * unit / static_cast<double>(shard),
+                                  replica_group);
         const double layers = slice.layers;
         fsdp_f = layers * std::max(0.0, gather - f / layers);
         fsdp_b = layers * std::max(0.0, gather + scatter - (bi + w) / layers);
@@ -234,7 +246,7 @@ PlanEstimate estimate_plan(const ModelSpec& model, const ParallelPlan& plan,
     const auto& group = dp_groups[static_cast<std::size_t>(r)];
     const double params = stage_parameters_per_gpu(model, plan, r);
     const auto& gpu = cluster.gpu_of(plan.gpu_of(r, 0, 0, 0));
-    const double local = plan.zero_stage >= 1 && d > 1 ? params / d : params;
+    const double local = plan.zero_stage >= 1 && d > 1 ? params / plan.zero_shard_size() : params;
     optimizer = std::max(optimizer, cost.optimizer(local, gpu).duration_s);
     if (d < 2)
       continue;

@@ -49,6 +49,17 @@ TEST(MemoryModel, ContextParallelRanksShareTheShards) {
   EXPECT_DOUBLE_EQ(per_parameter(plan), 16.0 / 8);
 }
 
+// Hybrid sharding spreads a shard over dp_shard GPUs only: each GPU keeps
+// 16 / dp_shard bytes per parameter, whatever the number of replicas.
+TEST(MemoryModel, HybridShardingShardsOverTheShardGroupOnly) {
+  auto plan = plan_of(32, 3);
+  plan.dp_shard = 8;
+  EXPECT_DOUBLE_EQ(per_parameter(plan), 16.0 / 8);
+  EXPECT_DOUBLE_EQ(bytes_per_parameter(plan)[MemoryKind::optimizer], 12.0 / 8);
+  plan.dp_shard = 32;
+  EXPECT_DOUBLE_EQ(per_parameter(plan), 16.0 / 32);
+}
+
 TEST(MemoryModel, ResidentMemoryIsTheStageParametersTimesTheirBytes) {
   const auto model = *find_model_preset("gpt3-2.7b");
   ParallelPlan plan{.dp = 4, .tp = 2, .pp = 4, .micro_batch_size = 1, .global_batch_size = 16};

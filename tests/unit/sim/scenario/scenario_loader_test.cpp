@@ -284,6 +284,27 @@ TEST(ScenarioLoader, FrameworkReachesThePlanAndDefaultsToMegatron) {
   EXPECT_TRUE(s.plan.pytorch());
 }
 
+// plan.dp_shard (hybrid sharding): FSDP only, a divisor of dp x cp; the
+// error names the file's line, the key, the value and what was expected.
+TEST(ScenarioLoader, HybridShardingNeedsFsdpAndADivisorOfTheDataParallelGpus) {
+  const auto s = scenario::parse_scenario_text(kMinimal, "t.yaml", {"plan.zero_stage=3", "plan.dp_shard=2"});
+  EXPECT_EQ(s.plan.zero_shard_size(), 2);
+  EXPECT_TRUE(s.plan.hybrid_sharded());
+  EXPECT_FALSE(
+      scenario::parse_scenario_text(kMinimal, "t.yaml", {"plan.zero_stage=3"}).plan.hybrid_sharded());
+  auto p = problems(kMinimal, {"plan.dp_shard=2"});
+  ASSERT_EQ(p.size(), 1u) << ::testing::PrintToString(p);
+  EXPECT_NE(p[0].find("plan.dp_shard: 2 with zero_stage 0: hybrid sharding is FSDP's"), std::string::npos)
+      << p[0];
+  const std::string yaml = std::string(kMinimal) + "  zero_stage: 3\n  dp_shard: 3\n";
+  p = problems(yaml);
+  ASSERT_EQ(p.size(), 1u) << ::testing::PrintToString(p);
+  EXPECT_NE(p[0].find("t.yaml:15:13"), std::string::npos) << p[0];
+  EXPECT_NE(p[0].find("plan.dp_shard: 3 does not divide dp x cp = 4 x 1 = 4"), std::string::npos) << p[0];
+  EXPECT_NE(p[0].find("expected a divisor of 4"), std::string::npos) << p[0];
+  EXPECT_FALSE(problems(kMinimal, {"plan.zero_stage=3", "plan.dp_shard=0"}).empty());
+}
+
 // GPT-3 13B on 16 H100s with tp 2 x pp 2: 16 bytes per parameter of a
 // quarter of the model is 48 GiB per GPU before any activation; with 8
 // micro-batches of 4 sequences in 1F1B it does not fit, and the error says

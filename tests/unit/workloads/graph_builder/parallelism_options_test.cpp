@@ -12,6 +12,7 @@
 #include "workloads/cost_model.hpp"
 #include "workloads/graph_builder/iteration_builder.hpp"
 #include "workloads/stage_slices.hpp"
+#include "workloads/task_graph_fingerprint.hpp"
 
 namespace trainsim::workloads {
 namespace {
@@ -303,6 +304,92 @@ TEST(Fsdp, GatherOfTheNextLayerDoesNotWaitForTheCurrentOne) {
     }
   }
   EXPECT_EQ(checked, 2 * 2);  // the forward's gather and the backward's, on both members
+}
+
+// Hybrid sharding (dp_shard 4 of dp 8, one micro-batch): each shard group
+// of 4 consecutive GPUs gathers and reduce-scatters its own layers, and the
+// GPUs at the same position of both groups (same shard) all-reduce each
+// unit's shard: 1/4 of the reduce-scatter's bytes, one all-reduce per
+// position and unit. Optimizer steps cover 1/4 of the stage.
+TEST(Fsdp, HybridShardingGathersInEachShardGroupAndAllReducesTheShardsAcrossThem) {
+  const auto model = *find_model_preset("gpt3-1.3b");
+  auto plan = base_plan(8, 1, 1, 1);
+  plan.zero_stage = 3;
+  const auto full = collectives(build(plan));
+  plan.dp_shard = 4;
+  const AnalyticCostModel cost(model, plan, 0.5);
+  const auto g = build(plan, &cost);
+  const auto z = collectives(g);
+  const int units = 24;  // 24 layers: a gather per pass, a reduce-scatter per backward
+  EXPECT_EQ(z.at({CommKind::dp, CollectiveOp::all_gather}).count, 2 * 2 * units);
+  EXPECT_EQ(z.at({CommKind::dp, CollectiveOp::reduce_scatter}).count, 2 * units);
+  const auto ar = z.at({CommKind::dp, CollectiveOp::all_reduce});
+  EXPECT_EQ(ar.count, 4 * units);
+  const auto rs = z.at({CommKind::dp, CollectiveOp::reduce_scatter});
+  EXPECT_NEAR(rs.bytes, 2 * full.at({CommKind::dp, CollectiveOp::reduce_scatter}).bytes, 1e-6 * rs.bytes);
+  EXPECT_NEAR(ar.bytes, rs.bytes / 2, 1e-6 * ar.bytes);  // 4 positions x 1/4 of 2 groups' bytes
+  const auto& gpu = testing::uniform_cluster(1, 8, 1e9, 0).gpu_of(0);
+  for (auto v : boost::make_iterator_range(boost::vertices(g.graph))) {
+    const Task& t = g[v];
+    if (t.kind == TaskKind::optimizer) {
+      EXPECT_DOUBLE_EQ(t.duration_s,
+                       cost.optimizer(stage_parameters_per_gpu(model, plan, 0) / 4, gpu).duration_s);
+    }
+    if (t.kind != TaskKind::collective)
+      continue;
+    const auto& members = g.groups[t.group];
+    if (t.op == CollectiveOp::all_reduce) {
+      ASSERT_EQ(members.size(), 2u);
+      EXPECT_EQ(members[1] - members[0], 4);  // the same position of both groups
+    } else {
+      ASSERT_EQ(members.size(), 4u);
+      EXPECT_EQ(members[0] % 4, 0);  // 0-3 or 4-7
+      EXPECT_EQ(members[3] - members[0], 3);
+    }
+  }
+  expect_acyclic(g);
+}
+
+// A rank's all-reduce runs behind its reduce-scatter on the same stream
+// (PyTorch HSDP), so the next unit's reduce-scatter waits for this unit's
+// all-reduces, and every all-reduce for both groups' reduce-scatters.
+TEST(Fsdp, HybridShardingChainsEachUnitsAllReduceBetweenItsReduceScatterAndTheNextOnes) {
+  auto plan = base_plan(4, 1, 1, 1);
+  plan.zero_stage = 3;
+  plan.dp_shard = 2;
+  const auto g = build(plan);
+  int reduce_scatters_after_all_reduces = 0, all_reduces = 0;
+  for (auto v : boost::make_iterator_range(boost::vertices(g.graph))) {
+    const Task& t = g[v];
+    if (t.kind != TaskKind::collective || t.op == CollectiveOp::all_gather)
+      continue;
+    int scatters_before = 0, reduces_before = 0;
+    for (auto [e, end] = boost::in_edges(v, g.graph); e != end; ++e) {
+      const Task& before = g[boost::source(*e, g.graph)];
+      scatters_before += before.kind == TaskKind::collective && before.op == CollectiveOp::reduce_scatter;
+      reduces_before += before.kind == TaskKind::collective && before.op == CollectiveOp::all_reduce;
+    }
+    if (t.op == CollectiveOp::all_reduce) {
+      ++all_reduces;
+      EXPECT_EQ(scatters_before, 2);  // the unit's reduce-scatter in both shard groups
+    } else if (reduces_before > 0) {
+      EXPECT_EQ(reduces_before, 2);  // the previous unit's all-reduces, both positions
+      ++reduce_scatters_after_all_reduces;
+    }
+  }
+  EXPECT_EQ(all_reduces, 2 * 24);
+  EXPECT_EQ(reduce_scatters_after_all_reduces, 2 * 23);  // every unit's but the first, both groups
+  expect_acyclic(g);
+}
+
+// dp_shard equal to dp x cp is plain FSDP: the same graph.
+TEST(Fsdp, HybridShardingOverTheWholeGroupIsPlainFsdp) {
+  auto plan = base_plan(4, 1, 1, 2);
+  plan.zero_stage = 3;
+  const auto plain = build(plan);
+  plan.dp_shard = 4;
+  const auto same = build(plan);
+  EXPECT_EQ(graph_fingerprint(plain), graph_fingerprint(same));
 }
 
 // Buckets of 200 MB (100M bf16 gradients) over a GPT-3 1.3B stage of 12
