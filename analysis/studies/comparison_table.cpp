@@ -32,6 +32,11 @@ std::string cell_text(const ordered_json& value) {
   return value.is_string() ? value.get<std::string>() : value.dump();
 }
 
+// "0.0%", "0s", "0B": a figure displayed as zero (no digit but 0).
+bool shows_zero(const std::string& cell) {
+  return std::none_of(cell.begin(), cell.end(), [](char c) { return c >= '1' && c <= '9'; });
+}
+
 struct Row {
   std::string label;
   std::vector<std::string> cells;
@@ -66,6 +71,7 @@ void write_comparison_table(std::ostream& out, const std::vector<ComparedRun>& r
                         const std::vector<std::string>& keys) {
     Row row{label, {}};
     std::optional<double> first;
+    std::string first_cell;
     for (std::size_t i = 0; i < n; ++i) {
       const auto& f = runs[i].figures;
       if (f.is_null()) {
@@ -88,9 +94,13 @@ void write_comparison_table(std::ostream& out, const std::vector<ComparedRun>& r
       std::string cell = format_figure(key, value);
       // A GPU, a stage, a seed: a name in numbers, with no ratio.
       const bool ratio = figure_meaning(key).kind != FigureKind::identifier;
-      if (i == 0)
+      if (i == 0) {
         first = value;
-      else if (ratio && first && *first != 0) {
+        first_cell = cell;
+      } else if (ratio && first && cell == first_cell && shows_zero(cell)) {
+        // Both read zero (a bubble of 1e-18 s against none): a ratio of
+        // rounding noise would say nothing, or something huge.
+      } else if (ratio && first && *first != 0) {
         cell += fmt::format(" ({})", units::format_ratio(value / *first));
         row.same_everywhere = row.same_everywhere && std::abs(value / *first - 1) < 0.005;
       } else if (!ratio && first) {

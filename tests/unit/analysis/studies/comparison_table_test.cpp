@@ -59,6 +59,20 @@ TEST(ComparisonTable, HeadlineFiguresSideBySideWithRatiosToTheFirst) {
   EXPECT_NE(line_of(text, "exposed communication").find("5.0% (1.00x)"), std::string::npos);
 }
 
+// A bubble of 1e-18 against none both read 0.0%: no ratio of rounding
+// noise (it read 864029868.37x on a real comparison, and 0.00x).
+TEST(ComparisonTable, FiguresThatAllReadZeroGetNoRatio) {
+  const auto text = table({{"a", figures("1f1b", 2.0, 1e-18), ""},
+                           {"b", figures("1f1b", 2.5, 0.0), ""},
+                           {"c", figures("1f1b", 2.5, 2e-10), ""}});
+  const auto bubble = line_of(text, "bubble");
+  EXPECT_EQ(bubble.find('x'), std::string::npos) << bubble;
+  EXPECT_NE(bubble.find("0.0%"), std::string::npos) << bubble;
+  // A figure that only starts at zero still gets its ratio where it reads more.
+  const auto grown = table({{"a", figures("1f1b", 2.0, 1e-18), ""}, {"b", figures("1f1b", 2.5, 0.3), ""}});
+  EXPECT_NE(line_of(grown, "bubble").find("30.0% ("), std::string::npos) << grown;
+}
+
 TEST(ComparisonTable, FiguresNoSummaryHasReadNotAvailable) {
   const auto text = table({{"a", figures("1f1b", 2.0, 0.1), ""}, {"b", figures("gpipe", 2.5, 0.3), ""}});
   const auto memory = line_of(text, "peak memory");
