@@ -42,16 +42,26 @@ Split split_of(const SimulatedPlan& s) {
           s.bubble_fraction * s.iteration_time_s};
 }
 
-// "tp 2 vs 4, micro_batch_size 1 vs 2": the plan keys in which two rows differ.
+// "tp 2 vs 4, micro_batch_size 1 vs 2": the plan keys in which two rows
+// differ. dp_shard is written only under hybrid sharding: absent, it reads
+// "full" (sharding over all of dp x cp).
 std::string plan_differences(const PlanRow& a, const PlanRow& b) {
+  std::vector<std::string> keys;
+  for (const auto* plan : {&a.plan, &b.plan})
+    for (const auto& [key, value] : plan->items())
+      if (std::find(keys.begin(), keys.end(), key) == keys.end())
+        keys.push_back(key);
+  const auto text = [](const nlohmann::ordered_json& plan, const std::string& key) -> std::string {
+    if (!plan.contains(key))
+      return key == "dp_shard" ? "full" : "n/a";
+    const auto& v = plan[key];
+    return v.is_string() ? v.get<std::string>() : v.dump();
+  };
   std::string out;
-  for (const auto& [key, value] : a.plan.items()) {
-    if (!b.plan.contains(key) || b.plan[key] == value)
-      continue;
-    const auto text = [](const nlohmann::ordered_json& v) {
-      return v.is_string() ? v.get<std::string>() : v.dump();
-    };
-    out += fmt::format("{}{} {} vs {}", out.empty() ? "" : ", ", key, text(value), text(b.plan[key]));
+  for (const auto& key : keys) {
+    const auto x = text(a.plan, key), y = text(b.plan, key);
+    if (x != y)
+      out += fmt::format("{}{} {} vs {}", out.empty() ? "" : ", ", key, x, y);
   }
   return out;
 }

@@ -68,17 +68,20 @@ CLI::App* add_plan_command(CLI::App& app, PlanOptions& options) {
 namespace {
 
 nlohmann::ordered_json plan_json(const workloads::ParallelPlan& p) {
-  return {{"tp", p.tp},
-          {"pp", p.pp},
-          {"dp", p.dp},
-          {"context_parallel", p.cp},
-          {"virtual_stages", p.virtual_stages},
-          {"micro_batch_size", p.micro_batch_size},
-          {"global_batch_size", p.global_batch_size},
-          {"schedule", std::string(to_string(p.schedule))},
-          {"recompute", std::string(to_string(p.recompute))},
-          {"zero_stage", p.zero_stage},
-          {"sequence_parallel", p.sequence_parallel}};
+  nlohmann::ordered_json j = {{"tp", p.tp},
+                              {"pp", p.pp},
+                              {"dp", p.dp},
+                              {"context_parallel", p.cp},
+                              {"virtual_stages", p.virtual_stages},
+                              {"micro_batch_size", p.micro_batch_size},
+                              {"global_batch_size", p.global_batch_size},
+                              {"schedule", std::string(to_string(p.schedule))},
+                              {"recompute", std::string(to_string(p.recompute))},
+                              {"zero_stage", p.zero_stage},
+                              {"sequence_parallel", p.sequence_parallel}};
+  if (p.hybrid_sharded())
+    j["dp_shard"] = p.dp_shard;
+  return j;
 }
 
 double figure(const nlohmann::ordered_json& summary, const char* key) {

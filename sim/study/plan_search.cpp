@@ -35,9 +35,15 @@ std::vector<ScheduleKind> all_schedules() {
 const std::vector<Recompute> kAllRecompute{Recompute::none, Recompute::selective, Recompute::full};
 
 // The plan keys the search varies (a --set on one of them fixes that axis).
-constexpr const char* kAxisKeys[] = {
-    "plan.tp",        "plan.pp",         "plan.micro_batch_size", "plan.schedule", "plan.virtual_stages",
-    "plan.recompute", "plan.zero_stage", "plan.sequence_parallel"};
+constexpr const char* kAxisKeys[] = {"plan.tp",
+                                     "plan.pp",
+                                     "plan.micro_batch_size",
+                                     "plan.schedule",
+                                     "plan.virtual_stages",
+                                     "plan.recompute",
+                                     "plan.zero_stage",
+                                     "plan.dp_shard",
+                                     "plan.sequence_parallel"};
 
 YAML::Node read_yaml_file(const std::string& path, const std::string& option) {
   const std::string text =
@@ -139,6 +145,8 @@ void set_axis(workloads::PlanSpaceOptions& space, const std::string& key, const 
     space.virtual_stages = axis_integers(assignment, words, 2, 1 << 20);
   else if (key == "plan.zero_stage")
     space.zero_stages = axis_integers(assignment, words, 0, 3);
+  else if (key == "plan.dp_shard")  // 0: full sharding
+    space.dp_shards = axis_integers(assignment, words, 0, 1 << 24);
   else if (key == "plan.schedule")
     space.schedules = axis_choices(assignment, words, all_schedules());
   else if (key == "plan.recompute")
@@ -379,15 +387,19 @@ PlanSearch prepare_plan_search(const PlanSearchRequest& request) {
 
   base.space.gpus = request.gpus;
   base.space.gpus_per_node = gpus_per_node;
+  // Every candidate is the base scenario with the search's axes set,
+  // checked by the same typed rules as `trainsim run` (sim/scenario/checks.hpp),
+  // then by the memory model.
+  const workloads::ParallelPlan base_plan = read_base_plan(base.root, base.source);
+  // Without a --set on it, the base scenario's hybrid sharding (FSDP's, so
+  // its FSDP candidates only).
+  if (base.space.dp_shards.empty())
+    base.space.dp_shards = {base_plan.dp_shard};
   const workloads::PlanSpace space = workloads::enumerate_plans(search.base.model, base.space);
   search.pruned = space.pruned;
   search.enumerated = space.enumerated;
 
   std::size_t checked = 0;
-  // Every candidate is the base scenario with the search's axes set,
-  // checked by the same typed rules as `trainsim run` (sim/scenario/checks.hpp),
-  // then by the memory model.
-  const workloads::ParallelPlan base_plan = read_base_plan(base.root, base.source);
   // A problem at a key the search sets is the candidate's (named next to
   // it); any other key is located in the base document.
   const auto describe = [&](const platforms::Problem& problem) {
@@ -410,8 +422,7 @@ PlanSearch prepare_plan_search(const PlanSearchRequest& request) {
     candidate.plan.virtual_stages = plan.virtual_stages;
     candidate.plan.recompute = plan.recompute;
     candidate.plan.zero_stage = plan.zero_stage;
-    // The base plan's hybrid sharding, on the FSDP candidates (it is FSDP's).
-    candidate.plan.dp_shard = plan.zero_stage == 3 ? base_plan.dp_shard : 0;
+    candidate.plan.dp_shard = plan.dp_shard;
     candidate.plan.sequence_parallel = plan.sequence_parallel;
     // The base plan's TP overlap, on every candidate it applies to.
     candidate.plan.tp_comm_overlap = base_plan.tp_comm_overlap && plan.sequence_parallel &&
@@ -464,8 +475,10 @@ std::string scenario_yaml(const PlanSearch& search, const PlanCandidate& candida
   plan["virtual_stages"] = candidate.plan.virtual_stages;
   plan["recompute"] = std::string(to_string(candidate.plan.recompute));
   plan["zero_stage"] = candidate.plan.zero_stage;
-  if (plan["dp_shard"] && candidate.plan.zero_stage != 3)
-    plan.remove("dp_shard");  // hybrid sharding is FSDP's: not on this candidate
+  if (candidate.plan.hybrid_sharded())
+    plan["dp_shard"] = candidate.plan.dp_shard;
+  else if (plan["dp_shard"])
+    plan.remove("dp_shard");  // full sharding, or not FSDP
   plan["sequence_parallel"] = candidate.plan.sequence_parallel;
   if (plan["tp_comm_overlap"] || candidate.plan.tp_comm_overlap)
     plan["tp_comm_overlap"] = candidate.plan.tp_comm_overlap;

@@ -189,6 +189,53 @@ TEST(PlanCli, HybridShardingOfTheBaseScenarioGoesToTheFsdpPlansOnly) {
   fs::remove_all(dir);
 }
 
+// --set plan.dp_shard=[0,8] searches full and hybrid sharding side by side
+// (0: full); each simulated point runs what its key says, and the winner's
+// explanation names the sharding when that is what differs.
+TEST(PlanCli, DpShardIsASearchedAxisOfTheFsdpPlans) {
+  const auto dir = fresh_dir("plan-shard-axis");
+  const auto r = run_cli({"plan",
+                          "--model",
+                          "gpt3-1.3b",
+                          "--cluster",
+                          "dgx-h100-ndr",
+                          "--gpus",
+                          "16",
+                          "--global-batch",
+                          "16",
+                          "--set",
+                          "plan.tp=1",
+                          "--set",
+                          "plan.pp=1",
+                          "--set",
+                          "plan.micro_batch_size=1",
+                          "--set",
+                          "plan.recompute=none",
+                          "--set",
+                          "plan.zero_stage=3",
+                          "--set",
+                          "plan.dp_shard=[0,8]",
+                          "--top",
+                          "2",
+                          "-j",
+                          "2",
+                          "--quiet",
+                          "--out",
+                          dir.string()});
+  ASSERT_EQ(r.status, 0) << r.err << r.out;
+  const auto plans = read_json(dir / "plans.json");
+  EXPECT_EQ(plans["feasible"].get<int>(), 2);
+  for (const char* key :
+       {"tp1-pp1-dp16-cp1-v1-mb1-1f1b-none-z3", "tp1-pp1-dp16-cp1-v1-mb1-1f1b-none-z3-s8"}) {
+    const auto summary = read_json(dir / "points" / key / "summary.json");
+    const bool hybrid = std::string(key).ends_with("-s8");
+    EXPECT_EQ(summary["plan"].contains("dp_shard"), hybrid) << key;
+  }
+  EXPECT_NE(r.out.find("zero3 shard8"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("the plans differ in dp_shard"), std::string::npos) << r.out;
+  fs::remove_all(dir);
+}
+
 void expect_refused(const std::vector<std::string>& args, const std::string& message) {
   const auto r = run_cli(args);
   EXPECT_EQ(r.status, 1) << r.err;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "workloads/schedule.hpp"
@@ -20,6 +21,24 @@ std::vector<int> divisors(int n) {
 template <class T>
 std::vector<T> or_default(const std::vector<T>& given, std::vector<T> fallback) {
   return given.empty() ? fallback : given;
+}
+
+// The dp_shard values a candidate of ZeRO stage `zero` over `positions`
+// (dp x cp) GPUs takes, in the order given: 0 (full sharding) for the other
+// stages; for FSDP each value that divides positions, a value reaching
+// positions read as full sharding, each once.
+std::vector<int> shards_of(int zero, int positions, const std::vector<int>& values) {
+  if (zero != 3)
+    return {0};
+  std::vector<int> out;
+  for (int v : values) {
+    const int shard = v <= 0 || v >= positions ? 0 : v;
+    if (shard > 0 && positions % shard != 0)
+      continue;
+    if (std::find(out.begin(), out.end(), shard) == out.end())
+      out.push_back(shard);
+  }
+  return out;
 }
 
 }  // namespace
@@ -84,6 +103,7 @@ PlanSpace enumerate_plans(const ModelSpec& model, const PlanSpaceOptions& option
       or_default(options.recompute, {Recompute::none, Recompute::selective, Recompute::full});
   const auto zero_stages = or_default(options.zero_stages, {0, 1, 2, 3});
   const auto sp_values = or_default(options.sequence_parallel, {false, true});
+  const auto shard_values = or_default(options.dp_shards, {options.base.dp_shard});
 
   PlanSpace space;
   auto prune = [&](PruneReason reason) {
@@ -111,34 +131,36 @@ PlanSpace enumerate_plans(const ModelSpec& model, const PlanSpaceOptions& option
           for (int v : v_values) {
             for (Recompute recompute : recomputes) {
               for (int zero : zero_stages) {
-                for (bool sp : sp_values) {
-                  if (sp && tp == 1)
-                    continue;  // sequence parallelism is a TP option
-                  ParallelPlan plan = options.base;
-                  plan.tp = tp;
-                  plan.pp = pp;
-                  plan.cp = cp;
-                  plan.dp = dp;
-                  plan.micro_batch_size = mb;
-                  plan.global_batch_size = options.global_batch_size;
-                  plan.schedule = schedule;
-                  plan.virtual_stages = v;
-                  plan.recompute = recompute;
-                  plan.zero_stage = zero;
-                  plan.sequence_parallel = sp;
-                  if (model.heads % tp != 0) {
-                    prune(PruneReason::tp_does_not_divide_heads);
-                  } else if (model.layers % pp != 0) {
-                    prune(PruneReason::pp_does_not_divide_layers);
-                  } else if (options.global_batch_size % (mb * dp) != 0) {
-                    prune(PruneReason::batch_does_not_divide);
-                  } else if (!schedule_problems(plan, model.layers).empty()) {
-                    prune(PruneReason::schedule_rule);
-                  } else {
-                    space.candidates.push_back(plan);
-                    ++space.enumerated;
+                for (int shard : shards_of(zero, dp * cp, shard_values))
+                  for (bool sp : sp_values) {
+                    if (sp && tp == 1)
+                      continue;  // sequence parallelism is a TP option
+                    ParallelPlan plan = options.base;
+                    plan.dp_shard = shard;
+                    plan.tp = tp;
+                    plan.pp = pp;
+                    plan.cp = cp;
+                    plan.dp = dp;
+                    plan.micro_batch_size = mb;
+                    plan.global_batch_size = options.global_batch_size;
+                    plan.schedule = schedule;
+                    plan.virtual_stages = v;
+                    plan.recompute = recompute;
+                    plan.zero_stage = zero;
+                    plan.sequence_parallel = sp;
+                    if (model.heads % tp != 0) {
+                      prune(PruneReason::tp_does_not_divide_heads);
+                    } else if (model.layers % pp != 0) {
+                      prune(PruneReason::pp_does_not_divide_layers);
+                    } else if (options.global_batch_size % (mb * dp) != 0) {
+                      prune(PruneReason::batch_does_not_divide);
+                    } else if (!schedule_problems(plan, model.layers).empty()) {
+                      prune(PruneReason::schedule_rule);
+                    } else {
+                      space.candidates.push_back(plan);
+                      ++space.enumerated;
+                    }
                   }
-                }
               }
             }
           }
@@ -150,9 +172,10 @@ PlanSpace enumerate_plans(const ModelSpec& model, const PlanSpaceOptions& option
 }
 
 std::string plan_key(const ParallelPlan& plan) {
-  return fmt::format("tp{}-pp{}-dp{}-cp{}-v{}-mb{}-{}-{}-z{}{}", plan.tp, plan.pp, plan.dp, plan.cp,
-                     plan.virtual_stages, plan.micro_batch_size, to_string(plan.schedule),
-                     to_string(plan.recompute), plan.zero_stage, plan.sequence_parallel ? "-sp" : "");
+  return fmt::format(
+      "tp{}-pp{}-dp{}-cp{}-v{}-mb{}-{}-{}-z{}{}{}", plan.tp, plan.pp, plan.dp, plan.cp, plan.virtual_stages,
+      plan.micro_batch_size, to_string(plan.schedule), to_string(plan.recompute), plan.zero_stage,
+      plan.hybrid_sharded() ? fmt::format("-s{}", plan.dp_shard) : "", plan.sequence_parallel ? "-sp" : "");
 }
 
 std::string plan_label(const ParallelPlan& plan) {
@@ -166,6 +189,8 @@ std::string plan_label(const ParallelPlan& plan) {
     text += fmt::format(" rc={}", to_string(plan.recompute));
   if (plan.zero_stage > 0)
     text += fmt::format(" zero{}", plan.zero_stage);
+  if (plan.hybrid_sharded())
+    text += fmt::format(" shard{}", plan.dp_shard);
   if (plan.sequence_parallel)
     text += " sp";
   return text;

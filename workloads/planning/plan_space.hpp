@@ -55,6 +55,11 @@ struct PlanSpaceOptions {
   std::vector<int> virtual_stages;  // interleaved_1f1b's v; default 2, 4, 8
   std::vector<Recompute> recompute;
   std::vector<int> zero_stages;
+  // Hybrid sharding (plan.dp_shard) of the zero_stage 3 candidates, 0 for
+  // full sharding; empty: the base plan's. A value that does not divide a
+  // candidate's dp x cp is skipped for it, one that reaches dp x cp is full
+  // sharding. Candidates of other ZeRO stages never shard hybridly.
+  std::vector<int> dp_shards;
   std::vector<bool> sequence_parallel;
   // The base plan's other settings (gradient dtype, bucketing), copied into
   // every candidate.
@@ -71,11 +76,13 @@ struct PlanSpace {
 // positive (the CLI checks them first, with messages).
 PlanSpace enumerate_plans(const ModelSpec& model, const PlanSpaceOptions& options);
 
-// A plan's identity, e.g. "tp2-pp4-dp8-cp1-v1-mb2-1f1b-selective-z1-sp": the
-// key ties in the ranking are broken by, the name of its folder.
+// A plan's identity, e.g. "tp2-pp4-dp8-cp1-v1-mb2-1f1b-selective-z1-sp"
+// ("-s8" after z3 under hybrid sharding): the key ties in the ranking are
+// broken by, the name of its folder.
 std::string plan_key(const ParallelPlan& plan);
-// Human text: "tp2 pp4 dp8 mb2 1f1b rc=selective zero1 sp" (defaults left
-// out: cp 1, v 1, recompute none, zero 0, no sp).
+// Human text: "tp2 pp4 dp8 mb2 1f1b rc=selective zero1 sp" ("zero3 shard8"
+// under hybrid sharding; defaults left out: cp 1, v 1, recompute none, zero
+// 0, no sp).
 std::string plan_label(const ParallelPlan& plan);
 
 }  // namespace trainsim::workloads

@@ -110,6 +110,32 @@ TEST(PlanSpace, KeysAreUniqueAndSayEveryChoice) {
   EXPECT_EQ(plan_label(p), "tp2 pp4 dp2 mb2 interleaved_1f1b v2 rc=selective zero1 sp");
 }
 
+// dp_shard is an axis of the FSDP candidates only: on 16 GPUs with tp 1,
+// pp 1 (dp 16), the values 0 (full), 8, 5 (does not divide 16: skipped) and
+// 16 (full again) give two FSDP plans per other choice, and ZeRO-1 one; the
+// hybrid one says so in its key and label.
+TEST(PlanSpace, HybridShardingIsAnAxisOfTheFsdpPlansOnly) {
+  PlanSpaceOptions o;
+  o.gpus = 16;
+  o.gpus_per_node = 8;
+  o.global_batch_size = 16;
+  o.tp = {1};
+  o.pp = {1};
+  o.micro_batch_sizes = {1};
+  o.recompute = {Recompute::none};
+  o.zero_stages = {1, 3};
+  o.dp_shards = {0, 8, 5, 16};
+  const PlanSpace space = enumerate_plans(*find_model_preset("gpt3-1.3b"), o);
+  std::vector<std::string> keys;
+  for (const auto& plan : space.candidates)
+    keys.push_back(plan_key(plan));
+  EXPECT_EQ(keys, (std::vector<std::string>{"tp1-pp1-dp16-cp1-v1-mb1-1f1b-none-z1",
+                                            "tp1-pp1-dp16-cp1-v1-mb1-1f1b-none-z3",
+                                            "tp1-pp1-dp16-cp1-v1-mb1-1f1b-none-z3-s8"}));
+  EXPECT_EQ(plan_label(space.candidates.back()), "tp1 pp1 dp16 mb1 1f1b zero3 shard8");
+  EXPECT_EQ(space.candidates.front().dp_shard, 0);
+}
+
 // The ring closed forms of docs/collectives.md.
 TEST(PlanEstimate, RingTimesFollowTheClosedForms) {
   const double a = 5e-6, s = 1e9, b = 1e11, launch = 3e-5;
