@@ -140,6 +140,16 @@ TEST(PlanCli, PlansThatDoNotFitArePrunedCountedAndNeverSimulated) {
   fs::remove_all(dir);
 }
 
+// One stage, one micro-batch of one sequence, no recomputation: the
+// searches below vary only the ZeRO stage and the sharding. `args` are
+// what they add (the base, the GPUs, their axes, the output folder).
+CliResult one_stage_plan_search(std::vector<std::string> args) {
+  args.insert(args.begin(), "plan");
+  args.insert(args.end(), {"--set", "plan.tp=1", "--set", "plan.pp=1", "--set", "plan.micro_batch_size=1",
+                           "--set", "plan.recompute=none", "--top", "2", "-j", "2", "--quiet"});
+  return run_cli(args);
+}
+
 // A base scenario with hybrid sharding (plan.dp_shard) searches it on the
 // FSDP plans only: their points run hybrid-sharded, and the other ZeRO
 // stages' points carry no dp_shard (it is FSDP's), so each reruns as is.
@@ -149,28 +159,8 @@ TEST(PlanCli, HybridShardingOfTheBaseScenarioGoesToTheFsdpPlansOnly) {
       write_temp_file("plan-hybrid-base.yaml",
                       "name: base\ncluster: {preset: dgx-h100-ndr, nodes: 2}\nmodel: {preset: gpt3-1.3b}\n"
                       "plan: {global_batch_size: 16, dp_shard: 8}\n");
-  const auto r = run_cli({"plan",
-                          "--scenario",
-                          base.string(),
-                          "--gpus",
-                          "16",
-                          "--set",
-                          "plan.tp=1",
-                          "--set",
-                          "plan.pp=1",
-                          "--set",
-                          "plan.micro_batch_size=1",
-                          "--set",
-                          "plan.recompute=none",
-                          "--set",
-                          "plan.zero_stage=[1,3]",
-                          "--top",
-                          "2",
-                          "-j",
-                          "2",
-                          "--quiet",
-                          "--out",
-                          (dir / "out").string()});
+  const auto r = one_stage_plan_search({"--scenario", base.string(), "--gpus", "16", "--set",
+                                        "plan.zero_stage=[1,3]", "--out", (dir / "out").string()});
   ASSERT_EQ(r.status, 0) << r.err << r.out;
   int points = 0;
   for (const auto& entry : fs::directory_iterator(dir / "out" / "points")) {
@@ -194,34 +184,9 @@ TEST(PlanCli, HybridShardingOfTheBaseScenarioGoesToTheFsdpPlansOnly) {
 // explanation names the sharding when that is what differs.
 TEST(PlanCli, DpShardIsASearchedAxisOfTheFsdpPlans) {
   const auto dir = fresh_dir("plan-shard-axis");
-  const auto r = run_cli({"plan",
-                          "--model",
-                          "gpt3-1.3b",
-                          "--cluster",
-                          "dgx-h100-ndr",
-                          "--gpus",
-                          "16",
-                          "--global-batch",
-                          "16",
-                          "--set",
-                          "plan.tp=1",
-                          "--set",
-                          "plan.pp=1",
-                          "--set",
-                          "plan.micro_batch_size=1",
-                          "--set",
-                          "plan.recompute=none",
-                          "--set",
-                          "plan.zero_stage=3",
-                          "--set",
-                          "plan.dp_shard=[0,8]",
-                          "--top",
-                          "2",
-                          "-j",
-                          "2",
-                          "--quiet",
-                          "--out",
-                          dir.string()});
+  const auto r = one_stage_plan_search({"--model", "gpt3-1.3b", "--cluster", "dgx-h100-ndr", "--gpus", "16",
+                                        "--global-batch", "16", "--set", "plan.zero_stage=3", "--set",
+                                        "plan.dp_shard=[0,8]", "--out", dir.string()});
   ASSERT_EQ(r.status, 0) << r.err << r.out;
   const auto plans = read_json(dir / "plans.json");
   EXPECT_EQ(plans["feasible"].get<int>(), 2);
