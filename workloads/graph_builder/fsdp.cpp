@@ -31,6 +31,10 @@
 // gradients are copied (and cast) into one contiguous input (read 2P, write
 // g P); pytorch/pytorch#157027 measured these copies at about 1.4% of an
 // iteration (Llama 3 70B, 8 GPUs).
+//
+// Hybrid sharding (plan.dp_shard): all of the above per shard group of
+// dp_shard consecutive data-parallel GPUs, plus the all-reduces across the
+// groups (add_hybrid_all_reduces).
 #include "workloads/graph_builder/iteration_builder.hpp"
 #include "workloads/graph_builder/iteration_builder_state.hpp"
 #include "workloads/stage_slices.hpp"
