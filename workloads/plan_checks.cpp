@@ -188,6 +188,11 @@ void check_parallelism_options(const ModelSpec& model, const ParallelPlan& plan,
       problems.add("dp_shard", fmt::format("{} with zero_stage {}: hybrid sharding is FSDP's (PyTorch "
                                            "HYBRID_SHARD); expected zero_stage: 3, or the key left out",
                                            plan.dp_shard, plan.zero_stage));
+    else if (plan.dp_shard == 1)
+      problems.add("dp_shard",
+                   "1 shards nothing: every GPU would hold all the weights, gradients and optimizer "
+                   "state, which is plain data parallelism; expected 2 or more (e.g. the GPUs of a "
+                   "node), or zero_stage 0 with overlap_grad_reduce for per-bucket all-reduces");
     else if (positions % plan.dp_shard != 0)
       problems.add(
           "dp_shard",

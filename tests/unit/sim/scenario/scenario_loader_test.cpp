@@ -303,6 +303,9 @@ TEST(ScenarioLoader, HybridShardingNeedsFsdpAndADivisorOfTheDataParallelGpus) {
   EXPECT_NE(p[0].find("plan.dp_shard: 3 does not divide dp x cp = 4 x 1 = 4"), std::string::npos) << p[0];
   EXPECT_NE(p[0].find("expected a divisor of 4"), std::string::npos) << p[0];
   EXPECT_FALSE(problems(kMinimal, {"plan.zero_stage=3", "plan.dp_shard=0"}).empty());
+  p = problems(kMinimal, {"plan.zero_stage=3", "plan.dp_shard=1"});
+  ASSERT_EQ(p.size(), 1u) << ::testing::PrintToString(p);
+  EXPECT_NE(p[0].find("plan.dp_shard: 1 shards nothing"), std::string::npos) << p[0];
 }
 
 // GPT-3 13B on 16 H100s with tp 2 x pp 2: 16 bytes per parameter of a
