@@ -4,6 +4,7 @@
 // NCCL adds to every collective. Plain data: sim/ builds the flows.
 #include <optional>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace trainsim::platforms {
@@ -34,11 +35,22 @@ enum class CollectiveAlgorithm : unsigned char {
 };
 inline constexpr CollectiveAlgorithm kLastCollectiveAlgorithm = CollectiveAlgorithm::nvls_tree;
 std::string_view to_string(CollectiveAlgorithm algorithm);
-// Parses what a user may ask for: auto, ring, tree, hierarchical, nvls,
-// nvls_tree.
+// What a user may ask for, word and value, in the order docs and messages
+// list them: auto, ring, tree, hierarchical, nvls, nvls_tree. One table for
+// the scenario reader, the key table (schema) and to_string; the same for
+// the other enums of this file below.
+template <class E>
+using ChoiceWords = std::vector<std::pair<std::string_view, E>>;
+const ChoiceWords<CollectiveAlgorithm>& collective_algorithm_words();
 std::optional<CollectiveAlgorithm> collective_algorithm_from_string(std::string_view text);
-// "auto, ring, tree, hierarchical, nvls, nvls_tree", for messages.
-std::string_view collective_algorithm_names();
+// The words of a table alone, for a key table's choice.
+template <class E>
+std::vector<std::string_view> words_of(const ChoiceWords<E>& table) {
+  std::vector<std::string_view> words;
+  for (const auto& [word, value] : table)
+    words.push_back(word);
+  return words;
+}
 
 // detailed: every step of the algorithm is a set of flows (a ring all-reduce
 // over n ranks is 2(n-1) steps of n flows), so contention is seen step by
@@ -50,6 +62,8 @@ std::string_view collective_algorithm_names();
 // does (docs/collectives.md, "Fidelity").
 enum class Fidelity : unsigned char { detailed, fast, automatic };
 std::string_view to_string(Fidelity fidelity);
+// auto, detailed, fast.
+const ChoiceWords<Fidelity>& fidelity_words();
 
 // What a ring step across nodes costs beyond its bytes. wire (the default):
 // each hop its route's latency, from the platform (NVLink, NIC, switches).
@@ -60,6 +74,8 @@ std::string_view to_string(Fidelity fidelity);
 // "Protocols".
 enum class RingProtocol : unsigned char { wire, automatic, simple, ll128, ll };
 std::string_view to_string(RingProtocol protocol);
+// wire, auto, simple, ll128, ll.
+const ChoiceWords<RingProtocol>& ring_protocol_words();
 
 struct CollectiveConfig {
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::automatic;

@@ -19,6 +19,15 @@ namespace {
 
 using workloads::CollectiveOp;
 
+// A choice table's words as CLI11's IsMember takes them.
+template <class E>
+std::vector<std::string> word_strings(const platforms::ChoiceWords<E>& table) {
+  std::vector<std::string> words;
+  for (const auto& [word, value] : table)
+    words.emplace_back(word);
+  return words;
+}
+
 const std::vector<std::pair<std::string, CollectiveOp>> kOps{
     {"all_reduce", CollectiveOp::all_reduce}, {"reduce_scatter", CollectiveOp::reduce_scatter},
     {"all_gather", CollectiveOp::all_gather}, {"broadcast", CollectiveOp::broadcast},
@@ -76,13 +85,13 @@ CLI::App* add_collective_command(CLI::App& app, CollectiveOptions& options) {
       ->capture_default_str();
   cmd->add_option("--algorithm", options.algorithm,
                   "auto (NCCL-style tuning), ring, tree, hierarchical, nvls or nvls_tree")
-      ->check(CLI::IsMember({"auto", "ring", "tree", "hierarchical", "nvls", "nvls_tree"}))
+      ->check(CLI::IsMember(word_strings(platforms::collective_algorithm_words())))
       ->capture_default_str();
   cmd->add_option("--fidelity", options.fidelity,
                   "auto (every algorithm step, without SimGrid flows while nothing else shares the "
                   "links), detailed (every algorithm step as flows) or fast (one flow per edge); default: "
                   "the cluster's")
-      ->check(CLI::IsMember({"auto", "detailed", "fast"}));
+      ->check(CLI::IsMember(word_strings(platforms::fidelity_words())));
   cmd->add_option("-s,--set", options.overrides,
                   "Override a cluster value, KEY=VALUE with a dotted key (repeatable), e.g. --set "
                   "cluster.nic.bandwidth=400Gbps");
@@ -101,12 +110,9 @@ int collective_command(const CollectiveOptions& options) {
     if (name == options.op)
       bench.op = op;
   bench.algorithm = *platforms::collective_algorithm_from_string(options.algorithm);
-  if (options.fidelity == "fast")
-    cluster.collectives.fidelity = platforms::Fidelity::fast;
-  else if (options.fidelity == "detailed")
-    cluster.collectives.fidelity = platforms::Fidelity::detailed;
-  else if (options.fidelity == "auto")
-    cluster.collectives.fidelity = platforms::Fidelity::automatic;
+  for (const auto& [word, fidelity] : platforms::fidelity_words())
+    if (options.fidelity == word)
+      cluster.collectives.fidelity = fidelity;
 
   const double min_bytes = parse_size("--min", options.min_size);
   const double max_bytes = parse_size("--max", options.max_size);

@@ -290,17 +290,9 @@ void read_collectives(std::optional<platforms::MapReader> c, platforms::Collecti
   config.launch_latency_s = platforms::kLaunchLatency_s;
   if (!c)
     return;
-  if (auto a =
-          c->choice<CollectiveAlgorithm>("algorithm", {{"auto", CollectiveAlgorithm::automatic},
-                                                       {"ring", CollectiveAlgorithm::ring},
-                                                       {"tree", CollectiveAlgorithm::tree},
-                                                       {"hierarchical", CollectiveAlgorithm::hierarchical},
-                                                       {"nvls", CollectiveAlgorithm::nvls},
-                                                       {"nvls_tree", CollectiveAlgorithm::nvls_tree}}))
+  if (auto a = c->choice<CollectiveAlgorithm>("algorithm", platforms::collective_algorithm_words()))
     config.algorithm = *a;
-  if (auto f = c->choice<Fidelity>(
-          "fidelity",
-          {{"auto", Fidelity::automatic}, {"detailed", Fidelity::detailed}, {"fast", Fidelity::fast}}))
+  if (auto f = c->choice<Fidelity>("fidelity", platforms::fidelity_words()))
     config.fidelity = *f;
   if (auto lat = c->latency_s("launch_latency"))
     config.launch_latency_s = *lat;
@@ -309,11 +301,7 @@ void read_collectives(std::optional<platforms::MapReader> c, platforms::Collecti
   const auto steps_in_flight = c->integer("steps_in_flight", 1, platforms::kMaxRingStepsInFlight);
   if (steps_in_flight)
     config.ring_steps_in_flight = static_cast<int>(*steps_in_flight);
-  if (auto p = c->choice<platforms::RingProtocol>("protocol", {{"wire", platforms::RingProtocol::wire},
-                                                               {"auto", platforms::RingProtocol::automatic},
-                                                               {"simple", platforms::RingProtocol::simple},
-                                                               {"ll128", platforms::RingProtocol::ll128},
-                                                               {"ll", platforms::RingProtocol::ll}}))
+  if (auto p = c->choice<platforms::RingProtocol>("protocol", platforms::ring_protocol_words()))
     config.ring_protocol = *p;
   if (steps_in_flight && config.ring_protocol != platforms::RingProtocol::wire)
     c->error("steps_in_flight",

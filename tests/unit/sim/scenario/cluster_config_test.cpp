@@ -278,5 +278,29 @@ TEST(ClusterConfig, CollectivesProtocolIsWireUnlessAskedAndExcludesStepsInFlight
       "c.yaml:1:", "cluster.collectives.steps_in_flight", "applies to protocol: wire only");
 }
 
+// One word table per enum serves the reader, the schema and to_string: every
+// word a scenario may give is read as its value and written back as itself.
+template <class E, class Get>
+void expect_words_round_trip(const platforms::ChoiceWords<E>& table, const std::string& key, Get get) {
+  for (const auto& [word, value] : table) {
+    EXPECT_EQ(platforms::to_string(value), word);
+    const std::string yaml =
+        "cluster: {gpu: A100, nodes: 1, collectives: {" + key + ": " + std::string(word) + "}}\n";
+    EXPECT_EQ(get(parse(yaml).collectives), value) << yaml;
+  }
+}
+
+TEST(ClusterConfig, CollectiveWordsReadBackAsThemselves) {
+  expect_words_round_trip(platforms::collective_algorithm_words(), "algorithm",
+                          [](const platforms::CollectiveConfig& c) { return c.algorithm; });
+  expect_words_round_trip(platforms::fidelity_words(), "fidelity",
+                          [](const platforms::CollectiveConfig& c) { return c.fidelity; });
+  expect_words_round_trip(platforms::ring_protocol_words(), "protocol",
+                          [](const platforms::CollectiveConfig& c) { return c.ring_protocol; });
+  EXPECT_EQ(platforms::collective_algorithm_from_string("nvls_tree"),
+            platforms::CollectiveAlgorithm::nvls_tree);
+  EXPECT_FALSE(platforms::collective_algorithm_from_string("direct"));  // reported, never asked for
+}
+
 }  // namespace
 }  // namespace trainsim::sim
