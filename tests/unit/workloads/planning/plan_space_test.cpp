@@ -196,5 +196,36 @@ TEST(PlanEstimate, TpCommOverlapShowsTheLastChunkBehindLongEnoughGemms) {
   EXPECT_DOUBLE_EQ(estimate_plan(model, plan, cluster, no_gemms).tp_comm_s, serial_fixed.tp_comm_s);
 }
 
+// Hybrid sharding in the estimate: per layer, the gathers and the
+// reduce-scatter run over the shard group and the shard's all-reduce over
+// the groups, on the reduce-scatter's stream; the optimizer steps 1/s of the
+// stage. On 2 nodes of 4 GPUs, dp 8, shards of 4: the DP busy time is the
+// closed form below, and the optimizer's share is 8 / 4 = 2x full sharding's.
+TEST(PlanEstimate, HybridShardingGathersInTheShardGroupAndAllReducesTheShards) {
+  const ModelSpec model = *find_model_preset("gpt3-1.3b");
+  ParallelPlan plan{.dp = 8, .tp = 1, .pp = 1, .micro_batch_size = 1, .global_batch_size = 8};
+  plan.zero_stage = 3;
+  const auto cluster = testing::uniform_cluster(2, 4, 100e9, 2e-6);
+  const AnalyticCostModel cost(model, plan, 0.5);
+  const auto full = estimate_plan(model, plan, cluster, cost);
+  plan.dp_shard = 4;
+  const auto hybrid = estimate_plan(model, plan, cluster, cost);
+  const double unit = model.layer_parameters();
+  const double launch = cluster.collectives.launch_latency_s;
+  const auto& node = cluster.groups.front();
+  // A 4-GPU ring on NVLink inside a node; a 2-GPU ring over one NIC per node.
+  const double nvlink = node.nvlink.effective_Bps();
+  const double nic = node.nic.bandwidth_Bps * cluster.fabric.efficiency;
+  const double hop = node.nic.latency_s + cluster.fabric.spine_latency_s;
+  const double gather =
+      ring_time_s(CollectiveOp::all_gather, 2 * unit, 4, 1, nvlink, node.nvlink.latency_s, launch);
+  const double scatter =
+      ring_time_s(CollectiveOp::reduce_scatter, 2 * unit, 4, 1, nvlink, node.nvlink.latency_s, launch) +
+      ring_time_s(CollectiveOp::all_reduce, 2 * unit / 4, 2, 1, nic, hop, launch);
+  EXPECT_NEAR(hybrid.dp_comm_s, model.layers * (2 * gather + scatter), 1e-9 * hybrid.dp_comm_s);
+  EXPECT_NEAR(hybrid.optimizer_s, 2 * full.optimizer_s, 1e-6 * full.optimizer_s);
+  EXPECT_NE(hybrid.dp_comm_s, full.dp_comm_s);
+}
+
 }  // namespace
 }  // namespace trainsim::workloads
