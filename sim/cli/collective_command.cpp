@@ -22,10 +22,8 @@ using workloads::CollectiveOp;
 // A choice table's words as CLI11's IsMember takes them.
 template <class E>
 std::vector<std::string> word_strings(const platforms::ChoiceWords<E>& table) {
-  std::vector<std::string> words;
-  for (const auto& [word, value] : table)
-    words.emplace_back(word);
-  return words;
+  const auto words = platforms::words_of(table);
+  return std::vector<std::string>(words.begin(), words.end());
 }
 
 const std::vector<std::pair<std::string, CollectiveOp>> kOps{
