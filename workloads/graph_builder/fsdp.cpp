@@ -68,7 +68,7 @@ void IterationBuilder::add_fsdp_sync_and_step(int rank, int tp) {
     const std::vector<int> members(all.begin() + static_cast<std::ptrdiff_t>(r * s),
                                    all.begin() + static_cast<std::ptrdiff_t>((r + 1) * s));
     const int group = graph_.add_group(members);
-    TaskId previous_gather = kNone, previous_reduce = kNone;
+    TaskId previous_gather = kNone;
     // (op, piece) of every gathered unit so far, to bound the prefetch.
     std::vector<std::pair<std::size_t, std::size_t>> gathered;
     for (std::size_t k = 0; k < list.size(); ++k) {
@@ -104,8 +104,8 @@ void IterationBuilder::add_fsdp_sync_and_step(int rank, int tp) {
         if (produces_gradients(op.kind)) {
           const TaskId id = graph_.add(
               collective_task(CommKind::dp, CollectiveOp::reduce_scatter, group, rank, g * parameters, at));
-          if (previous_reduce != kNone)
-            graph_.depend(previous_reduce, id);
+          if (!reduces[r].empty())
+            graph_.depend(reduces[r].back(), id);
           for (int gpu : members) {
             const Piece& piece = ops_[idx(gpu)][k].pieces[p];
             if (framework == Framework::pytorch_fsdp2 || (framework == Framework::pytorch_fsdp && g > 2))
@@ -114,7 +114,6 @@ void IterationBuilder::add_fsdp_sync_and_step(int rank, int tp) {
             graph_.add_memory(piece.first, gpu, At::start, MemoryKind::buffers, g * parameters);
             graph_.add_memory(id, gpu, At::end, MemoryKind::buffers, -g * parameters);
           }
-          previous_reduce = id;
           reduces[r].push_back(id);
         }
       }
