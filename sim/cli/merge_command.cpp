@@ -58,10 +58,11 @@ void check_out_is_apart_from_the_shards(const MergeOptions& options) {
       std::string shard = fs::path(dir).lexically_normal().string();
       while (shard.size() > 1 && shard.back() == '/')
         shard.pop_back();
+      const bool same = is_within(dir, out);
       errors.add(
-          fmt::format("--out {}: is {} shard {} (merge would overwrite the shard's results); give "
-                      "another folder, e.g. --out {}-merged",
-                      options.out_dir, is_within(dir, out) ? "the" : "inside the", dir, shard));
+          fmt::format("--out {}: is {} shard {} (merge would {}); give another folder, e.g. --out {}-merged",
+                      options.out_dir, same ? "the" : "inside the", dir,
+                      same ? "overwrite the shard's results" : "write its results into the shard", shard));
     } else if (is_within(dir, out / "plots"))
       errors.add(
           fmt::format("--out {}: shard {} is inside its plots/ folder, which merge rewrites; give "
