@@ -1,7 +1,17 @@
 #include "platforms/input_error.hpp"
 
+#include "platforms/printable_text.hpp"
+
 namespace trainsim::platforms {
 namespace {
+// Each problem as it may be printed: a value quoted from the input keeps
+// its control characters out of the terminal (platforms/printable_text.hpp).
+std::vector<std::string> printable(std::vector<std::string> problems) {
+  for (auto& p : problems)
+    p = printable_text(p);
+  return problems;
+}
+
 std::string join(const std::vector<std::string>& problems) {
   std::string out;
   for (const auto& p : problems)
@@ -11,7 +21,7 @@ std::string join(const std::vector<std::string>& problems) {
 }  // namespace
 
 InputError::InputError(std::vector<std::string> problems)
-    : std::runtime_error(join(problems)), problems_(std::move(problems)) {}
+    : std::runtime_error(join(printable(problems))), problems_(printable(std::move(problems))) {}
 
 void ErrorList::throw_if_any() const {
   if (!problems_.empty())

@@ -1,7 +1,9 @@
 #pragma once
 // Bad user input: every problem found, each naming where it is (file:line, or
 // the --set option), the key, the bad value and what was expected. The CLI
-// prints them all and exits with status 1.
+// prints them all and exits with status 1. Each problem is kept with its
+// control characters escaped (platforms/printable_text.hpp), so a value
+// quoted from the input never reaches a terminal raw.
 #include <stdexcept>
 #include <string>
 #include <vector>

@@ -13,6 +13,8 @@ std::string_view to_string(ValueType type) {
   switch (type) {
     case ValueType::text:
       return "text";
+    case ValueType::label:
+      return "a name";
     case ValueType::choice:
       return "a choice";
     case ValueType::integer:

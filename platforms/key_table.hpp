@@ -15,6 +15,7 @@ namespace trainsim::platforms {
 
 enum class ValueType {
   text,     // any string
+  label,    // a name (platforms/names.hpp): 1 to 128 of [A-Za-z0-9._-], not starting with '.' or '-'
   choice,   // one of `words`
   integer,  // in [min, max]
   number,   // in [min, max]
@@ -57,6 +58,11 @@ struct KeySpec {
   // The reader's range is narrower and depends on other keys (a perturbation's
   // dp_rank below plan.dp): the table gives the widest range.
   bool range_depends_on_other_keys = false;
+  // text: a path, relative to the folder of the file it is written in
+  // unless absolute (workload.chakra). A document written elsewhere (a
+  // study's points/ID/scenario.yaml) anchors it first
+  // (sim/scenario/relative_paths.hpp).
+  bool relative_to_file = false;
 };
 
 struct KeyTable {

@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "platforms/input_file.hpp"
+#include "platforms/names.hpp"
 #include "platforms/spelling.hpp"
 #include "platforms/units.hpp"
 
@@ -262,6 +263,18 @@ std::optional<std::string> MapReader::text(std::string_view key) {
   auto node = scalar(key);
   if (!node)
     return std::nullopt;
+  return node->Scalar();
+}
+
+std::optional<std::string> MapReader::label(std::string_view key) {
+  consult(key, ValueType::label);
+  auto node = scalar(key);
+  if (!node)
+    return std::nullopt;
+  if (const auto message = invalid_name_message(node->Scalar()); !message.empty()) {
+    error(key, message);
+    return std::nullopt;
+  }
   return node->Scalar();
 }
 

@@ -74,6 +74,9 @@ class MapReader {
   void accept(std::string_view key);
 
   std::optional<std::string> text(std::string_view key);
+  // A name (platforms/names.hpp): anything else is an error showing the
+  // value escaped and what a name may hold.
+  std::optional<std::string> label(std::string_view key);
   // Integers in [min, max].
   std::optional<long long> integer(std::string_view key, long long min, long long max);
   std::optional<double> number(std::string_view key, double min, double max);

@@ -7,8 +7,8 @@
 #include <map>
 #include <set>
 
-#include "analysis/reporters/file_safe_name.hpp"
 #include "analysis/studies/figure_names.hpp"
+#include "platforms/names.hpp"
 
 namespace trainsim::analysis {
 namespace {
@@ -51,7 +51,10 @@ std::string PlotSpec::file_or_default() const {
   std::string name = fmt::format("{}-vs-{}", y, x);
   if (!lines.empty())
     name += fmt::format("-by-{}", join(lines, "-"));
-  return file_safe_name(name) + ".svg";
+  // A name made from the columns (platforms/names.hpp), with room for ".svg".
+  std::string base = platforms::name_from_text(name, "plot");
+  base.resize(std::min(base.size(), platforms::kMaxNameLength - 4));
+  return base + ".svg";
 }
 
 ordered_json PlotSpec::to_json() const {

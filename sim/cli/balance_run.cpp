@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <new>
 
 #include "analysis/balance_outcome.hpp"
 #include "analysis/reporters/run_archive.hpp"
@@ -22,6 +23,7 @@
 #include "sim/scenario/checks.hpp"
 #include "sim/scenario/cost_model_choice.hpp"
 #include "sim/scenario/memory_check.hpp"
+#include "sim/scenario/run_size.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "workloads/planning/stage_balance.hpp"
 #include "workloads/schedule.hpp"
@@ -112,6 +114,9 @@ EvenChild start_even_run(const scenario::Scenario& even, const RunOptions& optio
     } catch (const platforms::InputError& e) {
       for (const auto& problem : e.problems())
         std::cerr << "error: even split: " << problem << '\n';
+      status = 1;
+    } catch (const std::bad_alloc&) {
+      std::cerr << "error: even split: " << scenario::out_of_memory_message("the run", nullptr) << '\n';
       status = 1;
     } catch (const std::exception& e) {
       std::cerr << "internal error: even split: " << e.what() << '\n';

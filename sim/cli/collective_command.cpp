@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <iostream>
+#include <new>
 
 #include "platforms/input_error.hpp"
 #include "platforms/presets.hpp"
@@ -138,7 +139,7 @@ int collective_command(const CollectiveOptions& options) {
   // The size guard: refuse what cannot fit here, say up front what will take long.
   const auto size =
       scenario::estimate_collective_size(bench.ranks, bench.sizes_bytes.size(), cluster.collectives.fidelity);
-  scenario::check_collective_size(bench.ranks, size, scenario::available_memory_bytes());
+  scenario::check_collective_size(bench.ranks, size, scenario::process_memory_limit());
   if (size.replay_s > scenario::kLongRun_s)
     std::cerr << fmt::format("note: --ranks {}: a long run: {} (estimate)\n", bench.ranks,
                              scenario::describe(size));
@@ -146,7 +147,13 @@ int collective_command(const CollectiveOptions& options) {
   sim::ProgressLine line(std::cerr, sim::progress_wanted(options.progress), sim::stderr_is_terminal());
   bench.observer = observe_replay(line, "--fidelity fast");
   line.start_ticker();
-  const auto benchmark = sim::run_collective_benchmark(cluster, bench);
+  const auto benchmark = [&] {
+    try {
+      return sim::run_collective_benchmark(cluster, bench);
+    } catch (const std::bad_alloc&) {
+      throw platforms::InputError({scenario::out_of_memory_message("the collectives", &size)});
+    }
+  }();
   line.close();
   const auto& rows = benchmark.rows;
   // What ran, when it is not what was asked for, and why.

@@ -7,12 +7,12 @@
 #include <set>
 #include <thread>
 
-#include "analysis/reporters/file_safe_name.hpp"
 #include "analysis/studies/comparison_table.hpp"
 #include "platforms/input_error.hpp"
 #include "sim/scenario/run_size.hpp"
 #include "sim/study/point_runner.hpp"
 #include "sim/study/study_file.hpp"
+#include "sim/study/study_folder.hpp"
 #include "sim/study/study_points.hpp"
 #include "sim/study/study_results.hpp"
 
@@ -40,16 +40,6 @@ CLI::App* add_compare_command(CLI::App& app, CompareOptions& options) {
                 "summary still reports its peak and fits_in_memory: false)");
   return cmd;
 }
-
-namespace {
-
-// A variant's folder: its name, file-safe.
-std::string folder_name(const std::string& name) {
-  const std::string out = analysis::file_safe_name(name);
-  return out.empty() || out == "." || out == ".." ? "variant" : out;
-}
-
-}  // namespace
 
 int compare_command(const CompareOptions& options) {
   struct Variant {
@@ -93,9 +83,11 @@ int compare_command(const CompareOptions& options) {
       name = fmt::format("{}-{}", v.name, n);
     v.name = name;
     names.insert(name);
-    std::string folder = folder_name(name);
+    // Variant and scenario names are names (platforms/names.hpp), so a
+    // variant's folder is its name, made unique.
+    std::string folder = name;
     for (int n = 2; folders.count(folder) != 0; ++n)
-      folder = fmt::format("{}-{}", folder_name(name), n);
+      folder = fmt::format("{}-{}", name, n);
     folders.insert(folder);
     v.point.id = folder;
     v.point.index = i;
@@ -122,6 +114,12 @@ int compare_command(const CompareOptions& options) {
     std::cerr << fmt::format("interrupted (signal {})\n", e.signal());
     return 128 + e.signal();
   }
+
+  // The variants' folders of an earlier comparison in the same folder go
+  // (sim/study/study_folder.hpp).
+  if (const auto removed = sim::describe_removed_points(sim::remove_other_points(runner.root, folders));
+      !removed.empty())
+    std::cerr << fmt::format("compare: {}\n", removed);
 
   analysis::ResultsDocument doc;
   std::string files;

@@ -5,10 +5,13 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <sstream>
 
+#include "analysis/reporters/atomic_file.hpp"
 #include "platforms/input_error.hpp"
+#include "platforms/names.hpp"
 #include "platforms/yaml_reader.hpp"
 #include "sim/replay/simulation.hpp"
 #include "sim/scenario/document.hpp"
@@ -51,7 +54,8 @@ std::string read_text(const std::string& path) {
 std::string replay_scenario(const YAML::Node& root, const scenario::Scenario& s, const std::string& name,
                             const std::string& source) {
   YAML::Node out(YAML::NodeType::Map);
-  out["name"] = name + "-chakra";
+  // A name of at most kMaxNameLength characters, as the replay reads it.
+  out["name"] = name.substr(0, platforms::kMaxNameLength - 7) + "-chakra";
   out["description"] =
       fmt::format("{} as a Chakra trace, exported by trainsim {} from {}", s.name, version_string, source);
   out["seed"] = s.seed;
@@ -98,16 +102,45 @@ int export_command(const ExportOptions& options) {
   errors.throw_if_any();
   const scenario::Scenario scenario =
       scenario::load_scenario_document(root, source, {.check_memory = !options.allow_oom});
+  // The prefix of every file written: a name (platforms/names.hpp), so
+  // that it stays inside --chakra DIR.
+  if (const auto message = platforms::invalid_name_message(options.name);
+      !options.name.empty() && !message.empty())
+    throw platforms::InputError({fmt::format("--name {}: {}", options.name, message)});
   const std::string name = options.name.empty() ? scenario.name : options.name;
   const auto graph = sim::build_task_graph(scenario);
   const auto trace = chakra::export_trace(graph, fmt::format("trainsim {}", version_string));
   const fs::path dir(options.chakra_dir);
-  auto written = chakra::write_trace(dir, name, trace);
-  written.push_back(dir / (name + ".yaml"));
-  std::ofstream out(written.back());
-  out << replay_scenario(root, scenario, name, options.scenario);
-  if (!out)
-    throw platforms::InputError({fmt::format("{}: cannot write", written.back().string())});
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec)
+    throw platforms::InputError({fmt::format("{}: cannot create: {}", dir.string(), ec.message())});
+  const std::string replay = replay_scenario(root, scenario, name, options.scenario);
+  // Each file atomic (a full disk leaves no truncated .et under its name);
+  // NAME.yaml, the scenario that replays the trace, last. When a file
+  // cannot be written, the files this export already wrote go too (with the
+  // NAME.yaml of an earlier export they replaced), so nothing is left that
+  // looks like a complete export.
+  std::vector<fs::path> written;
+  const auto write_file = [&](const fs::path& path, const std::function<void(std::ostream&)>& write) {
+    analysis::write_file_atomically(path, write);
+    written.push_back(path);
+  };
+  try {
+    chakra::write_trace(dir, name, trace, write_file);
+    write_file(dir / (name + ".yaml"), [&](std::ostream& o) { o << replay; });
+  } catch (const platforms::InputError& e) {
+    if (written.empty())
+      throw;
+    written.push_back(dir / (name + ".yaml"));
+    for (const auto& path : written)
+      fs::remove(path, ec);
+    auto problems = e.problems();
+    problems.push_back(
+        fmt::format("{}: removed the {} files of {} this export had written; nothing of it is left",
+                    dir.string(), written.size() - 1, name));
+    throw platforms::InputError(problems);
+  }
 
   std::size_t nodes = 0;
   for (const auto& rank : trace.ranks)

@@ -7,9 +7,13 @@
 #include <functional>
 #include <iostream>
 #include <memory>
+#include <new>
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include "platforms/input_error.hpp"
+#include "platforms/printable_text.hpp"
 #include "sim/cli/collective_command.hpp"
 #include "sim/cli/compare_command.hpp"
 #include "sim/cli/export_command.hpp"
@@ -20,6 +24,7 @@
 #include "sim/cli/schema_command.hpp"
 #include "sim/cli/sweep_command.hpp"
 #include "sim/cli/validate_command.hpp"
+#include "sim/scenario/run_size.hpp"
 #include "trainsim_version.hpp"
 
 namespace {
@@ -60,7 +65,14 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const int status = app.exit(e);
+    // --help and --version print as they are; an error quotes the
+    // arguments, so its lines go out escaped (platforms/printable_text.hpp).
+    std::ostringstream out, err;
+    const int status = app.exit(e, out, err);
+    std::cout << out.str();
+    std::istringstream lines(err.str());
+    for (std::string line; std::getline(lines, line);)
+      std::cerr << trainsim::platforms::printable_text(line) << '\n';
     return status == 0 ? 0 : 1;
   }
   try {
@@ -69,11 +81,17 @@ int main(int argc, char** argv) {
         return command.run();
     return 1;
   } catch (const trainsim::platforms::InputError& e) {
+    // Each problem is already printable (InputError escapes them).
     for (const auto& problem : e.problems())
       std::cerr << "error: " << problem << '\n';
     return 1;
+  } catch (const std::bad_alloc&) {
+    // The process's or the machine's memory limit, not a bug (the commands
+    // that make an estimate say it: sim/cli/run_command.cpp).
+    std::cerr << "error: " << trainsim::scenario::out_of_memory_message("the command", nullptr) << '\n';
+    return 1;
   } catch (const std::exception& e) {
-    std::cerr << "internal error: " << e.what() << '\n';
+    std::cerr << "internal error: " << trainsim::platforms::printable_text(e.what()) << '\n';
     return 2;
   }
 }

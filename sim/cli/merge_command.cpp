@@ -10,6 +10,7 @@
 
 #include "analysis/studies/results_table.hpp"
 #include "platforms/input_error.hpp"
+#include "sim/study/study_folder.hpp"
 #include "sim/study/study_results.hpp"
 
 namespace trainsim::cli {
@@ -27,7 +28,54 @@ CLI::App* add_merge_command(CLI::App& app, MergeOptions& options) {
   return cmd;
 }
 
+namespace {
+
+// Whether `inner` is `outer` or inside it, symbolic links resolved.
+bool is_within(const fs::path& inner, const fs::path& outer) {
+  std::error_code ec;
+  const fs::path a = fs::weakly_canonical(fs::absolute(inner), ec);
+  const fs::path b = fs::weakly_canonical(fs::absolute(outer), ec);
+  auto i = a.begin();
+  for (auto o = b.begin(); o != b.end(); ++o, ++i) {
+    if (o->empty())
+      continue;  // the trailing "" of a path ending in '/'
+    if (i == a.end() || *i != *o)
+      return false;
+  }
+  return true;
+}
+
+// merge replaces --out's results.csv, results.json, plots/ and report.html:
+// into a shard that would overwrite the shard itself (merge a0 a1 --out a0
+// left a0 unmergeable). --out may hold the shards in folders of their own,
+// as `sweep --slurm` lays them out (OUT/shards/shard-I), but not under
+// plots/, which merge rewrites.
+void check_out_is_apart_from_the_shards(const MergeOptions& options) {
+  platforms::ErrorList errors;
+  const fs::path out(options.out_dir);
+  for (const auto& dir : options.shard_dirs) {
+    if (is_within(out, dir)) {
+      std::string shard = fs::path(dir).lexically_normal().string();
+      while (shard.size() > 1 && shard.back() == '/')
+        shard.pop_back();
+      const bool same = is_within(dir, out);
+      errors.add(
+          fmt::format("--out {}: is {} shard {} (merge would {}); give another folder, e.g. --out {}-merged",
+                      options.out_dir, same ? "the" : "inside the", dir,
+                      same ? "overwrite the shard's results" : "write its results into the shard", shard));
+    } else if (is_within(dir, out / "plots"))
+      errors.add(
+          fmt::format("--out {}: shard {} is inside its plots/ folder, which merge rewrites; give "
+                      "another folder",
+                      options.out_dir, dir));
+  }
+  errors.throw_if_any();
+}
+
+}  // namespace
+
 int merge_command(const MergeOptions& options) {
+  check_out_is_apart_from_the_shards(options);
   platforms::ErrorList errors;
   std::vector<std::pair<std::string, analysis::ResultsDocument>> shards;
   for (const auto& dir : options.shard_dirs) {
@@ -105,6 +153,7 @@ int merge_command(const MergeOptions& options) {
         {fmt::format("the shards hold {} points but the study has {}", merged.rows.size(), expected)});
 
   const auto outputs = sim::write_study_outputs(options.out_dir, merged, sim::plots_of(merged), options.html);
+  sim::remove_stale_study_files(options.out_dir, outputs.written, options.html);
   std::size_t ok = 0, failed = 0, dropped = 0;
   for (const auto& row : merged.rows) {
     ok += row.status == analysis::kStatusOk;

@@ -10,9 +10,9 @@
 #include <thread>
 
 #include "analysis/reporters/atomic_file.hpp"
-#include "analysis/reporters/file_safe_name.hpp"
 #include "analysis/studies/plan_report.hpp"
 #include "platforms/input_error.hpp"
+#include "platforms/names.hpp"
 #include "platforms/presets.hpp"
 #include "sim/study/plan_search.hpp"
 #include "sim/study/point_runner.hpp"
@@ -154,10 +154,11 @@ int plan_command(const PlanOptions& options) {
   }
 
   const std::size_t top = std::min<std::size_t>(static_cast<std::size_t>(options.top), search.ranked.size());
-  const fs::path out_dir = options.out_dir.empty()
-                               ? fs::path("runs") / analysis::file_safe_name(fmt::format(
-                                                        "plan-{}-{}", base.model.name, options.gpus))
-                               : fs::path(options.out_dir);
+  const fs::path out_dir =
+      options.out_dir.empty()
+          ? fs::path("runs") /
+                platforms::name_from_text(fmt::format("plan-{}-{}", base.model.name, options.gpus), "plan")
+          : fs::path(options.out_dir);
   std::error_code ec;
   fs::create_directories(out_dir / "points", ec);
   if (ec)

@@ -6,6 +6,8 @@
 
 #include <filesystem>
 #include <iostream>
+#include <new>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -91,6 +93,9 @@ analysis::SeedOutcome run_seed_in_child(scenario::Scenario scenario, std::uint64
       if (result.failures)
         j["failures"] = analysis::to_json(*result.failures);
       text = j.dump();
+    } catch (const std::bad_alloc&) {
+      text = "out of memory";
+      status = 2;
     } catch (const std::exception& e) {
       text = std::string("error ") + e.what();
       status = 2;
@@ -112,6 +117,8 @@ analysis::SeedOutcome run_seed_in_child(scenario::Scenario scenario, std::uint64
   close(fds[0]);
   int status = 0;
   waitpid(pid, &status, 0);
+  if (text == "out of memory")
+    throw std::bad_alloc();  // run_command says so with its estimate
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || text.rfind("error", 0) == 0)
     throw std::runtime_error(fmt::format("the run with seed {} failed: {}", seed, text));
   // The child's figures, as it wrote them above.
@@ -148,14 +155,32 @@ scenario::LoadOptions run_load_options(const RunOptions& options) {
   return load;
 }
 
-void note_long_run(const scenario::Scenario& scenario, const RunOptions& options) {
+scenario::RunSize note_long_run(const scenario::Scenario& scenario, const RunOptions& options) {
   const auto size = scenario::estimate_run_size(scenario, options.iterations * options.seeds);
   if (size.replay_s > scenario::kLongRun_s)
     std::cerr << fmt::format("note: {}: a long run: {} (estimate)\n", scenario.file,
                              scenario::describe(size));
+  return size;
 }
 
+namespace {
+int run_scenario(const RunOptions& given, std::optional<scenario::RunSize>& estimate);
+}  // namespace
+
 int run_command(const RunOptions& given) {
+  // An allocation that fails is the limits of this process or machine, not
+  // a bug: exit status 1, with the estimate when it was made.
+  std::optional<scenario::RunSize> estimate;
+  try {
+    return run_scenario(given, estimate);
+  } catch (const std::bad_alloc&) {
+    throw platforms::InputError(
+        {scenario::out_of_memory_message("the run", estimate ? &*estimate : nullptr)});
+  }
+}
+
+namespace {
+int run_scenario(const RunOptions& given, std::optional<scenario::RunSize>& estimate) {
   RunOptions options = given;
   if (!options.chakra.empty()) {
     // A YAML single-quoted scalar: the path as written, from here.
@@ -168,7 +193,7 @@ int run_command(const RunOptions& given) {
     return run_balanced(options);
   const scenario::Scenario scenario =
       scenario::load_scenario(options.scenario, options.overrides, run_load_options(options));
-  note_long_run(scenario, options);
+  estimate = note_long_run(scenario, options);
   print_scenario_warnings(scenario, options.allow_oom);
   const fs::path out_dir =
       options.out_dir.empty() ? fs::path("runs") / scenario.name : fs::path(options.out_dir);
@@ -251,5 +276,6 @@ int run_command(const RunOptions& given) {
   line.close();
   return 0;
 }
+}  // namespace
 
 }  // namespace trainsim::cli

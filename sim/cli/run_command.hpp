@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/scenario/run_size.hpp"
 #include "sim/scenario/scenario.hpp"
 
 namespace trainsim::cli {
@@ -39,8 +40,9 @@ struct RunOptions {
 // size guard (sim/scenario/run_size.hpp) with --max-memory or the memory
 // available. Throws InputError for a malformed --max-memory.
 scenario::LoadOptions run_load_options(const RunOptions& options);
-// Says the size estimate up front (stderr) when the run will take a while.
-void note_long_run(const scenario::Scenario& scenario, const RunOptions& options);
+// Says the size estimate up front (stderr) when the run will take a while;
+// returns it.
+scenario::RunSize note_long_run(const scenario::Scenario& scenario, const RunOptions& options);
 
 // Registers the subcommand; `options` must outlive parsing.
 CLI::App* add_run_command(CLI::App& app, RunOptions& options);

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <iostream>
 #include <map>
+#include <set>
 #include <thread>
 
 #include "platforms/input_error.hpp"
@@ -12,6 +13,7 @@
 #include "sim/study/point_runner.hpp"
 #include "sim/study/slurm_submission.hpp"
 #include "sim/study/study_file.hpp"
+#include "sim/study/study_folder.hpp"
 #include "sim/study/study_points.hpp"
 #include "sim/study/study_results.hpp"
 
@@ -212,6 +214,15 @@ int sweep_command(const SweepOptions& options) {
     return 128 + e.signal();
   }
 
+  // The study completed: the folder now holds this study alone
+  // (sim/study/study_folder.hpp).
+  std::set<std::string> ids;
+  for (const auto& job : jobs)
+    ids.insert(job.id);
+  if (const auto removed = sim::describe_removed_points(sim::remove_other_points(runner.root, ids));
+      !removed.empty())
+    std::cerr << fmt::format("sweep {}: {}\n", study.name, removed);
+
   analysis::ResultsDocument doc;
   doc.study = sim::study_header(study, points);
   doc.shard = shard;
@@ -230,6 +241,7 @@ int sweep_command(const SweepOptions& options) {
   // A shard draws no plots: they would show only part of the study.
   const auto plots = shard ? std::vector<analysis::PlotSpec>{} : study.plots;
   const auto outputs = sim::write_study_outputs(out_dir, doc, plots, options.html && !shard);
+  sim::remove_stale_study_files(out_dir, outputs.written, options.html && !shard);
 
   const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   std::size_t mine_dropped = 0;

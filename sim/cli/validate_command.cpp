@@ -15,6 +15,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <new>
 #include <sstream>
 #include <thread>
 
@@ -25,6 +26,7 @@
 #include "sim/cli/finite_option.hpp"
 #include "sim/cli/validation_dataset.hpp"
 #include "sim/replay/simulation.hpp"
+#include "sim/scenario/run_size.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "sim/study/progress.hpp"
 
@@ -109,6 +111,9 @@ pid_t spawn_row(const scenario::Scenario& scenario, const fs::path& dir) {
     try {
       const auto result = sim::simulate(scenario);
       out << fmt::format("{:.17g}\n", result.summary.iteration_time_s);
+    } catch (const std::bad_alloc&) {
+      out << "error: " << scenario::out_of_memory_message("the row's run", nullptr) << '\n';
+      status = 1;
     } catch (const std::exception& e) {
       out << "error: " << e.what() << '\n';
       status = 2;

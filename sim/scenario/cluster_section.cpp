@@ -62,7 +62,7 @@ std::optional<platforms::GpuSpec> read_custom_gpu(platforms::MapReader g) {
       g.error("base", fmt::format("unknown GPU '{}' (expected one of {})", *base,
                                   platforms::gpu_names_for_message()));
   }
-  if (auto name = g.text("name"))
+  if (auto name = g.label("name"))
     gpu.name = *name;
   else if (!g.has("name"))
     g.error("name", "missing (a user-defined GPU needs a name, for example \"name: MyGPU\")");
@@ -489,7 +489,7 @@ bool read_cluster_section(platforms::MapReader& outer, Scenario& scenario) {
   } else if (!c.has("groups")) {
     cluster.groups.push_back(resolve_group(defaults, cluster.fabric, c));
   }
-  if (auto name = c.text("name"))
+  if (auto name = c.label("name"))
     cluster.name = *name;
   else if (!preset.empty())
     cluster.name = preset;

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <string>
 
+#include "platforms/names.hpp"
 #include "platforms/units.hpp"
 #include "sim/scenario/scenario_keys.hpp"
 
@@ -108,6 +109,8 @@ class Generator {
     switch (k.type) {
       case T::text:
         return {{"type", "string"}};
+      case T::label:
+        return {{"type", "string"}, {"pattern", std::string(platforms::name_pattern())}};
       case T::choice: {
         ordered_json words = ordered_json::array();
         for (auto w : k.words)

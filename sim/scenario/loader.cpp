@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "platforms/input_file.hpp"
+#include "platforms/names.hpp"
 #include "platforms/yaml_reader.hpp"
 #include "sim/scenario/checks.hpp"
 #include "sim/scenario/document.hpp"
@@ -38,7 +39,10 @@ Scenario load_document(const YAML::Node& root, const platforms::InputSource& sou
   Scenario scenario;
   scenario.file = file;
   platforms::MapReader top(root, "", source, errors, &scenario_keys());
-  scenario.name = top.text("name").value_or(std::filesystem::path(file).stem().string());
+  // The name is the run's default folder (runs/<name>/): a name as
+  // platforms/names.hpp says, or one made from the file's stem.
+  scenario.name = top.label("name").value_or(
+      platforms::name_from_text(std::filesystem::path(file).stem().string(), "scenario"));
   top.text("description");
   if (auto seed = top.integer("seed", 0, std::numeric_limits<long long>::max()))
     scenario.seed = static_cast<std::uint64_t>(*seed);

@@ -122,7 +122,7 @@ bool read_model_section(platforms::MapReader& m, Scenario& scenario) {
     model.swiglu = *mlp;
   if (auto flash = m.boolean("flash_attention"))
     model.flash_attention = *flash;
-  if (auto name = m.text("name"))
+  if (auto name = m.label("name"))
     model.name = *name;
   if (m.has("moe"))
     read_moe(m, model);

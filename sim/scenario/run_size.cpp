@@ -3,8 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
+#include <optional>
 
 #include "platforms/input_error.hpp"
 #include "platforms/units.hpp"
@@ -85,22 +84,26 @@ RunSize estimate_collective_size(int ranks, std::size_t sizes, platforms::Fideli
 }
 
 LoadOptions with_size_guard(LoadOptions load) {
-  load.max_run_memory_bytes = available_memory_bytes();
-  load.memory_limit_from = "memory available on this machine";
+  const MemoryLimit limit = process_memory_limit();
+  load.max_run_memory_bytes = limit.left_bytes;
+  load.memory_limit_from = limit.from;
   return load;
 }
 
-double available_memory_bytes() {
-  std::ifstream in("/proc/meminfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    std::istringstream fields(line);
-    std::string key;
-    double kib = 0;
-    if (fields >> key >> kib && key == "MemAvailable:")
-      return kib * 1024;
-  }
-  return 0;
+std::string out_of_memory_message(std::string_view what, const RunSize* estimate) {
+  // The limit the allocation met: the process's own, when it has one (the
+  // memory it had taken is free again by now, so the limit, not what was
+  // left, is what it may use), else the machine's.
+  std::optional<MemoryLimit> met;
+  for (const auto& l : memory_limits(this_process_memory_sources()))
+    if (l.of_the_process && (!met || l.limit_bytes < met->limit_bytes))
+      met = l;
+  const std::string needed = met ? fmt::format("{} needed more than the {} the process may use ({})", what,
+                                               units::format_bytes(met->limit_bytes), met->short_name)
+                                 : fmt::format("{} needed more memory than this machine could give it", what);
+  const std::string estimated = estimate ? fmt::format("; estimate: {}", describe(*estimate)) : std::string();
+  return fmt::format("out of memory: {}{}; make it smaller{}", needed, estimated,
+                     met ? fmt::format(" or raise the limit ({})", met->short_name) : std::string());
 }
 
 std::string describe(const RunSize& size) {
@@ -126,14 +129,14 @@ void check_run_size(const Scenario& scenario, const RunSize& size, const LoadOpt
       options.memory_limit_from)});
 }
 
-void check_collective_size(int ranks, const RunSize& size, double limit_bytes) {
-  if (limit_bytes <= 0 || size.memory_bytes <= limit_bytes)
+void check_collective_size(int ranks, const RunSize& size, const MemoryLimit& limit) {
+  if (limit.left_bytes <= 0 || size.memory_bytes <= limit.left_bytes)
     return;
   throw platforms::InputError({fmt::format(
       "--ranks {}: this collective is too large for this machine: the estimate is {}, more than the {} of "
-      "memory available; use fewer ranks, --fidelity fast (one flow per edge) or fewer sizes (--min, --max, "
+      "{}; use fewer ranks, --fidelity fast (one flow per edge) or fewer sizes (--min, --max, "
       "--step-factor)",
-      ranks, describe(size), units::format_bytes(limit_bytes))});
+      ranks, describe(size), units::format_bytes(limit.left_bytes), limit.from)});
 }
 
 }  // namespace trainsim::scenario

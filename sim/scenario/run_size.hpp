@@ -14,7 +14,9 @@
 // magnitude (within ~3x either way), which is what a guard needs.
 #include <cstddef>
 #include <string>
+#include <string_view>
 
+#include "sim/scenario/memory_limits.hpp"
 #include "sim/scenario/scenario.hpp"
 
 namespace trainsim::scenario {
@@ -41,12 +43,17 @@ RunSize estimate_run_size(const Scenario& scenario, int iterations = 1);
 // Memory is the peak of one collective (they run back to back), time the sum.
 RunSize estimate_collective_size(int ranks, std::size_t sizes, platforms::Fidelity fidelity);
 
-// `load` with the size guard on at the memory available on this machine
-// (sweep and compare points; `run` also takes --max-memory).
+// `load` with the size guard on at what this process may still take: the
+// smallest of the machine's available memory, its rlimits and its cgroup's
+// limit (sim/scenario/memory_limits.hpp; sweep and compare points; `run`
+// also takes --max-memory).
 LoadOptions with_size_guard(LoadOptions load);
 
-// MemAvailable of /proc/meminfo (0 when unknown).
-double available_memory_bytes();
+// What an allocation that failed says (exit status 1, not an internal
+// error): "out of memory: the run needed more than the 2GiB the process may
+// use (ulimit -v); estimate: ...; make it smaller ...". `what`: "the run",
+// "the collectives", "the command"; `estimate` when one was made.
+std::string out_of_memory_message(std::string_view what, const RunSize* estimate);
 
 // Throws platforms::InputError when `size.memory_bytes` exceeds
 // `options.max_run_memory_bytes`, naming the estimate, the limit
@@ -54,7 +61,7 @@ double available_memory_bytes();
 void check_run_size(const Scenario& scenario, const RunSize& size, const LoadOptions& options);
 // The same for `trainsim collective --ranks N` (what to change: --ranks,
 // --fidelity fast, the size range).
-void check_collective_size(int ranks, const RunSize& size, double limit_bytes);
+void check_collective_size(int ranks, const RunSize& size, const MemoryLimit& limit);
 
 // "about 2.1e+06 records, 1.5e+07 flows, 6.3GiB, 4 min": the estimate in words.
 std::string describe(const RunSize& size);

@@ -44,6 +44,11 @@ KeySpec required(KeySpec spec) {
   spec.required = true;
   return spec;
 }
+// A path, relative to the scenario file's folder.
+KeySpec file_path(KeySpec spec) {
+  spec.relative_to_file = true;
+  return spec;
+}
 // A key whose range the reader narrows from other keys (GPU ranks below
 // the GPU count).
 KeySpec narrowed(KeySpec spec) {
@@ -77,7 +82,7 @@ struct Tables {
         "a GPU defined in the scenario",
         {
             gpu_name("base", "a catalogue GPU to start from", nullptr),
-            required(key("name", T::text, "the GPU's name in reports")),
+            required(key("name", T::label, "the GPU's name in reports")),
             key("peak_bf16", T::flop_rate, "dense bf16/fp16 peak, e.g. 500TFLOPS"),
             key("peak_fp32", T::flop_rate, "dense fp32 peak"),
             key("peak_tf32", T::flop_rate, "dense tf32 peak"),
@@ -157,7 +162,7 @@ struct Tables {
     group = {"a node group", group_keys};
     cluster = {"the cluster", group_keys};
     for (auto spec : {choice("preset", cluster_preset_words(), "a shipped cluster to start from"),
-                      key("name", T::text, "the cluster's name in reports"),
+                      key("name", T::label, "the cluster's name in reports"),
                       section("fabric", fabric, "the fabric between nodes"),
                       section("collectives", collectives, "how collectives run"),
                       ranged("compute_efficiency", T::number, 1e-3, 1.0,
@@ -184,7 +189,7 @@ struct Tables {
     model = {"the model",
              {
                  model_preset,
-                 key("name", T::text, "the model's name in reports"),
+                 key("name", T::label, "the model's name in reports"),
                  ranged("layers", T::integer, 1, kCount, "transformer layers"),
                  ranged("hidden", T::integer, 1, kCount, "hidden size"),
                  ranged("heads", T::integer, 1, kCount, "attention heads"),
@@ -307,14 +312,15 @@ struct Tables {
     workload = {
         "a Chakra trace replayed instead of a model and plan",
         {
-            required(key("chakra", T::text, "a folder of <name>.<rank>.et files, their prefix, or one file")),
-            key("comm_groups", T::text, "ASTRA-sim's communicator groups file"),
+            required(file_path(
+                key("chakra", T::text, "a folder of <name>.<rank>.et files, their prefix, or one file"))),
+            file_path(key("comm_groups", T::text, "ASTRA-sim's communicator groups file")),
             ranged("global_batch_size", T::integer, 1, kCount, "sequences the traced iteration trains"),
             ranged("seq_len", T::integer, 1, kCount, "their length"),
         }};
     document = {"a scenario",
                 {
-                    key("name", T::text, "the scenario's name (default: the file's)"),
+                    key("name", T::label, "the scenario's name: runs/<name>/ (default: the file's)"),
                     key("description", T::text, "free text"),
                     ranged("seed", T::integer, 0, static_cast<double>(std::numeric_limits<long long>::max()),
                            "seeds everything random"),

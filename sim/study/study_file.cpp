@@ -10,6 +10,7 @@
 
 #include "platforms/input_error.hpp"
 #include "platforms/input_file.hpp"
+#include "platforms/names.hpp"
 #include "platforms/yaml_reader.hpp"
 #include "sim/scenario/document.hpp"
 
@@ -218,10 +219,10 @@ void StudyReader::read_plots(const YAML::Node& node) {
     spec.log_x = p.boolean("log_x").value_or(false);
     spec.log_y = p.boolean("log_y").value_or(false);
     spec.title = p.text("title").value_or("");
-    if (auto file = p.text("file")) {
-      if (file->find('/') != std::string::npos || file->size() < 5 ||
-          file->compare(file->size() - 4, 4, ".svg") != 0)
-        p.error("file", fmt::format("'{}' is not a plain file name ending in .svg", *file));
+    if (auto file = p.label("file")) {
+      if (!file->ends_with(".svg") || file->size() < 5)
+        p.error("file",
+                fmt::format("'{}' does not end in .svg (expected a file name such as tp.svg)", *file));
       spec.file = *file;
     }
     p.finish();
@@ -272,8 +273,10 @@ void StudyReader::read_variants(const YAML::Node& node) {
   for (const auto& kv : node) {
     const std::string name = kv.first.Scalar();
     const std::string path = fmt::format("variants.{}", name);
-    if (name.empty()) {
-      error(path, kv.first, "a variant needs a name");
+    // A variant's name is its folder under `compare`'s output and its
+    // value in the results' `variant` column and in --only.
+    if (const auto message = platforms::invalid_name_message(name); !message.empty()) {
+      error(path, kv.first, fmt::format("a variant's {}", message));
       continue;
     }
     if (!names.insert(name).second) {
@@ -349,9 +352,14 @@ StudyFile parse_study_text(const std::string& text, const std::string& path) {
         {fmt::format("{}: expected a map of keys (a scenario with a sweep or variants section), "
                      "found {}",
                      path, platforms::describe_yaml_value(root))});
-  study.name = std::filesystem::path(path).stem().string();
-  if (root["name"] && root["name"].IsScalar())
+  // The study's name is its default folder, runs/<name>/ (the point
+  // scenarios check the same key again, as a scenario's name).
+  study.name = platforms::name_from_text(std::filesystem::path(path).stem().string(), "study");
+  if (root["name"] && root["name"].IsScalar()) {
     study.name = root["name"].Scalar();
+    if (const auto message = platforms::invalid_name_message(study.name); !message.empty())
+      errors.add(fmt::format("{}: name: {}", source.where("name", root["name"]), message));
+  }
   if (root["description"] && root["description"].IsScalar())
     study.description = root["description"].Scalar();
 

@@ -43,7 +43,7 @@ struct Tables {
             key("log_x", T::boolean, "logarithmic x axis"),
             key("log_y", T::boolean, "logarithmic y axis"),
             key("title", T::text, "the plot's title"),
-            key("file", T::text, "the SVG file name (a plain name ending in .svg)"),
+            key("file", T::label, "the SVG file name in plots/ (a name ending in .svg)"),
         }};
     KeySpec plots = key("plots", T::map_list, "SVG plots drawn after the sweep");
     plots.fields = &plot;

@@ -4,12 +4,15 @@
 
 #include <algorithm>
 #include <charconv>
+#include <filesystem>
 #include <map>
 
 #include "platforms/input_error.hpp"
+#include "platforms/printable_text.hpp"
 #include "platforms/yaml_reader.hpp"
 #include "sim/scenario/document.hpp"
 #include "sim/scenario/infeasible_plan.hpp"
+#include "sim/scenario/relative_paths.hpp"
 
 namespace trainsim::sim {
 namespace {
@@ -143,14 +146,20 @@ std::vector<StudyPoint> prepare_points(const StudyFile& study, const std::vector
     }
     for (const auto& o : overrides)
       platforms::apply_override(root, o, source, errors);
-    point.label = join(label, " ");
+    // The point runs from its own folder: a trace named relative to the
+    // study file is named by its absolute path in scenario.yaml.
+    scenario::anchor_relative_paths(root, std::filesystem::path(study.path).parent_path());
+    // One line of text in a comment and on the terminal, whatever the values hold.
+    point.label = platforms::printable_text(join(label, " "));
     try {
       errors.throw_if_any();
       scenario::load_scenario_document(root, source, load);
       YAML::Emitter emitter;
       emitter << root;
-      // No path in here: resume compares this text, and the same study run
-      // from another directory must still find its finished points.
+      // No path of the study's own in here: resume compares this text, and
+      // the same study run from another directory must still find its
+      // finished points. (The files a point reads, a trace, are named by
+      // their absolute paths: the same from any directory.)
       point.scenario_yaml = fmt::format(
           "# Point {} of study {} ({}).\n"
           "# Simulate it alone with: trainsim run <this file>\n{}\n",

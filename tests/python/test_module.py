@@ -78,6 +78,22 @@ def test_from_dict_errors_name_the_line_of_the_dict():
     assert ok.info["plan"]["dp"] == 4
 
 
+def test_a_name_that_is_a_path_raises_input_error(quickstart):
+    # The loader's name policy (platforms/names.hpp), as for the CLI: a name
+    # is the run's folder, and "../x" would be outside runs/.
+    document = {"name": "../x", "cluster": {"preset": "dgx-a100-hdr", "nodes": 1},
+                "model": {"preset": "gpt3-125m"}, "plan": {"tp": 2, "global_batch_size": 16}}
+    with pytest.raises(trainsim.InputError) as e:
+        trainsim.Scenario.from_dict(document)
+    assert "name: '../x' is not a valid name: it holds '/'" in e.value.problems[0]
+    with pytest.raises(trainsim.InputError) as e:
+        quickstart.with_(**{"name": '"q\\0z"'})
+    assert "'q\\0z' is not a valid name" in e.value.problems[0]
+    assert trainsim.Scenario.from_dict({**document, "name": "ok-1.x"}).name == "ok-1.x"
+    del document["name"]
+    assert trainsim.Scenario.from_dict(document).name == "from_dict"
+
+
 def test_run_summary_equals_the_clis_summary_json(quickstart, tmp_path):
     s = quickstart.with_(**{"plan.pp": 2, "plan.dp": 4})
     r = trainsim.run(s)

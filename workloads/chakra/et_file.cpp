@@ -218,10 +218,7 @@ Trace read_et_file(const fs::path& path) {
   return trace;
 }
 
-void write_et_file(const fs::path& path, const Trace& trace) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out)
-    throw platforms::InputError({fmt::format("{}: cannot write the Chakra trace file", path.string())});
+void write_et(std::ostream& out, const Trace& trace) {
   {
     io::OstreamOutputStream raw(&out);
     const auto write = [&raw](const google::protobuf::Message& message) {
@@ -251,6 +248,13 @@ void write_et_file(const fs::path& path, const Trace& trace) {
       write(message);
     }
   }
+}
+
+void write_et_file(const fs::path& path, const Trace& trace) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out)
+    throw platforms::InputError({fmt::format("{}: cannot write the Chakra trace file", path.string())});
+  write_et(out, trace);
   out.flush();
   if (!out)
     throw platforms::InputError({fmt::format("{}: cannot write the Chakra trace file", path.string())});

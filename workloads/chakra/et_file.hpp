@@ -3,6 +3,7 @@
 // Node the same way (Chakra's protolib encodeMessage; ASTRA-sim's feeder
 // reads exactly this). One file per rank, named `<prefix>.<rank>.et`.
 #include <filesystem>
+#include <iosfwd>
 #include <string>
 #include <vector>
 
@@ -14,7 +15,11 @@ namespace trainsim::chakra {
 // when it cannot be read or is not an ET file.
 Trace read_et_file(const std::filesystem::path& path);
 
-// Throws platforms::InputError when the file cannot be written.
+// The bytes of an ET file, onto `out` (`trainsim export` hands them to
+// the atomic writer, analysis/reporters/atomic_file.hpp).
+void write_et(std::ostream& out, const Trace& trace);
+// The same into a file, written in place (tests). Throws
+// platforms::InputError when the file cannot be written.
 void write_et_file(const std::filesystem::path& path, const Trace& trace);
 
 // One rank's file of a trace.

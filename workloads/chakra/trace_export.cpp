@@ -257,24 +257,24 @@ ExportedTrace export_trace(const TaskGraph& graph, std::string_view producer) {
   return Exporter(graph, producer).run();
 }
 
-std::vector<fs::path> write_trace(const fs::path& dir, const std::string& name, const ExportedTrace& trace) {
+std::vector<fs::path> write_trace(const fs::path& dir, const std::string& name, const ExportedTrace& trace,
+                                  const FileWriter& write_file) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec)
     throw platforms::InputError({fmt::format("{}: cannot create: {}", dir.string(), ec.message())});
   std::vector<fs::path> written;
   for (std::size_t r = 0; r < trace.ranks.size(); ++r) {
-    written.push_back(dir / fmt::format("{}.{}.et", name, r));
-    write_et_file(written.back(), trace.ranks[r]);
+    const fs::path path = dir / fmt::format("{}.{}.et", name, r);
+    write_file(path, [&](std::ostream& out) { write_et(out, trace.ranks[r]); });
+    written.push_back(path);
   }
   nlohmann::ordered_json groups = nlohmann::ordered_json::object();
   for (const auto& [id, ranks] : trace.comm_groups)
     groups[std::to_string(id)] = ranks;
-  written.push_back(dir / fmt::format("{}.comm_groups.json", name));
-  std::ofstream out(written.back());
-  out << groups.dump(1) << '\n';
-  if (!out)
-    throw platforms::InputError({fmt::format("{}: cannot write", written.back().string())});
+  const fs::path path = dir / fmt::format("{}.comm_groups.json", name);
+  write_file(path, [&](std::ostream& out) { out << groups.dump(1) << '\n'; });
+  written.push_back(path);
   return written;
 }
 

@@ -17,6 +17,8 @@
 // from which `import_trace` rebuilds the very same graph. Memory events are
 // not exported.
 #include <filesystem>
+#include <functional>
+#include <iosfwd>
 #include <map>
 #include <string>
 #include <string_view>
@@ -38,9 +40,16 @@ struct ExportedTrace {
 // collective of `trainsim collective`).
 ExportedTrace export_trace(const workloads::TaskGraph& graph, std::string_view producer);
 
+// Writes one file: `write` puts its bytes on the stream. `trainsim export`
+// passes the atomic writer (analysis/reporters/atomic_file.hpp), which this
+// layer cannot include.
+using FileWriter =
+    std::function<void(const std::filesystem::path& path, const std::function<void(std::ostream&)>& write)>;
+
 // Writes DIR/NAME.<rank>.et for every rank and DIR/NAME.comm_groups.json
-// (ASTRA-sim's --comm-group-configuration); returns the paths written.
+// (ASTRA-sim's --comm-group-configuration), each through `write_file`;
+// returns the paths written.
 std::vector<std::filesystem::path> write_trace(const std::filesystem::path& dir, const std::string& name,
-                                               const ExportedTrace& trace);
+                                               const ExportedTrace& trace, const FileWriter& write_file);
 
 }  // namespace trainsim::chakra

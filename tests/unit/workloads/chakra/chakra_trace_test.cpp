@@ -5,6 +5,8 @@
 
 #include <boost/graph/adjacency_list.hpp>
 #include <filesystem>
+#include <fstream>
+#include <functional>
 
 #include "platforms/input_error.hpp"
 #include "support/files.hpp"
@@ -236,7 +238,10 @@ TEST(ChakraRoundTrip, ThroughFilesOnDiskToo) {
   const TaskGraph original = built_graph();
   const auto exported = export_trace(original, "test");
   const fs::path dir = testing::fresh_dir("chakra-roundtrip");
-  write_trace(dir, "it", exported);
+  write_trace(dir, "it", exported, [](const fs::path& path, const std::function<void(std::ostream&)>& write) {
+    std::ofstream out(path, std::ios::binary);
+    write(out);
+  });
   ImportOptions options;
   options.comm_groups = read_comm_groups((dir / "it.comm_groups.json").string());
   const auto imported = import_trace(read_all(dir / "it"), options);
