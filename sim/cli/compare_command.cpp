@@ -10,6 +10,7 @@
 #include "analysis/reporters/file_safe_name.hpp"
 #include "analysis/studies/comparison_table.hpp"
 #include "platforms/input_error.hpp"
+#include "platforms/interruption.hpp"
 #include "sim/scenario/run_size.hpp"
 #include "sim/study/point_runner.hpp"
 #include "sim/study/study_file.hpp"
@@ -119,9 +120,14 @@ int compare_command(const CompareOptions& options) {
   try {
     outcomes = sim::run_points(jobs, runner, std::cerr);
   } catch (const sim::Interrupted& e) {
-    std::cerr << fmt::format("interrupted (signal {})\n", e.signal());
+    std::cerr << platforms::interruption_message(
+        e.signal(), fmt::format("{} of {} variants finished in {} (a comparison simulates them all again)",
+                                e.finished(), e.total(), runner.root.string()));
     return 128 + e.signal();
   }
+  platforms::set_interruption_note(fmt::format(
+      "every variant finished in {}; the comparison is not all written: run the command again",
+      runner.root.string()));
 
   analysis::ResultsDocument doc;
   std::string files;

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "platforms/input_error.hpp"
+#include "platforms/interruption.hpp"
 #include "sim/scenario/run_size.hpp"
 #include "sim/study/point_runner.hpp"
 #include "sim/study/slurm_submission.hpp"
@@ -205,12 +206,16 @@ int sweep_command(const SweepOptions& options) {
   try {
     outcomes = sim::run_points(jobs, runner, std::cerr);
   } catch (const sim::Interrupted& e) {
-    std::cerr << fmt::format(
-        "interrupted (signal {}): {} of {} points finished and are kept in {}; run the same command again to "
-        "resume\n",
-        e.signal(), e.finished(), e.total(), runner.root.string());
+    std::cerr << platforms::interruption_message(
+        e.signal(), fmt::format("{} of {} points finished and are kept in {}; run the same command again to "
+                                "resume (the results tables are not updated)",
+                                e.finished(), e.total(), runner.root.string()));
     return 128 + e.signal();
   }
+  platforms::set_interruption_note(
+      fmt::format("every point finished and is kept in {}; the results are not all written: run the same "
+                  "command again (it reuses the points)",
+                  runner.root.string()));
 
   analysis::ResultsDocument doc;
   doc.study = sim::study_header(study, points);
