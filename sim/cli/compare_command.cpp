@@ -155,6 +155,7 @@ int compare_command(const CompareOptions& options) {
     }
   }
   const auto outputs = sim::write_study_outputs(runner.root, doc, {}, false);
+  platforms::set_interruption_note(fmt::format("the comparison in {} is complete", runner.root.string()));
   analysis::write_comparison_table(std::cout, runs);
   std::cout << fmt::format("\noutputs in {}/<variant>/; table in {}\n", runner.root.string(),
                            outputs.written.front().string());

@@ -255,6 +255,8 @@ int plan_command(const PlanOptions& options) {
   analysis::write_plans_json(json, report);
   analysis::write_file_atomically(out_dir / "plans.csv", [&](std::ostream& o) { o << csv.str(); });
   analysis::write_file_atomically(out_dir / "plans.json", [&](std::ostream& o) { o << json.str(); });
+  platforms::set_interruption_note(
+      fmt::format("the search is complete in {} (plans.csv, plans.json)", out_dir.string()));
 
   if (options.format == "csv") {
     analysis::write_plan_table_csv(std::cout, report);

@@ -235,6 +235,7 @@ int sweep_command(const SweepOptions& options) {
   // A shard draws no plots: they would show only part of the study.
   const auto plots = shard ? std::vector<analysis::PlotSpec>{} : study.plots;
   const auto outputs = sim::write_study_outputs(out_dir, doc, plots, options.html && !shard);
+  platforms::set_interruption_note(fmt::format("the results in {} are complete", out_dir.string()));
 
   const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   std::size_t mine_dropped = 0;

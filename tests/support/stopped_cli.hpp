@@ -24,6 +24,9 @@ namespace trainsim::testing {
 struct StartOptions {
   // stderr goes here (empty: /dev/null); stdout to /dev/null.
   std::filesystem::path err;
+  // Or stdout / stderr on these descriptors (a pipe), when not -1.
+  int out_fd = -1;
+  int err_fd = -1;
   // Signals the process starts with ignored, as a shell's background job
   // does (SIGINT); every other one of the four at its default, whatever the
   // test was started with.
@@ -57,8 +60,8 @@ inline pid_t start_trainsim(const std::vector<std::string>& args, const StartOpt
     if (null_fd < 0 || err_fd < 0)
       ::_exit(127);
     ::dup2(null_fd, STDIN_FILENO);
-    ::dup2(null_fd, STDOUT_FILENO);
-    ::dup2(err_fd, STDERR_FILENO);
+    ::dup2(options.out_fd >= 0 ? options.out_fd : null_fd, STDOUT_FILENO);
+    ::dup2(options.err_fd >= 0 ? options.err_fd : err_fd, STDERR_FILENO);
     ::execv(argv[0], argv.data());
     ::_exit(127);
   }
