@@ -277,8 +277,8 @@ pid_t wait_for_stoppable_child(pid_t pid, int& raw_status) {
   // handler never sees a reaped pid (which the system may give to another
   // process) still registered.
   siginfo_t info{};
-  while (::waitid(pid > 0 ? P_PID : P_ALL, pid > 0 ? static_cast<id_t>(pid) : 0, &info,
-                  WEXITED | WNOWAIT) != 0)
+  while (::waitid(pid > 0 ? P_PID : P_ALL, pid > 0 ? static_cast<id_t>(pid) : 0, &info, WEXITED | WNOWAIT) !=
+         0)
     if (errno != EINTR)
       return -1;
   const SignalsBlocked blocked;
@@ -297,9 +297,7 @@ void stop_registered_children(int signal) {
       ::kill(pid, signal);
   // A trainsim child stops at once (its own handler); one that does not
   // within 10 s is killed.
-  const struct timespec tick {
-    0, 10'000'000
-  };
+  const struct timespec tick { 0, 10'000'000 };
   bool left = true;
   for (int round = 0; round < 1000 && left; ++round) {
     left = false;

@@ -125,9 +125,9 @@ int compare_command(const CompareOptions& options) {
                                 e.finished(), e.total(), runner.root.string()));
     return 128 + e.signal();
   }
-  platforms::set_interruption_note(fmt::format(
-      "every variant finished in {}; the comparison is not all written: run the command again",
-      runner.root.string()));
+  platforms::set_interruption_note(
+      fmt::format("every variant finished in {}; the comparison is not all written: run the command again",
+                  runner.root.string()));
 
   analysis::ResultsDocument doc;
   std::string files;

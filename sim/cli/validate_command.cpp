@@ -20,8 +20,8 @@
 
 #include "analysis/reporters/atomic_file.hpp"
 #include "platforms/input_error.hpp"
-#include "platforms/interruption.hpp"
 #include "platforms/input_file.hpp"
+#include "platforms/interruption.hpp"
 #include "platforms/number_format.hpp"
 #include "sim/cli/embedded_templates.hpp"
 #include "sim/cli/finite_option.hpp"
@@ -321,9 +321,9 @@ int validate_command(const ValidateOptions& options) {
     std::cout << fmt::format(
         "{:>5} {:>5} {:>7} {:>5} {:>3} {:>3} {:>3} {:>3} {:>12.1f} {:>13.1f} {:>+7.1f}%\n", row.line, row.set,
         params, row.gpus, row.tp, row.dp, row.pp, row.micro_batch, row.measured_ms, r.predicted_ms, error);
-    csv << fmt::format("{},{},{},{},{},{},{},{},{},{}\n", row.line, row.set, row.gpus, row.tp, row.dp,
-                         row.pp, row.micro_batch, units::format_machine(row.measured_ms),
-                         units::format_machine(r.predicted_ms), units::format_machine(error));
+    csv << fmt::format("{},{},{},{},{},{},{},{},{},{}\n", row.line, row.set, row.gpus, row.tp, row.dp, row.pp,
+                       row.micro_batch, units::format_machine(row.measured_ms),
+                       units::format_machine(r.predicted_ms), units::format_machine(error));
   }
   if (!options.csv_out.empty())
     analysis::write_file_atomically(options.csv_out, [&](std::ostream& out) { out << csv.str(); });

@@ -34,13 +34,16 @@ int signal_of(int instant) {
 }
 
 std::string name_of(int signal) {
-  return signal == SIGINT ? "SIGINT" : signal == SIGTERM ? "SIGTERM" : signal == SIGHUP ? "SIGHUP" : "SIGPIPE";
+  return signal == SIGINT    ? "SIGINT"
+         : signal == SIGTERM ? "SIGTERM"
+         : signal == SIGHUP  ? "SIGHUP"
+                             : "SIGPIPE";
 }
 
 // One command, stopped `at_s` after it installed its handler.
 struct Stopped {
-  int status = -1;          // exit status; 1000 + N if killed by signal N
-  std::string err;          // its stderr
+  int status = -1;  // exit status; 1000 + N if killed by signal N
+  std::string err;  // its stderr
   bool no_process_left = false;
 };
 
@@ -154,9 +157,10 @@ TEST(Signals, RunStopsAtAnyInstantWithItsStatusAndNoPartialFile) {
 TEST(Signals, PlanStopsAtAnyInstantStopsItsSimulationsAndLeavesNoPartialFolder) {
   const auto dir = fresh_dir("signals-plan");
   auto args_for = [](const fs::path& out) {
-    return std::vector<std::string>{"plan",  "--model", "gpt3-350m", "--cluster", "dgx-a100-hdr", "--gpus",
-                                    "16",    "--global-batch", "64", "--top", "4", "-j", "2", "-q",
-                                    "--out", out.string()};
+    return std::vector<std::string>{
+        "plan",           "--model",   "gpt3-350m", "--cluster", "dgx-a100-hdr", "--gpus", "16",
+        "--global-batch", "64",        "--top",     "4",         "-j",           "2",      "-q",
+        "--out",          out.string()};
   };
   const double full_s = measure(args_for(dir / "full"), dir / "err");
   ASSERT_TRUE(fs::exists(dir / "full" / "plans.csv"));
@@ -173,7 +177,8 @@ TEST(Signals, PlanStopsAtAnyInstantStopsItsSimulationsAndLeavesNoPartialFolder) 
     tally.add(note, out);
     expect_no_partial_files(dir, when);
     // The tables exist only once every plan finished.
-    if (s.status != 0 && note.rfind("every plan finished", 0) != 0 && note.rfind("the search is complete", 0) != 0) {
+    if (s.status != 0 && note.rfind("every plan finished", 0) != 0 &&
+        note.rfind("the search is complete", 0) != 0) {
       EXPECT_FALSE(fs::exists(out / "plans.csv")) << when;
     }
     std::error_code ec;
@@ -261,8 +266,12 @@ TEST(Signals, CommandsThatForkStopTheirChildrenAndSayOneLine) {
          "3.6,64,512,4,3072,32,30,2048,1,32,2,4382.1,check\n";
   const auto out = dir / "out";
   const std::vector<std::pair<std::string, std::vector<std::string>>> commands{
-      {"run --seeds", {"run", "scenarios/perturb-falcon-stragglers.yaml", "--seeds", "3", "-q", "--out", out.string()}},
-      {"run --balance", {"run", "scenarios/scale-512.yaml", "--balance", "auto", "-q", "--out", out.string()}},
+      // Random stragglers: one process per seed.
+      {"run --seeds",
+       {"run", "scenarios/perturb-falcon-stragglers.yaml", "--seeds", "3", "--set",
+        "plan.global_batch_size=128", "-q", "--out", out.string()}},
+      {"run --balance",
+       {"run", "scenarios/hetero-a100-h100.yaml", "--balance", "auto", "-q", "--out", out.string()}},
       {"validate", {"validate", rows.string(), "-j", "2", "--csv", (out / "validate.csv").string()}},
       {"collective", {"collective", "--ranks", "32", "--format", "csv"}},
   };
@@ -275,7 +284,8 @@ TEST(Signals, CommandsThatForkStopTheirChildrenAndSayOneLine) {
     for (int i = 0; i < 10; ++i) {
       const int signal = i % 2 == 0 ? SIGINT : SIGTERM;
       const double at_s = instant(random);
-      const std::string when = fmt::format("{}: {} at {:.3f} s of {:.3f} s", label, name_of(signal), at_s, full_s);
+      const std::string when =
+          fmt::format("{}: {} at {:.3f} s of {:.3f} s", label, name_of(signal), at_s, full_s);
       const Stopped s = stop_at(args, at_s, signal, dir / "err");
       tally.add(expect_stopped_or_finished(s, signal, when), out);
       expect_no_partial_files(dir, when);
@@ -301,8 +311,9 @@ TEST(Signals, AClosedPipeEndsTheCommandWithoutPartialFilesOrChildren) {
   ASSERT_EQ(::pipe(fds), 0);
   ::close(fds[0]);  // nobody reads
   const auto out = dir / "run";
-  const int run_status = wait_for_exit(start_trainsim({"run", "scenarios/quickstart.yaml", "--out", out.string()},
-                                                      {.err = {}, .out_fd = fds[1], .err_fd = -1, .ignored = {}}));
+  const int run_status =
+      wait_for_exit(start_trainsim({"run", "scenarios/quickstart.yaml", "--out", out.string()},
+                                   {.err = {}, .out_fd = fds[1], .err_fd = -1, .ignored = {}}));
   EXPECT_EQ(run_status, 128 + SIGPIPE);
   expect_no_partial_files(dir, "run into a closed pipe");
   EXPECT_TRUE(fs::exists(out / "run.complete"));
@@ -337,8 +348,8 @@ TEST(Signals, ASigintIgnoredAtStartStaysIgnoredThroughTheReplay) {
   }
   EXPECT_TRUE(WIFEXITED(raw) && WEXITSTATUS(raw) == 0) << raw << " " << read_file(dir / "err");
   EXPECT_TRUE(fs::exists(out / "run.complete"));
-  const Stopped s = stop_at({"run", "scenarios/scale-512.yaml", "-q", "--out", out.string()}, 0.2, SIGTERM,
-                            dir / "err");
+  const Stopped s =
+      stop_at({"run", "scenarios/scale-512.yaml", "-q", "--out", out.string()}, 0.2, SIGTERM, dir / "err");
   expect_stopped_or_finished(s, SIGTERM, "SIGTERM with SIGINT ignored");
   fs::remove_all(dir);
 }

@@ -102,10 +102,8 @@ TEST(Interruption, AnOverlongPathIsNotRegisteredAndRegisteringStillWorksAfterIt)
 }
 
 TEST(Interruption, EachSignalExitsWith128PlusItsNumberSaysOneLineAndRemovesTheTemporaries) {
-  for (const auto& [signal, name] : {std::pair{SIGINT, "SIGINT"},
-                                     {SIGTERM, "SIGTERM"},
-                                     {SIGHUP, "SIGHUP"},
-                                     {SIGPIPE, "SIGPIPE"}}) {
+  for (const auto& [signal, name] :
+       {std::pair{SIGINT, "SIGINT"}, {SIGTERM, "SIGTERM"}, {SIGHUP, "SIGHUP"}, {SIGPIPE, "SIGPIPE"}}) {
     const auto dir = fresh_dir("interruption-exit");
     const auto temp = touch(dir / ".timeline.csv.7.partial");
     const Outcome o = in_child([&](int) {
@@ -116,8 +114,9 @@ TEST(Interruption, EachSignalExitsWith128PlusItsNumberSaysOneLineAndRemovesTheTe
       ::_exit(99);  // not reached
     });
     EXPECT_EQ(o.status, 128 + signal) << name;
-    EXPECT_EQ(o.err,
-              std::string("trainsim: interrupted (").append(name).append("); runs/x is unfinished (no run.complete)\n"));
+    EXPECT_EQ(o.err, std::string("trainsim: interrupted (")
+                         .append(name)
+                         .append("); runs/x is unfinished (no run.complete)\n"));
     EXPECT_EQ(o.err, interruption_message(signal, "runs/x is unfinished (no run.complete)")) << name;
     EXPECT_FALSE(fs::exists(temp)) << name;
     fs::remove_all(dir);
