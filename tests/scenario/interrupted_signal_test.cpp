@@ -273,7 +273,7 @@ TEST(Signals, CommandsThatForkStopTheirChildrenAndSayOneLine) {
       {"run --balance",
        {"run", "scenarios/hetero-a100-h100.yaml", "--balance", "auto", "-q", "--out", out.string()}},
       {"validate", {"validate", rows.string(), "-j", "2", "--csv", (out / "validate.csv").string()}},
-      {"collective", {"collective", "--ranks", "32", "--format", "csv"}},
+      {"collective", {"collective", "--ranks", "16", "--format", "csv"}},
   };
   std::mt19937_64 random(20261206);
   for (const auto& [label, args] : commands) {
