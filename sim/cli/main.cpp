@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "platforms/input_error.hpp"
-#include "platforms/printable_text.hpp"
 #include "platforms/interruption.hpp"
+#include "platforms/printable_text.hpp"
 #include "sim/cli/collective_command.hpp"
 #include "sim/cli/compare_command.hpp"
 #include "sim/cli/export_command.hpp"

@@ -10,8 +10,8 @@
 
 #include "analysis/studies/results_table.hpp"
 #include "platforms/input_error.hpp"
-#include "sim/study/study_folder.hpp"
 #include "platforms/interruption.hpp"
+#include "sim/study/study_folder.hpp"
 #include "sim/study/study_results.hpp"
 
 namespace trainsim::cli {
