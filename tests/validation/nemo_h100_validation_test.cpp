@@ -21,10 +21,12 @@ namespace trainsim::testing {
 namespace {
 
 struct NemoH100Family {
-  std::string csv;       // under tests/fixtures/nemo_h100/
+  std::string csv;       // under tests/fixtures/<folder>/
   std::string scenario;  // under scenarios/validation/
   std::string set;       // "fit" or "check": every row of a family is in one set
   double max_mape_percent;
+  std::string folder = "nemo_h100";
+  std::vector<std::string> overrides = {};  // --set KEY=VALUE on the template
 };
 
 // The MAPE of the rows `trainsim validate` replayed (its "MAPE <set>" line),
@@ -38,7 +40,7 @@ double nemo_h100_mape(const std::string& out, const std::string& set, int rows) 
 // Replays the family's rows of at most `max_gpus` GPUs; returns the validate
 // run and sets `rows` to how many it replayed.
 CliResult validate_nemo_h100(const NemoH100Family& family, int max_gpus, int& rows) {
-  const std::string source = std::string(TRAINSIM_SOURCE_DIR) + "/tests/fixtures/nemo_h100/" + family.csv;
+  const std::string source = std::string(TRAINSIM_SOURCE_DIR) + "/tests/fixtures/" + family.folder + "/" + family.csv;
   std::ifstream in(source);
   std::stringstream kept;
   std::string line;
@@ -55,11 +57,16 @@ CliResult validate_nemo_h100(const NemoH100Family& family, int max_gpus, int& ro
     }
     kept << line << '\n';
   }
-  const auto dir = fresh_dir("nemo-h100-" + family.csv);
+  const auto dir = fresh_dir(family.folder + "-" + family.csv);
   const auto subset = dir / family.csv;
   std::ofstream(subset) << kept.str();
-  auto result = run_cli({"validate", subset.string(), "--template", "scenarios/validation/" + family.scenario,
-                         "-j", "2", "--allow-oom"});
+  std::vector<std::string> args = {"validate", subset.string(), "--template",
+                                   "scenarios/validation/" + family.scenario, "-j", "2", "--allow-oom"};
+  for (const auto& o : family.overrides) {
+    args.push_back("--set");
+    args.push_back(o);
+  }
+  auto result = run_cli(args);
   std::filesystem::remove_all(dir);
   return result;
 }
