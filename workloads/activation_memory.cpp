@@ -51,7 +51,8 @@ Shape shape_of(const ModelSpec& model, const ParallelPlan& plan, bool moe_layer 
     const auto& m = model.moe;
     const double copies = m.top_k * m.capacity_factor;
     const double fe = static_cast<double>(m.expert_ffn_hidden) / model.hidden;
-    x.split = 4 + 4 * kv - fp8_saving + ((model.swiglu ? 6 : 4) - fp8_saving) * fe * (copies + m.shared_experts);
+    x.split =
+        4 + 4 * kv - fp8_saving + ((model.swiglu ? 6 : 4) - fp8_saving) * fe * (copies + m.shared_experts);
     x.unsplit += (4 - fp8_saving) * copies;  // the permuted inputs feed the experts' GEMMs
   }
   return x;

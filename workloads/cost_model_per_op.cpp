@@ -266,7 +266,8 @@ OpCost PerOpCostModel::optimizer(double parameters, const platforms::GpuSpec& gp
   // layer, which stay BF16 (the optimizer is told a count, not its kinds; an
   // over-count of up to 4 of the 52 bytes on their share, 6.5% of Llama 3.1
   // 8B's parameters).
-  const double bytes = parameters * (kOptimizerBytesPerParameter + fp8_weight_cast_bytes_per_parameter(plan_));
+  const double bytes =
+      parameters * (kOptimizerBytesPerParameter + fp8_weight_cast_bytes_per_parameter(plan_));
   const double device_s = memory_time(bytes, kOptimizerKernels, gpu, profile);
   return {std::max(device_s, kOptimizerKernels * profile.host_overhead_per_kernel_s), 0, 0, 1.0};
 }

@@ -131,7 +131,8 @@ double fp8_weight_cast_bytes_per_parameter(const ParallelPlan& plan) {
   if (!plan.fp8())
     return 0;
   const double amax = plan.fp8_recipe == Fp8Recipe::current ? 1.0 : 0.0;
-  if (plan.fp8_param_gather)  // the optimizer writes the FP8 weight for the BF16 one; current scaling's amax reads the FP32 master first
+  if (plan.fp8_param_gather)  // the optimizer writes the FP8 weight for the BF16 one; current scaling's amax
+                              // reads the FP32 master first
     return amax * 4;
   return amax * 2 + 2 + 2 * fp8_copy_bytes(plan);
 }

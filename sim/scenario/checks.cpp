@@ -63,14 +63,17 @@ std::vector<platforms::Problem> precision_problems(const Scenario& scenario) {
     if (gpu.peak_fp8_flops <= 0 || !platforms::efficiency_profile_for(gpu.name).matmul_fp8) {
       problems.push_back(
           {"plan.precision",
-           fmt::format("fp8 on {}, which has {}; expected precision: bf16, or GPUs with FP8 tensor cores "
-                       "(H100, H200, B200, MI300X, or a cluster.gpu with peak_fp8)",
-                       gpu.name, gpu.peak_fp8_flops <= 0 ? "no FP8 tensor cores (peak_fp8)" : "no FP8 GEMM efficiency data")});
+           fmt::format(
+               "fp8 on {}, which has {}; expected precision: bf16, or GPUs with FP8 tensor cores "
+               "(H100, H200, B200, MI300X, or a cluster.gpu with peak_fp8)",
+               gpu.name,
+               gpu.peak_fp8_flops <= 0 ? "no FP8 tensor cores (peak_fp8)" : "no FP8 GEMM efficiency data")});
     } else if (plan.fp8_recipe == workloads::Fp8Recipe::mxfp8 && !gpu.mxfp8) {
-      problems.push_back({"plan.fp8_recipe",
-                          fmt::format("mxfp8 on {}, whose tensor cores do not scale blocks of 32 elements "
-                                      "(MXFP8 is Blackwell's); expected delayed or current, or Blackwell GPUs",
-                                      gpu.name)});
+      problems.push_back(
+          {"plan.fp8_recipe",
+           fmt::format("mxfp8 on {}, whose tensor cores do not scale blocks of 32 elements "
+                       "(MXFP8 is Blackwell's); expected delayed or current, or Blackwell GPUs",
+                       gpu.name)});
     }
   }
   return problems;

@@ -32,9 +32,9 @@ void read_parallelism_options(platforms::MapReader& p, Scenario& scenario) {
   using workloads::Precision;
   if (auto precision = p.choice<Precision>("precision", {{"bf16", Precision::bf16}, {"fp8", Precision::fp8}}))
     plan.precision = *precision;
-  if (auto recipe = p.choice<Fp8Recipe>("fp8_recipe", {{"delayed", Fp8Recipe::delayed},
-                                                       {"current", Fp8Recipe::current},
-                                                       {"mxfp8", Fp8Recipe::mxfp8}}))
+  if (auto recipe = p.choice<Fp8Recipe>(
+          "fp8_recipe",
+          {{"delayed", Fp8Recipe::delayed}, {"current", Fp8Recipe::current}, {"mxfp8", Fp8Recipe::mxfp8}}))
     plan.fp8_recipe = *recipe;
   if (auto gather = p.boolean("fp8_param_gather"))
     plan.fp8_param_gather = *gather;

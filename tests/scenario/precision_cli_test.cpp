@@ -16,30 +16,18 @@ namespace fs = std::filesystem;
 // Llama 3.1 8B at 2,048 tokens on one DGX H100 node, TP 2 with sequence
 // parallelism (its all-gathers move FP8), the distributed optimizer.
 std::vector<std::string> small_llama(const std::string& precision) {
-  return {"run",
-          "scenarios/quickstart.yaml",
-          "--set",
-          "cluster.gpu=H100-SXM",
-          "--set",
-          "model.preset=llama3.1-8b",
-          "--set",
-          "model.seq_len=2048",
-          "--set",
-          "model.layers=4",
-          "--set",
-          "plan.tp=2",
-          "--set",
-          "plan.pp=1",
-          "--set",
-          "plan.dp=auto",
-          "--set",
-          "plan.sequence_parallel=true",
-          "--set",
-          "plan.zero_stage=1",
-          "--set",
-          "plan.global_batch_size=16",
-          "--set",
-          "plan.precision=" + precision};
+  return {"run",   "scenarios/quickstart.yaml",
+          "--set", "cluster.gpu=H100-SXM",
+          "--set", "model.preset=llama3.1-8b",
+          "--set", "model.seq_len=2048",
+          "--set", "model.layers=4",
+          "--set", "plan.tp=2",
+          "--set", "plan.pp=1",
+          "--set", "plan.dp=auto",
+          "--set", "plan.sequence_parallel=true",
+          "--set", "plan.zero_stage=1",
+          "--set", "plan.global_batch_size=16",
+          "--set", "plan.precision=" + precision};
 }
 
 TEST(PrecisionCli, Fp8RunsFasterAndReportsMfuAgainstBothPeaks) {
@@ -49,7 +37,8 @@ TEST(PrecisionCli, Fp8RunsFasterAndReportsMfuAgainstBothPeaks) {
   ASSERT_FALSE(fp8.empty());
   EXPECT_LT(fp8["iteration_time_s"].get<double>(), bf16["iteration_time_s"].get<double>());
   // The same model FLOPs: MFU grows with the speed, against the BF16 peak.
-  EXPECT_DOUBLE_EQ(fp8["model_flops_per_iteration"].get<double>(), bf16["model_flops_per_iteration"].get<double>());
+  EXPECT_DOUBLE_EQ(fp8["model_flops_per_iteration"].get<double>(),
+                   bf16["model_flops_per_iteration"].get<double>());
   EXPECT_NEAR(fp8["mfu"].get<double>() / bf16["mfu"].get<double>(),
               bf16["iteration_time_s"].get<double>() / fp8["iteration_time_s"].get<double>(), 1e-9);
   // H100's dense peaks: 989.4 TFLOP/s BF16, 1,978.9 FP8.

@@ -106,8 +106,9 @@ void IterationBuilder::add_gradient_sync_and_step(int rank, int tp) {
   if (plan_.zero_stage >= 1) {
     // Every member needs every updated parameter for the next iteration.
     const double fp8_share = parameters > 0 ? memory_.layer_parameters_on(rank) / parameters : 0.0;
-    const TaskId id = graph_.add(collective_task(CommKind::dp, CollectiveOp::all_gather, group, rank,
-                                                 param_gather_bytes_per_parameter(plan_, fp8_share) * parameters));
+    const TaskId id =
+        graph_.add(collective_task(CommKind::dp, CollectiveOp::all_gather, group, rank,
+                                   param_gather_bytes_per_parameter(plan_, fp8_share) * parameters));
     for (TaskId step : steps)
       graph_.depend(step, id);
     for (int gpu : members)

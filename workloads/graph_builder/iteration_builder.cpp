@@ -8,8 +8,8 @@
 #include "workloads/context_parallel.hpp"
 #include "workloads/expert_parallel.hpp"
 #include "workloads/graph_builder/iteration_builder_state.hpp"
-#include "workloads/precision.hpp"
 #include "workloads/plan_checks.hpp"
+#include "workloads/precision.hpp"
 #include "workloads/stage_slices.hpp"
 
 namespace trainsim::workloads {
@@ -369,10 +369,9 @@ void IterationBuilder::add_tp_collectives(const PipeOp& op, int rank, const Stag
   for (int cp = 0; cp < plan_.cp; ++cp) {
     TaskId previous = kNone;
     for (CollectiveOp collective_op : tp_passes(plan_)) {
-      const TaskId id =
-          graph_.add(collective_task(CommKind::tp, collective_op, tp_groups[static_cast<std::size_t>(cp)],
-                                     rank, tp_pass_bytes(collective_op),
-                                     {.chunk = op.chunk, .micro_batch = op.micro_batch, .fold = fold}));
+      const TaskId id = graph_.add(collective_task(
+          CommKind::tp, collective_op, tp_groups[static_cast<std::size_t>(cp)], rank,
+          tp_pass_bytes(collective_op), {.chunk = op.chunk, .micro_batch = op.micro_batch, .fold = fold}));
       if (previous != kNone)
         graph_.depend(previous, id);
       else
@@ -386,7 +385,8 @@ void IterationBuilder::add_tp_collectives(const PipeOp& op, int rank, const Stag
 }
 
 double IterationBuilder::tp_pass_bytes(CollectiveOp pass) const {
-  return tp_allreduce_bytes(model_, plan_) * tp_collective_byte_factor(plan_, pass == CollectiveOp::all_gather);
+  return tp_allreduce_bytes(model_, plan_) *
+         tp_collective_byte_factor(plan_, pass == CollectiveOp::all_gather);
 }
 
 bool IterationBuilder::overlaps_tp_comm(PipeOpKind kind) const {

@@ -110,8 +110,8 @@ PlanEstimate estimate_plan(const ModelSpec& model, const ParallelPlan& plan,
     if (plan.sequence_parallel)
       one = collective_s(cluster, CollectiveOp::reduce_scatter,
                          tp_bytes * tp_collective_byte_factor(plan, false), tp_group) +
-            collective_s(cluster, CollectiveOp::all_gather,
-                         tp_bytes * tp_collective_byte_factor(plan, true), tp_group);
+            collective_s(cluster, CollectiveOp::all_gather, tp_bytes * tp_collective_byte_factor(plan, true),
+                         tp_group);
     return collectives * one;
   };
 
@@ -258,7 +258,8 @@ PlanEstimate estimate_plan(const ModelSpec& model, const ParallelPlan& plan,
     double busy = 0, exposed = 0;
     const double reduce_op_bytes = g * params;
     const double gather_bytes =
-        param_gather_bytes_per_parameter(plan, params > 0 ? memory.layer_parameters_on(r) / params : 0.0) * params;
+        param_gather_bytes_per_parameter(plan, params > 0 ? memory.layer_parameters_on(r) / params : 0.0) *
+        params;
     switch (plan.zero_stage) {
       case 0:
       case 1: {

@@ -35,13 +35,15 @@ std::vector<TransformerOp> ops_of(const ParallelPlan& plan) {
 }
 
 const TransformerOp* find(const std::vector<TransformerOp>& ops, const std::string& name) {
-  const auto it = std::find_if(ops.begin(), ops.end(), [&](const TransformerOp& op) { return op.name == name; });
+  const auto it =
+      std::find_if(ops.begin(), ops.end(), [&](const TransformerOp& op) { return op.name == name; });
   return it == ops.end() ? nullptr : &*it;
 }
 
 // The index of an op, to check what comes before what.
 std::ptrdiff_t position(const std::vector<TransformerOp>& ops, const std::string& name) {
-  const auto it = std::find_if(ops.begin(), ops.end(), [&](const TransformerOp& op) { return op.name == name; });
+  const auto it =
+      std::find_if(ops.begin(), ops.end(), [&](const TransformerOp& op) { return op.name == name; });
   return it - ops.begin();
 }
 
@@ -161,8 +163,7 @@ TEST(Precision, Fp8GemmsAreTimedAtTheFp8PeakUnderTheirOwnCurves) {
   op.flops = 2 * op.m * op.n * op.k;
   op.fp8 = true;
   const auto& e = *profile.matmul_fp8;
-  const double efficiency =
-      e.peak_fraction * e.output_elements.at(op.m * op.n) * e.reduction_depth.at(op.k);
+  const double efficiency = e.peak_fraction * e.output_elements.at(op.m * op.n) * e.reduction_depth.at(op.k);
   EXPECT_DOUBLE_EQ(time_op(op, gpu, profile).compute_s, op.flops / (gpu.peak_fp8_flops * efficiency));
   EXPECT_DOUBLE_EQ(time_op(op, gpu, profile).efficiency, efficiency);
 }
@@ -189,8 +190,8 @@ TEST(Precision, Fp8SavesOneByteOfEachSavedLinearInput) {
   fp8.precision = Precision::fp8;
   const double sbh = double(model.seq_len) * model.hidden;
   const double f = double(model.ffn_hidden) / model.hidden;
-  EXPECT_NEAR(layer_activation_bytes(model, bf16) - layer_activation_bytes(model, fp8), sbh * (2 + (1 + f) / 4),
-              1e-6 * sbh);
+  EXPECT_NEAR(layer_activation_bytes(model, bf16) - layer_activation_bytes(model, fp8),
+              sbh * (2 + (1 + f) / 4), 1e-6 * sbh);
   // Full recomputation keeps the layer input, in BF16.
   bf16.recompute = fp8.recompute = Recompute::full;
   EXPECT_DOUBLE_EQ(layer_activation_bytes(model, bf16), layer_activation_bytes(model, fp8));
@@ -204,7 +205,8 @@ TEST(Precision, Fp8WeightCopiesAreResidentUnlessTheWeightsAreFp8) {
   fp8.precision = Precision::fp8;
   const GpuMemoryModel a(model, bf16), b(model, fp8);
   const double layers = model.layers * model.layer_parameters();
-  EXPECT_NEAR(b.resident(0)[MemoryKind::weights] - a.resident(0)[MemoryKind::weights], 2 * layers, 1e-6 * layers);
+  EXPECT_NEAR(b.resident(0)[MemoryKind::weights] - a.resident(0)[MemoryKind::weights], 2 * layers,
+              1e-6 * layers);
   fp8.fp8_param_gather = true;
   const GpuMemoryModel c(model, fp8);
   EXPECT_DOUBLE_EQ(c.resident(0)[MemoryKind::weights], a.resident(0)[MemoryKind::weights]);
@@ -221,7 +223,8 @@ TEST(Precision, Fp8ParamGatherMovesOneBytePerFp8Weight) {
 TEST(Precision, SequenceParallelAllGathersMoveFp8AndReduceScattersBf16) {
   EXPECT_DOUBLE_EQ(tp_collective_byte_factor(fp8_plan(Fp8Recipe::delayed, 4, true), true), 0.5);
   EXPECT_DOUBLE_EQ(tp_collective_byte_factor(fp8_plan(Fp8Recipe::delayed, 4, true), false), 1);
-  EXPECT_DOUBLE_EQ(tp_collective_byte_factor(fp8_plan(Fp8Recipe::delayed, 4, false), true), 1);  // all-reduces
+  EXPECT_DOUBLE_EQ(tp_collective_byte_factor(fp8_plan(Fp8Recipe::delayed, 4, false), true),
+                   1);  // all-reduces
   ParallelPlan bf16{.dp = 1, .tp = 4, .pp = 1, .micro_batch_size = 1, .global_batch_size = 1};
   bf16.sequence_parallel = true;
   EXPECT_DOUBLE_EQ(tp_collective_byte_factor(bf16, true), 1);

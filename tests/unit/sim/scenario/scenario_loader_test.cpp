@@ -303,12 +303,14 @@ TEST(ScenarioLoader, Fp8NeedsFp8TensorCoresAndMxfp8NeedsBlackwell) {
   const auto a100 = problems(kMinimal, {"cluster.gpu=A100-SXM-80GB", "plan.precision=fp8"});
   ASSERT_EQ(a100.size(), 1u);
   EXPECT_NE(a100[0].find("plan.precision"), std::string::npos) << a100[0];
-  EXPECT_NE(a100[0].find("fp8 on A100-SXM-80GB, which has no FP8 tensor cores"), std::string::npos) << a100[0];
+  EXPECT_NE(a100[0].find("fp8 on A100-SXM-80GB, which has no FP8 tensor cores"), std::string::npos)
+      << a100[0];
   const auto hopper = problems(kMinimal, {"plan.precision=fp8", "plan.fp8_recipe=mxfp8"});
   ASSERT_EQ(hopper.size(), 1u);
   EXPECT_NE(hopper[0].find("mxfp8 on H100-SXM"), std::string::npos) << hopper[0];
   EXPECT_NE(hopper[0].find("Blackwell"), std::string::npos) << hopper[0];
-  EXPECT_TRUE(problems(kMinimal, {"cluster.gpu=B200", "plan.precision=fp8", "plan.fp8_recipe=mxfp8"}).empty());
+  EXPECT_TRUE(
+      problems(kMinimal, {"cluster.gpu=B200", "plan.precision=fp8", "plan.fp8_recipe=mxfp8"}).empty());
   const auto flat = problems(kMinimal, {"plan.precision=fp8", "cluster.compute_efficiency=0.5"});
   ASSERT_EQ(flat.size(), 1u);
   EXPECT_NE(flat[0].find("compute_efficiency"), std::string::npos) << flat[0];
