@@ -249,7 +249,7 @@ PYBIND11_MODULE(_trainsim, m) {
   m.def(
       "to_yaml",
       [](const py::handle& value, const std::string& where) {
-        return trainsim::python::emit_yaml(trainsim::python::yaml_from_python(value, where));
+        return trainsim::python::yaml_from_python(value, where);
       },
       py::arg("value"), py::arg("where"),
       "Python values (dicts, lists, scalars) as YAML text; `where` starts the messages");

@@ -1,14 +1,18 @@
 #include "python/src/python_to_yaml.hpp"
 
 #include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <optional>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "platforms/input_error.hpp"
+#include "platforms/input_file.hpp"
 
 namespace trainsim::python {
 namespace py = pybind11;
@@ -47,6 +51,24 @@ std::optional<std::string_view> utf8(PyObject* s) {
   return std::string_view(c, static_cast<std::size_t>(size));
 }
 
+// The first Unicode noncharacter in valid UTF-8 (U+FDD0..U+FDEF, and
+// U+FFFE / U+FFFF of every plane), or 0. yaml-cpp's emitter writes each as
+// U+FFFD (emitterutils.cpp), so a str holding one would read back as
+// another str: refused instead.
+char32_t first_noncharacter(std::string_view s) {
+  for (std::size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const std::size_t length = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
+    char32_t cp = length == 1 ? c : length == 2 ? c & 0x1F : length == 3 ? c & 0x0F : c & 0x07;
+    for (std::size_t k = 1; k < length && i + k < s.size(); ++k)
+      cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
+    if ((cp >= 0xFDD0 && cp <= 0xFDEF) || (cp & 0xFFFE) == 0xFFFE)
+      return cp;
+    i += length;
+  }
+  return 0;
+}
+
 // A str as Python's repr shows it (quotes, control characters and
 // surrogates escaped), cut after about 60 bytes. str's own repr, not a
 // subclass's: no user code.
@@ -76,27 +98,62 @@ std::string shown_key(PyObject* key) {
   return plain ? std::string(*text) : shown_str(key);
 }
 
+// Whether a str holds what yaml-cpp would write raw although a YAML 1.1
+// reader (PyYAML, for one) takes it for a line break or a control: NEL and
+// the other C1 controls, LINE and PARAGRAPH SEPARATOR.
+bool needs_escapes(std::string_view s) {
+  for (std::size_t i = 0; i + 1 < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]), d = static_cast<unsigned char>(s[i + 1]);
+    if (c == 0xC2 && d >= 0x80 && d <= 0x9F)
+      return true;
+    if (c == 0xE2 && d == 0x80 && i + 2 < s.size() &&
+        (static_cast<unsigned char>(s[i + 2]) == 0xA8 || static_cast<unsigned char>(s[i + 2]) == 0xA9))
+      return true;
+  }
+  return false;
+}
+
 std::string type_name(PyObject* value) {
   return Py_TYPE(value)->tp_name;
+}
+
+// A scalar's text through the emitter (plain or quoted as yaml-cpp sees
+// fit; double-quoted with its non-ASCII escaped when needs_escapes).
+void write_scalar(YAML::Emitter& out, std::string_view text) {
+  if (needs_escapes(text))
+    out << YAML::EscapeNonAscii << YAML::DoubleQuoted;
+  out << std::string(text);
 }
 
 class Converter {
  public:
   explicit Converter(const std::string& where) : where_(where) {}
 
-  // Starts the path at `key` (an override's dotted key).
-  void start_at(std::string key) { path_.push_back(std::move(key)); }
+  // Starts the path at `key` (an override's dotted key, shown as it is).
+  void start_at(std::string key) { path_.push_back({.key = nullptr, .index = 0, .text = std::move(key)}); }
 
-  // Two passes: the first checks and counts everything without building a
-  // node (yaml-cpp's nodes cost about a microsecond and 200 bytes each: a
-  // million of them built only to be refused would take seconds), the
-  // second builds the tree.
-  YAML::Node convert(PyObject* value) {
-    node(value, nullptr);
-    values_ = text_bytes_ = 0;
-    YAML::Node out;
-    node(value, &out);
-    return out;
+  // Two passes. The first checks and counts everything without writing (a
+  // container reached again is counted from what it counted the first
+  // time: a list doubled 60 times is refused after 61 steps, not 2^60).
+  // The second streams the YAML, with every check again (an __index__ may
+  // have changed what the first pass saw). No tree of yaml-cpp nodes: each
+  // costs about 8 microseconds to add (their memory sets merge), seconds
+  // for a large dict.
+  std::string convert(PyObject* value, bool flow) {
+    counted_.emplace();
+    walk(value, nullptr);
+    counted_.reset();
+    alive_.clear();
+    values_ = yaml_bytes_ = 0;
+    YAML::Emitter out;
+    if (flow) {
+      out.SetMapFormat(YAML::Flow);
+      out.SetSeqFormat(YAML::Flow);
+    }
+    walk(value, &out);
+    if (!out.good())
+      throw std::logic_error("cannot write YAML: " + out.GetLastError());
+    return std::string(out.c_str(), out.size()) + (flow ? "" : "\n");
   }
 
   // The text of a scalar (str, int, float and __index__ objects), or nothing
@@ -107,7 +164,8 @@ class Converter {
       if (!text)
         throw input_error(fmt::format(
             "{} is not valid Unicode (a lone surrogate) and cannot be written as UTF-8", shown_str(value)));
-      count(text->size());
+      refuse_noncharacter(*text, value, "");
+      add_text(text->size());
       return std::string(*text);
     }
     if (PyLong_Check(value))
@@ -138,6 +196,7 @@ class Converter {
   }
   // The first `size` segments of the path, dotted ("plan.x[0]"); a path of
   // more than 8 shows its first and last 3 ("plan[0][0]...[0][0][0]").
+  // Made only for a message: a segment holds the key object or the index.
   std::string shown_path(std::size_t size) const {
     if (size == 0)
       return "the top level";
@@ -147,27 +206,45 @@ class Converter {
         path += "...";
         i = size - 3;
       }
-      path += (path.empty() || path.back() == '.' || path_[i].front() == '[' ? "" : ".") + path_[i];
+      const Segment& segment = path_[i];
+      if (segment.key || !segment.text.empty())
+        path += (path.empty() ? "" : ".") + (segment.key ? shown_key(segment.key) : segment.text);
+      else
+        path += fmt::format("[{}]", segment.index);
     }
     return path;
+  }
+  void refuse_noncharacter(std::string_view text, PyObject* str, const char* what) const {
+    if (const char32_t cp = first_noncharacter(text))
+      throw input_error(fmt::format("{}{} holds U+{:04X}, a Unicode noncharacter, which YAML cannot hold",
+                                    what, shown_str(str), static_cast<std::uint32_t>(cp)));
   }
   platforms::InputError input_error(const std::string& what) const {
     return platforms::InputError({message(what)});
   }
 
-  // Each value and each byte of text counts, once per time it is reached:
-  // a list that holds the same sub-list twice, doubled 60 times, would
-  // otherwise write 2^60 values.
-  void count(std::size_t text_bytes) {
+  // Each value counts, and the YAML it makes (its text, and a line indented
+  // by its level), once per time it is reached: a list that holds the same
+  // sub-list twice, doubled 60 times, would otherwise write 2^60 values.
+  void count() {
     ++values_;
-    text_bytes_ += text_bytes;
+    yaml_bytes_ += 2 * open_.size() + 3;
+    check_size();
+  }
+  void add_text(std::size_t bytes) {
+    yaml_bytes_ += bytes;
+    check_size();
+  }
+  void check_size() const {
     if (values_ > kMaxValues)
       throw input_error(
           "more than 1,000,000 values (a scenario holds a few hundred; a list or dict "
           "reached several times counts each time)");
-    if (text_bytes_ > kMaxTextBytes)
+    if (yaml_bytes_ > platforms::kMaxYamlInputBytes)
       throw input_error(
-          fmt::format("more than {} MiB of text (the most a scenario file may hold)", kMaxTextBytes >> 20));
+          fmt::format("more than {} MiB as YAML (the most a scenario file may hold; a list or "
+                      "dict reached several times counts each time)",
+                      platforms::kMaxYamlInputBytes >> 20));
   }
 
   std::string integer_text(PyObject* integer) {
@@ -177,7 +254,7 @@ class Converter {
     if (!text)
       throw input_error(fmt::format("an integer that cannot be written ({})", take_python_error()));
     const auto digits = utf8(text.ptr());
-    count(digits ? digits->size() : 0);
+    add_text(digits ? digits->size() : 0);
     return std::string(digits.value_or("0"));
   }
 
@@ -194,55 +271,81 @@ class Converter {
       throw std::bad_alloc();
     std::string out(text);
     PyMem_Free(text);
-    count(out.size());
+    add_text(out.size());
     return out;
   }
 
   // Checks `value` and, when `out` is given, writes it there.
-  void node(PyObject* value, YAML::Node* out) {
-    count(0);
+  void walk(PyObject* value, YAML::Emitter* out) {
+    count();
     if (value == Py_None) {
       if (out)
-        *out = YAML::Node(YAML::NodeType::Null);
+        *out << YAML::Null;
     } else if (PyBool_Check(value)) {
       if (out)
-        *out = YAML::Node(value == Py_True ? "true" : "false");
+        *out << std::string(value == Py_True ? "true" : "false");
     } else if (PyDict_Check(value) || PyList_Check(value) || PyTuple_Check(value)) {
       container(value, out);
     } else if (auto text = scalar_text(value)) {
       if (out)
-        *out = YAML::Node(*text);
+        write_scalar(*out, *text);
     } else {
       throw unsupported(value);
     }
   }
 
-  void container(PyObject* value, YAML::Node* out) {
+  void container(PyObject* value, YAML::Emitter* out) {
     const bool is_dict = PyDict_Check(value);
     const char* kind = is_dict ? "dict" : PyList_Check(value) ? "list" : "tuple";
     for (std::size_t i = 0; i < open_.size(); ++i)
       if (open_[i].object == value)
         throw input_error(fmt::format("refers to itself (it is the {} at {}, which holds it)", kind,
                                       shown_path(open_[i].path_size)));
-    if (open_.size() >= kMaxNestingLevels)
+    const std::size_t level = open_.size() + 1;
+    if (level > kMaxNestingLevels)
       throw input_error(
           fmt::format("nested more than {} levels (a scenario nests a few)", kMaxNestingLevels));
+    // Reached before in this pass: counted as then, and walked again only
+    // when it now goes too deep (for the message's path). A cycle through
+    // it would have been found the first time.
+    if (counted_) {
+      if (const auto seen = counted_->find(value); seen != counted_->end()) {
+        const Counted& c = seen->second;
+        values_ += c.values - 1;  // walk() counted the container itself
+        // Indented 2 bytes more per value for each level deeper than then
+        // (shallower: counted as then, a little over).
+        yaml_bytes_ += c.yaml_bytes + (level > c.level ? (c.values - 1) * 2 * (level - c.level) : 0);
+        check_size();
+        if (level + c.height - 1 <= kMaxNestingLevels) {
+          deepest_ = std::max(deepest_, level + c.height - 1);
+          return;
+        }
+      }
+    }
+    const std::size_t values_before = values_, bytes_before = yaml_bytes_, deepest_before = deepest_;
+    deepest_ = level;
     open_.push_back({value, path_.size()});
     if (is_dict)
       dict(value, out);
     else
       sequence(value, out);
     open_.pop_back();
+    if (counted_) {
+      counted_->insert_or_assign(value, Counted{values_ - values_before + 1, yaml_bytes_ - bytes_before,
+                                                deepest_ - level + 1, level});
+      alive_.push_back(py::reinterpret_borrow<py::object>(value));
+    }
+    deepest_ = std::max(deepest_before, deepest_);
   }
 
-  void dict(PyObject* value, YAML::Node* out) {
+  void dict(PyObject* value, YAML::Emitter* out) {
     // A copy of the items: the values' conversions cannot change what is
     // being iterated.
     const py::object items = steal(PyDict_Items(value));
     if (!items)
       throw py::error_already_set();
     if (out)
-      *out = YAML::Node(YAML::NodeType::Map);
+      *out << YAML::BeginMap;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(items.ptr()); ++i) {
       PyObject* item = PyList_GET_ITEM(items.ptr(), i);
       PyObject* key = PyTuple_GET_ITEM(item, 0);
@@ -256,110 +359,67 @@ class Converter {
         throw input_error(
             fmt::format("the key {} is not valid Unicode (a lone surrogate) and cannot be written as UTF-8",
                         shown_str(key)));
-      count(key_text->size());
-      path_.push_back(shown_key(key));
-      YAML::Node child;
-      node(PyTuple_GET_ITEM(item, 1), out ? &child : nullptr);
+      refuse_noncharacter(*key_text, key, "the key ");
+      add_text(key_text->size());
+      if (out) {
+        *out << YAML::Key;
+        write_scalar(*out, *key_text);
+        *out << YAML::Value;
+      }
+      path_.push_back({.key = key, .index = 0, .text = {}});
+      walk(PyTuple_GET_ITEM(item, 1), out);
       path_.pop_back();
-      // Keys of a dict are distinct: no look-up (node[key] is linear).
-      if (out)
-        out->force_insert(std::string(*key_text), child);
     }
+    if (out)
+      *out << YAML::EndMap;
   }
 
-  void sequence(PyObject* value, YAML::Node* out) {
+  void sequence(PyObject* value, YAML::Emitter* out) {
     const py::object items =
         PyTuple_Check(value) ? py::reinterpret_borrow<py::object>(value) : steal(PyList_AsTuple(value));
     if (!items)
       throw py::error_already_set();
     if (out)
-      *out = YAML::Node(YAML::NodeType::Sequence);
+      *out << YAML::BeginSeq;
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(items.ptr()); ++i) {
-      path_.push_back(fmt::format("[{}]", i));
-      YAML::Node child;
-      node(PyTuple_GET_ITEM(items.ptr(), i), out ? &child : nullptr);
+      path_.push_back({.key = nullptr, .index = i, .text = {}});
+      walk(PyTuple_GET_ITEM(items.ptr(), i), out);
       path_.pop_back();
-      if (out)
-        out->push_back(child);
     }
+    if (out)
+      *out << YAML::EndSeq;
   }
 
+  struct Segment {
+    PyObject* key = nullptr;  // a dict's key (alive: the items' copy holds it)
+    Py_ssize_t index = 0;     // else a list's index
+    std::string text;         // or start_at's key
+  };
   struct Open {
     PyObject* object;
     std::size_t path_size;  // the length of the path that leads to it
   };
+  // What a container added the first time the first pass reached it, at
+  // `level` (its YAML is indented by 2 more per level deeper).
+  struct Counted {
+    std::size_t values, yaml_bytes, height, level;
+  };
   const std::string& where_;
-  std::vector<std::string> path_;
+  std::vector<Segment> path_;
   std::vector<Open> open_;  // the containers on the path, outermost first
   std::size_t values_ = 0;
-  std::size_t text_bytes_ = 0;
+  std::size_t yaml_bytes_ = 0;
+  std::size_t deepest_ = 0;  // the deepest level reached below the current container
+  // First pass only, keyed by address; alive_ holds each container so that
+  // no address is reused during the pass, whatever an __index__ removes.
+  std::optional<std::unordered_map<PyObject*, Counted>> counted_;
+  std::vector<py::object> alive_;
 };
 
 }  // namespace
 
-YAML::Node yaml_from_python(py::handle value, const std::string& where) {
-  return Converter(where).convert(value.ptr());
-}
-
-namespace {
-
-// Whether a str holds what yaml-cpp would write raw although a YAML 1.1
-// reader (PyYAML, for one) takes it for a line break or a control: NEL and
-// the other C1 controls, LINE and PARAGRAPH SEPARATOR.
-bool needs_escapes(std::string_view s) {
-  for (std::size_t i = 0; i + 1 < s.size(); ++i) {
-    const auto c = static_cast<unsigned char>(s[i]), d = static_cast<unsigned char>(s[i + 1]);
-    if (c == 0xC2 && d >= 0x80 && d <= 0x9F)
-      return true;
-    if (c == 0xE2 && d == 0x80 && i + 2 < s.size() &&
-        (static_cast<unsigned char>(s[i + 2]) == 0xA8 || static_cast<unsigned char>(s[i + 2]) == 0xA9))
-      return true;
-  }
-  return false;
-}
-
-// The node through the emitter one event at a time, so that such a scalar
-// can be written double-quoted with its non-ASCII escaped.
-void write(YAML::Emitter& out, const YAML::Node& node) {
-  switch (node.Type()) {
-    case YAML::NodeType::Scalar:
-      if (needs_escapes(node.Scalar()))
-        out << YAML::EscapeNonAscii << YAML::DoubleQuoted;
-      out << node.Scalar();
-      break;
-    case YAML::NodeType::Sequence:
-      out << YAML::BeginSeq;
-      for (const auto& item : node)
-        write(out, item);
-      out << YAML::EndSeq;
-      break;
-    case YAML::NodeType::Map:
-      out << YAML::BeginMap;
-      for (const auto& item : node) {
-        out << YAML::Key;
-        write(out, item.first);
-        out << YAML::Value;
-        write(out, item.second);
-      }
-      out << YAML::EndMap;
-      break;
-    default:
-      out << YAML::Null;
-  }
-}
-
-}  // namespace
-
-std::string emit_yaml(const YAML::Node& node, bool flow) {
-  YAML::Emitter out;
-  if (flow) {
-    out.SetMapFormat(YAML::Flow);
-    out.SetSeqFormat(YAML::Flow);
-  }
-  write(out, node);
-  if (!out.good())
-    throw std::logic_error("cannot write YAML: " + out.GetLastError());
-  return std::string(out.c_str(), out.size()) + (flow ? "" : "\n");
+std::string yaml_from_python(py::handle value, const std::string& where, bool flow) {
+  return Converter(where).convert(value.ptr(), flow);
 }
 
 std::string override_from_python(py::handle key, py::handle value, const std::string& where) {
@@ -380,7 +440,7 @@ std::string override_from_python(py::handle key, py::handle value, const std::st
   else if (PyBool_Check(v))
     text = v == Py_True ? "true" : "false";
   else if (PyDict_Check(v) || PyList_Check(v) || PyTuple_Check(v))
-    text = emit_yaml(converter.convert(v), true);
+    text = converter.convert(v, true);
   else if (auto scalar = converter.scalar_text(v))
     text = *scalar;
   else

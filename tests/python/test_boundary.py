@@ -100,7 +100,16 @@ def test_a_shared_list_doubled_60_times_is_refused_by_its_size_not_expanded():
         trainsim.Scenario.from_dict({"plan": {"x": x}})
         """)
     assert kind == "trainsim.InputError"
-    assert "more than 1,000,000 values" in message and message.startswith("<from_dict>: plan.x[0]")
+    assert message.startswith("<from_dict>: plan.x[0]")
+    assert message.endswith("more than 16 MiB as YAML (the most a scenario file may hold; a list or dict "
+                            "reached several times counts each time)")
+
+
+def test_more_than_a_million_values_are_refused():
+    with pytest.raises(trainsim.InputError) as e:
+        trainsim.Scenario.from_dict({"plan": {"x": [None] * 1_000_001}})
+    # The top-level dict, plan and the list count too: the value past the cap is x[999997].
+    assert problem(e).startswith("<from_dict>: plan.x[999997]: more than 1,000,000 values")
 
 
 # The depth and cycle guards' edges.
@@ -168,6 +177,18 @@ def test_an_int_too_long_for_python_to_print_is_an_input_error():
     with pytest.raises(trainsim.InputError) as e:
         trainsim.Scenario.from_dict({"plan": {"tp": 10 ** 5000}})
     assert problem(e).startswith("<from_dict>: plan.tp: an integer that cannot be written (Exceeds the limit")
+
+
+@pytest.mark.parametrize("text, code", [("\uffff", "U+FFFF"), ("a\ufdd0", "U+FDD0"), ("\U0010fffe", "U+10FFFE")])
+def test_a_unicode_noncharacter_is_an_input_error(text, code):
+    # Found by the fuzz target (tests/fuzz/crashers/python_dict/noncharacter_u_ffff.bin):
+    # yaml-cpp's emitter writes each as U+FFFD, so the scenario read back differed.
+    with pytest.raises(trainsim.InputError) as e:
+        trainsim.Scenario.from_dict({"name": text})
+    assert problem(e) == (f"<from_dict>: name: {text!r} holds {code}, a Unicode noncharacter, "
+                          "which YAML cannot hold")
+    with pytest.raises(trainsim.InputError, match="the key .* holds U+"):
+        trainsim.Scenario.from_dict({text: 1})
 
 
 def test_control_characters_in_a_key_are_shown_escaped():
