@@ -177,7 +177,7 @@ class Scenario:
 
     def to_yaml(self):
         """The scenario with its overrides applied, as YAML."""
-        return _call(_trainsim.resolved_yaml, self._text, self._file, list(self._overrides))
+        return _call(_trainsim.resolved_yaml, self._text, os.fsencode(self._file), list(self._overrides))
 
     def _command_file(self, directory):
         """A file `trainsim` can read: the original one (its relative paths

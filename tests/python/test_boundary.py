@@ -311,6 +311,7 @@ def test_load_takes_a_path_that_is_not_utf8(tmp_path):
         f.write(QUICKSTART.read_bytes())
     s = trainsim.Scenario.load(path)
     assert s.name == "quickstart" and os.fsencode(s.file) == path
+    assert s.with_(**{"plan.tp": 4, "plan.dp": 1}).to_yaml().startswith("name: quickstart\n")
     with pytest.raises(trainsim.InputError) as e:
         trainsim.Scenario.load(os.fsencode(tmp_path) + b"/missing-\xff.yaml")
     assert "missing-\\xff.yaml: cannot open the scenario file" in problem(e)
