@@ -117,11 +117,17 @@ std::string type_name(PyObject* value) {
   return Py_TYPE(value)->tp_name;
 }
 
-// A scalar's text through the emitter (plain or quoted as yaml-cpp sees
-// fit; double-quoted with its non-ASCII escaped when needs_escapes).
+// A scalar's text through the emitter: plain or quoted as yaml-cpp sees
+// fit; double-quoted with its non-ASCII escaped when needs_escapes; and
+// double-quoted when it starts with "---" or "...", which yaml-cpp writes
+// plain although at the start of a line (a document's only scalar, a key
+// "... x") they read as a document's start or end (found by the fuzz
+// target: the str "..." read back as null).
 void write_scalar(YAML::Emitter& out, std::string_view text) {
   if (needs_escapes(text))
     out << YAML::EscapeNonAscii << YAML::DoubleQuoted;
+  else if (text.starts_with("---") || text.starts_with("..."))
+    out << YAML::DoubleQuoted;
   out << std::string(text);
 }
 

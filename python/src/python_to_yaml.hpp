@@ -20,7 +20,8 @@
 // checks and counts, one writes). A str holding NEL, another C1 control or a
 // LINE / PARAGRAPH SEPARATOR is written double-quoted with its non-ASCII
 // escaped (yaml-cpp would write them raw, which a YAML 1.1 reader takes for
-// line breaks). Shared by the module (module.cpp) and the fuzz target
+// line breaks); one starting with "---" or "..." double-quoted (at the
+// start of a line they would mark a document). Shared by the module (module.cpp) and the fuzz target
 // tests/fuzz/python_dict_fuzz.cpp.
 #include <pybind11/pybind11.h>
 

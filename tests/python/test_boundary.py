@@ -191,6 +191,17 @@ def test_a_unicode_noncharacter_is_an_input_error(text, code):
         trainsim.Scenario.from_dict({text: 1})
 
 
+def test_strs_that_start_like_a_document_marker_are_quoted():
+    # Found by the fuzz target (crashers/python_dict/document_end_marker_str.bin):
+    # yaml-cpp wrote them plain, and a top-level key "... x" ended the
+    # document there, so the whole dict read back as null.
+    text = trainsim._trainsim.to_yaml({"... x": 1, "--- y": "... z", "name": "..."}, "<t>")
+    assert text == '"... x": 1\n"--- y": "... z"\nname: "..."\n'
+    with pytest.raises(trainsim.InputError) as e:
+        trainsim.Scenario.from_dict({**DOCUMENT, "... x": 1})
+    assert "... x: unknown key" in problem(e)
+
+
 def test_control_characters_in_a_key_are_shown_escaped():
     with pytest.raises(trainsim.InputError) as e:
         trainsim.Scenario.from_dict({"plan": {"t\x1bp": float("nan")}})
