@@ -202,6 +202,16 @@ def test_strs_that_start_like_a_document_marker_are_quoted():
     assert "... x: unknown key" in problem(e)
 
 
+def test_a_key_longer_than_yamls_implicit_key_limit_reads_back():
+    # YAML limits a plain key to 1,024 characters; yaml-cpp writes a longer
+    # one as an explicit key ("? k...").
+    key = "k" * 2000
+    text = trainsim._trainsim.to_yaml({key: 1, "b": [key]}, "<t>")
+    assert text.startswith("? kkk")
+    yaml = pytest.importorskip("yaml")
+    assert yaml.safe_load(text) == {key: 1, "b": [key]}
+
+
 def test_control_characters_in_a_key_are_shown_escaped():
     with pytest.raises(trainsim.InputError) as e:
         trainsim.Scenario.from_dict({"plan": {"t\x1bp": float("nan")}})
