@@ -98,12 +98,19 @@ std::string shown_key(PyObject* key) {
   return plain ? std::string(*text) : shown_str(key);
 }
 
-// Whether a str holds what yaml-cpp would write raw although a YAML 1.1
-// reader (PyYAML, for one) takes it for a line break or a control: NEL and
-// the other C1 controls, LINE and PARAGRAPH SEPARATOR.
+// Whether a str holds a character yaml-cpp may write raw although a reader
+// takes it for a line break or a control: any C0 control and DEL (a lone
+// CR was written in a plain scalar, which yaml-cpp itself reads as a line
+// break: found by the fuzz target), NEL and the other C1 controls, LINE
+// and PARAGRAPH SEPARATOR (line breaks to a YAML 1.1 reader such as PyYAML).
 bool needs_escapes(std::string_view s) {
-  for (std::size_t i = 0; i + 1 < s.size(); ++i) {
-    const auto c = static_cast<unsigned char>(s[i]), d = static_cast<unsigned char>(s[i + 1]);
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x20 || c == 0x7F)
+      return true;
+    if (i + 1 == s.size())
+      break;
+    const auto d = static_cast<unsigned char>(s[i + 1]);
     if (c == 0xC2 && d >= 0x80 && d <= 0x9F)
       return true;
     if (c == 0xE2 && d == 0x80 && i + 2 < s.size() &&

@@ -17,10 +17,10 @@
 // subclass), on copies of each dict's items and list's elements, so no user
 // code runs between two steps of an iteration; objects with __index__ (numpy
 // integers) are the one exception, called in each of the two passes (one
-// checks and counts, one writes). A str holding NEL, another C1 control or a
-// LINE / PARAGRAPH SEPARATOR is written double-quoted with its non-ASCII
-// escaped (yaml-cpp would write them raw, which a YAML 1.1 reader takes for
-// line breaks); one starting with "---" or "..." double-quoted (at the
+// checks and counts, one writes). A str holding a control character (C0,
+// DEL, C1) or a LINE / PARAGRAPH SEPARATOR is written double-quoted with
+// its non-ASCII escaped (yaml-cpp would write some of them raw, which a
+// reader takes for line breaks); one starting with "---" or "..." double-quoted (at the
 // start of a line they would mark a document). Shared by the module (module.cpp) and the fuzz target
 // tests/fuzz/python_dict_fuzz.cpp.
 #include <pybind11/pybind11.h>

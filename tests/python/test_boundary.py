@@ -202,6 +202,16 @@ def test_strs_that_start_like_a_document_marker_are_quoted():
     assert "... x: unknown key" in problem(e)
 
 
+@pytest.mark.parametrize("text", [";\r\r\r", "a\rb", "x\x7f", "tab\there", "é\x85"])
+def test_strs_with_control_characters_are_written_escaped_and_read_back(text):
+    # Found by the fuzz target (crashers/python_dict/lone_carriage_returns_str.bin):
+    # yaml-cpp wrote ";\r\r..." plain, and read it back as ";".
+    written = trainsim._trainsim.to_yaml({"k": text}, "<t>")
+    assert written.startswith('k: "') and "\r" not in written and "\x7f" not in written
+    yaml = pytest.importorskip("yaml")
+    assert yaml.safe_load(written) == {"k": text}
+
+
 def test_a_key_longer_than_yamls_implicit_key_limit_reads_back():
     # YAML limits a plain key to 1,024 characters; yaml-cpp writes a longer
     # one as an explicit key ("? k...").
