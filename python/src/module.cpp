@@ -18,7 +18,9 @@
 
 #include "platforms/gpu_spec.hpp"
 #include "platforms/input_error.hpp"
+#include "platforms/input_file.hpp"
 #include "platforms/presets.hpp"
+#include "platforms/yaml_document.hpp"
 #include "platforms/yaml_reader.hpp"
 #include "sim/scenario/document.hpp"
 #include "sim/scenario/scenario.hpp"
@@ -66,13 +68,9 @@ std::string emit(const YAML::Node& node) {
 }
 
 YAML::Node parse(const std::string& text, const std::string& file) {
-  try {
-    YAML::Node root = YAML::Load(text);
-    return root && !root.IsNull() ? root : YAML::Node(YAML::NodeType::Map);
-  } catch (const YAML::Exception& e) {
-    throw trainsim::platforms::InputError(
-        {fmt::format("{}:{}:{}: not valid YAML: {}", file, e.mark.line + 1, e.mark.column + 1, e.msg)});
-  }
+  // The CLI's YAML reader (a second document or a tag refused).
+  YAML::Node root = trainsim::platforms::load_yaml_document(text, file);
+  return root && !root.IsNull() ? root : YAML::Node(YAML::NodeType::Map);
 }
 
 // The document with the overrides applied, as `trainsim run --set` would.
@@ -223,6 +221,14 @@ PYBIND11_MODULE(_trainsim, m) {
   m.def(
       "to_yaml", [](const py::handle& value) { return emit(to_yaml(value)); }, py::arg("value"),
       "Python values (dicts, lists, scalars) as YAML text");
+  m.def(
+      "read_input_file",
+      [](const std::string& path) {
+        return trainsim::platforms::read_input_file(path, "scenario file",
+                                                    trainsim::platforms::kMaxYamlInputBytes);
+      },
+      py::arg("path"),
+      "A scenario file's text, read with the CLI's checks (a regular file, its size, UTF-8)");
   m.def("presets", &presets, "The catalogue GPUs, cluster presets and model presets");
   m.def("run_program", &run_program, py::arg("argv"), py::arg("cwd") = "",
         "Run a program to its end with the GIL released: (status, stdout, stderr)");

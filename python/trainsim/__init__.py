@@ -82,10 +82,9 @@ class Scenario:
     def load(cls, path, *, allow_oom=False):
         """The scenario file at `path`."""
         path = pathlib.Path(path)
-        try:
-            text = path.read_text()
-        except OSError as e:
-            raise InputError([f"{path}: cannot open the scenario file ({e.strerror})"]) from None
+        # The CLI's reader: a folder, a device such as /dev/zero, a FIFO, an
+        # oversized file or invalid UTF-8 is an InputError, as for `trainsim run`.
+        text = _call(_trainsim.read_input_file, str(path))
         return cls(text, path, check_memory=not allow_oom)
 
     @classmethod

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "platforms/input_error.hpp"
+#include "platforms/problem_list.hpp"
 #include "sim/cli/collective_command.hpp"
 #include "sim/cli/compare_command.hpp"
 #include "sim/cli/export_command.hpp"
@@ -69,7 +70,7 @@ int main(int argc, char** argv) {
         return command.run();
     return 1;
   } catch (const trainsim::platforms::InputError& e) {
-    for (const auto& problem : e.problems())
+    for (const auto& problem : trainsim::platforms::printed_problems(e))
       std::cerr << "error: " << problem << '\n';
     return 1;
   } catch (const std::exception& e) {
