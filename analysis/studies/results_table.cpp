@@ -228,10 +228,12 @@ class ResultsChecker {
     std::string list;
     for (const char* k : known)
       list += fmt::format("{}{}", list.empty() ? "" : ", ", k);
-    for (const auto& [key, value] : object.items())
-      if (std::find_if(known.begin(), known.end(), [&](const char* k) { return key == k; }) == known.end())
+    for (auto it = object.begin(); it != object.end(); ++it) {
+      const std::string& key = it.key();
+      if (std::find(known.begin(), known.end(), std::string_view(key)) == known.end())
         add(path.empty() ? key : fmt::format("{}.{}", path, key),
             fmt::format("unknown key (expected {})", list));
+    }
   }
   // The text at `key`; nullptr (with a problem) when missing or not text.
   const ordered_json* text(const ordered_json& object, const std::string& path, const char* key,

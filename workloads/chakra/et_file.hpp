@@ -11,8 +11,10 @@
 
 namespace trainsim::chakra {
 
-// The most nodes one rank's file may hold (about 2 GB once read).
-inline constexpr std::size_t kMaxTraceNodes = std::size_t{1} << 24;
+// The most nodes one rank's file may hold: 4.2 million, about 570 MB as
+// read (136 bytes a Node); a rank of trainsim's own 16,384-GPU export has
+// a few hundred, PyTorch's traces of one iteration tens of thousands.
+inline constexpr std::size_t kMaxTraceNodes = std::size_t{1} << 22;
 
 // Reads the file through platforms' reader of binary inputs (a regular
 // file, at most platforms::kMaxBinaryInputBytes, as much once decompressed,
