@@ -197,8 +197,8 @@ TEST(InputReaders, ValidateGuardsTheSizeOfEveryRowBeforeSimulatingIt) {
 TEST(InputReaders, ValidateWithATemplateOfZeroGpusPerNodeChecksItsRowsInsteadOfDividingByZero) {
   // It died of SIGFPE (exit 136); the row sets gpus_per_node itself, so what
   // is reported is the row's own problem (30 layers over 4 stages).
-  const auto csv = write_temp_file("one.csv", std::string(kHeader) + "\n" +
-                                                  "3.6,64,512,8,3072,32,30,2048,1,16,4,4000,check\n");
+  const auto csv = write_temp_file(
+      "one.csv", std::string(kHeader) + "\n" + "3.6,64,512,8,3072,32,30,2048,1,16,4,4000,check\n");
   const auto tpl = csv.parent_path() / "template.yaml";  // write_temp_file would empty the folder
   std::ofstream(tpl) << with(kGood, "gpus_per_node: 8", "gpus_per_node: 0");
   expect_refused(run_cli({"validate", csv.string(), "--template", tpl.string()}),
