@@ -199,6 +199,22 @@ TEST(ChakraTraceFiles, ALinkLoopNamedLikeARankFileIsNamedAndAFolderSoNamedIsSkip
   fs::remove_all(dir);
 }
 
+TEST(ChakraCommGroups, ARankBeyondAnyClusterAndAFifoAreRefusedNamingTheFile) {
+  const fs::path dir = testing::fresh_dir("chakra-groups");
+  std::ofstream(dir / "g.json") << R"({"1": [0, 1], "2": [0, 1099511627776]})";
+  try {
+    read_comm_groups((dir / "g.json").string());
+    FAIL() << "expected InputError";
+  } catch (const platforms::InputError& e) {
+    EXPECT_NE(e.problems().front().find("g.json: group \"2\" holds 1099511627776, not a rank"),
+              std::string::npos)
+        << e.problems().front();
+  }
+  ASSERT_EQ(::mkfifo((dir / "f.json").c_str(), 0600), 0);
+  EXPECT_THROW(read_comm_groups((dir / "f.json").string()), platforms::InputError);
+  fs::remove_all(dir);
+}
+
 TEST(ChakraEtFile, GzipCompressedFilesReadTheSame) {
   const fs::path dir = testing::fresh_dir("chakra-gzip");
   const fs::path plain = kFixtures / "custom_ring_allreduce_8npus_1MB" / "custom_allreduce.3.et";
