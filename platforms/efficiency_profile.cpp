@@ -11,6 +11,7 @@
 
 #include "platforms/embedded_files.hpp"
 #include "platforms/units.hpp"
+#include "platforms/yaml_document.hpp"
 #include "platforms/yaml_reader.hpp"
 
 namespace trainsim::platforms {
@@ -200,10 +201,9 @@ EfficiencyProfile read_profile(MapReader& top) {
 EfficiencyProfile parse_efficiency_profile(std::string_view yaml_text, const std::string& source_name) {
   YAML::Node root;
   try {
-    root = YAML::Load(std::string(yaml_text));
-  } catch (const YAML::Exception& e) {
-    throw EfficiencyDataError(
-        fmt::format("{}:{}:{}: not valid YAML: {}", source_name, e.mark.line + 1, e.mark.column + 1, e.msg));
+    root = load_yaml_document(std::string(yaml_text), source_name);
+  } catch (const InputError& e) {
+    throw EfficiencyDataError(e.what());
   }
   if (!root.IsMap())
     throw EfficiencyDataError(fmt::format("{}: expected a map of efficiency curves", source_name));

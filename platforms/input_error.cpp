@@ -20,12 +20,21 @@ std::string join(const std::vector<std::string>& problems) {
 }
 }  // namespace
 
-InputError::InputError(std::vector<std::string> problems)
-    : std::runtime_error(join(printable(problems))), problems_(printable(std::move(problems))) {}
+InputError::InputError(std::vector<std::string> problems, std::size_t unlisted)
+    : std::runtime_error(join(printable(problems))),
+      problems_(printable(std::move(problems))),
+      unlisted_(unlisted) {}
+
+void ErrorList::add(std::string problem) {
+  if (problems_.size() < kMaxKeptProblems)
+    problems_.push_back(std::move(problem));
+  else
+    ++unlisted_;
+}
 
 void ErrorList::throw_if_any() const {
   if (!problems_.empty())
-    throw InputError(problems_);
+    throw InputError(problems_, unlisted_);
 }
 
 }  // namespace trainsim::platforms

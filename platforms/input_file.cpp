@@ -12,7 +12,14 @@
 
 namespace trainsim::platforms {
 
-std::string read_input_file(const std::string& path, std::string_view what, std::size_t max_bytes) {
+namespace {
+
+std::string read_file_bytes(const std::string& path, std::string_view what, std::size_t max_bytes) {
+  // A path read from YAML may hold a NUL, which open() would take as its
+  // end: another file than the one named.
+  if (path.find('\0') != std::string::npos)
+    throw InputError({fmt::format("{}: a path with a NUL character (expected the {})",
+                                  path.substr(0, path.find('\0')), what)});
   // Opened non-blocking so that a FIFO without a writer cannot hang us; a
   // FIFO is refused below anyway.
   const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
@@ -57,8 +64,19 @@ std::string read_input_file(const std::string& path, std::string_view what, std:
     if (text.size() > max_bytes)
       throw too_large(text.size());
   }
+  return text;
+}
+
+}  // namespace
+
+std::string read_input_file(const std::string& path, std::string_view what, std::size_t max_bytes) {
+  std::string text = read_file_bytes(path, what, max_bytes);
   check_utf8(text, path);
   return text;
+}
+
+std::string read_binary_input_file(const std::string& path, std::string_view what, std::size_t max_bytes) {
+  return read_file_bytes(path, what, max_bytes);
 }
 
 std::size_t first_invalid_utf8(std::string_view text) {

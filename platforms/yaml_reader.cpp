@@ -11,6 +11,7 @@
 #include "platforms/names.hpp"
 #include "platforms/spelling.hpp"
 #include "platforms/units.hpp"
+#include "platforms/yaml_document.hpp"
 
 namespace trainsim::platforms {
 namespace {
@@ -520,9 +521,10 @@ void apply_override(YAML::Node& root, const std::string& assignment, InputSource
   const std::string path = assignment.substr(0, eq);
   YAML::Node value;
   try {
-    value = YAML::Load(assignment.substr(eq + 1));
-  } catch (const YAML::Exception& e) {
-    errors.add(fmt::format("{}: the value is not valid YAML: {}", option, e.msg));
+    value = load_yaml_value(assignment.substr(eq + 1), option);
+  } catch (const InputError& e) {
+    for (const auto& problem : e.problems())
+      errors.add(problem);
     return;
   }
   std::vector<std::string> keys;

@@ -9,6 +9,7 @@
 //   point, status, <parameters in study order>,
 //   <figures, in order of first appearance over the rows sorted by point>,
 //   exit_status, reason
+#include <cstddef>
 #include <iosfwd>
 #include <optional>
 #include <stdexcept>
@@ -48,10 +49,21 @@ struct ResultsDocument {
   std::vector<ResultRow> rows;     // sorted by point
 };
 
-// Thrown for a results.json that is not one (merge reports it with the file).
+// The most points a study has (sim/study's kMaxStudyPoints, which is
+// checked to equal it); a results.json claiming more is not one.
+inline constexpr std::size_t kMaxResultPoints = 1'000'000;
+
+// Thrown for a results.json that is not one (merge reports each problem with
+// the file): every field that is missing, of the wrong type or out of range,
+// named by its path ("rows[3].status: ...").
 class ResultsFormatError : public std::invalid_argument {
  public:
-  using std::invalid_argument::invalid_argument;
+  explicit ResultsFormatError(const std::string& problem);
+  explicit ResultsFormatError(std::vector<std::string> problems);
+  const std::vector<std::string>& problems() const { return problems_; }
+
+ private:
+  std::vector<std::string> problems_;
 };
 
 // Every scalar of a summary.json, nested objects flattened with dots
@@ -72,7 +84,16 @@ nlohmann::ordered_json cell(const ResultRow& row, const std::string& column);
 
 void write_results_csv(std::ostream& out, const ResultsDocument& doc);
 void write_results_json(std::ostream& out, const ResultsDocument& doc);
-// Reads what write_results_json wrote. Throws ResultsFormatError.
+// Reads what write_results_json wrote, strictly: the schema stamp, the
+// study header (name, file, id, points, parameters, plots, an optional
+// description), the optional shard (0 <= index < count <= kMaxResultPoints),
+// the columns, and rows whose point is a number below the study's points,
+// whose status is ok, failed or dropped, whose exit_status is an integer and
+// reason a text, and whose other cells are finite numbers, texts, booleans or
+// null; an unknown key at the top, in the study or in a plot is refused.
+// Throws ResultsFormatError with every problem found (at most
+// platforms::kMaxKeptProblems).
+ResultsDocument parse_results_json(const std::string& text);
 ResultsDocument read_results_json(std::istream& in);
 
 // Sorts rows by point (numerically).

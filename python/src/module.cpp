@@ -21,6 +21,7 @@
 #include "platforms/input_error.hpp"
 #include "platforms/input_file.hpp"
 #include "platforms/presets.hpp"
+#include "platforms/yaml_document.hpp"
 #include "platforms/yaml_reader.hpp"
 #include "python/src/python_to_yaml.hpp"
 #include "sim/scenario/scenario.hpp"
@@ -31,13 +32,9 @@ namespace py = pybind11;
 namespace {
 
 YAML::Node parse(const std::string& text, const std::string& file) {
-  try {
-    YAML::Node root = YAML::Load(text);
-    return root && !root.IsNull() ? root : YAML::Node(YAML::NodeType::Map);
-  } catch (const YAML::Exception& e) {
-    throw trainsim::platforms::InputError(
-        {fmt::format("{}:{}:{}: not valid YAML: {}", file, e.mark.line + 1, e.mark.column + 1, e.msg)});
-  }
+  // The CLI's YAML reader (a second document or a tag refused).
+  YAML::Node root = trainsim::platforms::load_yaml_document(text, file);
+  return root && !root.IsNull() ? root : YAML::Node(YAML::NodeType::Map);
 }
 
 // The document with the overrides applied, as `trainsim run --set` would.

@@ -18,6 +18,7 @@
 #include "platforms/input_error.hpp"
 #include "platforms/input_file.hpp"
 #include "platforms/interruption.hpp"
+#include "platforms/problem_list.hpp"
 #include "sim/cli/report_command.hpp"
 #include "sim/cli/run_command.hpp"
 #include "sim/replay/simulation.hpp"
@@ -114,7 +115,7 @@ EvenChild start_even_run(const scenario::Scenario& even, const RunOptions& optio
       if (::write(fds[1], &t, sizeof t) != static_cast<ssize_t>(sizeof t))
         status = 2;
     } catch (const platforms::InputError& e) {
-      for (const auto& problem : e.problems())
+      for (const auto& problem : platforms::printed_problems(e))
         std::cerr << "error: even split: " << problem << '\n';
       status = 1;
     } catch (const std::bad_alloc&) {

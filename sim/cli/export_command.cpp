@@ -7,14 +7,16 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
-#include <sstream>
 
 #include "analysis/reporters/atomic_file.hpp"
 #include "platforms/input_error.hpp"
 #include "platforms/names.hpp"
+#include "platforms/input_file.hpp"
+#include "platforms/yaml_document.hpp"
 #include "platforms/yaml_reader.hpp"
 #include "sim/replay/simulation.hpp"
 #include "sim/scenario/document.hpp"
+#include "sim/scenario/run_size.hpp"
 #include "trainsim_version.hpp"
 #include "workloads/chakra/trace_export.hpp"
 
@@ -39,15 +41,6 @@ CLI::App* add_export_command(CLI::App& app, ExportOptions& options) {
 }
 
 namespace {
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw platforms::InputError({fmt::format("{}: cannot open the scenario file", path)});
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 // The scenario that replays the exported trace: the same cluster (and
 // perturbations), the trace instead of model and plan.
@@ -87,21 +80,20 @@ std::string replay_scenario(const YAML::Node& root, const scenario::Scenario& s,
 }  // namespace
 
 int export_command(const ExportOptions& options) {
-  YAML::Node root;
-  const std::string text = read_text(options.scenario);
-  try {
-    root = YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    throw platforms::InputError({fmt::format("{}:{}:{}: not valid YAML: {}", options.scenario,
-                                             e.mark.line + 1, e.mark.column + 1, e.msg)});
-  }
+  // The reader and the size guard of `run`: the task graph is what a run
+  // builds first.
+  YAML::Node root = platforms::load_yaml_document(
+      platforms::read_input_file(options.scenario, "scenario file", platforms::kMaxYamlInputBytes),
+      options.scenario);
+  if (!root || root.IsNull())
+    root = YAML::Node(YAML::NodeType::Map);
   platforms::InputSource source(options.scenario);
   platforms::ErrorList errors;
   for (const auto& o : options.overrides)
     platforms::apply_override(root, o, source, errors);
   errors.throw_if_any();
-  const scenario::Scenario scenario =
-      scenario::load_scenario_document(root, source, {.check_memory = !options.allow_oom});
+  const scenario::Scenario scenario = scenario::load_scenario_document(
+      root, source, scenario::with_size_guard({.check_memory = !options.allow_oom}));
   // The prefix of every file written: a name (platforms/names.hpp), so
   // that it stays inside --chakra DIR.
   if (const auto message = platforms::invalid_name_message(options.name);

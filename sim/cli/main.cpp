@@ -17,6 +17,7 @@
 #include "platforms/input_error.hpp"
 #include "platforms/interruption.hpp"
 #include "platforms/printable_text.hpp"
+#include "platforms/problem_list.hpp"
 #include "sim/cli/collective_command.hpp"
 #include "sim/cli/compare_command.hpp"
 #include "sim/cli/export_command.hpp"
@@ -88,7 +89,7 @@ int main(int argc, char** argv) {
     return 1;
   } catch (const trainsim::platforms::InputError& e) {
     // Each problem is already printable (InputError escapes them).
-    for (const auto& problem : e.problems())
+    for (const auto& problem : trainsim::platforms::printed_problems(e))
       std::cerr << "error: " << problem << '\n';
     return 1;
   } catch (const std::bad_alloc&) {

@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <map>
 #include <set>
@@ -12,6 +12,8 @@
 #include "platforms/input_error.hpp"
 #include "platforms/interruption.hpp"
 #include "sim/study/study_folder.hpp"
+#include "platforms/input_file.hpp"
+#include "platforms/problem_list.hpp"
 #include "sim/study/study_results.hpp"
 
 namespace trainsim::cli {
@@ -82,23 +84,25 @@ int merge_command(const MergeOptions& options) {
   for (const auto& dir : options.shard_dirs) {
     const fs::path file = fs::path(dir) / "results.json";
     std::error_code ec;
-    std::ifstream in;
-    if (fs::is_regular_file(file, ec))
-      in.open(file);
-    if (!in) {
+    if (!fs::exists(file, ec) && !ec) {
       errors.add(fmt::format(
           "{}: cannot open (expected the output directory of `trainsim sweep --shard I/N`)", file.string()));
       continue;
     }
     try {
-      auto doc = analysis::read_results_json(in);
+      auto doc = analysis::parse_results_json(
+          platforms::read_input_file(file.string(), "results file", platforms::kMaxTableInputBytes));
       if (!doc.shard)
         errors.add(fmt::format(
             "{}: not a shard (written without --shard I/N); it already holds a whole study", file.string()));
       else
         shards.emplace_back(file.string(), std::move(doc));
     } catch (const analysis::ResultsFormatError& e) {
-      errors.add(fmt::format("{}: {}", file.string(), e.what()));
+      for (const auto& problem : e.problems())
+        errors.add(fmt::format("{}: {}", file.string(), problem));
+    } catch (const platforms::InputError& e) {
+      for (const auto& problem : e.problems())
+        errors.add(problem);
     }
   }
   errors.throw_if_any();
@@ -127,9 +131,13 @@ int merge_command(const MergeOptions& options) {
     if (seen.count(i) == 0)
       missing.push_back(fmt::format("{}/{}", i, count));
   if (!missing.empty()) {
+    // A results.json may claim up to a million shards: the first few name it.
     std::string list;
-    for (const auto& m : missing)
-      list.append(list.empty() ? "" : ", ").append(m);
+    for (std::size_t i = 0; i < std::min(missing.size(), platforms::kMaxPrintedProblems); ++i)
+      list.append(list.empty() ? "" : ", ").append(missing[i]);
+    if (missing.size() > platforms::kMaxPrintedProblems)
+      list += fmt::format(" and {} more",
+                          platforms::with_thousands(missing.size() - platforms::kMaxPrintedProblems));
     throw platforms::InputError(
         {fmt::format("missing shard{} {} of study {} (run them with `trainsim sweep {} --shard "
                      "I/{}`)",

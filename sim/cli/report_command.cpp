@@ -2,10 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <cerrno>
-#include <cstring>
-
-#include <fstream>
 #include <iostream>
 
 #include "analysis/report.hpp"
@@ -13,6 +9,7 @@
 #include "analysis/reporters/run_archive.hpp"
 #include "analysis/reporters/run_outputs.hpp"
 #include "platforms/input_error.hpp"
+#include "platforms/input_file.hpp"
 #include "sim/replay/simulation.hpp"
 #include "workloads/task_graph_fingerprint.hpp"
 
@@ -90,13 +87,14 @@ int report_command(const ReportOptions& options) {
     throw platforms::InputError(
         {fmt::format("{}: no saved run here (expected {}); `trainsim run SCENARIO --out {}` saves one",
                      run_dir.string(), analysis::kRunArchiveFile, run_dir.string())});
+  // The reader of every input (a regular file, the binary cap), then the
+  // archive's own checks.
+  const std::string bytes =
+      platforms::read_binary_input_file(archive_path.string(), "saved run", platforms::kMaxBinaryInputBytes);
   analysis::RunArchive archive;
   analysis::RunMetadata meta;
   try {
-    std::ifstream in(archive_path, std::ios::binary);
-    if (!in)
-      throw std::runtime_error(std::strerror(errno));
-    archive = analysis::read_run_archive(in);
+    archive = analysis::parse_run_archive(bytes);
     meta = analysis::run_metadata_from_json(archive.metadata_json);
   } catch (const std::exception& e) {
     throw platforms::InputError({fmt::format("{}: {}", archive_path.string(), e.what())});

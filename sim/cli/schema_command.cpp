@@ -6,6 +6,9 @@
 #include <iostream>
 
 #include "platforms/input_error.hpp"
+#include "platforms/input_file.hpp"
+#include "platforms/problem_list.hpp"
+#include "platforms/yaml_document.hpp"
 #include "sim/scenario/json_schema.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "sim/study/study_file.hpp"
@@ -31,17 +34,19 @@ namespace {
 // checks it: every point through the loader. Returns the problems.
 std::vector<std::string> check_file(const std::string& file) {
   try {
-    const YAML::Node root = YAML::LoadFile(file);
+    // Read once, by the reader every command uses (a folder or a FIFO is
+    // refused, not opened), then checked as the text that was read.
+    const std::string text =
+        platforms::read_input_file(file, "scenario or study file", platforms::kMaxYamlInputBytes);
+    const YAML::Node root = platforms::load_yaml_document(text, file);
     if (root.IsMap() && (root["sweep"] || root["variants"])) {
-      auto study = sim::read_study_file(file);
+      auto study = sim::parse_study_text(text, file);
       sim::prepare_points(study, {});
     } else {
-      scenario::load_scenario(file);
+      scenario::parse_scenario_text(text, file);
     }
   } catch (const platforms::InputError& e) {
-    return e.problems();
-  } catch (const YAML::Exception& e) {
-    return {fmt::format("{}:{}:{}: not valid YAML: {}", file, e.mark.line + 1, e.mark.column + 1, e.msg)};
+    return platforms::printed_problems(e);
   }
   return {};
 }

@@ -24,6 +24,7 @@
 #include "platforms/input_file.hpp"
 #include "platforms/interruption.hpp"
 #include "platforms/number_format.hpp"
+#include "platforms/yaml_document.hpp"
 #include "sim/cli/embedded_templates.hpp"
 #include "sim/cli/finite_option.hpp"
 #include "sim/cli/validation_dataset.hpp"
@@ -224,30 +225,38 @@ int validate_command(const ValidateOptions& options) {
   // Rows smaller than a node get a node of their size (the template's node
   // shape otherwise); the loader checks the value like any other.
   const int gpus_per_node = [&] {
+    // The loader reports what is wrong with the template (a node of 0 GPUs
+    // too, which here would divide by zero).
     try {
-      const YAML::Node per_node = YAML::Load(template_text)["cluster"]["gpus_per_node"];
-      return per_node ? per_node.as<int>() : 8;
+      const YAML::Node root = platforms::load_yaml_document(template_text, template_label);
+      const YAML::Node per_node =
+          root.IsMap() && root["cluster"].IsMap() ? root["cluster"]["gpus_per_node"] : YAML::Node();
+      const int n = per_node && per_node.IsScalar() ? per_node.as<int>() : 8;
+      return n > 0 ? n : 8;
     } catch (const YAML::Exception&) {
-      return 8;  // the loader reports what is wrong with the template
+      return 8;
+    } catch (const platforms::InputError&) {
+      return 8;
     }
   }();
-  std::vector<std::string> problems;
+  // Each row's scenario through the size guard of `run` too: a row of a
+  // billion sequences is refused with its estimate, not simulated.
+  platforms::ErrorList problems;
   std::vector<scenario::Scenario> scenarios;
   for (const auto* row : selected) {
     try {
       std::vector<std::string> overrides = options.overrides;
       for (auto& o : row_overrides(*row, gpus_per_node))
         overrides.push_back(std::move(o));
-      scenarios.push_back(scenario::parse_scenario_text(template_text, template_label, overrides,
-                                                        {.check_memory = !options.allow_oom}));
+      scenarios.push_back(
+          scenario::parse_scenario_text(template_text, template_label, overrides,
+                                        scenario::with_size_guard({.check_memory = !options.allow_oom})));
     } catch (const platforms::InputError& e) {
       for (const auto& p : e.problems())
-        problems.push_back(
-            fmt::format("{}:{}: this row gives a bad scenario: {}", options.dataset, row->line, p));
+        problems.add(fmt::format("{}:{}: this row gives a bad scenario: {}", options.dataset, row->line, p));
     }
   }
-  if (!problems.empty())
-    throw platforms::InputError(problems);
+  problems.throw_if_any();
 
   // Replay: up to `jobs` children at once.
   const int jobs = options.jobs > 0 ? options.jobs : std::max(1u, std::thread::hardware_concurrency());

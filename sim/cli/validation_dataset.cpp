@@ -35,6 +35,13 @@ std::vector<std::string> split_csv_line(const std::string& line) {
   return cells;
 }
 
+// A measured iteration time: 1 us to 1e10 ms (about 115 days); a model of
+// a thousandth of a billion to a million billion parameters.
+constexpr double kMinMeasuredTime_ms = 1e-3;
+constexpr double kMaxMeasuredTime_ms = 1e10;
+constexpr double kMinParameters_billion = 1e-3;
+constexpr double kMaxParameters_billion = 1e6;
+
 // The vTrain column names, and where each goes.
 enum class Column {
   parameters,
@@ -95,15 +102,23 @@ std::vector<ValidationRow> parse_validation_dataset(const std::string& text, con
     if (trim(line)[0] == '#' && !(header.empty() && known_columns().count(cells.front())))
       continue;
     if (header.empty()) {
+      std::string expected;
+      for (const auto& [known, column] : known_columns())
+        expected += (expected.empty() ? "'" : ", '") + known + "'";
+      // A column given twice would have its last value win, silently (an
+      // unknown one is an error already).
+      std::map<std::string, std::size_t> position;  // name -> its first column, 1-based
       for (const auto& name : cells) {
         const auto it = known_columns().find(name);
-        if (it == known_columns().end()) {
-          std::string expected;
-          for (const auto& [known, column] : known_columns())
-            expected += (expected.empty() ? "'" : ", '") + known + "'";
+        if (it == known_columns().end())
           errors.add(fmt::format("{}:{}: unknown column '{}' (expected columns among {})", file, number, name,
                                  expected));
-        }
+        const auto [first, fresh] = position.emplace(name, header_names.size() + 1);
+        if (!fresh && it != known_columns().end())
+          errors.add(
+              fmt::format("{}:{}: column '{}' is given twice, as columns {} and {} (expected each "
+                          "column once)",
+                          file, number, name, first->second, header_names.size() + 1));
         header.push_back(it == known_columns().end() ? Column::set : it->second);
         header_names.push_back(name);
       }
@@ -141,12 +156,24 @@ std::vector<ValidationRow> parse_validation_dataset(const std::string& text, con
       const auto [ptr, ec] = std::from_chars(cell.data(), cell.data() + cell.size(), value);
       const bool integer_column = header[c] != Column::parameters && header[c] != Column::time;
       // A count beyond an int (found by fuzzing: 1e124 GPUs) would overflow
-      // the conversion below; infinity would pass `> 0`.
+      // the conversion below; infinity would pass `> 0`. A measured time
+      // is a normal number in a range a training iteration can take (4e-320,
+      // a subnormal, once printed `MAPE inf`); so is a parameter count.
       constexpr double kMaxCount = std::numeric_limits<int>::max();
-      if (ec != std::errc() || ptr != cell.data() + cell.size() || !(value > 0) || !std::isfinite(value) ||
-          (integer_column && (std::floor(value) != value || value > kMaxCount))) {
-        errors.add(fmt::format("{}:{}: {}: '{}' is not a {}", file, number, header_names[c], cell,
-                               integer_column ? "whole number between 1 and 2147483647" : "number > 0"));
+      const bool read = ec == std::errc() && ptr == cell.data() + cell.size();
+      if (integer_column && (!read || !(value > 0) || !std::isfinite(value) || std::floor(value) != value ||
+                             value > kMaxCount)) {
+        errors.add(fmt::format("{}:{}: {}: '{}' is not a whole number between 1 and 2147483647", file, number,
+                               header_names[c], cell));
+        continue;
+      }
+      const bool time = header[c] == Column::time;
+      const double min = time ? kMinMeasuredTime_ms : kMinParameters_billion;
+      const double max = time ? kMaxMeasuredTime_ms : kMaxParameters_billion;
+      if (!integer_column && (!read || !std::isnormal(value) || value < min || value > max)) {
+        errors.add(fmt::format(
+            "{}:{}: {}: '{}' is not a number from {:g} to {:g}{}", file, number, header_names[c], cell, min,
+            max, time ? " (1 us to about 115 days, in milliseconds)" : " (billion parameters)"));
         continue;
       }
       const int n = integer_column ? static_cast<int>(value) : 0;

@@ -8,6 +8,7 @@
 
 #include "platforms/input_file.hpp"
 #include "platforms/presets.hpp"
+#include "platforms/yaml_document.hpp"
 #include "platforms/yaml_reader.hpp"
 #include "sim/scenario/scenario_keys.hpp"
 #include "sim/scenario/sections.hpp"
@@ -38,13 +39,7 @@ platforms::ClusterSpec read_cluster(YAML::Node root, const std::string& file,
 
 platforms::ClusterSpec parse_cluster_text(const std::string& yaml, const std::string& file,
                                           const std::vector<std::string>& overrides) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(yaml);
-  } catch (const YAML::Exception& e) {
-    throw platforms::InputError(
-        {fmt::format("{}:{}:{}: not valid YAML: {}", file, e.mark.line + 1, e.mark.column + 1, e.msg)});
-  }
+  const YAML::Node root = platforms::load_yaml_document(yaml, file);
   if (!root.IsMap())
     throw platforms::InputError({fmt::format("{}: expected a YAML map with a `cluster` section", file)});
   return read_cluster(root, file, overrides);

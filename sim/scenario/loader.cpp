@@ -9,6 +9,7 @@
 
 #include "platforms/input_file.hpp"
 #include "platforms/names.hpp"
+#include "platforms/yaml_document.hpp"
 #include "platforms/yaml_reader.hpp"
 #include "sim/scenario/checks.hpp"
 #include "sim/scenario/document.hpp"
@@ -120,14 +121,7 @@ Scenario load_document(const YAML::Node& root, const platforms::InputSource& sou
 
 Scenario load_from(const std::string& text, const std::string& file,
                    const std::vector<std::string>& overrides, const LoadOptions& options) {
-  platforms::check_utf8(text, file);
-  YAML::Node root;
-  try {
-    root = YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    throw platforms::InputError(
-        {fmt::format("{}:{}:{}: not valid YAML: {}", file, e.mark.line + 1, e.mark.column + 1, e.msg)});
-  }
+  YAML::Node root = platforms::load_yaml_document(text, file);
   if (!root || root.IsNull())
     root = YAML::Node(YAML::NodeType::Map);
 

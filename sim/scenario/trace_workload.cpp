@@ -1,14 +1,41 @@
 #include "sim/scenario/trace_workload.hpp"
 
+#include <fmt/format.h>
+
+#include "platforms/input_error.hpp"
+#include "platforms/number_format.hpp"
+#include "sim/scenario/memory_limits.hpp"
+#include "sim/scenario/run_size.hpp"
 #include "workloads/chakra/et_file.hpp"
 
 namespace trainsim::scenario {
+namespace {
+
+// What one trace node costs through the run: the Node as read (136 bytes),
+// its task in the graph and its records (710 bytes a task,
+// sim/replay/replay_cost.cpp), rounded up.
+constexpr double kBytesPerTraceNode = 1024;
+
+}  // namespace
 
 chakra::ImportedTrace import_trace_workload(const Scenario& scenario) {
   const auto& workload = *scenario.workload;
   std::vector<chakra::RankTrace> ranks;
-  for (const auto& file : chakra::find_trace_files(workload.chakra))
+  // The size guard of a trace: its node count, known only once read, so
+  // checked after each rank's file (each at most chakra::kMaxTraceNodes).
+  const MemoryLimit limit = process_memory_limit();
+  const double limit_bytes = limit.left_bytes;
+  double nodes = 0;
+  for (const auto& file : chakra::find_trace_files(workload.chakra)) {
     ranks.push_back({file.path.string(), chakra::read_et_file(file.path)});
+    nodes += static_cast<double>(ranks.back().trace.nodes.size());
+    if (limit_bytes > 0 && nodes * kBytesPerTraceNode > limit_bytes)
+      throw platforms::InputError({fmt::format(
+          "{}: this trace is too large for this machine: {} ranks read so far hold {:.3g} nodes, about {} "
+          "to replay, more than the {} of {}",
+          workload.chakra, ranks.size(), nodes, units::format_bytes(nodes * kBytesPerTraceNode),
+          units::format_bytes(limit_bytes), limit.from)});
+  }
   chakra::ImportOptions options;
   if (!workload.comm_groups.empty())
     options.comm_groups = chakra::read_comm_groups(workload.comm_groups);

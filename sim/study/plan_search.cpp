@@ -11,6 +11,7 @@
 #include "platforms/input_error.hpp"
 #include "platforms/input_file.hpp"
 #include "platforms/presets.hpp"
+#include "platforms/yaml_document.hpp"
 #include "platforms/yaml_reader.hpp"
 #include "sim/scenario/checks.hpp"
 #include "sim/scenario/cost_model_choice.hpp"
@@ -48,25 +49,15 @@ constexpr const char* kAxisKeys[] = {"plan.tp",
 YAML::Node read_yaml_file(const std::string& path, const std::string& option) {
   const std::string text =
       platforms::read_input_file(path, fmt::format("file of {}", option), platforms::kMaxYamlInputBytes);
-  try {
-    YAML::Node root = YAML::Load(text);
-    if (!root.IsMap())
-      throw platforms::InputError({fmt::format("{}: expected a YAML map (a scenario file)", path)});
-    return root;
-  } catch (const YAML::Exception& e) {
-    throw platforms::InputError(
-        {fmt::format("{}:{}:{}: not valid YAML: {}", path, e.mark.line + 1, e.mark.column + 1, e.msg)});
-  }
+  YAML::Node root = platforms::load_yaml_document(text, path);
+  if (!root.IsMap())
+    throw platforms::InputError({fmt::format("{}: expected a YAML map (a scenario file)", path)});
+  return root;
 }
 
 // The scalars of a --set value on an axis key: one value, or a YAML list.
 std::vector<std::string> axis_words(const std::string& assignment, const std::string& value_text) {
-  YAML::Node value;
-  try {
-    value = YAML::Load(value_text);
-  } catch (const YAML::Exception&) {
-    throw platforms::InputError({fmt::format("--set {}: the value is not valid YAML", assignment)});
-  }
+  const YAML::Node value = platforms::load_yaml_value(value_text, fmt::format("--set {}", assignment));
   std::vector<std::string> words;
   if (value.IsScalar())
     words.push_back(value.Scalar());

@@ -11,6 +11,7 @@
 #include "platforms/input_error.hpp"
 #include "platforms/input_file.hpp"
 #include "platforms/names.hpp"
+#include "platforms/yaml_document.hpp"
 #include "platforms/yaml_reader.hpp"
 #include "sim/scenario/document.hpp"
 
@@ -335,13 +336,7 @@ StudyFile parse_study_text(const std::string& text, const std::string& path) {
   StudyFile study;
   study.path = path;
   study.text = text;
-  platforms::check_utf8(text, path);
-  try {
-    study.document = YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    throw platforms::InputError(
-        {fmt::format("{}:{}:{}: not valid YAML: {}", path, e.mark.line + 1, e.mark.column + 1, e.msg)});
-  }
+  study.document = platforms::load_yaml_document(text, path);
   if (!study.document || study.document.IsNull())
     study.document = YAML::Node(YAML::NodeType::Map);
   platforms::InputSource source(path);

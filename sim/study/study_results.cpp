@@ -9,9 +9,13 @@
 #include "analysis/reporters/atomic_file.hpp"
 #include "analysis/studies/line_plot.hpp"
 #include "analysis/studies/study_page.hpp"
+#include "sim/study/study_points.hpp"
 
 namespace trainsim::sim {
 namespace fs = std::filesystem;
+
+// merge reads results.json with the same bound on points as a study has.
+static_assert(kMaxStudyPoints == analysis::kMaxResultPoints);
 
 analysis::ResultRow point_row(const StudyPoint& point, const PointOutcome* outcome) {
   analysis::ResultRow row;

@@ -6,11 +6,15 @@
 #include <google/protobuf/io/zero_copy_stream_impl.h>
 
 #include <algorithm>
+#include <charconv>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <regex>
 
+#include "platforms/directory_walk.hpp"
 #include "platforms/input_error.hpp"
+#include "platforms/input_file.hpp"
 #include "workloads/chakra/chakra_et.pb.h"
 
 namespace trainsim::chakra {
@@ -157,6 +161,7 @@ template <class Message>
 bool read_delimited(io::ZeroCopyInputStream& stream, Message& message, const fs::path& path,
                     std::size_t index) {
   io::CodedInputStream coded(&stream);
+  coded.SetTotalBytesLimit(static_cast<int>(platforms::kMaxBinaryInputBytes));
   std::uint32_t size = 0;
   if (!coded.ReadVarint32(&size))
     return false;
@@ -170,21 +175,22 @@ bool read_delimited(io::ZeroCopyInputStream& stream, Message& message, const fs:
   return true;
 }
 
-bool is_gzip(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  unsigned char magic[2] = {0, 0};
-  in.read(reinterpret_cast<char*>(magic), 2);
-  return in && magic[0] == 0x1f && magic[1] == 0x8b;
+bool is_gzip(const std::string& bytes) {
+  return bytes.size() >= 2 && static_cast<unsigned char>(bytes[0]) == 0x1f &&
+         static_cast<unsigned char>(bytes[1]) == 0x8b;
 }
 
 }  // namespace
 
 Trace read_et_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw platforms::InputError({fmt::format("{}: cannot open the Chakra trace file", path.string())});
-  const bool gzip = is_gzip(path);
-  io::IstreamInputStream raw(&in);
+  // The reader of every input (a regular file, at most the binary cap); a
+  // gzip file's content is held to the same cap, and so is the number of
+  // nodes (an empty Node message is one byte: a 1 GiB file of zeros would
+  // otherwise become a billion nodes).
+  const std::string bytes =
+      platforms::read_binary_input_file(path.string(), "Chakra trace file", platforms::kMaxBinaryInputBytes);
+  const bool gzip = is_gzip(bytes);
+  io::ArrayInputStream raw(bytes.data(), static_cast<int>(bytes.size()));
   std::optional<io::GzipInputStream> unzipped;
   if (gzip)
     unzipped.emplace(&raw, io::GzipInputStream::GZIP);
@@ -202,6 +208,14 @@ Trace read_et_file(const fs::path& path) {
     trace.metadata.push_back(from_proto(a));
   pb::Node message;
   for (std::size_t index = 1; read_delimited(stream, message, path, index); ++index) {
+    if (gzip && static_cast<std::size_t>(unzipped->ByteCount()) > platforms::kMaxBinaryInputBytes)
+      throw platforms::InputError({fmt::format(
+          "{}: decompresses to more than {} MiB, more than trainsim reads for a Chakra trace file",
+          path.string(), platforms::kMaxBinaryInputBytes >> 20)});
+    if (index > kMaxTraceNodes)
+      throw platforms::InputError(
+          {fmt::format("{}: holds more than {} nodes, more than trainsim replays from one rank's trace",
+                       path.string(), kMaxTraceNodes)});
     Node node;
     node.id = message.id();
     node.name = message.name();
@@ -261,33 +275,48 @@ void write_et_file(const fs::path& path, const Trace& trace) {
 }
 
 std::vector<RankFile> find_trace_files(const fs::path& where) {
-  std::error_code ec;
   // name.<rank>.et, possibly name.<rank>.et.gz
   static const std::regex rank_file(R"((.*)\.(\d+)\.et(\.gz)?)");
   std::map<std::string, std::map<int, fs::path>> by_prefix;
-  const auto consider = [&](const fs::path& file) {
+  // Only prefix `wanted` when given (the prefix form).
+  const auto consider = [&](const fs::path& file, const std::string* wanted) {
     std::smatch m;
     const std::string name = file.filename().string();
-    if (std::regex_match(name, m, rank_file))
-      by_prefix[m[1].str()][std::stoi(m[2].str())] = file;
+    if (!std::regex_match(name, m, rank_file) || (wanted != nullptr && m[1].str() != *wanted))
+      return;
+    const auto status = platforms::path_status(file);
+    if (status.kind == platforms::PathKind::unreadable)
+      throw platforms::InputError({fmt::format("{}: cannot read this Chakra trace file: {}", file.string(),
+                                               platforms::describe_path_error(status.error))});
+    if (status.kind != platforms::PathKind::regular_file)
+      return;  // a folder (or a dangling link) named like a rank file is not one
+    // A rank beyond any cluster (ranks are GPUs, at most 2^30) is not read as a number.
+    const std::string digits = m[2].str();
+    int rank = 0;
+    const auto [ptr, parsed] = std::from_chars(digits.data(), digits.data() + digits.size(), rank);
+    if (parsed != std::errc() || ptr != digits.data() + digits.size() || rank > (1 << 30))
+      throw platforms::InputError({fmt::format(
+          "{}: rank {} is beyond the most GPUs a cluster has (2^30); expected <name>.<rank>.et with rank "
+          "0..N-1",
+          file.string(), digits)});
+    by_prefix[m[1].str()][rank] = file;
   };
-  std::string wanted_prefix;
-  if (fs::is_directory(where, ec)) {
-    for (const auto& entry : fs::directory_iterator(where, ec))
-      if (entry.is_regular_file())
-        consider(entry.path());
-  } else if (fs::is_regular_file(where, ec)) {
+  const auto status = platforms::path_status(where);
+  if (status.kind == platforms::PathKind::unreadable)
+    throw platforms::InputError({fmt::format("{}: cannot read the Chakra trace: {}", where.string(),
+                                             platforms::describe_path_error(status.error))});
+  if (status.kind == platforms::PathKind::directory) {
+    for (const auto& entry : platforms::list_directory(where, "Chakra trace folder"))
+      consider(entry, nullptr);
+  } else if (status.kind == platforms::PathKind::regular_file) {
     // One file: a one-rank trace, whatever its name.
     return {RankFile{0, where}};
-  } else {
+  } else if (status.kind == platforms::PathKind::missing) {
     const fs::path dir = where.has_parent_path() ? where.parent_path() : fs::path(".");
-    wanted_prefix = where.filename().string();
-    if (fs::is_directory(dir, ec))
-      for (const auto& entry : fs::directory_iterator(dir, ec))
-        if (entry.is_regular_file())
-          consider(entry.path());
-    for (auto it = by_prefix.begin(); it != by_prefix.end();)
-      it = it->first == wanted_prefix ? std::next(it) : by_prefix.erase(it);
+    const std::string wanted_prefix = where.filename().string();
+    if (platforms::path_status(dir).kind == platforms::PathKind::directory)
+      for (const auto& entry : platforms::list_directory(dir, "Chakra trace folder"))
+        consider(entry, &wanted_prefix);
   }
   if (by_prefix.empty())
     throw platforms::InputError({fmt::format(

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <limits>
 #include <set>
 #include <tuple>
@@ -14,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "platforms/input_error.hpp"
+#include "platforms/input_file.hpp"
 #include "workloads/chakra/trainsim_attributes.hpp"
 
 namespace trainsim::chakra {
@@ -609,12 +609,11 @@ ImportedTrace import_trace(const std::vector<RankTrace>& ranks, const ImportOpti
 }
 
 std::map<std::string, std::vector<int>> read_comm_groups(const std::string& path) {
-  std::ifstream in(path);
-  if (!in)
-    throw platforms::InputError({fmt::format("{}: cannot open the comm groups file", path)});
+  const std::string text =
+      platforms::read_input_file(path, "comm groups file", platforms::kMaxTableInputBytes);
   nlohmann::json j;
   try {
-    in >> j;
+    j = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
     throw platforms::InputError({fmt::format("{}: not valid JSON: {}", path, e.what())});
   }
@@ -628,7 +627,7 @@ std::map<std::string, std::vector<int>> read_comm_groups(const std::string& path
           {fmt::format("{}: group \"{}\" is not a list of ranks; {}", path, id, expected)});
     std::vector<int> list;
     for (const auto& r : ranks) {
-      if (!r.is_number_integer() || r.get<long long>() < 0)
+      if (!r.is_number_integer() || r.get<long long>() < 0 || r.get<long long>() > (1 << 30))
         throw platforms::InputError(
             {fmt::format("{}: group \"{}\" holds {}, not a rank; {}", path, id, r.dump(), expected)});
       list.push_back(r.get<int>());

@@ -89,7 +89,9 @@ TEST(ValidationDataset, CountsBeyondAnIntAndInfiniteTimesAreRefusedNotConverted)
   EXPECT_NE(p[0].find("d.csv:6: # GPUs: '1e124' is not a whole number between 1 and 2147483647"),
             std::string::npos)
       << p[0];
-  EXPECT_NE(p[1].find("d.csv:7: iteration time (ms): 'inf' is not a number > 0"), std::string::npos) << p[1];
+  EXPECT_NE(p[1].find("d.csv:7: iteration time (ms): 'inf' is not a number from 0.001 to 1e+10"),
+            std::string::npos)
+      << p[1];
 }
 
 TEST(ValidationDataset, AParallelismProductBeyondAnIntIsAMismatchNotAnOverflow) {
@@ -131,6 +133,29 @@ TEST(ValidationDataset, UnknownAndMissingColumnsAreNamed) {
     missing = missing || s.find("missing column 'hidden size'") != std::string::npos;
   EXPECT_TRUE(missing);
   EXPECT_FALSE(problems("").empty());
+}
+
+TEST(ValidationDataset, AColumnGivenTwiceIsAnErrorNamingBothPositions) {
+  const auto p = problems(
+      "# GPUs,global batch,micro batch,hidden size,attention heads,# layers,sequence length,"
+      "tensor parallelism,data parallelism,pipeline parallelism,iteration time (ms),# GPUs\n"
+      "2,16,8,1024,16,24,1024,1,1,2,372.16,4\n");
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_EQ(p[0], "d.csv:1: column '# GPUs' is given twice, as columns 1 and 12 (expected each column once)");
+}
+
+TEST(ValidationDataset, AMeasuredTimeMustBeANormalNumberInTheRangeOfAnIteration) {
+  const std::string header =
+      "# GPUs,global batch,micro batch,hidden size,attention heads,# layers,sequence length,"
+      "tensor parallelism,data parallelism,pipeline parallelism,iteration time (ms)\n";
+  for (const char* bad : {"4e-320", "0.0001", "2e10", "-5", "0", "nan"}) {
+    const auto p = problems(header + "2,16,8,1024,16,24,1024,1,1,2," + bad + "\n");
+    ASSERT_EQ(p.size(), 1u) << bad;
+    EXPECT_EQ(p[0], std::string("d.csv:2: iteration time (ms): '") + bad +
+                        "' is not a number from 0.001 to 1e+10 (1 us to about 115 days, in milliseconds)");
+  }
+  EXPECT_TRUE(problems(header + "2,16,8,1024,16,24,1024,1,1,2,0.001\n").empty());
+  EXPECT_TRUE(problems(header + "2,16,8,1024,16,24,1024,1,1,2,1e10\n").empty());
 }
 
 }  // namespace

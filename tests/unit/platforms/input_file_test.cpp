@@ -61,5 +61,38 @@ TEST(InputFile, InvalidUtf8IsLocatedByLineAndColumn) {
   EXPECT_NE(message("\xe2\x82"), "");          // cut short
 }
 
+TEST(InputFile, TheBinaryReaderChecksTheFileButNotItsText) {
+  const auto dir = testing::fresh_dir("input-file-binary");
+  const auto path = dir / "a.et";
+  std::ofstream(path, std::ios::binary) << std::string("\x00\xff\x81", 3);
+  EXPECT_EQ(read_binary_input_file(path.string(), "Chakra trace file", kMaxBinaryInputBytes).size(), 3u);
+  const auto binary_error = [](const std::string& p, std::size_t cap) {
+    try {
+      read_binary_input_file(p, "Chakra trace file", cap);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(
+      binary_error(path.string(), 2).find("is 3 bytes, larger than trainsim reads for a Chakra trace file"),
+      std::string::npos);
+  EXPECT_NE(binary_error(dir.string(), kMaxBinaryInputBytes).find("is a directory (expected the Chakra"),
+            std::string::npos);
+  EXPECT_NE(binary_error("/dev/zero", kMaxBinaryInputBytes)
+                .find("/dev/zero: is not a regular file but a character device"),
+            std::string::npos);
+  const auto fifo = dir / "fifo.et";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_NE(binary_error(fifo.string(), kMaxBinaryInputBytes).find("pipe"), std::string::npos);
+}
+
+TEST(InputFile, RefusesAPathWithANulRatherThanOpeningItsPrefix) {
+  const auto dir = testing::fresh_dir("input-file-nul");
+  std::ofstream(dir / "a") << "name: a\n";
+  const std::string path = (dir / "a").string() + std::string(1, '\0') + "b.yaml";
+  EXPECT_NE(error_of(path).find("a path with a NUL character"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace trainsim::platforms

@@ -21,7 +21,11 @@ ordered_json summary(double iteration_time_s, int gpus) {
 ResultsDocument study() {
   ResultsDocument doc;
   doc.study["name"] = "t";
+  doc.study["file"] = "t.yaml";
+  doc.study["id"] = "0123456789abcdef";
+  doc.study["points"] = 3;
   doc.study["parameters"] = ordered_json::array({"plan.tp", "variant"});
+  doc.study["plots"] = ordered_json::array();
   ResultRow ok;
   ok.point = "0000";
   ok.status = kStatusOk;
@@ -143,6 +147,85 @@ TEST(ResultsTable, ReadingSomethingElseIsAClearError) {
   } catch (const ResultsFormatError& e) {
     EXPECT_NE(std::string(e.what()).find("trainsim.results/1"), std::string::npos);
   }
+}
+
+std::vector<std::string> format_problems(const std::string& text) {
+  try {
+    parse_results_json(text);
+  } catch (const ResultsFormatError& e) {
+    return e.problems();
+  }
+  return {};
+}
+
+std::string results_json(const std::string& study, const std::string& rest) {
+  return R"({"schema": "trainsim.results/1", "trainsim_version": "0.1.0", "study": )" + study + rest + "}";
+}
+
+const std::string kStudy =
+    R"({"name": "s", "file": "s.yaml", "id": "1", "points": 2, "parameters": ["plan.tp"], "plots": []})";
+
+TEST(ResultsTable, StrictReadingNamesEveryWrongFieldOfTheStudyAndTheShard) {
+  const auto problems = format_problems(results_json(
+      R"({"name": 3, "file": "s.yaml", "points": -1, "parameters": [1], "plots": {}, "extra": 1})",
+      R"(, "shard": {"index": 2, "count": 2}, "columns": [], "rows": [], "more": true)"));
+  const std::vector<std::string> expected{
+      "more: unknown key (expected schema, trainsim_version, study, shard, columns, rows)",
+      "study.extra: unknown key (expected name, description, file, id, points, parameters, plots)",
+      "study.name: a number 3, expected text",
+      "study.id: missing (expected text)",
+      "study.points: -1 is out of range (expected a whole number from 0 to 1000000)",
+      "study.parameters[0]: a number 1, expected text",
+      "study.plots: an object {}, expected a list of plots",
+      "shard.index: 2 is not below shard.count 2"};
+  EXPECT_EQ(problems, expected);
+}
+
+TEST(ResultsTable, StrictReadingNamesEveryWrongFieldOfTheRows) {
+  const auto problems = format_problems(results_json(kStudy, R"(, "columns": [], "rows": [
+      {"point": "0000", "status": "done"},
+      {"point": "7", "status": "ok"},
+      {"point": "0001", "status": "failed", "exit_status": 1e3, "reason": 4, "plan.tp": {"a": 1}},
+      3])"));
+  const std::vector<std::string> expected{
+      "rows: 4 rows for a study of 2 points",
+      "rows[0].status: text \"done\", expected ok, failed or dropped",
+      "rows[1].point: point 7 of a study of 2 points",
+      "rows[2].exit_status: a number 1000.0, expected a whole number from 0 to 255",
+      "rows[2].reason: a number 4, expected text",
+      "rows[2].plan.tp: an object {\"a\":1}, expected a number, text, true, false or null",
+      "rows[3]: a number 3, expected a row (an object with point, status, ...)"};
+  EXPECT_EQ(problems, expected);
+}
+
+TEST(ResultsTable, APlotSpecIsCheckedAndItsFileMustStayInThePlotsFolder) {
+  const auto problems = format_problems(results_json(
+      R"({"name": "s", "file": "s.yaml", "id": "1", "points": 1, "parameters": [],
+          "plots": [{"x": "a", "y": 2, "lines": "b", "where": {"c": [1]}, "log_x": 1, "file": "../x.svg",
+                     "colour": "red"}, 5]})",
+      R"(, "columns": [], "rows": [])"));
+  const std::vector<std::string> expected{
+      "study.plots[0].colour: unknown key (expected x, y, lines, where, log_x, log_y, title, file)",
+      "study.plots[0].y: a number 2, expected text",
+      "study.plots[0].lines: text \"b\", expected a list of texts",
+      "study.plots[0].where.c: a list [1], expected a number, text, true, false or null",
+      "study.plots[0].log_x: a number 1, expected true or false",
+      "study.plots[0].file: text \"../x.svg\", expected a plain file name ending in .svg",
+      "study.plots[1]: a number 5, expected a plot (an object with x, y, lines, ...)"};
+  EXPECT_EQ(problems, expected);
+}
+
+TEST(ResultsTable, ShardCountsAndPointsBeyondAStudyAreRefusedNotConverted) {
+  const auto problems = format_problems(results_json(
+      R"({"name": "s", "file": "s.yaml", "id": "1", "points": 18446744073709551615, "parameters": [],
+          "plots": []})",
+      R"(, "shard": {"index": 0, "count": 4294967296}, "columns": [], "rows": [])"));
+  ASSERT_EQ(problems.size(), 2u) << ::testing::PrintToString(problems);
+  EXPECT_EQ(problems[0],
+            "study.points: 18446744073709551615 is out of range (expected a whole number from 0 to "
+            "1000000)");
+  EXPECT_EQ(problems[1],
+            "shard.count: 4294967296 is out of range (expected a whole number from 1 to 1000000)");
 }
 
 TEST(ResultsTable, RowsSortByPointNumber) {

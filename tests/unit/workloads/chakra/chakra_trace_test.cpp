@@ -2,6 +2,7 @@
 // tools wrote (ASTRA-sim's examples, tests/fixtures/chakra/astra-sim), and
 // the export / import round trip of trainsim's own task graphs.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <boost/graph/adjacency_list.hpp>
 #include <filesystem>
@@ -160,6 +161,60 @@ TEST(ChakraTraceFiles, FindsEveryRankByFolderOrPrefixAndNamesAMissingRank) {
     EXPECT_NE(e.problems().front().find("rank 1 has no file"), std::string::npos) << e.problems().front();
   }
   fs::remove_all(gap);
+}
+
+TEST(ChakraEtFile, ADeviceOrAFifoIsRefusedByTheInputReader) {
+  const auto message = [](const fs::path& path) {
+    try {
+      read_et_file(path);
+    } catch (const platforms::InputError& e) {
+      return e.problems().front();
+    }
+    return std::string();
+  };
+  EXPECT_EQ(
+      message("/dev/zero"),
+      "/dev/zero: is not a regular file but a character device (expected the Chakra trace file, a file)");
+  const fs::path dir = testing::fresh_dir("chakra-fifo");
+  ASSERT_EQ(::mkfifo((dir / "t.0.et").c_str(), 0600), 0);
+  EXPECT_NE(message(dir / "t.0.et").find("pipe"), std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST(ChakraTraceFiles, ALinkLoopNamedLikeARankFileIsNamedAndAFolderSoNamedIsSkipped) {
+  const fs::path dir = testing::fresh_dir("chakra-walk");
+  fs::copy_file(kFixtures / "all_reduce_4npus_1MB" / "all_reduce.0.et", dir / "x.0.et");
+  fs::create_directories(dir / "x.1.et");  // not a rank file
+  EXPECT_EQ(find_trace_files(dir).size(), 1u);
+  fs::create_symlink(dir / "x.2.et", dir / "x.2.et");
+  try {
+    find_trace_files(dir);
+    FAIL() << "expected InputError";
+  } catch (const platforms::InputError& e) {
+    EXPECT_EQ(e.problems().front(),
+              (dir / "x.2.et").string() +
+                  ": cannot read this Chakra trace file: a symbolic link loop (or a chain "
+                  "of more than 40 links)");
+  }
+  // The prefix form reads the same folder the same way.
+  EXPECT_THROW(find_trace_files(dir / "x"), platforms::InputError);
+  fs::remove_all(dir);
+}
+
+TEST(ChakraCommGroups, ARankBeyondAnyClusterAndAFifoAreRefusedNamingTheFile) {
+  const fs::path dir = testing::fresh_dir("chakra-groups");
+  std::ofstream(dir / "g.json") << R"({"1": [0, 1], "2": [0, 1099511627776]})";
+  try {
+    read_comm_groups((dir / "g.json").string());
+    FAIL() << "expected InputError";
+  } catch (const platforms::InputError& e) {
+    EXPECT_NE(e.problems().front().find("g.json: group \"2\" holds 1099511627776, not a rank"),
+              std::string::npos)
+        << e.problems().front();
+  }
+  ASSERT_EQ(::mkfifo((dir / "f.json").c_str(), 0600), 0);
+  EXPECT_THROW(read_comm_groups((dir / "f.json").string()), platforms::InputError);
+  fs::remove_all(dir);
 }
 
 TEST(ChakraEtFile, GzipCompressedFilesReadTheSame) {
