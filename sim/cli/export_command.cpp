@@ -10,8 +10,8 @@
 
 #include "analysis/reporters/atomic_file.hpp"
 #include "platforms/input_error.hpp"
-#include "platforms/names.hpp"
 #include "platforms/input_file.hpp"
+#include "platforms/names.hpp"
 #include "platforms/yaml_document.hpp"
 #include "platforms/yaml_reader.hpp"
 #include "sim/replay/simulation.hpp"

@@ -10,10 +10,10 @@
 
 #include "analysis/studies/results_table.hpp"
 #include "platforms/input_error.hpp"
-#include "platforms/interruption.hpp"
-#include "sim/study/study_folder.hpp"
 #include "platforms/input_file.hpp"
+#include "platforms/interruption.hpp"
 #include "platforms/problem_list.hpp"
+#include "sim/study/study_folder.hpp"
 #include "sim/study/study_results.hpp"
 
 namespace trainsim::cli {

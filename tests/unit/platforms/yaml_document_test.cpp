@@ -69,7 +69,7 @@ TEST(YamlDocument, ASetValueIsRefusedNamingTheOption) {
     }
     return std::string();
   };
-  EXPECT_EQ(value_error("4\n---\n8").rfind("--set plan.tp=4\n---\n8: a second YAML document", 0), 0u);
+  EXPECT_EQ(value_error("4\n---\n8").rfind("--set plan.tp=4\\x0a---\\x0a8: a second YAML document", 0), 0u);
   EXPECT_EQ(value_error("!!int 4").rfind("--set plan.tp=!!int 4: YAML tag '!!int' refused", 0), 0u);
   EXPECT_EQ(value_error("[1").rfind("--set plan.tp=[1: the value is not valid YAML", 0), 0u);
   EXPECT_EQ(load_yaml_value("4", "--set plan.tp=4").Scalar(), "4");
