@@ -1,7 +1,8 @@
 #pragma once
 // The building blocks of collectives (internal to sim/): how a group lies on
 // the topology (nodes, rails, rings, trees) and the detailed state machines
-// that emit one flow per algorithm step. collective_factory.cpp composes them.
+// that emit one flow per algorithm step. The algorithms
+// (sim/collectives/algorithms/, expansion.hpp) compose them.
 #include <memory>
 #include <vector>
 
@@ -9,7 +10,7 @@
 
 namespace trainsim::sim {
 
-// ---- Layout of a group on the cluster (collective_layout.cpp) ----
+// ---- Layout of a group on the cluster (layout.cpp) ----
 
 struct GroupLayout {
   std::vector<int> gpus;                  // the group's order
@@ -70,8 +71,7 @@ std::vector<const ProtocolCosts*> candidate_protocols(platforms::RingProtocol as
 // 0.7 at 32 MiB; 1 from 512 MiB on).
 double tree_correction_factor(double bytes);
 
-// ---- Detailed state machines (ring_collective.cpp, pipeline_collectives.cpp,
-// exchange_collectives.cpp) ----
+// ---- Detailed state machines (ring.cpp, pipelines.cpp, exchange.cpp) ----
 
 // Rings of equal step count: on ring c, rank i sends chunk_bytes[c] to rank
 // i+1 at each of `steps` steps; step k of rank i waits for step k-1 of rank
