@@ -111,14 +111,6 @@ int in_flight(const ClusterZone& zone);
 // `per_tree` bytes each; returns the trees' greatest height.
 int add_tree_edges(const std::vector<Tree>& trees, double per_tree, std::vector<FlowRequest>& edges);
 
-// Fraction of a GPU's effective NVLink port bandwidth (nvlink.bandwidth x
-// nvlink.efficiency) that NVLS multimem loads and stores reach. Fitted to
-// NVIDIA's DGX H100 nccl-tests sample (dgxc-benchmarking nccl/README.md):
-// 8-GPU NVLS all-reduce 480.2 GB/s bus bandwidth at 8 GiB, i.e. an
-// algorithm bandwidth of 274.4 GB/s = 0.744 x (450 GB/s x 0.82). NCCL's own
-// tuner uses 0.85 for Hopper (nvlsEfficiency, src/graph/tuning.cc) on a
-// lower link rate; docs/collectives.md.
-inline constexpr double kNvlsPortEfficiency = 0.744;
 // In-switch reduction (algorithms/nvls.cpp): the NVLS phase of `op` on every
 // node of the layout (`bytes` per GPU buffer), with its switch groups and
 // chunking for the detailed form.
@@ -126,8 +118,11 @@ Phase switch_phase(workloads::CollectiveOp op, const GroupLayout& layout, double
                    const ClusterZone& zone, std::vector<SwitchGroup>& groups, int& chunks, double& up_chunk,
                    double& down_chunk);
 
-// Whether every node of the layout has an NVLS switch.
-bool every_node_has_nvls(const GroupLayout& layout, const ClusterZone& zone);
+// Whether every domain of the layout has an NVLS switch, and the share of
+// the ports' effective rate its multimem transfers reach (cluster
+// nvls_efficiency; the lowest of the layout's domains).
+bool every_domain_has_nvls(const GroupLayout& layout, const ClusterZone& zone);
+double nvls_efficiency(const GroupLayout& layout, const ClusterZone& zone);
 
 // Hierarchical phases (algorithms/hierarchical.cpp): a per-node phase, a
 // ring across nodes per rail on S/m, a per-node phase again. `intra` appends

@@ -28,7 +28,7 @@ Expansion hierarchical_expansion(CollectiveOp op, const GroupLayout& layout, dou
         chunk.push_back(bytes / static_cast<double>(rings_of_node.size()) / m);
       }
     }
-    x.channels = std::max(x.channels, static_cast<int>(rings.size() / layout.nodes.size()));
+    x.channels = std::max(x.channels, static_cast<int>(rings.size() / layout.domains.size()));
     const int steps = ring_steps(intra_op, m);
     x.phases.push_back(ring_phase(rings, steps, chunk, wire_hops(rings, zone), in_flight(zone), zone));
     detailed.push_back(
@@ -39,7 +39,7 @@ Expansion hierarchical_expansion(CollectiveOp op, const GroupLayout& layout, dou
 
 std::string hierarchical_unavailable(CollectiveOp /*op*/, const GroupLayout& layout,
                                      const ClusterZone& /*zone*/) {
-  if (layout.single_node())
+  if (layout.single_domain())
     return "hierarchical needs ranks on several nodes";
   if (layout.uniform_members() < 2)
     return "hierarchical needs the same number of ranks, at least 2, on every node";
@@ -57,7 +57,7 @@ Expansion hierarchical_phases(CollectiveOp op, const GroupLayout& layout, double
                               const ClusterZone& zone, CollectiveAlgorithm algorithm,
                               const IntraNodePhase& intra) {
   const int m = layout.uniform_members();
-  const int nodes = static_cast<int>(layout.nodes.size());
+  const int nodes = static_cast<int>(layout.domains.size());
   Expansion x;
   x.algorithm = algorithm;
   DetailedPhases detailed;

@@ -1,10 +1,13 @@
-// NCCL's NVLS: in-switch reduction (NVLink SHARP). Inside a node every GPU
-// pushes its buffer into the NVSwitch, which reduces and multicasts the
-// result back (all-reduce), or keeps 1/m per GPU (reduce-scatter), or only
-// multicasts (all-gather). Across nodes the same in-switch phases frame a
-// ring per rail between the nodes (NCCL needs IB SHARP for that, so its
-// tuner does not weigh it; it runs when asked for).
+// NCCL's NVLS: in-switch reduction (NVLink SHARP). Inside an NVLink domain
+// (a node, or the 72 GPUs of a GB200 NVL72) every GPU pushes its buffer into
+// the NVSwitch, which reduces and multicasts the result back (all-reduce),
+// or keeps 1/m per GPU (reduce-scatter), or only multicasts (all-gather).
+// Across domains the same in-switch phases frame a ring per rail between
+// them (NCCL needs IB SHARP for that, so its tuner does not weigh it; it
+// runs when asked for).
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "sim/collectives/expansion.hpp"
 #include "sim/platform/cluster_zone.hpp"
@@ -21,8 +24,8 @@ using workloads::CollectiveOp;
 // sample: 27.4 us at 1 MiB, 42.2 us at 2 MiB with NVLS).
 constexpr double kNvlsLatency_s = 25e-6;
 
-Expansion nvls_single_node(CollectiveOp op, const GroupLayout& layout, double bytes,
-                           const ClusterZone& zone) {
+Expansion nvls_in_one_domain(CollectiveOp op, const GroupLayout& layout, double bytes,
+                             const ClusterZone& zone) {
   Expansion x;
   x.algorithm = CollectiveAlgorithm::nvls;
   std::vector<SwitchGroup> groups;
@@ -34,8 +37,8 @@ Expansion nvls_single_node(CollectiveOp op, const GroupLayout& layout, double by
 }
 
 Expansion nvls_expansion(CollectiveOp op, const GroupLayout& layout, double bytes, const ClusterZone& zone) {
-  if (layout.single_node())
-    return nvls_single_node(op, layout, bytes, zone);
+  if (layout.single_domain())
+    return nvls_in_one_domain(op, layout, bytes, zone);
   const IntraNodePhase in_switch = [&](CollectiveOp intra_op, Expansion& x, DetailedPhases& detailed) {
     std::vector<SwitchGroup> groups;
     int chunks = 1;
@@ -48,26 +51,33 @@ Expansion nvls_expansion(CollectiveOp op, const GroupLayout& layout, double byte
 }
 
 std::string nvls_unavailable(CollectiveOp /*op*/, const GroupLayout& layout, const ClusterZone& zone) {
-  if (!every_node_has_nvls(layout, zone))
+  if (!every_domain_has_nvls(layout, zone))
     return "nvls needs NVLink SHARP in every node's NVSwitch (cluster nvls: true; H100 and later), and "
            "these nodes have none";
-  if (!layout.single_node() && layout.uniform_members() < 2)
+  if (!layout.single_domain() && layout.uniform_members() < 2)
     return "nvls across nodes needs at least 2 ranks on every node";
   return "";
 }
 
 // Across nodes NVLS needs IB SHARP (CollNet), which no fabric here offers.
 bool nvls_considered(const GroupLayout& layout) {
-  return layout.single_node();
+  return layout.single_domain();
 }
 
 }  // namespace
 
-bool every_node_has_nvls(const GroupLayout& layout, const ClusterZone& zone) {
-  for (int node : layout.nodes)
-    if (!zone.has_nvls(node))
+bool every_domain_has_nvls(const GroupLayout& layout, const ClusterZone& zone) {
+  for (int domain : layout.domains)
+    if (!zone.has_nvls(domain))
       return false;
   return true;
+}
+
+double nvls_efficiency(const GroupLayout& layout, const ClusterZone& zone) {
+  double efficiency = 1;
+  for (const auto& members : layout.members)
+    efficiency = std::min(efficiency, zone.group_of_node(zone.node_of(members.front())).nvls_efficiency);
+  return efficiency;
 }
 
 Phase switch_phase(CollectiveOp op, const GroupLayout& layout, double bytes, const ClusterZone& zone,
@@ -75,11 +85,12 @@ Phase switch_phase(CollectiveOp op, const GroupLayout& layout, double bytes, con
   const int m = layout.uniform_members();
   // Multimem transfers reach only part of the port's rate: they carry
   // correspondingly more bytes on it.
-  const double up = (op == CollectiveOp::all_gather ? bytes / m : bytes) / kNvlsPortEfficiency;
-  const double down = (op == CollectiveOp::reduce_scatter ? bytes / m : bytes) / kNvlsPortEfficiency;
+  const double efficiency = nvls_efficiency(layout, zone);
+  const double up = (op == CollectiveOp::all_gather ? bytes / m : bytes) / efficiency;
+  const double down = (op == CollectiveOp::reduce_scatter ? bytes / m : bytes) / efficiency;
   Phase phase;
-  for (std::size_t k = 0; k < layout.nodes.size(); ++k) {
-    SwitchGroup g{zone.switch_endpoint(layout.nodes[k]), layout.members[k]};
+  for (std::size_t k = 0; k < layout.domains.size(); ++k) {
+    SwitchGroup g{zone.switch_endpoint(layout.domains[k]), layout.members[k]};
     for (int gpu : g.members) {
       phase.edges.push_back({gpu, g.switch_endpoint, up, 0});
       phase.edges.push_back({g.switch_endpoint, gpu, down, 0});

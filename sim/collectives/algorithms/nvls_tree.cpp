@@ -54,16 +54,17 @@ Expansion nvls_tree_expansion(CollectiveOp /*op*/, const GroupLayout& layout, do
   Expansion x;
   x.algorithm = CollectiveAlgorithm::nvls_tree;
   x.channels = kNvlsChannels;
+  const double efficiency = nvls_efficiency(layout, zone);
   std::vector<FlowRequest> switch_edges, net_edges;
-  for (std::size_t k = 0; k < layout.nodes.size(); ++k) {
-    const int sw = zone.switch_endpoint(layout.nodes[k]);
+  for (std::size_t k = 0; k < layout.domains.size(); ++k) {
+    const int sw = zone.switch_endpoint(layout.domains[k]);
     for (int gpu : layout.members[k]) {
-      switch_edges.push_back({gpu, sw, bytes / kNvlsPortEfficiency, 0});
-      switch_edges.push_back({sw, gpu, bytes / kNvlsPortEfficiency, 0});
+      switch_edges.push_back({gpu, sw, bytes / efficiency, 0});
+      switch_edges.push_back({sw, gpu, bytes / efficiency, 0});
     }
     for (std::size_t c = 0; c < rails; ++c) {
       const int head = trees[2 * c].gpus[k];
-      const double share = bytes / static_cast<double>(rails) / kNvlsPortEfficiency;
+      const double share = bytes / static_cast<double>(rails) / efficiency;
       switch_edges.push_back({sw, head, share, 0});
       switch_edges.push_back({head, sw, share, 0});
     }
@@ -75,7 +76,7 @@ Expansion nvls_tree_expansion(CollectiveOp /*op*/, const GroupLayout& layout, do
   // the port's time per direction (switch_s) over K. The busiest hop is
   // already in the bandwidth term.
   const double ops = static_cast<double>(kNvlsChannels * rails);
-  const double chunk = nvls_tree_chunk_bytes(bytes, ops, layout.nodes.size());
+  const double chunk = nvls_tree_chunk_bytes(bytes, ops, layout.domains.size());
   const double chunks = std::max(1.0, std::floor(bytes / (ops * chunk)));
   const double switch_s = bandwidth_term_s(switch_edges, zone);
   const double net_s = bandwidth_term_s(net_edges, zone);
@@ -91,10 +92,10 @@ Expansion nvls_tree_expansion(CollectiveOp /*op*/, const GroupLayout& layout, do
 }
 
 std::string nvls_tree_unavailable(CollectiveOp /*op*/, const GroupLayout& layout, const ClusterZone& zone) {
-  if (!every_node_has_nvls(layout, zone))
+  if (!every_domain_has_nvls(layout, zone))
     return "nvls_tree needs NVLink SHARP in every node's NVSwitch (cluster nvls: true; H100 and later), and "
            "these nodes have none";
-  if (layout.single_node())
+  if (layout.single_domain())
     return "nvls_tree runs across nodes, and this group is on one node (nvls runs there)";
   if (layout.uniform_members() < 2)
     return "nvls_tree needs the same number of ranks, at least 2, on every node";

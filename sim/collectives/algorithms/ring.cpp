@@ -64,9 +64,11 @@ Expansion protocol_ring_expansion(const std::vector<std::vector<int>>& rings, in
     for (std::size_t c = 0; c < rings.size(); ++c) {
       auto& delay = delays.emplace_back(rings[c].size(), 0.0);
       for (std::size_t i = 0; i < rings[c].size(); ++i) {
-        const bool between_nodes =
-            zone.node_of(rings[c][i]) != zone.node_of(rings[c][(i + 1) % rings[c].size()]);
-        const double step_s = between_nodes ? costs->network_step_s : costs->nvlink_step_s;
+        // NCCL's network step is a step between NVLink domains (NET); inside
+        // one, even across the trays of an NVL72, a step is an NVLink one.
+        const bool between_domains =
+            zone.domain_of(rings[c][i]) != zone.domain_of(rings[c][(i + 1) % rings[c].size()]);
+        const double step_s = between_domains ? costs->network_step_s : costs->nvlink_step_s;
         if (hops[c][i] > 0 && step_s > hops[c][i]) {
           delay[i] = step_s - hops[c][i];
           hops[c][i] = step_s;
@@ -128,7 +130,7 @@ Expansion ring_expansion(CollectiveOp op, const GroupLayout& layout, double byte
     return x;
   }
   const int steps = ring_steps(op, n);
-  if (algorithm == CollectiveAlgorithm::ring && !layout.single_node() &&
+  if (algorithm == CollectiveAlgorithm::ring && !layout.single_domain() &&
       zone.spec().collectives.ring_protocol != platforms::RingProtocol::wire)
     return protocol_ring_expansion(rings, steps, bytes, n, zone);
   const std::vector<double> chunk(channels, bytes / static_cast<double>(channels) / n);
