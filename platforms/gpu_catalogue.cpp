@@ -140,6 +140,7 @@ std::vector<GpuSpec> build_catalogue() {
                   .peak_tf32_flops = 1100 * T,
                   .peak_bf16_flops = 2250 * T,
                   .peak_fp8_flops = 4500 * T,
+                  .mxfp8 = true,
                   .hbm_bytes = 180 * GB,
                   .hbm_bandwidth_Bps = 8000 * GB,
                   .nvlink_bandwidth_Bps = 900 * GB,
@@ -164,6 +165,7 @@ std::vector<GpuSpec> build_catalogue() {
                   .peak_tf32_flops = 1250 * T,
                   .peak_bf16_flops = 2500 * T,
                   .peak_fp8_flops = 5000 * T,
+                  .mxfp8 = true,  // Blackwell's block-scaled FP8, as the B200
                   .hbm_bytes = 186 * GB,
                   .hbm_bandwidth_Bps = 8000 * GB,
                   .nvlink_bandwidth_Bps = 900 * GB,
