@@ -98,35 +98,29 @@ void expect_input_error(const std::vector<std::string>& args, const std::vector<
   EXPECT_EQ(r.err.find("Backtrace"), std::string::npos) << r.err;
 }
 
+// `trainsim run` on a scenario named `file` whose cluster section is
+// `cluster_lines` (from line 3 on) refuses it with every one of `parts`.
+void expect_cluster_refused(const std::string& file, const std::string& cluster_lines,
+                            const std::vector<std::string>& parts) {
+  const auto scenario =
+      write_temp_file(file, "name: bad\ncluster:\n" + cluster_lines + "model: {preset: llama3.1-8b}\n");
+  expect_input_error({"run", scenario.string()}, parts);
+}
+
 TEST(NvlinkDomainCli, BadDomainAndMeshKeysExitOneNamingFileLineKeyValueAndExpectation) {
-  const auto not_a_multiple = write_temp_file("not-a-multiple.yaml",
-                                              "name: bad\ncluster:\n  gpu: GB200\n"
-                                              "  nodes: 18\n  gpus_per_node: 4\n"
-                                              "  nvlink_domain: 70\n"
-                                              "model: {preset: llama3.1-8b}\n");
-  expect_input_error({"run", not_a_multiple.string()}, {"not-a-multiple.yaml:6:", "cluster.nvlink_domain",
-                                                        "70 is not a multiple of gpus_per_node (4)",
-                                                        "nvlink_domain: 72 for a GB200 NVL72 rack"});
-  const auto one_gpu_mesh = write_temp_file("one-gpu-mesh.yaml",
-                                            "name: bad\ncluster:\n  gpu: MI300X\n"
-                                            "  nodes: 2\n  gpus_per_node: 1\n"
-                                            "  node_shape: full_mesh\n"
-                                            "model: {preset: llama3.1-8b}\n");
-  expect_input_error({"run", one_gpu_mesh.string()}, {"one-gpu-mesh.yaml:6:", "cluster.node_shape",
-                                                      "gpus_per_node is 1", "expected at least 2"});
-  const auto mesh_domain = write_temp_file("mesh-domain.yaml",
-                                           "name: bad\ncluster:\n  preset: mi300x-roce\n"
-                                           "  nodes: 2\n  nvlink_domain: 16\n"
-                                           "model: {preset: llama3.1-8b}\n");
-  expect_input_error({"run", mesh_domain.string()},
-                     {"mesh-domain.yaml:5:", "cluster.nvlink_domain", "16 GPUs span 2 nodes",
-                      "needs node_shape: nvswitch", "but node_shape is full_mesh"});
-  const auto pcie_domain = write_temp_file("pcie-domain.yaml",
-                                           "name: bad\ncluster:\n  preset: dgx-a100-hdr\n"
-                                           "  node_shape: pcie\n  nvlink_domain: 16\n"
-                                           "model: {preset: llama3.1-8b}\n");
-  expect_input_error({"run", pcie_domain.string()},
-                     {"pcie-domain.yaml:5:", "cluster.nvlink_domain", "but node_shape is pcie"});
+  expect_cluster_refused(
+      "not-a-multiple.yaml", "  gpu: GB200\n  nodes: 18\n  gpus_per_node: 4\n  nvlink_domain: 70\n",
+      {"not-a-multiple.yaml:6:", "cluster.nvlink_domain", "70 is not a multiple of gpus_per_node (4)",
+       "nvlink_domain: 72 for a GB200 NVL72 rack"});
+  expect_cluster_refused(
+      "one-gpu-mesh.yaml", "  gpu: MI300X\n  nodes: 2\n  gpus_per_node: 1\n  node_shape: full_mesh\n",
+      {"one-gpu-mesh.yaml:6:", "cluster.node_shape", "gpus_per_node is 1", "expected at least 2"});
+  expect_cluster_refused("mesh-domain.yaml", "  preset: mi300x-roce\n  nodes: 2\n  nvlink_domain: 16\n",
+                         {"mesh-domain.yaml:5:", "cluster.nvlink_domain", "16 GPUs span 2 nodes",
+                          "needs node_shape: nvswitch", "but node_shape is full_mesh"});
+  expect_cluster_refused("pcie-domain.yaml",
+                         "  preset: dgx-a100-hdr\n  node_shape: pcie\n  nvlink_domain: 16\n",
+                         {"pcie-domain.yaml:5:", "cluster.nvlink_domain", "but node_shape is pcie"});
   // The same rules for --set and for `trainsim collective`.
   const auto racks = write_temp_file("racks.yaml", llama_on("{preset: gb200-nvl72, nodes: 36}", 8, 36));
   expect_input_error({"run", racks.string(), "--set", "cluster.nvlink_domain=10"},

@@ -281,29 +281,29 @@ TEST(CollectiveAlgorithms, RingInsideAnNvlinkDomainStaysOnNvlink) {
   EXPECT_NEAR(r.time_s / (2 * (n - 1) * (a + S / (n * B))), 1.0, 1e-6);
 }
 
-TEST(CollectiveAlgorithms, RingAcrossNvlinkDomainsRunsOneChannelPerNicOfTheDomain) {
-  // 2 domains of 2 trays x 4 GPUs: each domain has 8 NICs (4 per tray), so 8
-  // rings, each NIC-paced across domains, as 8 NICs of one node would be.
-  const int n = 16;
-  auto cluster = testing::uniform_cluster(4, 4, 25e9, 5e-6);
+// A ring all-reduce over two NVLink domains of `domain` GPUs on trays of 4
+// GPUs with a NIC each (25 GB/s, 5 us): `rails` rings, each paced by its
+// NICs across domains, 2(n-1)(a + S/(rails n B)), as that many NICs of one
+// node would be.
+void expect_rings_across_two_domains(int domain, int rails) {
+  const int n = 2 * domain;
+  auto cluster = testing::uniform_cluster(n / 4, 4, 25e9, 5e-6);
   cluster.groups[0].nvlink = {1000e9, 1e-6};
-  cluster.groups[0].nvlink_domain = 8;
+  cluster.groups[0].nvlink_domain = domain;
   const auto r = run(cluster, CollectiveOp::all_reduce, first(n), S, CollectiveAlgorithm::ring);
-  EXPECT_EQ(r.choice.channels, 8);
-  const double per_step = 5e-6 + S / 8 / n / 25e9;
+  EXPECT_EQ(r.choice.channels, rails);
+  const double per_step = 5e-6 + S / rails / n / 25e9;
   EXPECT_NEAR(r.time_s / (2 * (n - 1) * per_step), 1.0, 1e-3);
 }
 
+TEST(CollectiveAlgorithms, RingAcrossNvlinkDomainsRunsOneChannelPerNicOfTheDomain) {
+  // 2 trays per domain: 8 NICs, 8 rings.
+  expect_rings_across_two_domains(8, 8);
+}
+
 TEST(CollectiveAlgorithms, RingAcrossNvlinkDomainsTakesAtMostSixteenRails) {
-  // 2 domains of 8 trays x 4 GPUs: 32 NICs each, 16 rings (kMaxRingRails).
-  const int n = 64;
-  auto cluster = testing::uniform_cluster(16, 4, 25e9, 5e-6);
-  cluster.groups[0].nvlink = {1000e9, 1e-6};
-  cluster.groups[0].nvlink_domain = 32;
-  const auto r = run(cluster, CollectiveOp::all_reduce, first(n), S, CollectiveAlgorithm::ring);
-  EXPECT_EQ(r.choice.channels, platforms::kMaxRingRails);
-  const double per_step = 5e-6 + S / 16 / n / 25e9;
-  EXPECT_NEAR(r.time_s / (2 * (n - 1) * per_step), 1.0, 1e-3);
+  // 8 trays per domain: 32 NICs, 16 rings (kMaxRingRails).
+  expect_rings_across_two_domains(32, platforms::kMaxRingRails);
 }
 
 TEST(CollectiveAlgorithms, AllToAllInsideAnNvlinkDomainUsesOnlyNvlinkPorts) {
