@@ -17,6 +17,8 @@ std::string_view to_string(NodeShape shape) {
       return "cube_mesh";
     case NodeShape::pcie:
       return "pcie";
+    case NodeShape::full_mesh:
+      return "full_mesh";
   }
   return "?";
 }
@@ -64,15 +66,38 @@ int ClusterSpec::gpu_count() const {
 }
 
 ClusterSpec::Location ClusterSpec::locate(int gpu) const {
-  int first_node = 0;
+  int first_node = 0, first_domain = 0;
   for (std::size_t g = 0; g < groups.size(); ++g) {
-    const int size = groups[g].nodes * groups[g].gpus_per_node;
-    if (gpu < size)
-      return {static_cast<int>(g), first_node + gpu / groups[g].gpus_per_node, gpu % groups[g].gpus_per_node};
+    const auto& group = groups[g];
+    const int size = group.nodes * group.gpus_per_node;
+    if (gpu < size) {
+      const int node = gpu / group.gpus_per_node;
+      return {static_cast<int>(g), first_node + node, gpu % group.gpus_per_node,
+              first_domain + node / group.nodes_per_domain()};
+    }
     gpu -= size;
-    first_node += groups[g].nodes;
+    first_node += group.nodes;
+    first_domain += group.domains();
   }
   throw std::out_of_range("GPU rank outside the cluster");
+}
+
+int ClusterSpec::domain_of_node(int node) const {
+  int first_domain = 0;
+  for (const auto& g : groups) {
+    if (node < g.nodes)
+      return first_domain + node / g.nodes_per_domain();
+    node -= g.nodes;
+    first_domain += g.domains();
+  }
+  throw std::out_of_range("node outside the cluster");
+}
+
+int ClusterSpec::domain_count() const {
+  int domains = 0;
+  for (const auto& g : groups)
+    domains += g.domains();
+  return domains;
 }
 
 int ClusterSpec::group_of_node(int node) const {

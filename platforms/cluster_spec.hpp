@@ -43,7 +43,12 @@ struct LinkSpec {
 //              per GPU, some pairs with two lanes, some with one, some with
 //              none, which then talk over PCIe).
 //   pcie:      no NVLink: GPUs talk through their PCIe switch.
-enum class NodeShape : unsigned char { nvswitch, cube_mesh, pcie };
+//   full_mesh: every GPU pair on a link of its own, no switch (AMD MI300X:
+//              7 Infinity Fabric links per GPU of 128 GB/s bidirectional);
+//              nvlink.bandwidth is a GPU's total over its g - 1 links, each
+//              pair's link 1/(g - 1) of it per direction.
+// (Values are saved in run archives: new ones go at the end.)
+enum class NodeShape : unsigned char { nvswitch, cube_mesh, pcie, full_mesh };
 std::string_view to_string(NodeShape shape);
 
 // The hybrid cube-mesh's NVLink lanes between local GPUs a and b (0, 1 or 2;
@@ -99,6 +104,25 @@ struct FabricSpec {
   double torus_bandwidth_Bps = 0;
 };
 
+// Fraction of a GPU's effective NVLink port bandwidth (nvlink.bandwidth x
+// nvlink.efficiency) that NVLS multimem loads and stores reach, unless a
+// group says otherwise (nvls_efficiency). Fitted to NVIDIA's DGX H100
+// nccl-tests sample (dgxc-benchmarking nccl/README.md): 8-GPU NVLS
+// all-reduce 480.2 GB/s bus bandwidth at 8 GiB, i.e. an algorithm bandwidth
+// of 274.4 GB/s = 0.744 x (450 GB/s x 0.82). NCCL's own tuner uses 0.85 for
+// Hopper (nvlsEfficiency, src/graph/tuning.cc) on a lower link rate;
+// docs/collectives.md.
+inline constexpr double kNvlsPortEfficiency = 0.744;
+
+// Rings across NVLink domains run one per rail (a NIC the group has in every
+// domain), at most this many: a domain of many NICs (72 on a GB200 NVL72)
+// offers more rails than rings can use, as NCCL's ring search adds channels
+// of one NIC each until the GPUs' NVLink is spent (721.8 GB/s per Blackwell
+// GPU, SM100_NVLINK_BW x 18 links in src/graph/topo.h, over a 400G NIC's
+// ~48 GB/s: 15 channels). 16 such rings carry more than a GPU's NVLink port
+// can feed; every node of 8 or fewer NICs keeps one ring per NIC.
+inline constexpr int kMaxRingRails = 16;
+
 // Nodes of one kind. A homogeneous cluster has one group; a mixed cluster
 // (for example A100 and H100 nodes on one fabric) has several, and GPU ranks
 // are numbered group by group, node by node.
@@ -107,8 +131,18 @@ struct NodeGroup {
   int nodes = 1;
   int gpus_per_node = 8;
   NodeShape shape = NodeShape::nvswitch;
-  // NVSwitch with in-switch reduction (NVLink SHARP, H100 and later).
+  // NVSwitch with in-switch reduction (NVLink SHARP, H100 and later), and
+  // the share of the port's effective rate its multimem transfers reach.
   bool nvls = false;
+  double nvls_efficiency = kNvlsPortEfficiency;
+  // GPUs per NVLink domain: 0 (the default) is the node, as on an 8-GPU
+  // NVSwitch board. A multiple of gpus_per_node joins that many nodes' GPUs
+  // through NVLink Switch trays into one NVSwitch fabric (GB200 NVL72: 18
+  // compute trays of 4 GPUs, nvlink_domain 72): every GPU of the domain
+  // reaches every other over its NVLink port, NVLS reduces across the whole
+  // domain, and each node keeps its own NICs and PCIe. The group's nodes
+  // fill domains in order; a last domain may hold fewer nodes.
+  int nvlink_domain = 0;
   // NVLink: per GPU, per direction (all lanes together); latency GPU to GPU.
   LinkSpec nvlink;
   // PCIe: GPU to its PCIe switch, per direction; latency GPU to GPU through
@@ -124,6 +158,10 @@ struct NodeGroup {
 
   int nic_of(int local_rank) const { return local_rank * nics_per_node / gpus_per_node; }
   bool shared_nics() const { return nics_per_node < gpus_per_node; }
+  int gpus_per_domain() const { return nvlink_domain > 0 ? nvlink_domain : gpus_per_node; }
+  int nodes_per_domain() const { return gpus_per_domain() / gpus_per_node; }
+  // Domains of the group (the last one may be partial).
+  int domains() const { return (nodes + nodes_per_domain() - 1) / nodes_per_domain(); }
 };
 
 struct ClusterSpec {
@@ -139,6 +177,7 @@ struct ClusterSpec {
     int group;
     int node;        // global node index
     int local_rank;  // index of the GPU within its node
+    int domain;      // global NVLink domain index (the node's, unless nvlink_domain joins nodes)
   };
   Location locate(int gpu) const;
   const NodeGroup& group_of(int gpu) const { return groups.at(static_cast<std::size_t>(locate(gpu).group)); }
@@ -149,6 +188,10 @@ struct ClusterSpec {
   // The group a (global) node belongs to, and the rank of its first GPU.
   int group_of_node(int node) const;
   int first_gpu_of_node(int node) const;
+  // NVLink domains, numbered group by group: the domain of a (global) node,
+  // and how many there are.
+  int domain_of_node(int node) const;
+  int domain_count() const;
 };
 
 }  // namespace trainsim::platforms

@@ -150,6 +150,31 @@ std::vector<GpuSpec> build_catalogue() {
                   .memory_power_W = kMemoryPowerFraction * 1000,
                   .communication_power_W = kCommunicationShareOfMax * 1000,
                   .matmul_efficiency = 0.6});
+  // The Blackwell GPU of a GB200 superchip (GB200 NVL72 racks): the B200's
+  // silicon at a higher power limit and clocks. NVIDIA GB200 NVL72
+  // specifications, "Individual Blackwell GPU" column
+  // (https://www.nvidia.com/en-us/data-center/gb200-nvl72/; dense = half of
+  // the table's sparse figures): 80 TF fp32, 1.25 PF tf32, 2.5 PF bf16,
+  // 5 PF fp8, 186 GB HBM3e at 8 TB/s, NVLink 5 at 1.8 TB/s, PCIe Gen5
+  // 128 GB/s (bidirectional), configurable up to 1,200 W. The 186 GB also in
+  // MLPerf's GB200 NVL72 system descriptions (mlcommons/inference_results_v6.1,
+  // Crusoe GB200-NVL72_GB200-186GB). Efficiency curves: the B200's (same
+  // silicon; platforms/efficiency/b200.yaml).
+  gpus.push_back({.name = "GB200",
+                  .peak_fp32_flops = 80 * T,
+                  .peak_tf32_flops = 1250 * T,
+                  .peak_bf16_flops = 2500 * T,
+                  .peak_fp8_flops = 5000 * T,
+                  .mxfp8 = true,  // Blackwell's block-scaled FP8, as the B200
+                  .hbm_bytes = 186 * GB,
+                  .hbm_bandwidth_Bps = 8000 * GB,
+                  .nvlink_bandwidth_Bps = 900 * GB,
+                  .pcie_bandwidth_Bps = 64 * GB,
+                  .idle_power_W = 240,  // the H100's 20% of its board limit (no reading found)
+                  .max_power_W = 1200,
+                  .memory_power_W = kMemoryPowerFraction * 1200,
+                  .communication_power_W = kCommunicationShareOfMax * 1200,
+                  .matmul_efficiency = 0.6});  // as the B200
   // AMD Instinct MI300X datasheet: 163.4 TF fp32 matrix, 653.7 TF tf32,
   // 1,307.4 TF bf16, 2,614.9 TF fp8 (dense), 192 GB HBM3 at 5.3 TB/s,
   // Infinity Fabric 896 GB/s aggregate (7 links x 128 GB/s, bidirectional),

@@ -176,7 +176,9 @@ struct ParallelPlan {
   }
 
   // Megatron's rank order (tp fastest, then cp, then dp, then pp): TP groups
-  // sit inside a node, pipeline stages are farthest apart.
+  // sit inside an NVLink domain (a node, or a GB200 NVL72 rack) whenever its
+  // size is a multiple of tp, CP and EP groups come next on consecutive
+  // ranks, pipeline stages are farthest apart.
   int gpu_of(int pp_rank, int dp_rank, int tp_rank, int cp_rank = 0) const {
     return tp_rank + tp * (cp_rank + cp * (dp_rank + dp * pp_rank));
   }

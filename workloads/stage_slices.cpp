@@ -10,7 +10,7 @@ namespace {
 // link specs (what ZB-V's greedy calls the communication cost).
 double transfer_time_s(const platforms::ClusterSpec& cluster, int from, int to, double bytes) {
   const auto a = cluster.locate(from), b = cluster.locate(to);
-  const auto& link = a.node == b.node ? cluster.group_of(from).nvlink : cluster.group_of(from).nic;
+  const auto& link = a.domain == b.domain ? cluster.group_of(from).nvlink : cluster.group_of(from).nic;
   return link.bandwidth_Bps > 0 ? link.latency_s + bytes / link.bandwidth_Bps : link.latency_s;
 }
 

@@ -114,7 +114,7 @@ void write_summary_json(std::ostream& out, const RunContext& run, const Report& 
   j["scenario"] = run.scenario_name;
 
   ordered_json groups = ordered_json::array();
-  for (const auto& g : run.cluster.groups)
+  for (const auto& g : run.cluster.groups) {
     groups.push_back({{"gpu", g.gpu.name},
                       {"nodes", g.nodes},
                       {"gpus_per_node", g.gpus_per_node},
@@ -124,6 +124,10 @@ void write_summary_json(std::ostream& out, const RunContext& run, const Report& 
                       {"nic_latency_s", g.nic.latency_s},
                       {"node_shape", to_string(g.shape)},
                       {"nics_per_node", g.nics_per_node}});
+    // Only where NVLink reaches beyond the node, so that other summaries keep their bytes.
+    if (g.nodes_per_domain() > 1)
+      groups.back()["gpus_per_nvlink_domain"] = g.gpus_per_domain();
+  }
   j["cluster"] = {{"gpus", run.cluster.gpu_count()},
                   {"nodes", run.cluster.node_count()},
                   {"groups", groups},

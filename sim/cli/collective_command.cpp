@@ -50,8 +50,10 @@ double parse_size(const std::string& option, const std::string& text) {
 std::string describe(const platforms::ClusterSpec& cluster, int ranks) {
   std::string groups;
   for (const auto& g : cluster.groups)
-    groups += fmt::format("{}{} node{} x {} {} ({})", groups.empty() ? "" : " + ", g.nodes,
-                          g.nodes == 1 ? "" : "s", g.gpus_per_node, g.gpu.name, to_string(g.shape));
+    groups += fmt::format(
+        "{}{} node{} x {} {} ({}{})", groups.empty() ? "" : " + ", g.nodes, g.nodes == 1 ? "" : "s",
+        g.gpus_per_node, g.gpu.name, to_string(g.shape),
+        g.nodes_per_domain() > 1 ? fmt::format(", NVLink domains of {} GPUs", g.gpus_per_domain()) : "");
   return fmt::format("{} ranks on {}: {}; fabric {} {}", ranks, cluster.name, groups,
                      to_string(cluster.fabric.topology), to_string(cluster.fabric.technology));
 }
@@ -70,7 +72,8 @@ CLI::App* add_collective_command(CLI::App& app, CollectiveOptions& options) {
       ->capture_default_str();
   cmd->add_option("--op", options.op, "Collective")->check(CLI::IsMember(op_names))->capture_default_str();
   cmd->add_option("-g,--ranks", options.ranks,
-                  "GPU ranks 0..N-1 take part (default: one node); a homogeneous cluster grows to hold them "
+                  "GPU ranks 0..N-1 take part (default: one NVLink domain, a node unless the cluster's "
+                  "nvlink_domain joins several); a homogeneous cluster grows to hold them "
                   "(-g as nccl-tests' GPU count)")
       ->check(CLI::Range(2, 1 << 20));
   cmd->add_option("-b,--min,--minbytes", options.min_size,
@@ -120,7 +123,7 @@ int collective_command(const CollectiveOptions& options) {
         {fmt::format("--max {} is smaller than --min {}", options.max_size, options.min_size)});
   bench.sizes_bytes = sim::size_range(min_bytes, max_bytes, options.step_factor);
 
-  bench.ranks = options.ranks > 0 ? options.ranks : cluster.groups.front().gpus_per_node;
+  bench.ranks = options.ranks > 0 ? options.ranks : cluster.groups.front().gpus_per_domain();
   std::string grown;
   if (bench.ranks > cluster.gpu_count()) {
     if (cluster.groups.size() != 1)

@@ -1,7 +1,8 @@
 #pragma once
 // The building blocks of collectives (internal to sim/): how a group lies on
 // the topology (nodes, rails, rings, trees) and the detailed state machines
-// that emit one flow per algorithm step. collective_factory.cpp composes them.
+// that emit one flow per algorithm step. The algorithms
+// (sim/collectives/algorithms/, expansion.hpp) compose them.
 #include <memory>
 #include <vector>
 
@@ -9,33 +10,42 @@
 
 namespace trainsim::sim {
 
-// ---- Layout of a group on the cluster (collective_layout.cpp) ----
+// ---- Layout of a group on the cluster (layout.cpp) ----
 
+// NCCL's unit is the NVLink domain: a node, or with cluster.nvlink_domain
+// (MNNVL, GB200 NVL72) the nodes whose GPUs share one NVSwitch fabric, which
+// NCCL treats as one node of its rings, trees and NVLS (its clique). Below,
+// "node" in the algorithms' terms means such a domain.
 struct GroupLayout {
   std::vector<int> gpus;                  // the group's order
-  std::vector<int> nodes;                 // distinct nodes, in order of first appearance
-  std::vector<std::vector<int>> members;  // per node: its group members, in group order
-  bool single_node() const { return nodes.size() == 1; }
-  // Members per node when every node has the same number, else 0.
+  std::vector<int> domains;               // distinct NVLink domains, in order of first appearance
+  std::vector<std::vector<int>> members;  // per domain: its group members, in group order
+  bool single_domain() const { return domains.size() == 1; }
+  // Members per domain when every domain has the same number, else 0.
   int uniform_members() const;
 };
 GroupLayout layout_of(const std::vector<int>& gpus, const ClusterZone& zone);
 
-// NCCL-style rings (channels), each a permutation of the group. One node:
+// NCCL-style rings (channels), each a permutation of the group. One domain:
 // one ring on NVSwitch and PCIe; on a cube-mesh, every NVLink Hamiltonian
-// cycle that fits the lanes, in both directions. Several nodes: one ring per
-// NIC the group can use on every node (its rails); ring c enters node k
-// through the GPU of rail (c + k) mod C and leaves through rail (c + k + 1)
-// mod C, so each inter-node hop stays on one rail and every NIC carries one
-// ring in each direction.
+// cycle that fits the lanes, in both directions; on a full mesh (MI300X),
+// m - 1 rings on disjoint link directions, as RCCL runs them (every
+// directed Hamiltonian cycle for 4 GPUs, where no such set exists). Several domains: one ring
+// per NIC the group can use in every domain (its rails; at most
+// platforms::kMaxRingRails); ring c enters domain k through the GPU of rail
+// (c + k) mod C and leaves through rail (c + k + 1) mod C, so each
+// inter-domain hop stays on one rail and every NIC carries one ring in each
+// direction. Full-mesh nodes whose members each have a NIC are crossed on
+// Walecki's zigzag paths instead, so that the rings use every mesh link
+// direction once (RCCL's rings over an 8-NIC MI300X node).
 std::vector<std::vector<int>> ring_channels(const GroupLayout& layout, const ClusterZone& zone);
 
-// NCCL's double binary tree over nodes, with a chain through each node's
+// NCCL's double binary tree over domains, with a chain through each domain's
 // members below the GPU that holds the tree edges (one tree pair per rail).
 // parent[i] is the index in `gpus` of i's parent, -1 for the root. Without
-// `chain_members` a tree holds only each node's GPU of its rail (gpus[k] on
-// node k): the inter-node part of NCCL's NVLSTree, whose heads reduce and
-// broadcast inside their node through the NVSwitch instead.
+// `chain_members` a tree holds only each domain's GPU of its rail (gpus[k]
+// in domain k): the inter-domain part of NCCL's NVLSTree, whose heads reduce
+// and broadcast inside their domain through the NVSwitch instead.
 struct Tree {
   std::vector<int> gpus;
   std::vector<int> parent;
@@ -70,8 +80,7 @@ std::vector<const ProtocolCosts*> candidate_protocols(platforms::RingProtocol as
 // 0.7 at 32 MiB; 1 from 512 MiB on).
 double tree_correction_factor(double bytes);
 
-// ---- Detailed state machines (ring_collective.cpp, pipeline_collectives.cpp,
-// exchange_collectives.cpp) ----
+// ---- Detailed state machines (ring.cpp, pipelines.cpp, exchange.cpp) ----
 
 // Rings of equal step count: on ring c, rank i sends chunk_bytes[c] to rank
 // i+1 at each of `steps` steps; step k of rank i waits for step k-1 of rank
@@ -95,7 +104,7 @@ std::unique_ptr<Collective> make_chain_pipeline(std::vector<std::vector<int>> ch
 std::unique_ptr<Collective> make_tree_pipeline(std::vector<Tree> trees, int chunks,
                                                std::vector<double> chunk_bytes);
 
-// In-switch reduction (NVLS) on each node of `nodes`: per chunk, every member
+// In-switch reduction (NVLS) on each domain of `nodes`: per chunk, every member
 // sends up_bytes to the switch endpoint; once all have, the switch sends
 // down_bytes to every member. All-reduce: up = down = S/K; reduce-scatter:
 // up S/K, down S/(mK); all-gather: up S/(mK), down S/K.

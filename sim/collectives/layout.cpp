@@ -1,9 +1,11 @@
 // How a collective group lies on the cluster: rings per rail and per NVLink
-// cycle, double binary trees over nodes. Pure topology: no SimGrid activity.
+// cycle, double binary trees over NVLink domains (nodes, unless
+// cluster.nvlink_domain joins several). Pure topology: no SimGrid activity.
 #include <algorithm>
 #include <functional>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <stdexcept>
 
 #include "sim/collectives/flows.hpp"
@@ -100,7 +102,99 @@ std::vector<std::vector<int>> pack_cycles(const std::vector<std::vector<int>>& c
   return out;
 }
 
+bool is_full_mesh(const std::vector<int>& members, const ClusterZone& zone) {
+  return zone.group_of_node(zone.node_of(members[0])).shape == platforms::NodeShape::full_mesh;
+}
+
+// Directed Hamiltonian cycles through positions 0..m-1 of a full mesh, each
+// starting at 0, that use every link direction at most once: the largest
+// such set a depth-first search finds within its budget. K_m's m(m-1) link
+// directions split into m - 1 of them for every m but 4 and 6 (Tillson
+// 1980), so each ring has a link of its own at every hop, as RCCL's rings on
+// an MI300X node do (rome_model_79: 14 rings that use every xGMI link
+// direction twice).
+std::vector<std::vector<int>> disjoint_directed_cycles(int m) {
+  std::vector<std::vector<bool>> used(static_cast<std::size_t>(m),
+                                      std::vector<bool>(static_cast<std::size_t>(m)));
+  std::vector<std::vector<int>> chosen, best;
+  long budget = 200000;  // search steps; m = 8 needs about 150
+  auto mark = [&](const std::vector<int>& cycle, bool value) {
+    for (std::size_t i = 0; i < cycle.size(); ++i)
+      used[static_cast<std::size_t>(cycle[i])][static_cast<std::size_t>(cycle[(i + 1) % cycle.size()])] =
+          value;
+  };
+  std::function<bool()> search;
+  // Extends `path` to a cycle of unused link directions, then searches on.
+  std::function<bool(std::vector<int>&, std::vector<bool>&)> extend = [&](std::vector<int>& path,
+                                                                          std::vector<bool>& visited) {
+    if (--budget < 0)
+      return false;
+    const int last = path.back();
+    if (static_cast<int>(path.size()) == m) {
+      if (used[static_cast<std::size_t>(last)][0])
+        return false;
+      mark(path, true);
+      chosen.push_back(path);
+      if (search())
+        return true;
+      chosen.pop_back();
+      mark(path, false);
+      return false;
+    }
+    for (int next = 1; next < m; ++next) {
+      if (visited[static_cast<std::size_t>(next)] ||
+          used[static_cast<std::size_t>(last)][static_cast<std::size_t>(next)])
+        continue;
+      visited[static_cast<std::size_t>(next)] = true;
+      path.push_back(next);
+      const bool done = extend(path, visited);
+      path.pop_back();
+      visited[static_cast<std::size_t>(next)] = false;
+      if (done)
+        return true;
+    }
+    return false;
+  };
+  search = [&]() {
+    if (chosen.size() > best.size())
+      best = chosen;
+    if (static_cast<int>(best.size()) == m - 1 || budget < 0)
+      return true;
+    std::vector<int> path{0};
+    std::vector<bool> visited(static_cast<std::size_t>(m), false);
+    visited[0] = true;
+    return extend(path, visited);
+  };
+  search();
+  return best;
+}
+
+// Rings of a full-mesh node: m - 1 rings on disjoint links when they exist;
+// where they do not (4 GPUs), every directed Hamiltonian cycle, which loads
+// every link direction equally (m = 4: 6 rings, each direction twice).
+std::vector<std::vector<int>> full_mesh_rings(const std::vector<int>& members) {
+  const int m = static_cast<int>(members.size());
+  auto cycles = disjoint_directed_cycles(m);
+  if (static_cast<int>(cycles.size()) < m - 1 && m <= 5) {
+    std::vector<int> order(static_cast<std::size_t>(m));
+    std::iota(order.begin(), order.end(), 0);
+    cycles.clear();
+    do
+      cycles.push_back(order);
+    while (std::next_permutation(order.begin() + 1, order.end()));
+  }
+  std::vector<std::vector<int>> rings;
+  for (const auto& cycle : cycles) {
+    auto& ring = rings.emplace_back();
+    for (int position : cycle)
+      ring.push_back(members[static_cast<std::size_t>(position)]);
+  }
+  return rings;
+}
+
 std::vector<std::vector<int>> single_node_rings(const std::vector<int>& members, const ClusterZone& zone) {
+  if (is_full_mesh(members, zone) && members.size() > 2)
+    return full_mesh_rings(members);
   if (!is_cube_mesh(members, zone) || members.size() > static_cast<std::size_t>(platforms::kCubeMeshGpus))
     return {members};
   if (members.size() == 2) {
@@ -166,12 +260,13 @@ std::vector<int> node_path(const std::vector<int>& members, int entry, int exit,
   return gpus;
 }
 
-// Per node: positions (in members) of one GPU per distinct NIC, in order.
+// Per domain: positions (in members) of one GPU per distinct NIC (a node's
+// NIC; a domain of several nodes has each node's), in order.
 std::vector<int> rail_representatives(const std::vector<int>& members, const ClusterZone& zone) {
   std::vector<int> reps;
-  std::vector<int> seen;
+  std::vector<std::pair<int, int>> seen;  // (node, NIC index)
   for (std::size_t i = 0; i < members.size(); ++i) {
-    const int nic = zone.nic_index(members[i]);
+    const std::pair<int, int> nic{zone.node_of(members[i]), zone.nic_index(members[i])};
     if (std::find(seen.begin(), seen.end(), nic) == seen.end()) {
       seen.push_back(nic);
       reps.push_back(static_cast<int>(i));
@@ -184,7 +279,40 @@ int rail_count(const GroupLayout& layout, const ClusterZone& zone) {
   std::size_t rails = std::numeric_limits<std::size_t>::max();
   for (const auto& members : layout.members)
     rails = std::min(rails, rail_representatives(members, zone).size());
-  return static_cast<int>(std::max<std::size_t>(rails, 1));
+  return static_cast<int>(std::clamp<std::size_t>(rails, 1, platforms::kMaxRingRails));
+}
+
+// Rings across full-mesh nodes whose m members (m even) each have a NIC of
+// their own: ring c crosses node k along the zigzag path from position
+// s = c + k m/2 (s, s+1, s-1, s+2, ..., s + m/2, mod m; Walecki's
+// decomposition of K_m into m/2 Hamiltonian paths, each run both ways), so
+// the m rings use every link direction of every node once, as RCCL's rings
+// over an 8-NIC MI300X node do (rome_model_81), and each leaves a node on the
+// rail it enters the next one by. Empty when the group is not so laid out.
+std::vector<std::vector<int>> full_mesh_rail_rings(const GroupLayout& layout, int rails,
+                                                   const ClusterZone& zone) {
+  const int m = layout.uniform_members();
+  if (m < 2 || m % 2 != 0 || rails != m)
+    return {};
+  for (const auto& members : layout.members)
+    if (!is_full_mesh(members, zone) || static_cast<int>(rail_representatives(members, zone).size()) != m)
+      return {};
+  std::vector<std::vector<int>> rings;
+  for (int c = 0; c < m; ++c) {
+    auto& ring = rings.emplace_back();
+    for (std::size_t k = 0; k < layout.members.size(); ++k) {
+      const int s = (c + static_cast<int>(k) * (m / 2)) % m;
+      std::vector<int> path{s};
+      for (int j = 1; j < m / 2; ++j) {
+        path.push_back((s + j) % m);
+        path.push_back((s - j + m) % m);
+      }
+      path.push_back((s + m / 2) % m);
+      for (int position : path)
+        ring.push_back(layout.members[k][static_cast<std::size_t>(position)]);
+    }
+  }
+  return rings;
 }
 
 }  // namespace
@@ -204,10 +332,10 @@ GroupLayout layout_of(const std::vector<int>& gpus, const ClusterZone& zone) {
   for (int gpu : gpus) {
     if (gpu < 0 || gpu >= zone.gpu_count())
       throw std::invalid_argument("a collective group names a GPU outside the cluster");
-    const int node = zone.node_of(gpu);
-    auto [it, inserted] = index.emplace(node, layout.nodes.size());
+    const int domain = zone.domain_of(gpu);
+    auto [it, inserted] = index.emplace(domain, layout.domains.size());
     if (inserted) {
-      layout.nodes.push_back(node);
+      layout.domains.push_back(domain);
       layout.members.emplace_back();
     }
     layout.members[it->second].push_back(gpu);
@@ -216,10 +344,12 @@ GroupLayout layout_of(const std::vector<int>& gpus, const ClusterZone& zone) {
 }
 
 std::vector<std::vector<int>> ring_channels(const GroupLayout& layout, const ClusterZone& zone) {
-  if (layout.single_node())
+  if (layout.single_domain())
     return single_node_rings(layout.members.front(), zone);
   const int rails = rail_count(layout, zone);
-  const int nodes = static_cast<int>(layout.nodes.size());
+  if (auto rings = full_mesh_rail_rings(layout, rails, zone); !rings.empty())
+    return rings;
+  const int nodes = static_cast<int>(layout.domains.size());
   std::vector<std::vector<int>> reps;
   for (const auto& members : layout.members)
     reps.push_back(rail_representatives(members, zone));
@@ -274,8 +404,8 @@ int Tree::height() const {
 
 std::vector<Tree> double_binary_trees(const GroupLayout& layout, const ClusterZone& zone,
                                       bool chain_members) {
-  const int nodes = static_cast<int>(layout.nodes.size());
-  const int rails = layout.single_node() ? 1 : rail_count(layout, zone);
+  const int nodes = static_cast<int>(layout.domains.size());
+  const int rails = layout.single_domain() ? 1 : rail_count(layout, zone);
   const auto btree = nccl_btree_parents(nodes);
   // NCCL's second tree: the first one mirrored (even node counts) or shifted
   // by one (odd), so that the first tree's leaves are the second's inner

@@ -15,26 +15,39 @@ using platforms::NodeShape;
 ClusterZone::ClusterZone(const platforms::ClusterSpec& spec, std::vector<std::vector<double>> speed_factors)
     : NetZoneImpl("cluster"), spec_(spec), speed_factors_(std::move(speed_factors)) {
   const int nodes = spec.node_count();
+  for (const auto& group : spec.groups)
+    if (group.gpus_per_domain() % group.gpus_per_node != 0 ||
+        (group.nodes_per_domain() > 1 && group.shape != NodeShape::nvswitch))
+      throw std::invalid_argument(
+          fmt::format("an NVLink domain of {} GPUs needs nvswitch nodes of a divisor of it ({} {} GPUs)",
+                      group.gpus_per_domain(), group.gpus_per_node, to_string(group.shape)));
   gpu_.resize(static_cast<std::size_t>(spec.gpu_count()));
   node_.resize(static_cast<std::size_t>(nodes));
   for (int node = 0; node < nodes; ++node) {
     const int group = spec.group_of_node(node);
     node_[static_cast<std::size_t>(node)].group = group;
     node_[static_cast<std::size_t>(node)].first_gpu = spec.first_gpu_of_node(node);
+    node_[static_cast<std::size_t>(node)].domain = spec.domain_of_node(node);
     build_node(node, spec.groups[static_cast<std::size_t>(group)]);
   }
-  // NVLS switches come after every GPU, so endpoint ids of GPUs are ranks.
+  // NVLS switches, one per NVLink domain (named after the node when the
+  // domain is one node), come after every GPU, so endpoint ids of GPUs are
+  // ranks.
+  domain_nvswitch_.assign(static_cast<std::size_t>(spec.domain_count()), nullptr);
   for (int node = 0; node < nodes; ++node) {
-    auto& n = node_[static_cast<std::size_t>(node)];
+    const auto& n = node_[static_cast<std::size_t>(node)];
     const auto& group = spec.groups[static_cast<std::size_t>(n.group)];
-    if (group.shape != NodeShape::nvswitch || !group.nvls)
+    auto& nvswitch = domain_nvswitch_[static_cast<std::size_t>(n.domain)];
+    if (group.shape != NodeShape::nvswitch || !group.nvls || nvswitch != nullptr)
       continue;
-    n.nvswitch = create_host(fmt::format("node{}-nvswitch", node), {1e12});
-    n.nvswitch->seal();
-    const auto id = n.nvswitch->get_netpoint()->id();
+    nvswitch = create_host(group.nodes_per_domain() == 1 ? fmt::format("node{}-nvswitch", node)
+                                                         : fmt::format("domain{}-nvswitch", n.domain),
+                           {1e12});
+    nvswitch->seal();
+    const auto id = nvswitch->get_netpoint()->id();
     if (endpoint_of_netpoint_.size() <= id)
       endpoint_of_netpoint_.resize(id + 1, -1);
-    endpoint_of_netpoint_[id] = switch_endpoint(node);
+    endpoint_of_netpoint_[id] = switch_endpoint(n.domain);
   }
   build_fabric();
   seal();
@@ -47,13 +60,19 @@ ClusterZone::Duplex* ClusterZone::duplex(const std::string& name, double bandwid
   return link;
 }
 
-// One node: its GPUs (hosts), their NVSwitch ports or cube-mesh lanes, their
-// PCIe links, and its NICs.
+// One node: its GPUs (hosts), their NVSwitch ports, cube-mesh lanes or mesh
+// links, their PCIe links, and its NICs.
 //
 //   nvswitch: gpuN-nvlink     cube_mesh: nodeN-nvlinkA-B     pcie: gpuN-pcie
 //   GPU ==|                   GPU0 ==2== GPU3                GPU --|
 //   GPU ==|== [NVSwitch]        |  \1  1/  |                  GPU --|-- [PCIe switch] -- nodeN-nicK
 //   GPU ==|                   GPU1 ==2== GPU2 ...            GPU --|
+//
+//   full_mesh: nodeN-meshA-B, one link per pair (MI300X: 7 per GPU)
+//   GPU0 ---- GPU1
+//    |  \    /  |     every pair direct, nvlink.bandwidth / (g - 1) each
+//    |   \  /   |     GPU -> NIC over PCIe (gpuN-pcie)
+//   GPU3 ---- GPU2 ...
 void ClusterZone::build_node(int node, const platforms::NodeGroup& group) {
   if (group.shape != NodeShape::nvswitch && group.pcie.effective_Bps() <= 0)
     throw std::invalid_argument(fmt::format("node shape {} needs a PCIe bandwidth", to_string(group.shape)));
@@ -95,6 +114,16 @@ void ClusterZone::build_node(int node, const platforms::NodeGroup& group) {
           n.lanes[static_cast<std::size_t>(a * g + b)] =
               duplex(fmt::format("node{}-nvlink{}-{}", node, a, b), lanes * lane_Bps);
   }
+  if (group.shape == NodeShape::full_mesh) {
+    // Every pair its own link: the GPU's total split over its g - 1 peers.
+    const int g = group.gpus_per_node;
+    n.lanes.assign(static_cast<std::size_t>(g * g), nullptr);
+    const double link_Bps = group.nvlink.effective_Bps() / std::max(g - 1, 1);
+    for (int a = 0; a < g; ++a)
+      for (int b = a + 1; b < g; ++b)
+        n.lanes[static_cast<std::size_t>(a * g + b)] =
+            duplex(fmt::format("node{}-mesh{}-{}", node, a, b), link_Bps);
+  }
 }
 
 void ClusterZone::build_fabric() {
@@ -107,14 +136,14 @@ const platforms::NodeGroup& ClusterZone::group_of_node(int node) const {
   return spec_.groups[static_cast<std::size_t>(node_[static_cast<std::size_t>(node)].group)];
 }
 
-bool ClusterZone::has_nvls(int node) const {
-  return node_[static_cast<std::size_t>(node)].nvswitch != nullptr;
+bool ClusterZone::has_nvls(int domain) const {
+  return domain_nvswitch_[static_cast<std::size_t>(domain)] != nullptr;
 }
 
 sg::Host* ClusterZone::endpoint_host(int endpoint) const {
   if (endpoint < gpu_count())
     return host(endpoint);
-  auto* h = node_.at(static_cast<std::size_t>(endpoint - gpu_count())).nvswitch;
+  auto* h = domain_nvswitch_.at(static_cast<std::size_t>(endpoint - gpu_count()));
   if (h == nullptr)
     throw std::logic_error("an in-switch reduction on a node without NVLS");
   return h;
@@ -141,12 +170,19 @@ double ClusterZone::walk(int src, int dst, F&& visit) const {
   const auto& na = node_[static_cast<std::size_t>(a.node)];
   const auto& nb = node_[static_cast<std::size_t>(b.node)];
   const auto& group_a = spec_.groups[static_cast<std::size_t>(na.group)];
+  if (a.node != b.node && na.domain == nb.domain) {
+    // Two trays of one NVLink domain: through the NVLink Switch trays.
+    visit(a.nvlink->get_link_up());
+    visit(b.nvlink->get_link_down());
+    return group_a.nvlink.latency_s;
+  }
   if (a.node == b.node) {
     switch (group_a.shape) {
       case NodeShape::nvswitch:
         visit(a.nvlink->get_link_up());
         visit(b.nvlink->get_link_down());
         return group_a.nvlink.latency_s;
+      case NodeShape::full_mesh:
       case NodeShape::cube_mesh: {
         const int g = group_a.gpus_per_node;
         const int lo = std::min(a.local_rank, b.local_rank), hi = std::max(a.local_rank, b.local_rank);

@@ -16,11 +16,27 @@
 //     + node switch host when     pairs without NVLink: over PCIe
 //       NVLS (in-switch reduction)
 //
+//   full_mesh (AMD MI300X, 8 GPUs): GPU0 --- GPU1 --- ...   every pair on a link of its own
+//                                     \______/   (nodeN-meshA-B, nvlink.bandwidth / (g - 1))
+//
 //   same node:   nvswitch: nvlink(a).up, nvlink(b).down       latency nvlink.latency
 //                cube_mesh: lane link(a,b) or pcie(a).up, pcie(b).down
+//                full_mesh: mesh link(a,b)                    latency nvlink.latency
 //                pcie:      pcie(a).up, pcie(b).down          latency pcie.latency
 //
-// Between nodes, GPU -> [PCIe] -> NIC -> fabric -> NIC -> [PCIe] -> GPU, with
+// An NVLink domain (cluster.nvlink_domain) joins several nvswitch nodes into
+// one NVSwitch fabric: two GPUs of one domain talk over their NVLink ports
+// whichever node (compute tray) holds them, and the domain's NVLS switch
+// serves all its GPUs:
+//
+//   GB200 NVL72: 18 trays x 4 GPUs      tray 0: GPU0..3  tray 1: GPU4..7 ... tray 17
+//                                          |||| NICs        |||| NICs
+//                                        gpuN-nvlink (per GPU port, NVLink 5)
+//                                        [ NVLink Switch trays: non-blocking, NVLS ]
+//
+//   same domain:  nvlink(a).up, nvlink(b).down                 latency nvlink.latency
+//
+// Between domains, GPU -> [PCIe] -> NIC -> fabric -> NIC -> [PCIe] -> GPU, with
 // latency nic.latency (through one switch) plus the fabric's extra hops.
 // PCIe joins the route when it can matter: on nodes without NVSwitch (it
 // also carries GPU-to-GPU traffic there) or when it is slower than the NIC.
@@ -56,13 +72,17 @@ class ClusterZone final : public simgrid::kernel::routing::NetZoneImpl {
   const platforms::ClusterSpec& spec() const { return spec_; }
   int gpu_count() const { return static_cast<int>(gpu_.size()); }
   simgrid::s4u::Host* host(int gpu) const { return gpu_[static_cast<std::size_t>(gpu)].host; }
-  // Flow endpoints: GPU ranks 0..gpu_count()-1, then one per node standing for
-  // its NVSwitch (endpoint gpu_count() + node), used by in-switch reductions.
+  // Flow endpoints: GPU ranks 0..gpu_count()-1, then one per NVLink domain
+  // standing for its NVSwitch (endpoint gpu_count() + domain), used by
+  // in-switch reductions.
   simgrid::s4u::Host* endpoint_host(int endpoint) const;
-  int switch_endpoint(int node) const { return gpu_count() + node; }
-  bool has_nvls(int node) const;
+  int switch_endpoint(int domain) const { return gpu_count() + domain; }
+  bool has_nvls(int domain) const;
 
   int node_of(int gpu) const { return gpu_[static_cast<std::size_t>(gpu)].node; }
+  // The NVLink domain of a GPU: its node's, unless cluster.nvlink_domain
+  // joins several nodes into one.
+  int domain_of(int gpu) const { return node_[static_cast<std::size_t>(node_of(gpu))].domain; }
   int local_rank(int gpu) const { return gpu_[static_cast<std::size_t>(gpu)].local_rank; }
   // The NIC a GPU's traffic leaves through, as an index within its node.
   int nic_index(int gpu) const { return gpu_[static_cast<std::size_t>(gpu)].nic_index; }
@@ -101,9 +121,9 @@ class ClusterZone final : public simgrid::kernel::routing::NetZoneImpl {
   struct Node {
     int group = 0;
     int first_gpu = 0;
+    int domain = 0;
     std::vector<Duplex*> nics;
-    std::vector<Duplex*> lanes;  // cube_mesh: a * 8 + b for a < b, nullptr without NVLink
-    simgrid::s4u::Host* nvswitch = nullptr;
+    std::vector<Duplex*> lanes;  // cube_mesh, full_mesh: a * g + b for a < b, nullptr without a link
     bool pcie_on_nic_route = false;
   };
 
@@ -120,6 +140,7 @@ class ClusterZone final : public simgrid::kernel::routing::NetZoneImpl {
   std::vector<std::vector<double>> speed_factors_;
   std::vector<Gpu> gpu_;
   std::vector<Node> node_;
+  std::vector<simgrid::s4u::Host*> domain_nvswitch_;  // per NVLink domain: its NVLS switch, or nullptr
   std::vector<int> endpoint_of_netpoint_;
   // The fabric's links and routes (platforms/fabric_layout.hpp, one class
   // per topology), and the SimGrid link of each of its links.

@@ -30,9 +30,10 @@ struct LinkInput {
 // top. Unset fields take their defaults in resolve_group.
 struct GroupInput {
   std::optional<platforms::GpuSpec> gpu;
-  std::optional<int> nodes, gpus_per_node, nics_per_node;
+  std::optional<int> nodes, gpus_per_node, nics_per_node, nvlink_domain;
   std::optional<NodeShape> shape;
   std::optional<bool> nvls;
+  std::optional<double> nvls_efficiency;
   LinkInput nvlink, pcie, nic;
 };
 
@@ -136,10 +137,15 @@ void read_group_fields(platforms::MapReader& m, GroupInput& in) {
     in.gpus_per_node = static_cast<int>(*n);
   if (auto shape = m.choice<NodeShape>("node_shape", {{"nvswitch", NodeShape::nvswitch},
                                                       {"cube_mesh", NodeShape::cube_mesh},
-                                                      {"pcie", NodeShape::pcie}}))
+                                                      {"pcie", NodeShape::pcie},
+                                                      {"full_mesh", NodeShape::full_mesh}}))
     in.shape = shape;
   if (auto nvls = m.boolean("nvls"))
     in.nvls = nvls;
+  if (auto e = m.number("nvls_efficiency", 1e-3, 1.0))
+    in.nvls_efficiency = e;
+  if (auto n = m.integer("nvlink_domain", 1, 1 << 20))
+    in.nvlink_domain = static_cast<int>(*n);
   read_link(m.map("nvlink"), in.nvlink, true);
   read_link(m.map("pcie"), in.pcie, true);
   if (auto nic = m.map("nic")) {
@@ -188,9 +194,32 @@ platforms::NodeGroup resolve_group(const GroupInput& in, const platforms::Fabric
     m.error("node_shape",
             fmt::format("cube_mesh is the 8-GPU DGX-1 hybrid cube-mesh, but gpus_per_node is {}",
                         g.gpus_per_node));
+  if (g.shape == NodeShape::full_mesh && g.gpus_per_node < 2)
+    m.error("node_shape",
+            "full_mesh links every pair of a node's GPUs, but gpus_per_node is 1 (expected at "
+            "least 2, for example 8 for an MI300X platform)");
   if (g.nvls && g.shape != NodeShape::nvswitch)
     m.error("nvls",
             fmt::format("in-switch reduction needs an NVSwitch, but node_shape is {}", to_string(g.shape)));
+  // Used by NVLS only; kept with nvls: false, so that a preset's value
+  // survives --set cluster.nvls=false.
+  g.nvls_efficiency = in.nvls_efficiency.value_or(g.nvls_efficiency);
+  if (in.nvlink_domain) {
+    const int domain = *in.nvlink_domain;
+    if (domain % g.gpus_per_node != 0)
+      m.error("nvlink_domain",
+              fmt::format("{} is not a multiple of gpus_per_node ({}): an NVLink domain joins whole nodes "
+                          "(compute trays), for example gpus_per_node: 4 and nvlink_domain: 72 for a GB200 "
+                          "NVL72 rack",
+                          domain, g.gpus_per_node));
+    else if (domain > g.gpus_per_node && g.shape != NodeShape::nvswitch)
+      m.error("nvlink_domain",
+              fmt::format("{} GPUs span {} nodes, which needs node_shape: nvswitch (NVLink Switch trays "
+                          "join the nodes' NVSwitch ports), but node_shape is {}",
+                          domain, domain / g.gpus_per_node, to_string(g.shape)));
+    else if (domain > g.gpus_per_node)
+      g.nvlink_domain = domain;
+  }
   if (g.nics_per_node > g.gpus_per_node || g.gpus_per_node % g.nics_per_node != 0)
     m.error("nic",
             fmt::format("nic.per_node is {}: expected a divisor of gpus_per_node ({}): one NIC per GPU, "

@@ -51,6 +51,10 @@ std::set<std::string> link_names(const ClusterSpec& spec) {
         for (int b = a + 1; b < group.gpus_per_node; ++b)
           if (platforms::cube_mesh_lanes(a, b) > 0)
             names.insert(fmt::format("node{}-nvlink{}-{}", node, a, b));
+    if (group.shape == NodeShape::full_mesh)
+      for (int a = 0; a < group.gpus_per_node; ++a)
+        for (int b = a + 1; b < group.gpus_per_node; ++b)
+          names.insert(fmt::format("node{}-mesh{}-{}", node, a, b));
   }
   // The fabric's links: the same layout ClusterZone creates them from. The layout is
   // held by name: a range-for over a temporary's member would dangle (C++20).

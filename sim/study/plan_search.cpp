@@ -377,7 +377,7 @@ PlanSearch prepare_plan_search(const PlanSearchRequest& request) {
   }
 
   base.space.gpus = request.gpus;
-  base.space.gpus_per_node = gpus_per_node;
+  base.space.gpus_per_domain = cluster.groups.front().gpus_per_domain();
   // Every candidate is the base scenario with the search's axes set,
   // checked by the same typed rules as `trainsim run` (sim/scenario/checks.hpp),
   // then by the memory model.

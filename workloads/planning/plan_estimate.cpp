@@ -12,27 +12,35 @@
 namespace trainsim::workloads {
 namespace {
 
-// The links a group's rings run over: inside one node, the GPUs' NVLink (or
-// PCIe) port with one ring; across nodes, one ring per NIC the group has on
-// a node (its rails), each at a NIC's achievable bandwidth.
+// The links a group's rings run over: inside one NVLink domain (a node, or
+// the nodes cluster.nvlink_domain joins), the GPUs' NVLink (or PCIe) port
+// with one ring; across domains, one ring per NIC the group has in a domain
+// (its rails, at most kMaxRingRails), each at a NIC's achievable bandwidth.
 struct GroupPath {
   int channels = 1;
   double bandwidth_Bps = 0;
   double hop_latency_s = 0;
 };
 
-double intra_node_Bps(const platforms::NodeGroup& g) {
-  return g.shape == platforms::NodeShape::pcie ? g.pcie.effective_Bps() : g.nvlink.effective_Bps();
+// The rings of `members` GPUs of one node: a full mesh gives them their
+// m - 1 links of the GPU's g - 1 (rings on disjoint links, as RCCL runs them).
+double intra_node_Bps(const platforms::NodeGroup& g, std::size_t members) {
+  if (g.shape == platforms::NodeShape::pcie)
+    return g.pcie.effective_Bps();
+  if (g.shape == platforms::NodeShape::full_mesh && g.gpus_per_node > 1)
+    return g.nvlink.effective_Bps() * static_cast<double>(members - 1) / (g.gpus_per_node - 1);
+  return g.nvlink.effective_Bps();
 }
 
 GroupPath group_path(const platforms::ClusterSpec& cluster, const std::vector<int>& gpus) {
-  std::map<int, std::set<int>> nics_by_node;  // node -> NICs the group's members use there
+  // domain -> the (node, NIC) pairs the group's members use there
+  std::map<int, std::set<std::pair<int, int>>> nics_by_domain;
   double slowest_Bps = 0;
   const platforms::NodeGroup* slowest = nullptr;
   for (int gpu : gpus) {
     const auto where = cluster.locate(gpu);
     const auto& group = cluster.groups.at(static_cast<std::size_t>(where.group));
-    nics_by_node[where.node].insert(group.nic_of(where.local_rank));
+    nics_by_domain[where.domain].insert({where.node, group.nic_of(where.local_rank)});
     const double bw = group.nic.bandwidth_Bps * cluster.fabric.efficiency;
     if (slowest == nullptr || bw < slowest_Bps) {
       slowest_Bps = bw;
@@ -40,14 +48,14 @@ GroupPath group_path(const platforms::ClusterSpec& cluster, const std::vector<in
     }
   }
   GroupPath path;
-  if (nics_by_node.size() <= 1) {
+  if (nics_by_domain.size() <= 1) {
     const auto& group = cluster.group_of(gpus.front());
-    path.bandwidth_Bps = intra_node_Bps(group);
+    path.bandwidth_Bps = intra_node_Bps(group, gpus.size());
     path.hop_latency_s = group.nvlink.latency_s;
     return path;
   }
-  std::size_t rails = gpus.size();
-  for (const auto& [node, nics] : nics_by_node)
+  std::size_t rails = std::min<std::size_t>(gpus.size(), platforms::kMaxRingRails);
+  for (const auto& [domain, nics] : nics_by_domain)
     rails = std::min(rails, nics.size());
   path.channels = static_cast<int>(std::max<std::size_t>(1, rails));
   path.bandwidth_Bps = slowest_Bps;

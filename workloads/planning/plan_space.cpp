@@ -82,14 +82,15 @@ std::string_view describe(PruneReason reason) {
 PlanSpace enumerate_plans(const ModelSpec& model, const PlanSpaceOptions& options) {
   const int n = options.gpus;
   const int cp = std::max(1, options.context_parallel);
-  if (n <= 0 || options.gpus_per_node <= 0 || options.global_batch_size <= 0)
-    throw std::invalid_argument("enumerate_plans: gpus, gpus_per_node and the global batch must be positive");
+  if (n <= 0 || options.gpus_per_domain <= 0 || options.global_batch_size <= 0)
+    throw std::invalid_argument(
+        "enumerate_plans: gpus, gpus_per_domain and the global batch must be positive");
   if (n % cp != 0)
     throw std::invalid_argument("enumerate_plans: context parallelism does not divide the GPUs");
 
   std::vector<int> tp_values = options.tp;
   if (tp_values.empty())
-    for (int t : divisors(options.gpus_per_node))
+    for (int t : divisors(options.gpus_per_domain))
       if ((n / cp) % t == 0)
         tp_values.push_back(t);
   const auto micro_batches = or_default(options.micro_batch_sizes, {1, 2, 4, 8});

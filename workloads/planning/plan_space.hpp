@@ -3,7 +3,7 @@
 // on N GPUs at one global batch, and the arithmetic rules that prune them
 // before anything costs time: the space is the product of
 //
-//   tp                 divisors of the GPUs per node that divide N (TP stays in a node)
+//   tp                 divisors of the GPUs per NVLink domain that divide N (TP stays on NVLink)
 //   pp                 divisors of N / (tp x cp)
 //   micro-batch size   1, 2, 4, 8
 //   schedule           1f1b, interleaved_1f1b (v = 2, 4, 8), zb_h1, bpipe (by default;
@@ -44,7 +44,9 @@ std::string_view describe(PruneReason reason);
 
 struct PlanSpaceOptions {
   int gpus = 0;
-  int gpus_per_node = 0;
+  // GPUs per NVLink domain: tp is searched among its divisors, so that a TP
+  // group stays on NVLink (a node, or a GB200 NVL72 rack's 72 GPUs).
+  int gpus_per_domain = 0;
   int global_batch_size = 0;
   int context_parallel = 1;
   // Empty: the defaults above. A single value fixes that axis.
@@ -72,7 +74,7 @@ struct PlanSpace {
   std::size_t enumerated = 0;  // candidates + every pruned plan
 };
 
-// Throws std::invalid_argument when gpus, gpus_per_node or the batch is not
+// Throws std::invalid_argument when gpus, gpus_per_domain or the batch is not
 // positive (the CLI checks them first, with messages).
 PlanSpace enumerate_plans(const ModelSpec& model, const PlanSpaceOptions& options);
 

@@ -21,7 +21,8 @@ constexpr double kStrictGain = 1e-9;
 // The TP all-reduces of one micro-batch's forward and backward through `layers`
 // layers on `gpu`'s TP group (2 per layer each way, 2 more in the backward
 // with full recomputation; sequence parallelism moves the same volume), as
-// rings over the group's NVLink (its NIC when the group spans nodes), plus
+// rings over the group's NVLink (its NIC when the group spans NVLink
+// domains), plus
 // one launch per op: they sit on the critical path of every op, and a slower
 // NVLink (A100 against H100) makes a stage slower.
 double tp_communication_s(const ModelSpec& model, const ParallelPlan& plan,
@@ -29,7 +30,7 @@ double tp_communication_s(const ModelSpec& model, const ParallelPlan& plan,
   if (plan.tp <= 1)
     return 0;
   const auto& group = cluster.group_of(gpu);
-  const auto& link = plan.tp <= group.gpus_per_node ? group.nvlink : group.nic;
+  const auto& link = plan.tp <= group.gpus_per_domain() ? group.nvlink : group.nic;
   if (link.effective_Bps() <= 0)
     return 0;
   const double ring = 2.0 * (plan.tp - 1) / plan.tp * tp_allreduce_bytes(model, plan) / link.effective_Bps();

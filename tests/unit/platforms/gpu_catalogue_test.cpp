@@ -59,7 +59,13 @@ TEST(GpuCatalogue, EveryPrecisionTheIssueAsksFor) {
   EXPECT_DOUBLE_EQ(mi300x.peak_flops(DType::bf16), 1307.4e12);
   EXPECT_DOUBLE_EQ(mi300x.nvlink_bandwidth_Bps, 448e9);  // Infinity Fabric, per direction
   EXPECT_DOUBLE_EQ(mi300x.max_power_W, 750);
-  EXPECT_EQ(gpu_catalogue().size(), 7u);
+  const auto gb200 = *find_gpu("GB200");
+  EXPECT_DOUBLE_EQ(gb200.peak_flops(DType::bf16), 2500e12);  // NVL72 table's 5 PF sparse / 2
+  EXPECT_DOUBLE_EQ(gb200.hbm_bytes, 186e9);
+  EXPECT_DOUBLE_EQ(gb200.max_power_W, 1200);
+  EXPECT_TRUE(gb200.mxfp8);  // Blackwell: plan.fp8_recipe: mxfp8 runs on it
+  EXPECT_FALSE(mi300x.mxfp8);
+  EXPECT_EQ(gpu_catalogue().size(), 8u);
 }
 
 }  // namespace

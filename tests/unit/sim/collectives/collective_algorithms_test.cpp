@@ -253,6 +253,92 @@ TEST(CollectiveAlgorithms, NvlsReducesInTheSwitch) {
   EXPECT_LT(r.time_s, 2.0 * (n - 1) / n * S / B);
 }
 
+TEST(CollectiveAlgorithms, NvlsReducesAcrossTheTraysOfOneNvlinkDomain) {
+  // 4 trays of 4 GPUs joined into one 16-GPU NVLink domain (NVL72-like):
+  // one in-switch reduction over all 16 ports, at the group's
+  // nvls_efficiency; the slow NICs carry nothing.
+  const int n = 16, chunks = 64;
+  auto cluster = testing::uniform_cluster(4, 4, 25e9, 5e-6);
+  cluster.groups[0].nvlink = {B, 1e-7};
+  cluster.groups[0].nvlink_domain = n;
+  cluster.groups[0].nvls = true;
+  cluster.groups[0].nvls_efficiency = 0.6;
+  cluster.collectives.max_pipeline_chunks = chunks;
+  const auto r = run(cluster, CollectiveOp::all_reduce, first(n), S, CollectiveAlgorithm::nvls);
+  EXPECT_EQ(r.choice.algorithm, CollectiveAlgorithm::nvls);
+  EXPECT_NEAR(r.time_s / ((chunks + 1) * (1e-7 + S / chunks / (0.6 * B)) + 25e-6), 1.0, 1e-6);
+}
+
+TEST(CollectiveAlgorithms, RingInsideAnNvlinkDomainStaysOnNvlink) {
+  // 16 GPUs on 4 trays of one domain: one ring, every hop an NVLink hop,
+  // 2(n-1)(a + S/(nB)) as on one NVSwitch node.
+  const int n = 16;
+  auto cluster = testing::uniform_cluster(4, 4, 25e9, 5e-6);
+  cluster.groups[0].nvlink = {B, a};
+  cluster.groups[0].nvlink_domain = n;
+  const auto r = run(cluster, CollectiveOp::all_reduce, first(n), S, CollectiveAlgorithm::ring);
+  EXPECT_EQ(r.choice.channels, 1);
+  EXPECT_NEAR(r.time_s / (2 * (n - 1) * (a + S / (n * B))), 1.0, 1e-6);
+}
+
+// A ring all-reduce over two NVLink domains of `domain` GPUs on trays of 4
+// GPUs with a NIC each (25 GB/s, 5 us): `rails` rings, each paced by its
+// NICs across domains, 2(n-1)(a + S/(rails n B)), as that many NICs of one
+// node would be.
+void expect_rings_across_two_domains(int domain, int rails) {
+  const int n = 2 * domain;
+  auto cluster = testing::uniform_cluster(n / 4, 4, 25e9, 5e-6);
+  cluster.groups[0].nvlink = {1000e9, 1e-6};
+  cluster.groups[0].nvlink_domain = domain;
+  const auto r = run(cluster, CollectiveOp::all_reduce, first(n), S, CollectiveAlgorithm::ring);
+  EXPECT_EQ(r.choice.channels, rails);
+  const double per_step = 5e-6 + S / rails / n / 25e9;
+  EXPECT_NEAR(r.time_s / (2 * (n - 1) * per_step), 1.0, 1e-3);
+}
+
+TEST(CollectiveAlgorithms, RingAcrossNvlinkDomainsRunsOneChannelPerNicOfTheDomain) {
+  // 2 trays per domain: 8 NICs, 8 rings.
+  expect_rings_across_two_domains(8, 8);
+}
+
+TEST(CollectiveAlgorithms, RingAcrossNvlinkDomainsTakesAtMostSixteenRails) {
+  // 8 trays per domain: 32 NICs, 16 rings (kMaxRingRails).
+  expect_rings_across_two_domains(32, platforms::kMaxRingRails);
+}
+
+TEST(CollectiveAlgorithms, AllToAllInsideAnNvlinkDomainUsesOnlyNvlinkPorts) {
+  const int n = 16;
+  auto cluster = testing::uniform_cluster(4, 4, 25e9, 5e-6);
+  cluster.groups[0].nvlink = {B, a};
+  cluster.groups[0].nvlink_domain = n;
+  const auto r = run(cluster, CollectiveOp::all_to_all, first(n), S);
+  EXPECT_NEAR(r.time_s / (a + (n - 1) * S / n / B), 1.0, 1e-6);
+}
+
+// 8 GPUs, every pair on a link of B/7 per direction (MI300X-like).
+platforms::ClusterSpec full_mesh_node() {
+  auto cluster = testing::uniform_cluster(1, 8, B, a);
+  cluster.groups[0].shape = platforms::NodeShape::full_mesh;
+  cluster.groups[0].pcie = {B, a};
+  return cluster;
+}
+
+TEST(CollectiveAlgorithms, FullMeshRingAllReduceRunsSevenRingsOnALinkEach) {
+  // 7 rings of S/7, each hop on its own link of B/7: 2(n-1)(a + S/(nB)), what
+  // one ring on a switch port of B gives; a single ring would get B/7.
+  const int n = 8;
+  const auto r = run(full_mesh_node(), CollectiveOp::all_reduce, first(n), S, CollectiveAlgorithm::ring);
+  EXPECT_EQ(r.choice.channels, 7);
+  EXPECT_NEAR(r.time_s / (2 * (n - 1) * (a + S / (n * B))), 1.0, 1e-6);
+}
+
+TEST(CollectiveAlgorithms, FullMeshAllToAllUsesEveryLinkAtOnce) {
+  // Every pair's S/n on its own link of B/7.
+  const int n = 8;
+  const auto r = run(full_mesh_node(), CollectiveOp::all_to_all, first(n), S);
+  EXPECT_NEAR(r.time_s / (a + S / n / (B / 7)), 1.0, 1e-6);
+}
+
 TEST(CollectiveAlgorithms, BroadcastIsAPipelinedChain) {
   const int n = 8, chunks = 64;
   auto cluster = testing::uniform_cluster(1, n, B, 1e-7);

@@ -104,6 +104,57 @@ TEST(CollectiveLayout, CubeMeshRingsFollowNvlink) {
     EXPECT_EQ(count, p.zone->nvlink_lanes(edge.first, edge.second));  // every lane direction once
 }
 
+// Link directions (a, b) the rings' hops use, and how often.
+std::map<std::pair<int, int>, int> hops_of(const std::vector<std::vector<int>>& rings,
+                                           const ClusterZone& zone, bool inside_nodes_only) {
+  std::map<std::pair<int, int>, int> used;
+  for (const auto& ring : rings)
+    for (std::size_t i = 0; i < ring.size(); ++i) {
+      const int a = ring[i], b = ring[(i + 1) % ring.size()];
+      if (!inside_nodes_only || zone.node_of(a) == zone.node_of(b))
+        ++used[{a, b}];
+    }
+  return used;
+}
+
+TEST(CollectiveLayout, FullMeshRingsUseEveryLinkDirectionOnce) {
+  Platform p("mi300x-roce", {"cluster.nodes=2"});
+  // One node: 7 rings, RCCL's count, 56 link directions each once.
+  const auto rings = ring_channels(layout_of(first(8), *p.zone), *p.zone);
+  ASSERT_EQ(rings.size(), 7u);
+  const auto used = hops_of(rings, *p.zone, false);
+  EXPECT_EQ(used.size(), 56u);
+  for (const auto& [hop, count] : used)
+    EXPECT_EQ(count, 1) << hop.first << " -> " << hop.second;
+  // 4 GPUs have no 3 disjoint rings: all 6 directed cycles, each direction twice.
+  const auto four = ring_channels(layout_of(first(4), *p.zone), *p.zone);
+  EXPECT_EQ(four.size(), 6u);
+  for (const auto& [hop, count] : hops_of(four, *p.zone, false))
+    EXPECT_EQ(count, 2);
+  // Two nodes: one ring per NIC, each node's 56 link directions once, and
+  // every hop between nodes on one rail (the same NIC index on both sides).
+  const auto across = ring_channels(layout_of(first(16), *p.zone), *p.zone);
+  ASSERT_EQ(across.size(), 8u);
+  const auto inside = hops_of(across, *p.zone, true);
+  EXPECT_EQ(inside.size(), 2 * 56u);
+  for (const auto& [hop, count] : inside)
+    EXPECT_EQ(count, 1);
+  for (const auto& ring : across)
+    for (std::size_t i = 0; i < ring.size(); ++i) {
+      const int a = ring[i], b = ring[(i + 1) % ring.size()];
+      if (p.zone->node_of(a) != p.zone->node_of(b)) {
+        EXPECT_EQ(p.zone->nic_index(a), p.zone->nic_index(b)) << a << " -> " << b;
+      }
+    }
+}
+
+TEST(CollectiveSelection, Mi300xNodeRingsAtEverySize) {
+  // RCCL skips trees inside one MI300X node; here the rings' estimate wins.
+  Platform p("mi300x-roce");
+  for (double bytes = 1024; bytes <= 1 << 30; bytes *= 8)
+    EXPECT_EQ(pick(p, CollectiveOp::all_reduce, 8, bytes), CollectiveAlgorithm::ring) << bytes;
+}
+
 TEST(CollectiveSelection, OneA100NodeAlwaysRings) {
   Platform p("dgx-a100-hdr");
   for (double bytes = 1024; bytes <= 1 << 30; bytes *= 8)
@@ -123,6 +174,42 @@ TEST(CollectiveSelection, NvlsOnH100NodesForLargeMessages) {
   EXPECT_EQ(pick(p, CollectiveOp::all_reduce, 8, 1 << 30), CollectiveAlgorithm::nvls);
   EXPECT_EQ(pick(p, CollectiveOp::all_reduce, 8, 1 << 30, CollectiveAlgorithm::ring),
             CollectiveAlgorithm::ring);
+}
+
+// NCCL on a GB200 NVL72 (MNNVL) takes a rack as one node of 72 local ranks:
+// NVLS inside it, NVLSTree (or rings and trees) across racks.
+TEST(CollectiveSelection, Nvl72ReducesInTheRackSwitchAndTreesAcrossRacks) {
+  Platform p("gb200-nvl72", {"cluster.nodes=36"});
+  EXPECT_EQ(pick(p, CollectiveOp::all_reduce, 72, 1 << 30), CollectiveAlgorithm::nvls);
+  EXPECT_EQ(pick(p, CollectiveOp::all_reduce, 8, 1 << 30), CollectiveAlgorithm::nvls);  // two trays
+  EXPECT_EQ(pick(p, CollectiveOp::all_reduce, 144, 1 << 30), CollectiveAlgorithm::nvls_tree);
+  // An all-gather's ring moves (n-1)/n S per port at the ring rate, NVLS all
+  // S at its multimem share (0.6): rings, as on one H100 node; across racks
+  // NVLS would need IB SHARP anyway.
+  EXPECT_EQ(pick(p, CollectiveOp::all_gather, 72, 1 << 30), CollectiveAlgorithm::ring);
+  EXPECT_EQ(pick(p, CollectiveOp::all_gather, 144, 1 << 30), CollectiveAlgorithm::ring);
+  const auto layout = layout_of(first(144), *p.zone);
+  EXPECT_EQ(layout.domains, (std::vector<int>{0, 1}));
+  // A rack's 72 NICs offer more rails than rings use.
+  EXPECT_EQ(ring_channels(layout, *p.zone).size(), static_cast<std::size_t>(platforms::kMaxRingRails));
+}
+
+// Megatron's rank order (tp fastest) puts a TP 8 group and an EP group of
+// 64 GPUs (tp 8 x ep 8, or ep 64 of tp 1) on consecutive ranks: inside one
+// NVLink domain when the domain holds them (a rack that gives a job 16 of its
+// 18 trays is a 64-GPU domain to it), each all-to-all all on NVLink.
+TEST(CollectiveLayout, ExpertGroupOfSixtyFourGpusIsOneNvlinkDomain) {
+  Platform p("gb200-nvl72", {"cluster.nodes=32", "cluster.nvlink_domain=64"});
+  std::vector<int> second_group(64);
+  std::iota(second_group.begin(), second_group.end(), 64);
+  const auto layout = layout_of(second_group, *p.zone);
+  EXPECT_TRUE(layout.single_domain());
+  for (int peer : {65, 100, 127})
+    EXPECT_EQ(p.zone->route_names(64, peer).size(), 2u);  // two NVLink ports, no NIC
+  // With the rack's 72: the second 64-GPU group straddles two racks.
+  const auto racks = scenario::load_cluster("gb200-nvl72", {"cluster.nodes=32"});
+  EXPECT_EQ(racks.locate(64).domain, 0);
+  EXPECT_EQ(racks.locate(127).domain, 1);
 }
 
 TEST(CollectiveSelection, NoNvlsWhenOneNodeOfTheGroupLacksIt) {

@@ -173,6 +173,62 @@ TEST(Topology, MixedClusterPathsAreLimitedByTheSlowerSide) {
   EXPECT_FALSE(p.zone->has_nvls(0));
 }
 
+TEST(Topology, TraysOfOneNvlinkDomainTalkOverNvlinkNotNics) {
+  // Two GB200 NVL72 racks: 36 trays of 4 GPUs, 72 GPUs per NVLink domain.
+  Platform p("cluster: {preset: gb200-nvl72, nodes: 36}\n");
+  EXPECT_EQ(p.zone->node_of(5), 1);
+  EXPECT_EQ(p.zone->domain_of(5), 0);
+  EXPECT_EQ(p.zone->domain_of(71), 0);
+  EXPECT_EQ(p.zone->domain_of(72), 1);
+  // GPU 0 (tray 0) to GPU 5 (tray 1), and to the rack's last GPU: their ports,
+  // through the NVLink Switch trays, at NVLink 5's 900 GB/s x 0.8.
+  EXPECT_EQ(joined(p.zone->route_names(0, 5)), "gpu0-nvlink_UP gpu5-nvlink_DOWN");
+  EXPECT_EQ(joined(p.zone->route_names(3, 71)), "gpu3-nvlink_UP gpu71-nvlink_DOWN");
+  EXPECT_DOUBLE_EQ(p.zone->path(0, 5).bandwidth_Bps, 720e9);
+  EXPECT_DOUBLE_EQ(p.zone->path(0, 5).latency_s, 1e-6);
+  // Another rack: the trays' own NICs, each rack a rail group of its own.
+  EXPECT_EQ(joined(p.zone->route_names(0, 72)),
+            "node0-nic0_UP leaf0-uplink_UP leaf4-uplink_DOWN node18-nic0_DOWN");
+  EXPECT_EQ(joined(p.zone->route_names(6, 78)),
+            "node1-nic2_UP leaf2-uplink_UP leaf6-uplink_DOWN node19-nic2_DOWN");
+}
+
+TEST(Topology, AnNvlinkDomainHasOneNvlsSwitchForAllItsTrays) {
+  Platform p("cluster: {preset: gb200-nvl72, nodes: 36}\n");
+  EXPECT_TRUE(p.zone->has_nvls(0));
+  EXPECT_TRUE(p.zone->has_nvls(1));
+  const int sw = p.zone->switch_endpoint(1);
+  EXPECT_EQ(sw, 144 + 1);
+  EXPECT_EQ(joined(p.zone->route_names(100, sw)), "gpu100-nvlink_UP");
+  EXPECT_EQ(p.zone->endpoint_host(sw)->get_name(), "domain1-nvswitch");
+}
+
+TEST(Topology, NvlinkDomainsOfOneNodeKeepTheirNodesNames) {
+  // nvlink_domain equal to gpus_per_node is today's node: its NVLS switch
+  // keeps the node's name, and two nodes talk over their NICs.
+  Platform p("cluster: {preset: dgx-h100-ndr, nodes: 2, nvlink_domain: 8}\n");
+  EXPECT_EQ(p.zone->domain_of(8), 1);
+  EXPECT_EQ(p.zone->endpoint_host(p.zone->switch_endpoint(1))->get_name(), "node1-nvswitch");
+  EXPECT_EQ(joined(p.zone->route_names(0, 8)), "node0-nic0_UP node1-nic0_DOWN");
+}
+
+TEST(Topology, FullMeshPutsEveryGpuPairOnALinkOfItsOwn) {
+  // MI300X: 7 Infinity Fabric links per GPU, 448 GB/s per direction over all
+  // 7, so 64 GB/s per link and direction, x 0.71 (the slowest link's share
+  // in AMD's TransferBench table: 45.44 GB/s).
+  Platform p("cluster: {preset: mi300x-roce, nodes: 2}\n");
+  for (int b = 1; b < 8; ++b) {
+    EXPECT_EQ(p.zone->path(0, b).links, 1);
+    EXPECT_DOUBLE_EQ(p.zone->path(0, b).bandwidth_Bps, 45.44e9);
+    EXPECT_DOUBLE_EQ(p.zone->path(0, b).latency_s, 1e-6);
+  }
+  EXPECT_EQ(joined(p.zone->route_names(2, 5)), "node0-mesh2-5_UP");
+  EXPECT_EQ(joined(p.zone->route_names(5, 2)), "node0-mesh2-5_DOWN");
+  EXPECT_EQ(joined(p.zone->route_names(14, 9)), "node1-mesh1-6_DOWN");
+  // To another node: PCIe to the GPU's own NIC, no mesh link.
+  EXPECT_EQ(joined(p.zone->route_names(3, 11)), "gpu3-pcie_UP node0-nic3_UP node1-nic3_DOWN gpu11-pcie_DOWN");
+}
+
 TEST(Topology, NvlsSwitchEndpointsUseTheGpuPorts) {
   Platform p("cluster: {preset: dgx-h100-ndr, nodes: 1}\n");
   const int sw = p.zone->switch_endpoint(0);

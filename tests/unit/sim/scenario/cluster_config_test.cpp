@@ -6,6 +6,7 @@
 #include "platforms/input_error.hpp"
 #include "platforms/presets.hpp"
 #include "sim/scenario/cluster_loader.hpp"
+#include "workloads/parallel_plan.hpp"
 
 namespace trainsim::sim {
 namespace {
@@ -36,7 +37,7 @@ void expect_one(const std::vector<std::string>& p, const std::string& where, con
 }
 
 TEST(ClusterConfig, EveryShippedPresetLoads) {
-  ASSERT_EQ(platforms::cluster_presets().size(), 5u);
+  ASSERT_EQ(platforms::cluster_presets().size(), 8u);
   for (const auto& preset : platforms::cluster_presets()) {
     SCOPED_TRACE(std::string(preset.name));
     const auto c = scenario::load_cluster(std::string(preset.name));
@@ -75,6 +76,85 @@ TEST(ClusterConfig, PresetsDescribeTheirHardware) {
   EXPECT_EQ(mixed.gpu_of(0).name, "A100-SXM-80GB");
   EXPECT_EQ(mixed.gpu_of(128).name, "H100-SXM");
   EXPECT_EQ(mixed.gpu_count(), 256);
+}
+
+TEST(ClusterConfig, BlackwellPresetsDescribeTheirHardware) {
+  const auto b200 = scenario::load_cluster("dgx-b200");
+  EXPECT_EQ(b200.groups[0].gpu.name, "B200");
+  EXPECT_EQ(b200.groups[0].gpus_per_node, 8);
+  EXPECT_EQ(b200.groups[0].gpus_per_domain(), 8);
+  EXPECT_DOUBLE_EQ(b200.groups[0].nvlink.bandwidth_Bps, 900e9);  // 1.8 TB/s bidirectional
+  EXPECT_DOUBLE_EQ(b200.groups[0].nic.bandwidth_Bps, 400e9 / 8);
+  EXPECT_EQ(b200.groups[0].nics_per_node, 8);
+  EXPECT_EQ(b200.fabric.topology, FabricTopology::rail_optimised);
+
+  const auto nvl72 = scenario::load_cluster("gb200-nvl72");
+  const auto& tray = nvl72.groups[0];
+  EXPECT_EQ(tray.gpu.name, "GB200");
+  EXPECT_EQ(tray.nodes, 18);
+  EXPECT_EQ(tray.gpus_per_node, 4);
+  EXPECT_EQ(tray.gpus_per_domain(), 72);
+  EXPECT_EQ(tray.nodes_per_domain(), 18);
+  EXPECT_EQ(tray.nics_per_node, 4);  // one ConnectX-7 per GPU
+  EXPECT_DOUBLE_EQ(tray.nic.bandwidth_Bps, 400e9 / 8);
+  EXPECT_TRUE(tray.nvls);
+  EXPECT_EQ(nvl72.domain_count(), 1);
+  const auto racks = scenario::load_cluster("gb200-nvl72", {"cluster.nodes=40"});
+  EXPECT_EQ(racks.domain_count(), 3);  // 18 + 18 + a last rack of 4 trays
+  EXPECT_EQ(racks.locate(143).domain, 1);
+  EXPECT_EQ(racks.locate(144).domain, 2);
+  EXPECT_EQ(racks.domain_of_node(35), 1);
+}
+
+// Megatron's rank order on NVLink domains of 64 GPUs (16 trays of 4): with
+// tp 8 and ep 8 every TP group (8 ranks) and every EP group (tp x ep = 64
+// consecutive ranks) lies inside one domain.
+TEST(ClusterConfig, TpAndExpertGroupsLandInsideAnNvlinkDomain) {
+  const auto c = scenario::load_cluster("gb200-nvl72", {"cluster.nodes=32", "cluster.nvlink_domain=64"});
+  workloads::ParallelPlan plan;
+  plan.tp = 8;
+  plan.ep = 8;
+  plan.dp = c.gpu_count() / plan.tp;
+  for (int d = 0; d < plan.dp; ++d)
+    for (int t = 0; t < plan.tp; ++t) {
+      EXPECT_EQ(c.locate(plan.gpu_of(0, d, t)).domain, c.locate(plan.gpu_of(0, d, 0)).domain);
+      const int first_of_expert_group = plan.gpu_of(0, plan.expert_group_of(d, 0) * plan.ep, 0);
+      EXPECT_EQ(c.locate(plan.gpu_of(0, d, t)).domain, c.locate(first_of_expert_group).domain) << d;
+    }
+  EXPECT_EQ(c.locate(plan.gpu_of(0, 8, 0)).domain, 1);  // the second EP group, the second domain
+}
+
+TEST(ClusterConfig, FullMeshRules) {
+  const auto mi300x = scenario::load_cluster("mi300x-roce");
+  EXPECT_EQ(mi300x.groups[0].gpu.name, "MI300X");
+  EXPECT_EQ(mi300x.groups[0].shape, NodeShape::full_mesh);
+  EXPECT_DOUBLE_EQ(mi300x.groups[0].nvlink.bandwidth_Bps, 448e9);  // 7 x 64 GB/s per direction
+  EXPECT_DOUBLE_EQ(mi300x.groups[0].nic.bandwidth_Bps, 400e9 / 8);
+  EXPECT_EQ(mi300x.fabric.technology, FabricTechnology::roce);
+  EXPECT_EQ(mi300x.fabric.topology, FabricTopology::fat_tree);
+  expect_one(problems("cluster: {gpu: MI300X, nodes: 2, gpus_per_node: 1, node_shape: full_mesh}\n"),
+             "c.yaml:1:", "cluster.node_shape", "full_mesh links every pair");
+  expect_one(problems("cluster: {preset: mi300x-roce, nvls: true}\n"), "c.yaml:1:", "cluster.nvls",
+             "needs an NVSwitch, but node_shape is full_mesh");
+  expect_one(problems("cluster: {preset: mi300x-roce, nvlink_domain: 16}\n"),
+             "c.yaml:1:", "cluster.nvlink_domain", "but node_shape is full_mesh");
+}
+
+TEST(ClusterConfig, NvlinkDomainRules) {
+  expect_one(problems("cluster: {gpu: B200, nodes: 18, gpus_per_node: 4, nvlink_domain: 70}\n"),
+             "c.yaml:1:", "cluster.nvlink_domain", "70 is not a multiple of gpus_per_node (4)");
+  expect_one(problems("cluster: {gpu: B200, nodes: 18, gpus_per_node: 4, nvlink_domain: 2}\n"),
+             "c.yaml:1:", "cluster.nvlink_domain", "not a multiple of gpus_per_node");
+  expect_one(problems("cluster: {preset: dgx1-v100, nvlink_domain: 16}\n"),
+             "c.yaml:1:", "cluster.nvlink_domain", "which needs node_shape: nvswitch");
+  expect_one(problems("cluster: {gpu: B200, nodes: 2, nvlink_domain: 0}\n"),
+             "c.yaml:1:", "cluster.nvlink_domain", "");
+  expect_one(problems("cluster: {preset: gb200-nvl72}\n", {"cluster.nvls_efficiency=1.5"}), "--set",
+             "cluster.nvls_efficiency", "");
+  // The node's own size is today's behaviour: no domain beyond the node.
+  EXPECT_EQ(parse("cluster: {gpu: H100, nodes: 2, nvlink_domain: 8}\n").groups[0].nodes_per_domain(), 1);
+  // A preset's NVLS efficiency survives turning NVLS off.
+  EXPECT_FALSE(parse("cluster: {preset: gb200-nvl72}\n", {"cluster.nvls=false"}).groups[0].nvls);
 }
 
 TEST(ClusterConfig, ScenarioKeysOverrideAPresetKeyByKey) {

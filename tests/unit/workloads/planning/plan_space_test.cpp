@@ -33,7 +33,7 @@ ModelSpec six_by_six() {
 TEST(PlanSpace, PrunesEachPlanForTheFirstRuleItBreaks) {
   PlanSpaceOptions o;
   o.gpus = 8;
-  o.gpus_per_node = 8;
+  o.gpus_per_domain = 8;
   o.global_batch_size = 8;
   o.micro_batch_sizes = {1, 2};
   o.schedules = {ScheduleKind::one_f_one_b};
@@ -62,7 +62,7 @@ TEST(PlanSpace, AppliesScheduleRulesAndSkipsMeaninglessCombinations) {
   model.layers = 8;
   PlanSpaceOptions o;
   o.gpus = 4;
-  o.gpus_per_node = 4;
+  o.gpus_per_domain = 4;
   o.global_batch_size = 4;
   o.tp = {1, 2};
   o.micro_batch_sizes = {1};
@@ -94,7 +94,7 @@ TEST(PlanSpace, AppliesScheduleRulesAndSkipsMeaninglessCombinations) {
 TEST(PlanSpace, KeysAreUniqueAndSayEveryChoice) {
   PlanSpaceOptions o;
   o.gpus = 16;
-  o.gpus_per_node = 8;
+  o.gpus_per_domain = 8;
   o.global_batch_size = 32;
   const PlanSpace space = enumerate_plans(*find_model_preset("gpt3-1.3b"), o);
   std::set<std::string> keys;
@@ -117,7 +117,7 @@ TEST(PlanSpace, KeysAreUniqueAndSayEveryChoice) {
 TEST(PlanSpace, HybridShardingIsAnAxisOfTheFsdpPlansOnly) {
   PlanSpaceOptions o;
   o.gpus = 16;
-  o.gpus_per_node = 8;
+  o.gpus_per_domain = 8;
   o.global_batch_size = 16;
   o.tp = {1};
   o.pp = {1};
