@@ -54,6 +54,7 @@ Summary summarize(const workloads::TaskGraph& graph, const Timeline& timeline,
     s.model_flops += u.model_flops;
     s.hardware_flops += u.hardware_flops;
     s.peak_flops += cluster.gpu_of(gpu).peak_bf16_flops;
+    s.peak_fp8_flops += cluster.gpu_of(gpu).peak_fp8_flops;
     if (t > 0) {
       auto& st = s.stages[static_cast<std::size_t>(u.stage)];
       st.compute_fraction += u.compute_s / t;
@@ -91,6 +92,8 @@ Summary summarize(const workloads::TaskGraph& graph, const Timeline& timeline,
     s.hfu = s.hardware_flops / (t * s.peak_flops);
     s.tflops_per_gpu = s.model_flops / t / 1e12 / double(gpus);
   }
+  if (t > 0 && plan.fp8() && s.peak_fp8_flops > 0)
+    s.mfu_fp8_peak = s.model_flops / (t * s.peak_fp8_flops);
   return s;
 }
 

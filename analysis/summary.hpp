@@ -51,8 +51,12 @@ struct Summary {
   double model_flops = 0;     // per iteration, all GPUs (no recomputation)
   double hardware_flops = 0;  // per iteration, all GPUs (with recomputation)
   double peak_flops = 0;      // sum of the GPUs' bf16 peaks
-  double mfu = 0;
+  double peak_fp8_flops = 0;  // sum of their fp8 peaks
+  double mfu = 0;             // against the bf16 peaks (NVIDIA's "BF16 MFU")
   double hfu = 0;
+  // Against the fp8 peaks (the "FP8 MFU" of NVIDIA's DGX Cloud tables); 0
+  // when the plan trains in BF16 (summary.json leaves it out).
+  double mfu_fp8_peak = 0;
   double tflops_per_gpu = 0;  // mean achieved model TFLOP/s
   double compute_fraction = 0;
   double exposed_comm_fraction = 0;

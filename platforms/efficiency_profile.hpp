@@ -14,6 +14,7 @@
 //
 // A kernel's efficiency is peak_fraction x the product of its curves' factors
 // (see docs/calibration.md for how each number was chosen).
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -73,6 +74,9 @@ struct EfficiencyProfile {
   std::string source;             // provenance, free text
   MatmulEfficiency matmul;
   MatmulEfficiency batched_matmul;  // attention scores and context without a fused kernel
+  // The linear GEMMs of FP8 training (workloads/precision.hpp), its
+  // peak_fraction of the FP8 dense peak; none for a GPU without FP8 data.
+  std::optional<MatmulEfficiency> matmul_fp8;
   AttentionKernelEfficiency flash_forward;
   AttentionKernelEfficiency flash_backward;
   MemoryEfficiency memory;

@@ -140,6 +140,7 @@ std::vector<GpuSpec> build_catalogue() {
                   .peak_tf32_flops = 1100 * T,
                   .peak_bf16_flops = 2250 * T,
                   .peak_fp8_flops = 4500 * T,
+                  .mxfp8 = true,
                   .hbm_bytes = 180 * GB,
                   .hbm_bandwidth_Bps = 8000 * GB,
                   .nvlink_bandwidth_Bps = 900 * GB,

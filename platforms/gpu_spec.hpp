@@ -18,6 +18,9 @@ struct GpuSpec {
   double peak_tf32_flops = 0;
   double peak_bf16_flops = 0;  // also fp16
   double peak_fp8_flops = 0;
+  // Block-scaled FP8 (MXFP8: a scale per 32 elements) in the tensor cores:
+  // Blackwell's, not Hopper's.
+  bool mxfp8 = false;
   double hbm_bytes = 0;
   double hbm_bandwidth_Bps = 0;
   // NVLink / Infinity Fabric bandwidth per GPU, per direction (half the

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "workloads/precision.hpp"
+
 namespace trainsim::workloads {
 namespace {
 
@@ -31,9 +33,15 @@ Shape shape_of(const ModelSpec& model, const ParallelPlan& plan, bool moe_layer 
   x.sbh = local_tokens * model.hidden;
   const double kv = model.heads > 0 ? static_cast<double>(model.kv_heads) / model.heads : 1.0;
   const double f = model.hidden > 0 ? static_cast<double>(model.ffn_hidden) / model.hidden : 4.0;
+  // FP8 (workloads/precision.hpp) keeps the linear GEMMs' inputs as FP8:
+  // `fp8_saving` bytes less per element of each (0 for BF16).
+  const double fp8_saving = 2 - saved_linear_input_bytes(plan);
   // Q and the attention output (2 + 2), K and V (4 kv), the MLP
-  // intermediates (4 f GeLU, 6 f SwiGLU).
-  x.split = 4 + 4 * kv + (model.swiglu ? 6 : 4) * f;
+  // intermediates (4 f GeLU, 6 f SwiGLU); under FP8 the attention output
+  // (the projection's input) and the second MLP GEMM's input (f) are FP8.
+  x.split = 4 + 4 * kv + (model.swiglu ? 6 : 4) * f - fp8_saving * (1 + f);
+  // The QKV and first MLP GEMM inputs (the norms' outputs), FP8 too.
+  x.unsplit -= 2 * fp8_saving;
   if (moe_layer && model.hidden > 0) {
     // A MoE layer's MLP intermediates are those of its top_k (x capacity)
     // routed copies of every token plus its shared experts, at
@@ -43,8 +51,9 @@ Shape shape_of(const ModelSpec& model, const ParallelPlan& plan, bool moe_layer 
     const auto& m = model.moe;
     const double copies = m.top_k * m.capacity_factor;
     const double fe = static_cast<double>(m.expert_ffn_hidden) / model.hidden;
-    x.split = 4 + 4 * kv + (model.swiglu ? 6 : 4) * fe * (copies + m.shared_experts);
-    x.unsplit += 4 * copies;
+    x.split =
+        4 + 4 * kv - fp8_saving + ((model.swiglu ? 6 : 4) - fp8_saving) * fe * (copies + m.shared_experts);
+    x.unsplit += (4 - fp8_saving) * copies;  // the permuted inputs feed the experts' GEMMs
   }
   return x;
 }

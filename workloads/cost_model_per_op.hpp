@@ -26,7 +26,7 @@ struct OpTiming {
   double compute_s = 0;   // FLOPs at the shape's efficiency
   double memory_s = 0;    // bytes at the achievable HBM bandwidth
   double duration_s = 0;  // the larger of the two
-  double efficiency = 0;  // fraction of the bf16 peak reached (0 for element-wise)
+  double efficiency = 0;  // fraction of the peak of its format reached (0 for element-wise)
 };
 
 // One kernel on one GPU.

@@ -4,6 +4,7 @@
 
 #include "workloads/activation_memory.hpp"
 #include "workloads/expert_parallel.hpp"
+#include "workloads/precision.hpp"
 #include "workloads/stage_slices.hpp"
 
 namespace trainsim::workloads {
@@ -85,7 +86,26 @@ MemoryBreakdown GpuMemoryModel::resident(int rank) const {
   const MemoryBreakdown e = bytes_per_parameter(plan_, plan_.expert_data_parallel_size());
   for (int k = 0; k < kMemoryKindCount; ++k)
     b.bytes[k] = b.bytes[k] * dense + e.bytes[k] * experts;
+  // FP8: Transformer Engine's FP8 weight copies (precision.hpp), held all
+  // iteration unless FSDP gathers the weights (then they live with the
+  // gathered unit, gathered_bytes).
+  if (plan_.zero_stage < 3)
+    b[MemoryKind::weights] += fp8_weight_copy_bytes_per_parameter(plan_) * layer_parameters_on(rank);
   return b;
+}
+
+double GpuMemoryModel::gathered_bytes(double parameters) const {
+  return (2.0 + fp8_weight_copy_bytes_per_parameter(plan_)) * parameters;
+}
+
+double GpuMemoryModel::layer_parameters_on(int rank) const {
+  double parameters = 0;
+  for (int chunk = 0; chunk < layout_.chunks; ++chunk) {
+    const StageSlice slice = virtual_stage_slice(model_, plan_, layout_.virtual_stage(rank, chunk));
+    for (int l = 0; l < slice.layers; ++l)
+      parameters += layer_parameters_per_gpu(model_, plan_, slice.first_layer + l);
+  }
+  return parameters;
 }
 
 double GpuMemoryModel::stored_activations(int virtual_stage) const {

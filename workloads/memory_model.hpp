@@ -81,8 +81,11 @@ class GpuMemoryModel {
   // The forward, backward, B or W of one micro-batch on `virtual_stage`.
   OpMemory op_memory(PipeOpKind kind, int virtual_stage) const;
 
-  // FSDP: a gathered unit (bf16) and its unsharded gradients.
-  double gathered_bytes(double parameters) const { return 2.0 * parameters; }
+  // Of those, the transformer layers' (what FP8 training casts to FP8).
+  double layer_parameters_on(int rank) const;
+  // FSDP: a gathered unit (bf16, with FP8 training Transformer Engine's FP8
+  // copies beside it) and its unsharded gradients.
+  double gathered_bytes(double parameters) const;
   double unsharded_gradient_bytes(double parameters) const { return plan_.grad_bytes * parameters; }
   // Ring attention: the key/value block a GPU holds and the one arriving.
   double kv_exchange_buffer_bytes() const;

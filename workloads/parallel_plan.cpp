@@ -26,4 +26,26 @@ std::string_view to_string(Framework framework) {
   return "?";
 }
 
+std::string_view to_string(Precision precision) {
+  switch (precision) {
+    case Precision::bf16:
+      return "bf16";
+    case Precision::fp8:
+      return "fp8";
+  }
+  return "?";
+}
+
+std::string_view to_string(Fp8Recipe recipe) {
+  switch (recipe) {
+    case Fp8Recipe::delayed:
+      return "delayed";
+    case Fp8Recipe::current:
+      return "current";
+    case Fp8Recipe::mxfp8:
+      return "mxfp8";
+  }
+  return "?";
+}
+
 }  // namespace trainsim::workloads

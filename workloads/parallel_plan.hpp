@@ -40,6 +40,21 @@ std::string_view to_string(Recompute recompute);
 enum class Framework { megatron, pytorch_fsdp, pytorch_fsdp2 };
 std::string_view to_string(Framework framework);
 
+// The number format of the linear GEMMs (workloads/precision.hpp says what
+// each changes). BF16 is every plan's default.
+enum class Precision { bf16, fp8 };
+std::string_view to_string(Precision precision);
+
+// How FP8 tensors are scaled, as Transformer Engine's recipes do:
+//   delayed  one scale per tensor from the amax history of earlier steps
+//            (TE's DelayedScaling; NeMo's and Megatron's default on Hopper)
+//   current  one scale per tensor from its own amax, computed first
+//            (TE's Float8CurrentScaling, "FP8-CS")
+//   mxfp8    a power-of-two scale per block of 32 elements, in hardware on
+//            Blackwell's tensor cores (TE's MXFP8BlockScaling, "FP8-MX")
+enum class Fp8Recipe { delayed, current, mxfp8 };
+std::string_view to_string(Fp8Recipe recipe);
+
 // Megatron's default gradient bucket: 40 million gradient elements
 // (DistributedDataParallelConfig's bucket_size for data-parallel sizes up
 // to 40); plan.grad_bucket_size overrides it in bytes.
@@ -109,6 +124,13 @@ struct ParallelPlan {
   bool tp_comm_overlap = false;
   Framework framework = Framework::megatron;
   bool pytorch() const { return framework != Framework::megatron; }
+  Precision precision = Precision::bf16;
+  Fp8Recipe fp8_recipe = Fp8Recipe::delayed;
+  // FP8 primary weights (Megatron --fp8-param-gather, NeMo fp8_params,
+  // torchtitan's float8 all-gather): ZeRO's and FSDP's parameter all-gathers
+  // move 1 byte per FP8 weight, and no BF16 copy of those weights is kept.
+  bool fp8_param_gather = false;
+  bool fp8() const { return precision == Precision::fp8; }
 
   int gpu_count() const { return dp * tp * pp * cp; }
   // GPUs that hold replicas of the same parameters and reduce their

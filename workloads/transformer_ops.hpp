@@ -46,6 +46,8 @@ struct TransformerOp {
   double flops = 0;  // executed (a causal FlashAttention kernel skips half)
   double bytes = 0;  // HBM traffic
   int kernels = 1;   // kernel launches
+  // A GEMM on the FP8 tensor cores (workloads/precision.hpp).
+  bool fp8 = false;
 };
 
 // How a layer is laid out on one GPU.

@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "platforms/input_error.hpp"
+#include "platforms/interruption.hpp"
 
 namespace trainsim::analysis {
 namespace fs = std::filesystem;
@@ -26,6 +27,12 @@ constexpr const char* kPartialSuffix = ".partial";
 void write_file_atomically(const fs::path& path, const std::function<void(std::ostream&)>& write) {
   const fs::path aside =
       path.parent_path() / fmt::format(".{}.{}{}", path.filename().string(), ::getpid(), kPartialSuffix);
+  // Registered before it exists and until it is renamed or removed: a
+  // SIGINT / SIGTERM / SIGHUP / SIGPIPE at any instant removes it
+  // (platforms/interruption.hpp). By absolute path, whatever the folder.
+  std::error_code absolute_error;
+  const fs::path absolute = fs::absolute(aside, absolute_error);
+  const platforms::TemporaryFile temporary((absolute_error ? aside : absolute).string());
   {
     errno = 0;
     std::ofstream out(aside, std::ios::binary | std::ios::trunc);

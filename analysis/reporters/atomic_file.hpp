@@ -4,7 +4,9 @@
 // hidden temporary name in the same folder (".NAME.PID.partial"), is
 // flushed, then renamed over NAME (rename(2) is atomic within a
 // filesystem). A process killed while writing leaves only the hidden
-// temporary file, which remove_partial_files() clears on the next run.
+// temporary file, which remove_partial_files() clears on the next run; a
+// SIGINT, SIGTERM, SIGHUP or SIGPIPE removes it at once (the temporary is
+// registered with platforms/interruption.hpp while it exists).
 // Not a guard against power loss (no fsync): the issue is interruptions.
 #include <filesystem>
 #include <functional>

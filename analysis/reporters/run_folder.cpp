@@ -9,6 +9,7 @@
 
 #include "analysis/reporters/atomic_file.hpp"
 #include "platforms/input_error.hpp"
+#include "platforms/interruption.hpp"
 
 namespace trainsim::analysis {
 namespace fs = std::filesystem;
@@ -39,6 +40,10 @@ RunFolder::RunFolder(fs::path dir) : dir_(std::move(dir)) {
     throw platforms::InputError({fmt::format("{}: cannot remove the completion mark of an earlier run: {}",
                                              (dir_ / kRunCompleteFile).string(), ec.message())});
   remove_partial_files(dir_);
+  platforms::set_interruption_note(fmt::format(
+      "{} is unfinished (no run.complete; the files in it are whole, some may be an earlier run's): run the "
+      "command again",
+      dir_.string()));
 }
 
 void RunFolder::write(const std::string& name, const std::function<void(std::ostream&)>& write) {
@@ -72,6 +77,7 @@ void RunFolder::complete() {
   const nlohmann::ordered_json mark = {
       {"schema", "trainsim.outputs/1"}, {"files", files}, {"folders", folders}};
   write_file_atomically(dir_ / kRunCompleteFile, [&](std::ostream& out) { out << mark.dump(2) << '\n'; });
+  platforms::set_interruption_note(fmt::format("the outputs in {} are complete", dir_.string()));
 }
 
 bool run_folder_complete(const fs::path& dir) {

@@ -172,6 +172,12 @@ void write_summary_json(std::ostream& out, const RunContext& run, const Report& 
   // Only under hybrid sharding, so that other summaries keep their keys.
   if (run.plan.hybrid_sharded())
     j["plan"]["dp_shard"] = run.plan.zero_shard_size();
+  // Only for FP8 plans (BF16 summaries keep their keys).
+  if (run.plan.fp8()) {
+    j["plan"]["precision"] = to_string(run.plan.precision);
+    j["plan"]["fp8_recipe"] = to_string(run.plan.fp8_recipe);
+    j["plan"]["fp8_param_gather"] = run.plan.fp8_param_gather;
+  }
   // The partition actually run: every virtual stage's layers and every
   // replica's micro-batches, given (uneven) or derived (even).
   {
@@ -196,6 +202,8 @@ void write_summary_json(std::ostream& out, const RunContext& run, const Report& 
   j["tflops_per_gpu"] = s.tflops_per_gpu;
   j["mfu"] = s.mfu;
   j["hfu"] = s.hfu;
+  if (run.plan.fp8())
+    j["mfu_fp8_peak"] = s.mfu_fp8_peak;
   j["compute_fraction"] = s.compute_fraction;
   j["exposed_comm_fraction"] = s.exposed_comm_fraction;
   j["bubble_fraction"] = s.bubble_fraction;

@@ -51,6 +51,9 @@ void write_terminal_summary(std::ostream& out, const RunContext& run, const Repo
   else if (plan.zero_stage > 0)
     options +=
         plan.zero_stage == 3 ? std::string(", ZeRO-3 (FSDP)") : fmt::format(", ZeRO-{}", plan.zero_stage);
+  if (plan.fp8())
+    options += fmt::format(", FP8 GEMMs ({} scaling{})", to_string(plan.fp8_recipe),
+                           plan.fp8_param_gather ? ", FP8 parameter all-gathers" : "");
   if (plan.overlap_grad_reduce)
     options += fmt::format(", gradient buckets of {} overlapping the backward",
                            units::format_bytes(plan.grad_bucket_size_bytes()));
@@ -77,7 +80,9 @@ void write_terminal_summary(std::ostream& out, const RunContext& run, const Repo
   }
   fmt::print(out, "  {:<24}{:>12}\n", "tokens / s", units::format_si(s.tokens_per_s, ""));
   fmt::print(out, "  {:<24}{:>12.1f}   hardware {:.1f}\n", "TFLOP/s per GPU", s.tflops_per_gpu, hw_tflops);
-  fmt::print(out, "  {:<24}{:>12}\n", "MFU", pct(s.mfu));
+  fmt::print(out, "  {:<24}{:>12}\n", run.plan.fp8() ? "MFU (of the BF16 peak)" : "MFU", pct(s.mfu));
+  if (run.plan.fp8())
+    fmt::print(out, "  {:<24}{:>12}\n", "MFU of the FP8 peak", pct(s.mfu_fp8_peak));
   fmt::print(out, "  {:<24}{:>12}\n", "HFU", pct(s.hfu));
   fmt::print(out, "  {:<24}{:>12}   exposed communication {}, bubble (idle) {}\n", "compute",
              pct(s.compute_fraction), pct(s.exposed_comm_fraction), pct(s.bubble_fraction));

@@ -12,7 +12,12 @@ Each simulation runs in a child process (SimGrid runs one engine per
 process) executing the trainsim binary this module was built with (or the
 TRAINSIM environment variable), with the GIL released: threads may run
 several at once. Tables are pandas DataFrames when pandas is installed,
-NumPy structured arrays otherwise.
+NumPy structured arrays otherwise (NumPy is Debian's python3-numpy, which
+scripts/setup installs; without either, a table raises ImportError saying
+so). Every mistake in what is passed in raises InputError or TypeError
+naming the argument or the key, never a crash; outputs are written by the
+trainsim binary itself, each file atomically, so a folder is either a
+complete run (run.complete) or visibly unfinished.
 """
 import io
 import json
@@ -53,17 +58,61 @@ def _call(function, *args, **kwargs):
         return function(*args, **kwargs)
     except _trainsim._InputError as e:
         raise InputError(e.args[0] if e.args and isinstance(e.args[0], list) else [str(e)]) from None
+    except _trainsim._InternalError as e:
+        raise SimulationError(f"trainsim's own error (please report it): {e}") from None
 
 
-def _yaml_value(value):
-    """A Python value as the YAML text of a --set override."""
-    if isinstance(value, (dict, list, tuple)):
-        return json.dumps(value)
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if value is None:
-        return "null"
-    return str(value)
+def _text(value, what):
+    """`value` checked to be a str that UTF-8 can hold (a lone surrogate
+    such as '\\ud800' cannot be written to a file or passed to trainsim)."""
+    if not isinstance(value, str):
+        raise TypeError(f"{what}: expected a str, not {type(value).__name__}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise InputError([f"{what}: {value!r} is not valid Unicode (a lone surrogate at character {e.start}) "
+                          "and cannot be written as UTF-8"]) from None
+    return value
+
+
+def _path(value, what):
+    """A path (str, bytes or os.PathLike) as the bytes the OS takes: names
+    read from the disk that are not UTF-8 come back as they were."""
+    try:
+        path = os.fspath(value)
+    except TypeError:
+        raise TypeError(f"{what}: expected a path (str or os.PathLike), not {type(value).__name__}") from None
+    try:
+        return os.fsencode(path)
+    except UnicodeEncodeError as e:
+        raise InputError([f"{what}: {path!r} is not a path the OS can take (character {e.start})"]) from None
+
+
+def _argument(value, what):
+    """One command-line argument for the trainsim binary, as bytes (a str
+    holding bytes that are not UTF-8, as os.fsdecode gives them, passes
+    them on: the binary refuses them in a value, with its message)."""
+    if isinstance(value, (bytes, os.PathLike)):
+        return _path(value, what)
+    text = str(value)
+    try:
+        return os.fsencode(text)
+    except UnicodeEncodeError as e:
+        raise InputError([f"{what}: {text!r} is not valid Unicode (a lone surrogate at character {e.start}) "
+                          "and cannot be passed to trainsim"]) from None
+
+
+def _override(key, value, where):
+    """KEY=VALUE as --set reads it: a str as it is, dicts and lists as YAML
+    (cycles, depth, surrogates and NaN refused with the key's path)."""
+    return _call(_trainsim.override_text, key, value, where)
+
+
+def _temporary_folder(prefix):
+    try:
+        return tempfile.mkdtemp(prefix=prefix)
+    except OSError as e:
+        raise InputError([f"{tempfile.gettempdir()}: cannot create a temporary folder ({e.strerror})"]) from None
 
 
 class Scenario:
@@ -72,33 +121,37 @@ class Scenario:
     `with_` returns a new one. Every constructor checks it."""
 
     def __init__(self, text, file, overrides=(), *, check_memory=True):
-        self._text = text
-        self._file = str(file)
-        self._overrides = tuple(overrides)
+        self._text = _text(text, "Scenario: text")
+        self._file = os.fsdecode(_path(file, "Scenario: file"))
+        if isinstance(overrides, (str, bytes)):
+            raise TypeError("Scenario: overrides: expected a list of 'KEY=VALUE' str, not one str")
+        self._overrides = tuple(_text(o, "Scenario: override") for o in overrides)
         self._check_memory = check_memory
-        self._info = _call(_trainsim.check_scenario, text, self._file, list(self._overrides), check_memory)
+        self._info = _call(_trainsim.check_scenario, text, os.fsencode(self._file), list(self._overrides),
+                           check_memory)
 
     @classmethod
     def load(cls, path, *, allow_oom=False):
-        """The scenario file at `path`."""
-        path = pathlib.Path(path)
-        try:
-            text = path.read_text()
-        except OSError as e:
-            raise InputError([f"{path}: cannot open the scenario file ({e.strerror})"]) from None
+        """The scenario file at `path`, read with the CLI's checks (a regular
+        file, not a directory, a device or a FIFO; at most 16 MiB; UTF-8)."""
+        text = _call(_trainsim.read_scenario_file, _path(path, "Scenario.load"))
         return cls(text, path, check_memory=not allow_oom)
 
     @classmethod
     def from_dict(cls, document, *, name="from_dict", allow_oom=False):
         """A scenario from nested dicts and lists, as the YAML would read:
-        {"cluster": {"preset": "dgx-a100-hdr", "nodes": 2}, "model": {...}, "plan": {...}}."""
-        text = _call(_trainsim.to_yaml, document)
-        return cls(text, f"<{name}>", check_memory=not allow_oom)
+        {"cluster": {"preset": "dgx-a100-hdr", "nodes": 2}, "model": {...}, "plan": {...}}.
+        Keys are str; values dicts, lists, tuples, str, int, float, bool or
+        None, at most 64 levels deep and holding no container of their own
+        path (InputError / TypeError naming the path of keys otherwise)."""
+        where = f"<{_text(name, 'Scenario.from_dict: name')}>"
+        text = _call(_trainsim.to_yaml, document, where)
+        return cls(text, where, check_memory=not allow_oom)
 
     def with_(self, **overrides):
         """A copy with dotted keys set, exactly as `--set KEY=VALUE`:
         s.with_(**{"plan.tp": 4, "cluster.nic.bandwidth": "400Gbps"})."""
-        more = tuple(f"{key}={_yaml_value(value)}" for key, value in overrides.items())
+        more = tuple(_override(key, value, "Scenario.with_") for key, value in overrides.items())
         return Scenario(self._text, self._file, self._overrides + more, check_memory=self._check_memory)
 
     @property
@@ -124,7 +177,7 @@ class Scenario:
 
     def to_yaml(self):
         """The scenario with its overrides applied, as YAML."""
-        return _call(_trainsim.resolved_yaml, self._text, self._file, list(self._overrides))
+        return _call(_trainsim.resolved_yaml, self._text, os.fsencode(self._file), list(self._overrides))
 
     def _command_file(self, directory):
         """A file `trainsim` can read: the original one (its relative paths
@@ -132,8 +185,7 @@ class Scenario:
         if os.path.isfile(self._file):
             return os.path.abspath(self._file)
         path = os.path.join(directory, "scenario.yaml")
-        with open(path, "w") as f:
-            f.write(self._text)
+        _write_text(path, self._text)
         return path
 
     def _set_arguments(self):
@@ -150,9 +202,25 @@ class Scenario:
                 + (f", {len(self._overrides)} overrides" if self._overrides else "") + ">")
 
 
+def _write_text(path, text):
+    """A scratch file for the child (UTF-8 whatever the locale)."""
+    try:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as e:
+        raise InputError([f"{path}: cannot write ({e.strerror})"]) from None
+
+
 def _run(argv, what):
-    status, out, err = _trainsim.run_program([executable(), *argv])
+    program = executable()
+    try:
+        status, out, err = _trainsim.run_program([_argument(program, "$TRAINSIM"),
+                                                  *(_argument(a, what) for a in argv)])
+    except OSError as e:
+        raise SimulationError(f"{what}: cannot start {program} ({e})") from None
     out, err = out.decode(errors="replace"), err.decode(errors="replace")
+    if status == 127:
+        raise SimulationError(f"{what}: cannot run {program}: {err.strip()}")
     if status == 1:
         problems = [line[len("error: "):] for line in err.splitlines() if line.startswith("error: ")]
         raise InputError(problems or [err.strip() or f"{what}: bad input"])
@@ -161,23 +229,32 @@ def _run(argv, what):
     return out, err
 
 
-def _table(path):
+def _csv_reader(what):
+    """What reads a CSV table: pandas.read_csv, else NumPy's genfromtxt (a
+    structured array, one row per line). Asked before the work that makes
+    the table, so that a sweep does not run only to fail at its end."""
+    try:
+        import pandas
+        return pandas.read_csv
+    except ImportError:
+        pass
+    try:
+        import numpy
+    except ImportError:
+        raise ImportError(f"{what} returns a table, which needs NumPy (Debian's python3-numpy, which "
+                          "./scripts/setup installs: apt-get install python3-numpy) or pandas "
+                          "(python3-pandas)") from None
+    return lambda source: numpy.atleast_1d(
+        numpy.genfromtxt(source, delimiter=",", names=True, dtype=None, encoding="utf-8"))
+
+
+def _table(path, what):
     """A CSV file as a pandas DataFrame, or a NumPy structured array."""
+    read = _csv_reader(what)
     try:
-        import pandas
-        return pandas.read_csv(path)
-    except ImportError:
-        import numpy
-        return numpy.genfromtxt(path, delimiter=",", names=True, dtype=None, encoding="utf-8")
-
-
-def _csv_text_table(text):
-    try:
-        import pandas
-        return pandas.read_csv(io.StringIO(text))
-    except ImportError:
-        import numpy
-        return numpy.genfromtxt(io.StringIO(text), delimiter=",", names=True, dtype=None, encoding="utf-8")
+        return read(path)
+    except OSError as e:
+        raise InputError([f"{path}: cannot read ({e.strerror})"]) from None
 
 
 class Result:
@@ -194,46 +271,54 @@ class Result:
     def summary(self):
         """summary.json, as a dict (equal to the file)."""
         if self._summary is None:
-            with open(self.directory / "summary.json") as f:
-                self._summary = json.load(f)
+            path = self.directory / "summary.json"
+            try:
+                with open(path, encoding="utf-8") as f:
+                    self._summary = json.load(f)
+            except OSError as e:
+                raise InputError([f"{path}: cannot read ({e.strerror})"]) from None
         return self._summary
 
     @property
     def timeline(self):
         """timeline.csv: one row per task execution and GPU."""
-        return _table(self.directory / "timeline.csv")
+        return _table(self.directory / "timeline.csv", "result.timeline")
 
     @property
     def per_gpu(self):
-        return _table(self.directory / "per_gpu.csv")
+        return _table(self.directory / "per_gpu.csv", "result.per_gpu")
 
     @property
     def per_stage(self):
-        return _table(self.directory / "per_stage.csv")
+        return _table(self.directory / "per_stage.csv", "result.per_stage")
 
     @property
     def links(self):
-        return _table(self.directory / "links.csv")
+        return _table(self.directory / "links.csv", "result.links")
 
     @property
     def critical_path(self):
-        return _table(self.directory / "critical_path.csv")
+        return _table(self.directory / "critical_path.csv", "result.critical_path")
 
     @property
     def files(self):
-        return sorted(p.name for p in self.directory.iterdir())
+        try:
+            return sorted(p.name for p in self.directory.iterdir())
+        except OSError as e:
+            raise InputError([f"{self.directory}: cannot list ({e.strerror})"]) from None
 
     def write(self, out_dir, *, html=False):
-        """Copy every output into `out_dir`; with html=True also report.html
-        (written by `trainsim report`). Returns the folder."""
-        out = pathlib.Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
-        for p in self.directory.iterdir():
-            if p.is_file():
-                shutil.copy2(p, out / p.name)
+        """Every output written again into `out_dir` by `trainsim report`
+        (byte for byte the run's files; with html=True also report.html):
+        the CLI's writer, each file atomic and run.complete last, so that an
+        interrupted or failed write (a full disk: InputError) leaves a folder
+        without run.complete, never a mix that looks complete. Returns the
+        folder."""
+        argv = ["report", self.directory, "--out", _path(out_dir, "Result.write"), "--quiet"]
         if html:
-            _run(["report", str(out), "--html", "--quiet"], "trainsim report")
-        return out
+            argv.append("--html")
+        _run(argv, "Result.write")
+        return pathlib.Path(os.fsdecode(_path(out_dir, "Result.write")))
 
     def __repr__(self):
         s = self.summary
@@ -248,9 +333,14 @@ def run(scenario, iterations=1, seeds=1, *, out=None, html=False, allow_oom=Fals
     if not isinstance(scenario, Scenario):
         scenario = Scenario.load(scenario, allow_oom=allow_oom)
     temporary = out is None
-    directory = tempfile.mkdtemp(prefix="trainsim-run-") if temporary else str(out)
-    os.makedirs(directory, exist_ok=True)
-    scratch = tempfile.mkdtemp(prefix="trainsim-scenario-")
+    # `out` is created by the child (RunFolder), which says why it cannot be.
+    directory = _temporary_folder("trainsim-run-") if temporary else os.fsdecode(_path(out, "trainsim.run: out"))
+    try:
+        scratch = _temporary_folder("trainsim-scenario-")
+    except BaseException:
+        if temporary:
+            shutil.rmtree(directory, ignore_errors=True)
+        raise
     try:
         argv = ["run", scenario._command_file(scratch), "--out", directory, "--quiet",
                 "--iterations", str(iterations), "--seeds", str(seeds), *scenario._set_arguments()]
@@ -280,7 +370,8 @@ def sweep(study, *, grid=None, zip=None, variants=None, jobs=None, only=None, se
     subset (`--only`). `set`: {"plan.global_batch_size": 256} for every
     point (`--set`). `jobs`: parallel simulations (default: one per
     processor). `out`: keep every point's outputs there."""
-    scratch = tempfile.mkdtemp(prefix="trainsim-sweep-")
+    read = _csv_reader("trainsim.sweep")
+    scratch = _temporary_folder("trainsim-sweep-")
     try:
         if isinstance(study, Scenario):
             if not (grid or zip or variants):
@@ -290,27 +381,32 @@ def sweep(study, *, grid=None, zip=None, variants=None, jobs=None, only=None, se
                 extra["sweep"] = {k: v for k, v in (("grid", grid), ("zip", zip)) if v}
             if variants:
                 extra["variants"] = variants
-            path = os.path.join(scratch, f"{study.name}.yaml")
-            with open(path, "w") as f:
-                f.write(study.to_yaml() + _trainsim.to_yaml(extra))
+            # The study's name is the file's (a label, not a path of ours).
+            path = os.path.join(scratch, "study.yaml")
+            _write_text(path, study.to_yaml() + _call(_trainsim.to_yaml, extra, "trainsim.sweep"))
             argv = ["sweep", path]
         else:
-            argv = ["sweep", str(study)]
-        directory = str(out) if out is not None else os.path.join(scratch, "out")
+            argv = ["sweep", _path(study, "trainsim.sweep: study")]
+        directory = os.fsdecode(_path(out, "trainsim.sweep: out")) if out is not None else os.path.join(
+            scratch, "out")
         argv += ["--out", directory, "--keep", keep, "--quiet"]
         if jobs:
             argv += ["-j", str(jobs)]
         for key, value in (set or {}).items():
-            argv += ["--set", f"{key}={_yaml_value(value)}"]
+            argv += ["--set", _override(key, value, "trainsim.sweep: set")]
         for column, values in (only or {}).items():
             values = values if isinstance(values, (list, tuple)) else [values]
-            argv += ["--only", f"{column}={','.join(str(v) for v in values)}"]
+            texts = [_override(column, v, "trainsim.sweep: only")[len(column) + 1:] for v in values]
+            argv += ["--only", f"{column}={','.join(texts)}"]
         if allow_oom:
             argv.append("--allow-oom")
         if html:
             argv.append("--html")
         _run(argv, "trainsim sweep")
-        return _table(os.path.join(directory, "results.csv"))
+        try:
+            return read(os.path.join(directory, "results.csv"))
+        except OSError as e:
+            raise InputError([f"{directory}: no results.csv ({e.strerror})"]) from None
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
@@ -321,13 +417,13 @@ def collective(cluster="dgx-a100-hdr", op="all_reduce", ranks=8, min="1MiB", max
     algorithm, time and algorithm / bus bandwidth. `set`: cluster keys,
     {"cluster.nic.bandwidth": "400Gbps"} as keyword arguments with dots
     spelled as `__` (cluster__nic__bandwidth="400Gbps")."""
-    argv = ["collective", "--cluster", str(cluster), "--op", op, "--ranks", str(ranks), "--min", str(min),
-            "--max", str(max), "-f", str(factor), "--algorithm", algorithm, "--fidelity", fidelity,
-            "--format", "csv"]
+    read = _csv_reader("trainsim.collective")
+    argv = ["collective", "--cluster", cluster, "--op", op, "--ranks", ranks, "--min", min, "--max", max,
+            "-f", factor, "--algorithm", algorithm, "--fidelity", fidelity, "--format", "csv"]
     for key, value in set.items():
-        argv += ["--set", f"{key.replace('__', '.')}={_yaml_value(value)}"]
+        argv += ["--set", _override(key.replace("__", "."), value, "trainsim.collective")]
     out, _ = _run(argv, "trainsim collective")
-    return _csv_text_table(out)
+    return read(io.StringIO(out))
 
 
 def presets():

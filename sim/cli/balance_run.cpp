@@ -17,6 +17,7 @@
 #include "analysis/reporters/run_folder.hpp"
 #include "platforms/input_error.hpp"
 #include "platforms/input_file.hpp"
+#include "platforms/interruption.hpp"
 #include "sim/cli/report_command.hpp"
 #include "sim/cli/run_command.hpp"
 #include "sim/replay/simulation.hpp"
@@ -85,7 +86,8 @@ EvenChild start_even_run(const scenario::Scenario& even, const RunOptions& optio
     throw std::runtime_error(fmt::format("pipe failed: {}", std::strerror(errno)));
   std::cout.flush();
   std::cerr.flush();
-  const pid_t pid = ::fork();
+  // Stopped with the parent on a signal; its own temporary files are its own.
+  const pid_t pid = platforms::fork_stoppable_child();
   if (pid < 0)
     throw std::runtime_error(fmt::format("fork failed: {}", std::strerror(errno)));
   if (pid == 0) {
@@ -134,7 +136,7 @@ double finish_even_run(const EvenChild& child) {
   const auto got = ::read(child.fd, &t, sizeof t);
   ::close(child.fd);
   int status = 0;
-  if (::waitpid(child.pid, &status, 0) < 0)
+  if (platforms::wait_for_stoppable_child(child.pid, status) < 0)
     throw std::runtime_error(fmt::format("waitpid failed: {}", std::strerror(errno)));
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || got != static_cast<ssize_t>(sizeof t)) {
     if (WIFEXITED(status) && WEXITSTATUS(status) == 1)
@@ -220,7 +222,8 @@ int run_balanced(const RunOptions& options) {
     result = sim::simulate(balanced);
   } catch (...) {
     ::kill(child.pid, SIGTERM);
-    ::waitpid(child.pid, nullptr, 0);
+    int status = 0;
+    platforms::wait_for_stoppable_child(child.pid, status);
     throw;
   }
   const double even_time_s = finish_even_run(child);

@@ -9,6 +9,7 @@
 
 #include "analysis/studies/comparison_table.hpp"
 #include "platforms/input_error.hpp"
+#include "platforms/interruption.hpp"
 #include "sim/scenario/run_size.hpp"
 #include "sim/study/point_runner.hpp"
 #include "sim/study/study_file.hpp"
@@ -111,9 +112,14 @@ int compare_command(const CompareOptions& options) {
   try {
     outcomes = sim::run_points(jobs, runner, std::cerr);
   } catch (const sim::Interrupted& e) {
-    std::cerr << fmt::format("interrupted (signal {})\n", e.signal());
+    std::cerr << platforms::interruption_message(
+        e.signal(), fmt::format("{} of {} variants finished in {} (a comparison simulates them all again)",
+                                e.finished(), e.total(), runner.root.string()));
     return 128 + e.signal();
   }
+  platforms::set_interruption_note(
+      fmt::format("every variant finished in {}; the comparison is not all written: run the command again",
+                  runner.root.string()));
 
   // The variants' folders of an earlier comparison in the same folder go
   // (sim/study/study_folder.hpp).
@@ -147,6 +153,7 @@ int compare_command(const CompareOptions& options) {
     }
   }
   const auto outputs = sim::write_study_outputs(runner.root, doc, {}, false);
+  platforms::set_interruption_note(fmt::format("the comparison in {} is complete", runner.root.string()));
   analysis::write_comparison_table(std::cout, runs);
   std::cout << fmt::format("\noutputs in {}/<variant>/; table in {}\n", runner.root.string(),
                            outputs.written.front().string());

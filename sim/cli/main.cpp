@@ -1,6 +1,8 @@
 // trainsim: the command-line entry point. Parses arguments and dispatches to a
 // subcommand; every error path ends here with a message and an exit status:
-// 0 success, 1 bad input (scenario, options), 2 internal error.
+// 0 success, 1 bad input (scenario, options), 2 internal error; 128 + N when
+// stopped by signal N (SIGINT 130, SIGTERM 143, SIGHUP 129, SIGPIPE 141:
+// platforms/interruption.hpp, the one signal policy of every command).
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include "platforms/input_error.hpp"
+#include "platforms/interruption.hpp"
 #include "platforms/printable_text.hpp"
 #include "sim/cli/collective_command.hpp"
 #include "sim/cli/compare_command.hpp"
@@ -45,6 +48,9 @@ Subcommand subcommand(CLI::App& app, Add add, Run run) {
 
 int main(int argc, char** argv) {
   namespace cli = trainsim::cli;
+  // Before anything is written or forked; make_engine() puts it back after
+  // SimGrid's engine replaces the SIGINT handler.
+  trainsim::platforms::install_interruption_policy();
   CLI::App app{"trainsim: a discrete-event simulator of distributed LLM training clusters (SimGrid)",
                "trainsim"};
   app.set_version_flag("-V,--version", fmt::format("trainsim {}", trainsim::version_string));

@@ -10,6 +10,7 @@
 
 #include "analysis/studies/results_table.hpp"
 #include "platforms/input_error.hpp"
+#include "platforms/interruption.hpp"
 #include "sim/study/study_folder.hpp"
 #include "sim/study/study_results.hpp"
 
@@ -152,8 +153,12 @@ int merge_command(const MergeOptions& options) {
     throw platforms::InputError(
         {fmt::format("the shards hold {} points but the study has {}", merged.rows.size(), expected)});
 
+  platforms::set_interruption_note(
+      fmt::format("the merged results in {} are not all written (each file is whole): run the command again",
+                  options.out_dir));
   const auto outputs = sim::write_study_outputs(options.out_dir, merged, sim::plots_of(merged), options.html);
   sim::remove_stale_study_files(options.out_dir, outputs.written, options.html);
+  platforms::set_interruption_note(fmt::format("the merged results in {} are complete", options.out_dir));
   std::size_t ok = 0, failed = 0, dropped = 0;
   for (const auto& row : merged.rows) {
     ok += row.status == analysis::kStatusOk;

@@ -12,6 +12,7 @@
 #include "analysis/reporters/atomic_file.hpp"
 #include "analysis/studies/plan_report.hpp"
 #include "platforms/input_error.hpp"
+#include "platforms/interruption.hpp"
 #include "platforms/names.hpp"
 #include "platforms/presets.hpp"
 #include "sim/study/plan_search.hpp"
@@ -184,10 +185,16 @@ int plan_command(const PlanOptions& options) {
   try {
     outcomes = sim::run_points(jobs, runner, std::cerr);
   } catch (const sim::Interrupted& e) {
-    std::cerr << fmt::format("interrupted (signal {}): {} of {} plans finished; rerun to resume\n",
-                             e.signal(), e.finished(), e.total());
+    std::cerr << platforms::interruption_message(
+        e.signal(), fmt::format("{} of {} plans finished and are kept in {}; run the same command again to "
+                                "resume (plans.csv and plans.json are not updated)",
+                                e.finished(), e.total(), runner.root.string()));
     return 128 + e.signal();
   }
+  platforms::set_interruption_note(
+      fmt::format("every plan finished and is kept in {}; plans.csv and plans.json are not all written: run "
+                  "the same command again (it reuses the plans)",
+                  runner.root.string()));
   const auto reused = static_cast<std::size_t>(std::count_if(
       outcomes.begin(), outcomes.end(), [](const auto& o) { return o.state == sim::PointState::reused; }));
   if (reused > 0)
@@ -249,6 +256,8 @@ int plan_command(const PlanOptions& options) {
   analysis::write_plans_json(json, report);
   analysis::write_file_atomically(out_dir / "plans.csv", [&](std::ostream& o) { o << csv.str(); });
   analysis::write_file_atomically(out_dir / "plans.json", [&](std::ostream& o) { o << json.str(); });
+  platforms::set_interruption_note(
+      fmt::format("the search is complete in {} (plans.csv, plans.json)", out_dir.string()));
 
   if (options.format == "csv") {
     analysis::write_plan_table_csv(std::cout, report);

@@ -16,6 +16,7 @@
 #include "analysis/reporters/run_folder.hpp"
 #include "platforms/input_error.hpp"
 #include "platforms/input_file.hpp"
+#include "platforms/interruption.hpp"
 #include "platforms/units.hpp"
 #include "sim/cli/balance_run.hpp"
 #include "sim/cli/replay_progress.hpp"
@@ -73,12 +74,13 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& options) {
 namespace {
 
 // Runs one seed in a child process (SimGrid allows one engine per process)
-// and reads back its iteration times and goodput.
+// and reads back its iteration times and goodput. A signal stops the child
+// with the parent (platforms/interruption.hpp).
 analysis::SeedOutcome run_seed_in_child(scenario::Scenario scenario, std::uint64_t seed, int iterations) {
   int fds[2];
   if (pipe(fds) != 0)
     throw std::runtime_error("cannot create a pipe for a seed run");
-  const pid_t pid = fork();
+  const pid_t pid = platforms::fork_stoppable_child();
   if (pid < 0)
     throw std::runtime_error("cannot fork a seed run");
   if (pid == 0) {
@@ -116,7 +118,7 @@ analysis::SeedOutcome run_seed_in_child(scenario::Scenario scenario, std::uint64
     text.append(buffer, static_cast<std::size_t>(n));
   close(fds[0]);
   int status = 0;
-  waitpid(pid, &status, 0);
+  platforms::wait_for_stoppable_child(pid, status);
   if (text == "out of memory")
     throw std::bad_alloc();  // run_command says so with its estimate
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || text.rfind("error", 0) == 0)

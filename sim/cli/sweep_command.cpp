@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "platforms/input_error.hpp"
+#include "platforms/interruption.hpp"
 #include "sim/scenario/run_size.hpp"
 #include "sim/study/point_runner.hpp"
 #include "sim/study/slurm_submission.hpp"
@@ -207,12 +208,16 @@ int sweep_command(const SweepOptions& options) {
   try {
     outcomes = sim::run_points(jobs, runner, std::cerr);
   } catch (const sim::Interrupted& e) {
-    std::cerr << fmt::format(
-        "interrupted (signal {}): {} of {} points finished and are kept in {}; run the same command again to "
-        "resume\n",
-        e.signal(), e.finished(), e.total(), runner.root.string());
+    std::cerr << platforms::interruption_message(
+        e.signal(), fmt::format("{} of {} points finished and are kept in {}; run the same command again to "
+                                "resume (the results tables are not updated)",
+                                e.finished(), e.total(), runner.root.string()));
     return 128 + e.signal();
   }
+  platforms::set_interruption_note(
+      fmt::format("every point finished and is kept in {}; the results are not all written: run the same "
+                  "command again (it reuses the points)",
+                  runner.root.string()));
 
   // The study completed: the folder now holds this study alone
   // (sim/study/study_folder.hpp).
@@ -242,6 +247,7 @@ int sweep_command(const SweepOptions& options) {
   const auto plots = shard ? std::vector<analysis::PlotSpec>{} : study.plots;
   const auto outputs = sim::write_study_outputs(out_dir, doc, plots, options.html && !shard);
   sim::remove_stale_study_files(out_dir, outputs.written, options.html && !shard);
+  platforms::set_interruption_note(fmt::format("the results in {} are complete", out_dir.string()));
 
   const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   std::size_t mine_dropped = 0;

@@ -19,8 +19,10 @@
 #include <sstream>
 #include <thread>
 
+#include "analysis/reporters/atomic_file.hpp"
 #include "platforms/input_error.hpp"
 #include "platforms/input_file.hpp"
+#include "platforms/interruption.hpp"
 #include "platforms/number_format.hpp"
 #include "sim/cli/embedded_templates.hpp"
 #include "sim/cli/finite_option.hpp"
@@ -93,47 +95,74 @@ struct RowResult {
   std::string error;  // what the child said when it failed
 };
 
+// A row's simulation in a child process: its pid, and the pipe on which it
+// writes its iteration time (or its error).
+struct RowChild {
+  std::size_t row = 0;
+  int fd = -1;
+};
+
+// The most a child writes: less than a pipe holds, so that it exits without
+// waiting for the parent to read (the parent reads once it has exited).
+constexpr std::size_t kMaxChildText = 60000;
+
 // Forks a child that simulates the row's scenario and writes its iteration
-// time (or its error) to DIR/result.txt. The parent never starts SimGrid, so
+// time (or its error) into a pipe. The parent never starts SimGrid, so
 // every child gets a fresh engine; the child skips the timeline and trace
-// files that `trainsim run` writes.
-pid_t spawn_row(const scenario::Scenario& scenario, const fs::path& dir) {
+// files that `trainsim run` writes. No file: a signal stops the children
+// with the parent and leaves nothing behind (platforms/interruption.hpp).
+pid_t spawn_row(const scenario::Scenario& scenario, int& read_fd) {
+  int fds[2];
+  if (::pipe(fds) != 0)
+    throw std::runtime_error(fmt::format("pipe failed: {}", std::strerror(errno)));
   std::cout.flush();
   std::cerr.flush();
-  const pid_t pid = ::fork();
+  const pid_t pid = platforms::fork_stoppable_child();
   if (pid < 0)
     throw std::runtime_error(fmt::format("fork failed: {}", std::strerror(errno)));
-  if (pid > 0)
+  if (pid > 0) {
+    ::close(fds[1]);
+    read_fd = fds[0];
     return pid;
-  int status = 0;
-  {
-    std::ofstream out(dir / "result.txt", std::ios::binary);
-    try {
-      const auto result = sim::simulate(scenario);
-      out << fmt::format("{:.17g}\n", result.summary.iteration_time_s);
-    } catch (const std::bad_alloc&) {
-      out << "error: " << scenario::out_of_memory_message("the row's run", nullptr) << '\n';
-      status = 1;
-    } catch (const std::exception& e) {
-      out << "error: " << e.what() << '\n';
-      status = 2;
-    }
-    out.flush();
-    if (!out)
-      status = 2;
   }
+  ::close(fds[0]);
+  int status = 0;
+  std::string text;
+  try {
+    const auto result = sim::simulate(scenario);
+    text = fmt::format("{:.17g}\n", result.summary.iteration_time_s);
+  } catch (const std::bad_alloc&) {
+    text = fmt::format("error: {}\n", scenario::out_of_memory_message("the row's run", nullptr));
+    status = 1;
+  } catch (const std::exception& e) {
+    text = fmt::format("error: {}\n", e.what());
+    status = 2;
+  }
+  if (text.size() > kMaxChildText)
+    text.resize(kMaxChildText);
+  for (std::size_t done = 0; done < text.size();) {
+    const auto n = ::write(fds[1], text.data() + done, text.size() - done);
+    if (n <= 0) {
+      status = 2;
+      break;
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  ::close(fds[1]);
   std::_Exit(status);
 }
 
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
+std::string read_all(int fd) {
+  std::string text;
+  char buffer[4096];
+  for (ssize_t n; (n = ::read(fd, buffer, sizeof buffer)) > 0 || (n < 0 && errno == EINTR);)
+    if (n > 0)
+      text.append(buffer, static_cast<std::size_t>(n));
+  ::close(fd);
+  return text;
 }
 
-void collect(RowResult& result, int status, const fs::path& dir) {
-  std::string text = read_text(dir / "result.txt");
+void collect(RowResult& result, int status, std::string text) {
   while (!text.empty() && (text.back() == '\n' || text.back() == '\r'))
     text.pop_back();
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
@@ -220,11 +249,6 @@ int validate_command(const ValidateOptions& options) {
   if (!problems.empty())
     throw platforms::InputError(problems);
 
-  // Each child writes its result into a directory of its own.
-  const auto work = fs::temp_directory_path() / fmt::format("trainsim-validate-{}", ::getpid());
-  fs::remove_all(work);
-  fs::create_directories(work);
-
   // Replay: up to `jobs` children at once.
   const int jobs = options.jobs > 0 ? options.jobs : std::max(1u, std::thread::hardware_concurrency());
   std::vector<RowResult> results(selected.size());
@@ -241,7 +265,7 @@ int validate_command(const ValidateOptions& options) {
   };
   std::stable_sort(order.begin(), order.end(),
                    [&](std::size_t a, std::size_t b) { return cost(a) > cost(b); });
-  std::map<pid_t, std::size_t> running;
+  std::map<pid_t, RowChild> running;
   std::size_t next = 0, done = 0;
   // Updated as rows finish (no ticker: this process forks).
   sim::ProgressLine line(std::cerr, sim::progress_wanted(options.progress), sim::stderr_is_terminal());
@@ -253,27 +277,26 @@ int validate_command(const ValidateOptions& options) {
                                                               static_cast<double>(selected.size() - done)));
     line.update(text);
   };
-  auto row_dir = [&](std::size_t i) { return work / fmt::format("row-{}", selected[i]->line); };
   while (next < order.size() || !running.empty()) {
     while (next < order.size() && static_cast<int>(running.size()) < jobs) {
       const std::size_t i = order[next++];
-      fs::create_directories(row_dir(i));
-      running[spawn_row(scenarios[i], row_dir(i))] = i;
+      RowChild child{.row = i, .fd = -1};
+      const pid_t pid = spawn_row(scenarios[i], child.fd);
+      running[pid] = child;
     }
     int status = 0;
-    const pid_t pid = ::waitpid(-1, &status, 0);
+    const pid_t pid = platforms::wait_for_stoppable_child(-1, status);
     if (pid < 0)
       throw std::runtime_error(fmt::format("waitpid failed: {}", std::strerror(errno)));
     const auto it = running.find(pid);
     if (it == running.end())
       continue;
-    collect(results[it->second], status, row_dir(it->second));
+    collect(results[it->second.row], status, read_all(it->second.fd));
     running.erase(it);
     ++done;
     show();
   }
   line.close();
-  fs::remove_all(work);
 
   // Report.
   std::string with;
@@ -284,13 +307,9 @@ int validate_command(const ValidateOptions& options) {
   std::cout << fmt::format("{:>5} {:>5} {:>7} {:>5} {:>3} {:>3} {:>3} {:>3} {:>12} {:>13} {:>8}\n", "line",
                            "set", "params", "gpus", "tp", "dp", "pp", "mb", "measured_ms", "predicted_ms",
                            "error");
-  std::ofstream csv;
-  if (!options.csv_out.empty()) {
-    csv.open(options.csv_out, std::ios::binary);
-    if (!csv)
-      throw platforms::InputError({fmt::format("{}: cannot write the results", options.csv_out)});
-    csv << "line,set,gpus,tp,dp,pp,micro_batch,measured_ms,predicted_ms,error_percent\n";
-  }
+  // --csv: written whole at the end, atomically (never a cut table).
+  std::ostringstream csv;
+  csv << "line,set,gpus,tp,dp,pp,micro_batch,measured_ms,predicted_ms,error_percent\n";
   int failures = 0;
   for (const auto& r : results) {
     const auto& row = *r.row;
@@ -307,11 +326,12 @@ int validate_command(const ValidateOptions& options) {
     std::cout << fmt::format(
         "{:>5} {:>5} {:>7} {:>5} {:>3} {:>3} {:>3} {:>3} {:>12.1f} {:>13.1f} {:>+7.1f}%\n", row.line, row.set,
         params, row.gpus, row.tp, row.dp, row.pp, row.micro_batch, row.measured_ms, r.predicted_ms, error);
-    if (csv.is_open())
-      csv << fmt::format("{},{},{},{},{},{},{},{},{},{}\n", row.line, row.set, row.gpus, row.tp, row.dp,
-                         row.pp, row.micro_batch, units::format_machine(row.measured_ms),
-                         units::format_machine(r.predicted_ms), units::format_machine(error));
+    csv << fmt::format("{},{},{},{},{},{},{},{},{},{}\n", row.line, row.set, row.gpus, row.tp, row.dp, row.pp,
+                       row.micro_batch, units::format_machine(row.measured_ms),
+                       units::format_machine(r.predicted_ms), units::format_machine(error));
   }
+  if (!options.csv_out.empty())
+    analysis::write_file_atomically(options.csv_out, [&](std::ostream& out) { out << csv.str(); });
   std::cout << '\n';
   for (const std::string set : {"fit", "check"})
     if (count(results, set) > 0)

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "platforms/efficiency_profile.hpp"
 #include "workloads/plan_checks.hpp"
 #include "workloads/schedule.hpp"
 
@@ -42,6 +43,44 @@ std::vector<platforms::Problem> resolve_plan(Scenario& scenario) {
   return {};
 }
 
+namespace {
+
+// FP8 needs FP8 tensor cores and curves on every GPU of the cluster (and
+// block scaling in hardware for MXFP8), and the per-op cost model, which is
+// what knows which kernels are GEMMs.
+std::vector<platforms::Problem> precision_problems(const Scenario& scenario) {
+  const auto& plan = scenario.plan;
+  std::vector<platforms::Problem> problems;
+  if (!plan.fp8())
+    return problems;
+  if (scenario.compute_efficiency)
+    problems.push_back({"plan.precision",
+                        "fp8 with cluster.compute_efficiency: the flat cost model times every FLOP at one "
+                        "fraction of the BF16 peak and cannot tell FP8 GEMMs from the rest; expected "
+                        "precision: bf16, or cluster.compute_efficiency left out (the per-op model)"});
+  for (const auto& group : scenario.cluster.groups) {
+    const auto& gpu = group.gpu;
+    if (gpu.peak_fp8_flops <= 0 || !platforms::efficiency_profile_for(gpu.name).matmul_fp8) {
+      problems.push_back(
+          {"plan.precision",
+           fmt::format(
+               "fp8 on {}, which has {}; expected precision: bf16, or GPUs with FP8 tensor cores "
+               "(H100, H200, B200, MI300X, or a cluster.gpu with peak_fp8)",
+               gpu.name,
+               gpu.peak_fp8_flops <= 0 ? "no FP8 tensor cores (peak_fp8)" : "no FP8 GEMM efficiency data")});
+    } else if (plan.fp8_recipe == workloads::Fp8Recipe::mxfp8 && !gpu.mxfp8) {
+      problems.push_back(
+          {"plan.fp8_recipe",
+           fmt::format("mxfp8 on {}, whose tensor cores do not scale blocks of 32 elements "
+                       "(MXFP8 is Blackwell's); expected delayed or current, or Blackwell GPUs",
+                       gpu.name)});
+    }
+  }
+  return problems;
+}
+
+}  // namespace
+
 std::vector<platforms::Problem> check(const Scenario& scenario) {
   const auto& plan = scenario.plan;
   std::vector<platforms::Problem> problems;
@@ -61,6 +100,8 @@ std::vector<platforms::Problem> check(const Scenario& scenario) {
                                 gpus, cluster_size(scenario), derive)});
   }
   for (auto& problem : workloads::plan_problems(scenario.model, plan))
+    problems.push_back(std::move(problem));
+  for (auto& problem : precision_problems(scenario))
     problems.push_back(std::move(problem));
   return problems;
 }

@@ -85,6 +85,8 @@ std::optional<platforms::GpuSpec> read_custom_gpu(platforms::MapReader g) {
     gpu.peak_tf32_flops = *v;
   if (auto v = g.flop_rate("peak_fp8"))
     gpu.peak_fp8_flops = *v;
+  if (auto v = g.boolean("mxfp8"))
+    gpu.mxfp8 = *v;
   if (auto v = g.bandwidth_Bps("nvlink_bandwidth"))
     gpu.nvlink_bandwidth_Bps = *v;
   if (auto v = g.bandwidth_Bps("pcie_bandwidth"))

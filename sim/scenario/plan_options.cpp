@@ -1,7 +1,7 @@
 // The `plan` keys for the parallelism options beyond dp / tp / pp and the
 // schedule: sequence, context and expert parallelism, ZeRO / FSDP (and its
 // hybrid sharding), the framework (Megatron or PyTorch FSDP / FSDP2), TP
-// communication overlap and gradient bucketing.
+// communication overlap, the GEMMs' precision (FP8) and gradient bucketing.
 // Their rules: workloads/plan_checks.cpp.
 #include <fmt/format.h>
 
@@ -28,6 +28,16 @@ void read_parallelism_options(platforms::MapReader& p, Scenario& scenario) {
     plan.framework = *f;
   if (auto overlap = p.boolean("tp_comm_overlap"))
     plan.tp_comm_overlap = *overlap;
+  using workloads::Fp8Recipe;
+  using workloads::Precision;
+  if (auto precision = p.choice<Precision>("precision", {{"bf16", Precision::bf16}, {"fp8", Precision::fp8}}))
+    plan.precision = *precision;
+  if (auto recipe = p.choice<Fp8Recipe>(
+          "fp8_recipe",
+          {{"delayed", Fp8Recipe::delayed}, {"current", Fp8Recipe::current}, {"mxfp8", Fp8Recipe::mxfp8}}))
+    plan.fp8_recipe = *recipe;
+  if (auto gather = p.boolean("fp8_param_gather"))
+    plan.fp8_param_gather = *gather;
   if (auto overlap = p.boolean("overlap_grad_reduce"))
     plan.overlap_grad_reduce = *overlap;
   if (auto bucket = p.bytes("grad_bucket_size")) {

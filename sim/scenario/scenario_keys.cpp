@@ -87,6 +87,7 @@ struct Tables {
             key("peak_fp32", T::flop_rate, "dense fp32 peak"),
             key("peak_tf32", T::flop_rate, "dense tf32 peak"),
             key("peak_fp8", T::flop_rate, "dense fp8 peak"),
+            key("mxfp8", T::boolean, "block-scaled FP8 (MXFP8) tensor cores, as Blackwell's"),
             key("hbm", T::bytes, "HBM capacity, e.g. 96GiB"),
             key("hbm_bandwidth", T::bandwidth, "HBM bandwidth, e.g. 3TBps"),
             key("max_power", T::power, "power at full load, e.g. 700W"),
@@ -234,6 +235,13 @@ struct Tables {
                        "what runs the plan (the PyTorch ones need zero_stage 3)"),
                 key("tp_comm_overlap", T::boolean,
                     "overlap the TP collectives with the GEMMs (Transformer Engine userbuffers)"),
+                choice("precision", {"bf16", "fp8"}, "number format of the linear GEMMs (docs/precision.md)"),
+                choice("fp8_recipe", {"delayed", "current", "mxfp8"},
+                       "FP8 scaling: one scale per tensor, delayed (amax history) or current; mxfp8 one per "
+                       "32 elements (Blackwell)"),
+                key("fp8_param_gather", T::boolean,
+                    "FP8 primary weights: ZeRO / FSDP parameter all-gathers in FP8 (Megatron "
+                    "--fp8-param-gather)"),
                 key("overlap_grad_reduce", T::boolean, "reduce gradients in buckets during the backward"),
                 key("grad_bucket_size", T::bytes, "with overlap_grad_reduce, e.g. 80MB"),
                 ranged("stage_layers", T::integer_list, 0, kCount, "layers per (virtual) pipeline stage"),

@@ -9,7 +9,6 @@
 #include <array>
 #include <cerrno>
 #include <chrono>
-#include <csignal>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -17,6 +16,8 @@
 #include <ostream>
 #include <sstream>
 #include <thread>
+
+#include "platforms/interruption.hpp"
 
 namespace trainsim::sim {
 namespace fs = std::filesystem;
@@ -38,37 +39,6 @@ void keep_only_summary(const fs::path& dir) {
 
 using nlohmann::ordered_json;
 using Clock = std::chrono::steady_clock;
-
-// Set by the signal handler, read by the polling loop. A signal handler can
-// only talk to the program through such a flag.
-volatile std::sig_atomic_t g_interrupt_signal = 0;
-
-extern "C" void on_interrupt(int signal) {
-  g_interrupt_signal = signal;
-}
-
-// Installs the handlers for the duration of a run and restores the old ones.
-class InterruptGuard {
- public:
-  InterruptGuard() {
-    g_interrupt_signal = 0;
-    struct sigaction action {};
-    action.sa_handler = on_interrupt;
-    sigemptyset(&action.sa_mask);
-    for (std::size_t i = 0; i < kSignals.size(); ++i)
-      ::sigaction(kSignals[i], &action, &previous_[i]);
-  }
-  ~InterruptGuard() {
-    for (std::size_t i = 0; i < kSignals.size(); ++i)
-      ::sigaction(kSignals[i], &previous_[i], nullptr);
-  }
-  InterruptGuard(const InterruptGuard&) = delete;
-  InterruptGuard& operator=(const InterruptGuard&) = delete;
-
- private:
-  static constexpr std::array<int, 3> kSignals{SIGINT, SIGTERM, SIGHUP};
-  std::array<struct sigaction, 3> previous_{};
-};
 
 std::string read_text(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -150,6 +120,10 @@ class Pool {
   void launch(std::size_t j);
   // Handles one exited child; `interrupting`: keep what finished, drop the rest.
   void reaped(pid_t pid, int raw_status, bool interrupting);
+  // A SIGINT (SIGTERM, SIGHUP, SIGPIPE) received while the pool runs, or 0.
+  int interrupted() const { return deferred_.pending(); }
+  // Back to the policy's immediate stop; the signal received before, or 0.
+  int end_deferral() { return deferred_.end(); }
   std::map<pid_t, Running>& running() { return running_; }
 
  private:
@@ -161,6 +135,10 @@ class Pool {
   std::vector<PointOutcome>& outcomes_;
   Progress& progress_;
   std::map<pid_t, Running> running_;
+  // While the pool runs, a signal is only recorded (the handler cannot
+  // remove the .partial folders nor keep what finished): the polling loop
+  // below stops the workers and cleans up (platforms/interruption.hpp).
+  platforms::DeferredInterruption deferred_;
 };
 
 void Pool::launch(std::size_t j) {
@@ -202,7 +180,7 @@ void Pool::launch(std::size_t j) {
 
 void Pool::reaped(pid_t pid, int raw_status, bool interrupting) {
   // A Ctrl-C reaches the children too; their deaths are not failures.
-  interrupting = interrupting || g_interrupt_signal != 0;
+  interrupting = interrupting || interrupted() != 0;
   const auto it = running_.find(pid);
   if (it == running_.end())
     return;
@@ -287,11 +265,10 @@ std::vector<PointOutcome> run_points(const std::vector<PointJob>& jobs, const Ru
 
   Progress progress(log, options.progress, to_run.size());
   Pool pool(jobs, options, outcomes, progress);
-  InterruptGuard guard;
   const std::size_t jobs_at_once = static_cast<std::size_t>(std::max(1, options.jobs));
   std::size_t next = 0;
-  while ((next < to_run.size() || !pool.running().empty()) && g_interrupt_signal == 0) {
-    while (pool.running().size() < jobs_at_once && next < to_run.size() && g_interrupt_signal == 0)
+  while ((next < to_run.size() || !pool.running().empty()) && pool.interrupted() == 0) {
+    while (pool.running().size() < jobs_at_once && next < to_run.size() && pool.interrupted() == 0)
       pool.launch(to_run[next++]);
     int raw = 0;
     const pid_t pid = ::waitpid(-1, &raw, WNOHANG);
@@ -302,10 +279,11 @@ std::vector<PointOutcome> run_points(const std::vector<PointJob>& jobs, const Ru
     progress.tick();
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  if (g_interrupt_signal != 0) {
-    const int signal = g_interrupt_signal;
+  if (const int signal = pool.interrupted(); signal != 0) {
+    // The workers get the same signal (their own handler removes their
+    // temporary files and exits 128 + it); their folders go.
     for (const auto& [pid, running] : pool.running())
-      ::kill(pid, SIGTERM);
+      ::kill(pid, signal);
     while (!pool.running().empty()) {
       int raw = 0;
       const pid_t pid = ::waitpid(pool.running().begin()->first, &raw, 0);
@@ -314,6 +292,10 @@ std::vector<PointOutcome> run_points(const std::vector<PointJob>& jobs, const Ru
       else if (errno != EINTR)
         pool.running().erase(pool.running().begin());
     }
+  }
+  // Also a signal that came after the loop's last look (every worker is
+  // reaped by then).
+  if (const int signal = pool.end_deferral(); signal != 0) {
     progress.close();
     std::size_t finished = 0;
     for (const auto& o : outcomes)

@@ -58,8 +58,10 @@ struct RunnerOptions {
   ProgressStyle progress = ProgressStyle::lines;
 };
 
-// Thrown after an interruption (SIGINT, SIGTERM, SIGHUP): running children
-// were stopped, finished points kept, partial folders removed.
+// Thrown after an interruption (SIGINT, SIGTERM, SIGHUP, SIGPIPE): running
+// children were sent the same signal and reaped, finished points kept,
+// partial folders removed. The command says so in the policy's one line
+// (platforms::interruption_message) and exits 128 + the signal.
 class Interrupted : public std::runtime_error {
  public:
   Interrupted(int signal, std::size_t finished, std::size_t total);

@@ -9,6 +9,7 @@
 #include <ostream>
 #include <thread>
 
+#include "platforms/interruption.hpp"
 #include "platforms/number_format.hpp"
 
 namespace trainsim::sim {
@@ -191,6 +192,8 @@ void ProgressLine::start_ticker() {
     return;
   ticker_ = std::make_unique<Ticker>();
   ticker_->thread = std::thread([this] {
+    // Signals go to the main thread, whose handler stops the process.
+    platforms::block_interruption_signals_in_this_thread();
     std::unique_lock lock(mutex_);
     while (!ticker_->stop) {
       ticker_->wake.wait_for(lock, std::chrono::milliseconds(100));

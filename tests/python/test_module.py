@@ -128,7 +128,7 @@ def test_without_pandas_tables_are_numpy_structured_arrays(quickstart, monkeypat
     assert "gpu" in per_gpu.dtype.names and len(per_gpu) == 16
 
 
-def test_write_copies_every_output_and_adds_the_html_report(quickstart, tmp_path):
+def test_write_writes_every_output_again_and_adds_the_html_report(quickstart, tmp_path):
     r = trainsim.run(quickstart)
     out = r.write(tmp_path / "out", html=True)
     assert (out / "summary.json").read_text() == (r.directory / "summary.json").read_text()

@@ -3,17 +3,14 @@
 // marked unfinished (no run.complete), never a complete-looking folder with a
 // cut file. The kills land at fractions of a measured full run, so some fall
 // in the replay and some while the ~95 MB of outputs are written.
-#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
-#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "support/cli.hpp"
+#include "support/stopped_cli.hpp"
 
 namespace trainsim::testing {
 namespace {
@@ -21,41 +18,7 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 pid_t start_run(const fs::path& out) {
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    if (::chdir(TRAINSIM_SOURCE_DIR) != 0)
-      ::_exit(127);
-    const int null_fd = ::open("/dev/null", O_WRONLY);
-    ::dup2(null_fd, STDOUT_FILENO);
-    ::dup2(null_fd, STDERR_FILENO);
-    ::execl(TRAINSIM_EXE, TRAINSIM_EXE, "run", "scenarios/scale-512.yaml", "-q", "--out", out.c_str(),
-            static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  return pid;
-}
-
-int wait_for(pid_t pid) {
-  int raw = 0;
-  ::waitpid(pid, &raw, 0);
-  return WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
-}
-
-// Every visible file is whole: the JSON ones parse, and a complete folder
-// holds exactly what run.complete lists, at the listed sizes.
-void expect_consistent(const fs::path& out, const std::string& when) {
-  for (const char* name : {"summary.json", "trace.json"})
-    if (fs::exists(out / name)) {
-      EXPECT_TRUE(nlohmann::json::accept(read_file(out / name))) << name << " " << when;
-    }
-  if (!fs::exists(out / "run.complete"))
-    return;  // marked unfinished
-  const auto mark = nlohmann::json::parse(read_file(out / "run.complete"));
-  ASSERT_GE(mark["files"].size(), 11u) << when;
-  for (const auto& [name, bytes] : mark["files"].items()) {
-    ASSERT_TRUE(fs::exists(out / name)) << name << " " << when;
-    EXPECT_EQ(fs::file_size(out / name), bytes.get<std::uintmax_t>()) << name << " " << when;
-  }
+  return start_trainsim({"run", "scenarios/scale-512.yaml", "-q", "--out", out.string()});
 }
 
 TEST(InterruptedRun, KillNineAtAnyMomentLeavesACompleteOrAnUnfinishedFolder) {

@@ -21,6 +21,7 @@
 // the last micro-batch's backward of each chunk completes gradients.
 #include "workloads/graph_builder/iteration_builder.hpp"
 #include "workloads/graph_builder/iteration_builder_state.hpp"
+#include "workloads/precision.hpp"
 #include "workloads/stage_slices.hpp"
 
 namespace trainsim::workloads::detail {
@@ -104,8 +105,10 @@ void IterationBuilder::add_gradient_sync_and_step(int rank, int tp) {
       add_optimizer_steps(rank, members, plan_.zero_stage >= 1 ? parameters / d : parameters, chain);
   if (plan_.zero_stage >= 1) {
     // Every member needs every updated parameter for the next iteration.
+    const double fp8_share = parameters > 0 ? memory_.layer_parameters_on(rank) / parameters : 0.0;
     const TaskId id =
-        graph_.add(collective_task(CommKind::dp, CollectiveOp::all_gather, group, rank, 2.0 * parameters));
+        graph_.add(collective_task(CommKind::dp, CollectiveOp::all_gather, group, rank,
+                                   param_gather_bytes_per_parameter(plan_, fp8_share) * parameters));
     for (TaskId step : steps)
       graph_.depend(step, id);
     for (int gpu : members)

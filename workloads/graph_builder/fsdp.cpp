@@ -35,11 +35,25 @@
 // Hybrid sharding (plan.dp_shard): all of the above per shard group of
 // dp_shard consecutive data-parallel GPUs, plus the all-reduces across the
 // groups (add_hybrid_all_reduces).
+#include <algorithm>
+
+#include "workloads/expert_parallel.hpp"
 #include "workloads/graph_builder/iteration_builder.hpp"
 #include "workloads/graph_builder/iteration_builder_state.hpp"
+#include "workloads/precision.hpp"
 #include "workloads/stage_slices.hpp"
 
 namespace trainsim::workloads::detail {
+
+double IterationBuilder::gather_wire_bytes(const Piece& piece) const {
+  if (piece.parameters <= 0)
+    return 0;
+  // The piece's transformer layer is FP8; the embedding or output layer it
+  // may carry is not.
+  const double layer = piece.layer >= 0 ? layer_parameters_per_gpu(model_, plan_, piece.layer) : 0.0;
+  const double fp8_share = std::min(1.0, layer / piece.parameters);
+  return param_gather_bytes_per_parameter(plan_, fp8_share) * piece.parameters;
+}
 
 void IterationBuilder::add_fsdp_sync_and_step(int rank, int tp) {
   const std::vector<int> all = data_parallel_members(rank, tp);
@@ -79,7 +93,7 @@ void IterationBuilder::add_fsdp_sync_and_step(int rank, int tp) {
         const CollectiveAt at{.chunk = op.chunk, .micro_batch = op.micro_batch, .layer = pieces[p].layer};
         if (needs_weights(op.kind)) {
           const TaskId id = graph_.add(collective_task(CommKind::dp, CollectiveOp::all_gather, group, rank,
-                                                       memory_.gathered_bytes(parameters), at));
+                                                       gather_wire_bytes(pieces[p]), at));
           if (previous_gather != kNone)
             graph_.depend(previous_gather, id);
           if (gathered.size() >= 2) {

@@ -9,6 +9,7 @@
 #include "workloads/expert_parallel.hpp"
 #include "workloads/graph_builder/iteration_builder_state.hpp"
 #include "workloads/plan_checks.hpp"
+#include "workloads/precision.hpp"
 #include "workloads/stage_slices.hpp"
 
 namespace trainsim::workloads {
@@ -368,10 +369,9 @@ void IterationBuilder::add_tp_collectives(const PipeOp& op, int rank, const Stag
   for (int cp = 0; cp < plan_.cp; ++cp) {
     TaskId previous = kNone;
     for (CollectiveOp collective_op : tp_passes(plan_)) {
-      const TaskId id =
-          graph_.add(collective_task(CommKind::tp, collective_op, tp_groups[static_cast<std::size_t>(cp)],
-                                     rank, tp_allreduce_bytes(model_, plan_),
-                                     {.chunk = op.chunk, .micro_batch = op.micro_batch, .fold = fold}));
+      const TaskId id = graph_.add(collective_task(
+          CommKind::tp, collective_op, tp_groups[static_cast<std::size_t>(cp)], rank,
+          tp_pass_bytes(collective_op), {.chunk = op.chunk, .micro_batch = op.micro_batch, .fold = fold}));
       if (previous != kNone)
         graph_.depend(previous, id);
       else
@@ -382,6 +382,11 @@ void IterationBuilder::add_tp_collectives(const PipeOp& op, int rank, const Stag
     for (int tp = 0; tp < plan_.tp; ++tp)
       built[static_cast<std::size_t>(cp * plan_.tp + tp)].done = previous;
   }
+}
+
+double IterationBuilder::tp_pass_bytes(CollectiveOp pass) const {
+  return tp_allreduce_bytes(model_, plan_) *
+         tp_collective_byte_factor(plan_, pass == CollectiveOp::all_gather);
 }
 
 bool IterationBuilder::overlaps_tp_comm(PipeOpKind kind) const {
@@ -441,13 +446,14 @@ void IterationBuilder::add_overlapped_tp_collectives(const PipeOp& op, int rank,
                                                      const std::vector<std::vector<TaskId>>& gemm_chunks,
                                                      std::vector<BuiltOp>& built) {
   const int fold = tp_allreduces(plan_, op.kind, spec.slice.layers);
-  const double bytes = tp_allreduce_bytes(model_, plan_), k = plan_.tp;
+  const double k = plan_.tp;
   const std::vector<CollectiveOp> passes_of_op = tp_passes(plan_);
   for (int cp = 0; cp < plan_.cp; ++cp) {
     const auto group = [&](int tp) { return static_cast<std::size_t>(cp * plan_.tp + tp); };
     TaskId previous = kNone;
     for (const bool last : {false, true}) {
       for (std::size_t pass = 0; pass < passes_of_op.size(); ++pass) {
+        const double bytes = tp_pass_bytes(passes_of_op[pass]);
         const TaskId id = graph_.add(collective_task(
             CommKind::tp, passes_of_op[pass], tp_groups[static_cast<std::size_t>(cp)], rank,
             last ? bytes / k : bytes * (k - 1) / k,

@@ -122,6 +122,9 @@ class IterationBuilder {
                                   const std::vector<int>& tp_groups, const std::vector<int>& cp_groups);
   // plan.tp_comm_overlap (Transformer Engine's userbuffers) for ops of this kind.
   bool overlaps_tp_comm(PipeOpKind kind) const;
+  // Bytes of one TP collective pass (FP8 halves the all-gathers,
+  // workloads/precision.hpp).
+  double tp_pass_bytes(CollectiveOp pass) const;
   std::vector<Task> split_linear_gemms(Task& rest, double linear_s) const;
   void add_overlapped_tp_collectives(const PipeOp& op, int rank, const PieceSpec& spec,
                                      const std::vector<int>& tp_groups,
@@ -148,6 +151,9 @@ class IterationBuilder {
   // synchronisation of the GPUs holding (rank, tp rank), then the optimizer.
   void add_gradient_sync_and_step(int rank, int tp);
   void add_fsdp_sync_and_step(int rank, int tp);
+  // Bytes FSDP's all-gather of a piece moves (FP8 weights at 1 byte with
+  // plan.fp8_param_gather).
+  double gather_wire_bytes(const Piece& piece) const;
   void add_hybrid_all_reduces(int rank, const std::vector<int>& all,
                               const std::vector<std::vector<TaskId>>& reduces);
   // expert_parallel_sync.cpp: plan.ep > 1 on a MoE model.

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "workloads/memory_model.hpp"
+#include "workloads/precision.hpp"
 #include "workloads/stage_slices.hpp"
 
 namespace trainsim::workloads {
@@ -109,13 +110,16 @@ PlanEstimate estimate_plan(const ModelSpec& model, const ParallelPlan& plan,
   for (int t = 0; t < plan.tp; ++t)
     tp_group.push_back(plan.gpu_of(0, 0, t, 0));
   const double tp_bytes = tp_allreduce_bytes(model, plan);
+  // FP8 moves some of them in 1-byte elements (workloads/precision.hpp).
   auto tp_time = [&](int collectives) {
     if (plan.tp < 2 || collectives == 0)
       return 0.0;
     double one = collective_s(cluster, CollectiveOp::all_reduce, tp_bytes, tp_group);
     if (plan.sequence_parallel)
-      one = collective_s(cluster, CollectiveOp::reduce_scatter, tp_bytes, tp_group) +
-            collective_s(cluster, CollectiveOp::all_gather, tp_bytes, tp_group);
+      one = collective_s(cluster, CollectiveOp::reduce_scatter,
+                         tp_bytes * tp_collective_byte_factor(plan, false), tp_group) +
+            collective_s(cluster, CollectiveOp::all_gather, tp_bytes * tp_collective_byte_factor(plan, true),
+                         tp_group);
     return collectives * one;
   };
 
@@ -169,7 +173,8 @@ PlanEstimate estimate_plan(const ModelSpec& model, const ParallelPlan& plan,
         // Per layer: its compute against its gathers (and the reduce-scatter
         // of its gradients), prefetched one layer ahead on the DP stream.
         const double unit = model.layer_parameters() / plan.tp;
-        const double gather = collective_s(cluster, CollectiveOp::all_gather, 2 * unit, shard_group);
+        const double gather = collective_s(cluster, CollectiveOp::all_gather,
+                                           param_gather_bytes_per_parameter(plan, 1.0) * unit, shard_group);
         double scatter = collective_s(cluster, CollectiveOp::reduce_scatter, g * unit, shard_group);
         if (replica_group.size() > 1)
           scatter += collective_s(cluster, CollectiveOp::all_reduce, g * unit / static_cast<double>(shard),
@@ -260,13 +265,16 @@ PlanEstimate estimate_plan(const ModelSpec& model, const ParallelPlan& plan,
       continue;
     double busy = 0, exposed = 0;
     const double reduce_op_bytes = g * params;
+    const double gather_bytes =
+        param_gather_bytes_per_parameter(plan, params > 0 ? memory.layer_parameters_on(r) / params : 0.0) *
+        params;
     switch (plan.zero_stage) {
       case 0:
       case 1: {
         busy = plan.zero_stage == 0
                    ? collective_s(cluster, CollectiveOp::all_reduce, reduce_op_bytes, group)
                    : collective_s(cluster, CollectiveOp::reduce_scatter, reduce_op_bytes, group) +
-                         collective_s(cluster, CollectiveOp::all_gather, 2 * params, group);
+                         collective_s(cluster, CollectiveOp::all_gather, gather_bytes, group);
         exposed = busy;
         if (plan.overlap_grad_reduce) {
           // Buckets fire during the last backward; the parameter all-gather
@@ -281,7 +289,7 @@ PlanEstimate estimate_plan(const ModelSpec& model, const ParallelPlan& plan,
       }
       case 2: {
         const double scatter = collective_s(cluster, CollectiveOp::reduce_scatter, reduce_op_bytes, group);
-        const double gather = collective_s(cluster, CollectiveOp::all_gather, 2 * params, group);
+        const double gather = collective_s(cluster, CollectiveOp::all_gather, gather_bytes, group);
         busy = m * scatter + gather;
         exposed = scatter + gather + std::max(0.0, (m - 1) * (scatter - rc.forward_s - rc.backward_s));
         break;

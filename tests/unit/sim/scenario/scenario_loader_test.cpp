@@ -284,6 +284,41 @@ TEST(ScenarioLoader, FrameworkReachesThePlanAndDefaultsToMegatron) {
   EXPECT_TRUE(s.plan.pytorch());
 }
 
+TEST(ScenarioLoader, PrecisionIsBf16UnlessAskedAndFp8KeysReachThePlan) {
+  const auto bf16 = scenario::parse_scenario_text(kMinimal, "t.yaml");
+  EXPECT_EQ(bf16.plan.precision, workloads::Precision::bf16);
+  EXPECT_FALSE(bf16.plan.fp8());
+  const auto s = scenario::parse_scenario_text(
+      kMinimal, "t.yaml", {"plan.precision=fp8", "plan.fp8_recipe=current", "plan.fp8_param_gather=true"});
+  EXPECT_TRUE(s.plan.fp8());
+  EXPECT_EQ(s.plan.fp8_recipe, workloads::Fp8Recipe::current);
+  EXPECT_TRUE(s.plan.fp8_param_gather);
+  // The recipe keys are allowed beside bf16 (a sweep over plan.precision keeps them).
+  EXPECT_TRUE(problems(kMinimal, {"plan.fp8_recipe=current"}).empty());
+}
+
+// FP8 needs FP8 tensor cores and curves, block scaling in hardware for MXFP8,
+// and the per-op cost model; each refusal names the GPU and what to change.
+TEST(ScenarioLoader, Fp8NeedsFp8TensorCoresAndMxfp8NeedsBlackwell) {
+  const auto a100 = problems(kMinimal, {"cluster.gpu=A100-SXM-80GB", "plan.precision=fp8"});
+  ASSERT_EQ(a100.size(), 1u);
+  EXPECT_NE(a100[0].find("plan.precision"), std::string::npos) << a100[0];
+  EXPECT_NE(a100[0].find("fp8 on A100-SXM-80GB, which has no FP8 tensor cores"), std::string::npos)
+      << a100[0];
+  const auto hopper = problems(kMinimal, {"plan.precision=fp8", "plan.fp8_recipe=mxfp8"});
+  ASSERT_EQ(hopper.size(), 1u);
+  EXPECT_NE(hopper[0].find("mxfp8 on H100-SXM"), std::string::npos) << hopper[0];
+  EXPECT_NE(hopper[0].find("Blackwell"), std::string::npos) << hopper[0];
+  EXPECT_TRUE(
+      problems(kMinimal, {"cluster.gpu=B200", "plan.precision=fp8", "plan.fp8_recipe=mxfp8"}).empty());
+  const auto flat = problems(kMinimal, {"plan.precision=fp8", "cluster.compute_efficiency=0.5"});
+  ASSERT_EQ(flat.size(), 1u);
+  EXPECT_NE(flat[0].find("compute_efficiency"), std::string::npos) << flat[0];
+  const auto word = problems(kMinimal, {"plan.precision=fp4"});
+  ASSERT_EQ(word.size(), 1u);
+  EXPECT_NE(word[0].find("bf16"), std::string::npos) << word[0];
+}
+
 // plan.dp_shard (hybrid sharding): FSDP only, a divisor of dp x cp; the
 // error names the file's line, the key, the value and what was expected.
 TEST(ScenarioLoader, HybridShardingNeedsFsdpAndADivisorOfTheDataParallelGpus) {
