@@ -165,6 +165,7 @@ std::vector<GpuSpec> build_catalogue() {
                   .peak_tf32_flops = 1250 * T,
                   .peak_bf16_flops = 2500 * T,
                   .peak_fp8_flops = 5000 * T,
+                  .mxfp8 = true,  // the B200's tensor cores: MXFP8 block scaling
                   .hbm_bytes = 186 * GB,
                   .hbm_bandwidth_Bps = 8000 * GB,
                   .nvlink_bandwidth_Bps = 900 * GB,
