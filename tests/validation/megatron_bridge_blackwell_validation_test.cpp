@@ -21,7 +21,6 @@ struct BlackwellRow {
   std::string csv;       // under tests/fixtures/megatron_bridge_b200/
   std::string scenario;  // under scenarios/validation/
   std::string recipe;    // plan.fp8_recipe
-  std::vector<std::string> overrides = {};
 };
 
 // The signed error of the one row `trainsim validate` replayed (its table's
@@ -34,22 +33,13 @@ double row_error_percent(const std::string& out) {
 }
 
 double replay_error_percent(const BlackwellRow& row) {
-  std::vector<std::string> args = {"validate",
-                                   std::string(TRAINSIM_SOURCE_DIR) + "/tests/fixtures/megatron_bridge_b200/" +
-                                       row.csv,
-                                   "--template",
-                                   "scenarios/validation/" + row.scenario,
-                                   "--set",
-                                   "plan.precision=fp8",
-                                   "--set",
-                                   "plan.fp8_recipe=" + row.recipe,
-                                   "--set",
-                                   "plan.fp8_param_gather=true",
-                                   "--allow-oom"};
-  for (const auto& o : row.overrides) {
-    args.push_back("--set");
-    args.push_back(o);
-  }
+  std::vector<std::string> args = {
+      "validate",   std::string(TRAINSIM_SOURCE_DIR) + "/tests/fixtures/megatron_bridge_b200/" + row.csv,
+      "--template", "scenarios/validation/" + row.scenario,
+      "--set",      "plan.precision=fp8",
+      "--set",      "plan.fp8_recipe=" + row.recipe,
+      "--set",      "plan.fp8_param_gather=true",
+      "--allow-oom"};
   const auto r = run_cli(args);
   EXPECT_EQ(r.status, 0) << row.csv << ": " << r.err << r.out;
   const double error = row_error_percent(r.out);
