@@ -174,6 +174,8 @@ EfficiencyProfile read_profile(MapReader& top) {
     top.error("batched_matmul", "missing");
   if (auto m = top.map("matmul_fp8"))  // optional: GPUs without FP8 tensor cores have none
     p.matmul_fp8 = read_matmul(*m);
+  if (auto m = top.map("matmul_mxfp8"))  // optional: Blackwell's block-scaled GEMMs, fitted apart
+    p.matmul_mxfp8 = read_matmul(*m);
   if (auto attention = top.map("flash_attention")) {
     if (auto f = attention->map("forward"))
       p.flash_forward = read_attention(*f);

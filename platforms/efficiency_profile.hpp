@@ -77,6 +77,9 @@ struct EfficiencyProfile {
   // The linear GEMMs of FP8 training (workloads/precision.hpp), its
   // peak_fraction of the FP8 dense peak; none for a GPU without FP8 data.
   std::optional<MatmulEfficiency> matmul_fp8;
+  // The same GEMMs under MXFP8 block scaling (of the same FP8 peak); a GPU
+  // without them times MXFP8 GEMMs with `matmul_fp8`.
+  std::optional<MatmulEfficiency> matmul_mxfp8;
   AttentionKernelEfficiency flash_forward;
   AttentionKernelEfficiency flash_backward;
   MemoryEfficiency memory;

@@ -158,8 +158,8 @@ std::vector<GpuSpec> build_catalogue() {
   // 5 PF fp8, 186 GB HBM3e at 8 TB/s, NVLink 5 at 1.8 TB/s, PCIe Gen5
   // 128 GB/s (bidirectional), configurable up to 1,200 W. The 186 GB also in
   // MLPerf's GB200 NVL72 system descriptions (mlcommons/inference_results_v6.1,
-  // Crusoe GB200-NVL72_GB200-186GB). Efficiency curves: the B200's (same
-  // silicon; platforms/efficiency/b200.yaml).
+  // Crusoe GB200-NVL72_GB200-186GB). Efficiency curves: the B200's scaled to
+  // GB200's published step times (platforms/efficiency/gb200.yaml).
   gpus.push_back({.name = "GB200",
                   .peak_fp32_flops = 80 * T,
                   .peak_tf32_flops = 1250 * T,

@@ -79,7 +79,8 @@ OpTiming time_op(const TransformerOp& op, const platforms::GpuSpec& gpu,
         // The plan checks refuse FP8 on a GPU without FP8 curves or peak.
         if (!profile.matmul_fp8 || gpu.peak_fp8_flops <= 0)
           throw std::logic_error("FP8 GEMM on " + gpu.name + ", which has no FP8 efficiency data");
-        t.efficiency = matmul_efficiency(*profile.matmul_fp8, op);
+        t.efficiency = matmul_efficiency(
+            op.mxfp8 && profile.matmul_mxfp8 ? *profile.matmul_mxfp8 : *profile.matmul_fp8, op);
         peak_flops = gpu.peak_fp8_flops;
       } else {
         t.efficiency =

@@ -61,6 +61,7 @@ TransformerOp quantize(std::string name, OpPass pass, double elements, int copie
 // The same GEMM with its two operands in FP8 and its output in BF16.
 TransformerOp fp8_gemm(TransformerOp op, const ParallelPlan& plan) {
   op.fp8 = true;
+  op.mxfp8 = mxfp8(plan);
   op.bytes = op.batch * ((op.m * op.k + op.k * op.n) * fp8_copy_bytes(plan) + 2 * op.m * op.n);
   return op;
 }

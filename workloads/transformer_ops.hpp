@@ -48,6 +48,9 @@ struct TransformerOp {
   int kernels = 1;   // kernel launches
   // A GEMM on the FP8 tensor cores (workloads/precision.hpp).
   bool fp8 = false;
+  // ... with MXFP8 block scaling: its own curves where the GPU's profile has
+  // them (Blackwell's MXFP8 GEMMs run slower than per-tensor FP8 ones).
+  bool mxfp8 = false;
 };
 
 // How a layer is laid out on one GPU.

@@ -168,6 +168,27 @@ TEST(Precision, Fp8GemmsAreTimedAtTheFp8PeakUnderTheirOwnCurves) {
   EXPECT_DOUBLE_EQ(time_op(op, gpu, profile).efficiency, efficiency);
 }
 
+// MXFP8 GEMMs take the profile's matmul_mxfp8 curves (B200: fitted apart,
+// slower than per-tensor FP8) and fall back on matmul_fp8 without them.
+TEST(Precision, Mxfp8GemmsUseTheirOwnCurvesWhereTheProfileHasThem) {
+  const auto gpu = *platforms::find_gpu("B200");
+  auto profile = platforms::efficiency_profile_for(gpu.name);
+  ASSERT_TRUE(profile.matmul_fp8.has_value());
+  ASSERT_TRUE(profile.matmul_mxfp8.has_value());
+  ASSERT_NE(profile.matmul_mxfp8->peak_fraction, profile.matmul_fp8->peak_fraction);
+  TransformerOp op{.name = "mlp_up", .kind = OpKind::matmul, .m = 16384, .n = 16384, .k = 16384};
+  op.flops = 2 * op.m * op.n * op.k;
+  op.fp8 = true;
+  const auto efficiency = [&](const platforms::MatmulEfficiency& e) {
+    return e.peak_fraction * e.output_elements.at(op.m * op.n) * e.reduction_depth.at(op.k);
+  };
+  EXPECT_DOUBLE_EQ(time_op(op, gpu, profile).efficiency, efficiency(*profile.matmul_fp8));
+  op.mxfp8 = true;
+  EXPECT_DOUBLE_EQ(time_op(op, gpu, profile).efficiency, efficiency(*profile.matmul_mxfp8));
+  profile.matmul_mxfp8.reset();
+  EXPECT_DOUBLE_EQ(time_op(op, gpu, profile).efficiency, efficiency(*profile.matmul_fp8));
+}
+
 TEST(Precision, Fp8LayersAreFasterAndMoveMoreElementwiseBytes) {
   const ModelSpec model = llama_8b();
   ParallelPlan bf16{.dp = 1, .tp = 1, .pp = 1, .micro_batch_size = 1, .global_batch_size = 1};

@@ -1,0 +1,89 @@
+// trainsim against Megatron-Bridge's published Blackwell step times (dense
+// Llama in FP8 on DGX B200 and GB200 NVL72, tests/fixtures/megatron_bridge_b200/,
+// one row per file), replayed by `trainsim validate` on the
+// scenarios/validation/mbridge-*.yaml templates. The fit rows (Llama 3 8B)
+// chose the B200 profile's FP8 and MXFP8 GEMM peak fractions and the GB200
+// profile's factor on them; the check rows (70B, 405B, and GB200's 8B MXFP8)
+// did not (docs/calibration.md, "Blackwell").
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "support/cli.hpp"
+
+namespace trainsim::testing {
+namespace {
+
+struct BlackwellRow {
+  std::string csv;       // under tests/fixtures/megatron_bridge_b200/
+  std::string scenario;  // under scenarios/validation/
+  std::string recipe;    // plan.fp8_recipe
+};
+
+// The signed error of the one row `trainsim validate` replayed (its table's
+// last column), or NaN when the output has none.
+double row_error_percent(const std::string& out) {
+  // line, set, params, gpus, tp, dp, pp, mb, measured, predicted, error.
+  const std::regex row(R"(\n\s*\d+\s+(?:fit|check)(?:\s+\S+){8}\s+([-+][0-9.]+)%)");
+  std::smatch m;
+  return std::regex_search(out, m, row) ? std::stod(m[1]) : std::nan("");
+}
+
+double replay_error_percent(const BlackwellRow& row) {
+  std::vector<std::string> args = {
+      "validate",   std::string(TRAINSIM_SOURCE_DIR) + "/tests/fixtures/megatron_bridge_b200/" + row.csv,
+      "--template", "scenarios/validation/" + row.scenario,
+      "--set",      "plan.precision=fp8",
+      "--set",      "plan.fp8_recipe=" + row.recipe,
+      "--set",      "plan.fp8_param_gather=true",
+      "--allow-oom"};
+  const auto r = run_cli(args);
+  EXPECT_EQ(r.status, 0) << row.csv << ": " << r.err << r.out;
+  const double error = row_error_percent(r.out);
+  EXPECT_FALSE(std::isnan(error)) << row.csv << ": no row in\n" << r.out;
+  return error;
+}
+
+const std::vector<BlackwellRow> kFitRows = {
+    {"dgx-b200_llama3_8b_fp8cs.csv", "mbridge-dgx-b200-llama3-8b.yaml", "current"},
+    {"dgx-b200_llama3_8b_mxfp8.csv", "mbridge-dgx-b200-llama3-8b.yaml", "mxfp8"},
+    {"gb200_llama3_8b_fp8cs.csv", "mbridge-gb200-llama3-8b.yaml", "current"},
+};
+
+// CI's check rows: every check row but GB200's 405B on 256 GPUs (minutes of
+// CPU: 384 micro-batches through 64 model chunks; docs/calibration.md has it).
+const std::vector<BlackwellRow> kCheckRows = {
+    {"gb200_llama3_8b_mxfp8.csv", "mbridge-gb200-llama3-8b.yaml", "mxfp8"},
+    {"gb200_llama3_70b_fp8cs.csv", "mbridge-gb200-llama3-70b-fsdp.yaml", "current"},
+    {"gb200_llama3_70b_mxfp8.csv", "mbridge-gb200-llama3-70b.yaml", "mxfp8"},
+    {"dgx-b200_llama3.1_405b_fp8cs.csv", "mbridge-dgx-b200-llama3.1-405b.yaml", "current"},
+    {"dgx-b200_llama3.1_405b_mxfp8.csv", "mbridge-dgx-b200-llama3.1-405b.yaml", "mxfp8"},
+};
+
+// The fit rows were fitted to within 0.5%; the bound leaves a margin for
+// platform-dependent floating point.
+TEST(MegatronBridgeBlackwellValidation, FitRowsStayWithinOnePercent) {
+  for (const auto& row : kFitRows)
+    EXPECT_LE(std::abs(replay_error_percent(row)), 1.0) << row.csv;
+}
+
+// The check rows' MAPE and worst row as of the fit (docs/calibration.md,
+// "Blackwell": 4.98% over these five rows, DGX B200's 405B FP8-CS -9.4%),
+// plus a margin for platform-dependent floating point.
+constexpr double kCheckMapePercent = 5.5;
+constexpr double kWorstCheckRowPercent = 10.5;
+TEST(MegatronBridgeBlackwellValidation, CheckRowsStayWithinTheirMapeBound) {
+  double sum = 0;
+  for (const auto& row : kCheckRows) {
+    const double error = replay_error_percent(row);
+    EXPECT_LE(std::abs(error), kWorstCheckRowPercent) << row.csv;
+    sum += std::abs(error);
+  }
+  EXPECT_LE(sum / kCheckRows.size(), kCheckMapePercent);
+}
+
+}  // namespace
+}  // namespace trainsim::testing
