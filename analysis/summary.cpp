@@ -2,6 +2,7 @@
 
 #include "analysis/intervals.hpp"
 #include "analysis/memory_curve.hpp"
+#include "analysis/mfu_definitions.hpp"
 
 namespace trainsim::analysis {
 
@@ -94,6 +95,14 @@ Summary summarize(const workloads::TaskGraph& graph, const Timeline& timeline,
   }
   if (t > 0 && plan.fp8() && s.peak_fp8_flops > 0)
     s.mfu_fp8_peak = s.model_flops / (t * s.peak_fp8_flops);
+  if (t > 0 && s.peak_flops > 0) {
+    const auto mfu_of = [&](MfuDefinition d) {
+      return model_flops_per_token(model, d) * s.tokens_per_iteration / (t * s.peak_flops);
+    };
+    s.mfu_6n = mfu_of(MfuDefinition::six_n);
+    s.mfu_palm = mfu_of(MfuDefinition::palm);
+    s.mfu_nvidia = mfu_of(MfuDefinition::nvidia);
+  }
   return s;
 }
 

@@ -52,11 +52,20 @@ struct Summary {
   double hardware_flops = 0;  // per iteration, all GPUs (with recomputation)
   double peak_flops = 0;      // sum of the GPUs' bf16 peaks
   double peak_fp8_flops = 0;  // sum of their fp8 peaks
-  double mfu = 0;             // against the bf16 peaks (NVIDIA's "BF16 MFU")
+  // Model FLOPs (the compute tasks' sum: matmuls of the layers and the
+  // output layer, full causal attention) against the bf16 peaks (NVIDIA's
+  // "BF16 MFU").
+  double mfu = 0;
   double hfu = 0;
   // Against the fp8 peaks (the "FP8 MFU" of NVIDIA's DGX Cloud tables); 0
   // when the plan trains in BF16 (summary.json leaves it out).
   double mfu_fp8_peak = 0;
+  // The same time and bf16 peaks under the definitions publications use
+  // (analysis/mfu_definitions.hpp): 0 without a model shape (a Chakra
+  // trace; summary.json leaves them out).
+  double mfu_6n = 0;
+  double mfu_palm = 0;
+  double mfu_nvidia = 0;
   double tflops_per_gpu = 0;  // mean achieved model TFLOP/s
   double compute_fraction = 0;
   double exposed_comm_fraction = 0;

@@ -204,6 +204,13 @@ void write_summary_json(std::ostream& out, const RunContext& run, const Report& 
   j["hfu"] = s.hfu;
   if (run.plan.fp8())
     j["mfu_fp8_peak"] = s.mfu_fp8_peak;
+  // The same run under the definitions publications use (a Chakra trace has
+  // no model shape to count them from).
+  if (run.model.layers > 0) {
+    j["mfu_6n"] = s.mfu_6n;
+    j["mfu_palm"] = s.mfu_palm;
+    j["mfu_nvidia"] = s.mfu_nvidia;
+  }
   j["compute_fraction"] = s.compute_fraction;
   j["exposed_comm_fraction"] = s.exposed_comm_fraction;
   j["bubble_fraction"] = s.bubble_fraction;

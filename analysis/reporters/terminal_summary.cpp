@@ -80,9 +80,15 @@ void write_terminal_summary(std::ostream& out, const RunContext& run, const Repo
   }
   fmt::print(out, "  {:<24}{:>12}\n", "tokens / s", units::format_si(s.tokens_per_s, ""));
   fmt::print(out, "  {:<24}{:>12.1f}   hardware {:.1f}\n", "TFLOP/s per GPU", s.tflops_per_gpu, hw_tflops);
-  fmt::print(out, "  {:<24}{:>12}\n", run.plan.fp8() ? "MFU (of the BF16 peak)" : "MFU", pct(s.mfu));
+  // Which FLOPs `mfu` counts, and the figure under the definitions
+  // publications use (docs/outputs.md, "MFU definitions").
+  fmt::print(out, "  {:<24}{:>12}   matmul FLOPs + full causal attention\n",
+             run.plan.fp8() ? "MFU (of the BF16 peak)" : "MFU", pct(s.mfu));
   if (run.plan.fp8())
     fmt::print(out, "  {:<24}{:>12}\n", "MFU of the FP8 peak", pct(s.mfu_fp8_peak));
+  if (run.model.layers > 0)
+    fmt::print(out, "  {:<24}{:>12}   6N (no attention); PaLM {}, NVIDIA {}\n", "MFU by definition",
+               pct(s.mfu_6n), pct(s.mfu_palm), pct(s.mfu_nvidia));
   fmt::print(out, "  {:<24}{:>12}\n", "HFU", pct(s.hfu));
   fmt::print(out, "  {:<24}{:>12}   exposed communication {}, bubble (idle) {}\n", "compute",
              pct(s.compute_fraction), pct(s.exposed_comm_fraction), pct(s.bubble_fraction));

@@ -52,6 +52,12 @@ const std::vector<HeadlineFigure>& headline_figures() {
       {"tokens/s per GPU", {"tokens_per_s_per_gpu"}},
       {"TFLOP/s per GPU", {"tflops_per_gpu"}},
       {"MFU", {"mfu"}},
+      // The same run under the definitions publications use
+      // (analysis/mfu_definitions.hpp): compare with a published MFU
+      // counted the same way.
+      {"MFU (6N)", {"mfu_6n"}},
+      {"MFU (PaLM)", {"mfu_palm"}},
+      {"MFU (NVIDIA)", {"mfu_nvidia"}},
       {"bubble", {"bubble_fraction"}},
       {"exposed communication", {"exposed_comm_fraction"}},
       // Names the memory and energy reports may use; the first one present wins.

@@ -23,7 +23,7 @@ std::string words(std::string text) {
 }
 
 // The columns people look at most, by name.
-constexpr std::array<std::pair<std::string_view, std::string_view>, 27> kLabels{{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 30> kLabels{{
     {"iteration_time_s", "iteration time"},
     {"tokens_per_s", "throughput"},
     {"tokens_per_s_per_gpu", "tokens/s per GPU"},
@@ -31,6 +31,9 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 27> kLabels{
     {"hardware_tflops_per_gpu", "hardware TFLOP/s per GPU"},
     {"mfu", "MFU"},
     {"hfu", "HFU"},
+    {"mfu_6n", "MFU (6N)"},
+    {"mfu_palm", "MFU (PaLM)"},
+    {"mfu_nvidia", "MFU (NVIDIA)"},
     {"compute_fraction", "compute"},
     {"bubble_fraction", "bubble"},
     {"exposed_comm_fraction", "exposed communication"},
@@ -82,7 +85,7 @@ FigureMeaning figure_meaning(const std::string& column) {
       m.label = label;
   if (column.find(".share.") != std::string::npos || ends_with(name, "_fraction") ||
       ends_with(name, "_share") || name == "mfu" || name == "hfu" || name == "utilization" ||
-      ends_with(name, "_utilization") || ends_with(name, "_mfu")) {
+      ends_with(name, "_utilization") || ends_with(name, "_mfu") || name.rfind("mfu_", 0) == 0) {
     m.kind = FigureKind::fraction;
   } else if (const auto [what, per] = rate_parts(name); !per.empty()) {
     m.kind = FigureKind::rate;

@@ -19,6 +19,7 @@
 #include <sstream>
 #include <thread>
 
+#include "analysis/mfu_definitions.hpp"
 #include "analysis/reporters/atomic_file.hpp"
 #include "platforms/input_error.hpp"
 #include "platforms/input_file.hpp"
@@ -35,6 +36,19 @@
 
 namespace trainsim::cli {
 namespace fs = std::filesystem;
+
+namespace {
+
+// What --metric may compare: the iteration time, or one of summary.json's
+// MFUs (trainsim's own and those of analysis/mfu_definitions.hpp).
+std::vector<std::string> metric_names() {
+  std::vector<std::string> names{"iteration_time", "mfu"};
+  for (const auto& d : analysis::mfu_definitions())
+    names.emplace_back(d.key);
+  return names;
+}
+
+}  // namespace
 
 CLI::App* add_validate_command(CLI::App& app, ValidateOptions& options) {
   auto* cmd = app.add_subcommand(
@@ -62,6 +76,11 @@ CLI::App* add_validate_command(CLI::App& app, ValidateOptions& options) {
   cmd->add_option("--max-mape", options.max_mape_percent,
                   "Exit with status 3 when the MAPE of the replayed rows exceeds this many percent")
       ->check(finite_number() & CLI::Range(0.0, 1000.0));
+  cmd->add_option("--metric", options.metric,
+                  "What to compare: iteration_time (the default), or the MFU under a definition: mfu "
+                  "(trainsim's), mfu_6n, mfu_palm, mfu_nvidia (docs/outputs.md, \"MFU definitions\"), "
+                  "against the dataset's `MFU (%)` column")
+      ->check(CLI::IsMember(metric_names()));
   cmd->add_flag("--progress", options.progress,
                 "Show the progress line on stderr even when it is not a terminal (one line every 10 s)");
   return cmd;
@@ -92,6 +111,8 @@ std::vector<std::string> row_overrides(const ValidationRow& row, int template_gp
 struct RowResult {
   const ValidationRow* row = nullptr;
   double predicted_ms = 0;
+  // The summary's MFUs, as fractions: mfu, then mfu_definitions()' order.
+  std::vector<double> predicted_mfu;
   bool ok = false;
   std::string error;  // what the child said when it failed
 };
@@ -131,7 +152,9 @@ pid_t spawn_row(const scenario::Scenario& scenario, int& read_fd) {
   std::string text;
   try {
     const auto result = sim::simulate(scenario);
-    text = fmt::format("{:.17g}\n", result.summary.iteration_time_s);
+    const auto& s = result.summary;
+    text = fmt::format("{:.17g} {:.17g} {:.17g} {:.17g} {:.17g}\n", s.iteration_time_s, s.mfu, s.mfu_6n,
+                       s.mfu_palm, s.mfu_nvidia);
   } catch (const std::bad_alloc&) {
     text = fmt::format("error: {}\n", scenario::out_of_memory_message("the row's run", nullptr));
     status = 1;
@@ -167,10 +190,16 @@ void collect(RowResult& result, int status, std::string text) {
   while (!text.empty() && (text.back() == '\n' || text.back() == '\r'))
     text.pop_back();
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
-    try {
-      result.predicted_ms = std::stod(text) * 1e3;
+    std::istringstream in(text);
+    double time_s = 0;
+    result.predicted_mfu.assign(1 + analysis::mfu_definitions().size(), 0.0);
+    in >> time_s;
+    for (double& mfu : result.predicted_mfu)
+      in >> mfu;
+    if (in && in.peek() == std::char_traits<char>::eof()) {
+      result.predicted_ms = time_s * 1e3;
       result.ok = true;
-    } catch (const std::exception&) {
+    } else {
       result.error = fmt::format("unreadable result '{}'", text);
     }
     return;
@@ -178,13 +207,30 @@ void collect(RowResult& result, int status, std::string text) {
   result.error = WIFEXITED(status) ? text : fmt::format("killed by signal {}", WTERMSIG(status));
 }
 
-double mape_percent(const std::vector<RowResult>& results, const std::string& set) {
+// The compared figure of a row, measured and predicted: milliseconds, or an
+// MFU in percent.
+struct Compared {
+  double measured = 0;
+  double predicted = 0;
+};
+
+Compared compared(const RowResult& r, const std::string& metric) {
+  if (metric == "iteration_time")
+    return {r.row->measured_ms, r.predicted_ms};
+  const auto names = metric_names();
+  const auto at = static_cast<std::size_t>(std::find(names.begin(), names.end(), metric) - names.begin()) - 1;
+  return {r.row->measured_mfu_percent, 100.0 * r.predicted_mfu.at(at)};
+}
+
+double mape_percent(const std::vector<RowResult>& results, const std::string& set,
+                    const std::string& metric) {
   double sum = 0;
   int n = 0;
   for (const auto& r : results) {
     if (!r.ok || (!set.empty() && r.row->set != set))
       continue;
-    sum += std::abs(r.predicted_ms - r.row->measured_ms) / r.row->measured_ms;
+    const auto c = compared(r, metric);
+    sum += std::abs(c.predicted - c.measured) / c.measured;
     ++n;
   }
   return n == 0 ? std::nan("") : 100.0 * sum / n;
@@ -256,6 +302,14 @@ int validate_command(const ValidateOptions& options) {
         problems.add(fmt::format("{}:{}: this row gives a bad scenario: {}", options.dataset, row->line, p));
     }
   }
+  // An MFU is compared with the dataset's measured one: every row needs it.
+  if (options.metric != "iteration_time")
+    for (const auto* row : selected)
+      if (row->measured_mfu_percent <= 0)
+        problems.add(
+            fmt::format("{}:{}: --metric {} compares the measured MFU, but the row has none "
+                        "(expected an 'MFU (%)' column with a value for every row)",
+                        options.dataset, row->line, options.metric));
   problems.throw_if_any();
 
   // Replay: up to `jobs` children at once.
@@ -311,14 +365,22 @@ int validate_command(const ValidateOptions& options) {
   std::string with;
   for (const auto& o : options.overrides)
     with += fmt::format(" --set {}", o);
+  const bool time = options.metric == "iteration_time";
+  if (!time)
+    with += fmt::format(" --metric {}", options.metric);
   std::cout << fmt::format("trainsim validate {} (template {}{}, {} rows)\n\n", options.dataset,
                            template_label, with, selected.size());
+  // The iteration time's columns keep their names; an MFU's say which one.
+  const std::string measured_name = time ? "measured_ms" : "measured_" + options.metric;
+  const std::string predicted_name = time ? "predicted_ms" : "predicted_" + options.metric;
   std::cout << fmt::format("{:>5} {:>5} {:>7} {:>5} {:>3} {:>3} {:>3} {:>3} {:>12} {:>13} {:>8}\n", "line",
-                           "set", "params", "gpus", "tp", "dp", "pp", "mb", "measured_ms", "predicted_ms",
+                           "set", "params", "gpus", "tp", "dp", "pp", "mb", measured_name, predicted_name,
                            "error");
   // --csv: written whole at the end, atomically (never a cut table).
   std::ostringstream csv;
-  csv << "line,set,gpus,tp,dp,pp,micro_batch,measured_ms,predicted_ms,error_percent\n";
+  csv << fmt::format("line,set,gpus,tp,dp,pp,micro_batch,{},{},error_percent\n",
+                     time ? "measured_ms" : "measured_" + options.metric + "_percent",
+                     time ? "predicted_ms" : "predicted_" + options.metric + "_percent");
   int failures = 0;
   for (const auto& r : results) {
     const auto& row = *r.row;
@@ -328,25 +390,26 @@ int validate_command(const ValidateOptions& options) {
       ++failures;
       std::cout << fmt::format("{:>5} {:>5} {:>7} {:>5} {:>3} {:>3} {:>3} {:>3} {:>12.1f}  failed: {}\n",
                                row.line, row.set, params, row.gpus, row.tp, row.dp, row.pp, row.micro_batch,
-                               row.measured_ms, r.error);
+                               time ? row.measured_ms : row.measured_mfu_percent, r.error);
       continue;
     }
-    const double error = 100.0 * (r.predicted_ms - row.measured_ms) / row.measured_ms;
+    const auto c = compared(r, options.metric);
+    const double error = 100.0 * (c.predicted - c.measured) / c.measured;
     std::cout << fmt::format(
         "{:>5} {:>5} {:>7} {:>5} {:>3} {:>3} {:>3} {:>3} {:>12.1f} {:>13.1f} {:>+7.1f}%\n", row.line, row.set,
-        params, row.gpus, row.tp, row.dp, row.pp, row.micro_batch, row.measured_ms, r.predicted_ms, error);
+        params, row.gpus, row.tp, row.dp, row.pp, row.micro_batch, c.measured, c.predicted, error);
     csv << fmt::format("{},{},{},{},{},{},{},{},{},{}\n", row.line, row.set, row.gpus, row.tp, row.dp, row.pp,
-                       row.micro_batch, units::format_machine(row.measured_ms),
-                       units::format_machine(r.predicted_ms), units::format_machine(error));
+                       row.micro_batch, units::format_machine(c.measured), units::format_machine(c.predicted),
+                       units::format_machine(error));
   }
   if (!options.csv_out.empty())
     analysis::write_file_atomically(options.csv_out, [&](std::ostream& out) { out << csv.str(); });
   std::cout << '\n';
   for (const std::string set : {"fit", "check"})
     if (count(results, set) > 0)
-      std::cout << fmt::format("MAPE {:<5} {:6.2f}% over {} rows\n", set, mape_percent(results, set),
-                               count(results, set));
-  const double all = mape_percent(results, "");
+      std::cout << fmt::format("MAPE {:<5} {:6.2f}% over {} rows\n", set,
+                               mape_percent(results, set, options.metric), count(results, set));
+  const double all = mape_percent(results, "", options.metric);
   std::cout << fmt::format("MAPE {:<5} {:6.2f}% over {} rows\n", "all", all, count(results, ""));
   if (failures > 0) {
     std::cerr << fmt::format("error: {} of {} rows failed to simulate\n", failures, results.size());

@@ -41,6 +41,7 @@ constexpr double kMinMeasuredTime_ms = 1e-3;
 constexpr double kMaxMeasuredTime_ms = 1e10;
 constexpr double kMinParameters_billion = 1e-3;
 constexpr double kMaxParameters_billion = 1e6;
+constexpr double kMinMfu_percent = 1e-3;
 
 // The vTrain column names, and where each goes.
 enum class Column {
@@ -57,6 +58,7 @@ enum class Column {
   pp,
   cp,
   time,
+  mfu,
   set
 };
 
@@ -75,6 +77,7 @@ const std::map<std::string, Column>& known_columns() {
       {"pipeline parallelism", Column::pp},
       {"context parallelism", Column::cp},
       {"iteration time (ms)", Column::time},
+      {"MFU (%)", Column::mfu},
       {"set", Column::set},
   };
   return columns;
@@ -123,7 +126,8 @@ std::vector<ValidationRow> parse_validation_dataset(const std::string& text, con
         header_names.push_back(name);
       }
       for (const auto& [name, column] : known_columns()) {
-        if (column == Column::parameters || column == Column::set || column == Column::cp)
+        if (column == Column::parameters || column == Column::set || column == Column::cp ||
+            column == Column::mfu)
           continue;
         bool found = false;
         for (const auto& h : header_names)
@@ -154,7 +158,8 @@ std::vector<ValidationRow> parse_validation_dataset(const std::string& text, con
       }
       double value = 0;
       const auto [ptr, ec] = std::from_chars(cell.data(), cell.data() + cell.size(), value);
-      const bool integer_column = header[c] != Column::parameters && header[c] != Column::time;
+      const bool integer_column =
+          header[c] != Column::parameters && header[c] != Column::time && header[c] != Column::mfu;
       // A count beyond an int (found by fuzzing: 1e124 GPUs) would overflow
       // the conversion below; infinity would pass `> 0`. A measured time
       // is a normal number in a range a training iteration can take (4e-320,
@@ -168,12 +173,15 @@ std::vector<ValidationRow> parse_validation_dataset(const std::string& text, con
         continue;
       }
       const bool time = header[c] == Column::time;
-      const double min = time ? kMinMeasuredTime_ms : kMinParameters_billion;
-      const double max = time ? kMaxMeasuredTime_ms : kMaxParameters_billion;
+      const bool mfu = header[c] == Column::mfu;
+      const double min = time ? kMinMeasuredTime_ms : mfu ? kMinMfu_percent : kMinParameters_billion;
+      const double max = time ? kMaxMeasuredTime_ms : mfu ? 100.0 : kMaxParameters_billion;
       if (!integer_column && (!read || !std::isnormal(value) || value < min || value > max)) {
-        errors.add(fmt::format(
-            "{}:{}: {}: '{}' is not a number from {:g} to {:g}{}", file, number, header_names[c], cell, min,
-            max, time ? " (1 us to about 115 days, in milliseconds)" : " (billion parameters)"));
+        errors.add(fmt::format("{}:{}: {}: '{}' is not a number from {:g} to {:g}{}", file, number,
+                               header_names[c], cell, min, max,
+                               time  ? " (1 us to about 115 days, in milliseconds)"
+                               : mfu ? " (percent of the GPUs' peak)"
+                                     : " (billion parameters)"));
         continue;
       }
       const int n = integer_column ? static_cast<int>(value) : 0;
@@ -216,6 +224,9 @@ std::vector<ValidationRow> parse_validation_dataset(const std::string& text, con
           break;
         case Column::time:
           row.measured_ms = value;
+          break;
+        case Column::mfu:
+          row.measured_mfu_percent = value;
           break;
         case Column::set:
           break;

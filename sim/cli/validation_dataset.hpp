@@ -7,7 +7,8 @@
 // optional `set` column says whether a row calibrated the cost model (`fit`)
 // or only checks it (`check`), and an optional `context parallelism` column
 // (default 1; NeMo's published H100 rows split sequences over 2 GPUs) gives
-// plan.context_parallel.
+// plan.context_parallel, and an optional `MFU (%)` column the measured MFU
+// (`trainsim validate --metric`).
 #include <string>
 #include <vector>
 
@@ -29,6 +30,7 @@ struct ValidationRow {
   int pp = 0;
   int cp = 0;  // 0 when the file has no such column (the template's value stands)
   double measured_ms = 0;
+  double measured_mfu_percent = 0;  // 0 when the file has no `MFU (%)` column
 };
 
 // Reads the file; throws platforms::InputError naming file:line, the column and the

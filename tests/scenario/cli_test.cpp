@@ -41,6 +41,15 @@ TEST(Cli, QuickstartWritesSummaryTimelineAndTrace) {
   EXPECT_GT(summary["tokens_per_s"].get<double>(), 0);
   EXPECT_GT(summary["mfu"].get<double>(), 0.05);
   EXPECT_LT(summary["mfu"].get<double>(), 1.0);
+  // The terminal says what `mfu` counts and gives the named definitions.
+  EXPECT_NE(r.out.find("matmul FLOPs + full causal attention"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("MFU by definition"), std::string::npos) << r.out;
+  for (const char* key : {"mfu_6n", "mfu_palm", "mfu_nvidia"}) {
+    EXPECT_GT(summary[key].get<double>(), 0.05) << key;
+    EXPECT_LT(summary[key].get<double>(), 1.0) << key;
+  }
+  // 6N has no attention term: below the count with it.
+  EXPECT_LT(summary["mfu_6n"].get<double>(), summary["mfu_palm"].get<double>());
   EXPECT_EQ(summary["stages"].size(), 4u);
   // Every GPU in exactly one group, with the group's figures.
   std::vector<int> group_of(16, -1);

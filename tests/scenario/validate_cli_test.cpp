@@ -2,6 +2,8 @@
 // lines, the CSV output, the --max-mape exit status and bad input.
 #include <gtest/gtest.h>
 
+#include <sstream>
+
 #include "support/cli.hpp"
 
 namespace trainsim::testing {
@@ -74,6 +76,61 @@ TEST(ValidateCli, SetOverridesTheTemplateButNotTheKeysARowSets) {
   EXPECT_EQ(bad.status, 1) << bad.out;
   EXPECT_NE(bad.err.find("plan.tp_comm_overlap: true without sequence parallelism"), std::string::npos)
       << bad.err;
+}
+
+// --metric compares an MFU of summary.json with the dataset's `MFU (%)`
+// column: the same replay, so the row's predicted MFUs stand in the ratio
+// of their definitions' FLOPs (mfu_6n / mfu = 6N / trainsim's model FLOPs).
+TEST(ValidateCli, MetricComparesTheChosenMfuWithTheMeasuredOne) {
+  const auto csv = write_temp_file(
+      "rows.csv", std::string("# GPUs,global batch,micro batch,hidden size,attention heads,# layers,"
+                              "sequence length,tensor parallelism,data parallelism,pipeline parallelism,"
+                              "iteration time (ms),MFU (%)\n") +
+                      "64,512,8,3072,32,30,2048,1,64,1,3566.5,40\n");
+  auto predicted = [&](const std::string& metric) {
+    const auto out_csv = fresh_dir("validate-metric") / "results.csv";
+    const auto r = run_cli({"validate", csv.string(), "--metric", metric, "--csv", out_csv.string()});
+    EXPECT_EQ(r.status, 0) << r.err << r.out;
+    EXPECT_NE(r.out.find("measured_" + metric), std::string::npos) << r.out;
+    const auto results = read_file(out_csv);
+    EXPECT_EQ(results.rfind("line,set,gpus,tp,dp,pp,micro_batch,measured_" + metric + "_percent,predicted_" +
+                                metric + "_percent,error_percent\n",
+                            0),
+              0u)
+        << results;
+    // The row: ...,measured,predicted,error
+    const auto row = results.substr(results.find('\n') + 1);
+    std::vector<std::string> cells;
+    std::stringstream in(row);
+    for (std::string cell; std::getline(in, cell, ',');)
+      cells.push_back(cell);
+    EXPECT_EQ(cells.size(), 10u) << row;
+    EXPECT_EQ(cells.at(7), "40") << row;
+    return std::stod(cells.at(8));
+  };
+  const double mfu = predicted("mfu"), six_n = predicted("mfu_6n"), nvidia = predicted("mfu_nvidia");
+  EXPECT_GT(mfu, 1);
+  // GPT 3.6B (h 3072, 30 layers, s 2048, V 51200, tied, learned positions):
+  // trainsim's FLOPs per token 72 L h^2 (1 + s / 6h + V / 12 L h) =
+  // 20,384,317,440 + 2,264,924,160 + 943,718,400 = 23,592,960,000; 6N with
+  // N = 30 (12 h^2 + 13 h) + 2h + (V + s) h = 3,398,584,320 + 6,144 +
+  // 163,577,856 = 3,562,168,320 is 21,373,009,920.
+  EXPECT_NEAR(six_n / mfu, 21373009920.0 / 23592960000.0, 1e-6);
+  EXPECT_NEAR(nvidia / mfu, 1.0, 1e-6);
+
+  const auto time = run_cli({"validate", csv.string()});
+  EXPECT_EQ(time.status, 0) << time.err;
+  EXPECT_NE(time.out.find("measured_ms"), std::string::npos) << time.out;
+}
+
+TEST(ValidateCli, MetricOnADatasetWithoutMeasuredMfuIsBadInputBeforeAnySimulation) {
+  const auto csv = write_temp_file("rows.csv", three_rows());
+  const auto r = run_cli({"validate", csv.string(), "--metric", "mfu_palm"});
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_NE(r.err.find("rows.csv:3: --metric mfu_palm compares the measured MFU, but the row has none"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(run_cli({"validate", csv.string(), "--metric", "tflops"}).status, 1);
 }
 
 TEST(ValidateCli, MaxMapeExceededExitsWithStatusThree) {

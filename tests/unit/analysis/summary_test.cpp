@@ -69,6 +69,21 @@ TEST(Summary, ThroughputAndMfuFollowFromFlopsAndTime) {
   EXPECT_DOUBLE_EQ(s.hfu, 800 / (10 * 2 * 312e12));
 }
 
+// The named definitions count their own FLOPs from the model's shape, over
+// the same iteration time and bf16 peaks; without a shape they read 0.
+TEST(Summary, NamedMfuDefinitionsCountTheirFlopsAgainstTheSamePeaks) {
+  HandMade h;
+  EXPECT_EQ(summarize(h.graph, h.timeline, h.model, h.plan, h.cluster).mfu_6n, 0);
+  h.model = *workloads::find_model_preset("llama3-8b");
+  const auto s = summarize(h.graph, h.timeline, h.model, h.plan, h.cluster);
+  // One sequence of 8,192 tokens in 10 s on two GPUs of 312 TFLOP/s;
+  // 6N = 48,181,567,488 FLOPs per token (mfu_definitions_test).
+  EXPECT_DOUBLE_EQ(s.mfu_6n, 48181567488.0 * 8192 / (10 * 2 * 312e12));
+  EXPECT_DOUBLE_EQ(s.mfu_palm, 57914449920.0 * 8192 / (10 * 2 * 312e12));
+  EXPECT_DOUBLE_EQ(s.mfu_nvidia, 57912852480.0 * 8192 / (10 * 2 * 312e12));
+  EXPECT_DOUBLE_EQ(s.mfu, 600 / (10 * 2 * 312e12));  // the tasks' FLOPs, as before
+}
+
 TEST(Summary, CommunicationUnderComputeIsOverlapNotExposed) {
   HandMade h;
   h.timeline.records[1] = {h.timeline.records[1].task, 0, Stream::pp_comm, 0.5, 1.5};

@@ -78,6 +78,25 @@ TEST(ValidationDataset, AContextParallelismColumnCountsInTheGpusAndIsZeroWhenAbs
       << p[0];
 }
 
+// NVIDIA's DGX Cloud tables publish an MFU beside the step time
+// (`trainsim validate --metric`): optional, a percentage.
+TEST(ValidationDataset, AnMfuColumnIsAPercentageAndZeroWhenAbsent) {
+  const std::string header =
+      "# GPUs,global batch,micro batch,hidden size,attention heads,# layers,sequence length,"
+      "tensor parallelism,data parallelism,pipeline parallelism,iteration time (ms),MFU (%)\n";
+  const auto rows = parse_validation_dataset(header + "8,128,1,4096,32,32,8192,1,8,1,12910,59.37\n", "d.csv");
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_DOUBLE_EQ(rows[0].measured_mfu_percent, 59.37);
+  EXPECT_EQ(parse_validation_dataset(kMulti, "d.csv")[0].measured_mfu_percent, 0);
+
+  const auto p = problems(header + "8,128,1,4096,32,32,8192,1,8,1,12910,0.5937e3\n");
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_NE(p[0].find("d.csv:2: MFU (%): '0.5937e3' is not a number from 0.001 to 100 (percent of the GPUs' "
+                      "peak)"),
+            std::string::npos)
+      << p[0];
+}
+
 TEST(ValidationDataset, CountsBeyondAnIntAndInfiniteTimesAreRefusedNotConverted) {
   // Found by the fuzz campaign: 1e124 GPUs passed as a whole number and
   // overflowed its conversion to int (undefined behaviour).
