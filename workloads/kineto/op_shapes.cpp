@@ -97,9 +97,9 @@ OpWork gemm(double m, double n, double k, double batch, const std::string& type,
   w.flops = 2 * batch * m * n * k;
   w.dtype = dtype_of(type);
   // Both operands read and the output written once (transformer_ops.cpp);
-  // at least a byte per element (FP8).
+  // an FP8 GEMM writes a 16-bit output (workloads/precision.hpp).
   const double size = std::max(1.0, element_bytes(type));
-  w.bytes = size * batch * (m * k + k * n + m * n);
+  w.bytes = batch * (size * (m * k + k * n) + std::max(2.0, size) * m * n);
   return w;
 }
 
