@@ -25,7 +25,11 @@ std::int64_t kineto_stream_of(Stream stream) {
 namespace {
 
 constexpr double kUs = 1e6;
+// The host threads: the one running the model's ops and launching its
+// kernels, and the one launching NCCL's (as DDP's and FSDP's hooks do), so
+// launch intervals measure the model's pace alone.
 constexpr std::int64_t kHostThread = 1000;
+constexpr std::int64_t kCommThread = 1001;
 
 // Kernel names by class, as the libraries name theirs (each classified back
 // into its class by workloads/kineto/kernel_classes.yaml).
@@ -200,7 +204,8 @@ class TraceBuilder {
     k.collective = collective;
     k.step = 0;
     k.launch = static_cast<int>(t_.launches.size());
-    t_.launches.push_back({kHostThread, launch_us, launch_duration_us, k.correlation});
+    t_.launches.push_back(
+        {collective >= 0 ? kCommThread : kHostThread, launch_us, launch_duration_us, k.correlation});
     t_.kernels.push_back(k);
   }
   void set_device(int device) { device_ = device; }

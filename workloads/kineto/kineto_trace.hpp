@@ -20,9 +20,9 @@ namespace trainsim::kineto {
 
 // A process group of the job (distributedInfo.pg_config).
 struct ProcessGroup {
-  std::string name;         // PyTorch's pg_name: "0", "1", ...
-  std::string description;  // pg_desc: "default_pg", ...
-  std::vector<int> ranks;   // global ranks
+  std::string name{};         // PyTorch's pg_name: "0", "1", ...
+  std::string description{};  // pg_desc: "default_pg", ...
+  std::vector<int> ranks{};   // global ranks
 };
 
 // One training step: the host span PyTorch's profiler records as
@@ -41,13 +41,13 @@ struct CollectiveInfo {
   // "allreduce", "allgather", "reduce_scatter", "broadcast", "all_to_all",
   // "send", "recv", ... as PyTorch names it; from the kernel's name
   // (ncclDevKernel_AllReduce_...) when the trace has no metadata.
-  std::string collective;
+  std::string collective{};
   std::int64_t in_elements = -1;  // "In msg nelems"
   std::int64_t out_elements = -1;
-  std::string dtype;   // "Float", "BFloat16", ...
-  int group_size = 0;  // 0: unknown
-  std::string group_name;
-  std::vector<int> group_ranks;
+  std::string dtype{};  // "Float", "BFloat16", ...
+  int group_size = 0;   // 0: unknown
+  std::string group_name{};
+  std::vector<int> group_ranks{};
   bool metadata = false;  // false: only the kernel's name was there
 };
 
@@ -55,17 +55,20 @@ struct CollectiveInfo {
 // shape), a tensor list (several) or a scalar (none).
 using Shape = std::vector<std::int64_t>;
 
-// The CPU op a kernel ran for (its "External id"): PyTorch's aten op with
+// The CPU op a kernel ran for: the innermost op around its host launch (the
+// op whose "External id" the kernel carries, in PyTorch 2.x; by nesting in
+// time on the launching thread, in older traces): PyTorch's aten op with
 // the shapes, types and constant inputs it was called with when the trace
 // recorded shapes (record_shapes=True).
 struct CpuOp {
-  std::string name;  // "aten::mm", "aten::_flash_attention_forward", ...
+  std::string name{};  // "aten::mm", "aten::_flash_attention_forward", ...
   std::int64_t external_id = -1;
+  std::int64_t thread = -1;
   double start_us = 0;
   double duration_us = 0;
-  std::vector<std::vector<Shape>> inputs;  // per input
-  std::vector<std::string> types;          // "Input type": "c10::BFloat16", "float", "Scalar", ...
-  std::vector<std::string> concrete;       // "Concrete Inputs": constants as text ("True", "0.1")
+  std::vector<std::vector<Shape>> inputs{};  // per input
+  std::vector<std::string> types{};          // "Input type": "c10::BFloat16", "float", "Scalar", ...
+  std::vector<std::string> concrete{};       // "Concrete Inputs": constants as text ("True", "0.1")
 };
 
 struct Kernel {
@@ -97,27 +100,27 @@ struct Launch {
 };
 
 struct RankTrace {
-  std::string path;
+  std::string path{};
   int rank = 0;
   // distributedInfo.rank was there; otherwise `rank` is the file's position
   // among the files given.
   bool rank_recorded = false;
   int world_size = 0;  // 0: unknown
-  std::string backend;
-  std::string gpu_name;  // deviceProperties of the traced GPU ("NVIDIA H100 80GB HBM3")
+  std::string backend{};
+  std::string gpu_name{};  // deviceProperties of the traced GPU ("NVIDIA H100 80GB HBM3")
   double gpu_memory_bytes = 0;
   int gpu_sms = 0;
   bool shapes_recorded = false;  // some CPU op has "Input Dims"
-  std::vector<ProcessGroup> groups;
-  std::vector<Step> steps;  // in time order
-  std::vector<std::string> names;
-  std::vector<Kernel> kernels;  // by start time
-  std::vector<Launch> launches;
-  std::vector<CpuOp> ops;  // those some kernel ran for
-  std::vector<CollectiveInfo> collectives;
+  std::vector<ProcessGroup> groups{};
+  std::vector<Step> steps{};  // in time order
+  std::vector<std::string> names{};
+  std::vector<Kernel> kernels{};  // by start time
+  std::vector<Launch> launches{};
+  std::vector<CpuOp> ops{};  // those some kernel ran for
+  std::vector<CollectiveInfo> collectives{};
   // What the trace lacked and how the reader made do, one sentence each
   // ("no ProfilerStep# spans: ...").
-  std::vector<std::string> notes;
+  std::vector<std::string> notes{};
 
   const std::string& name_of(const Kernel& k) const { return names[k.name]; }
 };

@@ -219,25 +219,60 @@ OpWork attention_work(const CpuOp& op) {
   return w;
 }
 
+// What an op writes besides reading its inputs: nothing for a copy into
+// its first input (copy_: read the source, write the destination, both
+// inputs) or a reduction (a small output); only its first input for a fill;
+// its first input again for any other in-place op; else an output the size
+// of its largest input.
+enum class Output { largest, first, none, only_first };
+
+Output output_of(const std::string& name) {
+  static const char* reductions[] = {"aten::sum",    "aten::mean", "aten::norm", "aten::linalg_vector_norm",
+                                     "aten::amax",   "aten::amin", "aten::max",  "aten::min",
+                                     "aten::argmax", "aten::var",  "aten::std",  "aten::_foreach_norm",
+                                     "aten::copy_"};
+  for (const char* r : reductions)
+    if (name == r)
+      return Output::none;
+  if (name == "aten::fill_" || name == "aten::zero_" || name == "aten::normal_" || name == "aten::uniform_")
+    return Output::only_first;
+  if (!name.empty() && name.back() == '_')
+    return Output::first;
+  return Output::largest;
+}
+
 OpWork memory_work(const CpuOp& op) {
-  double bytes = 0, largest = 0;
-  bool any = false;
+  double bytes = 0, largest = 0, first = -1;
   for (std::size_t i = 0; i < op.inputs.size(); ++i) {
     const double size = element_bytes(type_at(op, i));
     if (size <= 0)
       continue;
-    for (const auto& shape : op.inputs[i]) {
-      const double b = size * elements(shape);
-      bytes += b;
-      largest = std::max(largest, b);
-      any = true;
-    }
+    double input = 0;
+    for (const auto& shape : op.inputs[i])
+      input += size * elements(shape);
+    if (first < 0 && !op.inputs[i].empty())
+      first = input;
+    bytes += input;
+    largest = std::max(largest, input);
   }
-  if (!any || bytes <= 0)
+  if (first < 0 || bytes <= 0)
     return {};
   OpWork w;
   w.kind = WorkKind::memory;
-  w.bytes = bytes + largest;
+  switch (output_of(op.name)) {
+    case Output::largest:
+      w.bytes = bytes + largest;
+      break;
+    case Output::first:
+      w.bytes = bytes + first;
+      break;
+    case Output::none:
+      w.bytes = bytes;
+      break;
+    case Output::only_first:
+      w.bytes = first;
+      break;
+  }
   return w;
 }
 

@@ -15,7 +15,10 @@
 //                             q [b, h, s, d] (SDPA) or [b, s, h, d] (flash_attn, _flash_attention_*)
 //                             forward 4 b h s_q s_k d FLOPs, backward 10 (2.5 x), halved when causal
 //   any other op of a memory-role kernel: bytes of every tensor input plus
-//                             an output the size of the largest input
+//                             an output the size of the largest input; an
+//                             in-place op (name ending in '_') writes its first
+//                             input back instead, a copy_ or a reduction writes
+//                             nothing more, a fill_ / zero_ only writes
 #include <string>
 
 #include "workloads/kineto/kernel_classes.hpp"

@@ -71,8 +71,10 @@ Totals totals(const std::vector<Group>& groups, const GpuSpec& gpu, const Effici
     t.measured += g.time_s;
     t.predicted += pred * g.count;
     if (pred > 0 && g.mean_s() > 0) {
+      // Weighted by measured time: the kernels that make up the step
+      // time count, not the thousands of tiny ones.
       const double r = std::log(pred / g.mean_s());
-      t.sse_log += g.count * r * r;
+      t.sse_log += g.time_s * r * r;
       const double e = pred / g.mean_s() - 1;
       sq += g.count * e * e;
       weight += g.count;
@@ -136,6 +138,7 @@ struct Knee {
   double value = 0;
   std::function<void(EfficiencyProfile&, double)> set;
   std::function<double(const WorkSample&)> x;
+  std::function<void(EfficiencyProfile&, double)> widen;  // gives the curve points down to a value
 };
 
 // Fits the knees (coordinate descent over log2 x_half, a grid then a
@@ -145,7 +148,7 @@ void fit_knees(std::vector<Knee>& knees, const std::vector<Group>& groups, const
                EfficiencyProfile& p, const std::function<void(EfficiencyProfile&, double)>& set_fraction) {
   double weight = 0;
   for (const auto& g : groups)
-    weight += g.count;
+    weight += g.time_s;
   const auto objective = [&](std::size_t i, double log2_knee) {
     knees[i].set(p, std::exp2(log2_knee));
     matching_fraction(groups, gpu, p, set_fraction);
@@ -193,6 +196,24 @@ void fit_knees(std::vector<Knee>& knees, const std::vector<Group>& groups, const
     }
   }
   matching_fraction(groups, gpu, p, set_fraction);
+}
+
+// The curve with more points below its first, at its own spacing, down to
+// `lo` (their values as read before: flat beyond the ends); a small kernel's
+// fixed cost lives down there. Above its last point a curve is near 1.
+Curve widened(const Curve& c, double lo) {
+  const auto& pts = c.points();
+  if (pts.size() < 2)
+    return c;
+  const double step = pts[1].first / pts[0].first;
+  std::vector<std::pair<double, double>> out;
+  std::vector<double> below;
+  for (double x = pts.front().first / step; x >= 1 && x * step > lo; x /= step)
+    below.push_back(x);
+  for (auto it = below.rbegin(); it != below.rend(); ++it)
+    out.emplace_back(*it, c.at(*it));
+  out.insert(out.end(), pts.begin(), pts.end());
+  return Curve(std::move(out));
 }
 
 double median(std::vector<double> v) {
@@ -363,9 +384,11 @@ ProfileFit fit_profile(const std::vector<RankTrace>& traces, const KernelClassTa
     if (part.name == "memory") {
       set_fraction = [](EfficiencyProfile& q, double f) { q.memory.peak_fraction = f; };
       const double k = curve_knee(p.memory.bytes);
-      knees.push_back({"bytes", k, k,
-                       [](EfficiencyProfile& q, double x) { q.memory.bytes = knee_curve(q.memory.bytes, x); },
-                       [](const WorkSample& s) { return s.work.bytes / std::max(1, s.kernels); }});
+      knees.push_back(
+          {"bytes", k, k,
+           [](EfficiencyProfile& q, double x) { q.memory.bytes = knee_curve(q.memory.bytes, x); },
+           [](const WorkSample& s) { return s.work.bytes / std::max(1, s.kernels); },
+           [](EfficiencyProfile& q, double lo) { q.memory.bytes = widened(q.memory.bytes, lo); }});
       r.peak_fraction_before = p.memory.peak_fraction;
     } else if (part.matmul != nullptr) {
       const auto member = [name = part.name](EfficiencyProfile& q) -> platforms::MatmulEfficiency& {
@@ -378,12 +401,18 @@ ProfileFit fit_profile(const std::vector<RankTrace>& traces, const KernelClassTa
                        [member](EfficiencyProfile& q, double x) {
                          member(q).output_elements = knee_curve(member(q).output_elements, x);
                        },
-                       [](const WorkSample& s) { return s.work.m * s.work.n * s.work.batch; }});
+                       [](const WorkSample& s) { return s.work.m * s.work.n * s.work.batch; },
+                       [member](EfficiencyProfile& q, double lo) {
+                         member(q).output_elements = widened(member(q).output_elements, lo);
+                       }});
       knees.push_back({"reduction_depth", depth, depth,
                        [member](EfficiencyProfile& q, double x) {
                          member(q).reduction_depth = knee_curve(member(q).reduction_depth, x);
                        },
-                       [](const WorkSample& s) { return s.work.k; }});
+                       [](const WorkSample& s) { return s.work.k; },
+                       [member](EfficiencyProfile& q, double lo) {
+                         member(q).reduction_depth = widened(member(q).reduction_depth, lo);
+                       }});
       r.peak_fraction_before = part.matmul->peak_fraction;
     } else {
       const bool forward = part.name == "flash_forward";
@@ -408,14 +437,22 @@ ProfileFit fit_profile(const std::vector<RankTrace>& traces, const KernelClassTa
       r.samples += static_cast<int>(g.count);
       r.kernels += static_cast<int>(g.kernels);
     }
-    // A knee needs samples on three distinct values of its variable.
+    // A knee needs samples on three distinct values of its variable; its
+    // curve then gets points over the samples' whole range (a curve is flat
+    // beyond its last points, which would hide a small kernel's fixed cost).
     std::vector<Knee> free;
     for (auto& k : knees) {
-      if (distinct(groups, k.x) >= 3)
+      if (distinct(groups, k.x) >= 3) {
+        double lo = 0;
+        for (const auto& g : groups)
+          if (const double x = k.x(*g.first); x > 0)
+            lo = lo > 0 ? std::min(lo, x) : x;
+        k.widen(p, lo);
         free.push_back(k);
-      else
+      } else {
         r.note += fmt::format("{}{}: fewer than 3 distinct values, its curve kept",
                               r.note.empty() ? "" : "; ", k.name);
+      }
     }
     if (free.empty())
       matching_fraction(groups, gpu, p, set_fraction);

@@ -19,10 +19,15 @@
 //                   host thread: the pace of a host-bound step
 //
 // A curve is the one-parameter family the built-in curves are sampled from,
-// factor(x) = 1 / (1 + x_half / x), sampled at the base curve's points (and
-// read, as every curve, linearly in log2(x) between them). Its knee x_half
-// minimises the squared log error of the samples' times (a flat objective,
-// shapes far from the knee, keeps the base's knee: a tiny pull towards it);
+// factor(x) = 1 / (1 + x_half / x), sampled at the base curve's points,
+// more of them at the same spacing where the samples reach beyond (a curve
+// is flat beyond its ends), and read, as every curve, linearly in log2(x)
+// between them. Under it a kernel takes work / (peak x fraction) plus a
+// fixed x_half / (peak x fraction): the family holds a small kernel's fixed
+// cost. The knee x_half minimises the squared log error of the samples'
+// times, each weighted by its measured time (the kernels that make the step
+// time count, not the thousands of tiny ones; a flat objective, shapes far
+// from the knee, keeps the base's knee: a tiny pull towards it);
 // the peak fraction then makes the part's predicted total time equal the
 // measured one (at most 1). A part without samples keeps the base profile's
 // values, and says so.

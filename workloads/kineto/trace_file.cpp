@@ -655,6 +655,8 @@ struct Reader {
     op.external_id = *id;
     op.start_us = number(member(e, "ts")).value_or(0);
     op.duration_us = number(member(e, "dur")).value_or(0);
+    if (auto t = integer(member(e, "tid")))
+      op.thread = *t;
     const json* dims = member(*args, "Input Dims");
     if (dims != nullptr)
       trace.shapes_recorded = true;
@@ -765,6 +767,50 @@ struct Reader {
       op.start_us -= base;
   }
 
+  // The innermost CPU op around each host launch, on its thread (ops of one
+  // thread nest: a sweep in time with a stack of the open ones).
+  std::unordered_map<std::int64_t, int> ops_around_launches() const {
+    std::unordered_map<std::int64_t, int> around;
+    std::map<std::int64_t, std::vector<int>> ops_of_thread;
+    for (std::size_t i = 0; i < all_ops.size(); ++i)
+      ops_of_thread[all_ops[i].thread].push_back(static_cast<int>(i));
+    std::map<std::int64_t, std::vector<const Launch*>> launches_of_thread;
+    for (const auto& [c, l] : launch_of)
+      launches_of_thread[l.thread].push_back(&l);
+    for (auto& [thread, launches] : launches_of_thread) {
+      auto it = ops_of_thread.find(thread);
+      if (it == ops_of_thread.end())
+        continue;
+      auto& ops = it->second;
+      // By start; an op that starts with another and lasts longer holds it.
+      std::sort(ops.begin(), ops.end(), [&](int a, int b) {
+        const CpuOp& x = all_ops[static_cast<std::size_t>(a)];
+        const CpuOp& y = all_ops[static_cast<std::size_t>(b)];
+        return x.start_us != y.start_us ? x.start_us < y.start_us : x.duration_us > y.duration_us;
+      });
+      std::sort(launches.begin(), launches.end(),
+                [](const Launch* a, const Launch* b) { return a->start_us < b->start_us; });
+      std::vector<int> open;
+      std::size_t next = 0;
+      const auto end_of = [&](int i) {
+        const CpuOp& o = all_ops[static_cast<std::size_t>(i)];
+        return o.start_us + o.duration_us;
+      };
+      for (const Launch* l : launches) {
+        while (next < ops.size() && all_ops[static_cast<std::size_t>(ops[next])].start_us <= l->start_us) {
+          while (!open.empty() && end_of(open.back()) < all_ops[static_cast<std::size_t>(ops[next])].start_us)
+            open.pop_back();
+          open.push_back(ops[next++]);
+        }
+        while (!open.empty() && end_of(open.back()) < l->start_us)
+          open.pop_back();
+        if (!open.empty())
+          around.emplace(l->correlation, open.back());
+      }
+    }
+    return around;
+  }
+
   void link() {
     std::stable_sort(trace.kernels.begin(), trace.kernels.end(),
                      [](const Kernel& a, const Kernel& b) { return a.start_us < b.start_us; });
@@ -776,11 +822,26 @@ struct Reader {
     std::unordered_map<std::int64_t, const CollectiveInfo*> comm_op;
     for (const auto& [info, id] : op_collectives)
       comm_op.emplace(id, &info);
+    const auto around = ops_around_launches();
     for (auto& k : trace.kernels) {
+      // The op of the kernel's External id, when it holds the launch (older
+      // traces number kernels and ops apart); else the op around the launch.
+      int op = -1;
+      const auto launch = launch_of.find(k.correlation);
+      const bool launched = k.correlation >= 0 && launch != launch_of.end();
       if (auto it = op_of_external.find(k.external_id); k.external_id >= 0 && it != op_of_external.end()) {
-        const auto [kept, added] = kept_op.emplace(it->second, static_cast<int>(trace.ops.size()));
+        const CpuOp& o = all_ops[static_cast<std::size_t>(it->second)];
+        if (!launched || (o.thread == launch->second.thread && o.start_us <= launch->second.start_us &&
+                          launch->second.start_us <= o.start_us + o.duration_us))
+          op = it->second;
+      }
+      if (op < 0 && launched)
+        if (auto it = around.find(k.correlation); it != around.end())
+          op = it->second;
+      if (op >= 0) {
+        const auto [kept, added] = kept_op.emplace(op, static_cast<int>(trace.ops.size()));
         if (added)
-          trace.ops.push_back(all_ops[static_cast<std::size_t>(it->second)]);
+          trace.ops.push_back(all_ops[static_cast<std::size_t>(op)]);
         k.op = kept->second;
       }
       if (auto it = launch_of.find(k.correlation); k.correlation >= 0 && it != launch_of.end()) {

@@ -74,8 +74,8 @@ void write_trace(std::ostream& out, const RankTrace& t, const KernelClassTable& 
     event(fmt::format(
         "{{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": {}, \"pid\": {}, \"tid\": {}, \"ts\": {}, "
         "\"dur\": {}, \"args\": {{\"External id\": {}{}}}}}",
-        quoted(op.name), kHostProcess, kHostProcess, us(op.start_us), us(op.duration_us), op.external_id,
-        extra));
+        quoted(op.name), kHostProcess, op.thread < 0 ? kHostProcess : op.thread, us(op.start_us),
+        us(op.duration_us), op.external_id, extra));
   }
   for (const auto& l : t.launches)
     event(fmt::format(

@@ -255,6 +255,7 @@ TEST(KinetoTrace, RecordedShapesGiveEachOpItsWork) {
 TEST(KinetoTrace, OtherGemmAndAttentionOpsAndMemoryKernels) {
   CpuOp addmm{"aten::addmm",
               1,
+              -1,
               0,
               0,
               {{{1024}}, {{64, 512}}, {{512, 1024}}, {}, {}},
@@ -266,6 +267,7 @@ TEST(KinetoTrace, OtherGemmAndAttentionOpsAndMemoryKernels) {
   EXPECT_EQ(a.dtype, "fp32");
   CpuOp linear{"aten::linear",
                2,
+               -1,
                0,
                0,
                {{{8, 512, 4096}}, {{11008, 4096}}, {}},
@@ -275,7 +277,7 @@ TEST(KinetoTrace, OtherGemmAndAttentionOpsAndMemoryKernels) {
   EXPECT_DOUBLE_EQ(l.m, 8 * 512);
   EXPECT_DOUBLE_EQ(l.n, 11008);
   EXPECT_DOUBLE_EQ(l.k, 4096);
-  CpuOp bmm{"aten::bmm", 3, 0, 0, {{{64, 128, 2048}}, {{64, 2048, 128}}}, {"c10::Half", "c10::Half"}, {}};
+  CpuOp bmm{"aten::bmm", 3, -1, 0, 0, {{{64, 128, 2048}}, {{64, 2048, 128}}}, {"c10::Half", "c10::Half"}, {}};
   const OpWork b = op_work(bmm, KernelRole::gemm);
   EXPECT_EQ(b.kind, WorkKind::batched_matmul);
   EXPECT_DOUBLE_EQ(b.batch, 64);
@@ -283,6 +285,7 @@ TEST(KinetoTrace, OtherGemmAndAttentionOpsAndMemoryKernels) {
   // _flash_attention_backward: grad_out first, [b, s, h, d] layout, is_causal at 11, here False.
   CpuOp bwd{"aten::_flash_attention_backward",
             4,
+            -1,
             0,
             0,
             {{{1, 2048, 8, 64}}, {{1, 2048, 8, 64}}, {{1, 2048, 8, 64}}, {{1, 2048, 8, 64}}},
@@ -297,6 +300,7 @@ TEST(KinetoTrace, OtherGemmAndAttentionOpsAndMemoryKernels) {
   // An element-wise add of two bf16 tensors: both read, one written.
   CpuOp add{"aten::add",
             5,
+            -1,
             0,
             0,
             {{{1024, 1024}}, {{1024, 1024}}, {}},
@@ -304,8 +308,18 @@ TEST(KinetoTrace, OtherGemmAndAttentionOpsAndMemoryKernels) {
             {}};
   EXPECT_DOUBLE_EQ(op_work(add, KernelRole::memory).bytes, 3 * 2.0 * 1024 * 1024);
   // A foreach op over a tensor list (fp32 states).
-  CpuOp adam{"aten::_fused_adam_", 6, 0, 0, {{{10}, {20}}, {{10}, {20}}}, {"TensorList", "TensorList"}, {}};
-  EXPECT_DOUBLE_EQ(op_work(adam, KernelRole::memory).bytes, 4.0 * (30 + 30) + 4.0 * 20);
+  CpuOp adam{"aten::_fused_adam_",         6, -1, 0, 0, {{{10}, {20}}, {{10}, {20}}},
+             {"TensorList", "TensorList"}, {}};
+  // In place: the first list written back.
+  EXPECT_DOUBLE_EQ(op_work(adam, KernelRole::memory).bytes, 4.0 * (30 + 30) + 4.0 * 30);
+  // A copy reads its source and writes its destination; a reduction writes
+  // a scalar; a fill only writes.
+  CpuOp copy{"aten::copy_", 7, -1, 0, 0, {{{256}}, {{256}}, {}}, {"float", "c10::BFloat16", "bool"}, {}};
+  EXPECT_DOUBLE_EQ(op_work(copy, KernelRole::memory).bytes, 4.0 * 256 + 2.0 * 256);
+  CpuOp sum{"aten::sum", 8, -1, 0, 0, {{{1000}}, {}}, {"float", ""}, {}};
+  EXPECT_DOUBLE_EQ(op_work(sum, KernelRole::memory).bytes, 4000);
+  CpuOp fill{"aten::fill_", 9, -1, 0, 0, {{{1000}}, {}}, {"float", "Scalar"}, {}};
+  EXPECT_DOUBLE_EQ(op_work(fill, KernelRole::memory).bytes, 4000);
   // A GEMM op launched by a kernel of another role gives nothing.
   EXPECT_EQ(op_work(addmm, KernelRole::attention).kind, WorkKind::none);
 }
