@@ -44,6 +44,9 @@ std::string relative(const DiffRow& r) {
   const double x = r.relative();
   if (std::isinf(x))
     return "new";
+  // Ten times or more: a factor reads better than +41283%.
+  if (x >= 9)
+    return fmt::format("x{:.3g}", x + 1);
   return fmt::format("{:+.1f}%", 100 * x);
 }
 
