@@ -11,6 +11,10 @@
 namespace trainsim::kineto {
 namespace {
 
+// A fit that leaves more error than this per sample is reported, not
+// written into the calibrated scenario.
+constexpr double kMaxWrittenError = 0.25;
+
 struct Ring {
   double f = 0;
   double steps = 0;
@@ -197,6 +201,15 @@ CollectiveFit fit_collectives(const std::vector<RankTrace>& traces, const Kernel
                 "faster than the link's bandwidth: efficiency capped at 1";
     l.hop_latency_after_s = std::max(0.0, a);
     l.rms_error_after = rms(l.efficiency_after, l.hop_latency_after_s);
+    if (l.rms_error_after > kMaxWrittenError) {
+      // The kernels' times are not the ring's: they include waiting (for
+      // peers, or for compute the collective overlaps). Said, not written.
+      l.note += fmt::format("{}the fit leaves {:.0f}% per sample: not written to the scenario (the kernels include "
+                            "waiting for peers or compute)",
+                            l.note.empty() ? "" : "; ", 100 * l.rms_error_after);
+      fit.links.push_back(l);
+      continue;
+    }
     const std::string latency = fmt::format("{:.6g}us", l.hop_latency_after_s * 1e6);
     const std::string efficiency = fmt::format("{:.4g}", l.efficiency_after);
     if (across)

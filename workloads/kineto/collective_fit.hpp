@@ -18,7 +18,9 @@
 // launched and waits there for its peers, so each (collective, group size,
 // size) keeps its fastest kernel: the one that waited least. The two
 // unknowns come from a least-squares fit of the relative error; with one
-// message size only, the hop latency keeps the cluster's value.
+// message size only, the hop latency keeps the cluster's value. A fit that
+// leaves more than 25% error per sample (kernels that mostly waited) is
+// reported but sets no key.
 #include <string>
 #include <vector>
 
@@ -46,7 +48,7 @@ struct LinkFit {
   double launch_latency_s = 0;
   double rms_error_before = 0, rms_error_after = 0;  // relative, per sample
   // The scenario keys the fit sets, with their values as a scenario writes
-  // them ("cluster.nvlink.efficiency" -> "0.712").
+  // them ("cluster.nvlink.efficiency" -> "0.712"); none when the fit is poor.
   std::vector<std::pair<std::string, std::string>> keys;
   std::string note;
 };
