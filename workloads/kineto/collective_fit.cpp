@@ -204,9 +204,10 @@ CollectiveFit fit_collectives(const std::vector<RankTrace>& traces, const Kernel
     if (l.rms_error_after > kMaxWrittenError) {
       // The kernels' times are not the ring's: they include waiting (for
       // peers, or for compute the collective overlaps). Said, not written.
-      l.note += fmt::format("{}the fit leaves {:.0f}% per sample: not written to the scenario (the kernels include "
-                            "waiting for peers or compute)",
-                            l.note.empty() ? "" : "; ", 100 * l.rms_error_after);
+      l.note += fmt::format(
+          "{}the fit leaves {:.0f}% per sample: not written to the scenario (the kernels include "
+          "waiting for peers or compute)",
+          l.note.empty() ? "" : "; ", 100 * l.rms_error_after);
       fit.links.push_back(l);
       continue;
     }
