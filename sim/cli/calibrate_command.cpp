@@ -318,6 +318,13 @@ int calibrate_command(const CalibrateOptions& options) {
     steps += t.steps.size();
     kernels += t.kernels.size();
   }
+  if (root["cluster"] && root["cluster"]["groups"])
+    std::cerr << fmt::format(
+        "note: {} is a mixed cluster (cluster.groups): scenario.yaml sets the profile at the cluster level, "
+        "which a "
+        "group's own gpu overrides; name {} in the group of the traced GPUs (gpu: {{efficiency_profile: "
+        "...}})\n",
+        options.scenario, profile_file);
   if (!options.quiet) {
     std::cout << fmt::format(
         "trainsim calibrate: {} trace{} ({}, {}; {} steps, {} GPU kernels) against {} ({}, "
