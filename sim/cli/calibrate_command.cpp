@@ -11,12 +11,8 @@
 #include "analysis/reporters/atomic_file.hpp"
 #include "platforms/efficiency_profile_writer.hpp"
 #include "platforms/input_error.hpp"
-#include "platforms/input_file.hpp"
 #include "platforms/names.hpp"
-#include "platforms/yaml_document.hpp"
-#include "platforms/yaml_reader.hpp"
 #include "sim/cli/trace_inputs.hpp"
-#include "sim/scenario/document.hpp"
 #include "sim/scenario/relative_paths.hpp"
 #include "trainsim_version.hpp"
 #include "workloads/kineto/collective_fit.hpp"
@@ -248,18 +244,9 @@ void print_fit(std::ostream& out, const kineto::ProfileFit& fit, const kineto::C
 }  // namespace
 
 int calibrate_command(const CalibrateOptions& options) {
-  YAML::Node root = platforms::load_yaml_document(
-      platforms::read_input_file(options.scenario, "scenario file", platforms::kMaxYamlInputBytes),
-      options.scenario);
-  if (!root || root.IsNull())
-    root = YAML::Node(YAML::NodeType::Map);
-  platforms::InputSource source(options.scenario);
-  platforms::ErrorList errors;
-  for (const auto& o : options.overrides)
-    platforms::apply_override(root, o, source, errors);
-  errors.throw_if_any();
-  const scenario::Scenario s =
-      scenario::load_scenario_document(YAML::Clone(root), source, {.check_memory = false});
+  const auto loaded = load_scenario_for_traces(options.scenario, options.overrides, {.check_memory = false});
+  const YAML::Node& root = loaded.document;
+  const scenario::Scenario& s = loaded.scenario;
   if (const auto message = platforms::invalid_name_message(options.name);
       !options.name.empty() && !message.empty())
     throw platforms::InputError({fmt::format("--name {}: {}", options.name, message)});
@@ -310,7 +297,8 @@ int calibrate_command(const CalibrateOptions& options) {
   analysis::write_file_atomically(dir / "fit.json",
                                   [&](std::ostream& o) { o << fit_json(fit, collectives).dump(2) << "\n"; });
   analysis::write_file_atomically(dir / "scenario.yaml", [&](std::ostream& o) {
-    o << calibrated_scenario(root, options.scenario, s.name, gpu, profile_file, collectives, trace_list);
+    o << calibrated_scenario(YAML::Clone(root), options.scenario, s.name, gpu, profile_file, collectives,
+                             trace_list);
   });
 
   std::size_t steps = 0, kernels = 0;

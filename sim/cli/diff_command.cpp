@@ -1,7 +1,6 @@
 #include "sim/cli/diff_command.hpp"
 
 #include <fmt/format.h>
-#include <yaml-cpp/yaml.h>
 
 #include <filesystem>
 #include <iostream>
@@ -11,12 +10,8 @@
 #include "analysis/kineto/simulated_trace.hpp"
 #include "analysis/reporters/atomic_file.hpp"
 #include "platforms/input_error.hpp"
-#include "platforms/input_file.hpp"
-#include "platforms/yaml_document.hpp"
-#include "platforms/yaml_reader.hpp"
 #include "sim/cli/trace_inputs.hpp"
 #include "sim/replay/simulation.hpp"
-#include "sim/scenario/document.hpp"
 
 namespace trainsim::cli {
 namespace fs = std::filesystem;
@@ -43,18 +38,9 @@ CLI::App* add_diff_command(CLI::App& app, DiffOptions& options) {
 }
 
 int diff_command(const DiffOptions& options) {
-  YAML::Node root = platforms::load_yaml_document(
-      platforms::read_input_file(options.scenario, "scenario file", platforms::kMaxYamlInputBytes),
-      options.scenario);
-  if (!root || root.IsNull())
-    root = YAML::Node(YAML::NodeType::Map);
-  platforms::InputSource source(options.scenario);
-  platforms::ErrorList errors;
-  for (const auto& o : options.overrides)
-    platforms::apply_override(root, o, source, errors);
-  errors.throw_if_any();
-  const scenario::Scenario s =
-      scenario::load_scenario_document(root, source, {.check_memory = !options.allow_oom});
+  const auto loaded =
+      load_scenario_for_traces(options.scenario, options.overrides, {.check_memory = !options.allow_oom});
+  const scenario::Scenario& s = loaded.scenario;
   const auto classes = kernel_class_table(options.classes);
   const auto traces = read_measured_traces(options.traces, classes);
   const auto notes = check_traces_against(traces, s);

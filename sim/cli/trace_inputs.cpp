@@ -7,9 +7,27 @@
 
 #include "platforms/input_error.hpp"
 #include "platforms/input_file.hpp"
+#include "platforms/yaml_document.hpp"
+#include "platforms/yaml_reader.hpp"
+#include "sim/scenario/document.hpp"
 #include "workloads/kineto/trace_file.hpp"
 
 namespace trainsim::cli {
+
+LoadedScenario load_scenario_for_traces(const std::string& path, const std::vector<std::string>& overrides,
+                                        const scenario::LoadOptions& options) {
+  YAML::Node root = platforms::load_yaml_document(
+      platforms::read_input_file(path, "scenario file", platforms::kMaxYamlInputBytes), path);
+  if (!root || root.IsNull())
+    root = YAML::Node(YAML::NodeType::Map);
+  platforms::InputSource source(path);
+  platforms::ErrorList errors;
+  for (const auto& o : overrides)
+    platforms::apply_override(root, o, source, errors);
+  errors.throw_if_any();
+  auto s = scenario::load_scenario_document(YAML::Clone(root), source, options);
+  return {root, std::move(s)};
+}
 
 kineto::KernelClassTable kernel_class_table(const std::string& file) {
   if (file.empty())

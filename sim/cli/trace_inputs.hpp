@@ -2,6 +2,8 @@
 // What `trainsim calibrate` and `trainsim diff` share: the kernel class table
 // (built in, or --classes FILE), the measured traces (TRACE... as files or
 // folders), and the scenario they are held against.
+#include <yaml-cpp/yaml.h>
+
 #include <string>
 #include <vector>
 
@@ -10,6 +12,15 @@
 #include "workloads/kineto/kineto_trace.hpp"
 
 namespace trainsim::cli {
+
+// The scenario file with its --set overrides applied: the document (which
+// calibrate writes back out) and the checked Scenario.
+struct LoadedScenario {
+  YAML::Node document;
+  scenario::Scenario scenario;
+};
+LoadedScenario load_scenario_for_traces(const std::string& path, const std::vector<std::string>& overrides,
+                                        const scenario::LoadOptions& options);
 
 // The built-in table, or the one in `file` (read through the input reader).
 kineto::KernelClassTable kernel_class_table(const std::string& file);
