@@ -13,7 +13,6 @@ namespace trainsim::analysis {
 using kineto::CollectiveInfo;
 using kineto::CpuOp;
 using kineto::Kernel;
-using kineto::Launch;
 using kineto::RankTrace;
 using workloads::OpKind;
 using workloads::TransformerOp;
@@ -180,6 +179,7 @@ class TraceBuilder {
   }
   int add_op(CpuOp op, double start_us, double duration_us) {
     op.external_id = next_external_++;
+    op.thread = kHostThread;  // the thread that launches its kernels
     op.start_us = start_us;
     op.duration_us = duration_us;
     t_.ops.push_back(std::move(op));
