@@ -37,12 +37,21 @@ double GpuMemoryModel::layer_parameters() const {
   return model_.layer_parameters() / plan_.tp;
 }
 
+int GpuMemoryModel::pieces(int virtual_stage) const {
+  return std::max(virtual_stage_slice(model_, plan_, virtual_stage).layers, 1);
+}
+
 double GpuMemoryModel::piece_parameters(int virtual_stage, int layer_in_chunk) const {
   const StageSlice slice = virtual_stage_slice(model_, plan_, virtual_stage);
-  double parameters = layer_parameters_per_gpu(model_, plan_, slice.first_layer + layer_in_chunk) * plan_.tp;
+  // A chunk of no transformer layer (the embedding or the loss alone) is one
+  // piece holding what it has.
+  double parameters =
+      layer_in_chunk < slice.layers
+          ? layer_parameters_per_gpu(model_, plan_, slice.first_layer + layer_in_chunk) * plan_.tp
+          : 0.0;
   if (slice.embedding && layer_in_chunk == 0)
     parameters += model_.embedding_parameters();
-  if (slice.logits && layer_in_chunk == slice.layers - 1) {
+  if (slice.logits && layer_in_chunk == pieces(virtual_stage) - 1) {
     parameters += model_.logits_parameters();
     // Megatron keeps a copy of the tied word embeddings for the output
     // layer on the last stage when it is not the first one.
@@ -53,9 +62,8 @@ double GpuMemoryModel::piece_parameters(int virtual_stage, int layer_in_chunk) c
 }
 
 double GpuMemoryModel::chunk_parameters(int virtual_stage) const {
-  const StageSlice slice = virtual_stage_slice(model_, plan_, virtual_stage);
   double parameters = 0;
-  for (int layer = 0; layer < slice.layers; ++layer)
+  for (int layer = 0; layer < pieces(virtual_stage); ++layer)
     parameters += piece_parameters(virtual_stage, layer);
   return parameters;
 }
@@ -253,9 +261,8 @@ class RankWalk {
 
  private:
   double largest_piece_parameters(int vs) const {
-    const int layers = virtual_stage_slice(memory_.model(), plan_, vs).layers;
     double largest = 0;
-    for (int l = 0; l < layers; ++l)
+    for (int l = 0; l < memory_.pieces(vs); ++l)
       largest = std::max(largest, memory_.piece_parameters(vs, l));
     return largest;
   }

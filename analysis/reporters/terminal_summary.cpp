@@ -6,6 +6,7 @@
 
 #include "analysis/reporters/reporters.hpp"
 #include "platforms/units.hpp"
+#include "workloads/schedule.hpp"
 
 namespace trainsim::analysis {
 namespace {
@@ -39,6 +40,8 @@ void write_terminal_summary(std::ostream& out, const RunContext& run, const Repo
              plan.dp, plan.tp, plan.pp, plan.micro_batches(), plan.micro_batch_size, to_string(plan.schedule),
              to_string(plan.recompute));
   std::string options;
+  if (plan.pp > 1)
+    options += fmt::format(", {} pipeline sends", to_string(workloads::resolved_p2p(plan)));
   if (plan.cp > 1)
     options += fmt::format(", context parallel {}", plan.cp);
   if (plan.sequence_parallel)
