@@ -65,7 +65,13 @@ std::set<TaskId> predecessors(const TaskGraph& graph, TaskId id) {
 // overlap_p2p_comm (its default): so do the schedules' defaults.
 TEST(PipelineP2p, DefaultsFollowWhatMegatronCoreRunsForTheSchedule) {
   EXPECT_EQ(resolved_p2p(pipeline_plan(ScheduleKind::one_f_one_b, 4, 8, 1, P2pMode::automatic)),
-            traits_of(ScheduleKind::one_f_one_b).p2p);
+            P2pMode::sync);
+  // BPipe is 1F1B's order on Megatron-LM (Kim et al.), the transfers of its
+  // evictions aside.
+  EXPECT_EQ(resolved_p2p(pipeline_plan(ScheduleKind::bpipe, 4, 8, 1, P2pMode::automatic)), P2pMode::sync);
+  for (ScheduleKind other : {ScheduleKind::gpipe, ScheduleKind::zb_h1, ScheduleKind::zb_h2,
+                             ScheduleKind::zb_v, ScheduleKind::dualpipe_v})
+    EXPECT_EQ(traits_of(other).p2p, P2pMode::async) << to_string(other);
   EXPECT_EQ(resolved_p2p(pipeline_plan(ScheduleKind::interleaved_one_f_one_b, 4, 8, 2, P2pMode::automatic)),
             P2pMode::async);
   EXPECT_EQ(resolved_p2p(pipeline_plan(ScheduleKind::interleaved_one_f_one_b, 4, 8, 2, P2pMode::sync)),
