@@ -133,6 +133,20 @@ struct ParallelPlan {
   // gradient shard after its reduce-scatter. 0: one group of all dp x cp
   // GPUs (FULL_SHARD).
   int dp_shard = 0;
+  // FSDP (zero_stage 3): free a unit's gathered parameters after its forward
+  // and gather them again for its backward, every micro-batch (true: torch
+  // FSDP's FULL_SHARD, FSDP2's default); false: gather each unit once per
+  // iteration, before its first forward, and keep it until its last
+  // backward (FSDP2's reshard_after_forward=False as PyTorch's pipelining
+  // schedules run it, FSDP1's SHARD_GRAD_OP; Llama 3's choice).
+  bool reshard_after_forward = true;
+  // ZeRO-2 / FSDP: reduce-scatter the gradients after every micro-batch's
+  // backward (false: DeepSpeed's ZeRO-2, torch FSDP without no_sync), or
+  // accumulate them unsharded (in grad_bytes per element) and reduce-scatter
+  // them once per iteration, after the last micro-batch's backward of each
+  // unit (true: PyTorch's pipelining schedules' set_requires_gradient_sync,
+  // Llama 3's "synchronizes after each training step").
+  bool grad_reduce_per_step = false;
   // Gradient reduction during the backward, in buckets of grad_bucket_bytes
   // (0: kDefaultGradBucketElements x grad_bytes), instead of one collective
   // after it. Zero stages 0 to 2 (FSDP reduces per layer anyway).

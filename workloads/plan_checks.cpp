@@ -203,6 +203,17 @@ void check_parallelism_options(const ModelSpec& model, const ParallelPlan& plan,
                       "data-parallel GPUs evenly; expected a divisor of {} (e.g. the GPUs of a node)",
                       plan.dp_shard, plan.dp, plan.cp, positions, positions));
   }
+  if (!plan.reshard_after_forward && plan.zero_stage != 3)
+    problems.add("reshard_after_forward",
+                 fmt::format("false with zero_stage {}: only FSDP (zero_stage 3) shards the parameters and "
+                             "gathers them for the forward; expected zero_stage: 3, or the key left out",
+                             plan.zero_stage));
+  if (plan.grad_reduce_per_step && plan.zero_stage < 2)
+    problems.add("grad_reduce",
+                 fmt::format("per_step with zero_stage {}: its gradients are reduced once per iteration "
+                             "already; the choice is ZeRO-2's and FSDP's (zero_stage 2 or 3), which shard "
+                             "the gradients; expected the key left out",
+                             plan.zero_stage));
   const bool bucket_given = plan.grad_bucket_bytes > 0;
   if (plan.zero_stage == 3) {
     const std::string why =

@@ -173,6 +173,11 @@ void write_summary_json(std::ostream& out, const RunContext& run, const Report& 
   // Only with a pipeline (the others send nothing between stages).
   if (run.plan.pp > 1)
     j["plan"]["p2p"] = to_string(workloads::resolved_p2p(run.plan));
+  // Only when they differ from the defaults (other summaries keep their keys).
+  if (!run.plan.reshard_after_forward)
+    j["plan"]["reshard_after_forward"] = false;
+  if (run.plan.grad_reduce_per_step)
+    j["plan"]["grad_reduce"] = "per_step";
   // Only under hybrid sharding, so that other summaries keep their keys.
   if (run.plan.hybrid_sharded())
     j["plan"]["dp_shard"] = run.plan.zero_shard_size();

@@ -54,6 +54,11 @@ void write_terminal_summary(std::ostream& out, const RunContext& run, const Repo
   else if (plan.zero_stage > 0)
     options +=
         plan.zero_stage == 3 ? std::string(", ZeRO-3 (FSDP)") : fmt::format(", ZeRO-{}", plan.zero_stage);
+  if (!plan.reshard_after_forward)
+    options += ", parameters gathered once per iteration";
+  if (plan.grad_reduce_per_step)
+    options +=
+        fmt::format(", gradients reduce-scattered once per iteration ({} bytes each)", plan.grad_bytes);
   if (plan.fp8())
     options += fmt::format(", FP8 GEMMs ({} scaling{})", to_string(plan.fp8_recipe),
                            plan.fp8_param_gather ? ", FP8 parameter all-gathers" : "");

@@ -245,6 +245,12 @@ struct Tables {
                 key("fp8_param_gather", T::boolean,
                     "FP8 primary weights: ZeRO / FSDP parameter all-gathers in FP8 (Megatron "
                     "--fp8-param-gather)"),
+                key("reshard_after_forward", T::boolean,
+                    "zero_stage 3: false gathers each layer once per iteration and keeps it until its last "
+                    "backward (FSDP2 reshard_after_forward=False, Llama 3); default true"),
+                choice("grad_reduce", {"per_micro_batch", "per_step"},
+                       "zero_stage 2 / 3: reduce-scatter the gradients after every micro-batch (default) or "
+                       "accumulate them and reduce-scatter once per iteration (Llama 3, PyTorch pipelining)"),
                 key("overlap_grad_reduce", T::boolean, "reduce gradients in buckets during the backward"),
                 key("grad_bucket_size", T::bytes, "with overlap_grad_reduce, e.g. 80MB"),
                 ranged("stage_layers", T::integer_list, 0, kCount,
