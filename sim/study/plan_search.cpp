@@ -419,6 +419,11 @@ PlanSearch prepare_plan_search(const PlanSearchRequest& request) {
     // The base plan's TP overlap, on every candidate it applies to.
     candidate.plan.tp_comm_overlap = base_plan.tp_comm_overlap && plan.sequence_parallel &&
                                      candidate.plan.framework == workloads::Framework::megatron;
+    // The base plan's overlapped parameter gather, on every candidate with a
+    // distributed optimizer (ZeRO-1 / ZeRO-2).
+    candidate.plan.overlap_param_gather = base_plan.overlap_param_gather &&
+                                          candidate.plan.overlap_grad_reduce &&
+                                          (plan.zero_stage == 1 || plan.zero_stage == 2);
     auto problems = scenario::resolve_plan(candidate);
     if (problems.empty())
       problems = scenario::check(candidate);
@@ -474,6 +479,8 @@ std::string scenario_yaml(const PlanSearch& search, const PlanCandidate& candida
   plan["sequence_parallel"] = candidate.plan.sequence_parallel;
   if (plan["tp_comm_overlap"] || candidate.plan.tp_comm_overlap)
     plan["tp_comm_overlap"] = candidate.plan.tp_comm_overlap;
+  if (plan["overlap_param_gather"] || candidate.plan.overlap_param_gather)
+    plan["overlap_param_gather"] = candidate.plan.overlap_param_gather;
   YAML::Emitter emitter;
   emitter << root;
   return fmt::format(
