@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "workloads/activation_memory.hpp"
+#include "workloads/attention.hpp"
 #include "workloads/expert_parallel.hpp"
 #include "workloads/precision.hpp"
 #include "workloads/stage_slices.hpp"
@@ -160,8 +161,8 @@ OpMemory GpuMemoryModel::op_memory(PipeOpKind kind, int virtual_stage) const {
 double GpuMemoryModel::kv_exchange_buffer_bytes() const {
   if (plan_.cp <= 1 || model_.heads <= 0)
     return 0;
-  const double kv_hidden = double(model_.hidden) * model_.kv_heads / model_.heads;
-  const double block = 2.0 * 2.0 * plan_.micro_batch_size * model_.seq_len / plan_.cp * kv_hidden / plan_.tp;
+  const double kv = traits_of(model_.attention).key_value_elements(model_);
+  const double block = 2.0 * plan_.micro_batch_size * model_.seq_len / plan_.cp * kv / plan_.tp;
   return 2 * block;
 }
 

@@ -13,6 +13,11 @@
 //   bias + dropout + residual -> norm -> MLP up [T, h] x [h, f/t] (x2 gated)
 //   -> GeLU | SwiGLU -> MLP down [T, f/t] x [f/t, h] -> (TP all-reduce) ->
 //   bias + dropout + residual
+// With qk_norm (Qwen3) an RMSNorm over each head's query and key follows the
+// QKV matmul. A multi-head latent attention layer (model.attention: mla)
+// replaces QKV, RoPE and the core by MLA's down projections, latent norms,
+// up projections, fused RoPE and a core over d_qk / d_v
+// (mla_attention.hpp; transformer_ops.cpp, mla_attention).
 // The TP collectives are not ops here: the iteration builder adds them as
 // communication tasks.
 #include <string>

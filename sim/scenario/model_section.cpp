@@ -9,6 +9,7 @@
 #include "platforms/spelling.hpp"
 #include "sim/scenario/key_aliases.hpp"
 #include "sim/scenario/sections.hpp"
+#include "workloads/attention.hpp"
 
 namespace trainsim::scenario {
 namespace {
@@ -42,6 +43,8 @@ void read_moe(platforms::MapReader& parent, workloads::ModelSpec& model) {
     moe.layer_freq = static_cast<int>(*v);
   if (auto v = m->integer("first_dense_layers", 0, kMaxCount))
     moe.first_dense_layers = static_cast<int>(*v);
+  if (auto v = m->integer("moe_layer_offset", 0, kMaxCount))
+    moe.layer_offset = static_cast<int>(*v);
   if (m->has("capacity_factor")) {
     if (auto word = m->text("capacity_factor"); word && *word == "none")
       moe.capacity_factor = 1.0;  // dropless: the balanced load (docs/moe.md)
@@ -72,12 +75,88 @@ void validate_moe(platforms::MapReader& m, const workloads::ModelSpec& model) {
             fmt::format("{} with first_dense_layers = {} selects no MoE layer among {} "
                         "layers; expected a frequency and dense prefix that leave at least one",
                         moe.layer_freq, moe.first_dense_layers, model.layers));
+  if (moe.layer_offset >= std::max(1, moe.layer_freq))
+    m.error("moe_layer_offset",
+            fmt::format("{} is not below model.moe.moe_layer_freq = {}: layer l is a MoE "
+                        "layer when l % moe_layer_freq == moe_layer_offset; expected "
+                        "0 to {}",
+                        moe.layer_offset, moe.layer_freq, std::max(1, moe.layer_freq) - 1));
   const double most = double(moe.experts) / moe.top_k;
   if (moe.capacity_factor > most)
     m.error("capacity_factor",
             fmt::format("{} exceeds model.moe.experts / top_k = {}: an expert cannot take more than every "
                         "token; expected at most {}",
                         moe.capacity_factor, most, most));
+}
+
+// The keys of multi-head latent attention (workloads/mla_attention.hpp),
+// in the order the README lists them.
+constexpr std::string_view kMlaKeys[] = {"q_lora_rank", "kv_lora_rank", "qk_nope_head_dim",
+                                         "qk_rope_head_dim", "v_head_dim"};
+
+// `model.attention` and its shape keys: MLA's five, or head_dim / qk_norm
+// for multi-head attention. Over an MLA preset the keys given override the
+// preset's; switching a model to MLA needs every rank and head width but
+// q_lora_rank (none: queries projected directly, DeepSeek-V2-Lite).
+void read_attention(platforms::MapReader& m, workloads::ModelSpec& model) {
+  std::vector<std::pair<std::string_view, workloads::AttentionKind>> words;
+  for (const auto& t : workloads::attention_table())
+    words.emplace_back(t.spelling, t.kind);
+  const bool was_mla = model.is_mla();
+  if (auto kind = m.choice("attention", words))
+    model.attention = *kind;
+  if (auto v = m.integer("head_dim", 1, kMaxCount))
+    model.head_dim = static_cast<int>(*v);
+  if (auto v = m.boolean("qk_norm"))
+    model.qk_norm = *v;
+  auto& a = model.mla;
+  if (m.has("q_lora_rank")) {
+    if (auto word = m.text("q_lora_rank"); word && *word == "none")
+      a.q_lora_rank = 0;
+    else if (auto v = m.integer("q_lora_rank", 0, kMaxCount))
+      a.q_lora_rank = static_cast<int>(*v);
+  }
+  const auto dimension = [&](std::string_view key, int& out, const char* what) {
+    if (auto v = m.integer(key, 1, kMaxCount))
+      out = static_cast<int>(*v);
+    else if (model.is_mla() && !was_mla && !m.has(key))
+      m.error(key, fmt::format("missing (attention: mla needs {}, an integer >= 1; e.g. DeepSeek-V3's are "
+                               "kv_lora_rank 512, qk_nope_head_dim 128, qk_rope_head_dim 64, v_head_dim 128)",
+                               what));
+  };
+  dimension("kv_lora_rank", a.kv_lora_rank, "the rank of the joint key/value compression");
+  dimension("qk_nope_head_dim", a.qk_nope_head_dim, "the width of each head's non-rotary query and key");
+  dimension("qk_rope_head_dim", a.qk_rope_head_dim, "the width of the rotary query and shared key part");
+  dimension("v_head_dim", a.v_head_dim, "the width of each head's value");
+}
+
+// Rules between model.attention and the other keys, each at the key to
+// change (run once every key has been read without error).
+void validate_attention(platforms::MapReader& m, const workloads::ModelSpec& model) {
+  if (!model.is_mla()) {
+    for (std::string_view key : kMlaKeys)
+      if (m.has(key))
+        m.error(key, fmt::format("is a multi-head latent attention key, but model.attention is {}; expected "
+                                 "attention: mla with it, or the key left out",
+                                 workloads::traits_of(model.attention).spelling));
+    return;
+  }
+  const auto mla_has_none = [&](std::string_view key, const char* why) {
+    if (m.has(key))
+      m.error(key,
+              fmt::format("given with attention: mla, which {}; expected the key left out (MLA's shape is "
+                          "q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim)",
+                          why));
+  };
+  mla_has_none("kv_heads", "has no key/value heads: every head reads the shared latent");
+  mla_has_none("head_dim", "sizes its heads with qk_nope_head_dim + qk_rope_head_dim and v_head_dim");
+  if (model.qk_norm)
+    mla_has_none("qk_norm", "normalizes its compressed query and key/value latents instead");
+  if (model.mla.qk_rope_head_dim % 2 != 0)
+    m.error("qk_rope_head_dim",
+            fmt::format("{} is odd: rotary embeddings rotate pairs of dimensions; expected "
+                        "an even width (DeepSeek-V2 / V3 use 64)",
+                        model.mla.qk_rope_head_dim));
 }
 
 }  // namespace
@@ -122,6 +201,9 @@ bool read_model_section(platforms::MapReader& m, Scenario& scenario) {
     model.swiglu = *mlp;
   if (auto flash = m.boolean("flash_attention"))
     model.flash_attention = *flash;
+  read_attention(m, model);
+  if (auto v = m.integer("mtp_depth", 0, kMaxCount))
+    model.mtp_depth = static_cast<int>(*v);
   if (auto name = m.label("name"))
     model.name = *name;
   if (m.has("moe"))
@@ -141,11 +223,15 @@ bool read_model_section(platforms::MapReader& m, Scenario& scenario) {
   if (model.is_moe() && model.moe.expert_ffn_hidden == 0)
     model.moe.expert_ffn_hidden = model.ffn_hidden;
   if (m.error_count() == before) {
-    if (model.hidden % model.heads != 0)
-      m.error("hidden", fmt::format("{} is not divisible by model.heads = {}", model.hidden, model.heads));
-    if (model.heads % model.kv_heads != 0)
+    // Heads of their own width (head_dim, MLA's head dims) need not divide
+    // the hidden size.
+    if (model.hidden % model.heads != 0 && model.head_dim == 0 && !model.is_mla())
+      m.error("hidden", fmt::format("{} is not divisible by model.heads = {} (or give model.head_dim)",
+                                    model.hidden, model.heads));
+    if (!model.is_mla() && model.heads % model.kv_heads != 0)
       m.error("kv_heads",
               fmt::format("model.heads = {} is not divisible by {}", model.heads, model.kv_heads));
+    validate_attention(m, model);
   }
   scenario.model = model;
   return m.error_count() == before;
