@@ -183,6 +183,27 @@ double logits_weight_gradient_hold_bytes(const ModelSpec& model, const ParallelP
   return 2 * x.sbh / (x.sp ? x.t : 1.0) + 2 * x.sbh * x.v / (x.h * x.t);
 }
 
+double mtp_activation_bytes(const ModelSpec& model, const ParallelPlan& plan) {
+  if (model.mtp_depth <= 0)
+    return 0;
+  const Shape x = shape_of(model, plan);
+  const double fp8_saving = 2 - saved_linear_input_bytes(plan);
+  const double own = x.sbh * (2 + 2 + (4 - 2 * fp8_saving)) / (x.sp ? x.t : 1.0);
+  const double layer = layer_activation_bytes(model, plan, plan.recompute, model.mtp_layers_are_moe());
+  return model.mtp_depth * (own + layer + logits_activation_bytes(model, plan));
+}
+
+double mtp_weight_gradient_hold_bytes(const ModelSpec& model, const ParallelPlan& plan) {
+  if (model.mtp_depth <= 0)
+    return 0;
+  const Shape x = shape_of(model, plan);
+  const double fp8_saving = 2 - saved_linear_input_bytes(plan);
+  const double projection_input = x.sbh * (4 - 2 * fp8_saving) / (x.sp ? x.t : 1.0);
+  return model.mtp_depth *
+         (projection_input + layer_weight_gradient_hold_bytes(model, plan, model.mtp_layers_are_moe()) +
+          logits_weight_gradient_hold_bytes(model, plan));
+}
+
 double recompute_workspace_bytes(const ModelSpec& model, const ParallelPlan& plan) {
   switch (plan.recompute) {
     case Recompute::none:

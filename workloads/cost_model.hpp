@@ -16,7 +16,7 @@ struct StageSlice {
   int layers = 0;
   int first_layer = 0;     // model index of its first layer (MoE layers are not uniform)
   bool embedding = false;  // first stage: token (and position) embedding
-  bool logits = false;     // last stage: output projection and loss
+  bool logits = false;     // last stage: output projection and loss, and any MTP modules (model.mtp_depth)
 };
 
 struct OpCost {
@@ -77,6 +77,10 @@ class AnalyticCostModel final : public CostModel {
   // the forward's matmuls (24 b s h^2 per GPT layer, 2 b s h V for logits).
   double weight_gradient_flops(const StageSlice& slice) const;
   double recomputed_flops(const StageSlice& slice) const;
+  // The MTP modules' forward FLOPs on the last stage (0 elsewhere), and
+  // their attention core's.
+  double mtp_flops(const StageSlice& slice) const;
+  double mtp_core_flops(const StageSlice& slice) const;
   // FLOPs of the layers' linear GEMMs in one forward (the TP-paired ones).
   double linear_forward_flops(const StageSlice& slice) const;
   OpCost timed(double model_flops, double hardware_flops, const platforms::GpuSpec& gpu,

@@ -111,7 +111,9 @@ PerOpCostModel::PerOpCostModel(ModelSpec model, ParallelPlan plan, Options optio
       moe_layer_ops_(model_.is_moe() ? with_precision(moe_layer_ops(model_, setup_), plan_)
                                      : std::vector<TransformerOp>{}),
       embedding_ops_(embedding_ops(model_, setup_)),
-      logits_ops_(logits_ops(model_, setup_)) {}
+      logits_ops_(logits_ops(model_, setup_)),
+      mtp_ops_(model_.mtp_depth > 0 ? with_precision(mtp_ops(model_, setup_), plan_)
+                                    : std::vector<TransformerOp>{}) {}
 
 const PerOpCostModel::PartTimes& PerOpCostModel::times(const platforms::GpuSpec& gpu) const {
   if (auto it = cache_.find(gpu.name); it != cache_.end())
@@ -180,6 +182,26 @@ const PerOpCostModel::PartTimes& PerOpCostModel::times(const platforms::GpuSpec&
   p.logits_forward_s = pass(logits_ops_, forward);
   p.logits_input_s = pass(logits_ops_, input);
   p.logits_weight_s = pass(logits_ops_, weight);
+  if (model_.mtp_depth > 0) {
+    // Each module: its own kernels, a layer (a MoE one when the model's
+    // last layer is) and the shared output head with its loss.
+    const bool moe = model_.mtp_layers_are_moe();
+    const LayerPassTimes& l = moe ? p.moe_layer : p.layer;
+    const LayerPassTimes& linear_l = moe ? p.moe_layer_linear : p.layer_linear;
+    const double depth = model_.mtp_depth;
+    p.mtp.forward_s = depth * (pass(mtp_ops_, forward) + l.forward_s + p.logits_forward_s);
+    p.mtp.recompute_s = depth * l.recompute_s;
+    p.mtp.backward_input_s = depth * (pass(mtp_ops_, input) + l.backward_input_s + p.logits_input_s);
+    p.mtp.backward_weight_s = depth * (pass(mtp_ops_, weight) + l.backward_weight_s + p.logits_weight_s);
+    p.mtp_linear.forward_s =
+        depth * (linear_time_of(mtp_ops_, OpPass::forward, gpu, profile) + linear_l.forward_s);
+    p.mtp_linear.recompute_s = depth * linear_l.recompute_s;
+    p.mtp_linear.backward_input_s =
+        depth * (linear_time_of(mtp_ops_, OpPass::backward_input, gpu, profile) + linear_l.backward_input_s);
+    p.mtp_linear.backward_weight_s =
+        depth *
+        (linear_time_of(mtp_ops_, OpPass::backward_weight, gpu, profile) + linear_l.backward_weight_s);
+  }
   return cache_.emplace(gpu.name, p).first->second;
 }
 
@@ -226,6 +248,10 @@ OpCost PerOpCostModel::forward(const StageSlice& slice, const platforms::GpuSpec
                     (slice.logits ? t.logits_forward_s : 0.0);
   cost.memory_bound_fraction = t.layer_memory_bound_fraction;
   cost.tp_overlap_s = linear_time(slice, &LayerPassTimes::forward_s, t);
+  if (slice.logits && model_.mtp_depth > 0) {
+    cost.duration_s += t.mtp.forward_s;
+    cost.tp_overlap_s += t.mtp_linear.forward_s;
+  }
   return cost;
 }
 
@@ -238,6 +264,10 @@ OpCost PerOpCostModel::backward_input(const StageSlice& slice, const platforms::
   cost.memory_bound_fraction = t.layer_memory_bound_fraction;
   cost.tp_overlap_s = linear_time(slice, &LayerPassTimes::recompute_s, t) +
                       linear_time(slice, &LayerPassTimes::backward_input_s, t);
+  if (slice.logits && model_.mtp_depth > 0) {
+    cost.duration_s += t.mtp.recompute_s + t.mtp.backward_input_s;
+    cost.tp_overlap_s += t.mtp_linear.recompute_s + t.mtp_linear.backward_input_s;
+  }
   return cost;
 }
 
@@ -248,6 +278,10 @@ OpCost PerOpCostModel::backward_weight(const StageSlice& slice, const platforms:
                     (slice.embedding ? t.embedding_weight_s : 0.0) + (slice.logits ? t.logits_weight_s : 0.0);
   cost.memory_bound_fraction = t.layer_memory_bound_fraction;
   cost.tp_overlap_s = linear_time(slice, &LayerPassTimes::backward_weight_s, t);
+  if (slice.logits && model_.mtp_depth > 0) {
+    cost.duration_s += t.mtp.backward_weight_s;
+    cost.tp_overlap_s += t.mtp_linear.backward_weight_s;
+  }
   return cost;
 }
 

@@ -77,6 +77,9 @@ class PerOpCostModel final : public CostModel {
     LayerPassTimes layer_linear, moe_layer_linear;
     double embedding_forward_s = 0, embedding_weight_s = 0;
     double logits_forward_s = 0, logits_input_s = 0, logits_weight_s = 0;
+    // The last stage's multi-token prediction modules, all of them: each
+    // its norms and projection (mtp_ops), a layer and the output head.
+    LayerPassTimes mtp, mtp_linear;
     // Share of a layer's kernel time (all passes) in HBM-bound kernels: the
     // memory_bound_fraction of every forward and backward.
     double layer_memory_bound_fraction = 0;
@@ -96,7 +99,7 @@ class PerOpCostModel final : public CostModel {
   ParallelPlan plan_;
   LayerSetup setup_;
   AnalyticCostModel flops_;  // FLOP accounting only
-  std::vector<TransformerOp> layer_ops_, moe_layer_ops_, embedding_ops_, logits_ops_;
+  std::vector<TransformerOp> layer_ops_, moe_layer_ops_, embedding_ops_, logits_ops_, mtp_ops_;
   // Per GPU type; the builder asks for the same few GPUs thousands of times.
   // Not thread-safe (the builder is single-threaded).
   mutable std::map<std::string, PartTimes> cache_;

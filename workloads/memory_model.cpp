@@ -49,6 +49,14 @@ double GpuMemoryModel::piece_parameters(int virtual_stage, int layer_in_chunk) c
     // layer on the last stage when it is not the first one.
     if (model_.tied_embeddings && layout_.rank_of(virtual_stage) != layout_.rank_of(0))
       parameters += double(model_.vocab) * model_.hidden;
+    if (model_.mtp_depth > 0) {
+      // The MTP modules, and the embedding they read the next tokens from:
+      // Megatron builds one on the last stage too (GPTModel: pre_process or
+      // mtp_process), unless the output head already is one (tied).
+      parameters += mtp_parameters_per_gpu(model_, plan_, slice) * plan_.tp;
+      if (!model_.tied_embeddings && layout_.rank_of(virtual_stage) != layout_.rank_of(0))
+        parameters += double(model_.vocab) * model_.hidden;
+    }
   }
   return parameters / plan_.tp;
 }
@@ -74,6 +82,8 @@ double GpuMemoryModel::expert_parameters(int rank) const {
     const StageSlice slice = virtual_stage_slice(model_, plan_, layout_.virtual_stage(rank, chunk));
     for (int l = 0; l < slice.layers; ++l)
       parameters += layer_expert_parameters_per_gpu(model_, plan_, slice.first_layer + l);
+    if (model_.mtp_depth > 0)
+      parameters += mtp_expert_parameters_per_gpu(model_, plan_, slice);
   }
   return parameters;
 }
@@ -105,6 +115,8 @@ double GpuMemoryModel::layer_parameters_on(int rank) const {
     const StageSlice slice = virtual_stage_slice(model_, plan_, layout_.virtual_stage(rank, chunk));
     for (int l = 0; l < slice.layers; ++l)
       parameters += layer_parameters_per_gpu(model_, plan_, slice.first_layer + l);
+    if (model_.mtp_depth > 0)
+      parameters += mtp_parameters_per_gpu(model_, plan_, slice);
   }
   return parameters;
 }
@@ -116,6 +128,8 @@ double GpuMemoryModel::stored_activations(int virtual_stage) const {
     bytes += embedding_activation_bytes(model_, plan_);
   if (slice.logits)
     bytes += logits_activation_bytes(model_, plan_);
+  if (slice.logits && model_.mtp_depth > 0)
+    bytes += mtp_activation_bytes(model_, plan_);
   return bytes;
 }
 
@@ -126,6 +140,8 @@ double GpuMemoryModel::weight_gradient_hold(int virtual_stage) const {
                  (moe > 0 ? moe * layer_weight_gradient_hold_bytes(model_, plan_, true) : 0.0);
   if (slice.logits)
     bytes += logits_weight_gradient_hold_bytes(model_, plan_);
+  if (slice.logits && model_.mtp_depth > 0)
+    bytes += mtp_weight_gradient_hold_bytes(model_, plan_);
   return bytes;
 }
 

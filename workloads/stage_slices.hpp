@@ -41,6 +41,17 @@ double tp_allreduce_bytes(const ModelSpec& model, const ParallelPlan& plan);
 // pp x virtual_stages): plan.stage_layers' entry or the even share, the
 // embedding on the first, the logits on the last.
 StageSlice virtual_stage_slice(const ModelSpec& model, const ParallelPlan& plan, int virtual_stage);
+// Transformer layers `slice` runs: its layers, and on the last stage the
+// MTP modules' (model.mtp_depth), each with the TP collectives of a layer.
+int transformer_layers_of(const ModelSpec& model, const StageSlice& slice);
+// Its MoE layers, the MTP modules' included (when the model's last layer
+// is a MoE layer): the EP all-to-alls of an op over it.
+int moe_layers_of(const ModelSpec& model, const StageSlice& slice);
+// The MTP modules' parameters on one GPU of the last stage (experts / ep,
+// everything / tp); 0 for a slice without the logits.
+double mtp_parameters_per_gpu(const ModelSpec& model, const ParallelPlan& plan, const StageSlice& slice);
+double mtp_expert_parameters_per_gpu(const ModelSpec& model, const ParallelPlan& plan,
+                                     const StageSlice& slice);
 // Parameters of `slice` held by one GPU: its layers (MoE: routed experts /
 // ep), plus the embedding / logits when the slice has them, over tp.
 double slice_parameters_per_gpu(const ModelSpec& model, const ParallelPlan& plan, const StageSlice& slice);

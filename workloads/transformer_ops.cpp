@@ -571,4 +571,18 @@ std::vector<TransformerOp> logits_ops(const ModelSpec& model, const LayerSetup& 
   return ops.take();
 }
 
+std::vector<TransformerOp> mtp_ops(const ModelSpec& model, const LayerSetup& setup) {
+  const Dims d = dims_of(model, setup);
+  const double proj_out = d.h / setup.tp;  // eh_proj's output columns on this rank
+  OpList ops;
+  ops.elementwise("mtp_norms", OpPass::forward, 2 * d.tokens_norm * d.h, 2 + 2, 2);
+  ops.elementwise("mtp_concat", OpPass::forward, 2 * d.tokens_norm * d.h, 2 + 2);
+  ops.matmul("mtp_proj", OpPass::forward, d.tokens, proj_out, 2 * d.h);
+  ops.matmul("mtp_proj.dgrad", OpPass::backward_input, d.tokens, 2 * d.h, proj_out);
+  ops.elementwise("mtp_norms.bwd", OpPass::backward_input, 2 * d.tokens_norm * d.h, 2 + 2 + 2 + 2 + 2, 4);
+  ops.matmul("mtp_proj.wgrad", OpPass::backward_weight, 2 * d.h, proj_out, d.tokens);
+  ops.elementwise("grad_accumulate", OpPass::backward_weight, 2 * d.h * proj_out, 2 + 2 + 2);
+  return ops.take();
+}
+
 }  // namespace trainsim::workloads

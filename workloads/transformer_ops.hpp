@@ -97,6 +97,14 @@ std::vector<TransformerOp> embedding_ops(const ModelSpec& model, const LayerSetu
 // vocabulary-parallel cross-entropy in fp32 (Megatron's default).
 std::vector<TransformerOp> logits_ops(const ModelSpec& model, const LayerSetup& setup);
 
+// One multi-token prediction module's own kernels (model.mtp_depth;
+// DeepSeek-V3 Section 2.2, Megatron-core multi_token_prediction.py): the
+// RMSNorms of the hidden state and of the next token's embedding, their
+// concatenation and the 2h x h projection (eh_proj, column-parallel), all
+// passes. Its transformer layer and output head are a layer's and the
+// logits' ops.
+std::vector<TransformerOp> mtp_ops(const ModelSpec& model, const LayerSetup& setup);
+
 // Bytes the optimizer step moves per local parameter: Megatron's
 // mixed-precision Adam copies the 16-bit gradient into an fp32 main gradient
 // (2 + 4), unscales it and checks for inf/nan (4 + 4), takes its norm for

@@ -153,6 +153,25 @@ void write_summary_json(std::ostream& out, const RunContext& run, const Report& 
                          {"moe_layers", run.model.moe_layers_in(0, run.model.layers)},
                          {"capacity_factor", moe.capacity_factor}};
   }
+  // Attention other than plain multi-head, and multi-token prediction: only
+  // for the models that have them, so that other summaries keep their keys.
+  if (run.model.is_mla()) {
+    const auto& a = run.model.mla;
+    j["model"]["attention"] = "mla";
+    j["model"]["mla"] = {{"q_lora_rank", a.q_lora_rank},
+                         {"kv_lora_rank", a.kv_lora_rank},
+                         {"qk_nope_head_dim", a.qk_nope_head_dim},
+                         {"qk_rope_head_dim", a.qk_rope_head_dim},
+                         {"v_head_dim", a.v_head_dim}};
+  }
+  if (run.model.head_dim > 0)
+    j["model"]["head_dim"] = run.model.head_dim;
+  if (run.model.qk_norm)
+    j["model"]["qk_norm"] = true;
+  if (run.model.mtp_depth > 0) {
+    j["model"]["mtp_depth"] = run.model.mtp_depth;
+    j["model"]["mtp_parameters"] = run.model.mtp_parameters();
+  }
   j["plan"] = {{"dp", run.plan.dp},
                {"tp", run.plan.tp},
                {"pp", run.plan.pp},

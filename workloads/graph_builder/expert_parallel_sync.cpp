@@ -41,7 +41,7 @@ void IterationBuilder::add_expert_all_to_alls(int rank, int tp) {
     for (std::size_t k = 0; k < list.size(); ++k) {
       const PipeOp& op = list[k];
       const StageSlice slice = virtual_stage_slice(model_, plan_, sched.virtual_stage(rank, op.chunk));
-      const int fold = ep_all_to_alls(plan_, op.kind, model_.moe_layers_in(slice.first_layer, slice.layers));
+      const int fold = ep_all_to_alls(plan_, op.kind, moe_layers_of(model_, slice));
       if (fold == 0)
         continue;
       const TaskId id =

@@ -363,7 +363,7 @@ void IterationBuilder::add_tp_collectives(const PipeOp& op, int rank, const Stag
                                           const std::vector<int>& tp_groups, std::vector<BuiltOp>& built) {
   // The op's all-reduces, folded into one collective per TP group (two with
   // sequence parallelism: reduce-scatter then all-gather, same volume).
-  const int fold = tp_allreduces(plan_, op.kind, slice.layers);
+  const int fold = tp_allreduces(plan_, op.kind, transformer_layers_of(model_, slice));
   if (plan_.tp <= 1 || fold <= 0)
     return;
   for (int cp = 0; cp < plan_.cp; ++cp) {
@@ -445,7 +445,7 @@ void IterationBuilder::add_overlapped_tp_collectives(const PipeOp& op, int rank,
                                                      const std::vector<int>& tp_groups,
                                                      const std::vector<std::vector<TaskId>>& gemm_chunks,
                                                      std::vector<BuiltOp>& built) {
-  const int fold = tp_allreduces(plan_, op.kind, spec.slice.layers);
+  const int fold = tp_allreduces(plan_, op.kind, transformer_layers_of(model_, spec.slice));
   const double k = plan_.tp;
   const std::vector<CollectiveOp> passes_of_op = tp_passes(plan_);
   for (int cp = 0; cp < plan_.cp; ++cp) {
