@@ -33,6 +33,31 @@ double tp_allreduce_bytes(const ModelSpec& model, const ParallelPlan& plan) {
   return 2.0 * plan.micro_batch_size * model.seq_len / plan.cp * model.hidden;
 }
 
+double mla_sequence_parallel_pass_bytes(const ModelSpec& model, const ParallelPlan& plan, CollectiveOp pass,
+                                        PipeOpKind kind) {
+  const auto& a = model.mla;
+  const double h = model.hidden;
+  const double w = (a.q_lora_rank > 0 ? double(a.q_lora_rank) : h) + a.kv_lora_rank + a.qk_rope_head_dim;
+  const double per_token_h =
+      2.0 * plan.micro_batch_size * model.seq_len / plan.cp;  // bf16 bytes per unit width
+  // Widths of the passes of one layer: forward all-gathers {w, h},
+  // reduce-scatters {h, h}; backward all-gathers {h, h}, reduce-scatters
+  // {w, h}.
+  const bool gather = pass == CollectiveOp::all_gather;
+  const double forward = gather ? (w + h) / 2 : h;
+  const double backward = gather ? h : (w + h) / 2;
+  switch (kind) {
+    case PipeOpKind::forward:
+      return per_token_h * forward;
+    case PipeOpKind::backward:
+    case PipeOpKind::backward_input:
+      return per_token_h * (plan.recompute == Recompute::full ? (forward + backward) / 2 : backward);
+    case PipeOpKind::backward_weight:
+      return 0;
+  }
+  return 0;
+}
+
 StageSlice virtual_stage_slice(const ModelSpec& model, const ParallelPlan& plan, int virtual_stage) {
   const int stages = plan.pp * plan.virtual_stages;
   return {.layers = plan.layers_of(virtual_stage, model.layers),

@@ -10,6 +10,7 @@
 #include "workloads/model_spec.hpp"
 #include "workloads/parallel_plan.hpp"
 #include "workloads/schedule.hpp"
+#include "workloads/task_graph.hpp"
 
 namespace trainsim::workloads {
 
@@ -37,6 +38,19 @@ double pipeline_message_bytes(const ModelSpec& model, const ParallelPlan& plan);
 // Bytes of one TP all-reduce (the b x s x h bf16 activation; s / cp tokens
 // with context parallelism).
 double tp_allreduce_bytes(const ModelSpec& model, const ParallelPlan& plan);
+// Multi-head latent attention under sequence parallelism: the mean bytes of
+// one folded TP pass (`pass` reduce-scatter or all-gather) of an op of
+// `kind`. Megatron's MLA gathers, before attention, not the hidden state
+// but what its duplicated down projections made of each rank's s / t
+// tokens: the query latent (or the hidden state, without query
+// compression), the key/value latent and the rotary key, w = (r_q or h) +
+// r_kv + d_rope per token; the output projection still reduce-scatters h.
+// Per layer the forward gathers w and h and reduce-scatters h twice, the
+// backward the mirror (gathers h twice, reduce-scatters w and h), full
+// recomputation adds a forward's; the builder folds them into passes of
+// one size, the mean.
+double mla_sequence_parallel_pass_bytes(const ModelSpec& model, const ParallelPlan& plan, CollectiveOp pass,
+                                        PipeOpKind kind);
 // The layers, embedding and logits of virtual stage `virtual_stage` (of
 // pp x virtual_stages): plan.stage_layers' entry or the even share, the
 // embedding on the first, the logits on the last.

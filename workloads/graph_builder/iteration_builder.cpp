@@ -369,9 +369,10 @@ void IterationBuilder::add_tp_collectives(const PipeOp& op, int rank, const Stag
   for (int cp = 0; cp < plan_.cp; ++cp) {
     TaskId previous = kNone;
     for (CollectiveOp collective_op : tp_passes(plan_)) {
-      const TaskId id = graph_.add(collective_task(
-          CommKind::tp, collective_op, tp_groups[static_cast<std::size_t>(cp)], rank,
-          tp_pass_bytes(collective_op), {.chunk = op.chunk, .micro_batch = op.micro_batch, .fold = fold}));
+      const TaskId id =
+          graph_.add(collective_task(CommKind::tp, collective_op, tp_groups[static_cast<std::size_t>(cp)],
+                                     rank, tp_pass_bytes(collective_op, op.kind),
+                                     {.chunk = op.chunk, .micro_batch = op.micro_batch, .fold = fold}));
       if (previous != kNone)
         graph_.depend(previous, id);
       else
@@ -384,7 +385,10 @@ void IterationBuilder::add_tp_collectives(const PipeOp& op, int rank, const Stag
   }
 }
 
-double IterationBuilder::tp_pass_bytes(CollectiveOp pass) const {
+double IterationBuilder::tp_pass_bytes(CollectiveOp pass, PipeOpKind kind) const {
+  if (model_.is_mla() && plan_.sequence_parallel)
+    return mla_sequence_parallel_pass_bytes(model_, plan_, pass, kind) *
+           tp_collective_byte_factor(plan_, pass == CollectiveOp::all_gather);
   return tp_allreduce_bytes(model_, plan_) *
          tp_collective_byte_factor(plan_, pass == CollectiveOp::all_gather);
 }
@@ -453,7 +457,7 @@ void IterationBuilder::add_overlapped_tp_collectives(const PipeOp& op, int rank,
     TaskId previous = kNone;
     for (const bool last : {false, true}) {
       for (std::size_t pass = 0; pass < passes_of_op.size(); ++pass) {
-        const double bytes = tp_pass_bytes(passes_of_op[pass]);
+        const double bytes = tp_pass_bytes(passes_of_op[pass], op.kind);
         const TaskId id = graph_.add(collective_task(
             CommKind::tp, passes_of_op[pass], tp_groups[static_cast<std::size_t>(cp)], rank,
             last ? bytes / k : bytes * (k - 1) / k,

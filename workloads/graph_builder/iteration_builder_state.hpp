@@ -122,9 +122,10 @@ class IterationBuilder {
                                   const std::vector<int>& tp_groups, const std::vector<int>& cp_groups);
   // plan.tp_comm_overlap (Transformer Engine's userbuffers) for ops of this kind.
   bool overlaps_tp_comm(PipeOpKind kind) const;
-  // Bytes of one TP collective pass (FP8 halves the all-gathers,
-  // workloads/precision.hpp).
-  double tp_pass_bytes(CollectiveOp pass) const;
+  // Bytes of one TP collective pass of an op of `kind` (FP8 halves the
+  // all-gathers, workloads/precision.hpp; MLA gathers its latents,
+  // stage_slices.hpp).
+  double tp_pass_bytes(CollectiveOp pass, PipeOpKind kind) const;
   std::vector<Task> split_linear_gemms(Task& rest, double linear_s) const;
   void add_overlapped_tp_collectives(const PipeOp& op, int rank, const PieceSpec& spec,
                                      const std::vector<int>& tp_groups,

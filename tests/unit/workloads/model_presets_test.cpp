@@ -55,11 +55,11 @@ double active_billions(const char* name) {
   return m ? m->active_parameter_count() / 1e9 : 0;
 }
 
-// DeepSeek quotes "activated" parameters without the input embedding (a
-// lookup, not a matmul): V2-Lite's 2.4B and V3's 37B are what is left of
-// trainsim's active count (2.66B, 37.55B) once the 102,400 x 2048 and
-// 129,280 x 7168 tables are taken out. Qwen, Mistral and Meta count both
-// embedding tables.
+// DeepSeek-V2 and V3 quote "activated" parameters without the input
+// embedding (a lookup, not a matmul): V2-Lite's 2.4B and V3's 37B are what
+// is left of trainsim's active count (2.66B, 37.55B: V3's would round to
+// 38B) once the 102,400 x 2048 and 129,280 x 7168 tables are taken out.
+// DeepSeekMoE 16B, Qwen, Mistral and Meta count both embedding tables.
 double deepseek_activated_billions(const char* name) {
   const auto m = *find_model_preset(name);
   return (m.active_parameter_count() - m.embedding_parameters()) / 1e9;

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <boost/graph/adjacency_list.hpp>
+#include <vector>
 
 #include "support/test_cluster.hpp"
 #include "workloads/activation_memory.hpp"
@@ -175,6 +176,36 @@ TEST(MlaGraph, MlaWithATpThatDoesNotDivideTheHeadsIsRefusedNamingMla) {
   for (const auto& p : plan_problems(m, plan))
     found = found || (p.key == "plan.tp" && p.message.find("latent attention") != std::string::npos);
   EXPECT_TRUE(found);
+}
+
+TEST(MlaGraph, SequenceParallelGathersTheLatentsBeforeAttentionNotTheHiddenState) {
+  // DeepSeek-V2-Lite's shape without query compression: before attention
+  // the TP group gathers the hidden state (for q_proj), the key/value
+  // latent and the rotary key, w = 2048 + 512 + 64 per token; before the
+  // MLP the hidden state, h = 2048. Reduce-scatters move h each.
+  const ModelSpec m = small_deepseek(0);
+  ParallelPlan plan = plan_of(1, 1, 1, 1);
+  plan.tp = 2;
+  plan.sequence_parallel = true;
+  const TaskGraph g = build(m, plan);
+  const double tokens = 1024, h = 2048, w = 2048 + 512 + 64;
+  // One micro-batch: the forward's folded all-gather and reduce-scatter,
+  // then the backward's, in the order the builder adds them.
+  std::vector<double> gathers, scatters;
+  for (auto v : boost::make_iterator_range(boost::vertices(g.graph))) {
+    const Task& t = g[v];
+    if (t.comm == CommKind::tp)
+      (t.op == CollectiveOp::all_gather ? gathers : scatters).push_back(t.bytes * t.fold);
+  }
+  ASSERT_EQ(gathers.size(), 2u);
+  ASSERT_EQ(scatters.size(), 2u);
+  const double gathered = gathers[0], gathered_back = gathers[1];
+  const double scattered = scatters[0], scattered_back = scatters[1];
+  const double layers = 4;
+  EXPECT_DOUBLE_EQ(gathered, 2 * tokens * (w + h) * layers);
+  EXPECT_DOUBLE_EQ(scattered, 2 * tokens * (h + h) * layers);
+  EXPECT_DOUBLE_EQ(gathered_back, 2 * tokens * (h + h) * layers);
+  EXPECT_DOUBLE_EQ(scattered_back, 2 * tokens * (w + h) * layers);
 }
 
 }  // namespace
