@@ -109,6 +109,36 @@ OpCost AnalyticCostModel::backward_weight(const StageSlice& slice, const platfor
   return timed(flops, flops, gpu, linear_forward_flops(slice));
 }
 
+double AnalyticCostModel::moe_load_extra_s(PipeOpKind kind, double load,
+                                           const platforms::GpuSpec& gpu) const {
+  if (!model_.is_moe() || load == 1)
+    return 0;
+  // One GPU's routed expert GEMMs in one MoE layer's forward: its share of
+  // the EP group's copies (tokens x top_k x capacity) through experts of
+  // (2 or 3) h f / tp weights.
+  const auto& moe = model_.moe;
+  const double tokens = double(plan_.micro_batch_size) * model_.seq_len;
+  const double forward = 2 * tokens * moe.top_k * moe.capacity_factor * (model_.swiglu ? 3.0 : 2.0) *
+                         model_.hidden * moe.expert_ffn_hidden / plan_.tp;
+  const double recompute = plan_.recompute == Recompute::full ? forward : 0.0;
+  double flops = 0;
+  switch (kind) {
+    case PipeOpKind::forward:
+      flops = forward;
+      break;
+    case PipeOpKind::backward:
+      flops = 2 * forward + recompute;
+      break;
+    case PipeOpKind::backward_input:
+      flops = forward + recompute;
+      break;
+    case PipeOpKind::backward_weight:
+      flops = forward;
+      break;
+  }
+  return (load - 1) * flops / (gpu.peak_bf16_flops * efficiency(gpu));
+}
+
 OpCost AnalyticCostModel::optimizer(double parameters, const platforms::GpuSpec& gpu) const {
   return {parameters * kOptimizerBytesPerParameter / gpu.hbm_bandwidth_Bps, 0, 0, 1.0};
 }

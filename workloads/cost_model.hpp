@@ -7,6 +7,7 @@
 #include "platforms/gpu_spec.hpp"
 #include "workloads/model_spec.hpp"
 #include "workloads/parallel_plan.hpp"
+#include "workloads/schedule.hpp"
 
 namespace trainsim::workloads {
 
@@ -51,6 +52,18 @@ class CostModel {
   virtual double memory_kernel_s(double bytes, const platforms::GpuSpec& gpu) const {
     return bytes / gpu.hbm_bandwidth_Bps;
   }
+  // Routing imbalance (workloads/expert_routing.hpp): how much longer one
+  // MoE layer's pass of `kind` (forward; backward or input gradient with
+  // any recomputation; weight gradient) takes on a GPU whose local experts
+  // receive `load` times the balanced share of token copies, than with the
+  // balanced share (negative below 1). 0 by default (costs without
+  // experts).
+  virtual double moe_load_extra_s(PipeOpKind kind, double load, const platforms::GpuSpec& gpu) const {
+    (void)kind;
+    (void)load;
+    (void)gpu;
+    return 0;
+  }
 };
 
 // FLOPs from the model shape (Narayanan et al.), time = FLOPs / (peak bf16 x
@@ -65,6 +78,9 @@ class AnalyticCostModel final : public CostModel {
   OpCost backward_input(const StageSlice& slice, const platforms::GpuSpec& gpu) const override;
   OpCost backward_weight(const StageSlice& slice, const platforms::GpuSpec& gpu) const override;
   OpCost optimizer(double parameters, const platforms::GpuSpec& gpu) const override;
+  // The expert GEMMs' FLOPs of the pass times (load - 1), at the same
+  // efficiency as everything else.
+  double moe_load_extra_s(PipeOpKind kind, double load, const platforms::GpuSpec& gpu) const override;
 
   // Bytes the optimizer step reads and writes per parameter: mixed-precision
   // Adam touches the fp32 master weight, both moments and the gradient, and

@@ -127,26 +127,7 @@ const PerOpCostModel::PartTimes& PerOpCostModel::times(const platforms::GpuSpec&
   const auto input = [](const TransformerOp& op) { return is(op, OpPass::backward_input); };
   const auto weight = [](const TransformerOp& op) { return is(op, OpPass::backward_weight); };
 
-  auto layer = [&](const std::vector<TransformerOp>& ops) {
-    LayerPassTimes l;
-    if (ops.empty())
-      return l;
-    l.forward_s = pass(ops, forward);
-    switch (plan_.recompute) {
-      case Recompute::none:
-        break;
-      case Recompute::selective:  // the attention core's forward (Korthikanti et al.)
-        l.recompute_s =
-            pass(ops, [](const TransformerOp& op) { return is(op, OpPass::forward) && op.attention_core; });
-        break;
-      case Recompute::full:
-        l.recompute_s = l.forward_s;
-        break;
-    }
-    l.backward_input_s = pass(ops, input);
-    l.backward_weight_s = pass(ops, weight);
-    return l;
-  };
+  auto layer = [&](const std::vector<TransformerOp>& ops) { return pass_times(ops, gpu); };
 
   // The linear GEMMs of each pass; a pass that the host bounds keeps them
   // within its time.
@@ -203,6 +184,63 @@ const PerOpCostModel::PartTimes& PerOpCostModel::times(const platforms::GpuSpec&
         (linear_time_of(mtp_ops_, OpPass::backward_weight, gpu, profile) + linear_l.backward_weight_s);
   }
   return cache_.emplace(gpu.name, p).first->second;
+}
+
+LayerPassTimes PerOpCostModel::pass_times(const std::vector<TransformerOp>& ops,
+                                          const platforms::GpuSpec& gpu) const {
+  LayerPassTimes l;
+  if (ops.empty())
+    return l;
+  const auto& profile = platforms::efficiency_profile_for(gpu.name);
+  auto pass = [&](const std::function<bool(const TransformerOp&)>& in) {
+    return pass_time(ops, in, gpu, profile);
+  };
+  l.forward_s = pass([](const TransformerOp& op) { return is(op, OpPass::forward); });
+  switch (plan_.recompute) {
+    case Recompute::none:
+      break;
+    case Recompute::selective:  // the attention core's forward (Korthikanti et al.)
+      l.recompute_s =
+          pass([](const TransformerOp& op) { return is(op, OpPass::forward) && op.attention_core; });
+      break;
+    case Recompute::full:
+      l.recompute_s = l.forward_s;
+      break;
+  }
+  l.backward_input_s = pass([](const TransformerOp& op) { return is(op, OpPass::backward_input); });
+  l.backward_weight_s = pass([](const TransformerOp& op) { return is(op, OpPass::backward_weight); });
+  return l;
+}
+
+double PerOpCostModel::moe_load_extra_s(PipeOpKind kind, double load, const platforms::GpuSpec& gpu) const {
+  if (!model_.is_moe() || load == 1)
+    return 0;
+  const LayerPassTimes& balanced = times(gpu).moe_layer;
+  auto it = loaded_cache_.find({gpu.name, load});
+  if (it == loaded_cache_.end()) {
+    LayerSetup setup = setup_;
+    setup.expert_load = load;
+    it = loaded_cache_
+             .emplace(std::make_pair(gpu.name, load),
+                      pass_times(with_precision(moe_layer_ops(model_, setup), plan_), gpu))
+             .first;
+  }
+  const LayerPassTimes& loaded = it->second;
+  const double f = loaded.forward_s - balanced.forward_s;
+  const double r = loaded.recompute_s - balanced.recompute_s;
+  const double b = loaded.backward_input_s - balanced.backward_input_s;
+  const double w = loaded.backward_weight_s - balanced.backward_weight_s;
+  switch (kind) {
+    case PipeOpKind::forward:
+      return f;
+    case PipeOpKind::backward:
+      return r + b + w;
+    case PipeOpKind::backward_input:
+      return r + b;
+    case PipeOpKind::backward_weight:
+      return w;
+  }
+  return 0;
 }
 
 LayerPassTimes PerOpCostModel::layer_times(const platforms::GpuSpec& gpu) const {

@@ -59,6 +59,10 @@ class PerOpCostModel final : public CostModel {
   OpCost backward_weight(const StageSlice& slice, const platforms::GpuSpec& gpu) const override;
   OpCost optimizer(double parameters, const platforms::GpuSpec& gpu) const override;
   double memory_kernel_s(double bytes, const platforms::GpuSpec& gpu) const override;
+  // The MoE layer's kernels re-timed with the local experts' rows scaled by
+  // `load` (transformer_ops.hpp, LayerSetup::expert_load), less the
+  // balanced layer's.
+  double moe_load_extra_s(PipeOpKind kind, double load, const platforms::GpuSpec& gpu) const override;
 
   LayerPassTimes layer_times(const platforms::GpuSpec& gpu) const;
   // The same for a MoE layer (zero for a dense model).
@@ -85,6 +89,8 @@ class PerOpCostModel final : public CostModel {
     double layer_memory_bound_fraction = 0;
   };
   const PartTimes& times(const platforms::GpuSpec& gpu) const;
+  // One layer's passes (forward, recomputation, input and weight gradient).
+  LayerPassTimes pass_times(const std::vector<TransformerOp>& ops, const platforms::GpuSpec& gpu) const;
   // Sum over a slice's layers of one pass time (dense and MoE layers).
   double layers_time(const StageSlice& slice, double LayerPassTimes::*pass, const LayerPassTimes& dense,
                      const LayerPassTimes& moe) const;
@@ -103,6 +109,8 @@ class PerOpCostModel final : public CostModel {
   // Per GPU type; the builder asks for the same few GPUs thousands of times.
   // Not thread-safe (the builder is single-threaded).
   mutable std::map<std::string, PartTimes> cache_;
+  // MoE layer passes per (GPU type, load factor).
+  mutable std::map<std::pair<std::string, double>, LayerPassTimes> loaded_cache_;
 };
 
 }  // namespace trainsim::workloads

@@ -58,6 +58,23 @@ ModelSpec llama(std::string name, int layers, int hidden, int heads, int kv_head
                    .mtp_depth = 0};
 }
 
+// A MoE MLP: `experts` routed experts of expert_ffn, top_k per token,
+// `shared` shared ones; layer l is a MoE layer when l >= first_dense and
+// l % freq == offset. Dropless, balanced routing (the scenario may change
+// both).
+MoeSpec routed_experts(int experts, int top_k, int expert_ffn, int shared, int first_dense, int freq,
+                       int offset) {
+  MoeSpec m;
+  m.experts = experts;
+  m.top_k = top_k;
+  m.expert_ffn_hidden = expert_ffn;
+  m.shared_experts = shared;
+  m.first_dense_layers = first_dense;
+  m.layer_freq = freq;
+  m.layer_offset = offset;
+  return m;
+}
+
 // Mixture-of-experts models: Llama-style layers whose MLP is routed experts.
 ModelSpec moe(std::string name, int layers, int hidden, int heads, int kv_heads, int ffn, int seq, int vocab,
               MoeSpec spec) {
@@ -87,14 +104,7 @@ ModelSpec deepseek(std::string name, int layers, int hidden, int heads, int ffn,
 ModelSpec qwen3_moe(std::string name, int layers, int hidden, int heads, int kv_heads, int ffn,
                     int expert_ffn) {
   ModelSpec m = moe(std::move(name), layers, hidden, heads, kv_heads, ffn, 4096, 151936,
-                    {.experts = 128,
-                     .top_k = 8,
-                     .expert_ffn_hidden = expert_ffn,
-                     .shared_experts = 0,
-                     .layer_freq = 1,
-                     .first_dense_layers = 0,
-                     .capacity_factor = 1.0,
-                     .layer_offset = 0});
+                    routed_experts(128, 8, expert_ffn, 0, 0, 1, 0));
   m.head_dim = 128;
   m.qk_norm = true;
   return m;
@@ -109,14 +119,7 @@ ModelSpec qwen3_moe(std::string name, int layers, int hidden, int heads, int kv_
 // sequence length).
 ModelSpec llama4(std::string name, int experts, int layer_freq, int layer_offset) {
   return moe(std::move(name), 48, 5120, 40, 8, 16384, 8192, 202048,
-             {.experts = experts,
-              .top_k = 1,
-              .expert_ffn_hidden = 8192,
-              .shared_experts = 1,
-              .layer_freq = layer_freq,
-              .first_dense_layers = 0,
-              .capacity_factor = 1.0,
-              .layer_offset = layer_offset});
+             routed_experts(experts, 1, 8192, 1, 0, layer_freq, layer_offset));
 }
 
 // Sources of the shapes:
@@ -206,61 +209,23 @@ const std::vector<ModelSpec>& presets() {
       llama("llama3.1-8b", 32, 4096, 32, 8, 14336, 8192, 128256),
       llama("llama3.1-70b", 80, 8192, 64, 8, 28672, 8192, 128256),
       llama("llama3.1-405b", 126, 16384, 128, 8, 53248, 8192, 128256),
-      moe("mixtral-8x7b", 32, 4096, 32, 8, 14336, 4096, 32000,
-          {.experts = 8,
-           .top_k = 2,
-           .expert_ffn_hidden = 14336,
-           .shared_experts = 0,
-           .layer_freq = 1,
-           .first_dense_layers = 0,
-           .capacity_factor = 1.0}),
-      moe("deepseek-moe-16b", 28, 2048, 16, 16, 10944, 4096, 102400,
-          {.experts = 64,
-           .top_k = 6,
-           .expert_ffn_hidden = 1408,
-           .shared_experts = 2,
-           .layer_freq = 1,
-           .first_dense_layers = 1,
-           .capacity_factor = 1.0}),
-      moe("mixtral-8x22b", 56, 6144, 48, 8, 16384, 4096, 32768,
-          {.experts = 8,
-           .top_k = 2,
-           .expert_ffn_hidden = 16384,
-           .shared_experts = 0,
-           .layer_freq = 1,
-           .first_dense_layers = 0,
-           .capacity_factor = 1.0,
-           .layer_offset = 0}),
+      moe("mixtral-8x7b", 32, 4096, 32, 8, 14336, 4096, 32000, routed_experts(8, 2, 14336, 0, 0, 1, 0)),
+      moe("deepseek-moe-16b", 28, 2048, 16, 16, 10944, 4096, 102400, routed_experts(64, 6, 1408, 2, 1, 1, 0)),
+      moe("mixtral-8x22b", 56, 6144, 48, 8, 16384, 4096, 32768, routed_experts(8, 2, 16384, 0, 0, 1, 0)),
       deepseek("deepseek-v2-lite", 27, 2048, 16, 10944, 102400,
                {.q_lora_rank = 0,
                 .kv_lora_rank = 512,
                 .qk_nope_head_dim = 128,
                 .qk_rope_head_dim = 64,
                 .v_head_dim = 128},
-               {.experts = 64,
-                .top_k = 6,
-                .expert_ffn_hidden = 1408,
-                .shared_experts = 2,
-                .layer_freq = 1,
-                .first_dense_layers = 1,
-                .capacity_factor = 1.0,
-                .layer_offset = 0},
-               0),
+               routed_experts(64, 6, 1408, 2, 1, 1, 0), 0),
       deepseek("deepseek-v3", 61, 7168, 128, 18432, 129280,
                {.q_lora_rank = 1536,
                 .kv_lora_rank = 512,
                 .qk_nope_head_dim = 128,
                 .qk_rope_head_dim = 64,
                 .v_head_dim = 128},
-               {.experts = 256,
-                .top_k = 8,
-                .expert_ffn_hidden = 2048,
-                .shared_experts = 1,
-                .layer_freq = 1,
-                .first_dense_layers = 3,
-                .capacity_factor = 1.0,
-                .layer_offset = 0},
-               1),
+               routed_experts(256, 8, 2048, 1, 3, 1, 0), 1),
       qwen3_moe("qwen3-30b-a3b", 48, 2048, 32, 4, 6144, 768),
       qwen3_moe("qwen3-235b-a22b", 94, 4096, 64, 4, 12288, 1536),
       llama4("llama4-scout", 16, 1, 0),

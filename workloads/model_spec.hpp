@@ -6,6 +6,8 @@
 #include <string_view>
 #include <vector>
 
+#include "workloads/expert_routing.hpp"
+
 namespace trainsim::workloads {
 
 // Mixture of experts (Shazeer et al. 2017; GShard; Mixtral; DeepSeekMoE):
@@ -27,8 +29,16 @@ struct MoeSpec {
   // experts per expert), with every expert's input padded to it (Megatron's
   // moe_expert_capacity_factor with moe_pad_expert_input_to_capacity).
   // 1.0 is also what a dropless MoE (no capacity, the default) moves when
-  // the router balances its load perfectly, which trainsim assumes.
+  // the router balances its load perfectly (routing: balanced).
   double capacity_factor = 1.0;
+  // No capacity: every expert takes the copies routed to it (Megatron's
+  // default, and Megatron-Bridge's MoE benchmark rows). False when a
+  // capacity_factor is given: experts padded or cut to it, the excess
+  // dropped. The two differ only when routing is not balanced.
+  bool dropless = true;
+  // How the router spreads the copies over the experts
+  // (workloads/expert_routing.hpp).
+  RoutingSpec routing;
   // Which residue of layer_freq marks a MoE layer: l % layer_freq ==
   // layer_offset. 0 for DeepSeek's rule; Llama 4 Maverick's MoE layers are
   // the odd ones (Hugging Face modeling_llama4.py: interleave_moe_layer_step

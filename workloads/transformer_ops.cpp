@@ -162,7 +162,10 @@ double moe_mlp(OpList& ops, const ModelSpec& model, const LayerSetup& setup, con
   const double experts = moe.experts;
   const double local_experts = experts / setup.ep;
   const double routed = d.tokens * moe.top_k * moe.capacity_factor;  // token copies through the experts
-  const double per_expert = routed * setup.ep / experts;             // rows of each local expert's GEMM
+  // Rows of each local expert's GEMM: the balanced share, times the GPU's
+  // load factor under imbalanced routing (the mean over its experts: one
+  // grouped GEMM over all of them).
+  const double per_expert = routed * setup.ep / experts * setup.expert_load;
   const double f = moe.expert_ffn_hidden / t;
   const double up = gated ? 2 * f : f;
   const double shared_f = moe.shared_experts * f;

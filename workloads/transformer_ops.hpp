@@ -71,6 +71,10 @@ struct LayerSetup {
   bool dropout = true;
   // Expert parallelism: a MoE layer's experts spread over ep GPUs.
   int ep = 1;
+  // Routing imbalance: the GPU's local experts receive this many times the
+  // balanced share of token copies (workloads/expert_routing.hpp; 1:
+  // balanced, and always under a capacity factor).
+  double expert_load = 1;
   // PyTorch eager model code (Hugging Face transformers' and IBM fms' Llama):
   // RMSNorm, the rotary embedding and SwiGLU run as separate element-wise
   // kernels instead of Megatron's fused ones, the attention output is made

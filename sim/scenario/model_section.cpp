@@ -5,8 +5,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <limits>
 
 #include "platforms/spelling.hpp"
+#include "sim/scenario/expert_loads_file.hpp"
 #include "sim/scenario/key_aliases.hpp"
 #include "sim/scenario/sections.hpp"
 #include "workloads/attention.hpp"
@@ -15,11 +18,12 @@ namespace trainsim::scenario {
 namespace {
 
 void validate_moe(platforms::MapReader& m, const workloads::ModelSpec& model);
+void read_routing(platforms::MapReader& m, workloads::ModelSpec& model, const Scenario& scenario);
 
 // `model.moe`: a mixture-of-experts MLP (workloads::MoeSpec). Over a MoE
 // preset, the keys given override the preset's; on a dense model the map
 // makes it a MoE model and `experts` and `top_k` are required.
-void read_moe(platforms::MapReader& parent, workloads::ModelSpec& model) {
+void read_moe(platforms::MapReader& parent, workloads::ModelSpec& model, const Scenario& scenario) {
   auto m = parent.map("moe");
   if (!m)
     return;
@@ -46,14 +50,125 @@ void read_moe(platforms::MapReader& parent, workloads::ModelSpec& model) {
   if (auto v = m->integer("moe_layer_offset", 0, kMaxCount))
     moe.layer_offset = static_cast<int>(*v);
   if (m->has("capacity_factor")) {
-    if (auto word = m->text("capacity_factor"); word && *word == "none")
+    if (auto word = m->text("capacity_factor"); word && *word == "none") {
       moe.capacity_factor = 1.0;  // dropless: the balanced load (docs/moe.md)
-    else if (auto v = m->number("capacity_factor", 1e-3, 1e6))
+      moe.dropless = true;
+    } else if (auto v = m->number("capacity_factor", 1e-3, 1e6)) {
       moe.capacity_factor = *v;
+      moe.dropless = false;
+    }
   }
+  read_routing(*m, model, scenario);
   m->finish();
   if (m->error_count() == before && moe.experts > 0 && moe.top_k > 0 && model.layers > 0)
     validate_moe(*m, model);
+}
+
+// model.moe.routing and its keys (workloads/expert_routing.hpp): the kind,
+// its skew, its seed (default: the scenario's) and, for a measured table,
+// the file (relative to the scenario's folder), read here; the rules
+// between them in validate_routing.
+void read_routing(platforms::MapReader& m, workloads::ModelSpec& model, const Scenario& scenario) {
+  auto& r = model.moe.routing;
+  using K = workloads::RoutingKind;
+  if (auto kind = m.choice<K>("routing", {{"balanced", K::balanced},
+                                          {"zipf", K::zipf},
+                                          {"dirichlet", K::dirichlet},
+                                          {"measured", K::measured}}))
+    r.kind = *kind;
+  if (auto v = m.number("routing_skew", 1e-3, 1e3))
+    r.skew = *v;
+  r.seed = scenario.seed;
+  if (auto v = m.integer("routing_seed", 0, std::numeric_limits<long long>::max()))
+    r.seed = static_cast<std::uint64_t>(*v);
+  if (auto file = m.text("routing_file")) {
+    namespace fs = std::filesystem;
+    fs::path path(*file);
+    if (!path.is_absolute())
+      path = fs::absolute(fs::path(scenario.file).parent_path() / path).lexically_normal();
+    const int experts = model.moe.experts;
+    if (experts <= 0)
+      return;  // reported at experts
+    const ExpertLoadsFile table = read_expert_loads_file(path.string(), experts);
+    for (const auto& problem : table.problems)
+      m.error("routing_file", problem);
+    if (table.problems.empty()) {
+      r.file = *file;
+      r.measured = table.layers;
+    }
+  }
+}
+
+// Which routing keys go with which kind, and a measured table covering
+// every MoE layer (MTP modules' too), each reported at the key to change.
+void validate_routing(platforms::MapReader& m, const workloads::ModelSpec& model) {
+  const auto& r = model.moe.routing;
+  using K = workloads::RoutingKind;
+  const std::string kind(workloads::to_string(r.kind));
+  const bool drawn = r.kind == K::zipf || r.kind == K::dirichlet;
+  if (drawn && !m.has("routing_skew"))
+    m.error("routing_skew",
+            fmt::format("missing (routing: {} needs its parameter: {}; e.g. 1.0)", kind,
+                        r.kind == K::zipf ? "the Zipf exponent s > 0 (the expert of rank r "
+                                            "gets a share proportional to r^-s)"
+                                          : "the Dirichlet concentration alpha > 0 (smaller is "
+                                            "more skewed)"));
+  for (const char* key : {"routing_skew", "routing_seed"})
+    if (!drawn && m.has(key))
+      m.error(key, fmt::format("given with routing: {}; it applies to routing: zipf or dirichlet (the seeded "
+                               "draws); expected the key left out",
+                               kind));
+  if (r.kind != K::measured) {
+    if (m.has("routing_file"))
+      m.error("routing_file",
+              fmt::format("given with routing: {}; a tokens-per-expert table applies to "
+                          "routing: measured; expected routing: measured, or the key left out",
+                          kind));
+    return;
+  }
+  if (!m.has("routing_file")) {
+    m.error("routing_file",
+            "missing (routing: measured reads the tokens each expert received per layer from a "
+            "CSV file: layer,expert,tokens; docs/moe.md)");
+    return;
+  }
+  if (r.measured.empty())
+    return;  // the file's own problems are reported
+  const int total = model.layers + model.mtp_depth;
+  bool any_layer = false;
+  std::vector<int> listed;
+  for (const auto& row : r.measured) {
+    if (row.layer < 0) {
+      any_layer = true;
+      continue;
+    }
+    listed.push_back(row.layer);
+    const bool moe_layer = row.layer < model.layers ? model.is_moe_layer(row.layer)
+                                                    : row.layer < total && model.mtp_layers_are_moe();
+    if (!moe_layer)
+      m.error(
+          "routing_file",
+          fmt::format("{}: layer {} is not a MoE layer of the model (its MoE layers: l >= first_dense_layers "
+                      "= {} with l % moe_layer_freq = {} == {}, of {} layers{}); expected MoE layer indices "
+                      "or all",
+                      r.file, row.layer, model.moe.first_dense_layers, model.moe.layer_freq,
+                      model.moe.layer_offset, model.layers,
+                      model.mtp_depth > 0 ? fmt::format(", then {} MTP layer(s)", model.mtp_depth) : ""));
+  }
+  if (any_layer)
+    return;
+  std::string missing;
+  int count = 0;
+  for (int l = 0; l < total; ++l) {
+    const bool moe_layer = l < model.layers ? model.is_moe_layer(l) : model.mtp_layers_are_moe();
+    if (moe_layer && std::find(listed.begin(), listed.end(), l) == listed.end() && count++ < 8)
+      missing += (missing.empty() ? "" : ", ") + std::to_string(l);
+  }
+  if (count > 0)
+    m.error("routing_file",
+            fmt::format("{} gives no loads for MoE layer{} {}{}; expected a row per expert for "
+                        "every MoE layer, or rows with layer all",
+                        r.file, count == 1 ? "" : "s", missing, count > 8 ? ", ..." : ""));
 }
 
 // Rules of model.moe that depend on its other keys or the model's layers,
@@ -81,6 +196,7 @@ void validate_moe(platforms::MapReader& m, const workloads::ModelSpec& model) {
                         "layer when l % moe_layer_freq == moe_layer_offset; expected "
                         "0 to {}",
                         moe.layer_offset, moe.layer_freq, std::max(1, moe.layer_freq) - 1));
+  validate_routing(m, model);
   const double most = double(moe.experts) / moe.top_k;
   if (moe.capacity_factor > most)
     m.error("capacity_factor",
@@ -207,7 +323,7 @@ bool read_model_section(platforms::MapReader& m, Scenario& scenario) {
   if (auto name = m.label("name"))
     model.name = *name;
   if (m.has("moe"))
-    read_moe(m, model);
+    read_moe(m, model, scenario);
   m.finish();
   if (model.name.empty())
     model.name = "custom";

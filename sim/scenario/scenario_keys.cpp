@@ -193,6 +193,13 @@ struct Tables {
             ranged("moe_layer_offset", T::integer, 0, kCount,
                    "layer l is MoE when l % moe_layer_freq == this (Llama 4 Maverick: 1)"),
             capacity,
+            choice("routing", {"balanced", "zipf", "dirichlet", "measured"},
+                   "how token copies spread over the experts (default balanced)"),
+            ranged("routing_skew", T::number, 1e-3, 1e3, "zipf: exponent s; dirichlet: concentration alpha"),
+            ranged("routing_seed", T::integer, 0, static_cast<double>(std::numeric_limits<long long>::max()),
+                   "zipf / dirichlet draws (default: the scenario's seed)"),
+            file_path(
+                key("routing_file", T::text, "measured: CSV layer,expert,tokens (relative to this file)")),
         }};
     KeySpec q_lora = ranged("q_lora_rank", T::integer, 0, kCount,
                             "mla: rank of the query compression, or none (0: queries projected directly)");
