@@ -101,8 +101,10 @@ void write_terminal_summary(std::ostream& out, const RunContext& run, const Repo
   }
   if (report.bubbles.expert_imbalance_modelled) {
     const double balanced = report.bubbles.balanced_routing_iteration_time_s;
-    fmt::print(out, "  {:<24}{:>12}   (every MoE layer's experts at the balanced load: imbalance costs {})\n",
-               "with balanced routing", units::format_duration(balanced), pct(t > 0 ? 1 - balanced / t : 0));
+    fmt::print(out,
+               "  {:<24}{:>12}   (the experts' compute at the balanced load, all-to-alls as run: imbalance "
+               "costs {})\n",
+               "with balanced experts", units::format_duration(balanced), pct(t > 0 ? 1 - balanced / t : 0));
   }
   fmt::print(out, "  {:<24}{:>12}\n", "tokens / s", units::format_si(s.tokens_per_s, ""));
   fmt::print(out, "  {:<24}{:>12.1f}   hardware {:.1f}\n", "TFLOP/s per GPU", s.tflops_per_gpu, hw_tflops);
