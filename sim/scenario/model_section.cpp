@@ -81,7 +81,8 @@ void read_routing(platforms::MapReader& m, workloads::ModelSpec& model, const Sc
   r.seed = scenario.seed;
   if (auto v = m.integer("routing_seed", 0, std::numeric_limits<long long>::max()))
     r.seed = static_cast<std::uint64_t>(*v);
-  if (auto file = m.text("routing_file")) {
+  if (auto file = m.text("routing_file");
+      file && r.kind == K::measured) {  // else validate_routing says why not
     namespace fs = std::filesystem;
     fs::path path(*file);
     if (!path.is_absolute())

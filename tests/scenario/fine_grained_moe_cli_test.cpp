@@ -68,5 +68,80 @@ TEST(FineGrainedMoeCli, MlaWithATensorParallelDegreeThatDoesNotDivideTheHeadsIsR
   expect_one_error(run_text(yaml), "13:", "plan.tp", "latent attention");
 }
 
+// 8 experts top-2 on ep 8 (one expert per GPU), 4 MoE layers.
+const std::string kSkewed = R"(seed: 3
+cluster:
+  gpu: H100-SXM
+  nodes: 1
+  gpus_per_node: 8
+model:
+  layers: 4
+  hidden: 2048
+  heads: 16
+  seq_len: 2048
+  vocab: 8000
+  mlp: swiglu
+  flash_attention: true
+  moe:
+    experts: 8
+    top_k: 2
+    expert_ffn_hidden: 4096
+    routing: zipf
+    routing_skew: 1.0
+plan:
+  dp: 8
+  expert_parallel: 8
+  micro_batch_size: 1
+  global_batch_size: 16
+)";
+
+TEST(FineGrainedMoeCli, SkewedRoutingIsBlamedOnExpertImbalanceInTheSummaryAndTheTerminal) {
+  const auto out = fresh_dir("moe-skewed");
+  const auto r = run_cli({"run", write_temp_file("skewed.yaml", kSkewed).string(), "--out", out.string()});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json summary = json::parse(read_file(out / "summary.json"));
+  const auto& routing = summary["model"]["moe"]["routing"];
+  EXPECT_EQ(routing["kind"], "zipf");
+  EXPECT_EQ(routing["seed"], 3);
+  // Zipf s = 1 over 8 experts: the busiest takes 1 / H_8 = 0.368 of the
+  // copies, 2.94 times its balanced eighth.
+  EXPECT_NEAR(routing["busiest_rank_factor"].get<double>(), 8 / 2.717857142857143, 1e-9);
+  const auto& lost = summary["lost_time"];
+  const double imbalance = lost["by_cause"]["expert_imbalance"]["fraction_of_gpu_time"].get<double>();
+  EXPECT_GT(imbalance, 0.2);
+  EXPECT_EQ(lost["top_causes"][0]["cause"], "expert_imbalance");
+  EXPECT_LT(lost["balanced_routing_iteration_time_s"].get<double>(),
+            summary["iteration_time_s"].get<double>());
+  bool on_path = false;
+  for (const auto& b : summary["critical_path"]["by_kind"])
+    on_path = on_path || (b["name"] == "expert imbalance" && b["fraction"].get<double>() > 0.2);
+  EXPECT_TRUE(on_path);
+  EXPECT_NE(r.out.find("moe routing  zipf (s 1, seed 3), dropless: busiest EP rank 2.94x"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("waiting for the busiest expert GPU (expert imbalance)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("with balanced experts"), std::string::npos) << r.out;
+  fs::remove_all(out);
+}
+
+TEST(FineGrainedMoeCli, TheSameSeedGivesTheSameOutputsAnotherSeedOtherHotExperts) {
+  const auto path = write_temp_file("skewed.yaml", kSkewed).string();
+  const auto a = fresh_dir("moe-seed-a"), b = fresh_dir("moe-seed-b"), c = fresh_dir("moe-seed-c");
+  ASSERT_EQ(run_cli({"run", path, "-q", "--out", a.string()}).status, 0);
+  ASSERT_EQ(run_cli({"run", path, "-q", "--out", b.string()}).status, 0);
+  ASSERT_EQ(run_cli({"run", path, "-q", "--out", c.string(), "--set", "model.moe.routing_seed=4"}).status, 0);
+  EXPECT_EQ(read_file(a / "summary.json"), read_file(b / "summary.json"));
+  EXPECT_EQ(read_file(a / "trace.json"), read_file(b / "trace.json"));
+  // Another seed lays the hot experts on other GPUs (one expert per GPU:
+  // the busiest load, and so the iteration time, is the same).
+  EXPECT_NE(read_file(a / "per_gpu.csv"), read_file(c / "per_gpu.csv"));
+  for (const auto& d : {a, b, c})
+    fs::remove_all(d);
+}
+
+TEST(FineGrainedMoeCli, RoutingSkewWithoutADrawnRoutingIsOneError) {
+  expect_one_error(run_text(with(kSkewed, "    routing: zipf\n", "    routing: balanced\n")),
+                   "19:", "model.moe.routing_skew", "applies to routing: zipf or dirichlet");
+}
+
 }  // namespace
 }  // namespace trainsim::testing
