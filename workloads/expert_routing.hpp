@@ -47,7 +47,11 @@ struct RoutingSpec {
   RoutingKind kind = RoutingKind::balanced;
   double skew = 0;         // zipf: the exponent s; dirichlet: the concentration alpha
   std::uint64_t seed = 0;  // zipf and dirichlet (default: the scenario's seed)
-  std::string file;        // measured: where the table came from (reports)
+  // The seed is the scenario's (no routing_seed): `run --seeds K` draws
+  // other loads with each seed.
+  bool seed_from_scenario = true;
+  bool drawn() const { return kind == RoutingKind::zipf || kind == RoutingKind::dirichlet; }
+  std::string file;  // measured: where the table came from (reports)
   std::vector<MeasuredLayerLoads> measured;
   bool balanced() const { return kind == RoutingKind::balanced; }
 };

@@ -79,8 +79,11 @@ void read_routing(platforms::MapReader& m, workloads::ModelSpec& model, const Sc
   if (auto v = m.number("routing_skew", 1e-3, 1e3))
     r.skew = *v;
   r.seed = scenario.seed;
-  if (auto v = m.integer("routing_seed", 0, std::numeric_limits<long long>::max()))
+  r.seed_from_scenario = true;
+  if (auto v = m.integer("routing_seed", 0, std::numeric_limits<long long>::max())) {
     r.seed = static_cast<std::uint64_t>(*v);
+    r.seed_from_scenario = false;
+  }
   if (auto file = m.text("routing_file");
       file && r.kind == K::measured) {  // else validate_routing says why not
     namespace fs = std::filesystem;

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "support/run_summary.hpp"
 #include "support/scenario_text.hpp"
@@ -141,6 +142,38 @@ TEST(FineGrainedMoeCli, TheSameSeedGivesTheSameOutputsAnotherSeedOtherHotExperts
 TEST(FineGrainedMoeCli, RoutingSkewWithoutADrawnRoutingIsOneError) {
   expect_one_error(run_text(with(kSkewed, "    routing: zipf\n", "    routing: balanced\n")),
                    "19:", "model.moe.routing_skew", "applies to routing: zipf or dirichlet");
+}
+
+TEST(FineGrainedMoeCli, SeedsDrawOtherLoadsWhenRoutingFollowsTheScenariosSeed) {
+  // Dirichlet(1) over 8 experts on 8 GPUs: each seed puts other loads on
+  // the GPUs, and the busiest GPU's load (so the iteration) moves with it.
+  const std::string yaml =
+      with(with(kSkewed, "routing: zipf", "routing: dirichlet"), "seed: 3\n", "seed: 3\n");
+  const auto out = fresh_dir("moe-seeds");
+  const auto r = run_cli(
+      {"run", write_temp_file("seeds.yaml", yaml).string(), "-q", "--out", out.string(), "--seeds", "3"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json seeds = json::parse(read_file(out / "summary.json"))["seeds"];
+  EXPECT_TRUE(seeds["iteration_depends_on_seed"].get<bool>());
+  ASSERT_EQ(seeds["runs"].size(), 3u);
+  std::set<double> times;
+  for (const auto& run : seeds["runs"])
+    times.insert(run["mean_iteration_time_s"].get<double>());
+  EXPECT_EQ(times.size(), 3u);
+  // An explicit routing_seed pins the loads: every seed replays the same graph.
+  const auto pinned = fresh_dir("moe-seeds-pinned");
+  ASSERT_EQ(run_cli({"run",
+                     write_temp_file("pinned.yaml", with(yaml, "    routing_skew: 1.0\n",
+                                                         "    routing_skew: 1.0\n    routing_seed: 11\n"))
+                         .string(),
+                     "-q", "--out", pinned.string(), "--seeds", "2"})
+                .status,
+            0);
+  const json fixed = json::parse(read_file(pinned / "summary.json"))["seeds"];
+  EXPECT_FALSE(fixed["iteration_depends_on_seed"].get<bool>());
+  EXPECT_EQ(fixed["runs"][0]["mean_iteration_time_s"], fixed["runs"][1]["mean_iteration_time_s"]);
+  fs::remove_all(out);
+  fs::remove_all(pinned);
 }
 
 }  // namespace
