@@ -44,6 +44,11 @@ struct MoeSpec {
   // the odd ones (Hugging Face modeling_llama4.py: interleave_moe_layer_step
   // 2 makes layers 1, 3, 5, ... MoE).
   int layer_offset = 0;
+  // Node-limited routing (DeepSeek-V3's M = 4, Section 2.1.2): each token
+  // goes to experts on at most this many nodes (NVLink domains) of its EP
+  // group; 0: no limit. What it bounds is the RDMA traffic of the deepep
+  // dispatcher (workloads/moe_dispatch.hpp).
+  int max_nodes_per_token = 0;
 };
 
 // How a layer's attention projects its queries, keys and values

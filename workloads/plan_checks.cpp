@@ -150,6 +150,41 @@ void check_expert_parallel(const ModelSpec& model, const ParallelPlan& plan, Pro
                              plan.ep));
 }
 
+// plan.moe_dispatcher: DeepEP's dispatch needs a MoE model and is dropless
+// (it has no expert capacity to pad to). Where the EP group lies over the
+// nodes is the cluster's business (sim/scenario/checks.cpp).
+void check_moe_dispatcher(const ModelSpec& model, const ParallelPlan& plan, Problems& problems) {
+  if (plan.moe_a2a_overlap && !model.is_moe())
+    problems.add(
+        "moe_a2a_overlap",
+        fmt::format("true with a dense model ({}): it overlaps the expert all-to-alls of MoE layers; "
+                    "expected moe_a2a_overlap: false, or a model with model.moe",
+                    model.name));
+  if (plan.moe_a2a_overlap && plan.schedule != ScheduleKind::one_f_one_b &&
+      plan.schedule != ScheduleKind::interleaved_one_f_one_b && plan.schedule != ScheduleKind::dualpipe_v)
+    problems.add(
+        "moe_a2a_overlap",
+        fmt::format("true with schedule {}: the all-to-alls overlap inside Megatron's merged F&B steps "
+                    "of 1F1B (interleaved or not) and DualPipe-V's F&B pairs; expected schedule 1f1b, "
+                    "interleaved_1f1b or dualpipe_v, or moe_a2a_overlap: false",
+                    to_string(plan.schedule)));
+  if (plan.moe_dispatcher != MoeDispatcher::deepep)
+    return;
+  if (!model.is_moe()) {
+    problems.add("moe_dispatcher",
+                 fmt::format("deepep with a dense model ({}): it dispatches the tokens of MoE layers; "
+                             "expected moe_dispatcher: all_to_all, or a model with model.moe",
+                             model.name));
+    return;
+  }
+  if (!model.moe.dropless)
+    problems.add("moe_dispatcher",
+                 fmt::format("deepep with model.moe.capacity_factor {}: DeepEP dispatches every routed "
+                             "token (dropless) and pads no expert to a capacity; expected "
+                             "capacity_factor: none, or moe_dispatcher: all_to_all",
+                             model.moe.capacity_factor));
+}
+
 // Sequence and context parallelism, expert parallelism, the framework,
 // ZeRO-3 (and its hybrid sharding) and gradient buckets.
 void check_parallelism_options(const ModelSpec& model, const ParallelPlan& plan, Problems& problems) {
@@ -172,6 +207,7 @@ void check_parallelism_options(const ModelSpec& model, const ParallelPlan& plan,
                              "combinations\"); expected context_parallel: 1, or mtp_depth: 0",
                              plan.cp, model.mtp_depth));
   check_expert_parallel(model, plan, problems);
+  check_moe_dispatcher(model, plan, problems);
   if (plan.pytorch() && plan.zero_stage != 3)
     problems.add("framework", fmt::format("{} shards with FSDP, but zero_stage is {}; expected zero_stage: 3 "
                                           "(or framework: megatron)",

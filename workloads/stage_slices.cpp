@@ -152,6 +152,9 @@ PipelineSchedule schedule_for_gpu_costs(const ModelSpec& model, const ParallelPl
                                         int micro_batches) {
   ScheduleOptions options;
   options.virtual_stages = plan.virtual_stages;
+  // Megatron's merged F&B steps (plan.moe_a2a_overlap) warm up one more forward.
+  if (plan.moe_a2a_overlap && plan.ep > 1 && model.is_moe())
+    options.extra_warmup = 1;
   if (traits_of(plan.schedule).balances_measured_costs) {
     const PipelineSchedule layout = layout_of(plan);
     ZbvInputs& in = options.zbv;

@@ -165,6 +165,25 @@ struct Graph : GraphStorage {
 };
 static_assert(std::is_same_v<Graph::vertex_descriptor, TaskId>);
 
+// An exchange whose bytes are not `bytes` spread evenly (Task::exchange):
+// an all-to-all under imbalanced expert routing, or a DeepEP dispatch.
+struct Exchange {
+  // The bytes each member of the group sends to each member over all the
+  // task's folded passes, row-major in group order (sender i, receiver j at
+  // i x n + j; the diagonal stays 0): what a pairwise all-to-all moves.
+  std::vector<double> send_bytes;
+  // A hierarchical (DeepEP) exchange's end-to-end bytes apart by direction,
+  // which its relays route differently (workloads/moe_dispatch.hpp):
+  // dispatch[i n + j] from i's tokens to GPU j, combine[i n + j] from GPU j
+  // back to i; send_bytes[i n + j] = dispatch[i n + j] + combine[j n + i].
+  // Empty for other exchanges.
+  std::vector<double> dispatch_bytes;
+  std::vector<double> combine_bytes;
+  // RDMA bytes into a node per byte delivered to its GPUs (a token crosses
+  // once per node however many of the node's GPUs it goes to).
+  double node_share = 1;
+};
+
 struct TaskGraph {
   Graph graph;
   std::vector<std::vector<int>> groups;  // GPU ranks of each collective group, in ring order
@@ -179,14 +198,12 @@ struct TaskGraph {
   // show it). Empty for graphs trainsim builds, whose labels come from
   // task_label(Task).
   std::vector<std::string> labels;
-  // Uneven exchanges (Task::exchange): per task, the bytes each member of
-  // its group sends to each member over all its folded passes, row-major in
-  // group order (sender i, receiver j at i x n + j; the diagonal stays 0).
-  std::vector<std::vector<double>> exchanges;
+  // Uneven exchanges (Task::exchange; workloads::Exchange above).
+  std::vector<Exchange> exchanges;
 
   TaskId add(const Task& task) { return boost::add_vertex(task, graph); }
-  int add_exchange(std::vector<double> send_bytes) {
-    exchanges.push_back(std::move(send_bytes));
+  int add_exchange(Exchange exchange) {
+    exchanges.push_back(std::move(exchange));
     return static_cast<int>(exchanges.size()) - 1;
   }
   void depend(TaskId before, TaskId after) { boost::add_edge(before, after, graph); }

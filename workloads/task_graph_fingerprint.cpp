@@ -63,9 +63,17 @@ std::uint64_t graph_fingerprint(const TaskGraph& graph) {
   if (!graph.exchanges.empty()) {
     h.add(graph.exchanges.size());
     for (const auto& m : graph.exchanges) {
-      h.add(m.size());
-      for (double bytes : m)
+      h.add(m.send_bytes.size());
+      for (double bytes : m.send_bytes)
         h.add(bytes);
+      // Only for hierarchical exchanges (the others keep their fingerprints).
+      if (!m.dispatch_bytes.empty()) {
+        for (double bytes : m.dispatch_bytes)
+          h.add(bytes);
+        for (double bytes : m.combine_bytes)
+          h.add(bytes);
+        h.add(m.node_share);
+      }
     }
   }
   h.add(boost::num_edges(graph.graph));

@@ -153,6 +153,9 @@ void write_summary_json(std::ostream& out, const RunContext& run, const Report& 
                          {"first_dense_layers", moe.first_dense_layers},
                          {"moe_layers", run.model.moe_layers_in(0, run.model.layers)},
                          {"capacity_factor", moe.capacity_factor}};
+    // Only under node-limited routing (other summaries keep their keys).
+    if (moe.max_nodes_per_token > 0)
+      j["model"]["moe"]["max_nodes_per_token"] = moe.max_nodes_per_token;
     // Only when routing is not balanced (other summaries keep their keys).
     if (!moe.routing.balanced()) {
       const auto& r = moe.routing;
@@ -207,6 +210,11 @@ void write_summary_json(std::ostream& out, const RunContext& run, const Report& 
                {"framework", to_string(run.plan.framework)},
                {"overlap_grad_reduce", run.plan.overlap_grad_reduce},
                {"grad_bucket_size_bytes", run.plan.grad_bucket_size_bytes()}};
+  // Only for DeepEP dispatch (all_to_all summaries keep their keys).
+  if (run.plan.moe_dispatcher != workloads::MoeDispatcher::all_to_all)
+    j["plan"]["moe_dispatcher"] = to_string(run.plan.moe_dispatcher);
+  if (run.plan.moe_a2a_overlap)
+    j["plan"]["moe_a2a_overlap"] = true;
   // Only under hybrid sharding, so that other summaries keep their keys.
   if (run.plan.hybrid_sharded())
     j["plan"]["dp_shard"] = run.plan.zero_shard_size();

@@ -58,6 +58,8 @@ void read_moe(platforms::MapReader& parent, workloads::ModelSpec& model, const S
       moe.dropless = false;
     }
   }
+  if (auto v = m->integer("max_nodes_per_token", 1, kMaxCount))
+    moe.max_nodes_per_token = static_cast<int>(*v);
   read_routing(*m, model, scenario);
   m->finish();
   if (m->error_count() == before && moe.experts > 0 && moe.top_k > 0 && model.layers > 0)

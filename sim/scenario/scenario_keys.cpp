@@ -200,6 +200,9 @@ struct Tables {
                    "zipf / dirichlet draws (default: the scenario's seed)"),
             file_path(
                 key("routing_file", T::text, "measured: CSV layer,expert,tokens (relative to this file)")),
+            ranged("max_nodes_per_token", T::integer, 1, kCount,
+                   "node-limited routing: a token's experts on at most this many nodes of its EP group "
+                   "(DeepSeek-V3: 4; default no limit)"),
         }};
     KeySpec q_lora = ranged("q_lora_rank", T::integer, 0, kCount,
                             "mla: rank of the query compression, or none (0: queries projected directly)");
@@ -252,6 +255,12 @@ struct Tables {
                 key("sequence_parallel", T::boolean, "Megatron sequence parallelism (tp >= 2)"),
                 ranged("context_parallel", T::integer, 1, kCount, "ring attention over this many GPUs"),
                 ranged("expert_parallel", T::integer, 1, kCount, "experts spread over this many GPUs"),
+                choice("moe_dispatcher", {"all_to_all", "deepep"},
+                       "MoE token dispatch: all_to_all (NCCL, every copy to every GPU; default) or deepep "
+                       "(once per node over RDMA, then NVLink; FP8 under precision fp8)"),
+                key("moe_a2a_overlap", T::boolean,
+                    "overlap one micro-batch's expert all-to-alls with another's compute (Megatron's 1F1B "
+                    "A2A overlap, DualPipe's F&B pairs)"),
                 ranged("zero_stage", T::integer, 0, 3, "ZeRO stage (3 = FSDP)"),
                 ranged("dp_shard", T::integer, 1, kCount,
                        "hybrid sharding (HSDP): zero_stage 3 shards over groups of this many of the dp x cp "

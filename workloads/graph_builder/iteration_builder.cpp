@@ -153,7 +153,30 @@ TaskGraph IterationBuilder::build() {
 // buckets fire as the layers of the backward that completes the gradients
 // finish (Megatron: the last micro-batch's; ZeRO-2 reduces after every
 // micro-batch).
+bool IterationBuilder::overlaps_previous(int dp, int rank, std::size_t op_index) const {
+  if (!plan_.moe_a2a_overlap || plan_.ep <= 1 || !model_.is_moe() || op_index == 0)
+    return false;
+  const auto& list = schedule(dp).per_rank[static_cast<std::size_t>(rank)];
+  if (op_index >= list.size())
+    return false;
+  const PipeOp& forward = list[op_index - 1];
+  const PipeOp& backward = list[op_index];
+  if (forward.kind != PipeOpKind::forward ||
+      (backward.kind != PipeOpKind::backward && backward.kind != PipeOpKind::backward_input))
+    return false;
+  // DualPipe-V says which of its F-then-B are pairs.
+  if (plan_.schedule == ScheduleKind::dualpipe_v && !backward.paired)
+    return false;
+  const auto moe_layers = [&](const PipeOp& op) {
+    return moe_layers_of(model_,
+                         virtual_stage_slice(model_, plan_, schedule(dp).virtual_stage(rank, op.chunk)));
+  };
+  return moe_layers(forward) > 0 && moe_layers(backward) > 0;
+}
+
 bool IterationBuilder::split_per_layer(int dp, int rank, std::size_t op_index) const {
+  if (overlaps_previous(dp, rank, op_index) || overlaps_previous(dp, rank, op_index + 1))
+    return true;  // a merged F&B interleaves its layers
   if (imbalanced_) {
     // Under imbalanced routing an op exchanges tokens after every MoE
     // layer: the busiest GPU of the EP group sets the pace of each.
@@ -209,7 +232,20 @@ void IterationBuilder::add_op(int dp, int rank, std::size_t op_index, const std:
   for (int cp = 0; cp < plan_.cp; ++cp)
     for (int tp = 0; tp < plan_.tp; ++tp)
       gpus.push_back(plan_.gpu_of(rank, dp, tp, cp));
+  // A backward merged with the forward before it follows the forward's
+  // first piece, not its end (plan.moe_a2a_overlap), and ends after it.
+  const bool merged = overlaps_previous(dp, rank, op_index);
+  if (merged)
+    for (int gpu : gpus)
+      last_[idx(gpu)] = ops_[idx(gpu)][op_index - 1].pieces.front().last;
   std::vector<BuiltOp> built = add_pieces(op, rank, vs, slice, specs, gpus, tp_groups, cp_groups);
+  if (merged)
+    for (std::size_t g = 0; g < gpus.size(); ++g) {
+      const BuiltOp& forward = ops_[idx(gpus[g])][op_index - 1];
+      graph_.depend(forward.pieces.back().last, built[g].pieces.back().first);
+      if (forward.done != forward.pieces.back().last)
+        graph_.depend(forward.done, built[g].pieces.back().first);
+    }
   if (!overlaps_tp_comm(op.kind))
     add_tp_collectives(op, rank, slice, tp_groups, built);
   record_op(op, vs, gpus, built);
@@ -536,6 +572,17 @@ void IterationBuilder::record_op(const PipeOp& op, int vs, const std::vector<int
     last_[idx(gpu)] = built[g].done;
     list.push_back(std::move(built[g]));
   }
+}
+
+void IterationBuilder::gate_next(TaskId id, int gpu, std::size_t k) {
+  const auto& ops = ops_[idx(gpu)];
+  if (k + 1 >= ops.size())
+    return;
+  // The loader refuses per-replica schedules with ep > 1: replica 0's list.
+  if (overlaps_previous(0, plan_.pp_rank_of(gpu), k + 1))
+    graph_.depend(id, ops[k + 1].pieces.back().first);
+  else
+    gate(id, gpu, k + 1);
 }
 
 void IterationBuilder::gate(TaskId input, int gpu, std::size_t op_index) {

@@ -48,8 +48,9 @@ Expansion direct_expansion(CollectiveOp op, const GroupLayout& layout, double by
 // An uneven all-to-all (imbalanced expert routing): the same pairwise
 // transfers posted at once, each carrying what its sender routes to its
 // receiver, so the busiest receiver's links carry more and finish last.
-Expansion direct_uneven_expansion(const GroupLayout& layout, const std::vector<double>& send_bytes,
+Expansion direct_uneven_expansion(const GroupLayout& layout, const workloads::Exchange& exchange,
                                   const ClusterZone& zone) {
+  const auto& send_bytes = exchange.send_bytes;
   const auto& gpus = layout.gpus;
   const std::size_t n = gpus.size();
   Expansion x;

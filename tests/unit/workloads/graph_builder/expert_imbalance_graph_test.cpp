@@ -81,7 +81,7 @@ TEST(ExpertImbalanceGraph, AllToAllBytesFollowTheReceiversLoads) {
   // with f = 3, 1, 0, 0.
   const std::vector<double> f{3, 1, 0, 0};
   const Task* one = tasks_of(g, CommKind::ep).front();
-  const auto& send = g.exchanges.at(static_cast<std::size_t>(one->exchange));
+  const auto& send = g.exchanges.at(static_cast<std::size_t>(one->exchange)).send_bytes;
   ASSERT_EQ(send.size(), 16u);
   for (std::size_t i = 0; i < 4; ++i)
     for (std::size_t j = 0; j < 4; ++j)
