@@ -116,9 +116,10 @@ PerOpCostModel::PerOpCostModel(ModelSpec model, ParallelPlan plan, Options optio
                                     : std::vector<TransformerOp>{}) {}
 
 const PerOpCostModel::PartTimes& PerOpCostModel::times(const platforms::GpuSpec& gpu) const {
-  if (auto it = cache_.find(gpu.name); it != cache_.end())
+  const CacheKey key{gpu.name, gpu.efficiency_profile.get()};
+  if (auto it = cache_.find(key); it != cache_.end())
     return it->second;
-  const auto& profile = platforms::efficiency_profile_for(gpu.name);
+  const auto& profile = platforms::efficiency_profile_of(gpu);
   auto pass = [&](const std::vector<TransformerOp>& ops,
                   const std::function<bool(const TransformerOp&)>& in) {
     return pass_time(ops, in, gpu, profile);
@@ -183,7 +184,7 @@ const PerOpCostModel::PartTimes& PerOpCostModel::times(const platforms::GpuSpec&
         depth *
         (linear_time_of(mtp_ops_, OpPass::backward_weight, gpu, profile) + linear_l.backward_weight_s);
   }
-  return cache_.emplace(gpu.name, p).first->second;
+  return cache_.emplace(key, p).first->second;
 }
 
 LayerPassTimes PerOpCostModel::pass_times(const std::vector<TransformerOp>& ops,
@@ -191,7 +192,7 @@ LayerPassTimes PerOpCostModel::pass_times(const std::vector<TransformerOp>& ops,
   LayerPassTimes l;
   if (ops.empty())
     return l;
-  const auto& profile = platforms::efficiency_profile_for(gpu.name);
+  const auto& profile = platforms::efficiency_profile_of(gpu);
   auto pass = [&](const std::function<bool(const TransformerOp&)>& in) {
     return pass_time(ops, in, gpu, profile);
   };
@@ -216,13 +217,12 @@ double PerOpCostModel::moe_load_extra_s(PipeOpKind kind, double load, const plat
   if (!model_.is_moe() || load == 1)
     return 0;
   const LayerPassTimes& balanced = times(gpu).moe_layer;
-  auto it = loaded_cache_.find({gpu.name, load});
+  const auto key = std::make_pair(CacheKey{gpu.name, gpu.efficiency_profile.get()}, load);
+  auto it = loaded_cache_.find(key);
   if (it == loaded_cache_.end()) {
     LayerSetup setup = setup_;
     setup.expert_load = load;
-    it = loaded_cache_
-             .emplace(std::make_pair(gpu.name, load),
-                      pass_times(with_precision(moe_layer_ops(model_, setup), plan_), gpu))
+    it = loaded_cache_.emplace(key, pass_times(with_precision(moe_layer_ops(model_, setup), plan_), gpu))
              .first;
   }
   const LayerPassTimes& loaded = it->second;
@@ -254,7 +254,7 @@ LayerPassTimes PerOpCostModel::moe_layer_times(const platforms::GpuSpec& gpu) co
 namespace {
 std::vector<std::pair<TransformerOp, OpTiming>> timed(const std::vector<TransformerOp>& ops,
                                                       const platforms::GpuSpec& gpu) {
-  const auto& profile = platforms::efficiency_profile_for(gpu.name);
+  const auto& profile = platforms::efficiency_profile_of(gpu);
   std::vector<std::pair<TransformerOp, OpTiming>> out;
   for (const auto& op : ops)
     out.emplace_back(op, time_op(op, gpu, profile));
@@ -333,7 +333,7 @@ OpCost PerOpCostModel::backward(const StageSlice& slice, const platforms::GpuSpe
 }
 
 OpCost PerOpCostModel::optimizer(double parameters, const platforms::GpuSpec& gpu) const {
-  const auto& profile = platforms::efficiency_profile_for(gpu.name);
+  const auto& profile = platforms::efficiency_profile_of(gpu);
   // FP8: the weights' casts for the next step (precision.hpp), charged on
   // every parameter the step updates: also on the embedding and output
   // layer, which stay BF16 (the optimizer is told a count, not its kinds; an
@@ -346,7 +346,7 @@ OpCost PerOpCostModel::optimizer(double parameters, const platforms::GpuSpec& gp
 }
 
 double PerOpCostModel::memory_kernel_s(double bytes, const platforms::GpuSpec& gpu) const {
-  const auto& profile = platforms::efficiency_profile_for(gpu.name);
+  const auto& profile = platforms::efficiency_profile_of(gpu);
   return std::max(memory_time(bytes, 1, gpu, profile), profile.host_overhead_per_kernel_s);
 }
 

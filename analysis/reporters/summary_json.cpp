@@ -8,6 +8,7 @@
 #include "analysis/reporters/reporters.hpp"
 #include "trainsim_version.hpp"
 #include "workloads/expert_routing.hpp"
+#include "workloads/schedule.hpp"
 
 namespace trainsim::analysis {
 namespace {
@@ -215,6 +216,14 @@ void write_summary_json(std::ostream& out, const RunContext& run, const Report& 
     j["plan"]["moe_dispatcher"] = to_string(run.plan.moe_dispatcher);
   if (run.plan.moe_a2a_overlap)
     j["plan"]["moe_a2a_overlap"] = true;
+  // Only with a pipeline (the others send nothing between stages).
+  if (run.plan.pp > 1)
+    j["plan"]["p2p"] = to_string(workloads::resolved_p2p(run.plan));
+  // Only when they differ from the defaults (other summaries keep their keys).
+  if (!run.plan.reshard_after_forward)
+    j["plan"]["reshard_after_forward"] = false;
+  if (run.plan.grad_reduce_per_step)
+    j["plan"]["grad_reduce"] = "per_step";
   // Only under hybrid sharding, so that other summaries keep their keys.
   if (run.plan.hybrid_sharded())
     j["plan"]["dp_shard"] = run.plan.zero_shard_size();
