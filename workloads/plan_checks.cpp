@@ -168,6 +168,12 @@ void check_parallelism_options(const ModelSpec& model, const ParallelPlan& plan,
                              "2 x context_parallel = {} chunks (Megatron's load-balanced split); expected "
                              "seq_len divisible by {}",
                              plan.cp, model.seq_len, 2 * plan.cp, 2 * plan.cp));
+  if (plan.cp > 1 && model.mtp_depth > 0)
+    problems.add("context_parallel",
+                 fmt::format("{} with model.mtp_depth = {}: Megatron-core's multi-token prediction does not "
+                             "support context parallelism (docs multi_token_prediction.md, \"Unsupported "
+                             "combinations\"); expected context_parallel: 1, or mtp_depth: 0",
+                             plan.cp, model.mtp_depth));
   check_expert_parallel(model, plan, problems);
   if (plan.pytorch() && plan.zero_stage != 3)
     problems.add("framework", fmt::format("{} shards with FSDP, but zero_stage is {}; expected zero_stage: 3 "
@@ -271,8 +277,13 @@ std::vector<platforms::Problem> plan_problems(const ModelSpec& model, const Para
         problems.add(problem.key, std::move(problem.message));
   }
   if (plan.tp <= 0 || model.heads % plan.tp != 0)
-    problems.add("tp", fmt::format("model.heads = {} is not divisible by tp = {}; expected a divisor of {}",
-                                   model.heads, plan.tp, model.heads));
+    problems.add("tp", fmt::format("model.heads = {} is not divisible by tp = {}{}; expected a divisor of {}",
+                                   model.heads, plan.tp,
+                                   model.is_mla() ? " (multi-head latent attention splits its query and "
+                                                    "key/value up projections, attention core and output "
+                                                    "projection by heads over the TP group)"
+                                                  : "",
+                                   model.heads));
   check_parallelism_options(model, plan, problems);
   return problems.take();
 }

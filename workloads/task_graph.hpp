@@ -96,6 +96,15 @@ struct Task {
   // key/value exchange.
   int layer = -1;
   bool attention = false;
+  // Collective: an uneven exchange (an all-to-all under imbalanced expert
+  // routing): index into TaskGraph::exchanges; -1: every member sends every
+  // other the same share of `bytes`.
+  int exchange = -1;
+  // Compute: the part of duration_s that imbalanced expert routing adds on
+  // this GPU (negative where its experts get less than the balanced share;
+  // workloads/expert_routing.hpp). What the bubble analysis blames on
+  // expert imbalance.
+  double imbalance_s = 0;
   // This task's memory events: TaskGraph::memory[memory_begin, memory_end).
   std::uint32_t memory_begin = 0;
   std::uint32_t memory_end = 0;
@@ -170,8 +179,16 @@ struct TaskGraph {
   // show it). Empty for graphs trainsim builds, whose labels come from
   // task_label(Task).
   std::vector<std::string> labels;
+  // Uneven exchanges (Task::exchange): per task, the bytes each member of
+  // its group sends to each member over all its folded passes, row-major in
+  // group order (sender i, receiver j at i x n + j; the diagonal stays 0).
+  std::vector<std::vector<double>> exchanges;
 
   TaskId add(const Task& task) { return boost::add_vertex(task, graph); }
+  int add_exchange(std::vector<double> send_bytes) {
+    exchanges.push_back(std::move(send_bytes));
+    return static_cast<int>(exchanges.size()) - 1;
+  }
   void depend(TaskId before, TaskId after) { boost::add_edge(before, after, graph); }
   int add_group(std::vector<int> gpus) {
     groups.push_back(std::move(gpus));

@@ -53,6 +53,20 @@ std::uint64_t graph_fingerprint(const TaskGraph& graph) {
     h.add(t.attention);
     h.add(t.memory_begin);
     h.add(t.memory_end);
+    // Only in graphs with imbalanced expert routing (others keep their
+    // fingerprints).
+    if (t.exchange >= 0 || t.imbalance_s != 0) {
+      h.add(t.exchange);
+      h.add(t.imbalance_s);
+    }
+  }
+  if (!graph.exchanges.empty()) {
+    h.add(graph.exchanges.size());
+    for (const auto& m : graph.exchanges) {
+      h.add(m.size());
+      for (double bytes : m)
+        h.add(bytes);
+    }
   }
   h.add(boost::num_edges(graph.graph));
   for (auto [e, end] = boost::edges(graph.graph); e != end; ++e) {

@@ -59,6 +59,11 @@ struct CollectiveRequest {
   double bytes = 0;       // nccl-tests' "size" of one collective
   int fold = 1;           // back-to-back identical collectives replayed as one pass
   platforms::CollectiveAlgorithm algorithm = platforms::CollectiveAlgorithm::automatic;
+  // An uneven exchange (all-to-all under imbalanced expert routing): the
+  // bytes member i sends member j over all folded passes at i x n + j, in
+  // group order (workloads::TaskGraph::exchanges); null: `bytes` even over
+  // the members. Only algorithms with an expand_uneven run it.
+  const std::vector<double>* send_bytes = nullptr;
 };
 
 struct CollectivePlan {

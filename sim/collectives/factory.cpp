@@ -158,8 +158,15 @@ CollectivePlan make_collective(const CollectiveRequest& request, const ClusterZo
   const int fold = std::max(request.fold, 1);
 
   const Expansion single = expand(algorithm, request.op, layout, request.bytes, zone);
-  const Expansion pass =
-      fold > 1 ? expand(algorithm, request.op, layout, request.bytes * fold, zone) : single;
+  Expansion pass = fold > 1 ? expand(algorithm, request.op, layout, request.bytes * fold, zone) : single;
+  if (request.send_bytes != nullptr) {
+    // An uneven exchange: its flows carry the given bytes (all passes);
+    // the even expansion of `bytes` still gives the latency terms.
+    const auto uneven = traits_of(algorithm).expand_uneven;
+    if (uneven == nullptr || request.send_bytes->size() != layout.gpus.size() * layout.gpus.size())
+      throw std::logic_error("an uneven exchange for an algorithm without one, or of the wrong size");
+    pass = uneven(layout, *request.send_bytes, zone);
+  }
 
   CollectivePlan plan;
   plan.choice = {algorithm, single.channels, config.fidelity};

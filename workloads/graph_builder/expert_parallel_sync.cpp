@@ -26,6 +26,54 @@
 
 namespace trainsim::workloads::detail {
 
+std::vector<int> IterationBuilder::moe_layer_indices(const StageSlice& slice) const {
+  std::vector<int> layers;
+  for (int l = slice.first_layer; l < slice.first_layer + slice.layers; ++l)
+    if (model_.is_moe_layer(l))
+      layers.push_back(l);
+  if (slice.logits && model_.mtp_depth > 0 && model_.mtp_layers_are_moe())
+    for (int k = 0; k < model_.mtp_depth; ++k)
+      layers.push_back(model_.layers + k);
+  return layers;
+}
+
+double IterationBuilder::load_factor(int layer, int gpu) const {
+  const auto& share = loads_.of_layer(layer);
+  const int r = plan_.expert_rank_of(plan_.dp_rank_of(gpu), plan_.cp_rank_of(gpu));
+  double load = 0;
+  const int local = model_.moe.experts / plan_.ep;
+  for (int e = r * local; e < (r + 1) * local; ++e)
+    load += share[static_cast<std::size_t>(e)];
+  return load * plan_.ep;
+}
+
+double IterationBuilder::expert_load_extra_s(PipeOpKind kind, const StageSlice& slice, int gpu) const {
+  double extra = 0;
+  for (int l : moe_layer_indices(slice))
+    extra += cost_.moe_load_extra_s(kind, load_factor(l, gpu), cluster_.gpu_of(gpu));
+  return extra;
+}
+
+// Dispatch: each rank sends every rank its tokens' copies routed to that
+// rank's experts, B x L_j to rank j (B = the rank's buffer, L_j = rank j's
+// share of the layer's copies); combine sends the outputs back, B x L_i
+// from rank j to rank i. A pass pair of a layer moves B (L_i + L_j) from i
+// to j; the backward's gradients the same; full recomputation twice.
+std::vector<double> IterationBuilder::exchange_bytes(PipeOpKind kind, const StageSlice& slice) const {
+  const auto n = static_cast<std::size_t>(plan_.ep);
+  const double bytes = ep_all_to_all_bytes(model_, plan_);
+  std::vector<double> send(n * n, 0.0);
+  for (int l : moe_layer_indices(slice)) {
+    const std::vector<double> f = rank_load_factors(loads_.of_layer(l), plan_.ep);
+    const double pairs = ep_all_to_alls(plan_, kind, 1) / 2.0;
+    for (std::size_t i = 0; i < n; ++i)
+      for (std::size_t j = 0; j < n; ++j)
+        if (i != j)
+          send[i * n + j] += bytes * pairs * (f[i] + f[j]) / static_cast<double>(n);
+  }
+  return send;
+}
+
 void IterationBuilder::add_expert_all_to_alls(int rank, int tp) {
   const int positions = plan_.data_parallel_size();
   const double bytes = ep_all_to_all_bytes(model_, plan_);
@@ -41,7 +89,11 @@ void IterationBuilder::add_expert_all_to_alls(int rank, int tp) {
     for (std::size_t k = 0; k < list.size(); ++k) {
       const PipeOp& op = list[k];
       const StageSlice slice = virtual_stage_slice(model_, plan_, sched.virtual_stage(rank, op.chunk));
-      const int fold = ep_all_to_alls(plan_, op.kind, model_.moe_layers_in(slice.first_layer, slice.layers));
+      if (imbalanced_) {
+        add_imbalanced_all_to_alls(op, k, slice, group, members);
+        continue;
+      }
+      const int fold = ep_all_to_alls(plan_, op.kind, moe_layers_of(model_, slice));
       if (fold == 0)
         continue;
       const TaskId id =
@@ -60,6 +112,62 @@ void IterationBuilder::add_expert_all_to_alls(int rank, int tp) {
         graph_.add_memory(id, gpu, MemoryEvent::At::start, MemoryKind::buffers, 2 * bytes);
         graph_.add_memory(id, gpu, MemoryEvent::At::end, MemoryKind::buffers, -2 * bytes);
       }
+    }
+  }
+}
+
+// One all-to-all per piece holding MoE layers (one piece per layer: see
+// split_per_layer), each moving the receivers' loads: between two pieces
+// it waits for every member's piece and gates every member's next one; the
+// last piece's sits after the op's TP collectives, as the balanced op's
+// does.
+void IterationBuilder::add_imbalanced_all_to_alls(const PipeOp& op, std::size_t k, const StageSlice& slice,
+                                                  int group, const std::vector<int>& members) {
+  const double bytes = ep_all_to_all_bytes(model_, plan_);
+  const std::vector<Piece>& pieces = ops_[idx(members.front())][k].pieces;
+  for (std::size_t p = 0; p < pieces.size(); ++p) {
+    StageSlice piece = slice;
+    if (pieces.size() > 1) {
+      const int layer = pieces[p].layer;
+      piece = {.layers = 1,
+               .first_layer = layer,
+               .embedding = slice.embedding && layer == slice.first_layer,
+               .logits = slice.logits && layer == slice.first_layer + slice.layers - 1};
+    }
+    const int fold = ep_all_to_alls(plan_, op.kind, moe_layers_of(model_, piece));
+    if (fold == 0)
+      continue;
+    const bool last = p + 1 == pieces.size();
+    Task task = collective_task(CommKind::ep, CollectiveOp::all_to_all, group,
+                                plan_.pp_rank_of(members.front()), bytes,
+                                {.chunk = op.chunk,
+                                 .micro_batch = op.micro_batch,
+                                 .layer = pieces.size() > 1 ? pieces[p].layer : -1,
+                                 .fold = fold});
+    // Loads are per layer, the same in every micro-batch and EP group: one
+    // exchange per (layers, passes) serves them all.
+    const auto key = std::make_pair(ep_all_to_alls(plan_, op.kind, 1), moe_layer_indices(piece));
+    auto known = exchange_of_.find(key);
+    if (known == exchange_of_.end())
+      known = exchange_of_.emplace(key, graph_.add_exchange(exchange_bytes(op.kind, piece))).first;
+    task.exchange = known->second;
+    const TaskId id = graph_.add(task);
+    for (int gpu : members) {
+      auto& ops = ops_[idx(gpu)];
+      if (last) {
+        const TaskId before = ops[k].done;
+        graph_.depend(before, id);
+        ops[k].done = id;
+        if (k + 1 < ops.size())
+          gate(id, gpu, k + 1);
+        if (last_[idx(gpu)] == before)
+          last_[idx(gpu)] = id;
+      } else {
+        graph_.depend(ops[k].pieces[p].last, id);
+        graph_.depend(id, ops[k].pieces[p + 1].first);
+      }
+      graph_.add_memory(id, gpu, MemoryEvent::At::start, MemoryKind::buffers, 2 * bytes);
+      graph_.add_memory(id, gpu, MemoryEvent::At::end, MemoryKind::buffers, -2 * bytes);
     }
   }
 }

@@ -94,6 +94,11 @@ TaskGraph IterationBuilder::build() {
         same != schedules_.end() ? *same : schedule_for_gpu_costs(model_, plan_, cluster_, cost_, m));
   }
   m_ = plan_.micro_batches();
+  // Imbalanced routing changes the work of an EP group's GPUs only when
+  // they are several and dropless (a capacity pads every expert to it).
+  imbalanced_ = model_.is_moe() && plan_.ep > 1 && model_.moe.dropless && !model_.moe.routing.balanced();
+  if (imbalanced_)
+    loads_ = expert_loads(model_);
   const auto gpus = static_cast<std::size_t>(plan_.gpu_count());
   const auto slots = static_cast<std::size_t>(plan_.virtual_stages * m_);
   ops_.assign(gpus, {});
@@ -149,6 +154,14 @@ TaskGraph IterationBuilder::build() {
 // finish (Megatron: the last micro-batch's; ZeRO-2 reduces after every
 // micro-batch).
 bool IterationBuilder::split_per_layer(int dp, int rank, std::size_t op_index) const {
+  if (imbalanced_) {
+    // Under imbalanced routing an op exchanges tokens after every MoE
+    // layer: the busiest GPU of the EP group sets the pace of each.
+    const PipeOp& op = schedule(dp).per_rank[static_cast<std::size_t>(rank)][op_index];
+    const StageSlice slice = virtual_stage_slice(model_, plan_, schedule(dp).virtual_stage(rank, op.chunk));
+    if (slice.layers > 1 && ep_all_to_alls(plan_, op.kind, moe_layers_of(model_, slice)) > 0)
+      return true;
+  }
   if (plan_.data_parallel_size() <= 1)
     return false;
   if (plan_.zero_stage >= 3)
@@ -264,6 +277,14 @@ std::vector<BuiltOp> IterationBuilder::add_pieces(const PipeOp& op, int rank, in
   std::vector<std::vector<OpCost>> costs;
   for (int gpu : gpus)
     costs.push_back(piece_costs(op.kind, slice, specs, cluster_.gpu_of(gpu)));
+  // Imbalanced routing: each GPU's pieces take what its experts' load adds.
+  std::vector<std::vector<double>> imbalance(gpus.size(), std::vector<double>(specs.size(), 0.0));
+  if (imbalanced_)
+    for (std::size_t g = 0; g < gpus.size(); ++g)
+      for (std::size_t p = 0; p < specs.size(); ++p) {
+        imbalance[g][p] = expert_load_extra_s(op.kind, specs[p].slice, gpus[g]);
+        costs[g][p].duration_s += imbalance[g][p];
+      }
   std::vector<BuiltOp> built(gpus.size());
   for (std::size_t g = 0; g < gpus.size(); ++g)
     built[g] = {.op = op, .virtual_stage = vs, .pieces = {}, .done = kNone};
@@ -284,12 +305,14 @@ std::vector<BuiltOp> IterationBuilder::add_pieces(const PipeOp& op, int rank, in
                 .model_flops = c.model_flops,
                 .hardware_flops = c.hardware_flops,
                 .layer = spec.layer};
+      task.imbalance_s = imbalance[g][p];
       Piece piece{.layer = spec.layer, .parameters = spec.parameters};
       Task attention;
       if (share > 0) {
         // Ring attention: the attention core, which overlaps the exchange,
         // and the rest of the piece.
         attention = task;
+        attention.imbalance_s = 0;  // the experts' extra is in the rest
         attention.duration_s *= share;
         attention.model_flops *= share;
         attention.hardware_flops *= share;
@@ -365,15 +388,16 @@ void IterationBuilder::add_tp_collectives(const PipeOp& op, int rank, const Stag
                                           const std::vector<int>& tp_groups, std::vector<BuiltOp>& built) {
   // The op's all-reduces, folded into one collective per TP group (two with
   // sequence parallelism: reduce-scatter then all-gather, same volume).
-  const int fold = tp_allreduces(plan_, op.kind, slice.layers);
+  const int fold = tp_allreduces(plan_, op.kind, transformer_layers_of(model_, slice));
   if (plan_.tp <= 1 || fold <= 0)
     return;
   for (int cp = 0; cp < plan_.cp; ++cp) {
     TaskId previous = kNone;
     for (CollectiveOp collective_op : tp_passes(plan_)) {
-      const TaskId id = graph_.add(collective_task(
-          CommKind::tp, collective_op, tp_groups[static_cast<std::size_t>(cp)], rank,
-          tp_pass_bytes(collective_op), {.chunk = op.chunk, .micro_batch = op.micro_batch, .fold = fold}));
+      const TaskId id =
+          graph_.add(collective_task(CommKind::tp, collective_op, tp_groups[static_cast<std::size_t>(cp)],
+                                     rank, tp_pass_bytes(collective_op, op.kind),
+                                     {.chunk = op.chunk, .micro_batch = op.micro_batch, .fold = fold}));
       if (previous != kNone)
         graph_.depend(previous, id);
       else
@@ -386,7 +410,10 @@ void IterationBuilder::add_tp_collectives(const PipeOp& op, int rank, const Stag
   }
 }
 
-double IterationBuilder::tp_pass_bytes(CollectiveOp pass) const {
+double IterationBuilder::tp_pass_bytes(CollectiveOp pass, PipeOpKind kind) const {
+  if (model_.is_mla() && plan_.sequence_parallel)
+    return mla_sequence_parallel_pass_bytes(model_, plan_, pass, kind) *
+           tp_collective_byte_factor(plan_, pass == CollectiveOp::all_gather);
   return tp_allreduce_bytes(model_, plan_) *
          tp_collective_byte_factor(plan_, pass == CollectiveOp::all_gather);
 }
@@ -416,6 +443,7 @@ std::vector<Task> IterationBuilder::split_linear_gemms(Task& rest, double linear
   const double k = plan_.tp;
   auto segment = [&](double chunks) {
     Task t = rest;
+    t.imbalance_s = 0;  // the linear GEMMs' time: the experts' extra stays in the rest
     t.duration_s = gemm * chunks / k;
     t.model_flops = rest.model_flops * share * chunks / k;
     t.hardware_flops = rest.hardware_flops * share * chunks / k;
@@ -447,7 +475,7 @@ void IterationBuilder::add_overlapped_tp_collectives(const PipeOp& op, int rank,
                                                      const std::vector<int>& tp_groups,
                                                      const std::vector<std::vector<TaskId>>& gemm_chunks,
                                                      std::vector<BuiltOp>& built) {
-  const int fold = tp_allreduces(plan_, op.kind, spec.slice.layers);
+  const int fold = tp_allreduces(plan_, op.kind, transformer_layers_of(model_, spec.slice));
   const double k = plan_.tp;
   const std::vector<CollectiveOp> passes_of_op = tp_passes(plan_);
   for (int cp = 0; cp < plan_.cp; ++cp) {
@@ -455,7 +483,7 @@ void IterationBuilder::add_overlapped_tp_collectives(const PipeOp& op, int rank,
     TaskId previous = kNone;
     for (const bool last : {false, true}) {
       for (std::size_t pass = 0; pass < passes_of_op.size(); ++pass) {
-        const double bytes = tp_pass_bytes(passes_of_op[pass]);
+        const double bytes = tp_pass_bytes(passes_of_op[pass], op.kind);
         const TaskId id = graph_.add(collective_task(
             CommKind::tp, passes_of_op[pass], tp_groups[static_cast<std::size_t>(cp)], rank,
             last ? bytes / k : bytes * (k - 1) / k,
