@@ -222,9 +222,7 @@ double PerOpCostModel::moe_load_extra_s(PipeOpKind kind, double load, const plat
   if (it == loaded_cache_.end()) {
     LayerSetup setup = setup_;
     setup.expert_load = load;
-    it = loaded_cache_
-             .emplace(std::make_pair(gpu.name, load),
-                      pass_times(with_precision(moe_layer_ops(model_, setup), plan_), gpu))
+    it = loaded_cache_.emplace(key, pass_times(with_precision(moe_layer_ops(model_, setup), plan_), gpu))
              .first;
   }
   const LayerPassTimes& loaded = it->second;
