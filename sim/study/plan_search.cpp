@@ -418,6 +418,9 @@ PlanSearch prepare_plan_search(const PlanSearchRequest& request) {
     // The base plan's TP overlap, on every candidate it applies to.
     candidate.plan.tp_comm_overlap = base_plan.tp_comm_overlap && plan.sequence_parallel &&
                                      candidate.plan.framework == workloads::Framework::megatron;
+    // Likewise the gradient reduction's overlap with the backward: FSDP (ZeRO 3)
+    // reduce-scatters per layer anyway, and the loader refuses the key there.
+    candidate.plan.overlap_grad_reduce = base_plan.overlap_grad_reduce && plan.zero_stage < 3;
     auto problems = scenario::resolve_plan(candidate);
     if (problems.empty())
       problems = scenario::check(candidate);
@@ -473,6 +476,8 @@ std::string scenario_yaml(const PlanSearch& search, const PlanCandidate& candida
   plan["sequence_parallel"] = candidate.plan.sequence_parallel;
   if (plan["tp_comm_overlap"] || candidate.plan.tp_comm_overlap)
     plan["tp_comm_overlap"] = candidate.plan.tp_comm_overlap;
+  if (plan["overlap_grad_reduce"] || candidate.plan.overlap_grad_reduce)
+    plan["overlap_grad_reduce"] = candidate.plan.overlap_grad_reduce;
   YAML::Emitter emitter;
   emitter << root;
   return fmt::format(

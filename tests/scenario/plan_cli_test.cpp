@@ -179,6 +179,28 @@ TEST(PlanCli, HybridShardingOfTheBaseScenarioGoesToTheFsdpPlansOnly) {
   fs::remove_all(dir);
 }
 
+// --set plan.overlap_grad_reduce=true (the Megatron runs' setting) goes to the
+// plans it applies to: ZeRO 0-2 overlap their gradient reduction, the FSDP
+// plans (which reduce-scatter per layer anyway, and for which the loader
+// refuses the key) are searched and simulated without it, not pruned.
+TEST(PlanCli, OverlapGradReduceOfTheBaseGoesToThePlansItAppliesTo) {
+  const auto dir = fresh_dir("plan-overlap-grad");
+  const auto r = one_stage_plan_search({"--model", "gpt3-1.3b", "--cluster", "dgx-h100-ndr", "--gpus", "16",
+                                        "--global-batch", "16", "--set", "plan.zero_stage=[1,3]", "--set",
+                                        "plan.overlap_grad_reduce=true", "--out", dir.string()});
+  ASSERT_EQ(r.status, 0) << r.err << r.out;
+  const auto plans = read_json(dir / "plans.json");
+  EXPECT_EQ(plans["feasible"].get<int>(), 2) << plans["pruned"];
+  for (const char* key : {"tp1-pp1-dp16-cp1-v1-mb1-1f1b-none-z1", "tp1-pp1-dp16-cp1-v1-mb1-1f1b-none-z3"}) {
+    const auto summary = read_json(dir / "points" / key / "summary.json");
+    EXPECT_EQ(summary["plan"]["overlap_grad_reduce"].get<bool>(), std::string(key).ends_with("z1")) << key;
+    const auto rerun = run_cli({"run", (dir / "points" / key / "scenario.yaml").string(), "--quiet", "--out",
+                                (dir / "rerun").string()});
+    EXPECT_EQ(rerun.status, 0) << key << rerun.err;
+  }
+  fs::remove_all(dir);
+}
+
 // --set plan.dp_shard=[0,8] searches full and hybrid sharding side by side
 // (0: full); each simulated point runs what its key says, and the winner's
 // explanation names the sharding when that is what differs.
