@@ -264,7 +264,9 @@ BaseDocument base_document(const PlanSearchRequest& request) {
       set_axis(base.space, key, assignment, assignment.substr(eq + 1));
       continue;
     }
-    if (key.rfind("cluster.collectives", 0) == 0)
+    // Only a fidelity the user gives (the key, or the whole collectives
+    // map) overrides --fidelity; another collectives key does not.
+    if (key == "cluster.collectives.fidelity" || key == "cluster.collectives")
       fidelity_set = true;
     platforms::apply_override(root, assignment, source, errors);
   }

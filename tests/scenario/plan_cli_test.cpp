@@ -201,6 +201,29 @@ TEST(PlanCli, OverlapGradReduceOfTheBaseGoesToThePlansItAppliesTo) {
   fs::remove_all(dir);
 }
 
+// --fidelity (fast by default) sets the simulations' collectives fidelity
+// unless the user gives one: another collectives key (the NCCL interference
+// of the validated runs) must not turn it off.
+TEST(PlanCli, ACollectivesKeyOtherThanTheFidelityKeepsTheSearchFidelity) {
+  const auto dir = fresh_dir("plan-fidelity");
+  const auto r = one_stage_plan_search({"--model", "gpt3-1.3b", "--cluster", "dgx-h100-ndr", "--gpus", "16",
+                                        "--global-batch", "16", "--set", "plan.zero_stage=1", "--set",
+                                        "cluster.collectives.compute_interference=0.16", "--out", dir.string()});
+  ASSERT_EQ(r.status, 0) << r.err << r.out;
+  const auto scenario = read_file(dir / "points" / "tp1-pp1-dp16-cp1-v1-mb1-1f1b-none-z1" / "scenario.yaml");
+  EXPECT_NE(scenario.find("fidelity: fast"), std::string::npos) << scenario;
+  EXPECT_NE(scenario.find("compute_interference: 0.16"), std::string::npos) << scenario;
+  fs::remove_all(dir);
+  // --fidelity cluster leaves the cluster's own (auto).
+  const auto own = one_stage_plan_search({"--model", "gpt3-1.3b", "--cluster", "dgx-h100-ndr", "--gpus", "16",
+                                          "--global-batch", "16", "--set", "plan.zero_stage=1", "--fidelity",
+                                          "cluster", "--out", dir.string()});
+  ASSERT_EQ(own.status, 0) << own.err << own.out;
+  EXPECT_EQ(read_file(dir / "points" / "tp1-pp1-dp16-cp1-v1-mb1-1f1b-none-z1" / "scenario.yaml").find("fidelity"),
+            std::string::npos);
+  fs::remove_all(dir);
+}
+
 // --set plan.dp_shard=[0,8] searches full and hybrid sharding side by side
 // (0: full); each simulated point runs what its key says, and the winner's
 // explanation names the sharding when that is what differs.
