@@ -472,6 +472,21 @@ std::string scenario_yaml(const PlanSearch& search, const PlanCandidate& candida
   plan["virtual_stages"] = candidate.plan.virtual_stages;
   plan["recompute"] = std::string(to_string(candidate.plan.recompute));
   plan["zero_stage"] = candidate.plan.zero_stage;
+  // An uneven split (Megatron's, counting the embedding and the loss as
+  // layers) goes as the layers of every virtual stage: without it the point's
+  // scenario would not load (pp x v does not divide the layers). The base's
+  // own split keys would then contradict it; an even split keeps none.
+  for (const char* key : {"stage_layers", "first_stage_layers", "last_stage_layers", "embedding_in_split",
+                          "loss_in_split", "pipeline_layout"})
+    if (plan[key])
+      plan.remove(key);
+  if (!candidate.plan.stage_layers.empty()) {
+    YAML::Node layers(YAML::NodeType::Sequence);
+    layers.SetStyle(YAML::EmitterStyle::Flow);
+    for (const int n : candidate.plan.stage_layers)
+      layers.push_back(n);
+    plan["stage_layers"] = layers;
+  }
   if (candidate.plan.hybrid_sharded())
     plan["dp_shard"] = candidate.plan.dp_shard;
   else if (plan["dp_shard"])

@@ -206,9 +206,9 @@ TEST(PlanCli, OverlapGradReduceOfTheBaseGoesToThePlansItAppliesTo) {
 // of the validated runs) must not turn it off.
 TEST(PlanCli, ACollectivesKeyOtherThanTheFidelityKeepsTheSearchFidelity) {
   const auto dir = fresh_dir("plan-fidelity");
-  const auto r = one_stage_plan_search({"--model", "gpt3-1.3b", "--cluster", "dgx-h100-ndr", "--gpus", "16",
-                                        "--global-batch", "16", "--set", "plan.zero_stage=1", "--set",
-                                        "cluster.collectives.compute_interference=0.16", "--out", dir.string()});
+  const auto r = one_stage_plan_search(
+      {"--model", "gpt3-1.3b", "--cluster", "dgx-h100-ndr", "--gpus", "16", "--global-batch", "16", "--set",
+       "plan.zero_stage=1", "--set", "cluster.collectives.compute_interference=0.16", "--out", dir.string()});
   ASSERT_EQ(r.status, 0) << r.err << r.out;
   const auto scenario = read_file(dir / "points" / "tp1-pp1-dp16-cp1-v1-mb1-1f1b-none-z1" / "scenario.yaml");
   EXPECT_NE(scenario.find("fidelity: fast"), std::string::npos) << scenario;
@@ -219,8 +219,55 @@ TEST(PlanCli, ACollectivesKeyOtherThanTheFidelityKeepsTheSearchFidelity) {
                                           "--global-batch", "16", "--set", "plan.zero_stage=1", "--fidelity",
                                           "cluster", "--out", dir.string()});
   ASSERT_EQ(own.status, 0) << own.err << own.out;
-  EXPECT_EQ(read_file(dir / "points" / "tp1-pp1-dp16-cp1-v1-mb1-1f1b-none-z1" / "scenario.yaml").find("fidelity"),
-            std::string::npos);
+  EXPECT_EQ(
+      read_file(dir / "points" / "tp1-pp1-dp16-cp1-v1-mb1-1f1b-none-z1" / "scenario.yaml").find("fidelity"),
+      std::string::npos);
+  fs::remove_all(dir);
+}
+
+// A plan whose pp does not divide the layers runs Megatron's split (the
+// embedding and the loss counted as layers); its point's scenario carries
+// that split, so it loads and simulates like the others (it failed with "not
+// divisible by pp" when the split stayed in the search).
+TEST(PlanCli, AnUnevenSplitOfTheLayersReachesThePointsScenario) {
+  const auto dir = fresh_dir("plan-uneven");
+  const auto r = run_cli({"plan",
+                          "--model",
+                          "gpt3-1.3b",
+                          "--cluster",
+                          "dgx-a100-hdr",
+                          "--gpus",
+                          "8",
+                          "--global-batch",
+                          "16",
+                          "--set",
+                          "model.layers=22",
+                          "--set",
+                          "plan.pp=8",
+                          "--set",
+                          "plan.tp=1",
+                          "--set",
+                          "plan.zero_stage=1",
+                          "--set",
+                          "plan.recompute=none",
+                          "--set",
+                          "plan.micro_batch_size=1",
+                          "--set",
+                          "plan.schedule=1f1b",
+                          "--top",
+                          "1",
+                          "--quiet",
+                          "--out",
+                          dir.string()});
+  ASSERT_EQ(r.status, 0) << r.err << r.out;
+  const auto plans = read_json(dir / "plans.json");
+  ASSERT_EQ(plans["ranking"].size(), 1u) << r.out;
+  const std::string key = plans["ranking"][0];
+  EXPECT_EQ(key, "tp1-pp8-dp1-cp1-v1-mb1-1f1b-none-z1-l2_3..2");
+  const auto scenario = read_file(dir / "points" / key / "scenario.yaml");
+  EXPECT_NE(scenario.find("stage_layers: [2, 3, 3, 3, 3, 3, 3, 2]"), std::string::npos) << scenario;
+  EXPECT_EQ(r.out.find("failed"), std::string::npos) << r.out;
+  EXPECT_EQ(plans["plans"][0]["plan"]["stage_layers"], (std::vector<int>{2, 3, 3, 3, 3, 3, 3, 2}));
   fs::remove_all(dir);
 }
 

@@ -176,9 +176,10 @@ TEST(StudyErrors, ASweepOfPlotsAloneNeedsVariants) {
     - {y: mfu, x: plan.tp}
 )"));
   EXPECT_NE(text.find("study.yaml:"), std::string::npos) << text;
-  EXPECT_NE(text.find("sweep: expected `grid` (a cartesian product) and/or `zip` (parallel lists) of scenario "
-                      "keys (`plots` alone needs a `variants` section)"),
-            std::string::npos)
+  EXPECT_NE(
+      text.find("sweep: expected `grid` (a cartesian product) and/or `zip` (parallel lists) of scenario "
+                "keys (`plots` alone needs a `variants` section)"),
+      std::string::npos)
       << text;
 }
 
