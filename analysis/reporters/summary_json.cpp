@@ -7,8 +7,8 @@
 #include "analysis/reporters/json_numbers.hpp"
 #include "analysis/reporters/reporters.hpp"
 #include "trainsim_version.hpp"
-#include "workloads/schedule.hpp"
 #include "workloads/expert_routing.hpp"
+#include "workloads/schedule.hpp"
 
 namespace trainsim::analysis {
 namespace {

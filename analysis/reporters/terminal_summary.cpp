@@ -6,8 +6,8 @@
 
 #include "analysis/reporters/reporters.hpp"
 #include "platforms/units.hpp"
-#include "workloads/schedule.hpp"
 #include "workloads/expert_routing.hpp"
+#include "workloads/schedule.hpp"
 
 namespace trainsim::analysis {
 namespace {
