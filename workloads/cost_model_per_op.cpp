@@ -217,7 +217,7 @@ double PerOpCostModel::moe_load_extra_s(PipeOpKind kind, double load, const plat
   if (!model_.is_moe() || load == 1)
     return 0;
   const LayerPassTimes& balanced = times(gpu).moe_layer;
-  const auto key = std::make_pair(CacheKey{gpu.name, gpu.efficiency_profile.get()}, load);
+  const LoadedCacheKey key{{gpu.name, gpu.efficiency_profile.get()}, load};
   auto it = loaded_cache_.find(key);
   if (it == loaded_cache_.end()) {
     LayerSetup setup = setup_;

@@ -111,8 +111,9 @@ class PerOpCostModel final : public CostModel {
   // (the builder is single-threaded).
   using CacheKey = std::pair<std::string, const platforms::EfficiencyProfile*>;
   mutable std::map<CacheKey, PartTimes> cache_;
-  // MoE layer passes per (GPU type, load factor).
-  mutable std::map<std::pair<CacheKey, double>, LayerPassTimes> loaded_cache_;
+  // MoE layer passes per (GPU type and profile, load factor).
+  using LoadedCacheKey = std::pair<CacheKey, double>;
+  mutable std::map<LoadedCacheKey, LayerPassTimes> loaded_cache_;
 };
 
 }  // namespace trainsim::workloads

@@ -37,7 +37,7 @@ void expect_one(const std::vector<std::string>& p, const std::string& where, con
 }
 
 TEST(ClusterConfig, EveryShippedPresetLoads) {
-  ASSERT_EQ(platforms::cluster_presets().size(), 10u);  // hgx-h800-ib and llama3-h100-roce both new
+  ASSERT_EQ(platforms::cluster_presets().size(), 10u);
   for (const auto& preset : platforms::cluster_presets()) {
     SCOPED_TRACE(std::string(preset.name));
     const auto c = scenario::load_cluster(std::string(preset.name));
