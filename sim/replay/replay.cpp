@@ -336,7 +336,8 @@ class Replayer {
   CollectivePlan plan_collective(TaskId id) const {
     const auto& task = graph_[id];
     return make_collective(
-        {task.op, graph_.groups[static_cast<std::size_t>(task.group)], task.bytes, task.fold, task.algorithm},
+        {task.op, graph_.groups[static_cast<std::size_t>(task.group)], task.bytes, task.fold, task.algorithm,
+         task.exchange >= 0 ? &graph_.exchanges[static_cast<std::size_t>(task.exchange)] : nullptr},
         zone_);
   }
 

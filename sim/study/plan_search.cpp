@@ -264,7 +264,9 @@ BaseDocument base_document(const PlanSearchRequest& request) {
       set_axis(base.space, key, assignment, assignment.substr(eq + 1));
       continue;
     }
-    if (key.rfind("cluster.collectives", 0) == 0)
+    // Only a fidelity the user gives (the key, or the whole collectives
+    // map) overrides --fidelity; another collectives key does not.
+    if (key == "cluster.collectives.fidelity" || key == "cluster.collectives")
       fidelity_set = true;
     platforms::apply_override(root, assignment, source, errors);
   }
@@ -419,6 +421,9 @@ PlanSearch prepare_plan_search(const PlanSearchRequest& request) {
     // The base plan's TP overlap, on every candidate it applies to.
     candidate.plan.tp_comm_overlap = base_plan.tp_comm_overlap && plan.sequence_parallel &&
                                      candidate.plan.framework == workloads::Framework::megatron;
+    // Likewise the gradient reduction's overlap with the backward: FSDP (ZeRO 3)
+    // reduce-scatters per layer anyway, and the loader refuses the key there.
+    candidate.plan.overlap_grad_reduce = base_plan.overlap_grad_reduce && plan.zero_stage < 3;
     // The base plan's overlapped parameter gather, on every candidate with a
     // distributed optimizer (ZeRO-1 / ZeRO-2).
     candidate.plan.overlap_param_gather = base_plan.overlap_param_gather &&
@@ -472,6 +477,21 @@ std::string scenario_yaml(const PlanSearch& search, const PlanCandidate& candida
   plan["virtual_stages"] = candidate.plan.virtual_stages;
   plan["recompute"] = std::string(to_string(candidate.plan.recompute));
   plan["zero_stage"] = candidate.plan.zero_stage;
+  // An uneven split (Megatron's, counting the embedding and the loss as
+  // layers) goes as the layers of every virtual stage: without it the point's
+  // scenario would not load (pp x v does not divide the layers). The base's
+  // own split keys would then contradict it; an even split keeps none.
+  for (const char* key : {"stage_layers", "first_stage_layers", "last_stage_layers", "embedding_in_split",
+                          "loss_in_split", "pipeline_layout"})
+    if (plan[key])
+      plan.remove(key);
+  if (!candidate.plan.stage_layers.empty()) {
+    YAML::Node layers(YAML::NodeType::Sequence);
+    layers.SetStyle(YAML::EmitterStyle::Flow);
+    for (const int n : candidate.plan.stage_layers)
+      layers.push_back(n);
+    plan["stage_layers"] = layers;
+  }
   if (candidate.plan.hybrid_sharded())
     plan["dp_shard"] = candidate.plan.dp_shard;
   else if (plan["dp_shard"])
@@ -479,6 +499,8 @@ std::string scenario_yaml(const PlanSearch& search, const PlanCandidate& candida
   plan["sequence_parallel"] = candidate.plan.sequence_parallel;
   if (plan["tp_comm_overlap"] || candidate.plan.tp_comm_overlap)
     plan["tp_comm_overlap"] = candidate.plan.tp_comm_overlap;
+  if (plan["overlap_grad_reduce"] || candidate.plan.overlap_grad_reduce)
+    plan["overlap_grad_reduce"] = candidate.plan.overlap_grad_reduce;
   if (plan["overlap_param_gather"] || candidate.plan.overlap_param_gather)
     plan["overlap_param_gather"] = candidate.plan.overlap_param_gather;
   YAML::Emitter emitter;
