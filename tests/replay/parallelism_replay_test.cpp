@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 
 #include "analysis/intervals.hpp"
 #include "analysis/memory_curve.hpp"
@@ -267,6 +268,37 @@ TEST(ParamGatherOverlapReplay, OnlyTheFirstBucketsGatherShows) {
   const double first = gathers.front().second - gathers.front().first;
   EXPECT_NEAR(shown, first, 1e-6 * total);
   EXPECT_LT(first, total / 4);
+}
+
+// GPT-3 1.3B (tied embeddings) on two pipeline stages, one GPU per node
+// (100 GB/s NICs): the embedding group's all-reduce of the 51,200 x 2,048
+// bf16 gradient (210 MB) starts once both GPUs have finished their last
+// task, takes a two-rank ring's S / B (2 (n - 1) / n S over each GPU's NIC),
+// and both optimizer steps wait for it.
+TEST(TiedEmbeddingSyncReplay, TheAllReduceRunsAfterBothStagesAndBeforeBothSteps) {
+  const ParallelPlan plan{.pp = 2, .micro_batch_size = 1, .global_batch_size = 4};
+  const auto run = replay_plan(plan, testing::uniform_cluster(2, 1, 100e9, 1e-6));
+  double sync_start = -1, sync_end = -1;
+  std::array<double, 2> last_compute{0, 0}, step_start{-1, -1};
+  for (const auto& r : run.timeline.records) {
+    const auto& task = run.graph[r.task];
+    if (task.kind == workloads::TaskKind::collective && task.comm == workloads::CommKind::pp) {
+      sync_start = sync_start < 0 ? r.start_s : std::min(sync_start, r.start_s);
+      sync_end = std::max(sync_end, r.end_s);
+    } else if (task.kind == workloads::TaskKind::optimizer) {
+      step_start[static_cast<std::size_t>(r.gpu)] = r.start_s;
+    } else if (r.stream == Stream::compute) {
+      auto& last = last_compute[static_cast<std::size_t>(r.gpu)];
+      last = std::max(last, r.end_s);
+    }
+  }
+  ASSERT_GE(sync_start, 0);
+  const double bytes = 51200.0 * 2048 * 2;
+  EXPECT_NEAR(sync_end - sync_start, bytes / 100e9, 0.02 * bytes / 100e9);
+  for (std::size_t gpu : {0u, 1u}) {
+    EXPECT_GE(sync_start, last_compute[gpu] - 1e-12) << gpu;
+    EXPECT_GE(step_start[gpu], sync_end - 1e-12) << gpu;
+  }
 }
 
 }  // namespace

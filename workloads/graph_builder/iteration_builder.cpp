@@ -774,7 +774,9 @@ std::vector<TaskId> IterationBuilder::add_optimizer_steps(int rank, const std::v
               .duration_s = cost.duration_s,
               .memory_bound_fraction = cost.memory_bound_fraction};
     const TaskId id = graph_.add(step);
-    graph_.depend(after != kNone ? after : last_[idx(gpu)], id);
+    // A tied embedding's copies are summed first (tied_embedding_sync.cpp).
+    const TaskId ready = add_tied_embedding_sync(rank, gpu, after != kNone ? after : last_[idx(gpu)]);
+    graph_.depend(ready, id);
     if (after != kNone && last_[idx(gpu)] != kNone)
       graph_.depend(last_[idx(gpu)], id);
     last_[idx(gpu)] = id;

@@ -16,6 +16,9 @@
 //                            over each EP group, and the gradient
 //                            synchronisation split into dense (DP group)
 //                            and expert (expert DP group) parameters
+//   tied_embedding_sync.cpp  the all-reduce of a tied embedding's gradient
+//                            between the first and the last pipeline stage
+//                            (Megatron's embedding group), before the step
 #include <map>
 #include <tuple>
 #include <vector>
@@ -170,6 +173,17 @@ class IterationBuilder {
   TaskId add_send(const Transfer& t, const std::vector<TaskId>& after);
   void hold_sender(TaskId send, int gpu, std::size_t producer);
 
+  // tied_embedding_sync.cpp: model.tied_embeddings with the output layer on
+  // another rank than the embedding (pp > 1, not DualPipe-V's V).
+  int output_layer_rank() const;
+  bool syncs_tied_embedding() const;
+  double tied_embedding_grad_bytes() const;
+  // The embedding group's all-reduce of `gpu` (of pipeline rank `rank`)
+  // after `after` and the GPU's last task, when the GPU holds a tied
+  // embedding copy: the task its optimizer step must wait for. Otherwise
+  // `after`.
+  TaskId add_tied_embedding_sync(int rank, int gpu, TaskId after);
+
   // data_parallel_sync.cpp (ZeRO 0-2) and fsdp.cpp (ZeRO 3): gradient
   // synchronisation of the GPUs holding (rank, tp rank), then the optimizer.
   void add_gradient_sync_and_step(int rank, int tp);
@@ -243,6 +257,8 @@ class IterationBuilder {
   // (passes per layer, MoE layers, nodes, GPUs per node) -> its
   // TaskGraph::exchanges entry.
   std::map<std::tuple<int, std::vector<int>, int, int>, int> exchange_of_;
+  // First-stage GPU -> its embedding group's all-reduce.
+  std::map<int, TaskId> tied_embedding_sync_;
 };
 
 }  // namespace trainsim::workloads::detail

@@ -333,6 +333,15 @@ PlanEstimate estimate_plan(const ModelSpec& model, const ParallelPlan& plan,
     dp_busy = std::max(dp_busy, busy);
     dp_exposed = std::max(dp_exposed, exposed);
   }
+  // Tied embeddings (or MTP's embedding copy) with a pipeline: the embedding
+  // group's all-reduce of the TP shard's gradient between the first and the
+  // last stage, between the DP reduction and the step, all of it exposed
+  // (graph_builder/tied_embedding_sync.cpp). DualPipe-V ends on rank 0.
+  if ((model.tied_embeddings || model.mtp_depth > 0) && p > 1 && plan.schedule != ScheduleKind::dualpipe_v) {
+    const std::vector<int> pair{plan.gpu_of(0, 0, 0, 0), plan.gpu_of(p - 1, 0, 0, 0)};
+    e.pp_comm_s += collective_s(cluster, CollectiveOp::all_reduce,
+                                double(model.vocab) * model.hidden / plan.tp * g, pair);
+  }
   e.dp_comm_s = dp_busy;
   e.dp_exposed_s = dp_exposed;
   e.optimizer_s = optimizer;
