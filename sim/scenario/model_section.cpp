@@ -323,6 +323,8 @@ bool read_model_section(platforms::MapReader& m, Scenario& scenario) {
     model.swiglu = *mlp;
   if (auto flash = m.boolean("flash_attention"))
     model.flash_attention = *flash;
+  if (auto tied = m.boolean("tied_embeddings"))
+    model.tied_embeddings = *tied;
   read_attention(m, model);
   if (auto v = m.integer("mtp_depth", 0, kMaxCount))
     model.mtp_depth = static_cast<int>(*v);

@@ -227,6 +227,8 @@ struct Tables {
             ranged("ffn_hidden", T::integer, 1, kCount, "MLP size (default 4 x hidden)"),
             choice("mlp", {"gelu", "swiglu"}, "the MLP's form"),
             key("flash_attention", T::boolean, "a fused attention kernel"),
+            key("tied_embeddings", T::boolean,
+                "the output layer shares the input embedding's weights (default: the preset's, else true)"),
             choice("attention", workloads::attention_kind_names(),
                    "mha (multi-head / grouped-query) or mla (DeepSeek's multi-head latent attention)"),
             ranged("head_dim", T::integer, 1, kCount, "mha: one head's width (default hidden / heads)"),

@@ -284,6 +284,19 @@ TEST(ScenarioLoader, FrameworkReachesThePlanAndDefaultsToMegatron) {
   EXPECT_TRUE(s.plan.pytorch());
 }
 
+// model.tied_embeddings: the preset's unless set (GPT tied, Llama untied),
+// read as a boolean, anything else refused at the key.
+TEST(ScenarioLoader, TiedEmbeddingsAreThePresetsUnlessSet) {
+  EXPECT_TRUE(scenario::parse_scenario_text(kMinimal, "t.yaml").model.tied_embeddings);
+  EXPECT_FALSE(scenario::parse_scenario_text(kMinimal, "t.yaml", {"model.tied_embeddings=false"})
+                   .model.tied_embeddings);
+  EXPECT_FALSE(
+      scenario::parse_scenario_text(kMinimal, "t.yaml", {"model.preset=llama2-7b"}).model.tied_embeddings);
+  const auto bad = problems(kMinimal, {"model.tied_embeddings=sometimes"});
+  ASSERT_FALSE(bad.empty());
+  EXPECT_NE(bad.front().find("tied_embeddings"), std::string::npos) << bad.front();
+}
+
 TEST(ScenarioLoader, PrecisionIsBf16UnlessAskedAndFp8KeysReachThePlan) {
   const auto bf16 = scenario::parse_scenario_text(kMinimal, "t.yaml");
   EXPECT_EQ(bf16.plan.precision, workloads::Precision::bf16);
