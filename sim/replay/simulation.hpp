@@ -16,7 +16,15 @@
 
 namespace trainsim::sim {
 
+// The fold (docs/performance.md, "The fold"): `automatic` considers it from
+// kFoldFromGpus GPUs on (every digest case is smaller, so their outputs stay
+// byte for byte those of the full replay), `on` always (`trainsim run
+// --fold`), `off` never (`--no-fold`).
+enum class FoldMode : unsigned char { automatic, on, off };
+inline constexpr int kFoldFromGpus = 4096;
+
 struct SimulationOptions {
+  FoldMode fold = FoldMode::automatic;
   // Consecutive iterations replayed (`trainsim run --iterations N`).
   int iterations = 1;
   // More seeds for the job-level failure run, each run after the one of the

@@ -1,0 +1,379 @@
+#include "sim/replay/replica_fold.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "sim/collectives/collectives.hpp"
+
+namespace trainsim::sim {
+namespace {
+
+using workloads::Task;
+using workloads::TaskGraph;
+using workloads::TaskId;
+using workloads::TaskKind;
+
+std::uint64_t bits(double x) {
+  std::uint64_t b = 0;
+  std::memcpy(&b, &x, sizeof b);
+  return b;
+}
+
+// What identifies a task up to its place in the graph: every attribute the
+// replay and the analyses read, its GPUs by rank and its group as a set.
+// Two tasks alike in all of it are told apart by their order (occurrence).
+struct TaskKey {
+  std::uint64_t words[12] = {};
+  bool operator==(const TaskKey& o) const { return std::memcmp(words, o.words, sizeof words) == 0; }
+};
+struct TaskKeyHash {
+  std::size_t operator()(const TaskKey& k) const {
+    std::uint64_t h = 1469598103934665603ULL;
+    for (const auto w : k.words)
+      h = (h ^ w) * 1099511628211ULL + (h >> 29);
+    return static_cast<std::size_t>(h);
+  }
+};
+
+TaskKey key_of(const Task& t, int gpu, int peer, int group_set, std::uint32_t occurrence) {
+  TaskKey k;
+  k.words[0] = static_cast<std::uint64_t>(t.kind) | static_cast<std::uint64_t>(t.comm) << 8 |
+               static_cast<std::uint64_t>(t.op) << 16 | static_cast<std::uint64_t>(t.transfer) << 24 |
+               static_cast<std::uint64_t>(t.algorithm) << 32 | static_cast<std::uint64_t>(t.attention) << 40;
+  k.words[1] = static_cast<std::uint32_t>(gpu) | static_cast<std::uint64_t>(static_cast<std::uint32_t>(peer)) << 32;
+  k.words[2] = static_cast<std::uint32_t>(group_set) | static_cast<std::uint64_t>(occurrence) << 32;
+  k.words[3] = static_cast<std::uint32_t>(t.stage) | static_cast<std::uint64_t>(static_cast<std::uint32_t>(t.chunk)) << 32;
+  k.words[4] = static_cast<std::uint32_t>(t.micro_batch) |
+               static_cast<std::uint64_t>(static_cast<std::uint32_t>(t.layer)) << 32;
+  k.words[5] = bits(t.duration_s);
+  k.words[6] = bits(t.memory_bound_fraction);
+  k.words[7] = bits(t.model_flops);
+  k.words[8] = bits(t.hardware_flops);
+  k.words[9] = bits(t.bytes);
+  k.words[10] = static_cast<std::uint32_t>(t.fold) |
+                static_cast<std::uint64_t>(t.memory_end - t.memory_begin) << 32;
+  return k;
+}
+
+// The GPUs a task runs on.
+template <class F>
+void for_each_gpu(const TaskGraph& graph, const Task& t, F&& f) {
+  if (t.kind == TaskKind::collective) {
+    for (int g : graph.groups[static_cast<std::size_t>(t.group)])
+      f(g);
+    return;
+  }
+  if (t.gpu >= 0)
+    f(t.gpu);
+  if (t.kind == TaskKind::send && t.peer >= 0)
+    f(t.peer);
+}
+
+std::string task_name(const TaskGraph& graph, TaskId id) {
+  return fmt::format("task {} ({})", id, workloads::task_label(graph, id));
+}
+
+// The rotation by `period` replicas on GPU ranks (Megatron's order: tp
+// fastest, then cp, then dp, then pp).
+std::vector<int> rotation(const workloads::ParallelPlan& plan, int period) {
+  const int gpus = plan.tp * plan.cp * plan.dp * plan.pp;
+  std::vector<int> image(static_cast<std::size_t>(gpus));
+  for (int g = 0; g < gpus; ++g)
+    image[static_cast<std::size_t>(g)] =
+        plan.gpu_of(plan.pp_rank_of(g), (plan.dp_rank_of(g) + period) % plan.dp, plan.tp_rank_of(g),
+                    plan.cp_rank_of(g));
+  return image;
+}
+
+bool same_memory(const TaskGraph& graph, const Task& a, const Task& b, const std::vector<int>& gpu_image) {
+  for (std::uint32_t i = 0; i < a.memory_end - a.memory_begin; ++i) {
+    const auto& x = graph.memory[a.memory_begin + i];
+    const auto& y = graph.memory[b.memory_begin + i];
+    if (y.gpu != gpu_image[static_cast<std::size_t>(x.gpu)] || x.at != y.at || x.kind != y.kind ||
+        bits(x.bytes) != bits(y.bytes))
+      return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string rotation_problem(const TaskGraph& graph, const scenario::Scenario& scenario, const ClusterZone& zone,
+                             int period, ReplicaFold& out) {
+  const auto& plan = scenario.plan;
+  const int dp = plan.dp;
+  const int m = dp / period;
+  const auto gpu_image = rotation(plan, period);
+  // 1. The cluster.
+  if (auto problem = zone.automorphism_problem(gpu_image); !problem.empty())
+    return problem;
+  // 2. The task graph.
+  const std::size_t n = graph.size();
+  if (!graph.labels.empty())
+    return "an imported trace's tasks are named one by one";
+  for (std::size_t g = 0; g < gpu_image.size(); ++g) {
+    const auto& a = graph.resident_memory[g];
+    const auto& b = graph.resident_memory[static_cast<std::size_t>(gpu_image[g])];
+    for (int k = 0; k < workloads::kMemoryKindCount; ++k)
+      if (bits(a.bytes[k]) != bits(b.bytes[k]))
+        return fmt::format("GPU {} holds other resident memory than GPU {}", g, gpu_image[g]);
+  }
+  // Groups as sets: a canonical index per distinct member set.
+  std::map<std::vector<int>, int> set_index;
+  std::vector<int> group_set(graph.groups.size());
+  std::vector<int> group_image_set(graph.groups.size());
+  for (std::size_t i = 0; i < graph.groups.size(); ++i) {
+    auto members = graph.groups[i];
+    std::sort(members.begin(), members.end());
+    group_set[i] = set_index.emplace(std::move(members), static_cast<int>(set_index.size())).first->second;
+  }
+  for (std::size_t i = 0; i < graph.groups.size(); ++i) {
+    std::vector<int> members;
+    for (int g : graph.groups[i])
+      members.push_back(gpu_image[static_cast<std::size_t>(g)]);
+    std::sort(members.begin(), members.end());
+    const auto it = set_index.find(members);
+    group_image_set[i] = it == set_index.end() ? -1 : it->second;
+  }
+  std::unordered_map<TaskKey, TaskId, TaskKeyHash> by_key;
+  by_key.reserve(n);
+  std::unordered_map<TaskKey, std::uint32_t, TaskKeyHash> seen;
+  std::vector<std::uint32_t> occurrence(n);
+  for (TaskId id = 0; id < n; ++id) {
+    const Task& t = graph[id];
+    const int set = t.kind == TaskKind::collective ? group_set[static_cast<std::size_t>(t.group)] : -1;
+    const auto base = key_of(t, t.gpu, t.peer, set, 0);
+    occurrence[id] = seen[base]++;
+    by_key.emplace(key_of(t, t.gpu, t.peer, set, occurrence[id]), id);
+  }
+  seen.clear();
+  out.task_image.assign(n, 0);
+  out.spanning.assign(n, 0);
+  for (TaskId id = 0; id < n; ++id) {
+    const Task& t = graph[id];
+    const auto map_gpu = [&](int g) { return g < 0 ? g : gpu_image[static_cast<std::size_t>(g)]; };
+    int set = -1;
+    if (t.kind == TaskKind::collective) {
+      set = group_image_set[static_cast<std::size_t>(t.group)];
+      if (set < 0)
+        return fmt::format("{}'s group has no image among the groups", task_name(graph, id));
+    }
+    const auto it = by_key.find(key_of(t, map_gpu(t.gpu), map_gpu(t.peer), set, occurrence[id]));
+    if (it == by_key.end())
+      return fmt::format("{} has no image (the replicas' tasks differ)", task_name(graph, id));
+    const TaskId image = it->second;
+    out.task_image[id] = image;
+    const Task& u = graph[image];
+    if (!same_memory(graph, t, u, gpu_image))
+      return fmt::format("{}'s memory events differ from its image's", task_name(graph, id));
+    if (t.kind == TaskKind::collective) {
+      if (image == id) {
+        out.spanning[id] = 1;
+      } else {
+        // The image collective runs on the image GPUs in the image order
+        // (make_collective lays a group out in its order).
+        const auto& a = graph.groups[static_cast<std::size_t>(t.group)];
+        const auto& b = graph.groups[static_cast<std::size_t>(u.group)];
+        for (std::size_t k = 0; k < a.size(); ++k)
+          if (b[k] != gpu_image[static_cast<std::size_t>(a[k])])
+            return fmt::format("{}'s image lists its GPUs in another order", task_name(graph, id));
+      }
+    }
+  }
+  by_key.clear();
+  // A bijection on tasks.
+  {
+    std::vector<char> hit(n, 0);
+    for (const TaskId image : out.task_image) {
+      if (hit[image])
+        return fmt::format("two tasks map onto {}", task_name(graph, image));
+      hit[image] = 1;
+    }
+  }
+  // Windows: a task's replicas must all lie in one window [a q, a q + q) (so
+  // that exactly one of its images lies in the representatives); spanning
+  // collectives are their own images.
+  std::vector<int> window(n, -1);
+  out.simulated.assign(n, 0);
+  out.simulated_count = 0;
+  for (TaskId id = 0; id < n; ++id) {
+    const Task& t = graph[id];
+    if (out.spanning[id]) {
+      out.simulated[id] = 1;
+      ++out.simulated_count;
+      continue;
+    }
+    int w = -1;
+    bool split = false;
+    for_each_gpu(graph, t, [&](int g) {
+      const int here = plan.dp_rank_of(g) / period;
+      if (w >= 0 && here != w)
+        split = true;
+      w = here;
+    });
+    if (split)
+      return fmt::format("{} spans replicas of different classes", task_name(graph, id));
+    window[id] = w;
+    if (w == 0) {
+      out.simulated[id] = 1;
+      ++out.simulated_count;
+    }
+  }
+  // Dependencies onto dependencies, and none between two classes but
+  // through a spanning collective (a replayed task must wait only for
+  // replayed tasks or for images of them).
+  std::vector<TaskId> mapped, expected;
+  for (TaskId id = 0; id < n; ++id) {
+    mapped.clear();
+    expected.clear();
+    for (auto [e, end] = boost::out_edges(id, graph.graph); e != end; ++e) {
+      const TaskId next = boost::target(*e, graph.graph);
+      mapped.push_back(out.task_image[next]);
+      if (!out.spanning[id] && !out.spanning[next] && window[id] != window[next])
+        return fmt::format("{} waits for {}, of another class of replicas", task_name(graph, next),
+                           task_name(graph, id));
+    }
+    for (auto [e, end] = boost::out_edges(out.task_image[id], graph.graph); e != end; ++e)
+      expected.push_back(boost::target(*e, graph.graph));
+    std::sort(mapped.begin(), mapped.end());
+    std::sort(expected.begin(), expected.end());
+    if (mapped != expected)
+      return fmt::format("the dependencies of {} differ from its image's", task_name(graph, id));
+  }
+  // 3. Spanning collectives: an expansion the rotation maps onto itself.
+  std::unordered_set<std::string> checked;
+  for (TaskId id = 0; id < n; ++id) {
+    if (!out.spanning[id])
+      continue;
+    const Task& t = graph[id];
+    const auto& gpus = graph.groups[static_cast<std::size_t>(t.group)];
+    if (gpus.size() < 2 || t.bytes <= 0)
+      continue;
+    const auto signature = fmt::format("{}/{}/{}/{}/{}", t.group, static_cast<int>(t.op), bits(t.bytes), t.fold,
+                                       static_cast<int>(t.algorithm));
+    if (!checked.insert(signature).second)
+      continue;
+    auto plan_flows = make_collective({t.op, gpus, t.bytes, t.fold, t.algorithm}, zone);
+    const auto algorithm = plan_flows.choice.algorithm;
+    if (algorithm == platforms::CollectiveAlgorithm::tree || algorithm == platforms::CollectiveAlgorithm::nvls_tree)
+      return fmt::format("{} runs {}, whose trees a rotation of the replicas does not map onto themselves",
+                         task_name(graph, id), platforms::to_string(algorithm));
+    std::vector<FlowRequest> first;
+    plan_flows.flows->start(first);
+    std::map<std::tuple<int, int, std::uint64_t, std::uint64_t>, int> batch;
+    for (const auto& f : first)
+      ++batch[{f.src, f.dst, bits(f.bytes), bits(f.delay_s)}];
+    const int gpu_count = zone.gpu_count();
+    for (const auto& f : first) {
+      if (f.src >= gpu_count || f.dst >= gpu_count)
+        return fmt::format("{} reduces in the NVSwitch across replicas", task_name(graph, id));
+      const auto it = batch.find({gpu_image[static_cast<std::size_t>(f.src)],
+                                  gpu_image[static_cast<std::size_t>(f.dst)], bits(f.bytes), bits(f.delay_s)});
+      if (it == batch.end() || it->second == 0)
+        return fmt::format("{}'s {} flows are not mapped onto themselves by the rotation", task_name(graph, id),
+                           platforms::to_string(algorithm));
+    }
+  }
+  // 4. Freeness on the links that carry traffic.
+  const auto short_links = zone.short_orbits(gpu_image, m);
+  if (!short_links.empty()) {
+    const std::unordered_set<const simgrid::s4u::Link*> shared(short_links.begin(), short_links.end());
+    std::string hit;
+    const auto check = [&](int a, int b) {
+      if (hit.empty())
+        zone.for_each_true_link(a, b, [&](simgrid::s4u::Link* link) {
+          if (hit.empty() && shared.count(link) > 0)
+            hit = link->get_name();
+        });
+    };
+    std::vector<char> group_done(graph.groups.size(), 0);
+    for (TaskId id = 0; id < n && hit.empty(); ++id) {
+      const Task& t = graph[id];
+      if (t.kind == TaskKind::send && t.gpu >= 0 && t.peer >= 0) {
+        check(t.gpu, t.peer);
+      } else if (t.kind == TaskKind::collective && !group_done[static_cast<std::size_t>(t.group)]) {
+        group_done[static_cast<std::size_t>(t.group)] = 1;
+        const auto& gpus = graph.groups[static_cast<std::size_t>(t.group)];
+        for (std::size_t k = 1; k < gpus.size(); ++k) {
+          check(gpus[0], gpus[k]);
+          check(gpus[k], gpus[0]);
+        }
+      }
+    }
+    if (!hit.empty())
+      return fmt::format("link {} carries traffic of several replicas of one class (it is its own image), "
+                         "which needs a sharing weight the fold does not apply",
+                         hit);
+  }
+  out.replicas = dp;
+  out.period = period;
+  out.order = m;
+  const int gpu_count = zone.gpu_count();
+  const int endpoints = gpu_count + zone.spec().domain_count();
+  out.endpoint_image.assign(static_cast<std::size_t>(endpoints), 0);
+  out.representative.assign(static_cast<std::size_t>(endpoints), 0);
+  for (int g = 0; g < gpu_count; ++g) {
+    out.endpoint_image[static_cast<std::size_t>(g)] = gpu_image[static_cast<std::size_t>(g)];
+    out.representative[static_cast<std::size_t>(g)] = plan.dp_rank_of(g) < period;
+  }
+  for (int g = 0; g < gpu_count; ++g) {
+    const int domain = zone.domain_of(g);
+    const auto e = static_cast<std::size_t>(zone.switch_endpoint(domain));
+    out.endpoint_image[e] = zone.switch_endpoint(zone.domain_of(gpu_image[static_cast<std::size_t>(g)]));
+    if (out.representative[static_cast<std::size_t>(g)])
+      out.representative[e] = 1;
+  }
+  return {};
+}
+
+FoldDecision plan_replica_fold(const TaskGraph& graph, const scenario::Scenario& scenario, ClusterZone& zone) {
+  FoldDecision decision;
+  auto& summary = decision.summary;
+  summary.considered = true;
+  const auto& plan = scenario.plan;
+  summary.replicas = plan.dp;
+  summary.simulated = plan.dp;
+  const auto stop = [&](std::string why) {
+    summary.stopped = std::move(why);
+    return std::move(decision);
+  };
+  if (scenario.workload)
+    return stop("an imported workload has no data-parallel replicas to fold");
+  if (scenario.perturbations.touches_gpus() || !scenario.perturbations.links.empty())
+    return stop("the perturbations section tells replicas apart (a perturbed replica is not yet simulated as a "
+                "class of its own)");
+  if (plan.dp < 2)
+    return stop("one data-parallel replica");
+  if (plan.tp * plan.cp * plan.dp * plan.pp != zone.gpu_count() || graph.gpu_count != zone.gpu_count())
+    return stop("the plan does not use every GPU of the cluster");
+  for (int period = 1; period < plan.dp; ++period) {
+    if (plan.dp % period != 0)
+      continue;
+    ReplicaFold fold;
+    const auto problem = rotation_problem(graph, scenario, zone, period, fold);
+    if (!problem.empty()) {
+      if (summary.stopped.empty())
+        summary.stopped = fmt::format("a rotation by {} replica{} is no symmetry: {}", period,
+                                      period == 1 ? "" : "s", problem);
+      continue;
+    }
+    zone.fold_links(rotation(plan, period));
+    summary.folded = true;
+    summary.simulated = period;
+    summary.class_size = fold.order;
+    summary.folded_why = fmt::format(
+        "{} data-parallel replicas in {} classes of {}: the rotation by {} replica{} maps the cluster, the task "
+        "graph and the collectives across replicas onto themselves; {} of {} tasks replayed",
+        plan.dp, period, fold.order, period, period == 1 ? "" : "s", fold.simulated_count, graph.size());
+    decision.fold = std::move(fold);
+    return decision;
+  }
+  return decision;
+}
+
+}  // namespace trainsim::sim
