@@ -628,15 +628,18 @@ class Replayer {
       Shared* shared = automatic_ ? shared_[id].get() : nullptr;
       if (shared != nullptr) {
         leave_in_flight(*shared, index);
-        ++shared->done;
+        // Under the fold a spanning collective's flow ends with its images:
+        // the tries come after as many ended flows as in the full replay.
+        shared->done += fold_ != nullptr && fold_->spanning[id] ? static_cast<std::size_t>(fold_->order) : 1;
       }
       auto& collective = *collectives_[id];
       collective.on_flow_done(slot.rank, flows_);
       start_flows(id);
       if (collective.finished()) {
         finish_collective(id);
-      } else if (shared != nullptr && shared->done == shared->next_try) {
-        shared->next_try *= 2;
+      } else if (shared != nullptr && shared->done >= shared->next_try) {
+        while (shared->next_try <= shared->done)
+          shared->next_try *= 2;
         try_isolate(id);
       }
     } else {
