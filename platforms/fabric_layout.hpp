@@ -47,7 +47,8 @@ class FabricLayout {
   // fills `link_image` (one entry per link: its image) and returns an empty
   // string; else returns why not, as a sentence. A topology whose
   // automorphisms are not derived answers so.
-  virtual std::string link_images(const std::vector<int>& node_image, std::vector<std::size_t>& link_image) const;
+  virtual std::string link_images(const std::vector<int>& node_image,
+                                  std::vector<std::size_t>& link_image) const;
 
  protected:
   std::size_t add_link(std::string name, double bandwidth_Bps) {

@@ -83,7 +83,8 @@ class FatTree final : public FabricLayout {
   // (whichever of its nodes and NICs is asked), every pod onto one pod, and
   // uplinks onto uplinks of the same bandwidth: the spine and the core are
   // non-blocking, with no link of their own.
-  std::string link_images(const std::vector<int>& node_image, std::vector<std::size_t>& link_image) const override {
+  std::string link_images(const std::vector<int>& node_image,
+                          std::vector<std::size_t>& link_image) const override {
     std::vector<long> leaf_image(leaf_up_.size(), -1);
     for (std::size_t node = 0; node < nics_.size(); ++node)
       for (int k = 0; k < nics_[node]; ++k) {
@@ -122,7 +123,8 @@ class FatTree final : public FabricLayout {
         continue;
       const std::size_t to = pod_up_[static_cast<std::size_t>(pod_image[pod])];
       if (links()[to].bandwidth_Bps != links()[pod_up_[pod]].bandwidth_Bps)
-        return fmt::format("pod {}'s uplink would map onto pod {}'s, of another bandwidth", pod, pod_image[pod]);
+        return fmt::format("pod {}'s uplink would map onto pod {}'s, of another bandwidth", pod,
+                           pod_image[pod]);
       link_image[pod_up_[pod]] = to;
     }
     // A bijection: no two links onto one.

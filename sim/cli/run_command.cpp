@@ -218,13 +218,12 @@ int run_scenario(const RunOptions& given, std::optional<scenario::RunSize>& esti
   // job-level failure run differs, and it runs once per seed after the
   // replay (a 16,384-GPU iteration is replayed once, not K times).
   const bool one_replay = !scenario.perturbations.replay_depends_on_seed();
-  sim::SimulationOptions simulation_options{
-      .fold = options.fold      ? sim::FoldMode::on
-              : options.no_fold ? sim::FoldMode::off
-                                : sim::FoldMode::automatic,
-      .iterations = options.iterations,
-      .more_failure_seeds = {},
-      .observer = {}};
+  sim::SimulationOptions simulation_options{.fold = options.fold      ? sim::FoldMode::on
+                                                    : options.no_fold ? sim::FoldMode::off
+                                                                      : sim::FoldMode::automatic,
+                                            .iterations = options.iterations,
+                                            .more_failure_seeds = {},
+                                            .observer = {}};
   std::vector<analysis::SeedOutcome> seeds;
   for (int k = 1; k < options.seeds; ++k) {
     const std::uint64_t seed = scenario.seed + static_cast<std::uint64_t>(k);

@@ -270,7 +270,8 @@ std::vector<std::uint32_t> ClusterZone::duplex_images(const std::vector<int>& gp
   std::vector<std::size_t> fabric_image;
   problem = fabric_->link_images(node_image, fabric_image);
   if (!problem.empty()) {
-    problem = fmt::format("the {} fabric does not map onto itself: {}", to_string(spec_.fabric.topology), problem);
+    problem =
+        fmt::format("the {} fabric does not map onto itself: {}", to_string(spec_.fabric.topology), problem);
     return {};
   }
   std::unordered_map<const Duplex*, std::uint32_t> index;

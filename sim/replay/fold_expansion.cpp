@@ -30,7 +30,7 @@ void expand_folded_timeline(analysis::Timeline& timeline, const ReplicaFold& fol
   timeline.records = std::move(records);
   // Collective choices.
   std::vector<std::pair<workloads::TaskId, analysis::CollectiveChoice>> choices(timeline.collectives.begin(),
-                                                                               timeline.collectives.end());
+                                                                                timeline.collectives.end());
   for (const auto& [task, choice] : choices) {
     if (fold.spanning[task])
       continue;

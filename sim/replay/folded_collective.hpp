@@ -30,7 +30,8 @@ class FoldedCollective final : public Collective {
 
  private:
   static std::uint64_t pair_key(int src, int dst) {
-    return static_cast<std::uint64_t>(static_cast<std::uint32_t>(src)) << 32 | static_cast<std::uint32_t>(dst);
+    return static_cast<std::uint64_t>(static_cast<std::uint32_t>(src)) << 32 |
+           static_cast<std::uint32_t>(dst);
   }
   // Hands on the representatives' flows of `released_`, keeps the others.
   void sort_out(std::vector<FlowRequest>& out);

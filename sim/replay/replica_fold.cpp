@@ -45,9 +45,11 @@ TaskKey key_of(const Task& t, int gpu, int peer, int group_set, std::uint32_t oc
   k.words[0] = static_cast<std::uint64_t>(t.kind) | static_cast<std::uint64_t>(t.comm) << 8 |
                static_cast<std::uint64_t>(t.op) << 16 | static_cast<std::uint64_t>(t.transfer) << 24 |
                static_cast<std::uint64_t>(t.algorithm) << 32 | static_cast<std::uint64_t>(t.attention) << 40;
-  k.words[1] = static_cast<std::uint32_t>(gpu) | static_cast<std::uint64_t>(static_cast<std::uint32_t>(peer)) << 32;
+  k.words[1] = static_cast<std::uint32_t>(gpu) | static_cast<std::uint64_t>(static_cast<std::uint32_t>(peer))
+                                                     << 32;
   k.words[2] = static_cast<std::uint32_t>(group_set) | static_cast<std::uint64_t>(occurrence) << 32;
-  k.words[3] = static_cast<std::uint32_t>(t.stage) | static_cast<std::uint64_t>(static_cast<std::uint32_t>(t.chunk)) << 32;
+  k.words[3] = static_cast<std::uint32_t>(t.stage) |
+               static_cast<std::uint64_t>(static_cast<std::uint32_t>(t.chunk)) << 32;
   k.words[4] = static_cast<std::uint32_t>(t.micro_batch) |
                static_cast<std::uint64_t>(static_cast<std::uint32_t>(t.layer)) << 32;
   k.words[5] = bits(t.duration_s);
@@ -55,8 +57,8 @@ TaskKey key_of(const Task& t, int gpu, int peer, int group_set, std::uint32_t oc
   k.words[7] = bits(t.model_flops);
   k.words[8] = bits(t.hardware_flops);
   k.words[9] = bits(t.bytes);
-  k.words[10] = static_cast<std::uint32_t>(t.fold) |
-                static_cast<std::uint64_t>(t.memory_end - t.memory_begin) << 32;
+  k.words[10] = static_cast<std::uint32_t>(t.fold) | static_cast<std::uint64_t>(t.memory_end - t.memory_begin)
+                                                         << 32;
   return k;
 }
 
@@ -84,9 +86,8 @@ std::vector<int> rotation(const workloads::ParallelPlan& plan, int period) {
   const int gpus = plan.tp * plan.cp * plan.dp * plan.pp;
   std::vector<int> image(static_cast<std::size_t>(gpus));
   for (int g = 0; g < gpus; ++g)
-    image[static_cast<std::size_t>(g)] =
-        plan.gpu_of(plan.pp_rank_of(g), (plan.dp_rank_of(g) + period) % plan.dp, plan.tp_rank_of(g),
-                    plan.cp_rank_of(g));
+    image[static_cast<std::size_t>(g)] = plan.gpu_of(
+        plan.pp_rank_of(g), (plan.dp_rank_of(g) + period) % plan.dp, plan.tp_rank_of(g), plan.cp_rank_of(g));
   return image;
 }
 
@@ -103,8 +104,8 @@ bool same_memory(const TaskGraph& graph, const Task& a, const Task& b, const std
 
 }  // namespace
 
-std::string rotation_problem(const TaskGraph& graph, const scenario::Scenario& scenario, const ClusterZone& zone,
-                             int period, ReplicaFold& out) {
+std::string rotation_problem(const TaskGraph& graph, const scenario::Scenario& scenario,
+                             const ClusterZone& zone, int period, ReplicaFold& out) {
   const auto& plan = scenario.plan;
   const int dp = plan.dp;
   const int m = dp / period;
@@ -254,13 +255,14 @@ std::string rotation_problem(const TaskGraph& graph, const scenario::Scenario& s
     const auto& gpus = graph.groups[static_cast<std::size_t>(t.group)];
     if (gpus.size() < 2 || t.bytes <= 0)
       continue;
-    const auto signature = fmt::format("{}/{}/{}/{}/{}", t.group, static_cast<int>(t.op), bits(t.bytes), t.fold,
-                                       static_cast<int>(t.algorithm));
+    const auto signature = fmt::format("{}/{}/{}/{}/{}", t.group, static_cast<int>(t.op), bits(t.bytes),
+                                       t.fold, static_cast<int>(t.algorithm));
     if (!checked.insert(signature).second)
       continue;
     auto plan_flows = make_collective({t.op, gpus, t.bytes, t.fold, t.algorithm}, zone);
     const auto algorithm = plan_flows.choice.algorithm;
-    if (algorithm == platforms::CollectiveAlgorithm::tree || algorithm == platforms::CollectiveAlgorithm::nvls_tree)
+    if (algorithm == platforms::CollectiveAlgorithm::tree ||
+        algorithm == platforms::CollectiveAlgorithm::nvls_tree)
       return fmt::format("{} runs {}, whose trees a rotation of the replicas does not map onto themselves",
                          task_name(graph, id), platforms::to_string(algorithm));
     std::vector<FlowRequest> first;
@@ -272,11 +274,12 @@ std::string rotation_problem(const TaskGraph& graph, const scenario::Scenario& s
     for (const auto& f : first) {
       if (f.src >= gpu_count || f.dst >= gpu_count)
         return fmt::format("{} reduces in the NVSwitch across replicas", task_name(graph, id));
-      const auto it = batch.find({gpu_image[static_cast<std::size_t>(f.src)],
-                                  gpu_image[static_cast<std::size_t>(f.dst)], bits(f.bytes), bits(f.delay_s)});
+      const auto it =
+          batch.find({gpu_image[static_cast<std::size_t>(f.src)], gpu_image[static_cast<std::size_t>(f.dst)],
+                      bits(f.bytes), bits(f.delay_s)});
       if (it == batch.end() || it->second == 0)
-        return fmt::format("{}'s {} flows are not mapped onto themselves by the rotation", task_name(graph, id),
-                           platforms::to_string(algorithm));
+        return fmt::format("{}'s {} flows are not mapped onto themselves by the rotation",
+                           task_name(graph, id), platforms::to_string(algorithm));
     }
   }
   // 4. Freeness on the links that carry traffic.
@@ -306,9 +309,10 @@ std::string rotation_problem(const TaskGraph& graph, const scenario::Scenario& s
       }
     }
     if (!hit.empty())
-      return fmt::format("link {} carries traffic of several replicas of one class (it is its own image), "
-                         "which needs a sharing weight the fold does not apply",
-                         hit);
+      return fmt::format(
+          "link {} carries traffic of several replicas of one class (it is its own image), "
+          "which needs a sharing weight the fold does not apply",
+          hit);
   }
   out.replicas = dp;
   out.period = period;
@@ -331,7 +335,8 @@ std::string rotation_problem(const TaskGraph& graph, const scenario::Scenario& s
   return {};
 }
 
-FoldDecision plan_replica_fold(const TaskGraph& graph, const scenario::Scenario& scenario, ClusterZone& zone) {
+FoldDecision plan_replica_fold(const TaskGraph& graph, const scenario::Scenario& scenario,
+                               ClusterZone& zone) {
   FoldDecision decision;
   auto& summary = decision.summary;
   summary.considered = true;
@@ -345,8 +350,9 @@ FoldDecision plan_replica_fold(const TaskGraph& graph, const scenario::Scenario&
   if (scenario.workload)
     return stop("an imported workload has no data-parallel replicas to fold");
   if (scenario.perturbations.touches_gpus() || !scenario.perturbations.links.empty())
-    return stop("the perturbations section tells replicas apart (a perturbed replica is not yet simulated as a "
-                "class of its own)");
+    return stop(
+        "the perturbations section tells replicas apart (a perturbed replica is not yet simulated as a "
+        "class of its own)");
   if (plan.dp < 2)
     return stop("one data-parallel replica");
   if (plan.tp * plan.cp * plan.dp * plan.pp != zone.gpu_count() || graph.gpu_count != zone.gpu_count())
@@ -367,7 +373,8 @@ FoldDecision plan_replica_fold(const TaskGraph& graph, const scenario::Scenario&
     summary.simulated = period;
     summary.class_size = fold.order;
     summary.folded_why = fmt::format(
-        "{} data-parallel replicas in {} classes of {}: the rotation by {} replica{} maps the cluster, the task "
+        "{} data-parallel replicas in {} classes of {}: the rotation by {} replica{} maps the cluster, the "
+        "task "
         "graph and the collectives across replicas onto themselves; {} of {} tasks replayed",
         plan.dp, period, fold.order, period, period == 1 ? "" : "s", fold.simulated_count, graph.size());
     decision.fold = std::move(fold);

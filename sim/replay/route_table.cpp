@@ -26,7 +26,8 @@ Route& RouteTable::route(int src, int dst) {
   });
   r.latency_s = route_s + added_s;
   if (zone_.folded())
-    zone_.for_each_true_link(src, dst, [&](simgrid::s4u::Link* link) { r.true_links.push_back(id_of(link)); });
+    zone_.for_each_true_link(src, dst,
+                             [&](simgrid::s4u::Link* link) { r.true_links.push_back(id_of(link)); });
   return r;
 }
 

@@ -33,8 +33,8 @@ struct Route {
   // representatives, as SimGrid shares them; these are the route's own
   // links, as the timeline records them. Empty when not folded.
   std::vector<std::uint32_t> true_links;
-  double latency_s = 0;              // what SimGrid charges before the first byte moves
-  double bound_Bps = 0;              // the narrowest link: an uncontended flow's rate
+  double latency_s = 0;  // what SimGrid charges before the first byte moves
+  double bound_Bps = 0;  // the narrowest link: an uncontended flow's rate
   // The timeline's copy: flow_links[timeline_first, + links.size()).
   std::uint32_t timeline_first = kUnrecorded;
   std::vector<simgrid::s4u::ActivityPtr> idle;  // finished communications of this pair
