@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
-#include <unordered_map>
 #include <unordered_set>
 
 #include "sim/collectives/collectives.hpp"
@@ -30,14 +29,6 @@ std::uint64_t bits(double x) {
 struct TaskKey {
   std::uint64_t words[12] = {};
   bool operator==(const TaskKey& o) const { return std::memcmp(words, o.words, sizeof words) == 0; }
-};
-struct TaskKeyHash {
-  std::size_t operator()(const TaskKey& k) const {
-    std::uint64_t h = 1469598103934665603ULL;
-    for (const auto w : k.words)
-      h = (h ^ w) * 1099511628211ULL + (h >> 29);
-    return static_cast<std::size_t>(h);
-  }
 };
 
 TaskKey key_of(const Task& t, int gpu, int peer, int group_set, std::uint32_t occurrence) {
@@ -124,69 +115,88 @@ std::string rotation_problem(const TaskGraph& graph, const scenario::Scenario& s
       if (bits(a.bytes[k]) != bits(b.bytes[k]))
         return fmt::format("GPU {} holds other resident memory than GPU {}", g, gpu_image[g]);
   }
-  // Groups as sets: a canonical index per distinct member set.
-  std::map<std::vector<int>, int> set_index;
-  std::vector<int> group_set(graph.groups.size());
-  std::vector<int> group_image_set(graph.groups.size());
-  for (std::size_t i = 0; i < graph.groups.size(); ++i) {
-    auto members = graph.groups[i];
-    std::sort(members.begin(), members.end());
-    group_set[i] = set_index.emplace(std::move(members), static_cast<int>(set_index.size())).first->second;
+  // Groups: one canonical index per distinct member list, and each one's
+  // image: the group listing the image GPUs in the image order
+  // (make_collective lays a group out in its order), or the group itself
+  // when the rotation maps its set onto itself (a spanning collective's).
+  const auto& groups = graph.groups;
+  std::map<std::vector<int>, int> list_index;
+  std::vector<int> canonical(groups.size());
+  for (std::size_t i = 0; i < groups.size(); ++i)
+    canonical[i] = list_index.emplace(groups[i], static_cast<int>(i)).first->second;
+  std::vector<int> group_image(groups.size(), -1);
+  std::vector<int> image_list;
+  for (std::size_t i = 0; i < groups.size(); ++i) {
+    if (canonical[i] != static_cast<int>(i))
+      continue;
+    image_list.clear();
+    for (int g : groups[i])
+      image_list.push_back(gpu_image[static_cast<std::size_t>(g)]);
+    if (const auto it = list_index.find(image_list); it != list_index.end()) {
+      group_image[i] = it->second;
+      continue;
+    }
+    auto set = groups[i];
+    std::sort(set.begin(), set.end());
+    std::sort(image_list.begin(), image_list.end());
+    if (set == image_list)
+      group_image[i] = static_cast<int>(i);
   }
-  for (std::size_t i = 0; i < graph.groups.size(); ++i) {
-    std::vector<int> members;
-    for (int g : graph.groups[i])
-      members.push_back(gpu_image[static_cast<std::size_t>(g)]);
-    std::sort(members.begin(), members.end());
-    const auto it = set_index.find(members);
-    group_image_set[i] = it == set_index.end() ? -1 : it->second;
-  }
-  std::unordered_map<TaskKey, TaskId, TaskKeyHash> by_key;
-  by_key.reserve(n);
-  std::unordered_map<TaskKey, std::uint32_t, TaskKeyHash> seen;
-  std::vector<std::uint32_t> occurrence(n);
+  // Tasks by anchor, in id order: compute tasks and sends by GPU, collectives
+  // by group. The k-th task of an anchor maps onto the k-th of the anchor's
+  // image, and must be alike in every attribute, its GPUs mapped: any
+  // bijection that keeps attributes and dependencies is an automorphism, and
+  // the dependencies are checked below.
+  std::vector<std::vector<TaskId>> by_gpu(gpu_image.size());
+  std::vector<std::vector<TaskId>> by_group(groups.size());
   for (TaskId id = 0; id < n; ++id) {
     const Task& t = graph[id];
-    const int set = t.kind == TaskKind::collective ? group_set[static_cast<std::size_t>(t.group)] : -1;
-    const auto base = key_of(t, t.gpu, t.peer, set, 0);
-    occurrence[id] = seen[base]++;
-    by_key.emplace(key_of(t, t.gpu, t.peer, set, occurrence[id]), id);
+    if (t.kind == TaskKind::collective)
+      by_group[static_cast<std::size_t>(canonical[static_cast<std::size_t>(t.group)])].push_back(id);
+    else if (t.gpu >= 0 && static_cast<std::size_t>(t.gpu) < by_gpu.size())
+      by_gpu[static_cast<std::size_t>(t.gpu)].push_back(id);
+    else
+      return fmt::format("{} runs on no GPU of the plan", task_name(graph, id));
   }
-  seen.clear();
   out.task_image.assign(n, 0);
   out.spanning.assign(n, 0);
-  for (TaskId id = 0; id < n; ++id) {
-    const Task& t = graph[id];
-    const auto map_gpu = [&](int g) { return g < 0 ? g : gpu_image[static_cast<std::size_t>(g)]; };
-    int set = -1;
-    if (t.kind == TaskKind::collective) {
-      set = group_image_set[static_cast<std::size_t>(t.group)];
-      if (set < 0)
-        return fmt::format("{}'s group has no image among the groups", task_name(graph, id));
+  const auto map_gpu = [&](int g) { return g < 0 ? g : gpu_image[static_cast<std::size_t>(g)]; };
+  const auto group_key = [&](const Task& t, bool image) {
+    if (t.kind != TaskKind::collective)
+      return -1;
+    const int c = canonical[static_cast<std::size_t>(t.group)];
+    return image ? group_image[static_cast<std::size_t>(c)] : c;
+  };
+  const auto match = [&](const std::vector<TaskId>& from, const std::vector<TaskId>& to) -> std::string {
+    if (from.size() != to.size())
+      return fmt::format("{} has no image (the replicas' tasks differ)", task_name(graph, from.front()));
+    for (std::size_t k = 0; k < from.size(); ++k) {
+      const Task& t = graph[from[k]];
+      const Task& u = graph[to[k]];
+      if (!(key_of(t, map_gpu(t.gpu), map_gpu(t.peer), group_key(t, true), 0) ==
+            key_of(u, u.gpu, u.peer, group_key(u, false), 0)))
+        return fmt::format("{} has no image (the replicas' tasks differ)", task_name(graph, from[k]));
+      if (!same_memory(graph, t, u, gpu_image))
+        return fmt::format("{}'s memory events differ from its image's", task_name(graph, from[k]));
+      out.task_image[from[k]] = to[k];
     }
-    const auto it = by_key.find(key_of(t, map_gpu(t.gpu), map_gpu(t.peer), set, occurrence[id]));
-    if (it == by_key.end())
-      return fmt::format("{} has no image (the replicas' tasks differ)", task_name(graph, id));
-    const TaskId image = it->second;
-    out.task_image[id] = image;
-    const Task& u = graph[image];
-    if (!same_memory(graph, t, u, gpu_image))
-      return fmt::format("{}'s memory events differ from its image's", task_name(graph, id));
-    if (t.kind == TaskKind::collective) {
-      if (image == id) {
+    return {};
+  };
+  for (std::size_t g = 0; g < by_gpu.size(); ++g)
+    if (!by_gpu[g].empty())
+      if (auto problem = match(by_gpu[g], by_gpu[static_cast<std::size_t>(gpu_image[g])]); !problem.empty())
+        return problem;
+  for (std::size_t i = 0; i < groups.size(); ++i) {
+    if (by_group[i].empty())
+      continue;
+    if (group_image[i] < 0)
+      return fmt::format("{}'s group has no image among the groups", task_name(graph, by_group[i].front()));
+    if (auto problem = match(by_group[i], by_group[static_cast<std::size_t>(group_image[i])]); !problem.empty())
+      return problem;
+    if (group_image[i] == static_cast<int>(i))
+      for (const TaskId id : by_group[i])
         out.spanning[id] = 1;
-      } else {
-        // The image collective runs on the image GPUs in the image order
-        // (make_collective lays a group out in its order).
-        const auto& a = graph.groups[static_cast<std::size_t>(t.group)];
-        const auto& b = graph.groups[static_cast<std::size_t>(u.group)];
-        for (std::size_t k = 0; k < a.size(); ++k)
-          if (b[k] != gpu_image[static_cast<std::size_t>(a[k])])
-            return fmt::format("{}'s image lists its GPUs in another order", task_name(graph, id));
-      }
-    }
   }
-  by_key.clear();
   // A bijection on tasks.
   {
     std::vector<char> hit(n, 0);
