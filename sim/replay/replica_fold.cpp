@@ -23,9 +23,9 @@ std::uint64_t bits(double x) {
   return b;
 }
 
-// What identifies a task up to its place in the graph: every attribute the
-// replay and the analyses read, its GPUs by rank and its group as a set.
-// Two tasks alike in all of it are told apart by their order (occurrence).
+// What a task and its image must share: every attribute the replay and the
+// analyses read, with its GPUs (mapped, for the task) and its group's
+// canonical index (the image group's, for the task).
 struct TaskKey {
   std::uint64_t words[12] = {};
   bool operator==(const TaskKey& o) const { return std::memcmp(words, o.words, sizeof words) == 0; }
@@ -191,7 +191,8 @@ std::string rotation_problem(const TaskGraph& graph, const scenario::Scenario& s
       continue;
     if (group_image[i] < 0)
       return fmt::format("{}'s group has no image among the groups", task_name(graph, by_group[i].front()));
-    if (auto problem = match(by_group[i], by_group[static_cast<std::size_t>(group_image[i])]); !problem.empty())
+    if (auto problem = match(by_group[i], by_group[static_cast<std::size_t>(group_image[i])]);
+        !problem.empty())
       return problem;
     if (group_image[i] == static_cast<int>(i))
       for (const TaskId id : by_group[i])

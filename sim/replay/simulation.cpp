@@ -49,7 +49,10 @@ SimulationResult simulate(const scenario::Scenario& scenario, const SimulationOp
   replay_options.on_progress = options.observer.on_progress;
   if (options.observer.on_cost) {
     const auto cost = estimate_replay_cost(result.graph, *zone, options.iterations);
-    replay_options.expected_flows = cost.recorded_flows;
+    // Under the fold the replay records one class member's flows; the
+    // expansion then allocates the whole run's.
+    replay_options.expected_flows =
+        cost.recorded_flows / static_cast<std::size_t>(fold.fold ? fold.fold->order : 1);
     options.observer.on_cost(cost);
   }
   auto replayed = replay(result.graph, *zone, replay_options);
