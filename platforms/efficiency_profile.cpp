@@ -248,4 +248,8 @@ const EfficiencyProfile& efficiency_profile_for(std::string_view gpu_name) {
   return *generic;
 }
 
+const EfficiencyProfile& efficiency_profile_of(const GpuSpec& gpu) {
+  return gpu.efficiency_profile ? *gpu.efficiency_profile : efficiency_profile_for(gpu.name);
+}
+
 }  // namespace trainsim::platforms

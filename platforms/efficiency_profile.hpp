@@ -21,6 +21,8 @@
 #include <utility>
 #include <vector>
 
+#include "platforms/gpu_spec.hpp"
+
 namespace trainsim::platforms {
 
 // A bad efficiency file: the message names the file, line, key and what was
@@ -98,5 +100,9 @@ const std::vector<EfficiencyProfile>& builtin_efficiency_profiles();
 // The profile whose `gpus` list names `gpu_name` (case-insensitive); the
 // "generic" profile when none does.
 const EfficiencyProfile& efficiency_profile_for(std::string_view gpu_name);
+
+// The curves a GPU runs under: the file its scenario named
+// (GpuSpec::efficiency_profile), else efficiency_profile_for(its name).
+const EfficiencyProfile& efficiency_profile_of(const GpuSpec& gpu);
 
 }  // namespace trainsim::platforms

@@ -1,11 +1,14 @@
 #pragma once
 // One GPU model: what the cost model and the energy model need to know.
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace trainsim::platforms {
+
+struct EfficiencyProfile;
 
 // Number formats whose peak rate the catalogue records.
 enum class DType { fp32, tf32, bf16, fp16, fp8 };
@@ -42,6 +45,11 @@ struct GpuSpec {
   // Fraction of peak that large training matmuls reach on this GPU: the
   // default compute efficiency of the cost model (calibrated, see docs).
   double matmul_efficiency = 0.7;
+  // The efficiency curves of this GPU when the scenario names a file of its
+  // own (cluster.gpu.efficiency_profile, e.g. one `trainsim calibrate`
+  // fitted); none: the built-in profile its name selects
+  // (platforms/efficiency_profile.hpp, efficiency_profile_of).
+  std::shared_ptr<const EfficiencyProfile> efficiency_profile = nullptr;
 
   double peak_flops(DType dtype) const;
   // Power while a compute task runs that spends `memory_bound_fraction` of

@@ -114,9 +114,10 @@ PerOpCostModel::PerOpCostModel(ModelSpec model, ParallelPlan plan, Options optio
       logits_ops_(logits_ops(model_, setup_)) {}
 
 const PerOpCostModel::PartTimes& PerOpCostModel::times(const platforms::GpuSpec& gpu) const {
-  if (auto it = cache_.find(gpu.name); it != cache_.end())
+  const CacheKey key{gpu.name, gpu.efficiency_profile.get()};
+  if (auto it = cache_.find(key); it != cache_.end())
     return it->second;
-  const auto& profile = platforms::efficiency_profile_for(gpu.name);
+  const auto& profile = platforms::efficiency_profile_of(gpu);
   auto pass = [&](const std::vector<TransformerOp>& ops,
                   const std::function<bool(const TransformerOp&)>& in) {
     return pass_time(ops, in, gpu, profile);
@@ -180,7 +181,7 @@ const PerOpCostModel::PartTimes& PerOpCostModel::times(const platforms::GpuSpec&
   p.logits_forward_s = pass(logits_ops_, forward);
   p.logits_input_s = pass(logits_ops_, input);
   p.logits_weight_s = pass(logits_ops_, weight);
-  return cache_.emplace(gpu.name, p).first->second;
+  return cache_.emplace(key, p).first->second;
 }
 
 LayerPassTimes PerOpCostModel::layer_times(const platforms::GpuSpec& gpu) const {
@@ -194,7 +195,7 @@ LayerPassTimes PerOpCostModel::moe_layer_times(const platforms::GpuSpec& gpu) co
 namespace {
 std::vector<std::pair<TransformerOp, OpTiming>> timed(const std::vector<TransformerOp>& ops,
                                                       const platforms::GpuSpec& gpu) {
-  const auto& profile = platforms::efficiency_profile_for(gpu.name);
+  const auto& profile = platforms::efficiency_profile_of(gpu);
   std::vector<std::pair<TransformerOp, OpTiming>> out;
   for (const auto& op : ops)
     out.emplace_back(op, time_op(op, gpu, profile));
@@ -261,7 +262,7 @@ OpCost PerOpCostModel::backward(const StageSlice& slice, const platforms::GpuSpe
 }
 
 OpCost PerOpCostModel::optimizer(double parameters, const platforms::GpuSpec& gpu) const {
-  const auto& profile = platforms::efficiency_profile_for(gpu.name);
+  const auto& profile = platforms::efficiency_profile_of(gpu);
   // FP8: the weights' casts for the next step (precision.hpp), charged on
   // every parameter the step updates: also on the embedding and output
   // layer, which stay BF16 (the optimizer is told a count, not its kinds; an
@@ -274,7 +275,7 @@ OpCost PerOpCostModel::optimizer(double parameters, const platforms::GpuSpec& gp
 }
 
 double PerOpCostModel::memory_kernel_s(double bytes, const platforms::GpuSpec& gpu) const {
-  const auto& profile = platforms::efficiency_profile_for(gpu.name);
+  const auto& profile = platforms::efficiency_profile_of(gpu);
   return std::max(memory_time(bytes, 1, gpu, profile), profile.host_overhead_per_kernel_s);
 }
 

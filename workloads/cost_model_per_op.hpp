@@ -97,9 +97,11 @@ class PerOpCostModel final : public CostModel {
   LayerSetup setup_;
   AnalyticCostModel flops_;  // FLOP accounting only
   std::vector<TransformerOp> layer_ops_, moe_layer_ops_, embedding_ops_, logits_ops_;
-  // Per GPU type; the builder asks for the same few GPUs thousands of times.
-  // Not thread-safe (the builder is single-threaded).
-  mutable std::map<std::string, PartTimes> cache_;
+  // Per GPU type (and its scenario's own efficiency file, if any); the
+  // builder asks for the same few GPUs thousands of times. Not thread-safe
+  // (the builder is single-threaded).
+  using CacheKey = std::pair<std::string, const platforms::EfficiencyProfile*>;
+  mutable std::map<CacheKey, PartTimes> cache_;
 };
 
 }  // namespace trainsim::workloads

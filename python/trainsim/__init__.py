@@ -31,7 +31,7 @@ from . import _trainsim
 from ._build import TRAINSIM_BUILT
 
 __all__ = ["InputError", "SimulationError", "Scenario", "Result", "run", "sweep", "collective", "presets",
-           "executable"]
+           "calibrate", "diff", "executable"]
 
 
 class InputError(ValueError):
@@ -424,6 +424,95 @@ def collective(cluster="dgx-a100-hdr", op="all_reduce", ranks=8, min="1MiB", max
         argv += ["--set", _override(key.replace("__", "."), value, "trainsim.collective")]
     out, _ = _run(argv, "trainsim collective")
     return read(io.StringIO(out))
+
+
+def _trace_arguments(traces, what):
+    """TRACE... as arguments: one path, or a list of paths (files or folders)."""
+    if isinstance(traces, (str, bytes, os.PathLike)):
+        traces = [traces]
+    try:
+        traces = list(traces)
+    except TypeError:
+        raise TypeError(f"{what}: traces: expected a path or a list of paths, not {type(traces).__name__}") from None
+    if not traces:
+        raise InputError([f"{what}: traces: expected at least one PyTorch profiler trace (a file or a folder)"])
+    return [_path(t, f"{what}: traces") for t in traces]
+
+
+def _with_attrs(table, **attrs):
+    """A pandas table carries where its files are in `attrs` (a NumPy array cannot)."""
+    if hasattr(table, "attrs"):
+        table.attrs.update({k: v for k, v in attrs.items() if v is not None})
+    return table
+
+
+def calibrate(traces, scenario, *, out=None, name=None, classes=None):
+    """`trainsim calibrate`: fit the efficiency profile of the scenario's GPU
+    and the collective constants to PyTorch profiler traces (`traces`: a
+    path or a list; files, one per rank, or folders of them). Returns fit.csv
+    as a table: one row per profile part (kind "part", its peak fraction
+    before and after), per kernel class (the fit's error), for the host
+    overhead and for each link's efficiency and hop latency. The fitted
+    profile, the scenario naming it (scenario.yaml), fit.csv and fit.json
+    stay in `out` (default runs/calibrate-<scenario name>/, as the CLI);
+    with pandas, `table.attrs` holds "directory", "profile" and "scenario"
+    (a Scenario of the calibrated scenario)."""
+    read = _csv_reader("trainsim.calibrate")
+    if not isinstance(scenario, Scenario):
+        scenario = Scenario.load(scenario, allow_oom=True)
+    scratch = _temporary_folder("trainsim-calibrate-")
+    try:
+        argv = ["calibrate", *_trace_arguments(traces, "trainsim.calibrate"), "--scenario",
+                scenario._command_file(scratch), *scenario._set_arguments()]
+        if out is not None:
+            argv += ["--out", _path(out, "trainsim.calibrate: out")]
+        if name is not None:
+            argv += ["--name", _text(name, "trainsim.calibrate: name")]
+        if classes is not None:
+            argv += ["--classes", _path(classes, "trainsim.calibrate: classes")]
+        stdout, _ = _run(argv, "trainsim calibrate")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    # "wrote DIR/NAME.yaml (the fitted profile), DIR/scenario.yaml (...), ..."
+    line = next((l for l in stdout.splitlines() if l.startswith("wrote ")), "")
+    profile = pathlib.Path(line[len("wrote "):].split(" (the fitted profile)")[0]) if line else None
+    directory = profile.parent if profile else None
+    table = _table(directory / "fit.csv", "trainsim.calibrate") if directory else None
+    if table is None:
+        raise SimulationError(f"trainsim calibrate did not say where it wrote its files: {stdout.strip()}")
+    calibrated = Scenario.load(directory / "scenario.yaml", allow_oom=True)
+    return _with_attrs(table, directory=str(directory), profile=str(profile), scenario=calibrated)
+
+
+def diff(traces, scenario, *, out=None, classes=None, allow_oom=False):
+    """`trainsim diff`: simulate `scenario` (a Scenario or a path; e.g. the
+    one calibrate wrote) and set it beside the traces, rank by rank. Returns
+    diff.csv as a table: metric (step_time_s, busy_s, idle_s, compute_s,
+    communication_s, exposed_communication_s, streams.*, critical_path.*,
+    class.<name>_s, flops.*), rank ("all": the mean over the ranks),
+    measured, simulated, difference, relative. `out`: keep diff.csv,
+    diff.json, report.html and trace.json there (default: a temporary
+    folder, removed); with pandas, `table.attrs["directory"]` names it."""
+    read = _csv_reader("trainsim.diff")
+    if not isinstance(scenario, Scenario):
+        scenario = Scenario.load(scenario, allow_oom=allow_oom)
+    scratch = _temporary_folder("trainsim-diff-")
+    try:
+        directory = os.fsdecode(_path(out, "trainsim.diff: out")) if out is not None else os.path.join(scratch, "out")
+        argv = ["diff", *_trace_arguments(traces, "trainsim.diff"), "--scenario", scenario._command_file(scratch),
+                *scenario._set_arguments(), "--out", directory, "--quiet"]
+        if classes is not None:
+            argv += ["--classes", _path(classes, "trainsim.diff: classes")]
+        if allow_oom:
+            argv.append("--allow-oom")
+        _run(argv, "trainsim diff")
+        try:
+            table = read(os.path.join(directory, "diff.csv"))
+        except OSError as e:
+            raise InputError([f"{directory}: no diff.csv ({e.strerror})"]) from None
+        return _with_attrs(table, directory=directory if out is not None else None)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def presets():

@@ -14,6 +14,7 @@
 #include "platforms/names.hpp"
 #include "platforms/yaml_document.hpp"
 #include "platforms/yaml_reader.hpp"
+#include "sim/cli/kineto_export.hpp"
 #include "sim/replay/simulation.hpp"
 #include "sim/scenario/document.hpp"
 #include "sim/scenario/run_size.hpp"
@@ -28,10 +29,13 @@ CLI::App* add_export_command(CLI::App& app, ExportOptions& options) {
       "export",
       "Write a scenario's task graph as a Chakra execution trace (one .et file per GPU, for ASTRA-sim)");
   cmd->add_option("scenario", options.scenario, "Scenario YAML file")->required();
-  cmd->add_option("--chakra", options.chakra_dir,
-                  "Directory for <name>.<rank>.et, <name>.comm_groups.json and <name>.yaml (a scenario "
-                  "replaying the trace with trainsim)")
-      ->required();
+  auto* chakra = cmd->add_option("--chakra", options.chakra_dir,
+                                 "Directory for <name>.<rank>.et, <name>.comm_groups.json and <name>.yaml (a "
+                                 "scenario replaying the trace with trainsim)");
+  auto* kineto = cmd->add_option("--kineto", options.kineto_dir,
+                                 "Directory for <name>.rank<r>.pt.trace.json: one simulated iteration as the "
+                                 "PyTorch profiler traces of its GPUs (what trainsim calibrate reads)");
+  chakra->excludes(kineto);
   cmd->add_option("--name", options.name, "File prefix (default: the scenario's name)");
   cmd->add_option(
       "-s,--set", options.overrides,
@@ -77,9 +81,28 @@ std::string replay_scenario(const YAML::Node& root, const scenario::Scenario& s,
       name, name, emitter.c_str());
 }
 
+int export_kineto_traces(const scenario::Scenario& scenario, const std::string& name, const fs::path& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec)
+    throw platforms::InputError({fmt::format("{}: cannot create: {}", dir.string(), ec.message())});
+  const auto out = export_kineto(scenario, dir, name, [](const fs::path& path, const auto& write) {
+    analysis::write_file_atomically(path, write);
+  });
+  std::cout << fmt::format(
+      "exported {}: one simulated iteration ({:.6g} s) as {} PyTorch profiler traces ({} kernels) into {}\n"
+      "calibrate with: trainsim calibrate {} --scenario SCENARIO.yaml\n",
+      scenario.name, out.iteration_s, out.files, out.kernels, dir.string(), dir.string());
+  return 0;
+}
+
 }  // namespace
 
 int export_command(const ExportOptions& options) {
+  if (options.chakra_dir.empty() && options.kineto_dir.empty())
+    throw platforms::InputError(
+        {"export: expected --chakra DIR (the task graph as a Chakra trace) or --kineto DIR "
+         "(a simulated iteration as PyTorch profiler traces)"});
   // The reader and the size guard of `run`: the task graph is what a run
   // builds first.
   YAML::Node root = platforms::load_yaml_document(
@@ -100,6 +123,8 @@ int export_command(const ExportOptions& options) {
       !options.name.empty() && !message.empty())
     throw platforms::InputError({fmt::format("--name {}: {}", options.name, message)});
   const std::string name = options.name.empty() ? scenario.name : options.name;
+  if (!options.kineto_dir.empty())
+    return export_kineto_traces(scenario, name, options.kineto_dir);
   const auto graph = sim::build_task_graph(scenario);
   const auto trace = chakra::export_trace(graph, fmt::format("trainsim {}", version_string));
   const fs::path dir(options.chakra_dir);

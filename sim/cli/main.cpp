@@ -18,8 +18,10 @@
 #include "platforms/interruption.hpp"
 #include "platforms/printable_text.hpp"
 #include "platforms/problem_list.hpp"
+#include "sim/cli/calibrate_command.hpp"
 #include "sim/cli/collective_command.hpp"
 #include "sim/cli/compare_command.hpp"
+#include "sim/cli/diff_command.hpp"
 #include "sim/cli/export_command.hpp"
 #include "sim/cli/merge_command.hpp"
 #include "sim/cli/plan_command.hpp"
@@ -67,6 +69,8 @@ int main(int argc, char** argv) {
       subcommand<cli::ExportOptions>(app, cli::add_export_command, cli::export_command),
       subcommand<cli::SchemaOptions>(app, cli::add_schema_command, cli::schema_command),
       subcommand<cli::ValidateOptions>(app, cli::add_validate_command, cli::validate_command),
+      subcommand<cli::CalibrateOptions>(app, cli::add_calibrate_command, cli::calibrate_command),
+      subcommand<cli::DiffOptions>(app, cli::add_diff_command, cli::diff_command),
   };
 
   try {

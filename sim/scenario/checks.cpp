@@ -60,7 +60,7 @@ std::vector<platforms::Problem> precision_problems(const Scenario& scenario) {
                         "precision: bf16, or cluster.compute_efficiency left out (the per-op model)"});
   for (const auto& group : scenario.cluster.groups) {
     const auto& gpu = group.gpu;
-    if (gpu.peak_fp8_flops <= 0 || !platforms::efficiency_profile_for(gpu.name).matmul_fp8) {
+    if (gpu.peak_fp8_flops <= 0 || !platforms::efficiency_profile_of(gpu).matmul_fp8) {
       problems.push_back(
           {"plan.precision",
            fmt::format(

@@ -7,16 +7,21 @@
 #include <fmt/format.h>
 
 #include <charconv>
+#include <filesystem>
 #include <functional>
+#include <memory>
 
 #include "platforms/calibrated_defaults.hpp"
+#include "platforms/efficiency_profile.hpp"
 #include "platforms/fabric_layout.hpp"
+#include "platforms/input_file.hpp"
 #include "platforms/presets.hpp"
 #include "platforms/spelling.hpp"
 #include "sim/scenario/sections.hpp"
 
 namespace trainsim::scenario {
 namespace {
+namespace fs = std::filesystem;
 
 using platforms::FabricTechnology;
 using platforms::FabricTopology;
@@ -48,6 +53,28 @@ void read_link(std::optional<platforms::MapReader> map, LinkInput& link, bool wi
     if (auto eff = map->number("efficiency", 1e-3, 1.0))
       link.efficiency = eff;
   map->finish();
+}
+
+// The efficiency curves a GPU names (cluster.gpu.efficiency_profile): a
+// file of platforms/efficiency's format, relative to the scenario's folder;
+// nullptr with an error naming the key when it cannot be read or parsed.
+std::shared_ptr<const platforms::EfficiencyProfile> read_efficiency_file(platforms::MapReader& g,
+                                                                         const std::string& file) {
+  fs::path path(file);
+  if (path.is_relative())
+    path = fs::absolute(fs::path(g.source().file()).parent_path() / path).lexically_normal();
+  try {
+    const std::string text =
+        platforms::read_input_file(path.string(), "efficiency profile", platforms::kMaxYamlInputBytes);
+    return std::make_shared<const platforms::EfficiencyProfile>(
+        platforms::parse_efficiency_profile(text, path.string()));
+  } catch (const platforms::InputError& e) {
+    for (const auto& problem : e.problems())
+      g.error("efficiency_profile", problem);
+  } catch (const platforms::EfficiencyDataError& e) {
+    g.error("efficiency_profile", e.what());
+  }
+  return nullptr;
 }
 
 // A user-defined GPU: every quantity with its unit, optionally starting from
@@ -93,6 +120,8 @@ std::optional<platforms::GpuSpec> read_custom_gpu(platforms::MapReader g) {
     gpu.pcie_bandwidth_Bps = *v;
   if (auto v = g.number("matmul_efficiency", 1e-3, 1.0))
     gpu.matmul_efficiency = *v;
+  if (auto file = g.text("efficiency_profile"))
+    gpu.efficiency_profile = read_efficiency_file(g, *file);
   if (auto v = g.power_W("idle_power"))
     gpu.idle_power_W = *v;
   else if (!has_base)

@@ -98,6 +98,10 @@ struct Tables {
             key("nvlink_bandwidth", T::bandwidth, "NVLink bandwidth per GPU per direction"),
             key("pcie_bandwidth", T::bandwidth, "PCIe bandwidth per direction"),
             ranged("matmul_efficiency", T::number, 1e-3, 1.0, "fraction of peak a large matmul reaches"),
+            file_path(key("efficiency_profile", T::text,
+                          "an efficiency profile file (the format of platforms/efficiency/*.yaml, e.g. "
+                          "one trainsim calibrate wrote), relative to the scenario; default: the "
+                          "built-in profile of the GPU's name")),
         }};
     link = {"a link class",
             {

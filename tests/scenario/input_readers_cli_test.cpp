@@ -22,14 +22,6 @@ namespace fs = std::filesystem;
 
 const std::string& kGood = kSmallPipelineScenario;
 
-// Exit 1, `detail` in the message, no internal error, no SimGrid trace.
-void expect_refused(const CliResult& r, const std::string& detail) {
-  EXPECT_EQ(r.status, 1) << r.err;
-  EXPECT_NE(r.err.find(detail), std::string::npos) << r.err;
-  EXPECT_EQ(r.err.find("internal error"), std::string::npos) << r.err;
-  EXPECT_EQ(r.err.find("Backtrace"), std::string::npos) << r.err;
-}
-
 fs::path fifo_in(const fs::path& dir, const std::string& name) {
   const auto path = dir / name;
   EXPECT_EQ(::mkfifo(path.c_str(), 0600), 0);

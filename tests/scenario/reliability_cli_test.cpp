@@ -14,14 +14,6 @@ namespace fs = std::filesystem;
 
 const std::string& kGood = kSmallPipelineScenario;
 
-// Exit 1, `detail` in the message, no SimGrid trace, no "internal error".
-void expect_refused(const CliResult& r, const std::string& detail) {
-  EXPECT_EQ(r.status, 1) << r.err;
-  EXPECT_NE(r.err.find(detail), std::string::npos) << r.err;
-  EXPECT_EQ(r.err.find("internal error"), std::string::npos) << r.err;
-  EXPECT_EQ(r.err.find("Backtrace"), std::string::npos) << r.err;
-}
-
 CliResult run_with_set(const std::string& assignment) {
   const auto out = fresh_dir("reliability-out");
   return run_cli({"run", "scenarios/quickstart.yaml", "-q", "--out", out.string(), "--set", assignment});

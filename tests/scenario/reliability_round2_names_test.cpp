@@ -30,15 +30,6 @@ plan:
   global_batch_size: 8
 )";
 
-// Exit 1 with `detail`, no internal error, and nothing raw on stderr.
-void expect_refused(const CliResult& r, const std::string& detail) {
-  EXPECT_EQ(r.status, 1) << r.err;
-  EXPECT_NE(r.err.find(detail), std::string::npos) << r.err;
-  EXPECT_EQ(r.err.find("internal error"), std::string::npos) << r.err;
-  for (char c : r.err)
-    EXPECT_TRUE(c == '\n' || static_cast<unsigned char>(c) >= 0x20) << "raw control character in: " << r.err;
-}
-
 // Every file and folder under `dir`.
 std::size_t entries_in(const fs::path& dir) {
   std::size_t n = 0;

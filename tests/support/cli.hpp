@@ -1,5 +1,6 @@
 #pragma once
 // Runs the real trainsim binary, as a user would, and captures what it says.
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 
 #include <cstdio>
@@ -42,6 +43,18 @@ inline std::filesystem::path write_temp_file(const std::string& name, const std:
   const auto path = fresh_dir("file") / name;
   std::ofstream(path) << text;
   return path;
+}
+
+// What every refused input must look like: exit status 1, `detail` in the
+// message, no "internal error", no SimGrid backtrace, and nothing raw on
+// stderr (a name or value is quoted escaped, docs/reliability.md).
+inline void expect_refused(const CliResult& r, const std::string& detail) {
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_NE(r.err.find(detail), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("internal error"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("Backtrace"), std::string::npos) << r.err;
+  for (char c : r.err)
+    EXPECT_TRUE(c == '\n' || static_cast<unsigned char>(c) >= 0x20) << "raw control character in: " << r.err;
 }
 
 }  // namespace trainsim::testing

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "platforms/efficiency_profile_writer.hpp"
 #include "platforms/gpu_spec.hpp"
 
 namespace trainsim::platforms {
@@ -116,6 +117,58 @@ TEST(EfficiencyProfiles, BadFilesNameTheLineTheKeyAndWhatWasExpected) {
 
   e = error_of("name: [unclosed");
   EXPECT_NE(e.find("eff.yaml:1:"), std::string::npos) << e;
+}
+
+}  // namespace
+}  // namespace trainsim::platforms
+
+namespace trainsim::platforms {
+namespace {
+
+void expect_same_curve(const Curve& a, const Curve& b) {
+  ASSERT_EQ(a.points().size(), b.points().size());
+  for (std::size_t i = 0; i < a.points().size(); ++i) {
+    EXPECT_NEAR(a.points()[i].first, b.points()[i].first, 1e-5 * a.points()[i].first);
+    EXPECT_NEAR(a.points()[i].second, b.points()[i].second, 1e-5 * a.points()[i].second);
+  }
+}
+
+void expect_same_matmul(const MatmulEfficiency& a, const MatmulEfficiency& b) {
+  EXPECT_NEAR(a.peak_fraction, b.peak_fraction, 1e-6);
+  expect_same_curve(a.output_elements, b.output_elements);
+  expect_same_curve(a.reduction_depth, b.reduction_depth);
+}
+
+TEST(EfficiencyProfileWriter, EveryBuiltInProfileReadsBackAsWritten) {
+  for (const auto& p : builtin_efficiency_profiles()) {
+    SCOPED_TRACE(p.name);
+    const std::string text = efficiency_profile_yaml(p, "written by a test\n\nsecond line");
+    EXPECT_EQ(text.rfind("# written by a test\n#\n# second line\n", 0), 0u) << text.substr(0, 80);
+    const EfficiencyProfile q = parse_efficiency_profile(text, "written.yaml");
+    EXPECT_EQ(q.name, p.name);
+    EXPECT_EQ(q.gpus, p.gpus);
+    EXPECT_EQ(q.source, p.source);
+    expect_same_matmul(q.matmul, p.matmul);
+    expect_same_matmul(q.batched_matmul, p.batched_matmul);
+    ASSERT_EQ(q.matmul_fp8.has_value(), p.matmul_fp8.has_value());
+    if (p.matmul_fp8)
+      expect_same_matmul(*q.matmul_fp8, *p.matmul_fp8);
+    ASSERT_EQ(q.matmul_mxfp8.has_value(), p.matmul_mxfp8.has_value());
+    EXPECT_NEAR(q.flash_forward.peak_fraction, p.flash_forward.peak_fraction, 1e-6);
+    expect_same_curve(q.flash_backward.seq_len, p.flash_backward.seq_len);
+    EXPECT_NEAR(q.memory.peak_fraction, p.memory.peak_fraction, 1e-6);
+    expect_same_curve(q.memory.bytes, p.memory.bytes);
+    EXPECT_NEAR(q.host_overhead_per_kernel_s, p.host_overhead_per_kernel_s, 1e-11);
+  }
+}
+
+TEST(EfficiencyProfiles, AGpuNamingItsOwnFileRunsUnderIt) {
+  GpuSpec gpu = *find_gpu("H100-SXM");
+  EXPECT_EQ(&efficiency_profile_of(gpu), &efficiency_profile_for("H100-SXM"));
+  auto own = std::make_shared<EfficiencyProfile>(efficiency_profile_for("H100-SXM"));
+  own->name = "mine";
+  gpu.efficiency_profile = own;
+  EXPECT_EQ(efficiency_profile_of(gpu).name, "mine");
 }
 
 }  // namespace
