@@ -62,11 +62,14 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& options) {
                   "(into OUT/even/), and report the gain; off (default): the scenario as written")
       ->check(CLI::IsMember({"auto", "off"}));
   add_trace_option(*cmd, options.trace);
-  auto* fold = cmd->add_flag("--fold", options.fold,
-                             "Replay one data-parallel replica per class of identical ones and expand the "
-                             "outputs to every GPU, where a rotation of the replicas is a symmetry of the "
-                             "run (exact to 1e-9; default from 4,096 GPUs on; docs/performance.md)");
-  cmd->add_flag("--no-fold", options.no_fold, "Replay every replica (the full replay)")->excludes(fold);
+  auto* fold = cmd->add_flag(
+      "--fold", options.fold,
+      "Replay one data-parallel replica per class of identical ones and expand the "
+      "outputs to every GPU, where a rotation of the replicas is a symmetry of the "
+      "run (opt-in: docs/performance.md, \"The fold\", says where it was checked exact to 1e-9 and "
+      "where not)");
+  cmd->add_flag("--no-fold", options.no_fold, "Replay every replica (the full replay; the default)")
+      ->excludes(fold);
   cmd->add_flag("--progress", options.progress,
                 "Show the progress line on stderr even when it is not a terminal (one line every 10 s)");
   cmd->add_option("--chakra", options.chakra,

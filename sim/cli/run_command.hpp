@@ -34,8 +34,8 @@ struct RunOptions {
   std::string chakra;
   // --trace auto|full|replica: what trace.json holds.
   std::string trace = "auto";
-  // --fold / --no-fold (docs/performance.md, "The fold"); neither: from
-  // sim::kFoldFromGpus GPUs on.
+  // --fold / --no-fold (docs/performance.md, "The fold"); neither: the
+  // full replay.
   bool fold = false;
   bool no_fold = false;
 };

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <tuple>
 #include <unordered_set>
 
 #include "sim/collectives/collectives.hpp"
@@ -82,15 +83,27 @@ std::vector<int> rotation(const workloads::ParallelPlan& plan, int period) {
   return image;
 }
 
+// A task's memory events and its image's, as sets (a spanning collective
+// lists its members' events in its group's order, which the rotation
+// shifts).
 bool same_memory(const TaskGraph& graph, const Task& a, const Task& b, const std::vector<int>& gpu_image) {
-  for (std::uint32_t i = 0; i < a.memory_end - a.memory_begin; ++i) {
-    const auto& x = graph.memory[a.memory_begin + i];
-    const auto& y = graph.memory[b.memory_begin + i];
-    if (y.gpu != gpu_image[static_cast<std::size_t>(x.gpu)] || x.at != y.at || x.kind != y.kind ||
-        bits(x.bytes) != bits(y.bytes))
-      return false;
+  const std::uint32_t n = a.memory_end - a.memory_begin;
+  if (n == 0)
+    return true;
+  using Event = std::tuple<int, int, int, std::uint64_t>;
+  std::vector<Event> x, y;
+  x.reserve(n);
+  y.reserve(n);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    const auto& e = graph.memory[a.memory_begin + i];
+    const auto& f = graph.memory[b.memory_begin + i];
+    x.emplace_back(gpu_image[static_cast<std::size_t>(e.gpu)], static_cast<int>(e.at),
+                   static_cast<int>(e.kind), bits(e.bytes));
+    y.emplace_back(f.gpu, static_cast<int>(f.at), static_cast<int>(f.kind), bits(f.bytes));
   }
-  return true;
+  std::sort(x.begin(), x.end());
+  std::sort(y.begin(), y.end());
+  return x == y;
 }
 
 }  // namespace
@@ -374,9 +387,11 @@ FoldDecision plan_replica_fold(const TaskGraph& graph, const scenario::Scenario&
     ReplicaFold fold;
     const auto problem = rotation_problem(graph, scenario, zone, period, fold);
     if (!problem.empty()) {
-      if (summary.stopped.empty())
-        summary.stopped = fmt::format("a rotation by {} replica{} is no symmetry: {}", period,
-                                      period == 1 ? "" : "s", problem);
+      // Every rotation tried, with why it is no symmetry: the first says
+      // what stopped the largest fold, the last what stopped any.
+      summary.stopped +=
+          fmt::format("{}a rotation by {} replica{} is no symmetry: {}", summary.stopped.empty() ? "" : "; ",
+                      period, period == 1 ? "" : "s", problem);
       continue;
     }
     zone.fold_links(rotation(plan, period));

@@ -39,8 +39,7 @@ SimulationResult simulate(const scenario::Scenario& scenario, const SimulationOp
   if (!perturbations.empty())
     driver.emplace(perturbations, speeds, *zone);
   FoldDecision fold;
-  if (options.fold == FoldMode::on ||
-      (options.fold == FoldMode::automatic && scenario.cluster.gpu_count() >= kFoldFromGpus))
+  if (options.fold == FoldMode::on)
     fold = plan_replica_fold(result.graph, scenario, *zone);
   ReplayOptions replay_options;
   replay_options.fold = fold.fold ? &*fold.fold : nullptr;

@@ -297,8 +297,8 @@ TEST(Fold, SaysWhatStoppedIt) {
   ASSERT_TRUE(summary.contains("fold"));
   EXPECT_FALSE(summary["fold"]["folded"].get<bool>());
   EXPECT_NE(summary["fold"]["stopped"].get<std::string>().find("perturbations"), std::string::npos);
-  // Below 4,096 GPUs without --fold the fold is not considered, and
-  // summary.json is what it was (the digests).
+  // Without --fold the fold is not considered, and summary.json is what it
+  // was (the digests).
   const auto plain = fresh_dir("fold-default");
   ASSERT_EQ(run_cli({"run", "scenarios/quickstart.yaml", "-q", "--out", plain.string()}).status, 0);
   EXPECT_FALSE(nlohmann::json::parse(read_file(plain / "summary.json")).contains("fold"));
