@@ -37,12 +37,21 @@ double GpuMemoryModel::layer_parameters() const {
   return model_.layer_parameters() / plan_.tp;
 }
 
+int GpuMemoryModel::pieces(int virtual_stage) const {
+  return std::max(virtual_stage_slice(model_, plan_, virtual_stage).layers, 1);
+}
+
 double GpuMemoryModel::piece_parameters(int virtual_stage, int layer_in_chunk) const {
   const StageSlice slice = virtual_stage_slice(model_, plan_, virtual_stage);
-  double parameters = layer_parameters_per_gpu(model_, plan_, slice.first_layer + layer_in_chunk) * plan_.tp;
+  // A chunk of no transformer layer (the embedding or the loss alone) is one
+  // piece holding what it has.
+  double parameters =
+      layer_in_chunk < slice.layers
+          ? layer_parameters_per_gpu(model_, plan_, slice.first_layer + layer_in_chunk) * plan_.tp
+          : 0.0;
   if (slice.embedding && layer_in_chunk == 0)
     parameters += model_.embedding_parameters();
-  if (slice.logits && layer_in_chunk == slice.layers - 1) {
+  if (slice.logits && layer_in_chunk == pieces(virtual_stage) - 1) {
     parameters += model_.logits_parameters();
     // Megatron keeps a copy of the tied word embeddings for the output
     // layer on the last stage when it is not the first one.
@@ -53,9 +62,8 @@ double GpuMemoryModel::piece_parameters(int virtual_stage, int layer_in_chunk) c
 }
 
 double GpuMemoryModel::chunk_parameters(int virtual_stage) const {
-  const StageSlice slice = virtual_stage_slice(model_, plan_, virtual_stage);
   double parameters = 0;
-  for (int layer = 0; layer < slice.layers; ++layer)
+  for (int layer = 0; layer < pieces(virtual_stage); ++layer)
     parameters += piece_parameters(virtual_stage, layer);
   return parameters;
 }
@@ -196,6 +204,25 @@ class RankWalk {
   StageMemoryEstimate run() {
     const auto& ops = schedule_.per_rank[static_cast<std::size_t>(rank_)];
     const int d = plan_.data_parallel_size();
+    // Per chunk: the first and last ops that need its weights and that
+    // produce its gradients (gathered once / reduced once per iteration).
+    const std::size_t none = ops.size();
+    std::vector<std::size_t> first_weights(static_cast<std::size_t>(schedule_.chunks), none),
+        last_weights = first_weights, first_gradients = first_weights, last_gradients = first_weights;
+    for (std::size_t k = 0; k < ops.size(); ++k) {
+      const auto c = static_cast<std::size_t>(ops[k].chunk);
+      if (needs_weights(ops[k].kind)) {
+        if (first_weights[c] == none)
+          first_weights[c] = k;
+        last_weights[c] = k;
+      }
+      if (produces_gradients(ops[k].kind)) {
+        if (first_gradients[c] == none)
+          first_gradients[c] = k;
+        last_gradients[c] = k;
+      }
+    }
+    const bool sharded_gradients = d > 1 && (plan_.zero_stage == 2 || plan_.zero_stage == 3);
     for (std::size_t k = 0; k < ops.size(); ++k) {
       const PipeOp& op = ops[k];
       const int vs = schedule_.virtual_stage(rank_, op.chunk);
@@ -206,15 +233,26 @@ class RankWalk {
       if (plan_.cp > 1 && needs_weights(op.kind))
         during[MemoryKind::buffers] += memory_.kv_exchange_buffer_bytes();
       const double largest_piece = largest_piece_parameters(vs);
+      const auto c = static_cast<std::size_t>(op.chunk);
       if (plan_.zero_stage >= 3 && d > 1) {
         // The unit running and the one prefetched; the unit's gradients and
-        // the previous unit's, still being reduce-scattered.
-        if (needs_weights(op.kind))
-          during[MemoryKind::buffers] += 2 * memory_.gathered_bytes(largest_piece);
-        if (produces_gradients(op.kind))
+        // the previous unit's, still being reduce-scattered. Kept gathered
+        // (reshard_after_forward false): the whole chunk, from its first
+        // forward to its last backward.
+        if (plan_.reshard_after_forward) {
+          if (needs_weights(op.kind))
+            during[MemoryKind::buffers] += 2 * memory_.gathered_bytes(largest_piece);
+        } else if (k == first_weights[c]) {
+          current_[MemoryKind::buffers] += memory_.gathered_bytes(memory_.chunk_parameters(vs));
+        }
+        if (produces_gradients(op.kind) && !plan_.grad_reduce_per_step)
           during[MemoryKind::buffers] += 2 * memory_.unsharded_gradient_bytes(largest_piece);
       }
-      if (plan_.zero_stage == 2 && d > 1 && produces_gradients(op.kind)) {
+      if (sharded_gradients && plan_.grad_reduce_per_step && k == first_gradients[c])
+        // Accumulated unsharded over the micro-batches, reduce-scattered
+        // after the last one (released below once that has landed).
+        current_[MemoryKind::buffers] += memory_.unsharded_gradient_bytes(memory_.chunk_parameters(vs));
+      if (plan_.zero_stage == 2 && d > 1 && produces_gradients(op.kind) && !plan_.grad_reduce_per_step) {
         const double chunk = memory_.chunk_parameters(vs);
         if (plan_.overlap_grad_reduce) {
           const double bucket = plan_.grad_bucket_size_bytes() / plan_.grad_bytes;
@@ -241,6 +279,10 @@ class RankWalk {
       // only once they land.
       reload(static_cast<int>(k));
       observe(op);
+      if (plan_.zero_stage >= 3 && d > 1 && !plan_.reshard_after_forward && k == last_weights[c])
+        current_[MemoryKind::buffers] -= memory_.gathered_bytes(memory_.chunk_parameters(vs));
+      if (sharded_gradients && plan_.grad_reduce_per_step && k == last_gradients[c])
+        carried_ += memory_.unsharded_gradient_bytes(memory_.chunk_parameters(vs));
       current_[MemoryKind::buffers] -= released_next_;
       released_next_ = carried_;
       carried_ = 0;
@@ -253,9 +295,8 @@ class RankWalk {
 
  private:
   double largest_piece_parameters(int vs) const {
-    const int layers = virtual_stage_slice(memory_.model(), plan_, vs).layers;
     double largest = 0;
-    for (int l = 0; l < layers; ++l)
+    for (int l = 0; l < memory_.pieces(vs); ++l)
       largest = std::max(largest, memory_.piece_parameters(vs, l));
     return largest;
   }

@@ -69,6 +69,9 @@ class GpuMemoryModel {
   // with the embedding / logits it carries (FSDP unit, gradient bucket
   // piece).
   double layer_parameters() const;
+  // Pieces of a chunk: one per layer, one for a chunk of no layer (its
+  // embedding or logits).
+  int pieces(int virtual_stage) const;
   double piece_parameters(int virtual_stage, int layer_in_chunk) const;
   // Weights, gradients and optimizer state held all iteration.
   MemoryBreakdown resident(int rank) const;

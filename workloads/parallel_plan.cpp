@@ -26,6 +26,18 @@ std::string_view to_string(Framework framework) {
   return "?";
 }
 
+std::string_view to_string(P2pMode mode) {
+  switch (mode) {
+    case P2pMode::automatic:
+      return "auto";
+    case P2pMode::sync:
+      return "sync";
+    case P2pMode::async:
+      return "async";
+  }
+  return "?";
+}
+
 std::string_view to_string(Precision precision) {
   switch (precision) {
     case Precision::bf16:

@@ -40,6 +40,23 @@ std::string_view to_string(Recompute recompute);
 enum class Framework { megatron, pytorch_fsdp, pytorch_fsdp2 };
 std::string_view to_string(Framework framework);
 
+// How a pipeline transfer pairs with the compute of the two ranks it joins
+// (docs/schedules.md, "Pipeline p2p"):
+//   sync   Megatron-core's blocking batched send / receive
+//          (p2p_communication.py, _communicate with batch_p2p_comm and
+//          wait_on_reqs): between two ops a rank posts the sends of the op
+//          it finished and the receive of the op it runs next as one batch
+//          and waits for all of them; a transfer starts once its sender has
+//          finished the producing op and its receiver the op before the
+//          consumer (the receive is posted), and the sender's next op waits
+//          for it.
+//   async  isend / irecv posted ahead and waited by their consumer only
+//          (Megatron's overlap_p2p_comm, PyTorch pipelining): a transfer
+//          starts when its data is ready, the sender goes on computing.
+// `automatic` is the schedule's own default (ScheduleTraits::p2p).
+enum class P2pMode { automatic, sync, async };
+std::string_view to_string(P2pMode mode);
+
 // The number format of the linear GEMMs (workloads/precision.hpp says what
 // each changes). BF16 is every plan's default.
 enum class Precision { bf16, fp8 };
@@ -95,6 +112,9 @@ struct ParallelPlan {
   // micro_batches() each.
   std::vector<int> dp_micro_batches{};
   Recompute recompute = Recompute::none;
+  // Pipeline transfers' pairing with compute; resolved_p2p(plan)
+  // (workloads/schedule.hpp) says what `automatic` means for the schedule.
+  P2pMode p2p = P2pMode::automatic;
   // Bytes per gradient element in the DP all-reduce (2 for bf16/fp16).
   int grad_bytes = 2;
   // Megatron sequence parallelism: the TP all-reduces become reduce-scatter
@@ -113,6 +133,20 @@ struct ParallelPlan {
   // gradient shard after its reduce-scatter. 0: one group of all dp x cp
   // GPUs (FULL_SHARD).
   int dp_shard = 0;
+  // FSDP (zero_stage 3): free a unit's gathered parameters after its forward
+  // and gather them again for its backward, every micro-batch (true: torch
+  // FSDP's FULL_SHARD, FSDP2's default); false: gather each unit once per
+  // iteration, before its first forward, and keep it until its last
+  // backward (FSDP2's reshard_after_forward=False as PyTorch's pipelining
+  // schedules run it, FSDP1's SHARD_GRAD_OP; Llama 3's choice).
+  bool reshard_after_forward = true;
+  // ZeRO-2 / FSDP: reduce-scatter the gradients after every micro-batch's
+  // backward (false: DeepSpeed's ZeRO-2, torch FSDP without no_sync), or
+  // accumulate them unsharded (in grad_bytes per element) and reduce-scatter
+  // them once per iteration, after the last micro-batch's backward of each
+  // unit (true: PyTorch's pipelining schedules' set_requires_gradient_sync,
+  // Llama 3's "synchronizes after each training step").
+  bool grad_reduce_per_step = false;
   // Gradient reduction during the backward, in buckets of grad_bucket_bytes
   // (0: kDefaultGradBucketElements x grad_bytes), instead of one collective
   // after it. Zero stages 0 to 2 (FSDP reduces per layer anyway).

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <numeric>
 #include <string>
 
@@ -38,8 +39,11 @@ std::string zero_entries(const std::vector<int>& values, const char* what) {
   return text;
 }
 
-// plan.stage_layers: one layer count per virtual stage, each >= 1, adding
-// up to the model's layers. True when right.
+// plan.stage_layers: one layer count per virtual stage, each >= 0, adding
+// up to the model's layers. A stage of 0 layers holds what it holds besides
+// them (the first the embedding, the last the output layer and the loss;
+// Llama 3's and Megatron's layouts), or only passes activations on. True
+// when right.
 bool check_stage_layers(const ModelSpec& model, const ParallelPlan& plan, Problems& problems) {
   const auto& layers = plan.stage_layers;
   const int stages = plan.pp * plan.virtual_stages;
@@ -53,10 +57,9 @@ bool check_stage_layers(const ModelSpec& model, const ParallelPlan& plan, Proble
                              "{}stage ({} entries) in model order",
                              list_text(layers), layers.size(), layers.size() == 1 ? "y" : "ies", stages_text,
                              plan.virtual_stages > 1 ? "virtual " : "", stages));
-  if (const std::string zeros = zero_entries(layers, plan.virtual_stages > 1 ? "virtual stage" : "stage");
-      !zeros.empty())
-    problems.add("stage_layers", fmt::format("{}: {}; expected every stage to hold at least one layer",
-                                             list_text(layers), zeros));
+  if (std::any_of(layers.begin(), layers.end(), [](int l) { return l < 0; }))
+    problems.add("stage_layers",
+                 fmt::format("{} has a negative entry; expected layer counts >= 0", list_text(layers)));
   const int sum = std::accumulate(layers.begin(), layers.end(), 0);
   if (sum != model.layers)
     problems.add("stage_layers", fmt::format("{} adds up to {} layers, but model.layers = {}; expected the "
@@ -200,6 +203,17 @@ void check_parallelism_options(const ModelSpec& model, const ParallelPlan& plan,
                       "data-parallel GPUs evenly; expected a divisor of {} (e.g. the GPUs of a node)",
                       plan.dp_shard, plan.dp, plan.cp, positions, positions));
   }
+  if (!plan.reshard_after_forward && plan.zero_stage != 3)
+    problems.add("reshard_after_forward",
+                 fmt::format("false with zero_stage {}: only FSDP (zero_stage 3) shards the parameters and "
+                             "gathers them for the forward; expected zero_stage: 3, or the key left out",
+                             plan.zero_stage));
+  if (plan.grad_reduce_per_step && plan.zero_stage < 2)
+    problems.add("grad_reduce",
+                 fmt::format("per_step with zero_stage {}: its gradients are reduced once per iteration "
+                             "already; the choice is ZeRO-2's and FSDP's (zero_stage 2 or 3), which shard "
+                             "the gradients; expected the key left out",
+                             plan.zero_stage));
   const bool bucket_given = plan.grad_bucket_bytes > 0;
   if (plan.zero_stage == 3) {
     const std::string why =
@@ -235,9 +249,12 @@ std::vector<platforms::Problem> plan_problems(const ModelSpec& model, const Para
   bool layers_ok = true;
   if (plan.stage_layers.empty() && (plan.pp <= 0 || model.layers % plan.pp != 0)) {
     layers_ok = false;
-    problems.add("pp", fmt::format("model.layers = {} is not divisible by pp = {}; expected a divisor of {} "
-                                   "(or an uneven partition in plan.stage_layers)",
-                                   model.layers, plan.pp, model.layers));
+    problems.add(
+        "pp",
+        fmt::format("model.layers = {} is not divisible by pp = {}; expected a divisor of {} "
+                    "(or an uneven partition: plan.stage_layers, first_stage_layers / last_stage_layers, "
+                    "embedding_in_split / loss_in_split, pipeline_layout)",
+                    model.layers, plan.pp, model.layers));
   }
   // Schedule rules (model chunks per GPU, micro-batch counts), checked once
   // the shapes they depend on are known to be right.

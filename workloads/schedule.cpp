@@ -67,6 +67,10 @@ PipelineSchedule make_schedule(ScheduleKind kind, int ranks, int micro_batches,
   return traits_of(kind).make(ranks, micro_batches, options);
 }
 
+P2pMode resolved_p2p(const ParallelPlan& plan) {
+  return plan.p2p == P2pMode::automatic ? traits_of(plan.schedule).p2p : plan.p2p;
+}
+
 ChunkPlacement placement_of(ScheduleKind kind) {
   return traits_of(kind).placement;
 }
@@ -169,6 +173,17 @@ std::vector<ScheduleProblem> schedule_problems(const ParallelPlan& plan, int lay
                     : fmt::format("schedule {} needs at least {} x pp = {} micro-batches per pipeline "
                                   "(DualPipe's rule), but {}; expected global_batch_size >= {}",
                                   name, k, k * p, share.text, k * p * per_pipeline)});
+  if (plan.p2p == P2pMode::sync && !traits.sync_p2p) {
+    std::string sync;
+    for (const auto& t : schedule_table())
+      if (t.sync_p2p)
+        sync += (sync.empty() ? "" : ", ") + std::string(t.name);
+    problems.push_back(
+        {"p2p", fmt::format("sync with schedule {}, whose ranks would wait on each other's blocking send / "
+                            "receive pairs for ever (or whose paired ops run overlapped); expected p2p: "
+                            "async, or a schedule that pairs them ({})",
+                            name, sync)});
+  }
   if (!plan.stage_layers.empty())
     return problems;  // an explicit partition need not be even
   if (v > 1 && p > 0 && layers % (p * v) != 0)

@@ -138,6 +138,16 @@ struct ScheduleTraits {
   bool evicts_activations;       // BPipe's evictions to the paired stage
   bool searched_by_default;      // `trainsim plan` tries it unless --set plan.schedule says otherwise
   bool balances_measured_costs;  // the generator is fed the cost model's chunk times (ZB-V's greedy)
+  // Pipeline transfers when plan.p2p is not given: what the framework that
+  // runs the schedule does (sync for Megatron-core's 1F1B, async for its
+  // interleaved schedule with overlap_p2p_comm and for the schedules
+  // written with isend / irecv).
+  P2pMode p2p;
+  // plan.p2p: sync pairs every transfer with a receive the receiver posts
+  // between two of its ops without deadlock (the op lists pair up as
+  // Megatron's do); false where they do not, or where two ops run
+  // overlapped (DualPipe's F&B).
+  bool sync_p2p;
   PipelineSchedule (*make)(int ranks, int micro_batches, const ScheduleOptions& options);
 };
 
@@ -189,6 +199,10 @@ int default_virtual_stages(ScheduleKind kind);
 // ("virtual_stages"); workloads/plan_checks.hpp reports them with the rest.
 using ScheduleProblem = platforms::Problem;
 std::vector<ScheduleProblem> schedule_problems(const ParallelPlan& plan, int layers);
+
+// The pipeline transfers' pairing a plan runs with: plan.p2p, or the
+// schedule's default when it says `automatic`.
+P2pMode resolved_p2p(const ParallelPlan& plan);
 
 // BPipe's balancing threshold: an evictor keeps at most this many
 // micro-batches of activations resident (plus one being reloaded), so that

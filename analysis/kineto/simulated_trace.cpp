@@ -23,7 +23,7 @@ std::int64_t kineto_stream_of(Stream stream) {
 
 namespace {
 
-constexpr double kUs = 1e6;
+constexpr double kUsPerSecond = 1e6;
 // The host threads: the one running the model's ops and launching its
 // kernels, and the one launching NCCL's (as DDP's and FSDP's hooks do), so
 // launch intervals measure the model's pace alone.
@@ -260,10 +260,11 @@ void add_compute(TraceBuilder& b, const kineto::TaskOps& ops, double start_s, do
       const std::size_t i = kernels[j].first;
       const double launch = pass_start + static_cast<double>(j) * oh;
       if (!op_index.count(i))
-        op_index[i] = b.add_op(cpu_op_of(ops.ops[i].op), launch * kUs,
-                               std::max(1, ops.ops[i].op.kernels) * std::max(oh, 1e-9) * kUs * 0.9);
-      b.add_kernel(kernel_name(ops.ops[i].op), kineto_stream_of(Stream::compute), starts[j] * kUs,
-                   kernels[j].second * kUs, op_index[i], -1, launch * kUs, std::min(oh, 5e-6) * 0.5 * kUs);
+        op_index[i] = b.add_op(cpu_op_of(ops.ops[i].op), launch * kUsPerSecond,
+                               std::max(1, ops.ops[i].op.kernels) * std::max(oh, 1e-9) * kUsPerSecond * 0.9);
+      b.add_kernel(kernel_name(ops.ops[i].op), kineto_stream_of(Stream::compute), starts[j] * kUsPerSecond,
+                   kernels[j].second * kUsPerSecond, op_index[i], -1, launch * kUsPerSecond,
+                   std::min(oh, 5e-6) * 0.5 * kUsPerSecond);
     }
     pass_start += window;
   }
@@ -296,7 +297,7 @@ std::vector<RankTrace> simulated_traces(const workloads::TaskGraph& graph, const
     t.gpu_name = gpu.name;
     t.gpu_memory_bytes = gpu.hbm_bytes;
     t.shapes_recorded = options.kernels != nullptr;
-    t.steps.push_back({1, 0, timeline.end_s * kUs});
+    t.steps.push_back({1, 0, timeline.end_s * kUsPerSecond});
     std::vector<int> world(static_cast<std::size_t>(graph.gpu_count));
     for (int r = 0; r < graph.gpu_count; ++r)
       world[static_cast<std::size_t>(r)] = r;
@@ -317,7 +318,7 @@ std::vector<RankTrace> simulated_traces(const workloads::TaskGraph& graph, const
   for (const TaskRecord* r : records) {
     const workloads::Task& task = graph[r->task];
     const double duration = r->end_s - r->start_s;
-    const double host_us = r->start_s * kUs;
+    const double host_us = r->start_s * kUsPerSecond;
     switch (task.kind) {
       case workloads::TaskKind::send: {
         // The sender's and the receiver's kernels, at the same times.
@@ -334,8 +335,9 @@ std::vector<RankTrace> simulated_traces(const workloads::TaskGraph& graph, const
           c.group_size = 2;
           c.group_ranks = {task.gpu, task.peer};
           c.group_name = fmt::format("p2p {}-{}", task.gpu, task.peer);
-          b.add_kernel("ncclDevKernel_SendRecv(trainsim)", kineto_stream_of(r->stream), r->start_s * kUs,
-                       duration * kUs, -1, b.add_collective(std::move(c)), host_us, 1);
+          b.add_kernel("ncclDevKernel_SendRecv(trainsim)", kineto_stream_of(r->stream),
+                       r->start_s * kUsPerSecond, duration * kUsPerSecond, -1, b.add_collective(std::move(c)),
+                       host_us, 1);
         }
         break;
       }
@@ -345,7 +347,7 @@ std::vector<RankTrace> simulated_traces(const workloads::TaskGraph& graph, const
         const int fold = std::max(1, task.fold);
         for (int f = 0; f < fold; ++f)
           b.add_kernel(nccl_kernel_name(task.op), kineto_stream_of(r->stream),
-                       (r->start_s + duration * f / fold) * kUs, duration / fold * kUs, -1,
+                       (r->start_s + duration * f / fold) * kUsPerSecond, duration / fold * kUsPerSecond, -1,
                        b.add_collective(collective_info(task, ranks, task.group)), host_us, 1);
         break;
       }
@@ -355,8 +357,8 @@ std::vector<RankTrace> simulated_traces(const workloads::TaskGraph& graph, const
         if (options.kernels != nullptr)
           ops = options.kernels->of(task, cluster.gpu_of(r->gpu));
         if (ops.ops.empty() || ops.total_s() <= 0) {
-          b.add_kernel("trainsim::compute", kineto_stream_of(Stream::compute), r->start_s * kUs,
-                       duration * kUs, -1, -1, host_us, 1);
+          b.add_kernel("trainsim::compute", kineto_stream_of(Stream::compute), r->start_s * kUsPerSecond,
+                       duration * kUsPerSecond, -1, -1, host_us, 1);
           break;
         }
         add_compute(b, ops, r->start_s, r->end_s);

@@ -17,7 +17,7 @@ using kineto::RankTrace;
 
 namespace {
 
-constexpr double kUs = 1e-6;
+constexpr double kSecondsPerUs = 1e-6;
 constexpr double kTimeResolution_us = 2e-3;
 
 enum class Part { compute, communication, copy };
@@ -56,11 +56,11 @@ CriticalPathSplit gpu_critical_path(const RankTrace& trace, const kineto::Kernel
   // After the last kernel, to the last step's end (if the GPU finished first).
   const double last_end = trace.steps.back().end_us;
   if (ks.back()->end_us() < last_end)
-    split.idle_s += (last_end - ks.back()->end_us()) * kUs;
+    split.idle_s += (last_end - ks.back()->end_us()) * kSecondsPerUs;
   std::size_t current = ks.size() - 1;
   for (;;) {
     const Kernel& k = *ks[current];
-    const double on_path = k.duration_us * kUs;
+    const double on_path = k.duration_us * kSecondsPerUs;
     switch (part_of(classes.at(k.kernel_class).role)) {
       case Part::compute:
         split.compute_s += on_path;
@@ -81,7 +81,7 @@ CriticalPathSplit gpu_critical_path(const RankTrace& trace, const kineto::Kernel
     if (it == ks.begin())
       break;  // the first kernel: the path starts there
     current = static_cast<std::size_t>(it - ks.begin()) - 1;
-    split.idle_s += std::max(0.0, k.start_us - ks[current]->end_us()) * kUs;
+    split.idle_s += std::max(0.0, k.start_us - ks[current]->end_us()) * kSecondsPerUs;
   }
   const double steps = static_cast<double>(trace.steps.size());
   split.compute_s /= steps;

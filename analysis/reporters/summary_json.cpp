@@ -7,6 +7,7 @@
 #include "analysis/reporters/json_numbers.hpp"
 #include "analysis/reporters/reporters.hpp"
 #include "trainsim_version.hpp"
+#include "workloads/schedule.hpp"
 
 namespace trainsim::analysis {
 namespace {
@@ -169,6 +170,14 @@ void write_summary_json(std::ostream& out, const RunContext& run, const Report& 
                {"framework", to_string(run.plan.framework)},
                {"overlap_grad_reduce", run.plan.overlap_grad_reduce},
                {"grad_bucket_size_bytes", run.plan.grad_bucket_size_bytes()}};
+  // Only with a pipeline (the others send nothing between stages).
+  if (run.plan.pp > 1)
+    j["plan"]["p2p"] = to_string(workloads::resolved_p2p(run.plan));
+  // Only when they differ from the defaults (other summaries keep their keys).
+  if (!run.plan.reshard_after_forward)
+    j["plan"]["reshard_after_forward"] = false;
+  if (run.plan.grad_reduce_per_step)
+    j["plan"]["grad_reduce"] = "per_step";
   // Only under hybrid sharding, so that other summaries keep their keys.
   if (run.plan.hybrid_sharded())
     j["plan"]["dp_shard"] = run.plan.zero_shard_size();

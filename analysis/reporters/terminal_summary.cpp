@@ -6,6 +6,7 @@
 
 #include "analysis/reporters/reporters.hpp"
 #include "platforms/units.hpp"
+#include "workloads/schedule.hpp"
 
 namespace trainsim::analysis {
 namespace {
@@ -39,6 +40,8 @@ void write_terminal_summary(std::ostream& out, const RunContext& run, const Repo
              plan.dp, plan.tp, plan.pp, plan.micro_batches(), plan.micro_batch_size, to_string(plan.schedule),
              to_string(plan.recompute));
   std::string options;
+  if (plan.pp > 1)
+    options += fmt::format(", {} pipeline sends", to_string(workloads::resolved_p2p(plan)));
   if (plan.cp > 1)
     options += fmt::format(", context parallel {}", plan.cp);
   if (plan.sequence_parallel)
@@ -51,6 +54,11 @@ void write_terminal_summary(std::ostream& out, const RunContext& run, const Repo
   else if (plan.zero_stage > 0)
     options +=
         plan.zero_stage == 3 ? std::string(", ZeRO-3 (FSDP)") : fmt::format(", ZeRO-{}", plan.zero_stage);
+  if (!plan.reshard_after_forward)
+    options += ", parameters gathered once per iteration";
+  if (plan.grad_reduce_per_step)
+    options +=
+        fmt::format(", gradients reduce-scattered once per iteration ({} bytes each)", plan.grad_bytes);
   if (plan.fp8())
     options += fmt::format(", FP8 GEMMs ({} scaling{})", to_string(plan.fp8_recipe),
                            plan.fp8_param_gather ? ", FP8 parameter all-gathers" : "");

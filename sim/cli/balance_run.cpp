@@ -157,6 +157,13 @@ int run_balanced(const RunOptions& options) {
         "{}: workload: --balance auto balances a model's layers over pipeline stages, and a replayed trace "
         "brings its own partition; expected a scenario with model and plan (or run without --balance)",
         even.file)});
+  if (even.layer_split.given())
+    throw platforms::InputError({fmt::format(
+        "{}: plan: a partition asked for (first_stage_layers / last_stage_layers, embedding_in_split / "
+        "loss_in_split or pipeline_layout) with --balance auto, which searches the layer partition itself "
+        "(it may leave the first and last virtual stages with the embedding or the loss alone); expected "
+        "those keys left out, with layers that pp x virtual_stages divides (or run without --balance)",
+        even.file)});
   if (!even.plan.stage_layers.empty() || !even.plan.dp_micro_batches.empty())
     throw platforms::InputError({fmt::format(
         "{}: plan.{}: given with --balance auto, which searches the layer partition and the DP micro-batch "

@@ -105,6 +105,17 @@ std::vector<std::string> row_overrides(const ValidationRow& row, int template_gp
                                      fmt::format("plan.global_batch_size={}", row.global_batch)};
   if (row.cp > 0)
     overrides.push_back(fmt::format("plan.context_parallel={}", row.cp));
+  if (row.virtual_stages > 0) {
+    overrides.push_back(row.virtual_stages > 1 ? "plan.schedule=interleaved_1f1b" : "plan.schedule=1f1b");
+    overrides.push_back(fmt::format("plan.virtual_stages={}", row.virtual_stages));
+  }
+  // Megatron-LM turns sequence parallelism off without tensor parallelism
+  // (arguments.py: "Disabling sequence parallelism because tensor model
+  // parallelism is disabled"), and with it the TP overlap, which needs it:
+  // a template's sequence_parallel / tp_comm_overlap do not apply to a row
+  // of tp 1.
+  if (row.tp == 1)
+    overrides.insert(overrides.end(), {"plan.sequence_parallel=false", "plan.tp_comm_overlap=false"});
   return overrides;
 }
 

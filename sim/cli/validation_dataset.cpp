@@ -57,6 +57,7 @@ enum class Column {
   dp,
   pp,
   cp,
+  virtual_stages,
   time,
   mfu,
   set
@@ -76,6 +77,7 @@ const std::map<std::string, Column>& known_columns() {
       {"data parallelism", Column::dp},
       {"pipeline parallelism", Column::pp},
       {"context parallelism", Column::cp},
+      {"virtual stages", Column::virtual_stages},
       {"iteration time (ms)", Column::time},
       {"MFU (%)", Column::mfu},
       {"set", Column::set},
@@ -127,7 +129,7 @@ std::vector<ValidationRow> parse_validation_dataset(const std::string& text, con
       }
       for (const auto& [name, column] : known_columns()) {
         if (column == Column::parameters || column == Column::set || column == Column::cp ||
-            column == Column::mfu)
+            column == Column::virtual_stages || column == Column::mfu)
           continue;
         bool found = false;
         for (const auto& h : header_names)
@@ -221,6 +223,9 @@ std::vector<ValidationRow> parse_validation_dataset(const std::string& text, con
           break;
         case Column::cp:
           row.cp = n;
+          break;
+        case Column::virtual_stages:
+          row.virtual_stages = n;
           break;
         case Column::time:
           row.measured_ms = value;

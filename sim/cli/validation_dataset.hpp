@@ -7,8 +7,9 @@
 // optional `set` column says whether a row calibrated the cost model (`fit`)
 // or only checks it (`check`), and an optional `context parallelism` column
 // (default 1; NeMo's published H100 rows split sequences over 2 GPUs) gives
-// plan.context_parallel, and an optional `MFU (%)` column the measured MFU
-// (`trainsim validate --metric`).
+// plan.context_parallel, an optional `virtual stages` column the model
+// chunks per GPU (>= 2: interleaved_1f1b with that many; 1: 1f1b), and an
+// optional `MFU (%)` column the measured MFU (`trainsim validate --metric`).
 #include <string>
 #include <vector>
 
@@ -28,7 +29,8 @@ struct ValidationRow {
   int tp = 0;
   int dp = 0;
   int pp = 0;
-  int cp = 0;  // 0 when the file has no such column (the template's value stands)
+  int cp = 0;              // 0 when the file has no such column (the template's value stands)
+  int virtual_stages = 0;  // likewise
   double measured_ms = 0;
   double measured_mfu_percent = 0;  // 0 when the file has no `MFU (%)` column
 };

@@ -38,8 +38,21 @@ std::vector<platforms::Problem> resolve_plan(Scenario& scenario) {
                            cluster_size(scenario), cp_names(plan), gpus)}};
     plan.dp = gpus / model_parallel;
   }
+  const auto& split = scenario.layer_split;
+  // A layout says how many chunks each rank holds (Megatron derives its
+  // virtual pipeline size from it).
+  if (plan.virtual_stages == 0 && split.pipeline_layout && plan.pp > 0)
+    if (const int stages = workloads::layout_stage_count(*split.pipeline_layout); stages % plan.pp == 0)
+      plan.virtual_stages = stages / plan.pp;
   if (plan.virtual_stages == 0)
     plan.virtual_stages = workloads::default_virtual_stages(plan.schedule);
+  if (split.given()) {
+    auto [layers, problems] =
+        workloads::split_layers(split, scenario.model.layers, plan.pp, plan.virtual_stages);
+    if (!problems.empty())
+      return problems;
+    plan.stage_layers = std::move(layers);
+  }
   return {};
 }
 

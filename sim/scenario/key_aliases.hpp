@@ -36,6 +36,11 @@ inline const platforms::KeyAliases kPlanKeyAliases{
     {"context_parallel_size", "context_parallel"},
     {"expert_model_parallel_size", "expert_parallel"},
     {"recompute_granularity", "recompute"},
+    {"decoder_first_pipeline_num_layers", "first_stage_layers"},
+    {"decoder_last_pipeline_num_layers", "last_stage_layers"},
+    {"account_for_embedding_in_pipeline_split", "embedding_in_split"},
+    {"account_for_loss_in_pipeline_split", "loss_in_split"},
+    {"pipeline_model_parallel_layout", "pipeline_layout"},
 };
 
 }  // namespace trainsim::scenario

@@ -38,6 +38,10 @@ void read_parallelism_options(platforms::MapReader& p, Scenario& scenario) {
     plan.fp8_recipe = *recipe;
   if (auto gather = p.boolean("fp8_param_gather"))
     plan.fp8_param_gather = *gather;
+  if (auto reshard = p.boolean("reshard_after_forward"))
+    plan.reshard_after_forward = *reshard;
+  if (auto reduce = p.choice<bool>("grad_reduce", {{"per_micro_batch", false}, {"per_step", true}}))
+    plan.grad_reduce_per_step = *reduce;
   if (auto overlap = p.boolean("overlap_grad_reduce"))
     plan.overlap_grad_reduce = *overlap;
   if (auto bucket = p.bytes("grad_bucket_size")) {

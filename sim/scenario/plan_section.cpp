@@ -35,6 +35,10 @@ bool read_plan_section(platforms::MapReader& p, Scenario& scenario) {
     plan.schedule = *s;
   // 0: not given; resolve_plan applies the schedule's default.
   plan.virtual_stages = static_cast<int>(p.integer("virtual_stages", 1, kMaxCount).value_or(0));
+  // Not given: the schedule's default (workloads::resolved_p2p).
+  if (auto mode = p.choice<workloads::P2pMode>(
+          "p2p", {{"sync", workloads::P2pMode::sync}, {"async", workloads::P2pMode::async}}))
+    plan.p2p = *mode;
   // Precision of the DP gradient all-reduce: 16-bit gradients, or fp32 main
   // gradients (Megatron's --accumulate-allreduce-grads-in-fp32).
   if (auto bytes = p.choice<int>("grad_allreduce_dtype", {{"bf16", 2}, {"fp16", 2}, {"fp32", 4}}))
@@ -53,6 +57,26 @@ void read_partition_options(platforms::MapReader& p, Scenario& scenario) {
   auto& plan = scenario.plan;
   if (auto layers = p.integer_list("stage_layers", 0, kMaxCount))
     plan.stage_layers.assign(layers->begin(), layers->end());
+  // Megatron's ways of asking for a partition (workloads/layer_split.hpp),
+  // each an alternative to listing it.
+  auto& split = scenario.layer_split;
+  if (auto first = p.integer("first_stage_layers", 0, kMaxCount))
+    split.first_stage_layers = static_cast<int>(*first);
+  if (auto last = p.integer("last_stage_layers", 0, kMaxCount))
+    split.last_stage_layers = static_cast<int>(*last);
+  if (auto embedding = p.boolean("embedding_in_split"))
+    split.embedding_in_split = *embedding;
+  if (auto loss = p.boolean("loss_in_split"))
+    split.loss_in_split = *loss;
+  if (auto layout = p.text("pipeline_layout"))
+    split.pipeline_layout = *layout;
+  if (p.has("stage_layers") && split.given())
+    for (const char* key : {"first_stage_layers", "last_stage_layers", "embedding_in_split", "loss_in_split",
+                            "pipeline_layout"})
+      if (p.has(key))
+        p.error(key,
+                "given with stage_layers, which lists every stage's layers already; expected one of the "
+                "two");
   if (auto shares = p.integer_list("dp_micro_batches", 0, kMaxCount))
     plan.dp_micro_batches.assign(shares->begin(), shares->end());
 }

@@ -8,6 +8,7 @@
 
 #include "platforms/cluster_spec.hpp"
 #include "sim/scenario/perturbations.hpp"
+#include "workloads/layer_split.hpp"
 #include "workloads/model_spec.hpp"
 #include "workloads/parallel_plan.hpp"
 
@@ -29,6 +30,10 @@ struct Scenario {
   platforms::ClusterSpec cluster;
   workloads::ModelSpec model;
   workloads::ParallelPlan plan;
+  // Megatron's ways of asking for a partition without listing it
+  // (first_stage_layers, embedding_in_split, pipeline_layout, ...):
+  // resolve_plan turns them into plan.stage_layers.
+  workloads::LayerSplitRequest layer_split;
   // Overrides every GPU's matmul efficiency in the cost model when set.
   std::optional<double> compute_efficiency;
   // Slow GPUs, stragglers, link faults, failures (the `perturbations` section).

@@ -225,6 +225,9 @@ struct Tables {
                        {"gpipe", "1f1b", "interleaved_1f1b", "zb_h1", "zb_h2", "zb_v", "bpipe", "dualpipe_v"},
                        "the pipeline schedule"),
                 ranged("virtual_stages", T::integer, 1, kCount, "model chunks per GPU"),
+                choice("p2p", {"sync", "async"},
+                       "pipeline transfers: sync (blocking send / receive pairs, Megatron's 1F1B) or async "
+                       "(isend / irecv posted ahead); default the schedule's"),
                 choice("grad_allreduce_dtype", {"bf16", "fp16", "fp32"},
                        "precision of the DP gradient all-reduce"),
                 choice("recompute", {"none", "selective", "full"}, "activation recomputation"),
@@ -246,9 +249,31 @@ struct Tables {
                 key("fp8_param_gather", T::boolean,
                     "FP8 primary weights: ZeRO / FSDP parameter all-gathers in FP8 (Megatron "
                     "--fp8-param-gather)"),
+                key("reshard_after_forward", T::boolean,
+                    "zero_stage 3: false gathers each layer once per iteration and keeps it until its last "
+                    "backward (FSDP2 reshard_after_forward=False, Llama 3); default true"),
+                choice("grad_reduce", {"per_micro_batch", "per_step"},
+                       "zero_stage 2 / 3: reduce-scatter the gradients after every micro-batch (default) or "
+                       "accumulate them and reduce-scatter once per iteration (Llama 3, PyTorch pipelining)"),
                 key("overlap_grad_reduce", T::boolean, "reduce gradients in buckets during the backward"),
                 key("grad_bucket_size", T::bytes, "with overlap_grad_reduce, e.g. 80MB"),
-                ranged("stage_layers", T::integer_list, 0, kCount, "layers per (virtual) pipeline stage"),
+                ranged("stage_layers", T::integer_list, 0, kCount,
+                       "layers per (virtual) pipeline stage; 0: the embedding or the loss alone"),
+                ranged("first_stage_layers", T::integer, 0, kCount,
+                       "layers of the first pipeline rank, the rest split evenly (Megatron "
+                       "--decoder-first-pipeline-num-layers)"),
+                ranged("last_stage_layers", T::integer, 0, kCount,
+                       "layers of the last pipeline rank, the rest split evenly (Megatron "
+                       "--decoder-last-pipeline-num-layers)"),
+                key("embedding_in_split", T::boolean,
+                    "the embedding counts as a layer in the even split: the first virtual stage holds one "
+                    "layer fewer (Megatron --account-for-embedding-in-pipeline-split)"),
+                key("loss_in_split", T::boolean,
+                    "the output layer and loss count as a layer in the even split: the last virtual stage "
+                    "holds one layer fewer (Megatron --account-for-loss-in-pipeline-split)"),
+                key("pipeline_layout", T::text,
+                    "every virtual stage's layers as Megatron's --pipeline-model-parallel-layout, e.g. "
+                    "\"Et|(tt|)*62,tL\""),
                 ranged("dp_micro_batches", T::integer_list, 0, kCount, "micro-batches per DP replica"),
             }};
 

@@ -411,6 +411,7 @@ PlanSearch prepare_plan_search(const PlanSearchRequest& request) {
     candidate.plan.micro_batch_size = plan.micro_batch_size;
     candidate.plan.schedule = plan.schedule;
     candidate.plan.virtual_stages = plan.virtual_stages;
+    candidate.plan.stage_layers = plan.stage_layers;
     candidate.plan.recompute = plan.recompute;
     candidate.plan.zero_stage = plan.zero_stage;
     candidate.plan.dp_shard = plan.dp_shard;

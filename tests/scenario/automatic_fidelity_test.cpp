@@ -176,7 +176,9 @@ TEST(AutomaticFidelity, ComputesProtocolRingsAloneAndAnswersAsTheDetailedFlows) 
   EXPECT_GT(rings, 0);
 }
 
-// scale-16k's plan on 1,024 H100s with NCCL's protocol costs: each stage's
+// scale-16k's plan on 1,024 H100s with NCCL's protocol costs and
+// asynchronous pipeline sends (plan.p2p: async; 1F1B's blocking default
+// holds the all-reduce until the send has left): each stage's
 // data-parallel all-reduce (8 ranks over 8 nodes) starts while a pipeline
 // send shares its NIC, and its ranks, 8 steps in flight each, overlap their
 // sends in their delays. It runs as flows while the send lasts, then alone
@@ -186,7 +188,7 @@ TEST(AutomaticFidelity, ComputesProtocolRingsAloneAndAnswersAsTheDetailedFlows) 
 TEST(AutomaticFidelity, ProtocolRingsGoAloneOnceTheirSendsOverlapOnlyInTheirDelays) {
   const std::string scenario = "scenarios/scale-16k.yaml";
   const std::vector<std::string> smaller{"cluster.nodes=128", "plan.dp=8", "plan.global_batch_size=64",
-                                         "cluster.collectives.protocol=auto"};
+                                         "cluster.collectives.protocol=auto", "plan.p2p=async"};
   const auto detailed = run_file(scenario, fresh_dir("scale-1k-protocol-detailed"), "detailed", smaller);
   const auto automatic = run_file(scenario, fresh_dir("scale-1k-protocol-default"), "", smaller);
   // hot_rank (links.csv's last column) ranks links of exactly equal
@@ -220,16 +222,17 @@ TEST(AutomaticFidelity, RunsContendedCollectivesAsFlowsAndAnswersAsTheDetailedFl
   EXPECT_GT(by.at("isolated_then_shared"), 0);
 }
 
-// In scale-512 (and in every 1F1B pipeline with data parallelism across
-// nodes) a stage's data-parallel all-reduce starts as its last backward's
-// pipeline send leaves on the same NIC: detailed flows while that send
+// In scale-512 with asynchronous pipeline sends (plan.p2p: async; under
+// 1F1B's blocking default the all-reduce waits for the send) a stage's
+// data-parallel all-reduce starts as its last backward's pipeline send
+// leaves on the same NIC: detailed flows while that send
 // lasts, then computed alone for the rest (`shared_then_isolated`). The
 // answers are the detailed flows' to the last digit: the flows in flight at
 // the switch end as SimGrid flows, and the steps after them are dated as an
 // isolated collective's.
 TEST(AutomaticFidelity, GoesAloneOnceAContendingSendHasLeftItsLinksAndAnswersAsTheDetailedFlows) {
   const std::string scenario = "scenarios/scale-512.yaml";
-  const std::vector<std::string> smaller{"model.layers=16", "plan.global_batch_size=64"};
+  const std::vector<std::string> smaller{"model.layers=16", "plan.global_batch_size=64", "plan.p2p=async"};
   const auto detailed = run_file(scenario, fresh_dir("scale-512-detailed"), "detailed", smaller);
   const auto automatic = run_file(scenario, fresh_dir("scale-512-default"), "", smaller);
   expect_same_answers(detailed, automatic);

@@ -127,14 +127,12 @@ plan:
       std::string::npos)
       << r.err;
 
+  // A stage may hold no layer (it passes activations on; Megatron's layouts
+  // allow it), a replica must run a micro-batch.
   r = run_cli({"run", scenario.string(), "--set", "plan.stage_layers=[12,0,6,6]", "--set",
                "plan.dp_micro_batches=[16,0]"});
   EXPECT_EQ(r.status, 1);
-  EXPECT_NE(
-      r.err.find("plan.stage_layers: [12, 0, 6, 6]: entry 1 (stage 1) is 0; expected every stage to hold at "
-                 "least one layer"),
-      std::string::npos)
-      << r.err;
+  EXPECT_EQ(r.err.find("plan.stage_layers"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("plan.dp_micro_batches: [16, 0]: entry 1 (replica 1) is 0"), std::string::npos)
       << r.err;
 

@@ -152,10 +152,11 @@ TEST(StudyOutputs, ExportToAFullDiskLeavesNoTruncatedTrace) {
   const auto dir = fresh_dir("export-full");
   fs::create_directories(dir / "trace");
   write(dir / "trace" / "notes.txt", "not the export's\n");
-  // Room for the first rank files of quickstart (36 KB) but not for the
-  // larger ones of its later stages (47 KB).
+  // Room for the first rank files of quickstart (38-46 KB since 1F1B's
+  // blocking sends tie each transfer to its receiver's op) but not for the
+  // larger ones of its middle stages (53-67 KB).
   const auto mid = run_cli_limited(
-      file_size_limit_kib(40), {"export", "scenarios/quickstart.yaml", "--chakra", (dir / "trace").string()});
+      file_size_limit_kib(50), {"export", "scenarios/quickstart.yaml", "--chakra", (dir / "trace").string()});
   EXPECT_EQ(mid.status, 1) << mid.err;
   EXPECT_NE(mid.err.find(".et: error while writing: File too large"), std::string::npos) << mid.err;
   EXPECT_NE(mid.err.find("files of quickstart this export had written; nothing of it is left"),

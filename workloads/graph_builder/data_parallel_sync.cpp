@@ -9,7 +9,10 @@
 //   stage 2   as stage 1, but gradients are sharded too, so each micro-batch's
 //             gradients are reduce-scattered after its backward (or weight
 //             gradient) instead of accumulating in a full-size buffer:
-//             m times the reduce-scatter traffic (DeepSpeed's behaviour)
+//             m times the reduce-scatter traffic (DeepSpeed's behaviour);
+//             with plan.grad_reduce_per_step they accumulate unsharded and
+//             are reduce-scattered once, as stage 1's, the full-size buffer
+//             held from the first backward to the reduction's end
 //
 // Without overlap_grad_reduce the reduction is one collective after the
 // GPU's last backward (stage 2: after each). With it, the gradients go in
@@ -37,7 +40,8 @@ void IterationBuilder::add_gradient_sync_and_step(int rank, int tp) {
   const int group = graph_.add_group(members);
   const double g = plan_.grad_bytes;
   const CollectiveOp reduce = plan_.zero_stage == 0 ? CollectiveOp::all_reduce : CollectiveOp::reduce_scatter;
-  const bool sharded_gradients = plan_.zero_stage == 2;
+  const bool sharded_gradients = plan_.zero_stage == 2 && !plan_.grad_reduce_per_step;
+  const bool accumulated_shards = plan_.zero_stage == 2 && plan_.grad_reduce_per_step;
 
   TaskId chain = kNone;
   auto add_reduction = [&](double bytes, int micro_batch, int chunk, int layer,
@@ -101,6 +105,26 @@ void IterationBuilder::add_gradient_sync_and_step(int rank, int tp) {
     add_reduction(g * parameters, -1, 0, -1, after);
   }
 
+  if (accumulated_shards) {
+    // The accumulation buffer of each chunk, from its first gradient op to
+    // the end of the reduction.
+    const auto& list = schedule(0).per_rank[static_cast<std::size_t>(rank)];
+    std::vector<bool> seen(static_cast<std::size_t>(plan_.virtual_stages), false);
+    for (std::size_t k = 0; k < list.size(); ++k) {
+      const auto c = static_cast<std::size_t>(list[k].chunk);
+      if (!produces_gradients(list[k].kind) || seen[c])
+        continue;
+      seen[c] = true;
+      double chunk_parameters = 0;
+      for (const Piece& piece : ops_[idx(members.front())][k].pieces)
+        chunk_parameters += piece.parameters;
+      for (int gpu : members) {
+        graph_.add_memory(ops_[idx(gpu)][k].pieces.front().first, gpu, MemoryEvent::At::start,
+                          MemoryKind::buffers, g * chunk_parameters);
+        graph_.add_memory(chain, gpu, MemoryEvent::At::end, MemoryKind::buffers, -g * chunk_parameters);
+      }
+    }
+  }
   const std::vector<TaskId> steps =
       add_optimizer_steps(rank, members, plan_.zero_stage >= 1 ? parameters / d : parameters, chain);
   if (plan_.zero_stage >= 1) {

@@ -35,7 +35,17 @@
 // Hybrid sharding (plan.dp_shard): all of the above per shard group of
 // dp_shard consecutive data-parallel GPUs, plus the all-reduces across the
 // groups (add_hybrid_all_reduces).
+//
+// Gathered once, reduced once (Llama 3's FSDP, PyTorch's pipelining
+// schedules): plan.reshard_after_forward = false gathers each unit before
+// its first forward of the iteration only and keeps it until its last
+// backward (no gather before the backward, none for the next micro-batch);
+// plan.grad_reduce_per_step accumulates each unit's gradients unsharded
+// (grad_bytes per element, 4 for FP32 accumulation) over the micro-batches
+// and reduce-scatters them once, after the unit's last backward. Volume per
+// iteration then 2P + g P instead of m (4P + g P).
 #include <algorithm>
+#include <map>
 
 #include "workloads/expert_parallel.hpp"
 #include "workloads/graph_builder/iteration_builder.hpp"
@@ -76,6 +86,32 @@ void IterationBuilder::add_fsdp_sync_and_step(int rank, int tp) {
 
   // Replicas run the same list: FSDP requires even micro-batch shares.
   const auto& list = schedule(0).per_rank[static_cast<std::size_t>(rank)];
+  // Per unit (chunk, model layer; -1 for a chunk's only piece): the first
+  // and last (op, piece) that need its weights and that produce its
+  // gradients, for the once-per-iteration gather and reduce-scatter.
+  struct UnitUse {
+    std::pair<std::size_t, std::size_t> first_weights{kNone, 0}, last_weights{kNone, 0};
+    std::pair<std::size_t, std::size_t> first_gradients{kNone, 0}, last_gradients{kNone, 0};
+  };
+  std::map<std::pair<int, int>, UnitUse> units;
+  for (std::size_t k = 0; k < list.size(); ++k) {
+    const auto& pieces = ops_[idx(all.front())][k].pieces;
+    for (std::size_t p = 0; p < pieces.size(); ++p) {
+      UnitUse& use = units[{list[k].chunk, pieces[p].layer}];
+      if (needs_weights(list[k].kind)) {
+        if (use.first_weights.first == kNone)
+          use.first_weights = {k, p};
+        use.last_weights = {k, p};
+      }
+      if (produces_gradients(list[k].kind)) {
+        if (use.first_gradients.first == kNone)
+          use.first_gradients = {k, p};
+        use.last_gradients = {k, p};
+      }
+    }
+  }
+  const bool keep_gathered = !plan_.reshard_after_forward;
+  const bool reduce_once = plan_.grad_reduce_per_step;
   // The reduce-scatter of every unit, per shard group, in unit order.
   std::vector<std::vector<TaskId>> reduces(replicas);
   for (std::size_t r = 0; r < replicas; ++r) {
@@ -91,7 +127,37 @@ void IterationBuilder::add_fsdp_sync_and_step(int rank, int tp) {
       for (std::size_t p = 0; p < pieces.size(); ++p) {
         const double parameters = pieces[p].parameters;
         const CollectiveAt at{.chunk = op.chunk, .micro_batch = op.micro_batch, .layer = pieces[p].layer};
-        if (needs_weights(op.kind)) {
+        const UnitUse& use = units.at({op.chunk, pieces[p].layer});
+        const std::pair<std::size_t, std::size_t> here{k, p};
+        if (keep_gathered && needs_weights(op.kind) && here == use.first_weights) {
+          // Gathered once, freed after the unit's last op that needs it.
+          const TaskId id = graph_.add(collective_task(CommKind::dp, CollectiveOp::all_gather, group, rank,
+                                                       gather_wire_bytes(pieces[p]), at));
+          if (previous_gather != kNone)
+            graph_.depend(previous_gather, id);
+          if (gathered.size() >= 2) {
+            const auto [k2, p2] = gathered[gathered.size() - 2];
+            for (int gpu : members)
+              graph_.depend(ops_[idx(gpu)][k2].pieces[p2].last, id);
+          }
+          for (int gpu : members) {
+            const Piece& piece = ops_[idx(gpu)][k].pieces[p];
+            if (framework == Framework::pytorch_fsdp2)
+              add_kernel(piece.first, gpu, 2 * memory_.gathered_bytes(parameters));
+            graph_.depend(id, piece.first);
+            if (piece.exchange != kNone)
+              graph_.depend(id, piece.exchange);
+            graph_.add_memory(id, gpu, At::start, MemoryKind::buffers, memory_.gathered_bytes(parameters));
+            const auto [kl, pl] = use.last_weights;
+            graph_.add_memory(ops_[idx(gpu)][kl].pieces[pl].last, gpu, At::end, MemoryKind::buffers,
+                              -memory_.gathered_bytes(parameters));
+          }
+          gathered.emplace_back(k, p);
+          previous_gather = id;
+        } else if (keep_gathered) {
+          // Still gathered (its first use, earlier in the GPU's list, waited
+          // for the gather).
+        } else if (needs_weights(op.kind)) {
           const TaskId id = graph_.add(collective_task(CommKind::dp, CollectiveOp::all_gather, group, rank,
                                                        gather_wire_bytes(pieces[p]), at));
           if (previous_gather != kNone)
@@ -115,7 +181,11 @@ void IterationBuilder::add_fsdp_sync_and_step(int rank, int tp) {
           gathered.emplace_back(k, p);
           previous_gather = id;
         }
-        if (produces_gradients(op.kind)) {
+        if (reduce_once && produces_gradients(op.kind) && here == use.first_gradients)
+          for (int gpu : members)
+            graph_.add_memory(ops_[idx(gpu)][k].pieces[p].first, gpu, At::start, MemoryKind::buffers,
+                              g * parameters);
+        if (produces_gradients(op.kind) && (!reduce_once || here == use.last_gradients)) {
           const TaskId id = graph_.add(
               collective_task(CommKind::dp, CollectiveOp::reduce_scatter, group, rank, g * parameters, at));
           if (!reduces[r].empty())
@@ -125,7 +195,8 @@ void IterationBuilder::add_fsdp_sync_and_step(int rank, int tp) {
             if (framework == Framework::pytorch_fsdp2 || (framework == Framework::pytorch_fsdp && g > 2))
               add_kernel(piece.last, gpu, (2 + g) * parameters);
             graph_.depend(piece.last, id);
-            graph_.add_memory(piece.first, gpu, At::start, MemoryKind::buffers, g * parameters);
+            if (!reduce_once)
+              graph_.add_memory(piece.first, gpu, At::start, MemoryKind::buffers, g * parameters);
             graph_.add_memory(id, gpu, At::end, MemoryKind::buffers, -g * parameters);
           }
           reduces[r].push_back(id);

@@ -197,7 +197,7 @@ void IterationBuilder::add_op(int dp, int rank, std::size_t op_index, const std:
     for (int tp = 0; tp < plan_.tp; ++tp)
       gpus.push_back(plan_.gpu_of(rank, dp, tp, cp));
   std::vector<BuiltOp> built = add_pieces(op, rank, vs, slice, specs, gpus, tp_groups, cp_groups);
-  if (!overlaps_tp_comm(op.kind))
+  if (!overlaps_tp_comm(op.kind, slice))
     add_tp_collectives(op, rank, slice, tp_groups, built);
   record_op(op, vs, gpus, built);
 }
@@ -208,7 +208,9 @@ std::vector<IterationBuilder::PieceSpec> IterationBuilder::piece_specs(const Pip
   // One piece per layer (a backward walks them last to first, the embedding
   // rides with the first layer and the logits with the last), or the whole op.
   std::vector<PieceSpec> specs;
-  if (!per_layer)
+  // A chunk of no transformer layer (the embedding or the loss alone) is one
+  // piece too.
+  if (!per_layer || slice.layers == 0)
     return {{slice, -1, slice_parameters_per_gpu(model_, plan_, slice)}};
   const int first_layer = plan_.first_layer_of(vs, model_.layers);
   for (int l = 0; l < slice.layers; ++l) {
@@ -258,7 +260,7 @@ std::vector<BuiltOp> IterationBuilder::add_pieces(const PipeOp& op, int rank, in
                                                   const std::vector<int>& tp_groups,
                                                   const std::vector<int>& cp_groups) {
   const int passes = plan_.cp > 1 ? cp_exchange_passes(plan_, op.kind) : 0;
-  const bool overlap = overlaps_tp_comm(op.kind);
+  const bool overlap = overlaps_tp_comm(op.kind, slice);
   std::vector<std::vector<OpCost>> costs;
   for (int gpu : gpus)
     costs.push_back(piece_costs(op.kind, slice, specs, cluster_.gpu_of(gpu)));
@@ -389,8 +391,8 @@ double IterationBuilder::tp_pass_bytes(CollectiveOp pass) const {
          tp_collective_byte_factor(plan_, pass == CollectiveOp::all_gather);
 }
 
-bool IterationBuilder::overlaps_tp_comm(PipeOpKind kind) const {
-  return plan_.tp_comm_overlap && plan_.tp > 1 && tp_allreduces(plan_, kind, 1) > 0;
+bool IterationBuilder::overlaps_tp_comm(PipeOpKind kind, const StageSlice& slice) const {
+  return plan_.tp_comm_overlap && plan_.tp > 1 && tp_allreduces(plan_, kind, slice.layers) > 0;
 }
 
 // Transformer Engine's userbuffers (plan.tp_comm_overlap) split each GEMM
@@ -520,9 +522,13 @@ void IterationBuilder::gate(TaskId input, int gpu, std::size_t op_index) {
 // Activations flow up the virtual stages, gradients back down; each TP
 // rank sends its share to the same TP rank of the GPU holding the next
 // virtual stage. Consecutive virtual stages on one rank (the turn of a V)
-// hand over in memory: a dependency, no transfer.
+// hand over in memory: a dependency, no transfer. Under plan.p2p: sync
+// (Megatron's blocking batched send / receive) each transfer also waits for
+// its receiver to post the receive, which it does once the op before the
+// consumer is done, and the sender's next op waits for the transfer.
 void IterationBuilder::add_pipeline_sends(int dp, int cp) {
   const double bytes = pipeline_message_bytes(model_, plan_);
+  const bool sync = resolved_p2p(plan_) == P2pMode::sync;
   const PipelineSchedule& sched = schedule(dp);
   const int m = plan_.micro_batches_of(dp);
   const int stages = sched.virtual_stages();
@@ -546,20 +552,25 @@ void IterationBuilder::add_pipeline_sends(int dp, int cp) {
         struct Hop {
           int from, to, stage, chunk;
           TransferKind transfer;
-          TaskId after;
-          std::size_t consumer;
+          std::size_t producer, consumer;
         };
-        for (const Hop& h : {Hop{g0, g1, r0, c0, TransferKind::activation, f_out, f1},
-                             Hop{g1, g0, r1, c1, TransferKind::gradient, b_out, b0}})
-          gate(add_send({.from = h.from,
-                         .to = h.to,
-                         .stage = h.stage,
-                         .chunk = h.chunk,
-                         .mb = mb,
-                         .bytes = bytes,
-                         .transfer = h.transfer},
-                        {h.after}),
-               h.to, h.consumer);
+        for (const Hop& h : {Hop{g0, g1, r0, c0, TransferKind::activation, f0, f1},
+                             Hop{g1, g0, r1, c1, TransferKind::gradient, b1, b0}}) {
+          std::vector<TaskId> after{ops_[idx(h.from)][h.producer].done};
+          if (sync && h.consumer > 0)
+            after.push_back(ops_[idx(h.to)][h.consumer - 1].done);
+          const TaskId send = add_send({.from = h.from,
+                                        .to = h.to,
+                                        .stage = h.stage,
+                                        .chunk = h.chunk,
+                                        .mb = mb,
+                                        .bytes = bytes,
+                                        .transfer = h.transfer},
+                                       after);
+          gate(send, h.to, h.consumer);
+          if (sync)
+            hold_sender(send, h.from, h.producer);
+        }
       }
     }
     // The last virtual stage turns the forward around: its backward starts
@@ -618,6 +629,16 @@ void IterationBuilder::add_evictions(int dp, int cp) {
       graph_.add_memory(reload, acceptor, At::end, MemoryKind::activations, -bytes);
     }
   }
+}
+
+// plan.p2p: sync: the sender's compute stream waits for its send before
+// the op after the producer (or, after its last op, before whatever the GPU
+// does next: the gradient synchronisation, the optimizer step).
+void IterationBuilder::hold_sender(TaskId send, int gpu, std::size_t producer) {
+  if (producer + 1 < ops_[idx(gpu)].size())
+    gate(send, gpu, producer + 1);
+  else
+    last_[idx(gpu)] = send;
 }
 
 TaskId IterationBuilder::add_send(const Transfer& t, const std::vector<TaskId>& after) {

@@ -120,8 +120,9 @@ class IterationBuilder {
   std::vector<BuiltOp> add_pieces(const PipeOp& op, int rank, int vs, const StageSlice& slice,
                                   const std::vector<PieceSpec>& specs, const std::vector<int>& gpus,
                                   const std::vector<int>& tp_groups, const std::vector<int>& cp_groups);
-  // plan.tp_comm_overlap (Transformer Engine's userbuffers) for ops of this kind.
-  bool overlaps_tp_comm(PipeOpKind kind) const;
+  // plan.tp_comm_overlap (Transformer Engine's userbuffers) for ops of this
+  // kind on this slice (a chunk of no layer has no TP collective to overlap).
+  bool overlaps_tp_comm(PipeOpKind kind, const StageSlice& slice) const;
   // Bytes of one TP collective pass (FP8 halves the all-gathers,
   // workloads/precision.hpp).
   double tp_pass_bytes(CollectiveOp pass) const;
@@ -146,6 +147,7 @@ class IterationBuilder {
     TransferKind transfer = TransferKind::none;
   };
   TaskId add_send(const Transfer& t, const std::vector<TaskId>& after);
+  void hold_sender(TaskId send, int gpu, std::size_t producer);
 
   // data_parallel_sync.cpp (ZeRO 0-2) and fsdp.cpp (ZeRO 3): gradient
   // synchronisation of the GPUs holding (rank, tp rank), then the optimizer.

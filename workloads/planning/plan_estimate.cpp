@@ -180,9 +180,15 @@ PlanEstimate estimate_plan(const ModelSpec& model, const ParallelPlan& plan,
           scatter += collective_s(cluster, CollectiveOp::all_reduce, g * unit / static_cast<double>(shard),
                                   replica_group);
         const double layers = slice.layers;
-        fsdp_f = layers * std::max(0.0, gather - f / layers);
-        fsdp_b = layers * std::max(0.0, gather + scatter - (bi + w) / layers);
-        rc.fsdp_comm_s += layers * (2 * gather + scatter);
+        // Gathered once and reduced once per iteration (reshard_after_forward
+        // false, grad_reduce per_step): the first micro-batch's gathers and
+        // the last one's reduce-scatters, spread over the m micro-batches.
+        const double forward_gather = plan.reshard_after_forward ? gather : gather / m;
+        const double backward_gather = plan.reshard_after_forward ? gather : 0.0;
+        const double backward_scatter = plan.grad_reduce_per_step ? scatter / m : scatter;
+        fsdp_f = layers * std::max(0.0, forward_gather - f / layers);
+        fsdp_b = layers * std::max(0.0, backward_gather + backward_scatter - (bi + w) / layers);
+        rc.fsdp_comm_s += layers * (forward_gather + backward_gather + backward_scatter);
       }
       rc.compute_s += f + bi + w;
       rc.tp_s += tp_f + tp_b;
@@ -289,6 +295,16 @@ PlanEstimate estimate_plan(const ModelSpec& model, const ParallelPlan& plan,
       }
       case 2: {
         const double scatter = collective_s(cluster, CollectiveOp::reduce_scatter, reduce_op_bytes, group);
+        if (plan.grad_reduce_per_step) {
+          // Once, as ZeRO-1's.
+          busy = scatter + collective_s(cluster, CollectiveOp::all_gather, gather_bytes, group);
+          exposed = busy;
+          if (plan.overlap_grad_reduce) {
+            const double buckets = std::max(1.0, reduce_op_bytes / plan.grad_bucket_size_bytes());
+            exposed = std::max(scatter / buckets, scatter - rc.backward_s) + (busy - scatter);
+          }
+          break;
+        }
         const double gather = collective_s(cluster, CollectiveOp::all_gather, gather_bytes, group);
         busy = m * scatter + gather;
         exposed = scatter + gather + std::max(0.0, (m - 1) * (scatter - rc.forward_s - rc.backward_s));

@@ -1,10 +1,13 @@
 #include "workloads/planning/plan_space.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
+#include <optional>
 #include <stdexcept>
 
+#include "workloads/layer_split.hpp"
 #include "workloads/schedule.hpp"
 
 namespace trainsim::workloads {
@@ -41,6 +44,28 @@ std::vector<int> shards_of(int zero, int positions, const std::vector<int>& valu
   return out;
 }
 
+// The layers of each virtual stage a candidate runs: the even split (empty)
+// when pp x v divides the layers, else Megatron's split counting the
+// embedding and the loss as one layer each (--account-for-embedding-in-
+// pipeline-split, --account-for-loss-in-pipeline-split; Llama 3's layout),
+// or one of them. Nothing when none divides.
+std::optional<std::vector<int>> layers_of_candidate(int layers, int pp, int v) {
+  if (layers % (pp * v) == 0)
+    return std::vector<int>{};
+  if (pp * v < 2)
+    return std::nullopt;
+  for (const auto& [embedding, loss] :
+       {std::pair{true, true}, std::pair{false, true}, std::pair{true, false}}) {
+    LayerSplitRequest request;
+    request.embedding_in_split = embedding;
+    request.loss_in_split = loss;
+    const LayerSplit split = split_layers(request, layers, pp, v);
+    if (split.problems.empty() && !split.stage_layers.empty())
+      return split.stage_layers;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::string_view to_string(PruneReason reason) {
@@ -66,11 +91,11 @@ std::string_view describe(PruneReason reason) {
     case PruneReason::tp_does_not_divide_heads:
       return "tp does not divide the attention heads";
     case PruneReason::pp_does_not_divide_layers:
-      return "pp does not divide the layers";
+      return "pp x v does not divide the layers (nor with the embedding and the loss counted as layers)";
     case PruneReason::batch_does_not_divide:
       return "micro-batch x dp does not divide the global batch";
     case PruneReason::schedule_rule:
-      return "the schedule's rule fails (interleaving: m a multiple of pp, layers divisible by pp x v)";
+      return "the schedule's rule fails (interleaving: m a multiple of pp; DualPipe-V: m >= 2 pp)";
     case PruneReason::invalid_plan:
       return "another plan rule of the scenario loader fails";
     case PruneReason::does_not_fit_in_memory:
@@ -149,9 +174,12 @@ PlanSpace enumerate_plans(const ModelSpec& model, const PlanSpaceOptions& option
                     plan.recompute = recompute;
                     plan.zero_stage = zero;
                     plan.sequence_parallel = sp;
+                    const auto stage_layers = layers_of_candidate(model.layers, pp, v);
+                    if (stage_layers)
+                      plan.stage_layers = *stage_layers;
                     if (model.heads % tp != 0) {
                       prune(PruneReason::tp_does_not_divide_heads);
-                    } else if (model.layers % pp != 0) {
+                    } else if (!stage_layers) {
                       prune(PruneReason::pp_does_not_divide_layers);
                     } else if (options.global_batch_size % (mb * dp) != 0) {
                       prune(PruneReason::batch_does_not_divide);
@@ -174,9 +202,10 @@ PlanSpace enumerate_plans(const ModelSpec& model, const PlanSpaceOptions& option
 
 std::string plan_key(const ParallelPlan& plan) {
   return fmt::format(
-      "tp{}-pp{}-dp{}-cp{}-v{}-mb{}-{}-{}-z{}{}{}", plan.tp, plan.pp, plan.dp, plan.cp, plan.virtual_stages,
+      "tp{}-pp{}-dp{}-cp{}-v{}-mb{}-{}-{}-z{}{}{}{}", plan.tp, plan.pp, plan.dp, plan.cp, plan.virtual_stages,
       plan.micro_batch_size, to_string(plan.schedule), to_string(plan.recompute), plan.zero_stage,
-      plan.hybrid_sharded() ? fmt::format("-s{}", plan.dp_shard) : "", plan.sequence_parallel ? "-sp" : "");
+      plan.hybrid_sharded() ? fmt::format("-s{}", plan.dp_shard) : "", plan.sequence_parallel ? "-sp" : "",
+      plan.stage_layers.empty() ? "" : fmt::format("-l{}", split_text(plan.stage_layers, "_")));
 }
 
 std::string plan_label(const ParallelPlan& plan) {
@@ -194,7 +223,16 @@ std::string plan_label(const ParallelPlan& plan) {
     text += fmt::format(" shard{}", plan.dp_shard);
   if (plan.sequence_parallel)
     text += " sp";
+  if (!plan.stage_layers.empty())
+    text += " layers " + split_text(plan.stage_layers, "|");
   return text;
+}
+
+std::string split_text(const std::vector<int>& stage_layers, std::string_view separator) {
+  // First, second and last stage: the ends are where uneven splits differ.
+  if (stage_layers.size() <= 3)
+    return fmt::format("{}", fmt::join(stage_layers, separator));
+  return fmt::format("{}{}{}..{}", stage_layers.front(), separator, stage_layers[1], stage_layers.back());
 }
 
 }  // namespace trainsim::workloads

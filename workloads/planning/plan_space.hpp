@@ -79,12 +79,17 @@ struct PlanSpace {
 PlanSpace enumerate_plans(const ModelSpec& model, const PlanSpaceOptions& options);
 
 // A plan's identity, e.g. "tp2-pp4-dp8-cp1-v1-mb2-1f1b-selective-z1-sp"
-// ("-s8" after z3 under hybrid sharding): the key ties in the ranking are
+// ("-s8" after z3 under hybrid sharding, "-l0_2..1" with an uneven split): the key ties in the ranking are
 // broken by, the name of its folder.
 std::string plan_key(const ParallelPlan& plan);
 // Human text: "tp2 pp4 dp8 mb2 1f1b rc=selective zero1 sp" ("zero3 shard8"
 // under hybrid sharding; defaults left out: cp 1, v 1, recompute none, zero
 // 0, no sp).
 std::string plan_label(const ParallelPlan& plan);
+// An uneven partition (a candidate whose layers pp x v does not divide runs
+// Megatron's split counting the embedding and the loss as layers) in a key
+// ("-l0_2..1") or a label ("layers 0|2..|1"): the first, second and last
+// virtual stages' layers.
+std::string split_text(const std::vector<int>& stage_layers, std::string_view separator);
 
 }  // namespace trainsim::workloads

@@ -27,7 +27,7 @@ constexpr double kStrictGain = 1e-9;
 // NVLink (A100 against H100) makes a stage slower.
 double tp_communication_s(const ModelSpec& model, const ParallelPlan& plan,
                           const platforms::ClusterSpec& cluster, int gpu, int layers) {
-  if (plan.tp <= 1)
+  if (plan.tp <= 1 || layers == 0)
     return 0;
   const auto& group = cluster.group_of(gpu);
   const auto& link = plan.tp <= group.gpus_per_domain() ? group.nvlink : group.nic;
@@ -64,13 +64,13 @@ class StageCosts {
       for (int vs = 0; vs < stages_; ++vs) {
         auto& row = times_[index(vs, d)];
         const int rank = layout_.rank_of(vs);
-        for (int l = 1; l <= layers_; ++l) {
+        for (int l = min_layers(vs); l <= layers_; ++l) {
           const StageSlice slice{.layers = l, .embedding = vs == 0, .logits = vs == stages_ - 1};
           double slowest = 0;
           for (int cp = 0; cp < plan.cp; ++cp)
             for (int tp = 0; tp < plan.tp; ++tp) {
               const auto& gpu = cluster.gpu_of(plan.gpu_of(rank, d, tp, cp));
-              if (l == 1)
+              if (l == min_layers(vs))
                 signature.push_back(gpu.name);
               const auto key = std::make_tuple(gpu.name, slice.embedding, slice.logits, l);
               auto it = cache.find(key);
@@ -88,6 +88,10 @@ class StageCosts {
   }
 
   double t(int vs, int d, int layers) const { return times_[index(vs, d)][static_cast<std::size_t>(layers)]; }
+  // The fewest layers virtual stage vs may hold: 0 for the first and the
+  // last, which hold the embedding / the output layer and loss (Llama 3's
+  // and Megatron's layouts), 1 for the others.
+  int min_layers(int vs) const { return stages_ > 1 && (vs == 0 || vs == stages_ - 1) ? 0 : 1; }
   int stages() const { return stages_; }
   int layers() const { return layers_; }
   const ParallelPlan& plan() const { return plan_; }
@@ -144,10 +148,16 @@ std::vector<int> best_partition(const StageCosts& costs, const std::vector<int>&
     const auto rows = static_cast<std::size_t>(stages + 1), cols = static_cast<std::size_t>(layers + 1);
     std::vector<std::vector<double>> best(rows, std::vector<double>(cols, kInfinity));
     std::vector<std::vector<int>> choice(rows, std::vector<int>(cols, 0));
+    // least[s]: the fewest layers the first s stages may hold.
+    std::vector<int> least(static_cast<std::size_t>(stages + 1), 0);
+    for (int s = 1; s <= stages; ++s)
+      least[static_cast<std::size_t>(s)] = least[static_cast<std::size_t>(s - 1)] + costs.min_layers(s - 1);
+    const int all_least = least[static_cast<std::size_t>(stages)];
     best[0][0] = 0;
     for (int s = 1; s <= stages; ++s)
-      for (int n = s; n <= layers - (stages - s); ++n)
-        for (int l = 1; l <= n - (s - 1); ++l) {
+      for (int n = least[static_cast<std::size_t>(s)];
+           n <= layers - (all_least - least[static_cast<std::size_t>(s)]); ++n)
+        for (int l = costs.min_layers(s - 1); l <= n - least[static_cast<std::size_t>(s - 1)]; ++l) {
           const double previous = best[static_cast<std::size_t>(s - 1)][static_cast<std::size_t>(n - l)];
           if (previous == kInfinity)
             continue;

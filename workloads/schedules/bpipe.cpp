@@ -84,6 +84,8 @@ ScheduleTraits bpipe_traits() {
           .evicts_activations = true,
           .searched_by_default = true,
           .balances_measured_costs = false,
+          .p2p = P2pMode::sync,
+          .sync_p2p = true,
           .make = [](int ranks, int micro_batches, const ScheduleOptions&) {
             return make_bpipe(ranks, micro_batches);
           }};

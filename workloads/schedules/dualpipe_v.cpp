@@ -122,6 +122,8 @@ ScheduleTraits dualpipe_v_traits() {
           .evicts_activations = false,
           .searched_by_default = false,
           .balances_measured_costs = false,
+          .p2p = P2pMode::async,
+          .sync_p2p = false,
           .make = [](int ranks, int micro_batches, const ScheduleOptions&) {
             return make_dualpipe_v(ranks, micro_batches);
           }};

@@ -28,6 +28,8 @@ ScheduleTraits gpipe_traits() {
           .evicts_activations = false,
           .searched_by_default = false,
           .balances_measured_costs = false,
+          .p2p = P2pMode::async,
+          .sync_p2p = true,
           .make = [](int ranks, int micro_batches, const ScheduleOptions&) {
             return make_gpipe(ranks, micro_batches);
           }};

@@ -99,6 +99,8 @@ ScheduleTraits interleaved_one_f_one_b_traits() {
           .evicts_activations = false,
           .searched_by_default = true,
           .balances_measured_costs = false,
+          .p2p = P2pMode::async,
+          .sync_p2p = false,
           .make = [](int ranks, int micro_batches, const ScheduleOptions& options) {
             return make_interleaved_one_f_one_b(ranks, micro_batches, options.virtual_stages,
                                                 options.microbatch_group);

@@ -39,6 +39,8 @@ ScheduleTraits one_f_one_b_traits() {
           .evicts_activations = false,
           .searched_by_default = true,
           .balances_measured_costs = false,
+          .p2p = P2pMode::sync,
+          .sync_p2p = true,
           .make = [](int ranks, int micro_batches, const ScheduleOptions&) {
             return make_one_f_one_b(ranks, micro_batches);
           }};

@@ -82,6 +82,8 @@ ScheduleTraits zb_h1_traits() {
           .evicts_activations = false,
           .searched_by_default = true,
           .balances_measured_costs = false,
+          .p2p = P2pMode::async,
+          .sync_p2p = true,
           .make = [](int ranks, int micro_batches, const ScheduleOptions&) {
             return make_zb_h1(ranks, micro_batches);
           }};

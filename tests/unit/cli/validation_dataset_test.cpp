@@ -97,6 +97,22 @@ TEST(ValidationDataset, AnMfuColumnIsAPercentageAndZeroWhenAbsent) {
       << p[0];
 }
 
+// Megatron-LM's weak-scaling table leaves the virtual pipeline size unstated:
+// an optional column carries the one assumed per row.
+TEST(ValidationDataset, AVirtualStagesColumnIsAWholeNumberAndZeroWhenAbsent) {
+  const std::string header =
+      "# GPUs,global batch,micro batch,hidden size,attention heads,# layers,sequence length,"
+      "tensor parallelism,data parallelism,pipeline parallelism,virtual stages,iteration time (ms)\n";
+  const auto rows =
+      parse_validation_dataset(header + "768,384,1,8192,64,84,4096,8,48,2,42,2177.0\n", "d.csv");
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].virtual_stages, 42);
+  EXPECT_EQ(parse_validation_dataset(kMulti, "d.csv")[0].virtual_stages, 0);
+  const auto p = problems(header + "768,384,1,8192,64,84,4096,8,48,2,4.5,2177.0\n");
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_NE(p[0].find("d.csv:2: virtual stages: '4.5' is not a whole number"), std::string::npos) << p[0];
+}
+
 TEST(ValidationDataset, CountsBeyondAnIntAndInfiniteTimesAreRefusedNotConverted) {
   // Found by the fuzz campaign: 1e124 GPUs passed as a whole number and
   // overflowed its conversion to int (undefined behaviour).

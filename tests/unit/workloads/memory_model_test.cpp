@@ -238,3 +238,34 @@ TEST(MemoryModel, FsdpPeakAddsTwoGatheredUnits) {
 
 }  // namespace
 }  // namespace trainsim::workloads
+
+namespace trainsim::workloads {
+namespace {
+
+// A virtual stage of no transformer layer holds the embedding (first) or the
+// output layer and loss (last): their weights, gradients, optimizer state
+// and stored activations (a probe once read 0.03 GiB for the first stage of
+// stage_layers [0, 8, 8, 8], the embedding's state left out).
+TEST(MemoryModel, AStageOfNoLayerHoldsTheEmbeddingOrTheLossAndItsState) {
+  const ModelSpec model = *find_model_preset("gpt3-1.3b");
+  ParallelPlan plan{.dp = 1, .pp = 4, .micro_batch_size = 1, .global_batch_size = 8};
+  plan.stage_layers = {0, 8, 8, 8};
+  const GpuMemoryModel first(model, plan);
+  EXPECT_EQ(first.pieces(0), 1);
+  EXPECT_DOUBLE_EQ(first.parameters(0), model.embedding_parameters());
+  EXPECT_DOUBLE_EQ(first.resident(0).total(), 16 * model.embedding_parameters());
+  EXPECT_DOUBLE_EQ(first.stored_activations(0), embedding_activation_bytes(model, plan));
+  const auto estimate = estimate_memory(model, plan, make_one_f_one_b(4, 8));
+  EXPECT_GE(estimate.stages[0].peak_bytes,
+            16 * model.embedding_parameters() + 4 * embedding_activation_bytes(model, plan));
+  EXPECT_GT(estimate.stages[0].peak_bytes, 1.5 * (1 << 30));
+
+  plan.stage_layers = {8, 8, 8, 0};
+  const GpuMemoryModel last(model, plan);
+  EXPECT_DOUBLE_EQ(last.parameters(3), last.piece_parameters(3, 0));
+  EXPECT_GE(last.parameters(3), model.logits_parameters());
+  EXPECT_DOUBLE_EQ(last.stored_activations(3), logits_activation_bytes(model, plan));
+}
+
+}  // namespace
+}  // namespace trainsim::workloads

@@ -37,7 +37,7 @@ void expect_one(const std::vector<std::string>& p, const std::string& where, con
 }
 
 TEST(ClusterConfig, EveryShippedPresetLoads) {
-  ASSERT_EQ(platforms::cluster_presets().size(), 8u);
+  ASSERT_EQ(platforms::cluster_presets().size(), 9u);
   for (const auto& preset : platforms::cluster_presets()) {
     SCOPED_TRACE(std::string(preset.name));
     const auto c = scenario::load_cluster(std::string(preset.name));
@@ -76,6 +76,24 @@ TEST(ClusterConfig, PresetsDescribeTheirHardware) {
   EXPECT_EQ(mixed.gpu_of(0).name, "A100-SXM-80GB");
   EXPECT_EQ(mixed.gpu_of(128).name, "H100-SXM");
   EXPECT_EQ(mixed.gpu_count(), 256);
+}
+
+// Meta's Llama 3 RoCE cluster (Llama 3 paper, section 3.3.1): racks of 2
+// servers of 8 H100 under one ToR, 192 racks per 3,072-GPU pod at full
+// bisection, 1:7 into the aggregation layer, 400 Gb/s per GPU.
+TEST(ClusterConfig, Llama3RocePresetIsMetasThreeTierClos) {
+  const auto llama = scenario::load_cluster("llama3-h100-roce");
+  EXPECT_EQ(llama.groups[0].gpu.name, "H100-SXM");
+  EXPECT_EQ(llama.groups[0].gpus_per_node, 8);
+  EXPECT_EQ(llama.groups[0].nics_per_node, 8);
+  EXPECT_DOUBLE_EQ(llama.groups[0].nic.bandwidth_Bps, 400e9 / 8);
+  EXPECT_EQ(llama.fabric.topology, FabricTopology::fat_tree);
+  EXPECT_EQ(llama.fabric.technology, FabricTechnology::roce);
+  EXPECT_EQ(llama.fabric.levels, 3);
+  EXPECT_EQ(llama.fabric.nodes_per_leaf * llama.groups[0].gpus_per_node, 16);
+  EXPECT_EQ(llama.fabric.nodes_per_leaf * llama.fabric.leaves_per_pod * llama.groups[0].gpus_per_node, 3072);
+  EXPECT_DOUBLE_EQ(llama.fabric.oversubscription, 1.0);
+  EXPECT_DOUBLE_EQ(llama.fabric.pod_oversubscription, 7.0);
 }
 
 TEST(ClusterConfig, BlackwellPresetsDescribeTheirHardware) {

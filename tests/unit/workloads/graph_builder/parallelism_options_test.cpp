@@ -3,6 +3,8 @@
 // ../shared/reference/cost-models.md, and memory events that balance.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include <array>
 #include <boost/graph/topological_sort.hpp>
 #include <map>
@@ -11,6 +13,9 @@
 #include "workloads/context_parallel.hpp"
 #include "workloads/cost_model.hpp"
 #include "workloads/graph_builder/iteration_builder.hpp"
+#include "workloads/memory_model.hpp"
+#include "workloads/plan_checks.hpp"
+#include "workloads/schedule.hpp"
 #include "workloads/stage_slices.hpp"
 #include "workloads/task_graph_fingerprint.hpp"
 
@@ -457,6 +462,18 @@ TEST(MemoryEvents, BalanceOnEveryGpuForEveryOption) {
                                           p.grad_bucket_bytes = 60e6;
                                         }},
                                        {"fsdp", [](ParallelPlan& p) { p.zero_stage = 3; }},
+                                       {"fsdp kept, reduced per step",
+                                        [](ParallelPlan& p) {
+                                          p.zero_stage = 3;
+                                          p.reshard_after_forward = false;
+                                          p.grad_reduce_per_step = true;
+                                          p.grad_bytes = 4;
+                                        }},
+                                       {"zero2 per step",
+                                        [](ParallelPlan& p) {
+                                          p.zero_stage = 2;
+                                          p.grad_reduce_per_step = true;
+                                        }},
                                        {"fsdp cp zb_h1",
                                         [](ParallelPlan& p) {
                                           p.zero_stage = 3;
@@ -488,6 +505,85 @@ TEST(MemoryEvents, BalanceOnEveryGpuForEveryOption) {
         EXPECT_EQ(g.memory[i].task, v);
     expect_acyclic(g);
   }
+}
+
+// Llama 3's FSDP with pipeline stages (reshard_after_forward false,
+// grad_reduce per_step): every layer gathered once per iteration, before its
+// first forward, and reduce-scattered once, after its last backward, in
+// grad_bytes per element; against m gathers twice and m reduce-scatters.
+TEST(Fsdp, GatheredOnceAndReducedOncePerStepWithPipelineStages) {
+  auto plan = base_plan(2, 1, 2, 3);
+  plan.zero_stage = 3;
+  plan.reshard_after_forward = false;
+  plan.grad_reduce_per_step = true;
+  plan.grad_bytes = 4;
+  const auto g = build(plan);
+  const auto z = collectives(g);
+  const auto per_layer = [&](CollectiveOp op) {
+    // 2 stages x 12 layers (+ the embedding on the first, the logits on the
+    // last, riding with their layers).
+    return z.at({CommKind::dp, op});
+  };
+  EXPECT_EQ(per_layer(CollectiveOp::all_gather).count, 2 * 12);
+  EXPECT_EQ(per_layer(CollectiveOp::reduce_scatter).count, 2 * 12);
+  // The reduce-scatters carry fp32 gradients: twice the gathers' bf16 bytes.
+  EXPECT_NEAR(per_layer(CollectiveOp::reduce_scatter).bytes, 2 * per_layer(CollectiveOp::all_gather).bytes,
+              1e-9 * per_layer(CollectiveOp::reduce_scatter).bytes);
+  // Each reduce-scatter follows the last micro-batch's backward of its layer.
+  for (auto v : boost::make_iterator_range(boost::vertices(g.graph))) {
+    if (g[v].kind == TaskKind::collective && g[v].op == CollectiveOp::reduce_scatter) {
+      EXPECT_EQ(g[v].micro_batch, 2) << task_label(g[v]);
+    }
+  }
+  expect_acyclic(g);
+}
+
+TEST(Fsdp, KeepingLayersGatheredHoldsTheWholeStageUntilItsLastBackward) {
+  auto plan = base_plan(2, 1, 2, 4);
+  plan.zero_stage = 3;
+  plan.reshard_after_forward = false;
+  const auto model = *find_model_preset("gpt3-1.3b");
+  const auto one_f_one_b = make_one_f_one_b(2, 4);
+  const double stage_parameters = stage_parameters_per_gpu(model, plan, 1);
+  const GpuMemoryModel memory(model, plan);
+  const auto kept = estimate_memory(model, plan, one_f_one_b).stages[1];
+  plan.reshard_after_forward = true;
+  const auto resharded = estimate_memory(model, plan, one_f_one_b).stages[1];
+  // Kept: the whole stage's 2 bytes per parameter; resharded: the unit
+  // running and the one prefetched (here the last layer with the logits).
+  EXPECT_GT(kept.at_peak[MemoryKind::buffers], memory.gathered_bytes(stage_parameters) * 0.99);
+  EXPECT_GT(kept.at_peak[MemoryKind::buffers],
+            resharded.at_peak[MemoryKind::buffers] + 0.5 * memory.gathered_bytes(stage_parameters));
+}
+
+// ZeRO-2 reduced once per step runs ZeRO-1's collectives and holds the
+// gradients' accumulation buffer from the first backward to the reduction.
+TEST(Zero, StageTwoReducedPerStepRunsStageOnesCollectives) {
+  auto plan = base_plan(2, 2, 2, 4);
+  plan.zero_stage = 2;
+  plan.grad_reduce_per_step = true;
+  const auto z = collectives(build(plan));
+  plan.zero_stage = 1;
+  plan.grad_reduce_per_step = false;
+  const auto one = collectives(build(plan));
+  for (CollectiveOp op : {CollectiveOp::reduce_scatter, CollectiveOp::all_gather}) {
+    EXPECT_EQ(z.at({CommKind::dp, op}).count, one.at({CommKind::dp, op}).count);
+    EXPECT_DOUBLE_EQ(z.at({CommKind::dp, op}).bytes, one.at({CommKind::dp, op}).bytes);
+  }
+}
+
+TEST(Zero, PerStepReductionAndKeptParametersAreRefusedWhereTheyMeanNothing) {
+  const auto model = *find_model_preset("gpt3-1.3b");
+  auto plan = base_plan(2, 1, 2, 4);
+  plan.zero_stage = 1;
+  plan.grad_reduce_per_step = true;
+  plan.reshard_after_forward = false;
+  const auto problems = plan_problems(model, plan);
+  std::set<std::string> keys;
+  for (const auto& p : problems)
+    keys.insert(p.key);
+  EXPECT_TRUE(keys.contains("plan.grad_reduce"));
+  EXPECT_TRUE(keys.contains("plan.reshard_after_forward"));
 }
 
 TEST(PieceLabels, NameTheLayerAndTheAttentionPart) {

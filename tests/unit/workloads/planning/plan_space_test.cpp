@@ -1,6 +1,7 @@
 // The plan search's space (workloads/planning/plan_space.hpp): which plans it holds,
 // why the others are pruned and how many, and the analytic estimate's closed
 // forms (workloads/planning/plan_estimate.hpp) on uniform stages.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <set>
@@ -25,9 +26,12 @@ ModelSpec six_by_six() {
   return model;
 }
 
-// Counted by hand: tp in {1, 2, 4, 8}; pp over the divisors of 8 / tp; mb 1, 2.
+// Counted by hand, on 5 layers: tp in {1, 2, 4, 8}; pp over the divisors of
+// 8 / tp; mb 1, 2.
 //   tp 4 and 8 do not divide 6 heads: (2 + 1) pp values x 2 mb = 6 plans;
-//   pp 4 and 8 do not divide 6 layers: tp 1 (pp 4, 8) and tp 2 (pp 4), x 2 mb = 6;
+//   pp 4 and 8 split 5 layers neither evenly nor with the embedding and / or
+//   the loss counted as layers (5, 6, 7): tp 1 (pp 4, 8) and tp 2 (pp 4),
+//   x 2 mb = 6; pp 2 runs Megatron's split with the loss counted, [3, 2];
 //   tp 1 pp 1 dp 8 with mb 2 needs a batch that 16 divides, not 8: 1;
 //   the 7 others are candidates.
 TEST(PlanSpace, PrunesEachPlanForTheFirstRuleItBreaks) {
@@ -40,7 +44,9 @@ TEST(PlanSpace, PrunesEachPlanForTheFirstRuleItBreaks) {
   o.recompute = {Recompute::none};
   o.zero_stages = {0};
   o.sequence_parallel = {false};
-  const PlanSpace space = enumerate_plans(six_by_six(), o);
+  ModelSpec model = six_by_six();
+  model.layers = 5;
+  const PlanSpace space = enumerate_plans(model, o);
   EXPECT_EQ(pruned(space, PruneReason::tp_does_not_divide_heads), 6u);
   EXPECT_EQ(pruned(space, PruneReason::pp_does_not_divide_layers), 6u);
   EXPECT_EQ(pruned(space, PruneReason::batch_does_not_divide), 1u);
@@ -50,7 +56,10 @@ TEST(PlanSpace, PrunesEachPlanForTheFirstRuleItBreaks) {
   for (const auto& plan : space.candidates) {
     EXPECT_EQ(plan.gpu_count(), 8);
     EXPECT_EQ(6 % plan.tp, 0);
-    EXPECT_EQ(6 % plan.pp, 0);
+    if (plan.pp == 1)
+      EXPECT_TRUE(plan.stage_layers.empty());
+    else
+      EXPECT_EQ(plan.stage_layers, (std::vector<int>{3, 2}));
     EXPECT_EQ(8 % (plan.micro_batch_size * plan.dp), 0);
   }
 }
@@ -86,9 +95,42 @@ TEST(PlanSpace, AppliesScheduleRulesAndSkipsMeaninglessCombinations) {
     }
   }
   // tp 1: pp 2 (dp 2, m 2) v 2 and v 4; pp 4 (dp 1, m 4) v 2, while v 4
-  // needs 16 layers (pruned). tp 2, sp off and on: pp 2 (dp 1, m 4) v 2 and 4.
+  // needs 16 layers (8, 9 or 10 with the embedding and the loss: pruned).
+  // tp 2, sp off and on: pp 2 (dp 1, m 4) v 2 and 4.
   EXPECT_EQ(interleaved, 3u + 2u * 2u);
-  EXPECT_EQ(pruned(space, PruneReason::schedule_rule), 1u);
+  EXPECT_EQ(pruned(space, PruneReason::pp_does_not_divide_layers), 1u);
+  EXPECT_EQ(pruned(space, PruneReason::schedule_rule), 0u);
+}
+
+// Llama 3.1 405B's 126 layers divide by no pp of 16 x v chunks: the search
+// runs Megatron's split counting the embedding and the loss as layers, the
+// layout the Llama 3 paper describes (first chunk the embedding alone, last
+// the output layer and loss alone).
+TEST(PlanSpace, LayersThatPpDoesNotDivideRunTheEmbeddingAndLossSplit) {
+  PlanSpaceOptions o;
+  o.gpus = 128;
+  o.gpus_per_domain = 8;
+  o.global_batch_size = 16;
+  o.tp = {8};
+  o.pp = {16};
+  o.micro_batch_sizes = {1};
+  o.schedules = {ScheduleKind::interleaved_one_f_one_b};
+  o.virtual_stages = {4, 8};
+  o.recompute = {Recompute::none};
+  o.zero_stages = {1};
+  o.sequence_parallel = {true};
+  const PlanSpace space = enumerate_plans(*find_model_preset("llama3.1-405b"), o);
+  ASSERT_EQ(space.candidates.size(), 2u);
+  for (const auto& plan : space.candidates) {
+    const auto& layers = plan.stage_layers;
+    ASSERT_EQ(static_cast<int>(layers.size()), 16 * plan.virtual_stages);
+    const int each = 128 / (16 * plan.virtual_stages);
+    EXPECT_EQ(layers.front(), each - 1);
+    EXPECT_EQ(layers.back(), each - 1);
+    EXPECT_EQ(layers[1], each);
+    EXPECT_NE(plan_key(plan).find(fmt::format("-l{}_{}..{}", each - 1, each, each - 1)), std::string::npos)
+        << plan_key(plan);
+  }
 }
 
 TEST(PlanSpace, KeysAreUniqueAndSayEveryChoice) {

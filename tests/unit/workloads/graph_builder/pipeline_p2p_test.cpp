@@ -1,0 +1,168 @@
+// plan.p2p: how the builder ties a pipeline transfer to the two ranks' compute.
+// sync (Megatron-core's blocking batched send / receive): the transfer waits
+// for its receiver to have finished the op before the consumer (the receive
+// is posted between two ops), and the sender's next op waits for the
+// transfer. async: the transfer waits for its data only, the sender goes on.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include <boost/graph/topological_sort.hpp>
+#include <set>
+
+#include "support/test_cluster.hpp"
+#include "workloads/graph_builder/iteration_builder.hpp"
+#include "workloads/plan_checks.hpp"
+
+namespace trainsim::workloads {
+namespace {
+
+ParallelPlan pipeline_plan(ScheduleKind schedule, int pp, int m, int v, P2pMode mode) {
+  ParallelPlan plan{.dp = 1, .tp = 1, .pp = pp, .micro_batch_size = 1, .global_batch_size = m};
+  plan.schedule = schedule;
+  plan.virtual_stages = v;
+  plan.p2p = mode;
+  return plan;
+}
+
+TaskGraph build(const ParallelPlan& plan, int layers = 24) {
+  auto model = *find_model_preset("gpt3-1.3b");
+  model.layers = layers;
+  const auto cluster = testing::uniform_cluster(plan.gpu_count(), 1, 100e9, 1e-6);
+  return build_iteration(model, plan, cluster, testing::FixedCostModel(1, 2));
+}
+
+bool acyclic(const TaskGraph& graph) {
+  std::vector<TaskId> order;
+  try {
+    boost::topological_sort(graph.graph, std::back_inserter(order));
+  } catch (const boost::not_a_dag&) {
+    return false;
+  }
+  return true;
+}
+
+// The compute tasks of GPU `gpu`, in the order the builder chained them.
+std::vector<TaskId> compute_of(const TaskGraph& graph, int gpu) {
+  std::vector<TaskId> tasks;
+  for (TaskId id = 0; id < graph.size(); ++id)
+    if (is_compute(graph[id].kind) && graph[id].kind != TaskKind::optimizer && graph[id].gpu == gpu)
+      tasks.push_back(id);
+  return tasks;
+}
+
+std::set<TaskId> predecessors(const TaskGraph& graph, TaskId id) {
+  std::set<TaskId> before;
+  for (auto [e, end] = boost::in_edges(id, graph.graph); e != end; ++e)
+    before.insert(boost::source(*e, graph.graph));
+  return before;
+}
+
+// Megatron-core runs 1F1B with blocking batched p2p (batch_p2p_comm, the
+// default of ModelParallelConfig; megatron/training forces overlap_p2p_comm
+// off without virtual stages), the interleaved schedule with
+// overlap_p2p_comm (its default): so do the schedules' defaults.
+TEST(PipelineP2p, DefaultsFollowWhatMegatronCoreRunsForTheSchedule) {
+  EXPECT_EQ(resolved_p2p(pipeline_plan(ScheduleKind::one_f_one_b, 4, 8, 1, P2pMode::automatic)),
+            P2pMode::sync);
+  // BPipe is 1F1B's order on Megatron-LM (Kim et al.), the transfers of its
+  // evictions aside.
+  EXPECT_EQ(resolved_p2p(pipeline_plan(ScheduleKind::bpipe, 4, 8, 1, P2pMode::automatic)), P2pMode::sync);
+  for (ScheduleKind other : {ScheduleKind::gpipe, ScheduleKind::zb_h1, ScheduleKind::zb_h2,
+                             ScheduleKind::zb_v, ScheduleKind::dualpipe_v})
+    EXPECT_EQ(traits_of(other).p2p, P2pMode::async) << to_string(other);
+  EXPECT_EQ(resolved_p2p(pipeline_plan(ScheduleKind::interleaved_one_f_one_b, 4, 8, 2, P2pMode::automatic)),
+            P2pMode::async);
+  EXPECT_EQ(resolved_p2p(pipeline_plan(ScheduleKind::interleaved_one_f_one_b, 4, 8, 2, P2pMode::sync)),
+            P2pMode::sync);
+  EXPECT_EQ(resolved_p2p(pipeline_plan(ScheduleKind::one_f_one_b, 4, 8, 1, P2pMode::async)), P2pMode::async);
+}
+
+// Under sync, every send in 1F1B: after its producer and its receiver's op
+// before the consumer; the sender's next op after it. Under async only the
+// producer.
+TEST(PipelineP2p, SyncSendsWaitForTheReceiverAndHoldTheSender) {
+  for (const P2pMode mode : {P2pMode::sync, P2pMode::async}) {
+    SCOPED_TRACE(to_string(mode));
+    const auto graph = build(pipeline_plan(ScheduleKind::one_f_one_b, 4, 8, 1, mode));
+    std::vector<std::vector<TaskId>> compute;
+    for (int gpu = 0; gpu < 4; ++gpu)
+      compute.push_back(compute_of(graph, gpu));
+    auto position = [&](int gpu, TaskId id) {
+      const auto& list = compute[static_cast<std::size_t>(gpu)];
+      return static_cast<std::size_t>(std::find(list.begin(), list.end(), id) - list.begin());
+    };
+    int sends = 0;
+    for (TaskId id = 0; id < graph.size(); ++id) {
+      const Task& send = graph[id];
+      if (send.kind != TaskKind::send)
+        continue;
+      ++sends;
+      const auto& from = compute[static_cast<std::size_t>(send.gpu)];
+      const auto& to = compute[static_cast<std::size_t>(send.peer)];
+      // The producer is its only predecessor on the sender; the consumer its
+      // successor on the receiver.
+      std::size_t producer = from.size(), consumer = to.size();
+      for (TaskId p : predecessors(graph, id))
+        if (graph[p].gpu == send.gpu)
+          producer = position(send.gpu, p);
+      for (auto [e, end] = boost::out_edges(id, graph.graph); e != end; ++e)
+        if (graph[boost::target(*e, graph.graph)].gpu == send.peer)
+          consumer = position(send.peer, boost::target(*e, graph.graph));
+      ASSERT_LT(producer, from.size());
+      ASSERT_LT(consumer, to.size());
+      const bool waits_for_receiver = consumer > 0 && predecessors(graph, id).contains(to[consumer - 1]);
+      const bool holds_sender =
+          producer + 1 < from.size() && predecessors(graph, from[producer + 1]).contains(id);
+      EXPECT_EQ(waits_for_receiver, mode == P2pMode::sync && consumer > 0) << task_label(send);
+      EXPECT_EQ(holds_sender, mode == P2pMode::sync && producer + 1 < from.size()) << task_label(send);
+    }
+    EXPECT_EQ(sends, 3 * 2 * 8);
+  }
+}
+
+// A deadlock would be a cycle in the graph (the replay would stall). Every
+// schedule that allows sync is checked over pipelines of 2 to 6 ranks, short
+// and long batches, 2 and 3 chunks.
+TEST(PipelineP2p, SyncPairingNeverDeadlocksWhereTheScheduleAllowsIt) {
+  for (const auto& traits : schedule_table()) {
+    if (!traits.sync_p2p)
+      continue;
+    for (int pp = 2; pp <= 6; ++pp)
+      for (int m : {1, 2, 3, 4, 7, 8, 12, 16}) {
+        for (int v : {1, 2, 3}) {
+          const int chunks = default_virtual_stages(traits.kind);
+          if (chunks != 0 && v != chunks)
+            continue;
+          if (chunks == 0 && v == 1)
+            continue;
+          const ParallelPlan plan = pipeline_plan(traits.kind, pp, m, v, P2pMode::sync);
+          auto model = *find_model_preset("gpt3-1.3b");
+          model.layers = pp * v * 2;
+          if (!plan_problems(model, plan).empty())
+            continue;
+          SCOPED_TRACE(fmt::format("{} pp {} m {} v {}", traits.name, pp, m, v));
+          EXPECT_TRUE(acyclic(build(plan, model.layers)));
+        }
+      }
+  }
+}
+
+TEST(PipelineP2p, SyncIsRefusedWhereTheScheduleCannotPairIt) {
+  for (const auto& traits : schedule_table()) {
+    auto model = *find_model_preset("gpt3-1.3b");
+    model.layers = 16;
+    const int v =
+        std::max(default_virtual_stages(traits.kind), 1) + (traits.chunks == ChunksPerRank::several);
+    const ParallelPlan plan = pipeline_plan(traits.kind, 4, 16, v, P2pMode::sync);
+    const auto problems = plan_problems(model, plan);
+    const bool refused = std::any_of(problems.begin(), problems.end(), [](const auto& p) {
+      return p.key == "plan.p2p" && p.message.find("expected p2p: async") != std::string::npos;
+    });
+    EXPECT_EQ(refused, !traits.sync_p2p) << traits.name;
+  }
+}
+
+}  // namespace
+}  // namespace trainsim::workloads
