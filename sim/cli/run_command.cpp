@@ -66,9 +66,10 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& options) {
       "--fold", options.fold,
       "Replay one data-parallel replica per class of identical ones and expand the "
       "outputs to every GPU, where a rotation of the replicas is a symmetry of the "
-      "run (opt-in: docs/performance.md, \"The fold\", says where it was checked exact to 1e-9 and "
-      "where not)");
-  cmd->add_flag("--no-fold", options.no_fold, "Replay every replica (the full replay; the default)")
+      "run (the default from 4,096 GPUs on; docs/performance.md, \"The fold\", says where it was "
+      "checked exact and the bound where not)");
+  cmd->add_flag("--no-fold", options.no_fold,
+                "Replay every replica (the full replay; the default below 4,096 GPUs)")
       ->excludes(fold);
   cmd->add_flag("--progress", options.progress,
                 "Show the progress line on stderr even when it is not a terminal (one line every 10 s)");

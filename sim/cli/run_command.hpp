@@ -34,8 +34,8 @@ struct RunOptions {
   std::string chakra;
   // --trace auto|full|replica: what trace.json holds.
   std::string trace = "auto";
-  // --fold / --no-fold (docs/performance.md, "The fold"); neither: the
-  // full replay.
+  // --fold / --no-fold (docs/performance.md, "The fold"); neither: folded
+  // from sim::kFoldByDefaultGpus GPUs on, the full replay below.
   bool fold = false;
   bool no_fold = false;
 };

@@ -39,7 +39,8 @@ SimulationResult simulate(const scenario::Scenario& scenario, const SimulationOp
   if (!perturbations.empty())
     driver.emplace(perturbations, speeds, *zone);
   FoldDecision fold;
-  if (options.fold == FoldMode::on)
+  if (options.fold == FoldMode::on ||
+      (options.fold == FoldMode::automatic && scenario.cluster.gpu_count() >= kFoldByDefaultGpus))
     fold = plan_replica_fold(result.graph, scenario, *zone);
   ReplayOptions replay_options;
   replay_options.fold = fold.fold ? &*fold.fold : nullptr;

@@ -210,6 +210,10 @@ TEST(Fold, ShippedScenariosShrunkAnswerAsTheFullReplay) {
         "plan.global_batch_size=32"},
        4},
       {"scenarios/scale-512.yaml", {}, 2},
+      // FSDP: per-layer gathers and reduce-scatters across the replicas,
+      // displaced by pipeline sends (the case that kept the fold opt-in
+      // while pipeline sends were asynchronous: docs/performance.md).
+      {"scenarios/scale-512.yaml", {"plan.zero_stage=3", "model.layers=24", "plan.global_batch_size=64"}, 2},
       {"scenarios/perturb-mtbf-checkpoints.yaml",
        {"cluster.nodes=16", "plan.pp=2", "plan.dp=8", "model.layers=8", "plan.global_batch_size=64"},
        8},
@@ -297,13 +301,40 @@ TEST(Fold, SaysWhatStoppedIt) {
   ASSERT_TRUE(summary.contains("fold"));
   EXPECT_FALSE(summary["fold"]["folded"].get<bool>());
   EXPECT_NE(summary["fold"]["stopped"].get<std::string>().find("perturbations"), std::string::npos);
-  // Without --fold the fold is not considered, and summary.json is what it
-  // was (the digests).
+  // Without --fold, below 4,096 GPUs, the fold is not considered, and
+  // summary.json is what it was (the digests).
   const auto plain = fresh_dir("fold-default");
   ASSERT_EQ(run_cli({"run", "scenarios/quickstart.yaml", "-q", "--out", plain.string()}).status, 0);
   EXPECT_FALSE(nlohmann::json::parse(read_file(plain / "summary.json")).contains("fold"));
   // --fold and --no-fold exclude each other.
   EXPECT_EQ(run_cli({"run", "scenarios/quickstart.yaml", "-q", "--fold", "--no-fold"}).status, 1);
+}
+
+// From 4,096 GPUs on, a run without --fold / --no-fold folds (where the
+// full replay costs tens of seconds or more); --no-fold still replays every
+// replica.
+TEST(Fold, IsTheDefaultFrom4096Gpus) {
+  const std::vector<std::string> sets{"cluster.nodes=512",  "plan.dp=256",
+                                      "plan.pp=2",          "plan.stage_layers=[1,1]",
+                                      "model.layers=2",     "plan.global_batch_size=256",
+                                      "plan.recompute=none"};
+  const auto run = [&](const std::string& label, std::vector<std::string> extra) {
+    const auto out = fresh_dir(label);
+    std::vector<std::string> args{"run", "scenarios/scale-16k.yaml", "-q", "--out", out.string()};
+    for (const auto& s : sets)
+      args.insert(args.end(), {"--set", s});
+    args.insert(args.end(), extra.begin(), extra.end());
+    const auto r = run_cli(args);
+    EXPECT_EQ(r.status, 0) << r.err;
+    return nlohmann::json::parse(read_file(out / "summary.json"));
+  };
+  const auto automatic = run("fold-4096", {});
+  ASSERT_TRUE(automatic.contains("fold")) << "4,096 GPUs fold by default";
+  EXPECT_TRUE(automatic["fold"]["folded"].get<bool>()) << automatic["fold"].dump();
+  EXPECT_EQ(automatic["cluster"]["gpus"].get<int>(), 4096);
+  const auto full = run("fold-4096-full", {"--no-fold"});
+  EXPECT_FALSE(full.contains("fold"));
+  EXPECT_EQ(automatic["iteration_time_s"].get<double>(), full["iteration_time_s"].get<double>());
 }
 
 }  // namespace
