@@ -465,6 +465,18 @@ std::string scenario_yaml(const PlanSearch& search, const PlanCandidate& candida
   plan["micro_batch_size"] = candidate.plan.micro_batch_size;
   plan["schedule"] = std::string(to_string(candidate.plan.schedule));
   plan["virtual_stages"] = candidate.plan.virtual_stages;
+  // An uneven split (Megatron's embedding and loss counted as layers: 0 or
+  // 1 layer on the end stages) is part of the plan the search checked: the
+  // run must get it too, or pp no longer divides the layers.
+  if (!candidate.plan.stage_layers.empty()) {
+    YAML::Node layers(YAML::NodeType::Sequence);
+    for (const int n : candidate.plan.stage_layers)
+      layers.push_back(n);
+    layers.SetStyle(YAML::EmitterStyle::Flow);
+    plan["stage_layers"] = layers;
+  } else if (plan["stage_layers"]) {
+    plan.remove("stage_layers");
+  }
   plan["recompute"] = std::string(to_string(candidate.plan.recompute));
   plan["zero_stage"] = candidate.plan.zero_stage;
   if (candidate.plan.hybrid_sharded())
