@@ -207,11 +207,36 @@ TEST(PlanCli, DpShardIsASearchedAxisOfTheFsdpPlans) {
 // is not refused (pp does not divide the layers).
 TEST(PlanCli, PlansWithAnUnevenSplitRunWithIt) {
   const auto dir = fresh_dir("plan-uneven");
-  const auto r = run_cli({"plan", "--model", "gpt3-1.3b", "--cluster", "dgx-a100-hdr", "--gpus", "8",
-                          "--global-batch", "16", "--set", "model.layers=6", "--set", "plan.tp=2", "--set",
-                          "plan.pp=4", "--set", "plan.schedule=1f1b", "--set", "plan.micro_batch_size=1",
-                          "--set", "plan.recompute=none", "--set", "plan.zero_stage=1", "--top", "1", "-j",
-                          "1", "--quiet", "--out", dir.string()});
+  const auto r = run_cli({"plan",
+                          "--model",
+                          "gpt3-1.3b",
+                          "--cluster",
+                          "dgx-a100-hdr",
+                          "--gpus",
+                          "8",
+                          "--global-batch",
+                          "16",
+                          "--set",
+                          "model.layers=6",
+                          "--set",
+                          "plan.tp=2",
+                          "--set",
+                          "plan.pp=4",
+                          "--set",
+                          "plan.schedule=1f1b",
+                          "--set",
+                          "plan.micro_batch_size=1",
+                          "--set",
+                          "plan.recompute=none",
+                          "--set",
+                          "plan.zero_stage=1",
+                          "--top",
+                          "1",
+                          "-j",
+                          "1",
+                          "--quiet",
+                          "--out",
+                          dir.string()});
   ASSERT_EQ(r.status, 0) << r.err << r.out;
   int points = 0;
   for (const auto& entry : fs::directory_iterator(dir / "points")) {
