@@ -28,6 +28,8 @@ std::string_view to_string(BubbleCause cause) {
       return "dp_comm";
     case BubbleCause::optimizer:
       return "optimizer";
+    case BubbleCause::expert_imbalance:
+      return "expert_imbalance";
   }
   return "?";
 }
@@ -46,8 +48,17 @@ std::string_view describe(BubbleCause cause) {
       return "exposed DP gradient communication";
     case BubbleCause::optimizer:
       return "optimizer step";
+    case BubbleCause::expert_imbalance:
+      return "waiting for the busiest expert GPU (expert imbalance)";
   }
   return "?";
+}
+
+std::vector<BubbleCause> reported_causes(const BubbleReport& report) {
+  std::vector<BubbleCause> causes(kBubbleCauses.begin(), kBubbleCauses.end());
+  if (report.expert_imbalance_modelled)
+    causes.push_back(BubbleCause::expert_imbalance);
+  return causes;
 }
 
 namespace {
@@ -78,7 +89,8 @@ std::size_t at(BubbleCause cause) {
 // the same task (kind, stage, chunk, micro-batch, and its place among that
 // op's tasks on its GPU: the builder splits an op into the same pieces on
 // every GPU, and the pieces differ in length) on any GPU, capped by its own
-// actual duration.
+// actual duration. Nominal durations are under balanced routing (less the
+// task's imbalance_s).
 std::vector<double> reference_durations(const workloads::TaskGraph& graph, const ExecutionIndex& index) {
   using Op = std::tuple<int, int, int, int>;
   auto op_of = [](const Task& t) { return Op{static_cast<int>(t.kind), t.stage, t.chunk, t.micro_batch}; };
@@ -93,9 +105,10 @@ std::vector<double> reference_durations(const workloads::TaskGraph& graph, const
     const Task& t = graph[v];
     if (!workloads::is_compute(t.kind) || !index.ran(v))
       continue;
-    auto [it, inserted] = fastest.emplace(std::make_tuple(op_of(t), piece[v]), t.duration_s);
+    const double nominal = t.duration_s - t.imbalance_s;
+    auto [it, inserted] = fastest.emplace(std::make_tuple(op_of(t), piece[v]), nominal);
     if (!inserted)
-      it->second = std::min(it->second, t.duration_s);
+      it->second = std::min(it->second, nominal);
   }
   std::vector<double> ref(graph.size(), 0.0);
   for (TaskId v = 0; v < graph.size(); ++v) {
@@ -206,8 +219,19 @@ BubbleReport analyze_bubbles(const workloads::TaskGraph& graph, const Timeline& 
       comm[static_cast<std::size_t>(task.peer)].emplace_back(r.start_s, r.end_s);
   }
 
-  const std::vector<double> reference = reference_durations(graph, index);
+  // Reference durations under balanced routing, and with each task's
+  // expert imbalance put back (the same when the run has none).
+  const std::vector<double> balanced = reference_durations(graph, index);
+  std::vector<double> reference = balanced;
+  for (TaskId v = 0; v < graph.size(); ++v)
+    if (graph[v].imbalance_s != 0 && index.ran(v)) {
+      report.expert_imbalance_modelled = true;
+      reference[v] = std::max(0.0, balanced[v] + graph[v].imbalance_s);
+    }
   report.reference_iteration_time_s = retimed_iteration_s(graph, index, reference);
+  report.balanced_routing_iteration_time_s = report.expert_imbalance_modelled
+                                                 ? retimed_iteration_s(graph, index, balanced)
+                                                 : report.reference_iteration_time_s;
 
   const GapWalker walker(graph, index);
   const auto waits = nccl_wait_spans(graph, timeline);
@@ -217,7 +241,7 @@ BubbleReport analyze_bubbles(const workloads::TaskGraph& graph, const Timeline& 
     out.gpu = static_cast<int>(g);
     out.stage = plan.pp_rank_of(out.gpu);
     const auto merged_comm = merge_intervals(std::move(comm[g]));
-    double prev_end = 0, compute_s = 0, forward_backward_ref_s = 0;
+    double prev_end = 0, compute_s = 0, forward_backward_ref_s = 0, forward_backward_balanced_s = 0;
     std::vector<Interval> compute;
     for (TaskId v : index.compute_order(out.gpu)) {
       const double s = index.start_s(v), e = index.end_s(v);
@@ -227,6 +251,7 @@ BubbleReport analyze_bubbles(const workloads::TaskGraph& graph, const Timeline& 
       if (is_forward_backward(graph[v].kind)) {
         out.forward_backward_s += e - s;
         forward_backward_ref_s += reference[v];
+        forward_backward_balanced_s += balanced[v];
       } else {
         out.optimizer_s += e - s;
         out.cause_s[at(BubbleCause::optimizer)] += e - s;
@@ -241,19 +266,27 @@ BubbleReport analyze_bubbles(const workloads::TaskGraph& graph, const Timeline& 
     out.exposed_comm_s = total_length(merged_comm) - overlap_length(merged_compute, merged_comm);
     out.idle_s = std::max(0.0, t - total_length(merged_compute) - out.exposed_comm_s);
 
-    // Straggler: the extra time this GPU lost compared with the re-timed
-    // iteration, taken out of its waits on other GPUs' compute.
+    // Expert imbalance: the extra time this GPU lost in the re-timed
+    // iteration with imbalance over the one under balanced routing; then
+    // straggler: the extra it lost over the former. Both are taken out of
+    // its waits on other GPUs' compute.
     const double lost_ref = report.reference_iteration_time_s - forward_backward_ref_s;
     auto& wait = out.cause_s[at(BubbleCause::warmup_cooldown)];
-    const double straggler = std::clamp(out.lost_s - lost_ref, 0.0, wait);
-    if (straggler > 0) {
-      auto& wait_idle = out.idle_part_s[at(BubbleCause::warmup_cooldown)];
-      const double idle_share = wait > 0 ? wait_idle * (straggler / wait) : 0;
-      out.cause_s[at(BubbleCause::straggler)] += straggler;
-      out.idle_part_s[at(BubbleCause::straggler)] += idle_share;
-      wait -= straggler;
+    auto& wait_idle = out.idle_part_s[at(BubbleCause::warmup_cooldown)];
+    auto move_wait = [&](BubbleCause to, double seconds) {
+      if (seconds <= 0)
+        return;
+      const double idle_share = wait > 0 ? wait_idle * (seconds / wait) : 0;
+      out.cause_s[at(to)] += seconds;
+      out.idle_part_s[at(to)] += idle_share;
+      wait -= seconds;
       wait_idle -= idle_share;
+    };
+    if (report.expert_imbalance_modelled) {
+      const double lost_balanced = report.balanced_routing_iteration_time_s - forward_backward_balanced_s;
+      move_wait(BubbleCause::expert_imbalance, std::clamp(lost_ref - lost_balanced, 0.0, wait));
     }
+    move_wait(BubbleCause::straggler, std::clamp(out.lost_s - lost_ref, 0.0, wait));
     for (std::size_t c = 0; c < kBubbleCauseCount; ++c)
       report.total_cause_s[c] += out.cause_s[c];
     report.total_lost_s += out.lost_s;

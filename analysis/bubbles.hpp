@@ -17,6 +17,15 @@
 //   - a TP (or other non-DP) collective          -> collective wait;
 //   - a DP gradient collective (DP/ZeRO/FSDP)     -> exposed DP communication;
 //   - another GPU's optimizer step               -> optimizer.
+// Expert imbalance (a MoE run whose routing is not balanced,
+// workloads/expert_routing.hpp): the compute waits are first split into
+// expert imbalance by re-timing the recorded schedule twice, once with
+// every compute op at its balanced-routing reference duration and once
+// with the imbalance each op's experts add (Task::imbalance_s) put back: a
+// GPU's expert-imbalance time is how much more it lost in the second than
+// in the first (capped by its compute waits), the wait at each MoE layer's
+// all-to-all for the EP group's busiest GPU. Stragglers are then what it
+// lost beyond the second.
 // Stragglers: the compute waits are then split into warm-up / cool-down and
 // straggler by re-timing the recorded schedule with every compute op at its
 // reference duration (the fastest nominal duration of the same op on any
@@ -48,14 +57,17 @@ enum class BubbleCause : std::uint8_t {
   collective_wait,
   straggler,
   dp_comm,
-  optimizer
+  optimizer,
+  expert_imbalance
 };
-inline constexpr int kBubbleCauseCount = 6;
-inline constexpr std::array<BubbleCause, kBubbleCauseCount> kBubbleCauses{
+inline constexpr int kBubbleCauseCount = 7;
+// The causes every report lists; expert_imbalance joins them in runs that
+// model it (reported_causes), so that other runs keep their outputs.
+inline constexpr std::array<BubbleCause, 6> kBubbleCauses{
     BubbleCause::warmup_cooldown, BubbleCause::p2p_wait, BubbleCause::collective_wait,
     BubbleCause::straggler,       BubbleCause::dp_comm,  BubbleCause::optimizer};
 // Stable key for files: "warmup_cooldown", "p2p_wait", "collective_wait",
-// "straggler", "dp_comm", "optimizer".
+// "straggler", "dp_comm", "optimizer", "expert_imbalance".
 std::string_view to_string(BubbleCause cause);
 // For people: "pipeline warm-up / cool-down", ...
 std::string_view describe(BubbleCause cause);
@@ -87,13 +99,24 @@ struct StageBubbles {
 
 struct BubbleReport {
   double iteration_time_s = 0;
-  // The iteration re-timed with every compute op at its reference duration.
+  // The iteration re-timed with every compute op at its reference duration
+  // (with its expert imbalance, when the run models imbalance).
   double reference_iteration_time_s = 0;
+  // A run with imbalanced expert routing (some Task::imbalance_s): the
+  // iteration re-timed with every compute op at its reference duration
+  // under balanced routing as well; equal to reference_iteration_time_s
+  // otherwise.
+  bool expert_imbalance_modelled = false;
+  double balanced_routing_iteration_time_s = 0;
   std::vector<GpuBubbles> gpus;
   std::vector<StageBubbles> stages;
   CauseSeconds total_cause_s{};  // summed over GPUs (GPU-seconds)
   double total_lost_s = 0;       // summed over GPUs (GPU-seconds)
 };
+
+// The causes a report shows, in order: kBubbleCauses, then
+// expert_imbalance when the run modelled it.
+std::vector<BubbleCause> reported_causes(const BubbleReport& report);
 
 BubbleReport analyze_bubbles(const workloads::TaskGraph& graph, const Timeline& timeline,
                              const workloads::ParallelPlan& plan);

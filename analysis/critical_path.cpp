@@ -124,8 +124,21 @@ CriticalPath critical_path(const workloads::TaskGraph& graph, const Timeline& ti
       seg.gpu = task.gpu;
     else
       seg.link = links.busiest_link(p, index.start_s(p), index.end_s(p));
+    const double start = seg.start_s;
+    if (task.imbalance_s > 0 && task.duration_s > 0) {
+      // The part of a MoE piece its experts' extra load adds (at the pace
+      // the piece actually ran) is blamed on the imbalance, the rest on the
+      // stage's compute.
+      const double extra = std::min(end - seg.start_s,
+                                    task.imbalance_s * (index.end_s(p) - index.start_s(p)) / task.duration_s);
+      CriticalSegment imbalance = seg;
+      imbalance.start_s = end - extra;
+      imbalance.blame_kind = "expert imbalance";
+      backwards.push_back(imbalance);
+      seg.end_s = imbalance.start_s;
+    }
     backwards.push_back(seg);
-    hi = seg.start_s;
+    hi = start;
     p = index.releaser(p);
   }
   if (hi > 0)

@@ -6,7 +6,9 @@
 // (compute segments) and per link (communication segments, each blamed on
 // the most loaded link its flows crossed while it ran). The segments tile
 // [0, iteration end]; a stretch where the next task started later than its
-// releaser finished is a "wait" segment.
+// releaser finished is a "wait" segment. Under imbalanced expert routing, a
+// MoE piece on the path splits into its stage's compute and the "expert
+// imbalance" its experts' extra load adds (Task::imbalance_s).
 #include <string>
 #include <vector>
 
@@ -23,7 +25,7 @@ struct CriticalSegment {
   workloads::TaskId task = 0;
   double start_s = 0;
   double end_s = 0;
-  std::string blame_kind;  // "stage 3 compute", "pp p2p", "dp all_reduce", "wait"
+  std::string blame_kind;  // "stage 3 compute", "pp p2p", "dp all_reduce", "expert imbalance", "wait"
   int gpu = -1;            // compute segments: the GPU
   int link = -1;           // communication segments: index into Timeline::links, or -1
 };

@@ -29,7 +29,7 @@ EnergyReport analyze_energy(const workloads::TaskGraph& graph, const Timeline& t
     e.idle_energy_J += out.idle_energy_J;
     e.communication_energy_J += out.communication_energy_J;
     if (g < bubbles.gpus.size())
-      for (BubbleCause c : kBubbleCauses) {
+      for (BubbleCause c : reported_causes(bubbles)) {
         const auto i = static_cast<std::size_t>(c);
         // The own optimizer step computes at full power: only the wait for
         // other GPUs' optimizer steps is idle.

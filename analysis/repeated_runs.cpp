@@ -46,7 +46,8 @@ ordered_json failures_block(const JobFailureOutcome& f) {
 }
 
 // `depends_on_seed`: whether anything random reaches the iteration (random
-// stragglers); without it a zero spread is exact, not luck, and says so.
+// stragglers, MoE routing drawn from the seed); without it a zero spread is
+// exact, not luck, and says so.
 ordered_json seeds_block(const std::vector<SeedOutcome>& seeds, bool depends_on_seed) {
   std::vector<double> means;
   std::vector<double> goodputs;
@@ -108,7 +109,8 @@ ordered_json summary_blocks(const RepeatedRuns& runs) {
   if (runs.failures)
     j["failures"] = failures_block(*runs.failures);
   if (runs.seeds.size() > 1)
-    j["seeds"] = seeds_block(runs.seeds, runs.perturbations && runs.perturbations->stragglers);
+    j["seeds"] = seeds_block(
+        runs.seeds, runs.graph_depends_on_seed || (runs.perturbations && runs.perturbations->stragglers));
   return j;
 }
 
@@ -175,6 +177,8 @@ ordered_json to_json(const RepeatedRuns& runs) {
     seeds.push_back(e);
   }
   j["seeds"] = seeds;
+  if (runs.graph_depends_on_seed)  // only then: other archives keep their bytes
+    j["graph_depends_on_seed"] = true;
   return j;
 }
 
@@ -207,6 +211,7 @@ RepeatedRuns repeated_runs_from_json(const nlohmann::json& j) {
       s.failures = job_failure_outcome_from_json(e.at("failures"));
     runs.seeds.push_back(std::move(s));
   }
+  runs.graph_depends_on_seed = j.value("graph_depends_on_seed", false);
   return runs;
 }
 

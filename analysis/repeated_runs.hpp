@@ -67,6 +67,9 @@ struct RepeatedRuns {
   std::optional<PerturbationOutcome> perturbations{};
   std::optional<JobFailureOutcome> failures{};
   std::vector<SeedOutcome> seeds{};  // with --seeds K > 1: every seed, the scenario's first
+  // The task graph draws from the seed (MoE routing drawn with the
+  // scenario's seed): each seed replays other loads.
+  bool graph_depends_on_seed = false;
 };
 
 // summary.json's blocks, in this order: "iterations", then "perturbations",

@@ -22,7 +22,7 @@ Report build_report(const RunContext& run, const Timeline& timeline, const Summa
 std::vector<LostTimeCause> top_lost_time_causes(const Report& report) {
   const double gpu_time = report.bubbles.iteration_time_s * static_cast<double>(report.bubbles.gpus.size());
   std::vector<LostTimeCause> out;
-  for (BubbleCause c : kBubbleCauses) {
+  for (BubbleCause c : reported_causes(report.bubbles)) {
     const auto i = static_cast<std::size_t>(c);
     LostTimeCause cause{.cause = c, .gpu_seconds = report.bubbles.total_cause_s[i]};
     if (cause.gpu_seconds <= 0)

@@ -44,6 +44,8 @@ std::string_view to_string(CollectiveAlgorithm algorithm) {
     return "direct";
   if (algorithm == CollectiveAlgorithm::p2p_ring)
     return "p2p_ring";
+  if (algorithm == CollectiveAlgorithm::deepep)
+    return "deepep";
   return word_of(collective_algorithm_words(), algorithm);
 }
 

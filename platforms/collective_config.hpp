@@ -22,6 +22,10 @@ namespace trainsim::platforms {
 // nvls_tree is NCCL's NVLSTree all-reduce across nodes of NVLS switches: the
 // node's GPUs reduce into the NVSwitch, one head per NIC runs a double binary
 // tree over the nodes, the result is multicast back through the switch.
+// deepep is DeepEP's MoE dispatch / combine (an all-to-all asked for by
+// plan.moe_dispatcher: RDMA to the same-index GPU of each destination node,
+// then NVLink forwarding; sim/collectives/algorithms/deepep.cpp): reported,
+// never asked for through collectives.algorithm.
 // (Values are saved in run archives: new ones go at the end.)
 enum class CollectiveAlgorithm : unsigned char {
   automatic,
@@ -31,9 +35,10 @@ enum class CollectiveAlgorithm : unsigned char {
   nvls,
   direct,
   p2p_ring,
-  nvls_tree
+  nvls_tree,
+  deepep
 };
-inline constexpr CollectiveAlgorithm kLastCollectiveAlgorithm = CollectiveAlgorithm::nvls_tree;
+inline constexpr CollectiveAlgorithm kLastCollectiveAlgorithm = CollectiveAlgorithm::deepep;
 std::string_view to_string(CollectiveAlgorithm algorithm);
 // What a user may ask for, word and value, in the order docs and messages
 // list them: auto, ring, tree, hierarchical, nvls, nvls_tree. One table for

@@ -114,6 +114,25 @@ std::vector<GpuSpec> build_catalogue() {
                   .memory_power_W = kMemoryPowerFraction * 700,
                   .communication_power_W = kCommunicationShareOfMax * 700,
                   .matmul_efficiency = 0.6});
+  // NVIDIA H800 SXM5 (the H100 for export markets, DeepSeek-V3's GPU):
+  // H100-SXM's compute, memory and power; NVLink cut to 400 GB/s (8 links,
+  // 200 GB/s per direction; DeepSeek-V3 report, arXiv 2412.19437, Section
+  // 3.2.2: "NVLink offers a bandwidth of 160 GB/s" achievable, against IB's
+  // 50 GB/s per NIC). https://www.nvidia.com/en-us/data-center/h800/
+  gpus.push_back({.name = "H800-SXM",
+                  .peak_fp32_flops = 67 * T,
+                  .peak_tf32_flops = 494.7 * T,
+                  .peak_bf16_flops = 989.4 * T,
+                  .peak_fp8_flops = 1978.9 * T,
+                  .hbm_bytes = 80 * GiB,
+                  .hbm_bandwidth_Bps = 3350 * GB,
+                  .nvlink_bandwidth_Bps = 200 * GB,
+                  .pcie_bandwidth_Bps = 64 * GB,
+                  .idle_power_W = 140,  // as the H100-SXM (same board)
+                  .max_power_W = 700,
+                  .memory_power_W = kMemoryPowerFraction * 700,
+                  .communication_power_W = kCommunicationShareOfMax * 700,
+                  .matmul_efficiency = 0.6});
   // NVIDIA H200 datasheet (SXM): H100 compute, 141 GB HBM3e at 4.8 TB/s,
   // NVLink 900 GB/s, PCIe Gen5 128 GB/s (bidirectional), up to 700 W.
   // https://www.nvidia.com/en-us/data-center/h200/
@@ -201,13 +220,15 @@ struct Alias {
   std::string_view alias;
   std::string_view name;
 };
-constexpr std::array<Alias, 11> kAliases{{{"V100", "V100-SXM2-32GB"},
+constexpr std::array<Alias, 13> kAliases{{{"V100", "V100-SXM2-32GB"},
                                           {"V100-32GB", "V100-SXM2-32GB"},
                                           {"A100", "A100-SXM-80GB"},
                                           {"A100-80GB", "A100-SXM-80GB"},
                                           {"A100-40GB", "A100-SXM-40GB"},
                                           {"H100", "H100-SXM"},
                                           {"H100-80GB", "H100-SXM"},
+                                          {"H800", "H800-SXM"},
+                                          {"H800-80GB", "H800-SXM"},
                                           {"H200", "H200-SXM"},
                                           {"H200-141GB", "H200-SXM"},
                                           {"B200-180GB", "B200"},

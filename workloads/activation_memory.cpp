@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "workloads/mla_attention.hpp"
 #include "workloads/precision.hpp"
 
 namespace trainsim::workloads {
@@ -19,6 +20,44 @@ struct Shape {
   bool sp = false;
   bool flash = false;
 };
+
+// The attention part of a layer's stored tensors when its heads are not
+// hidden / heads wide (head_dim), with qk_norm, or under MLA, per token in
+// units of h: `split` what TP splits by heads, `output` the attention output
+// (the output projection's input, FP8 under FP8), `unsplit` what TP does
+// not split (MLA's latents: the down projections are duplicated).
+//   MHA  split 2 (a d) Q + 2 (kv d) K + 2 (kv d) V + 2 (a d) output, with
+//        qk_norm the norms' inputs 2 (a d) + 2 (kv d) as well
+//   MLA  split 2 n d_qk Q + 2 n d_qk K + 2 n d_v V + 2 n d_v output;
+//        unsplit the latent norms' inputs 2 (r_q + r_kv), the up
+//        projections' inputs (2 or FP8) (r_q + r_kv), the rotary key 2 d_rope
+struct AttentionTerms {
+  bool general = false;  // false: the GPT / Llama formula above holds
+  double split = 0, output = 0, unsplit = 0;
+};
+
+AttentionTerms attention_terms(const ModelSpec& model, double fp8_saving) {
+  AttentionTerms t;
+  const double h = model.hidden;
+  if (h <= 0)
+    return t;
+  if (model.is_mla()) {
+    const MlaStoredElements e = mla_stored_elements(model);
+    t.general = true;
+    t.split = 2 * (e.per_head_query_key + e.per_head_value + e.attention_output) / h;
+    t.output = e.attention_output / h;
+    t.unsplit = (2 * e.latent_norm_inputs + (2 - fp8_saving) * e.up_projection_inputs + 2 * e.rope_key) / h;
+    return t;
+  }
+  if (model.head_dim == 0 && !model.qk_norm)
+    return t;
+  const double d = model.attention_head_dim();
+  const double q = model.heads * d, kv = model.kv_heads * d;
+  t.general = true;
+  t.split = (4 * q + 4 * kv + (model.qk_norm ? 2 * q + 2 * kv : 0.0)) / h;
+  t.output = q / h;
+  return t;
+}
 
 Shape shape_of(const ModelSpec& model, const ParallelPlan& plan, bool moe_layer = false) {
   Shape x;
@@ -42,7 +81,20 @@ Shape shape_of(const ModelSpec& model, const ParallelPlan& plan, bool moe_layer 
   x.split = 4 + 4 * kv + (model.swiglu ? 6 : 4) * f - fp8_saving * (1 + f);
   // The QKV and first MLP GEMM inputs (the norms' outputs), FP8 too.
   x.unsplit -= 2 * fp8_saving;
-  if (moe_layer && model.hidden > 0) {
+  // Attention that is not plain d = h / heads multi-head attention: its own
+  // stored tensors, per token in units of h (attention_terms).
+  const AttentionTerms att = attention_terms(model, fp8_saving);
+  if (att.general)
+    x.split = att.split + (model.swiglu ? 6 : 4) * f - fp8_saving * (att.output + f);
+  x.unsplit += att.unsplit;
+  if (moe_layer && model.hidden > 0 && att.general) {
+    const auto& m = model.moe;
+    const double copies = m.top_k * m.capacity_factor;
+    const double fe = static_cast<double>(m.expert_ffn_hidden) / model.hidden;
+    x.split = att.split - fp8_saving * att.output +
+              ((model.swiglu ? 6 : 4) - fp8_saving) * fe * (copies + m.shared_experts);
+    x.unsplit += (4 - fp8_saving) * copies;
+  } else if (moe_layer && model.hidden > 0) {
     // A MoE layer's MLP intermediates are those of its top_k (x capacity)
     // routed copies of every token plus its shared experts, at
     // expert_ffn_hidden; and it keeps the permuted expert inputs and the
@@ -129,6 +181,27 @@ double logits_weight_gradient_hold_bytes(const ModelSpec& model, const ParallelP
   if (x.h <= 0)
     return 0;
   return 2 * x.sbh / (x.sp ? x.t : 1.0) + 2 * x.sbh * x.v / (x.h * x.t);
+}
+
+double mtp_activation_bytes(const ModelSpec& model, const ParallelPlan& plan) {
+  if (model.mtp_depth <= 0)
+    return 0;
+  const Shape x = shape_of(model, plan);
+  const double fp8_saving = 2 - saved_linear_input_bytes(plan);
+  const double own = x.sbh * (2 + 2 + (4 - 2 * fp8_saving)) / (x.sp ? x.t : 1.0);
+  const double layer = layer_activation_bytes(model, plan, plan.recompute, model.mtp_layers_are_moe());
+  return model.mtp_depth * (own + layer + logits_activation_bytes(model, plan));
+}
+
+double mtp_weight_gradient_hold_bytes(const ModelSpec& model, const ParallelPlan& plan) {
+  if (model.mtp_depth <= 0)
+    return 0;
+  const Shape x = shape_of(model, plan);
+  const double fp8_saving = 2 - saved_linear_input_bytes(plan);
+  const double projection_input = x.sbh * (4 - 2 * fp8_saving) / (x.sp ? x.t : 1.0);
+  return model.mtp_depth *
+         (projection_input + layer_weight_gradient_hold_bytes(model, plan, model.mtp_layers_are_moe()) +
+          logits_weight_gradient_hold_bytes(model, plan));
 }
 
 double recompute_workspace_bytes(const ModelSpec& model, const ParallelPlan& plan) {

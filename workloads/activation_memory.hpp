@@ -70,6 +70,17 @@ double layer_weight_gradient_hold_bytes(const ModelSpec& model, const ParallelPl
 // and the logits' gradient (2 s b V / t).
 double logits_weight_gradient_hold_bytes(const ModelSpec& model, const ParallelPlan& plan);
 
+// The last stage's multi-token prediction modules (model.mtp_depth), per
+// micro-batch: each keeps its layer's activations (a MoE layer's when the
+// model's last layer is one), the inputs of its two norms and of its
+// projection (the hidden state and the next token's embedding, 2 s b h
+// each, and their concatenation, 4 s b h; / t with SP; the projection's
+// input FP8 under FP8) and its output head's (logits_activation_bytes).
+double mtp_activation_bytes(const ModelSpec& model, const ParallelPlan& plan);
+// What they hold from the input gradient to the weight gradient: the
+// layer's, the projection's input and the output head's.
+double mtp_weight_gradient_hold_bytes(const ModelSpec& model, const ParallelPlan& plan);
+
 // Working memory of a backward on top of what its forward stored: full
 // recomputation rebuilds one layer at a time (one layer's activations
 // without recomputation), selective recomputation one layer's attention

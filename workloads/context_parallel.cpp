@@ -1,5 +1,7 @@
 #include "workloads/context_parallel.hpp"
 
+#include "workloads/attention.hpp"
+
 namespace trainsim::workloads {
 
 OpCost ContextParallelCost::divided(OpCost cost) const {
@@ -26,8 +28,10 @@ OpCost ContextParallelCost::optimizer(double parameters, const platforms::GpuSpe
 }
 
 double cp_exchange_bytes(const ModelSpec& model, const ParallelPlan& plan) {
-  const double kv_hidden = double(model.hidden) * model.kv_heads / model.heads;
-  return 2.0 * 2.0 * plan.micro_batch_size * model.seq_len * kv_hidden / plan.tp;
+  // Keys and values of every token of the micro-batch (MHA: 2 kv_heads d;
+  // MLA: the up-projected n (d_qk + d_v)), in bf16, this TP rank's heads.
+  const double kv = traits_of(model.attention).key_value_elements(model);
+  return 2.0 * plan.micro_batch_size * model.seq_len * kv / plan.tp;
 }
 
 int cp_exchange_passes(const ParallelPlan& plan, PipeOpKind kind) {

@@ -32,6 +32,10 @@ class ContextParallelCost final : public CostModel {
   OpCost backward_input(const StageSlice& slice, const platforms::GpuSpec& gpu) const override;
   OpCost backward_weight(const StageSlice& slice, const platforms::GpuSpec& gpu) const override;
   OpCost optimizer(double parameters, const platforms::GpuSpec& gpu) const override;
+  // One CP rank's share of the imbalance, as of everything else.
+  double moe_load_extra_s(PipeOpKind kind, double load, const platforms::GpuSpec& gpu) const override {
+    return inner_.moe_load_extra_s(kind, load, gpu) / cp_;
+  }
 
  private:
   OpCost divided(OpCost cost) const;

@@ -7,6 +7,7 @@
 #include "platforms/gpu_spec.hpp"
 #include "workloads/model_spec.hpp"
 #include "workloads/parallel_plan.hpp"
+#include "workloads/schedule.hpp"
 
 namespace trainsim::workloads {
 
@@ -16,7 +17,7 @@ struct StageSlice {
   int layers = 0;
   int first_layer = 0;     // model index of its first layer (MoE layers are not uniform)
   bool embedding = false;  // first stage: token (and position) embedding
-  bool logits = false;     // last stage: output projection and loss
+  bool logits = false;     // last stage: output projection and loss, and any MTP modules (model.mtp_depth)
 };
 
 struct OpCost {
@@ -51,6 +52,18 @@ class CostModel {
   virtual double memory_kernel_s(double bytes, const platforms::GpuSpec& gpu) const {
     return bytes / gpu.hbm_bandwidth_Bps;
   }
+  // Routing imbalance (workloads/expert_routing.hpp): how much longer one
+  // MoE layer's pass of `kind` (forward; backward or input gradient with
+  // any recomputation; weight gradient) takes on a GPU whose local experts
+  // receive `load` times the balanced share of token copies, than with the
+  // balanced share (negative below 1). 0 by default (costs without
+  // experts).
+  virtual double moe_load_extra_s(PipeOpKind kind, double load, const platforms::GpuSpec& gpu) const {
+    (void)kind;
+    (void)load;
+    (void)gpu;
+    return 0;
+  }
 };
 
 // FLOPs from the model shape (Narayanan et al.), time = FLOPs / (peak bf16 x
@@ -65,6 +78,9 @@ class AnalyticCostModel final : public CostModel {
   OpCost backward_input(const StageSlice& slice, const platforms::GpuSpec& gpu) const override;
   OpCost backward_weight(const StageSlice& slice, const platforms::GpuSpec& gpu) const override;
   OpCost optimizer(double parameters, const platforms::GpuSpec& gpu) const override;
+  // The expert GEMMs' FLOPs of the pass times (load - 1), at the same
+  // efficiency as everything else.
+  double moe_load_extra_s(PipeOpKind kind, double load, const platforms::GpuSpec& gpu) const override;
 
   // Bytes the optimizer step reads and writes per parameter: mixed-precision
   // Adam touches the fp32 master weight, both moments and the gradient, and
@@ -77,6 +93,10 @@ class AnalyticCostModel final : public CostModel {
   // the forward's matmuls (24 b s h^2 per GPT layer, 2 b s h V for logits).
   double weight_gradient_flops(const StageSlice& slice) const;
   double recomputed_flops(const StageSlice& slice) const;
+  // The MTP modules' forward FLOPs on the last stage (0 elsewhere), and
+  // their attention core's.
+  double mtp_flops(const StageSlice& slice) const;
+  double mtp_core_flops(const StageSlice& slice) const;
   // FLOPs of the layers' linear GEMMs in one forward (the TP-paired ones).
   double linear_forward_flops(const StageSlice& slice) const;
   OpCost timed(double model_flops, double hardware_flops, const platforms::GpuSpec& gpu,

@@ -111,7 +111,9 @@ PerOpCostModel::PerOpCostModel(ModelSpec model, ParallelPlan plan, Options optio
       moe_layer_ops_(model_.is_moe() ? with_precision(moe_layer_ops(model_, setup_), plan_)
                                      : std::vector<TransformerOp>{}),
       embedding_ops_(embedding_ops(model_, setup_)),
-      logits_ops_(logits_ops(model_, setup_)) {}
+      logits_ops_(logits_ops(model_, setup_)),
+      mtp_ops_(model_.mtp_depth > 0 ? with_precision(mtp_ops(model_, setup_), plan_)
+                                    : std::vector<TransformerOp>{}) {}
 
 const PerOpCostModel::PartTimes& PerOpCostModel::times(const platforms::GpuSpec& gpu) const {
   const CacheKey key{gpu.name, gpu.efficiency_profile.get()};
@@ -126,26 +128,7 @@ const PerOpCostModel::PartTimes& PerOpCostModel::times(const platforms::GpuSpec&
   const auto input = [](const TransformerOp& op) { return is(op, OpPass::backward_input); };
   const auto weight = [](const TransformerOp& op) { return is(op, OpPass::backward_weight); };
 
-  auto layer = [&](const std::vector<TransformerOp>& ops) {
-    LayerPassTimes l;
-    if (ops.empty())
-      return l;
-    l.forward_s = pass(ops, forward);
-    switch (plan_.recompute) {
-      case Recompute::none:
-        break;
-      case Recompute::selective:  // the attention core's forward (Korthikanti et al.)
-        l.recompute_s =
-            pass(ops, [](const TransformerOp& op) { return is(op, OpPass::forward) && op.attention_core; });
-        break;
-      case Recompute::full:
-        l.recompute_s = l.forward_s;
-        break;
-    }
-    l.backward_input_s = pass(ops, input);
-    l.backward_weight_s = pass(ops, weight);
-    return l;
-  };
+  auto layer = [&](const std::vector<TransformerOp>& ops) { return pass_times(ops, gpu); };
 
   // The linear GEMMs of each pass; a pass that the host bounds keeps them
   // within its time.
@@ -181,7 +164,83 @@ const PerOpCostModel::PartTimes& PerOpCostModel::times(const platforms::GpuSpec&
   p.logits_forward_s = pass(logits_ops_, forward);
   p.logits_input_s = pass(logits_ops_, input);
   p.logits_weight_s = pass(logits_ops_, weight);
+  if (model_.mtp_depth > 0) {
+    // Each module: its own kernels, a layer (a MoE one when the model's
+    // last layer is) and the shared output head with its loss.
+    const bool moe = model_.mtp_layers_are_moe();
+    const LayerPassTimes& l = moe ? p.moe_layer : p.layer;
+    const LayerPassTimes& linear_l = moe ? p.moe_layer_linear : p.layer_linear;
+    const double depth = model_.mtp_depth;
+    p.mtp.forward_s = depth * (pass(mtp_ops_, forward) + l.forward_s + p.logits_forward_s);
+    p.mtp.recompute_s = depth * l.recompute_s;
+    p.mtp.backward_input_s = depth * (pass(mtp_ops_, input) + l.backward_input_s + p.logits_input_s);
+    p.mtp.backward_weight_s = depth * (pass(mtp_ops_, weight) + l.backward_weight_s + p.logits_weight_s);
+    p.mtp_linear.forward_s =
+        depth * (linear_time_of(mtp_ops_, OpPass::forward, gpu, profile) + linear_l.forward_s);
+    p.mtp_linear.recompute_s = depth * linear_l.recompute_s;
+    p.mtp_linear.backward_input_s =
+        depth * (linear_time_of(mtp_ops_, OpPass::backward_input, gpu, profile) + linear_l.backward_input_s);
+    p.mtp_linear.backward_weight_s =
+        depth *
+        (linear_time_of(mtp_ops_, OpPass::backward_weight, gpu, profile) + linear_l.backward_weight_s);
+  }
   return cache_.emplace(key, p).first->second;
+}
+
+LayerPassTimes PerOpCostModel::pass_times(const std::vector<TransformerOp>& ops,
+                                          const platforms::GpuSpec& gpu) const {
+  LayerPassTimes l;
+  if (ops.empty())
+    return l;
+  const auto& profile = platforms::efficiency_profile_of(gpu);
+  auto pass = [&](const std::function<bool(const TransformerOp&)>& in) {
+    return pass_time(ops, in, gpu, profile);
+  };
+  l.forward_s = pass([](const TransformerOp& op) { return is(op, OpPass::forward); });
+  switch (plan_.recompute) {
+    case Recompute::none:
+      break;
+    case Recompute::selective:  // the attention core's forward (Korthikanti et al.)
+      l.recompute_s =
+          pass([](const TransformerOp& op) { return is(op, OpPass::forward) && op.attention_core; });
+      break;
+    case Recompute::full:
+      l.recompute_s = l.forward_s;
+      break;
+  }
+  l.backward_input_s = pass([](const TransformerOp& op) { return is(op, OpPass::backward_input); });
+  l.backward_weight_s = pass([](const TransformerOp& op) { return is(op, OpPass::backward_weight); });
+  return l;
+}
+
+double PerOpCostModel::moe_load_extra_s(PipeOpKind kind, double load, const platforms::GpuSpec& gpu) const {
+  if (!model_.is_moe() || load == 1)
+    return 0;
+  const LayerPassTimes& balanced = times(gpu).moe_layer;
+  const LoadedCacheKey key{{gpu.name, gpu.efficiency_profile.get()}, load};
+  auto it = loaded_cache_.find(key);
+  if (it == loaded_cache_.end()) {
+    LayerSetup setup = setup_;
+    setup.expert_load = load;
+    it = loaded_cache_.emplace(key, pass_times(with_precision(moe_layer_ops(model_, setup), plan_), gpu))
+             .first;
+  }
+  const LayerPassTimes& loaded = it->second;
+  const double f = loaded.forward_s - balanced.forward_s;
+  const double r = loaded.recompute_s - balanced.recompute_s;
+  const double b = loaded.backward_input_s - balanced.backward_input_s;
+  const double w = loaded.backward_weight_s - balanced.backward_weight_s;
+  switch (kind) {
+    case PipeOpKind::forward:
+      return f;
+    case PipeOpKind::backward:
+      return r + b + w;
+    case PipeOpKind::backward_input:
+      return r + b;
+    case PipeOpKind::backward_weight:
+      return w;
+  }
+  return 0;
 }
 
 LayerPassTimes PerOpCostModel::layer_times(const platforms::GpuSpec& gpu) const {
@@ -227,6 +286,10 @@ OpCost PerOpCostModel::forward(const StageSlice& slice, const platforms::GpuSpec
                     (slice.logits ? t.logits_forward_s : 0.0);
   cost.memory_bound_fraction = t.layer_memory_bound_fraction;
   cost.tp_overlap_s = linear_time(slice, &LayerPassTimes::forward_s, t);
+  if (slice.logits && model_.mtp_depth > 0) {
+    cost.duration_s += t.mtp.forward_s;
+    cost.tp_overlap_s += t.mtp_linear.forward_s;
+  }
   return cost;
 }
 
@@ -239,6 +302,10 @@ OpCost PerOpCostModel::backward_input(const StageSlice& slice, const platforms::
   cost.memory_bound_fraction = t.layer_memory_bound_fraction;
   cost.tp_overlap_s = linear_time(slice, &LayerPassTimes::recompute_s, t) +
                       linear_time(slice, &LayerPassTimes::backward_input_s, t);
+  if (slice.logits && model_.mtp_depth > 0) {
+    cost.duration_s += t.mtp.recompute_s + t.mtp.backward_input_s;
+    cost.tp_overlap_s += t.mtp_linear.recompute_s + t.mtp_linear.backward_input_s;
+  }
   return cost;
 }
 
@@ -249,6 +316,10 @@ OpCost PerOpCostModel::backward_weight(const StageSlice& slice, const platforms:
                     (slice.embedding ? t.embedding_weight_s : 0.0) + (slice.logits ? t.logits_weight_s : 0.0);
   cost.memory_bound_fraction = t.layer_memory_bound_fraction;
   cost.tp_overlap_s = linear_time(slice, &LayerPassTimes::backward_weight_s, t);
+  if (slice.logits && model_.mtp_depth > 0) {
+    cost.duration_s += t.mtp.backward_weight_s;
+    cost.tp_overlap_s += t.mtp_linear.backward_weight_s;
+  }
   return cost;
 }
 

@@ -59,6 +59,10 @@ class PerOpCostModel final : public CostModel {
   OpCost backward_weight(const StageSlice& slice, const platforms::GpuSpec& gpu) const override;
   OpCost optimizer(double parameters, const platforms::GpuSpec& gpu) const override;
   double memory_kernel_s(double bytes, const platforms::GpuSpec& gpu) const override;
+  // The MoE layer's kernels re-timed with the local experts' rows scaled by
+  // `load` (transformer_ops.hpp, LayerSetup::expert_load), less the
+  // balanced layer's.
+  double moe_load_extra_s(PipeOpKind kind, double load, const platforms::GpuSpec& gpu) const override;
 
   LayerPassTimes layer_times(const platforms::GpuSpec& gpu) const;
   // The same for a MoE layer (zero for a dense model).
@@ -77,11 +81,16 @@ class PerOpCostModel final : public CostModel {
     LayerPassTimes layer_linear, moe_layer_linear;
     double embedding_forward_s = 0, embedding_weight_s = 0;
     double logits_forward_s = 0, logits_input_s = 0, logits_weight_s = 0;
+    // The last stage's multi-token prediction modules, all of them: each
+    // its norms and projection (mtp_ops), a layer and the output head.
+    LayerPassTimes mtp, mtp_linear;
     // Share of a layer's kernel time (all passes) in HBM-bound kernels: the
     // memory_bound_fraction of every forward and backward.
     double layer_memory_bound_fraction = 0;
   };
   const PartTimes& times(const platforms::GpuSpec& gpu) const;
+  // One layer's passes (forward, recomputation, input and weight gradient).
+  LayerPassTimes pass_times(const std::vector<TransformerOp>& ops, const platforms::GpuSpec& gpu) const;
   // Sum over a slice's layers of one pass time (dense and MoE layers).
   double layers_time(const StageSlice& slice, double LayerPassTimes::*pass, const LayerPassTimes& dense,
                      const LayerPassTimes& moe) const;
@@ -96,12 +105,15 @@ class PerOpCostModel final : public CostModel {
   ParallelPlan plan_;
   LayerSetup setup_;
   AnalyticCostModel flops_;  // FLOP accounting only
-  std::vector<TransformerOp> layer_ops_, moe_layer_ops_, embedding_ops_, logits_ops_;
+  std::vector<TransformerOp> layer_ops_, moe_layer_ops_, embedding_ops_, logits_ops_, mtp_ops_;
   // Per GPU type (and its scenario's own efficiency file, if any); the
   // builder asks for the same few GPUs thousands of times. Not thread-safe
   // (the builder is single-threaded).
   using CacheKey = std::pair<std::string, const platforms::EfficiencyProfile*>;
   mutable std::map<CacheKey, PartTimes> cache_;
+  // MoE layer passes per (GPU type and profile, load factor).
+  using LoadedCacheKey = std::pair<CacheKey, double>;
+  mutable std::map<LoadedCacheKey, LayerPassTimes> loaded_cache_;
 };
 
 }  // namespace trainsim::workloads

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "workloads/activation_memory.hpp"
+#include "workloads/attention.hpp"
 #include "workloads/expert_parallel.hpp"
 #include "workloads/precision.hpp"
 #include "workloads/stage_slices.hpp"
@@ -57,6 +58,14 @@ double GpuMemoryModel::piece_parameters(int virtual_stage, int layer_in_chunk) c
     // layer on the last stage when it is not the first one.
     if (model_.tied_embeddings && layout_.rank_of(virtual_stage) != layout_.rank_of(0))
       parameters += double(model_.vocab) * model_.hidden;
+    if (model_.mtp_depth > 0) {
+      // The MTP modules, and the embedding they read the next tokens from:
+      // Megatron builds one on the last stage too (GPTModel: pre_process or
+      // mtp_process), unless the output head already is one (tied).
+      parameters += mtp_parameters_per_gpu(model_, plan_, slice) * plan_.tp;
+      if (!model_.tied_embeddings && layout_.rank_of(virtual_stage) != layout_.rank_of(0))
+        parameters += double(model_.vocab) * model_.hidden;
+    }
   }
   return parameters / plan_.tp;
 }
@@ -81,6 +90,8 @@ double GpuMemoryModel::expert_parameters(int rank) const {
     const StageSlice slice = virtual_stage_slice(model_, plan_, layout_.virtual_stage(rank, chunk));
     for (int l = 0; l < slice.layers; ++l)
       parameters += layer_expert_parameters_per_gpu(model_, plan_, slice.first_layer + l);
+    if (model_.mtp_depth > 0)
+      parameters += mtp_expert_parameters_per_gpu(model_, plan_, slice);
   }
   return parameters;
 }
@@ -112,6 +123,8 @@ double GpuMemoryModel::layer_parameters_on(int rank) const {
     const StageSlice slice = virtual_stage_slice(model_, plan_, layout_.virtual_stage(rank, chunk));
     for (int l = 0; l < slice.layers; ++l)
       parameters += layer_parameters_per_gpu(model_, plan_, slice.first_layer + l);
+    if (model_.mtp_depth > 0)
+      parameters += mtp_parameters_per_gpu(model_, plan_, slice);
   }
   return parameters;
 }
@@ -123,6 +136,8 @@ double GpuMemoryModel::stored_activations(int virtual_stage) const {
     bytes += embedding_activation_bytes(model_, plan_);
   if (slice.logits)
     bytes += logits_activation_bytes(model_, plan_);
+  if (slice.logits && model_.mtp_depth > 0)
+    bytes += mtp_activation_bytes(model_, plan_);
   return bytes;
 }
 
@@ -133,6 +148,8 @@ double GpuMemoryModel::weight_gradient_hold(int virtual_stage) const {
                  (moe > 0 ? moe * layer_weight_gradient_hold_bytes(model_, plan_, true) : 0.0);
   if (slice.logits)
     bytes += logits_weight_gradient_hold_bytes(model_, plan_);
+  if (slice.logits && model_.mtp_depth > 0)
+    bytes += mtp_weight_gradient_hold_bytes(model_, plan_);
   return bytes;
 }
 
@@ -168,8 +185,8 @@ OpMemory GpuMemoryModel::op_memory(PipeOpKind kind, int virtual_stage) const {
 double GpuMemoryModel::kv_exchange_buffer_bytes() const {
   if (plan_.cp <= 1 || model_.heads <= 0)
     return 0;
-  const double kv_hidden = double(model_.hidden) * model_.kv_heads / model_.heads;
-  const double block = 2.0 * 2.0 * plan_.micro_batch_size * model_.seq_len / plan_.cp * kv_hidden / plan_.tp;
+  const double kv = traits_of(model_.attention).key_value_elements(model_);
+  const double block = 2.0 * plan_.micro_batch_size * model_.seq_len / plan_.cp * kv / plan_.tp;
   return 2 * block;
 }
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "workloads/attention.hpp"
+
 namespace trainsim::workloads {
 
 namespace {
@@ -19,7 +21,14 @@ double mlp_matmul_parameters(const ModelSpec& m, double f) {
 }  // namespace
 
 bool ModelSpec::is_moe_layer(int layer) const {
-  return is_moe() && layer >= moe.first_dense_layers && layer % std::max(1, moe.layer_freq) == 0;
+  return is_moe() && layer >= moe.first_dense_layers &&
+         layer % std::max(1, moe.layer_freq) == moe.layer_offset;
+}
+
+double ModelSpec::attention_head_dim() const {
+  if (head_dim > 0)
+    return head_dim;
+  return heads > 0 ? double(hidden) / heads : 0.0;
 }
 
 int ModelSpec::moe_layers_in(int first, int count) const {
@@ -31,9 +40,7 @@ int ModelSpec::moe_layers_in(int first, int count) const {
 
 double ModelSpec::layer_parameters() const {
   const double h = hidden;
-  const double kv = h * kv_heads / heads;
-  // Q and O are h x h, K and V h x kv; biases only in GPT-style layers.
-  const double attention = 2 * h * h + 2 * h * kv + (swiglu ? 0 : 2 * h + 2 * kv);
+  const double attention = traits_of(this->attention).parameters(*this);
   const double norms = swiglu ? 2 * h : 4 * h;  // RMSNorm has no bias
   return attention + mlp_parameters(*this, ffn_hidden) + norms;
 }
@@ -82,9 +89,8 @@ double ModelSpec::parameter_count() const {
 
 double ModelSpec::layer_forward_flops(double micro_batch) const {
   const double h = hidden, s = seq_len, f = ffn_hidden;
-  const double kv = h * kv_heads / heads;
   const double tokens = micro_batch * s;
-  const double matmul_params = 2 * h * h + 2 * h * kv + (swiglu ? 3.0 : 2.0) * h * f;
+  const double matmul_params = traits_of(attention).matmul_parameters(*this) + (swiglu ? 3.0 : 2.0) * h * f;
   return 2 * tokens * matmul_params + attention_core_forward_flops(micro_batch);
 }
 
@@ -109,8 +115,34 @@ double ModelSpec::layers_forward_flops(double micro_batch, int first, int count)
 }
 
 double ModelSpec::attention_core_forward_flops(double micro_batch) const {
-  const double h = hidden, s = seq_len;
-  return 4 * micro_batch * s * s * h;
+  return traits_of(attention).core_forward_flops(*this, micro_batch);
+}
+
+double ModelSpec::mtp_parameters() const {
+  if (mtp_depth <= 0)
+    return 0;
+  const double h = hidden;
+  const double norm = swiglu ? h : 2 * h;
+  // The hidden-state and embedding norms, the 2h x h projection, the layer,
+  // the module's final norm before the shared output head.
+  return mtp_depth * (2 * norm + 2 * h * h + layer_parameters(layers - 1) + norm);
+}
+
+double ModelSpec::mtp_expert_parameters() const {
+  return mtp_depth > 0 ? mtp_depth * expert_parameters(layers - 1) : 0.0;
+}
+
+double ModelSpec::mtp_forward_flops(double micro_batch) const {
+  if (mtp_depth <= 0)
+    return 0;
+  const double tokens = micro_batch * seq_len;
+  const double h = hidden;
+  return mtp_depth * (2 * tokens * 2 * h * h + layer_forward_flops(micro_batch, layers - 1) +
+                      logits_forward_flops(micro_batch));
+}
+
+double ModelSpec::mtp_attention_core_forward_flops(double micro_batch) const {
+  return mtp_depth > 0 ? mtp_depth * attention_core_forward_flops(micro_batch) : 0.0;
 }
 
 double ModelSpec::logits_forward_flops(double micro_batch) const {
@@ -118,6 +150,9 @@ double ModelSpec::logits_forward_flops(double micro_batch) const {
 }
 
 double ModelSpec::iteration_model_flops(double global_batch) const {
+  if (mtp_depth > 0)
+    return 3 * (layers_forward_flops(global_batch, 0, layers) + logits_forward_flops(global_batch) +
+                mtp_forward_flops(global_batch));
   return 3 * (layers_forward_flops(global_batch, 0, layers) + logits_forward_flops(global_batch));
 }
 

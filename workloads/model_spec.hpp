@@ -6,6 +6,8 @@
 #include <string_view>
 #include <vector>
 
+#include "workloads/expert_routing.hpp"
+
 namespace trainsim::workloads {
 
 // Mixture of experts (Shazeer et al. 2017; GShard; Mixtral; DeepSeekMoE):
@@ -27,8 +29,52 @@ struct MoeSpec {
   // experts per expert), with every expert's input padded to it (Megatron's
   // moe_expert_capacity_factor with moe_pad_expert_input_to_capacity).
   // 1.0 is also what a dropless MoE (no capacity, the default) moves when
-  // the router balances its load perfectly, which trainsim assumes.
+  // the router balances its load perfectly (routing: balanced).
   double capacity_factor = 1.0;
+  // No capacity: every expert takes the copies routed to it (Megatron's
+  // default, and Megatron-Bridge's MoE benchmark rows). False when a
+  // capacity_factor is given: experts padded or cut to it, the excess
+  // dropped. The two differ only when routing is not balanced.
+  bool dropless = true;
+  // How the router spreads the copies over the experts
+  // (workloads/expert_routing.hpp).
+  RoutingSpec routing;
+  // Which residue of layer_freq marks a MoE layer: l % layer_freq ==
+  // layer_offset. 0 for DeepSeek's rule; Llama 4 Maverick's MoE layers are
+  // the odd ones (Hugging Face modeling_llama4.py: interleave_moe_layer_step
+  // 2 makes layers 1, 3, 5, ... MoE).
+  int layer_offset = 0;
+  // Node-limited routing (DeepSeek-V3's M = 4, Section 2.1.2): each token
+  // goes to experts on at most this many nodes (NVLink domains) of its EP
+  // group; 0: no limit. What it bounds is the RDMA traffic of the deepep
+  // dispatcher (workloads/moe_dispatch.hpp).
+  int max_nodes_per_token = 0;
+};
+
+// How a layer's attention projects its queries, keys and values
+// (workloads/attention.hpp holds the table of kinds and their formulas).
+enum class AttentionKind {
+  mha,  // multi-head attention: Q, K, V projections of heads / kv_heads x head_dim (GQA when fewer kv heads)
+  mla,  // multi-head latent attention (DeepSeek-V2 / V3): low-rank Q and joint KV compression
+};
+
+// Multi-head latent attention's shape (DeepSeek-V2, arXiv 2405.04434,
+// Section 2.1; DeepSeek-V3 inference/model.py, class MLA; Megatron-core
+// multi_latent_attention.py). Per token:
+//   q = W_uq norm(W_dq x)            [h -> q_lora_rank -> heads x (nope + rope)]
+//       (or W_q x when q_lora_rank is 0: DeepSeek-V2-Lite)
+//   c_kv, k_pe = W_dkv x             [h -> kv_lora_rank + rope], k_pe shared by the heads
+//   k_nope, v = W_ukv norm(c_kv)     [kv_lora_rank -> heads x (nope + v)]
+//   out = W_o attention(q, [k_nope, k_pe], v)   [heads x v -> h]
+// workloads/mla_attention.hpp has its parameters, FLOPs, kernels and
+// activations.
+struct MlaSpec {
+  int q_lora_rank = 0;  // 0: no query compression
+  int kv_lora_rank = 0;
+  int qk_nope_head_dim = 0;
+  int qk_rope_head_dim = 0;
+  int v_head_dim = 0;
+  int qk_head_dim() const { return qk_nope_head_dim + qk_rope_head_dim; }
 };
 
 struct ModelSpec {
@@ -48,8 +94,27 @@ struct ModelSpec {
   // s x s score activations (memory model).
   bool flash_attention = false;
   MoeSpec moe;
+  AttentionKind attention = AttentionKind::mha;
+  // Width of one attention head when it is not hidden / heads (Qwen3,
+  // Llama 4, Megatron's kv_channels); 0: hidden / heads. Multi-head
+  // attention only.
+  int head_dim = 0;
+  // RMSNorm on each head's query and key before the scores (Qwen3's q_norm
+  // and k_norm: a head_dim weight each).
+  bool qk_norm = false;
+  MlaSpec mla;  // attention == mla
+  // Multi-token prediction (DeepSeek-V3, Section 2.2; Megatron-core
+  // multi_token_prediction.py): mtp_depth sequential modules after the last
+  // layer, each an RMSNorm of the hidden state and of the next token's
+  // embedding, a 2h x h projection, one transformer layer (a MoE layer when
+  // the model's last layer is one, as Megatron builds it) and the shared
+  // output head with its own loss. They live on the last pipeline stage.
+  int mtp_depth = 0;
 
   bool is_moe() const { return moe.experts > 0; }
+  bool is_mla() const { return attention == AttentionKind::mla; }
+  // One head's width: head_dim when given, else hidden / heads.
+  double attention_head_dim() const;
   // Layer `layer` (0-based) has a MoE MLP.
   bool is_moe_layer(int layer) const;
   // MoE layers among layers [first, first + count).
@@ -76,6 +141,22 @@ struct ModelSpec {
   double logits_parameters() const;
   double parameter_count() const;
 
+  // Multi-token prediction (mtp_depth modules; 0 without): their layers are
+  // MoE layers when the model's last layer is one.
+  bool mtp_layers_are_moe() const { return is_moe_layer(layers - 1); }
+  // Parameters of the mtp_depth modules (two norms, the 2h x h projection,
+  // the layer, the module's final norm; the embedding and output head are
+  // the model's, shared). Not in parameter_count(), as published totals
+  // leave them out (DeepSeek-V3: 671B main model + MTP).
+  double mtp_parameters() const;
+  // Of those, the routed experts' (what expert parallelism shards).
+  double mtp_expert_parameters() const;
+  // Forward FLOPs of the modules for `micro_batch` sequences: the
+  // projection (2 T 2h h), the layer and the output head (2 T h V) each.
+  double mtp_forward_flops(double micro_batch) const;
+  // ... of which the attention core (what selective recomputation redoes).
+  double mtp_attention_core_forward_flops(double micro_batch) const;
+
   // Forward FLOPs of one layer for `tokens` = b * s tokens: matmuls plus the
   // attention score and context products (24 b s h^2 + 4 b s^2 h for GPT).
   double layer_forward_flops(double micro_batch) const;
@@ -85,13 +166,15 @@ struct ModelSpec {
   double layer_forward_flops(double micro_batch, int layer) const;
   // Layers [first, first + count).
   double layers_forward_flops(double micro_batch, int first, int count) const;
-  // The attention core alone (4 b s^2 h): what selective recomputation redoes.
+  // The attention core alone (4 b s^2 h; MLA 2 b s^2 heads (qk_head_dim +
+  // v_head_dim)): what selective recomputation redoes.
   double attention_core_forward_flops(double micro_batch) const;
   // Logit layer forward: 2 b s h V.
   double logits_forward_flops(double micro_batch) const;
   // Model FLOPs of one training iteration over `global_batch` sequences
   // (forward + backward, no recomputation): 72 B s L h^2 (1 + s/6h + V/12Lh)
-  // for GPT; a MoE model counts its active parameters.
+  // for GPT; a MoE model counts its active parameters; multi-token
+  // prediction adds its modules' (as Megatron's num_floating_point_operations).
   double iteration_model_flops(double global_batch) const;
 };
 

@@ -48,6 +48,10 @@ std::string_view to_string(Precision precision) {
   return "?";
 }
 
+std::string_view to_string(MoeDispatcher dispatcher) {
+  return dispatcher == MoeDispatcher::deepep ? "deepep" : "all_to_all";
+}
+
 std::string_view to_string(Fp8Recipe recipe) {
   switch (recipe) {
     case Fp8Recipe::delayed:

@@ -72,6 +72,19 @@ std::string_view to_string(Precision precision);
 enum class Fp8Recipe { delayed, current, mxfp8 };
 std::string_view to_string(Fp8Recipe recipe);
 
+// How a MoE layer's tokens reach their experts and come back
+// (plan.moe_dispatcher; workloads/moe_dispatch.hpp, docs/moe.md):
+//   all_to_all  Megatron's alltoall token dispatcher: one NCCL all-to-all,
+//               every routed copy of a token sent to its expert's GPU, every
+//               pair of GPUs directly (today's default)
+//   deepep      DeepEP's dispatch / combine (Megatron's flex dispatcher with
+//               --moe-enable-deepep, DeepSeek-V3): each token sent once per
+//               destination node over RDMA to the GPU of the same local
+//               index, then once per destination GPU over NVLink; FP8
+//               dispatch under precision fp8, BF16 combine
+enum class MoeDispatcher { all_to_all, deepep };
+std::string_view to_string(MoeDispatcher dispatcher);
+
 // Megatron's default gradient bucket: 40 million gradient elements
 // (DistributedDataParallelConfig's bucket_size for data-parallel sizes up
 // to 40); plan.grad_bucket_size overrides it in bytes.
@@ -160,6 +173,14 @@ struct ParallelPlan {
   bool pytorch() const { return framework != Framework::megatron; }
   Precision precision = Precision::bf16;
   Fp8Recipe fp8_recipe = Fp8Recipe::delayed;
+  MoeDispatcher moe_dispatcher = MoeDispatcher::all_to_all;
+  // Overlap the expert all-to-alls of one micro-batch with the computation
+  // of another (plan.moe_a2a_overlap): Megatron-core's EP A2A overlap
+  // (--overlap-moe-expert-parallel-comm), which runs a steady-state 1F1B
+  // forward and backward as one merged F&B op, and DualPipe's F&B chunk
+  // pairs. The builder interleaves the pair's per-layer pieces
+  // (workloads/graph_builder/expert_parallel_sync.cpp; docs/moe.md).
+  bool moe_a2a_overlap = false;
   // FP8 primary weights (Megatron --fp8-param-gather, NeMo fp8_params,
   // torchtitan's float8 all-gather): ZeRO's and FSDP's parameter all-gathers
   // move 1 byte per FP8 weight, and no BF16 copy of those weights is kept.

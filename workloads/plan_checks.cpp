@@ -153,6 +153,41 @@ void check_expert_parallel(const ModelSpec& model, const ParallelPlan& plan, Pro
                              plan.ep));
 }
 
+// plan.moe_dispatcher: DeepEP's dispatch needs a MoE model and is dropless
+// (it has no expert capacity to pad to). Where the EP group lies over the
+// nodes is the cluster's business (sim/scenario/checks.cpp).
+void check_moe_dispatcher(const ModelSpec& model, const ParallelPlan& plan, Problems& problems) {
+  if (plan.moe_a2a_overlap && !model.is_moe())
+    problems.add(
+        "moe_a2a_overlap",
+        fmt::format("true with a dense model ({}): it overlaps the expert all-to-alls of MoE layers; "
+                    "expected moe_a2a_overlap: false, or a model with model.moe",
+                    model.name));
+  if (plan.moe_a2a_overlap && plan.schedule != ScheduleKind::one_f_one_b &&
+      plan.schedule != ScheduleKind::interleaved_one_f_one_b && plan.schedule != ScheduleKind::dualpipe_v)
+    problems.add(
+        "moe_a2a_overlap",
+        fmt::format("true with schedule {}: the all-to-alls overlap inside Megatron's merged F&B steps "
+                    "of 1F1B (interleaved or not) and DualPipe-V's F&B pairs; expected schedule 1f1b, "
+                    "interleaved_1f1b or dualpipe_v, or moe_a2a_overlap: false",
+                    to_string(plan.schedule)));
+  if (plan.moe_dispatcher != MoeDispatcher::deepep)
+    return;
+  if (!model.is_moe()) {
+    problems.add("moe_dispatcher",
+                 fmt::format("deepep with a dense model ({}): it dispatches the tokens of MoE layers; "
+                             "expected moe_dispatcher: all_to_all, or a model with model.moe",
+                             model.name));
+    return;
+  }
+  if (!model.moe.dropless)
+    problems.add("moe_dispatcher",
+                 fmt::format("deepep with model.moe.capacity_factor {}: DeepEP dispatches every routed "
+                             "token (dropless) and pads no expert to a capacity; expected "
+                             "capacity_factor: none, or moe_dispatcher: all_to_all",
+                             model.moe.capacity_factor));
+}
+
 // Sequence and context parallelism, expert parallelism, the framework,
 // ZeRO-3 (and its hybrid sharding) and gradient buckets.
 void check_parallelism_options(const ModelSpec& model, const ParallelPlan& plan, Problems& problems) {
@@ -168,7 +203,14 @@ void check_parallelism_options(const ModelSpec& model, const ParallelPlan& plan,
                              "2 x context_parallel = {} chunks (Megatron's load-balanced split); expected "
                              "seq_len divisible by {}",
                              plan.cp, model.seq_len, 2 * plan.cp, 2 * plan.cp));
+  if (plan.cp > 1 && model.mtp_depth > 0)
+    problems.add("context_parallel",
+                 fmt::format("{} with model.mtp_depth = {}: Megatron-core's multi-token prediction does not "
+                             "support context parallelism (docs multi_token_prediction.md, \"Unsupported "
+                             "combinations\"); expected context_parallel: 1, or mtp_depth: 0",
+                             plan.cp, model.mtp_depth));
   check_expert_parallel(model, plan, problems);
+  check_moe_dispatcher(model, plan, problems);
   if (plan.pytorch() && plan.zero_stage != 3)
     problems.add("framework", fmt::format("{} shards with FSDP, but zero_stage is {}; expected zero_stage: 3 "
                                           "(or framework: megatron)",
@@ -271,8 +313,13 @@ std::vector<platforms::Problem> plan_problems(const ModelSpec& model, const Para
         problems.add(problem.key, std::move(problem.message));
   }
   if (plan.tp <= 0 || model.heads % plan.tp != 0)
-    problems.add("tp", fmt::format("model.heads = {} is not divisible by tp = {}; expected a divisor of {}",
-                                   model.heads, plan.tp, model.heads));
+    problems.add("tp", fmt::format("model.heads = {} is not divisible by tp = {}{}; expected a divisor of {}",
+                                   model.heads, plan.tp,
+                                   model.is_mla() ? " (multi-head latent attention splits its query and "
+                                                    "key/value up projections, attention core and output "
+                                                    "projection by heads over the TP group)"
+                                                  : "",
+                                   model.heads));
   check_parallelism_options(model, plan, problems);
   return problems.take();
 }

@@ -20,11 +20,19 @@ std::string base_name(const std::string& name) {
 // GEMMs whose input TE's LayerNormLinear produces from the norm before them
 // (Megatron-core's TELayerNormColumnParallelLinear): the cast is fused into
 // the norm, and under sequence parallelism the input is the all-gathered one.
+// MLA's up projections fuse the latent norms the same way (Megatron's MLA
+// spec builds linear_q_up_proj and linear_kv_up_proj as
+// TELayerNormColumnParallelLinear); its down projections and q_proj are
+// plain TELinear / TEColumnParallelLinear, each quantizing its input.
 const char* fused_norm_of(const std::string& base) {
   if (base == "qkv")
     return "norm1";
   if (base == "mlp_up")
     return "norm2";
+  if (base == "q_up")
+    return "q_norm";
+  if (base == "kv_up")
+    return "kv_norm";
   return nullptr;
 }
 

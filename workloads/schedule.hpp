@@ -102,6 +102,12 @@ struct ScheduleOptions {
   // (Megatron's default).
   int microbatch_group = 0;
   ZbvInputs zbv;
+  // 1f1b and interleaved_1f1b: forwards added to every rank's warm-up
+  // (capped at the micro-batches). plan.moe_a2a_overlap sets 1, as
+  // Megatron-core does for its merged F&B steps, so that each steady-state
+  // step pairs a backward with a forward of another micro-batch (on the last
+  // stage too) whose all-to-alls it can hide.
+  int extra_warmup = 0;
 };
 
 // Model chunks a schedule puts on each rank.
@@ -167,9 +173,9 @@ std::string to_string(const std::vector<PipeOp>& ops, int chunks = 1);
 // cannot build (p, m, v); schedule_problems() reports the same rules for the
 // scenario validator.
 PipelineSchedule make_gpipe(int ranks, int micro_batches);
-PipelineSchedule make_one_f_one_b(int ranks, int micro_batches);
+PipelineSchedule make_one_f_one_b(int ranks, int micro_batches, int extra_warmup = 0);
 PipelineSchedule make_interleaved_one_f_one_b(int ranks, int micro_batches, int virtual_stages,
-                                              int microbatch_group = 0);
+                                              int microbatch_group = 0, int extra_warmup = 0);
 PipelineSchedule make_zb_h1(int ranks, int micro_batches);
 PipelineSchedule make_zb_h2(int ranks, int micro_batches);
 PipelineSchedule make_zb_v(int ranks, int micro_batches, const ZbvInputs& inputs = {});

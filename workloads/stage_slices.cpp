@@ -33,12 +33,60 @@ double tp_allreduce_bytes(const ModelSpec& model, const ParallelPlan& plan) {
   return 2.0 * plan.micro_batch_size * model.seq_len / plan.cp * model.hidden;
 }
 
+double mla_sequence_parallel_pass_bytes(const ModelSpec& model, const ParallelPlan& plan, CollectiveOp pass,
+                                        PipeOpKind kind) {
+  const auto& a = model.mla;
+  const double h = model.hidden;
+  const double w = (a.q_lora_rank > 0 ? double(a.q_lora_rank) : h) + a.kv_lora_rank + a.qk_rope_head_dim;
+  const double per_token_h =
+      2.0 * plan.micro_batch_size * model.seq_len / plan.cp;  // bf16 bytes per unit width
+  // Widths of the passes of one layer: forward all-gathers {w, h},
+  // reduce-scatters {h, h}; backward all-gathers {h, h}, reduce-scatters
+  // {w, h}.
+  const bool gather = pass == CollectiveOp::all_gather;
+  const double forward = gather ? (w + h) / 2 : h;
+  const double backward = gather ? h : (w + h) / 2;
+  switch (kind) {
+    case PipeOpKind::forward:
+      return per_token_h * forward;
+    case PipeOpKind::backward:
+    case PipeOpKind::backward_input:
+      return per_token_h * (plan.recompute == Recompute::full ? (forward + backward) / 2 : backward);
+    case PipeOpKind::backward_weight:
+      return 0;
+  }
+  return 0;
+}
+
 StageSlice virtual_stage_slice(const ModelSpec& model, const ParallelPlan& plan, int virtual_stage) {
   const int stages = plan.pp * plan.virtual_stages;
   return {.layers = plan.layers_of(virtual_stage, model.layers),
           .first_layer = plan.first_layer_of(virtual_stage, model.layers),
           .embedding = virtual_stage == 0,
           .logits = virtual_stage == stages - 1};
+}
+
+int transformer_layers_of(const ModelSpec& model, const StageSlice& slice) {
+  return slice.layers + (slice.logits ? model.mtp_depth : 0);
+}
+
+int moe_layers_of(const ModelSpec& model, const StageSlice& slice) {
+  const int mtp = slice.logits && model.mtp_depth > 0 && model.mtp_layers_are_moe() ? model.mtp_depth : 0;
+  return model.moe_layers_in(slice.first_layer, slice.layers) + mtp;
+}
+
+double mtp_expert_parameters_per_gpu(const ModelSpec& model, const ParallelPlan& plan,
+                                     const StageSlice& slice) {
+  if (!slice.logits || model.mtp_depth <= 0)
+    return 0;
+  return model.mtp_expert_parameters() / (double(plan.tp) * plan.ep);
+}
+
+double mtp_parameters_per_gpu(const ModelSpec& model, const ParallelPlan& plan, const StageSlice& slice) {
+  if (!slice.logits || model.mtp_depth <= 0)
+    return 0;
+  return (model.mtp_parameters() - model.mtp_expert_parameters()) / plan.tp +
+         mtp_expert_parameters_per_gpu(model, plan, slice);
 }
 
 double slice_parameters_per_gpu(const ModelSpec& model, const ParallelPlan& plan, const StageSlice& slice) {
@@ -49,6 +97,8 @@ double slice_parameters_per_gpu(const ModelSpec& model, const ParallelPlan& plan
     parameters += model.embedding_parameters() / plan.tp;
   if (slice.logits)
     parameters += model.logits_parameters() / plan.tp;
+  if (model.mtp_depth > 0)
+    parameters += mtp_parameters_per_gpu(model, plan, slice);
   return parameters;
 }
 
@@ -56,19 +106,18 @@ namespace {
 
 // Sums `per_layer` over the layers of every chunk that pipeline rank `stage`
 // holds.
-template <class PerLayer>
+// `per_slice` adds to the sum what a slice holds besides its layers
+// (embedding, logits, MTP modules).
+template <class PerLayer, class PerSlice>
 double sum_over_stage_layers(const ModelSpec& model, const ParallelPlan& plan, int stage, PerLayer per_layer,
-                             bool with_embedding_and_logits) {
+                             PerSlice per_slice) {
   const PipelineSchedule layout = layout_of(plan);
   double parameters = 0;
   for (int chunk = 0; chunk < layout.chunks; ++chunk) {
     const StageSlice slice = virtual_stage_slice(model, plan, layout.virtual_stage(stage, chunk));
     for (int l = 0; l < slice.layers; ++l)
       parameters += per_layer(model, plan, slice.first_layer + l);
-    if (with_embedding_and_logits && slice.embedding)
-      parameters += model.embedding_parameters() / plan.tp;
-    if (with_embedding_and_logits && slice.logits)
-      parameters += model.logits_parameters() / plan.tp;
+    per_slice(slice, parameters);
   }
   return parameters;
 }
@@ -76,11 +125,23 @@ double sum_over_stage_layers(const ModelSpec& model, const ParallelPlan& plan, i
 }  // namespace
 
 double stage_parameters_per_gpu(const ModelSpec& model, const ParallelPlan& plan, int stage) {
-  return sum_over_stage_layers(model, plan, stage, layer_parameters_per_gpu, true);
+  return sum_over_stage_layers(model, plan, stage, layer_parameters_per_gpu,
+                               [&](const StageSlice& slice, double& parameters) {
+                                 if (slice.embedding)
+                                   parameters += model.embedding_parameters() / plan.tp;
+                                 if (slice.logits)
+                                   parameters += model.logits_parameters() / plan.tp;
+                                 if (model.mtp_depth > 0)
+                                   parameters += mtp_parameters_per_gpu(model, plan, slice);
+                               });
 }
 
 double stage_expert_parameters_per_gpu(const ModelSpec& model, const ParallelPlan& plan, int stage) {
-  return sum_over_stage_layers(model, plan, stage, layer_expert_parameters_per_gpu, false);
+  return sum_over_stage_layers(model, plan, stage, layer_expert_parameters_per_gpu,
+                               [&](const StageSlice& slice, double& parameters) {
+                                 if (model.mtp_depth > 0)
+                                   parameters += mtp_expert_parameters_per_gpu(model, plan, slice);
+                               });
 }
 
 namespace detail {
@@ -91,6 +152,9 @@ PipelineSchedule schedule_for_gpu_costs(const ModelSpec& model, const ParallelPl
                                         int micro_batches) {
   ScheduleOptions options;
   options.virtual_stages = plan.virtual_stages;
+  // Megatron's merged F&B steps (plan.moe_a2a_overlap) warm up one more forward.
+  if (plan.moe_a2a_overlap && plan.ep > 1 && model.is_moe())
+    options.extra_warmup = 1;
   if (traits_of(plan.schedule).balances_measured_costs) {
     const PipelineSchedule layout = layout_of(plan);
     ZbvInputs& in = options.zbv;

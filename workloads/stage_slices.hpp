@@ -10,6 +10,7 @@
 #include "workloads/model_spec.hpp"
 #include "workloads/parallel_plan.hpp"
 #include "workloads/schedule.hpp"
+#include "workloads/task_graph.hpp"
 
 namespace trainsim::workloads {
 
@@ -37,10 +38,34 @@ double pipeline_message_bytes(const ModelSpec& model, const ParallelPlan& plan);
 // Bytes of one TP all-reduce (the b x s x h bf16 activation; s / cp tokens
 // with context parallelism).
 double tp_allreduce_bytes(const ModelSpec& model, const ParallelPlan& plan);
+// Multi-head latent attention under sequence parallelism: the mean bytes of
+// one folded TP pass (`pass` reduce-scatter or all-gather) of an op of
+// `kind`. Megatron's MLA gathers, before attention, not the hidden state
+// but what its duplicated down projections made of each rank's s / t
+// tokens: the query latent (or the hidden state, without query
+// compression), the key/value latent and the rotary key, w = (r_q or h) +
+// r_kv + d_rope per token; the output projection still reduce-scatters h.
+// Per layer the forward gathers w and h and reduce-scatters h twice, the
+// backward the mirror (gathers h twice, reduce-scatters w and h), full
+// recomputation adds a forward's; the builder folds them into passes of
+// one size, the mean.
+double mla_sequence_parallel_pass_bytes(const ModelSpec& model, const ParallelPlan& plan, CollectiveOp pass,
+                                        PipeOpKind kind);
 // The layers, embedding and logits of virtual stage `virtual_stage` (of
 // pp x virtual_stages): plan.stage_layers' entry or the even share, the
 // embedding on the first, the logits on the last.
 StageSlice virtual_stage_slice(const ModelSpec& model, const ParallelPlan& plan, int virtual_stage);
+// Transformer layers `slice` runs: its layers, and on the last stage the
+// MTP modules' (model.mtp_depth), each with the TP collectives of a layer.
+int transformer_layers_of(const ModelSpec& model, const StageSlice& slice);
+// Its MoE layers, the MTP modules' included (when the model's last layer
+// is a MoE layer): the EP all-to-alls of an op over it.
+int moe_layers_of(const ModelSpec& model, const StageSlice& slice);
+// The MTP modules' parameters on one GPU of the last stage (experts / ep,
+// everything / tp); 0 for a slice without the logits.
+double mtp_parameters_per_gpu(const ModelSpec& model, const ParallelPlan& plan, const StageSlice& slice);
+double mtp_expert_parameters_per_gpu(const ModelSpec& model, const ParallelPlan& plan,
+                                     const StageSlice& slice);
 // Parameters of `slice` held by one GPU: its layers (MoE: routed experts /
 // ep), plus the embedding / logits when the slice has them, over tp.
 double slice_parameters_per_gpu(const ModelSpec& model, const ParallelPlan& plan, const StageSlice& slice);

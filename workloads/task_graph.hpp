@@ -96,6 +96,15 @@ struct Task {
   // key/value exchange.
   int layer = -1;
   bool attention = false;
+  // Collective: an uneven exchange (an all-to-all under imbalanced expert
+  // routing): index into TaskGraph::exchanges; -1: every member sends every
+  // other the same share of `bytes`.
+  int exchange = -1;
+  // Compute: the part of duration_s that imbalanced expert routing adds on
+  // this GPU (negative where its experts get less than the balanced share;
+  // workloads/expert_routing.hpp). What the bubble analysis blames on
+  // expert imbalance.
+  double imbalance_s = 0;
   // This task's memory events: TaskGraph::memory[memory_begin, memory_end).
   std::uint32_t memory_begin = 0;
   std::uint32_t memory_end = 0;
@@ -156,6 +165,25 @@ struct Graph : GraphStorage {
 };
 static_assert(std::is_same_v<Graph::vertex_descriptor, TaskId>);
 
+// An exchange whose bytes are not `bytes` spread evenly (Task::exchange):
+// an all-to-all under imbalanced expert routing, or a DeepEP dispatch.
+struct Exchange {
+  // The bytes each member of the group sends to each member over all the
+  // task's folded passes, row-major in group order (sender i, receiver j at
+  // i x n + j; the diagonal stays 0): what a pairwise all-to-all moves.
+  std::vector<double> send_bytes;
+  // A hierarchical (DeepEP) exchange's end-to-end bytes apart by direction,
+  // which its relays route differently (workloads/moe_dispatch.hpp):
+  // dispatch[i n + j] from i's tokens to GPU j, combine[i n + j] from GPU j
+  // back to i; send_bytes[i n + j] = dispatch[i n + j] + combine[j n + i].
+  // Empty for other exchanges.
+  std::vector<double> dispatch_bytes;
+  std::vector<double> combine_bytes;
+  // RDMA bytes into a node per byte delivered to its GPUs (a token crosses
+  // once per node however many of the node's GPUs it goes to).
+  double node_share = 1;
+};
+
 struct TaskGraph {
   Graph graph;
   std::vector<std::vector<int>> groups;  // GPU ranks of each collective group, in ring order
@@ -170,8 +198,14 @@ struct TaskGraph {
   // show it). Empty for graphs trainsim builds, whose labels come from
   // task_label(Task).
   std::vector<std::string> labels;
+  // Uneven exchanges (Task::exchange; workloads::Exchange above).
+  std::vector<Exchange> exchanges;
 
   TaskId add(const Task& task) { return boost::add_vertex(task, graph); }
+  int add_exchange(Exchange exchange) {
+    exchanges.push_back(std::move(exchange));
+    return static_cast<int>(exchanges.size()) - 1;
+  }
   void depend(TaskId before, TaskId after) { boost::add_edge(before, after, graph); }
   int add_group(std::vector<int> gpus) {
     groups.push_back(std::move(gpus));

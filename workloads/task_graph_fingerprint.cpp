@@ -53,6 +53,28 @@ std::uint64_t graph_fingerprint(const TaskGraph& graph) {
     h.add(t.attention);
     h.add(t.memory_begin);
     h.add(t.memory_end);
+    // Only in graphs with imbalanced expert routing (others keep their
+    // fingerprints).
+    if (t.exchange >= 0 || t.imbalance_s != 0) {
+      h.add(t.exchange);
+      h.add(t.imbalance_s);
+    }
+  }
+  if (!graph.exchanges.empty()) {
+    h.add(graph.exchanges.size());
+    for (const auto& m : graph.exchanges) {
+      h.add(m.send_bytes.size());
+      for (double bytes : m.send_bytes)
+        h.add(bytes);
+      // Only for hierarchical exchanges (the others keep their fingerprints).
+      if (!m.dispatch_bytes.empty()) {
+        for (double bytes : m.dispatch_bytes)
+          h.add(bytes);
+        for (double bytes : m.combine_bytes)
+          h.add(bytes);
+        h.add(m.node_share);
+      }
+    }
   }
   h.add(boost::num_edges(graph.graph));
   for (auto [e, end] = boost::edges(graph.graph); e != end; ++e) {

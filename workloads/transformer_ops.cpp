@@ -60,6 +60,9 @@ struct Dims {
   double ffn;                           // per TP rank
   double qkv_out;                       // (heads + 2 kv_heads) x head_dim
   double vocab;                         // per TP rank
+  // Multi-head latent attention (mla_attention.hpp): head widths, latent
+  // ranks (q_lora 0: no query compression) and the rotary width.
+  double qk_dim = 0, v_dim = 0, nope_dim = 0, rope_dim = 0, q_lora = 0, kv_lora = 0;
 };
 
 Dims dims_of(const ModelSpec& model, const LayerSetup& setup) {
@@ -70,7 +73,7 @@ Dims dims_of(const ModelSpec& model, const LayerSetup& setup) {
   d.h = model.hidden;
   d.tokens = d.b * d.s;
   d.tokens_norm = setup.sequence_parallel ? d.tokens / t : d.tokens;
-  d.head_dim = double(model.hidden) / model.heads;
+  d.head_dim = model.attention_head_dim();
   d.heads = model.heads / t;
   // Megatron keeps at least one key/value head per rank (replicated when
   // kv_heads < t).
@@ -78,6 +81,15 @@ Dims dims_of(const ModelSpec& model, const LayerSetup& setup) {
   d.ffn = model.ffn_hidden / t;
   d.qkv_out = (d.heads + 2 * d.kv_heads) * d.head_dim;
   d.vocab = model.vocab / t;
+  if (model.is_mla()) {
+    const auto& a = model.mla;
+    d.qk_dim = a.qk_head_dim();
+    d.v_dim = a.v_head_dim;
+    d.nope_dim = a.qk_nope_head_dim;
+    d.rope_dim = a.qk_rope_head_dim;
+    d.q_lora = a.q_lora_rank;
+    d.kv_lora = a.kv_lora_rank;
+  }
   return d;
 }
 
@@ -150,7 +162,10 @@ double moe_mlp(OpList& ops, const ModelSpec& model, const LayerSetup& setup, con
   const double experts = moe.experts;
   const double local_experts = experts / setup.ep;
   const double routed = d.tokens * moe.top_k * moe.capacity_factor;  // token copies through the experts
-  const double per_expert = routed * setup.ep / experts;             // rows of each local expert's GEMM
+  // Rows of each local expert's GEMM: the balanced share, times the GPU's
+  // load factor under imbalanced routing (the mean over its experts: one
+  // grouped GEMM over all of them).
+  const double per_expert = routed * setup.ep / experts * setup.expert_load;
   const double f = moe.expert_ffn_hidden / t;
   const double up = gated ? 2 * f : f;
   const double shared_f = moe.shared_experts * f;
@@ -244,6 +259,129 @@ Eager eager_kernels(bool rms_norm) {
   return e;
 }
 
+// Multi-head latent attention's core (mla_attention.hpp): scores over
+// qk_dim (the non-rotary and rotary parts together), context over v_dim.
+// FlashAttention-2 runs it as one kernel (head dims 192 / 128 for
+// DeepSeek-V3), skipping the masked half under the causal mask: forward
+// 2 b s^2 n (d_qk + d_v) / 2, backward (the scores recomputed, dP, dV, dQ,
+// dK) 2 b s^2 n (3 d_qk + 2 d_v) / 2.
+void mla_attention_core(OpList& ops, const Dims& d, const LayerSetup& setup, OpPass pass) {
+  const double batch = d.b * d.heads;
+  const double scores = batch * d.s * d.s;
+  if (setup.flash_attention) {
+    const double io = kActivationBytes * d.tokens * d.heads * (2 * d.qk_dim + 2 * d.v_dim);  // Q, K, V, O
+    const bool forward = pass == OpPass::forward;
+    ops.add({.name = forward ? "flash_attention" : "flash_attention.bwd",
+             .kind = OpKind::attention,
+             .pass = pass,
+             .attention_core = true,
+             .m = d.s,
+             .k = d.qk_dim,
+             .batch = batch,
+             .flops = 0.5 * 2 * scores * (forward ? d.qk_dim + d.v_dim : 3 * d.qk_dim + 2 * d.v_dim),
+             .bytes = forward ? io : 2 * io,
+             .kernels = forward ? 1 : 2});
+    return;
+  }
+  if (pass == OpPass::forward) {
+    ops.batched_matmul("scores", pass, batch, d.s, d.s, d.qk_dim);
+    ops.elementwise("softmax", pass, scores, 2 + 2, 1, true);
+    if (setup.dropout)
+      ops.elementwise("attention_dropout", pass, scores, 2 + 2 + 1, 1, true);
+    ops.batched_matmul("context", pass, batch, d.s, d.v_dim, d.s);
+    return;
+  }
+  ops.batched_matmul("context.dgrad_probs", pass, batch, d.s, d.s, d.v_dim);   // dP = dO V^T
+  ops.batched_matmul("context.dgrad_values", pass, batch, d.s, d.v_dim, d.s);  // dV = P^T dO
+  if (setup.dropout)
+    ops.elementwise("attention_dropout.bwd", pass, scores, 2 + 1 + 2, 1, true);
+  ops.elementwise("softmax.bwd", pass, scores, 2 + 2 + 2, 1, true);
+  ops.batched_matmul("scores.dgrad_query", pass, batch, d.s, d.qk_dim, d.s);  // dQ = dS K
+  ops.batched_matmul("scores.dgrad_key", pass, batch, d.s, d.qk_dim, d.s);    // dK = dS^T Q
+}
+
+// One pass of an MLA block after the layer's input norm and before its
+// residual, on one GPU of the TP group (mla_attention.hpp has the GEMMs and
+// Megatron's modules). The down projections are duplicated on every TP
+// rank and run on the tokens the norms see (T / t with sequence
+// parallelism, T without); the latent norms too. The up projections and
+// the output projection split the heads. The rotary embedding is
+// Megatron's fused MLA RoPE (fused_apply_mla_rope_for_q / _kv): it reads q
+// and the up-projected k_nope, v plus the shared k_pe, and writes the
+// attention's Q, K and V, per token 2 (n d_qk + n (d_nope + d_v) + d_rope)
+// read and 2 n (2 d_qk + d_v) written. Returns, for the weight-gradient
+// pass, the local weights whose gradients accumulate.
+double mla_attention(OpList& ops, const Dims& d, const LayerSetup& setup, const Eager& e, OpPass pass) {
+  const double n = d.heads;  // per TP rank
+  const double latent_tokens = d.tokens_norm;
+  const bool compress_q = d.q_lora > 0;
+  const double q_out = n * d.qk_dim, kv_down_out = d.kv_lora + d.rope_dim,
+               kv_up_out = n * (d.nope_dim + d.v_dim);
+  const double o_in = n * d.v_dim;
+  const double rope_bytes = 2 * (q_out + kv_up_out + d.rope_dim) + 2 * n * (2 * d.qk_dim + d.v_dim);
+  const bool eager = setup.eager_pytorch;
+  auto norm = [&](const char* name, double elements) {
+    if (eager)
+      ops.elementwise(name, pass, elements, e.norm_bytes, e.norm_kernels);
+    else
+      ops.elementwise(name, pass, elements, 2 + 2);
+  };
+  auto norm_bwd = [&](const char* name, double elements) {
+    if (eager)
+      ops.elementwise(name, pass, elements, e.norm_bwd_bytes, e.norm_bwd_kernels);
+    else
+      ops.elementwise(name, pass, elements, 2 + 2 + 2 + 2 + 2, 2);
+  };
+  switch (pass) {
+    case OpPass::forward:
+      if (compress_q) {
+        ops.matmul("q_down", pass, latent_tokens, d.q_lora, d.h);
+        norm("q_norm", latent_tokens * d.q_lora);
+        ops.matmul("q_up", pass, d.tokens, q_out, d.q_lora);
+      } else {
+        ops.matmul("q_proj", pass, d.tokens, q_out, d.h);
+      }
+      ops.matmul("kv_down", pass, latent_tokens, kv_down_out, d.h);
+      norm("kv_norm", latent_tokens * d.kv_lora);
+      ops.matmul("kv_up", pass, d.tokens, kv_up_out, d.kv_lora);
+      ops.elementwise("rope", pass, d.tokens, rope_bytes, 2);
+      mla_attention_core(ops, d, setup, pass);
+      if (eager)
+        ops.elementwise("attention_out_copy", pass, d.tokens * o_in, 2 + 2);
+      ops.matmul("proj", pass, d.tokens, d.h, o_in);
+      return 0;
+    case OpPass::backward_input:
+      ops.matmul("proj.dgrad", pass, d.tokens, o_in, d.h);
+      if (eager)
+        ops.elementwise("attention_out_copy.bwd", pass, d.tokens * o_in, 2 + 2);
+      mla_attention_core(ops, d, setup, pass);
+      ops.elementwise("rope.bwd", pass, d.tokens, rope_bytes, 2);
+      ops.matmul("kv_up.dgrad", pass, d.tokens, d.kv_lora, kv_up_out);
+      norm_bwd("kv_norm.bwd", latent_tokens * d.kv_lora);
+      ops.matmul("kv_down.dgrad", pass, latent_tokens, d.h, kv_down_out);
+      if (compress_q) {
+        ops.matmul("q_up.dgrad", pass, d.tokens, d.q_lora, q_out);
+        norm_bwd("q_norm.bwd", latent_tokens * d.q_lora);
+        ops.matmul("q_down.dgrad", pass, latent_tokens, d.h, d.q_lora);
+      } else {
+        ops.matmul("q_proj.dgrad", pass, d.tokens, d.h, q_out);
+      }
+      return 0;
+    case OpPass::backward_weight:
+      ops.matmul("proj.wgrad", pass, o_in, d.h, d.tokens);
+      ops.matmul("kv_up.wgrad", pass, d.kv_lora, kv_up_out, d.tokens);
+      ops.matmul("kv_down.wgrad", pass, d.h, kv_down_out, latent_tokens);
+      if (compress_q) {
+        ops.matmul("q_up.wgrad", pass, d.q_lora, q_out, d.tokens);
+        ops.matmul("q_down.wgrad", pass, d.h, d.q_lora, latent_tokens);
+        return o_in * d.h + d.kv_lora * kv_up_out + d.h * kv_down_out + d.q_lora * q_out + d.h * d.q_lora;
+      }
+      ops.matmul("q_proj.wgrad", pass, d.h, q_out, d.tokens);
+      return o_in * d.h + d.kv_lora * kv_up_out + d.h * kv_down_out + d.h * q_out;
+  }
+  return 0;
+}
+
 }  // namespace
 
 LayerSetup layer_setup(const ModelSpec& model, double micro_batch, int tp, bool sequence_parallel, int ep,
@@ -282,21 +420,28 @@ std::vector<TransformerOp> layer_ops(const ModelSpec& model, const LayerSetup& s
   const bool eager = setup.eager_pytorch;
   const Eager e = eager_kernels(gated);
   const double rope_elements = d.tokens * (d.heads + d.kv_heads) * d.head_dim;
+  const bool mla = model.is_mla();
 
   // Forward.
   if (eager)
     ops.elementwise("norm1", F, d.tokens_norm * d.h, e.norm_bytes, e.norm_kernels);
   else
     ops.elementwise("norm1", F, d.tokens_norm * d.h, 2 + 2);
-  ops.matmul("qkv", F, d.tokens, d.qkv_out, d.h);
-  if (rope && eager)
-    ops.elementwise("rope", F, rope_elements, e.rope_bytes, 2 * e.rope_kernels);
-  else if (rope)
-    ops.elementwise("rope", F, rope_elements, 2 + 2, 2);
-  attention_core(ops, d, setup, F);
-  if (eager)  // the attention output back to [tokens, heads x head_dim]: .transpose().contiguous()
-    ops.elementwise("attention_out_copy", F, d.tokens * d.heads * d.head_dim, 2 + 2);
-  ops.matmul("proj", F, d.tokens, d.h, d.heads * d.head_dim);
+  if (mla) {
+    mla_attention(ops, d, setup, e, F);
+  } else {
+    ops.matmul("qkv", F, d.tokens, d.qkv_out, d.h);
+    if (model.qk_norm)  // RMSNorm over each head's query and key (Qwen3)
+      ops.elementwise("qk_norm", F, rope_elements, 2 + 2);
+    if (rope && eager)
+      ops.elementwise("rope", F, rope_elements, e.rope_bytes, 2 * e.rope_kernels);
+    else if (rope)
+      ops.elementwise("rope", F, rope_elements, 2 + 2, 2);
+    attention_core(ops, d, setup, F);
+    if (eager)  // the attention output back to [tokens, heads x head_dim]: .transpose().contiguous()
+      ops.elementwise("attention_out_copy", F, d.tokens * d.heads * d.head_dim, 2 + 2);
+    ops.matmul("proj", F, d.tokens, d.h, d.heads * d.head_dim);
+  }
   ops.elementwise("residual1", F, d.tokens_norm * d.h, residual_bytes);
   if (eager)
     ops.elementwise("norm2", F, d.tokens_norm * d.h, e.norm_bytes, e.norm_kernels);
@@ -339,15 +484,21 @@ std::vector<TransformerOp> layer_ops(const ModelSpec& model, const LayerSetup& s
     ops.elementwise("norm2.bwd", B, d.tokens_norm * d.h, 2 + 2 + 2 + 2 + 2, 2);
   if (setup.dropout)
     ops.elementwise("residual1.bwd", B, d.tokens_norm * d.h, 2 + 1 + 2);
-  ops.matmul("proj.dgrad", B, d.tokens, d.heads * d.head_dim, d.h);
-  if (eager)
-    ops.elementwise("attention_out_copy.bwd", B, d.tokens * d.heads * d.head_dim, 2 + 2);
-  attention_core(ops, d, setup, B);
-  if (rope && eager)
-    ops.elementwise("rope.bwd", B, rope_elements, e.rope_bwd_bytes, 2 * e.rope_bwd_kernels);
-  else if (rope)
-    ops.elementwise("rope.bwd", B, rope_elements, 2 + 2, 2);
-  ops.matmul("qkv.dgrad", B, d.tokens, d.h, d.qkv_out);
+  if (mla) {
+    mla_attention(ops, d, setup, e, B);
+  } else {
+    ops.matmul("proj.dgrad", B, d.tokens, d.heads * d.head_dim, d.h);
+    if (eager)
+      ops.elementwise("attention_out_copy.bwd", B, d.tokens * d.heads * d.head_dim, 2 + 2);
+    attention_core(ops, d, setup, B);
+    if (rope && eager)
+      ops.elementwise("rope.bwd", B, rope_elements, e.rope_bwd_bytes, 2 * e.rope_bwd_kernels);
+    else if (rope)
+      ops.elementwise("rope.bwd", B, rope_elements, 2 + 2, 2);
+    if (model.qk_norm)
+      ops.elementwise("qk_norm.bwd", B, rope_elements, 2 + 2 + 2 + 2 + 2, 2);
+    ops.matmul("qkv.dgrad", B, d.tokens, d.h, d.qkv_out);
+  }
   if (eager)
     ops.elementwise("norm1.bwd", B, d.tokens_norm * d.h, e.norm_bwd_bytes, e.norm_bwd_kernels);
   else
@@ -364,11 +515,19 @@ std::vector<TransformerOp> layer_ops(const ModelSpec& model, const LayerSetup& s
     ops.matmul("mlp_down.wgrad", W, d.ffn, d.h, d.tokens);
     ops.matmul("mlp_up.wgrad", W, d.h, up_out, d.tokens);
   }
-  ops.matmul("proj.wgrad", W, d.heads * d.head_dim, d.h, d.tokens);
-  ops.matmul("qkv.wgrad", W, d.h, d.qkv_out, d.tokens);
-  if (!gated)
-    ops.elementwise("bias.wgrad", W, d.tokens * (d.qkv_out + d.h + (moe ? 0.0 : d.ffn) + d.h), 2, 4);
-  const double weights = d.h * d.qkv_out + d.heads * d.head_dim * d.h + mlp_weights;
+  double attention_weights = 0;
+  if (mla) {
+    attention_weights = mla_attention(ops, d, setup, e, W);
+    if (!gated)  // MLA has no biases: the MLP's and the residual's only
+      ops.elementwise("bias.wgrad", W, d.tokens * ((moe ? 0.0 : d.ffn) + d.h), 2, 2);
+  } else {
+    ops.matmul("proj.wgrad", W, d.heads * d.head_dim, d.h, d.tokens);
+    ops.matmul("qkv.wgrad", W, d.h, d.qkv_out, d.tokens);
+    if (!gated)
+      ops.elementwise("bias.wgrad", W, d.tokens * (d.qkv_out + d.h + (moe ? 0.0 : d.ffn) + d.h), 2, 4);
+    attention_weights = d.h * d.qkv_out + d.heads * d.head_dim * d.h;
+  }
+  const double weights = attention_weights + mlp_weights;
   if (!eager)  // FSDP reduce-scatters each backward's fresh gradients: nothing to accumulate
     ops.elementwise("grad_accumulate", W, weights, 2 + 2 + 2, 4);
   return ops.take();
@@ -412,6 +571,20 @@ std::vector<TransformerOp> logits_ops(const ModelSpec& model, const LayerSetup& 
   ops.elementwise("final_norm.bwd", OpPass::backward_input, d.tokens_norm * d.h, 2 + 2 + 2);
   ops.matmul("logits.wgrad", OpPass::backward_weight, d.h, d.vocab, d.tokens);
   ops.elementwise("grad_accumulate", OpPass::backward_weight, d.h * d.vocab, 2 + 2 + 2);
+  return ops.take();
+}
+
+std::vector<TransformerOp> mtp_ops(const ModelSpec& model, const LayerSetup& setup) {
+  const Dims d = dims_of(model, setup);
+  const double proj_out = d.h / setup.tp;  // eh_proj's output columns on this rank
+  OpList ops;
+  ops.elementwise("mtp_norms", OpPass::forward, 2 * d.tokens_norm * d.h, 2 + 2, 2);
+  ops.elementwise("mtp_concat", OpPass::forward, 2 * d.tokens_norm * d.h, 2 + 2);
+  ops.matmul("mtp_proj", OpPass::forward, d.tokens, proj_out, 2 * d.h);
+  ops.matmul("mtp_proj.dgrad", OpPass::backward_input, d.tokens, 2 * d.h, proj_out);
+  ops.elementwise("mtp_norms.bwd", OpPass::backward_input, 2 * d.tokens_norm * d.h, 2 + 2 + 2 + 2 + 2, 4);
+  ops.matmul("mtp_proj.wgrad", OpPass::backward_weight, 2 * d.h, proj_out, d.tokens);
+  ops.elementwise("grad_accumulate", OpPass::backward_weight, 2 * d.h * proj_out, 2 + 2 + 2);
   return ops.take();
 }
 

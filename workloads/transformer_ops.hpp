@@ -13,6 +13,11 @@
 //   bias + dropout + residual -> norm -> MLP up [T, h] x [h, f/t] (x2 gated)
 //   -> GeLU | SwiGLU -> MLP down [T, f/t] x [f/t, h] -> (TP all-reduce) ->
 //   bias + dropout + residual
+// With qk_norm (Qwen3) an RMSNorm over each head's query and key follows the
+// QKV matmul. A multi-head latent attention layer (model.attention: mla)
+// replaces QKV, RoPE and the core by MLA's down projections, latent norms,
+// up projections, fused RoPE and a core over d_qk / d_v
+// (mla_attention.hpp; transformer_ops.cpp, mla_attention).
 // The TP collectives are not ops here: the iteration builder adds them as
 // communication tasks.
 #include <string>
@@ -66,6 +71,10 @@ struct LayerSetup {
   bool dropout = true;
   // Expert parallelism: a MoE layer's experts spread over ep GPUs.
   int ep = 1;
+  // Routing imbalance: the GPU's local experts receive this many times the
+  // balanced share of token copies (workloads/expert_routing.hpp; 1:
+  // balanced, and always under a capacity factor).
+  double expert_load = 1;
   // PyTorch eager model code (Hugging Face transformers' and IBM fms' Llama):
   // RMSNorm, the rotary embedding and SwiGLU run as separate element-wise
   // kernels instead of Megatron's fused ones, the attention output is made
@@ -91,6 +100,14 @@ std::vector<TransformerOp> embedding_ops(const ModelSpec& model, const LayerSetu
 // Final norm, output projection (vocabulary split over the TP group) and the
 // vocabulary-parallel cross-entropy in fp32 (Megatron's default).
 std::vector<TransformerOp> logits_ops(const ModelSpec& model, const LayerSetup& setup);
+
+// One multi-token prediction module's own kernels (model.mtp_depth;
+// DeepSeek-V3 Section 2.2, Megatron-core multi_token_prediction.py): the
+// RMSNorms of the hidden state and of the next token's embedding, their
+// concatenation and the 2h x h projection (eh_proj, column-parallel), all
+// passes. Its transformer layer and output head are a layer's and the
+// logits' ops.
+std::vector<TransformerOp> mtp_ops(const ModelSpec& model, const LayerSetup& setup);
 
 // Bytes the optimizer step moves per local parameter: Megatron's
 // mixed-precision Adam copies the 16-bit gradient into an fp32 main gradient

@@ -15,13 +15,13 @@ std::string num(double value) {
   return units::format_machine(value);
 }
 
-void cause_header(std::ostream& out, std::string_view suffix) {
-  for (BubbleCause c : kBubbleCauses)
+void cause_header(std::ostream& out, std::string_view suffix, const std::vector<BubbleCause>& causes) {
+  for (BubbleCause c : causes)
     fmt::print(out, ",{}{}", to_string(c), suffix);
 }
 
-void cause_values(std::ostream& out, const CauseSeconds& seconds) {
-  for (BubbleCause c : kBubbleCauses)
+void cause_values(std::ostream& out, const CauseSeconds& seconds, const std::vector<BubbleCause>& causes) {
+  for (BubbleCause c : causes)
     fmt::print(out, ",{}", num(seconds[static_cast<std::size_t>(c)]));
 }
 
@@ -29,11 +29,12 @@ void cause_values(std::ostream& out, const CauseSeconds& seconds) {
 
 void write_per_gpu_csv(std::ostream& out, const RunContext& run, const Report& report) {
   (void)run;
+  const std::vector<BubbleCause> causes = reported_causes(report.bubbles);
   const double t = report.summary.iteration_time_s;
   out << "gpu,node,stage,type,compute_s,forward_backward_s,optimizer_s,communication_s,overlap_s,exposed_"
          "comm_s,"
          "idle_s,lost_s";
-  cause_header(out, "_s");
+  cause_header(out, "_s", causes);
   for (auto k : kCommKinds)
     fmt::print(out, ",exposed_{}_s", workloads::to_string(k));
   out << ",compute_busy_fraction,comm_busy_fraction,achieved_tflops,achieved_hardware_tflops,resident_bytes,"
@@ -45,7 +46,7 @@ void write_per_gpu_csv(std::ostream& out, const RunContext& run, const Report& r
     fmt::print(out, "{},{},{},{},{},{},{},{},{},{},{},{}", u.gpu, u.node, u.stage, u.gpu_type,
                num(u.compute_s), num(b.forward_backward_s), num(b.optimizer_s), num(u.communication_s),
                num(u.overlap_s), num(u.exposed_comm_s), num(u.idle_s), num(b.lost_s));
-    cause_values(out, b.cause_s);
+    cause_values(out, b.cause_s, causes);
     for (double x : v.exposed_by_kind_s)
       fmt::print(out, ",{}", num(x));
     const double resident = g < report.memory.gpus.size() ? report.memory.gpus[g].resident_bytes : 0;
@@ -60,21 +61,22 @@ void write_per_gpu_csv(std::ostream& out, const RunContext& run, const Report& r
 
 void write_per_stage_csv(std::ostream& out, const RunContext& run, const Report& report) {
   (void)run;
+  const std::vector<BubbleCause> causes = reported_causes(report.bubbles);
   const double t = report.summary.iteration_time_s;
   out << "stage,gpus,compute_fraction,exposed_comm_fraction,bubble_fraction,lost_s,lost_fraction,idle_s";
-  cause_header(out, "_s");
-  cause_header(out, "_fraction");
+  cause_header(out, "_s", causes);
+  cause_header(out, "_fraction", causes);
   out << "\n";
   for (const auto& st : report.summary.stages) {
     const auto& b = report.bubbles.stages.at(static_cast<std::size_t>(st.stage));
     fmt::print(out, "{},{},{},{},{},{},{},{}", st.stage, b.gpus, num(st.compute_fraction),
                num(st.exposed_comm_fraction), num(st.bubble_fraction), num(b.lost_s),
                num(t > 0 ? b.lost_s / t : 0), num(b.idle_s));
-    cause_values(out, b.cause_s);
+    cause_values(out, b.cause_s, causes);
     CauseSeconds fraction{};
     for (std::size_t c = 0; c < fraction.size(); ++c)
       fraction[c] = t > 0 ? b.cause_s[c] / t : 0;
-    cause_values(out, fraction);
+    cause_values(out, fraction, causes);
     out << "\n";
   }
 }

@@ -114,7 +114,8 @@ void write_html_report(std::ostream& out, const RunContext& run, const Timeline&
              inline_svg(bubbles.str()));
   out << "<table class=\"stages\"><caption>Stages (percent of the iteration)</caption><tr><th>stage</th>"
          "<th>compute</th><th>exposed comm</th><th>bubble</th><th>lost</th>";
-  for (BubbleCause c : kBubbleCauses)
+  const std::vector<BubbleCause> causes = reported_causes(report.bubbles);
+  for (BubbleCause c : causes)
     fmt::print(out, "<th>{}</th>", svg::escape(describe(c)));
   out << "</tr>\n";
   for (const auto& st : s.stages) {
@@ -124,8 +125,9 @@ void write_html_report(std::ostream& out, const RunContext& run, const Timeline&
                "class=\"num\">{}</td><td class=\"num\">{}</td>",
                st.stage, pct(st.compute_fraction), pct(st.exposed_comm_fraction), pct(st.bubble_fraction),
                pct(t > 0 ? b.lost_s / t : 0));
-    for (double c : b.cause_s)
-      fmt::print(out, "<td class=\"num\">{}</td>", pct(t > 0 ? c / t : 0));
+    for (BubbleCause c : causes)
+      fmt::print(out, "<td class=\"num\">{}</td>",
+                 pct(t > 0 ? b.cause_s[static_cast<std::size_t>(c)] / t : 0));
     out << "</tr>\n";
   }
   out << "</table>\n<h2>Critical path</h2>\n";

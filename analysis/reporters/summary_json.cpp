@@ -7,6 +7,7 @@
 #include "analysis/reporters/json_numbers.hpp"
 #include "analysis/reporters/reporters.hpp"
 #include "trainsim_version.hpp"
+#include "workloads/expert_routing.hpp"
 #include "workloads/schedule.hpp"
 
 namespace trainsim::analysis {
@@ -25,9 +26,9 @@ namespace {
 
 using nlohmann::ordered_json;
 
-ordered_json by_cause(const CauseSeconds& seconds) {
+ordered_json by_cause(const CauseSeconds& seconds, const std::vector<BubbleCause>& causes) {
   ordered_json j = ordered_json::object();
-  for (BubbleCause c : kBubbleCauses)
+  for (BubbleCause c : causes)
     j[std::string(to_string(c))] = seconds[static_cast<std::size_t>(c)];
   return j;
 }
@@ -68,8 +69,8 @@ ordered_json gpu_figures(const GpuUsage& u, const Report& report, double t) {
     e["forward_backward_s"] = b.forward_backward_s;
     e["optimizer_s"] = b.optimizer_s;
     e["lost_s"] = b.lost_s;
-    e["lost_by_cause_s"] = by_cause(b.cause_s);
-    e["idle_by_cause_s"] = by_cause(b.idle_part_s);
+    e["lost_by_cause_s"] = by_cause(b.cause_s, reported_causes(report.bubbles));
+    e["idle_by_cause_s"] = by_cause(b.idle_part_s, reported_causes(report.bubbles));
   }
   if (g < report.utilization.gpus.size()) {
     const auto& v = report.utilization.gpus[g];
@@ -153,6 +154,46 @@ void write_summary_json(std::ostream& out, const RunContext& run, const Report& 
                          {"first_dense_layers", moe.first_dense_layers},
                          {"moe_layers", run.model.moe_layers_in(0, run.model.layers)},
                          {"capacity_factor", moe.capacity_factor}};
+    // Only under node-limited routing (other summaries keep their keys).
+    if (moe.max_nodes_per_token > 0)
+      j["model"]["moe"]["max_nodes_per_token"] = moe.max_nodes_per_token;
+    // Only when routing is not balanced (other summaries keep their keys).
+    if (!moe.routing.balanced()) {
+      const auto& r = moe.routing;
+      const auto fig = workloads::routing_figures(run.model, run.plan.ep);
+      ordered_json routing = {{"kind", workloads::to_string(r.kind)}};
+      if (r.kind == workloads::RoutingKind::zipf || r.kind == workloads::RoutingKind::dirichlet) {
+        routing["skew"] = r.skew;
+        routing["seed"] = r.seed;
+      }
+      if (r.kind == workloads::RoutingKind::measured)
+        routing["file"] = r.file;
+      routing["dropless"] = moe.dropless;
+      routing["busiest_expert_factor"] = fig.busiest_expert_factor;
+      routing["busiest_rank_factor"] = fig.busiest_rank_factor;
+      routing["mean_busiest_rank_factor"] = fig.mean_busiest_rank_factor;
+      routing["dropped_fraction"] = fig.dropped_fraction;
+      j["model"]["moe"]["routing"] = routing;
+    }
+  }
+  // Attention other than plain multi-head, and multi-token prediction: only
+  // for the models that have them, so that other summaries keep their keys.
+  if (run.model.is_mla()) {
+    const auto& a = run.model.mla;
+    j["model"]["attention"] = "mla";
+    j["model"]["mla"] = {{"q_lora_rank", a.q_lora_rank},
+                         {"kv_lora_rank", a.kv_lora_rank},
+                         {"qk_nope_head_dim", a.qk_nope_head_dim},
+                         {"qk_rope_head_dim", a.qk_rope_head_dim},
+                         {"v_head_dim", a.v_head_dim}};
+  }
+  if (run.model.head_dim > 0)
+    j["model"]["head_dim"] = run.model.head_dim;
+  if (run.model.qk_norm)
+    j["model"]["qk_norm"] = true;
+  if (run.model.mtp_depth > 0) {
+    j["model"]["mtp_depth"] = run.model.mtp_depth;
+    j["model"]["mtp_parameters"] = run.model.mtp_parameters();
   }
   j["plan"] = {{"dp", run.plan.dp},
                {"tp", run.plan.tp},
@@ -170,6 +211,11 @@ void write_summary_json(std::ostream& out, const RunContext& run, const Report& 
                {"framework", to_string(run.plan.framework)},
                {"overlap_grad_reduce", run.plan.overlap_grad_reduce},
                {"grad_bucket_size_bytes", run.plan.grad_bucket_size_bytes()}};
+  // Only for DeepEP dispatch (all_to_all summaries keep their keys).
+  if (run.plan.moe_dispatcher != workloads::MoeDispatcher::all_to_all)
+    j["plan"]["moe_dispatcher"] = to_string(run.plan.moe_dispatcher);
+  if (run.plan.moe_a2a_overlap)
+    j["plan"]["moe_a2a_overlap"] = true;
   // Only with a pipeline (the others send nothing between stages).
   if (run.plan.pp > 1)
     j["plan"]["p2p"] = to_string(workloads::resolved_p2p(run.plan));
@@ -250,8 +296,8 @@ void write_summary_json(std::ostream& out, const RunContext& run, const Report& 
       e["lost_s"] = b.lost_s;
       e["lost_fraction"] = t > 0 ? b.lost_s / t : 0;
       e["idle_s"] = b.idle_s;
-      e["lost_by_cause_s"] = by_cause(b.cause_s);
-      e["idle_by_cause_s"] = by_cause(b.idle_part_s);
+      e["lost_by_cause_s"] = by_cause(b.cause_s, reported_causes(report.bubbles));
+      e["idle_by_cause_s"] = by_cause(b.idle_part_s, reported_causes(report.bubbles));
     }
     stages.push_back(e);
   }
@@ -289,7 +335,7 @@ void write_summary_json(std::ostream& out, const RunContext& run, const Report& 
   // Lost time: every GPU-second not spent in forward/backward compute.
   const auto& bub = report.bubbles;
   ordered_json causes = ordered_json::object();
-  for (BubbleCause c : kBubbleCauses) {
+  for (BubbleCause c : reported_causes(bub)) {
     const double v = bub.total_cause_s[static_cast<std::size_t>(c)];
     causes[std::string(to_string(c))] = {{"gpu_seconds", v},
                                          {"fraction_of_gpu_time", gpu_time > 0 ? v / gpu_time : 0},
@@ -306,6 +352,8 @@ void write_summary_json(std::ostream& out, const RunContext& run, const Report& 
                     {"reference_iteration_time_s", bub.reference_iteration_time_s},
                     {"by_cause", causes},
                     {"top_causes", top}};
+  if (bub.expert_imbalance_modelled)
+    j["lost_time"]["balanced_routing_iteration_time_s"] = bub.balanced_routing_iteration_time_s;
 
   const auto& cp = report.critical_path;
   j["critical_path"] = {{"length_s", cp.length_s},
@@ -356,20 +404,21 @@ void write_summary_json(std::ostream& out, const RunContext& run, const Report& 
                  {"peak_gpu", mem.peak_gpu}};
 
   const auto& en = report.energy;
-  j["energy"] = {{"measured", en.measured},
-                 {"source",
-                  "power by activity: compute (board limit, less for HBM-bound kernels), NCCL only, idle "
-                  "(gpu catalogue)"},
-                 {"energy_J", en.energy_J},
-                 {"energy_per_token_J", en.energy_per_token_J},
-                 // Its inverse, the efficiency figure of scaling studies (higher is better).
-                 {"tokens_per_J", en.energy_J > 0 ? s.tokens_per_iteration / en.energy_J : 0},
-                 {"average_power_per_gpu_W", en.average_power_per_gpu_W},
-                 {"cluster_power_W", en.cluster_power_W},
-                 {"idle_energy_J", en.idle_energy_J},
-                 {"idle_energy_fraction", en.idle_energy_fraction},
-                 {"communication_energy_J", en.communication_energy_J},
-                 {"idle_energy_by_cause_J", by_cause(en.idle_energy_by_cause_J)}};
+  j["energy"] = {
+      {"measured", en.measured},
+      {"source",
+       "power by activity: compute (board limit, less for HBM-bound kernels), NCCL only, idle "
+       "(gpu catalogue)"},
+      {"energy_J", en.energy_J},
+      {"energy_per_token_J", en.energy_per_token_J},
+      // Its inverse, the efficiency figure of scaling studies (higher is better).
+      {"tokens_per_J", en.energy_J > 0 ? s.tokens_per_iteration / en.energy_J : 0},
+      {"average_power_per_gpu_W", en.average_power_per_gpu_W},
+      {"cluster_power_W", en.cluster_power_W},
+      {"idle_energy_J", en.idle_energy_J},
+      {"idle_energy_fraction", en.idle_energy_fraction},
+      {"communication_energy_J", en.communication_energy_J},
+      {"idle_energy_by_cause_J", by_cause(en.idle_energy_by_cause_J, reported_causes(report.bubbles))}};
 
   ordered_json collectives = ordered_json::array();
   for (const auto& c : report.collectives) {

@@ -31,8 +31,9 @@ void write_bubbles_svg(std::ostream& out, const RunContext& run, const Report& r
       "<text x=\"12\" y=\"40\" fill=\"#444\">percent of the iteration ({}), mean over each stage's GPUs, "
       "by cause</text>\n",
       svg::escape(units::format_duration(t)));
-  for (std::size_t i = 0; i < kBubbleCauses.size(); ++i) {
-    const BubbleCause c = kBubbleCauses[i];
+  const std::vector<BubbleCause> causes = reported_causes(report.bubbles);
+  for (std::size_t i = 0; i < causes.size(); ++i) {
+    const BubbleCause c = causes[i];
     const double lx = 12 + 400.0 * static_cast<double>(i % 2), ly = 50 + 16.0 * static_cast<double>(i / 2);
     fmt::print(out,
                "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"12\" height=\"12\" fill=\"{}\"/><text x=\"{:.1f}\" "
@@ -46,7 +47,7 @@ void write_bubbles_svg(std::ostream& out, const RunContext& run, const Report& r
     fmt::print(out, "<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">stage {}</text>\n", left - 8,
                y + bar_h - 6, st.stage);
     double acc = 0;
-    for (BubbleCause c : kBubbleCauses) {
+    for (BubbleCause c : causes) {
       const double f = t > 0 ? st.cause_s[static_cast<std::size_t>(c)] / t : 0;
       if (f <= 0)
         continue;

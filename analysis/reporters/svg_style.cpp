@@ -82,6 +82,8 @@ std::string_view colour_of(BubbleCause cause) {
       return "#9d755d";
     case BubbleCause::optimizer:
       return "#b279a2";
+    case BubbleCause::expert_imbalance:
+      return "#ff9da6";
   }
   return "#bab0ac";
 }

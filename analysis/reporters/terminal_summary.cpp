@@ -6,6 +6,7 @@
 
 #include "analysis/reporters/reporters.hpp"
 #include "platforms/units.hpp"
+#include "workloads/expert_routing.hpp"
 #include "workloads/schedule.hpp"
 
 namespace trainsim::analysis {
@@ -67,6 +68,26 @@ void write_terminal_summary(std::ostream& out, const RunContext& run, const Repo
                            units::format_bytes(plan.grad_bucket_size_bytes()));
   if (!options.empty())
     fmt::print(out, "             {}\n", options.substr(2));
+  if (run.model.is_moe() && !run.model.moe.routing.balanced()) {
+    // Imbalanced routing (workloads/expert_routing.hpp): what it draws.
+    const auto& r = run.model.moe.routing;
+    const auto fig = workloads::routing_figures(run.model, plan.ep);
+    std::string what(workloads::to_string(r.kind));
+    if (r.kind == workloads::RoutingKind::zipf || r.kind == workloads::RoutingKind::dirichlet)
+      what += fmt::format(" ({} {}, seed {})", r.kind == workloads::RoutingKind::zipf ? "s" : "alpha", r.skew,
+                          r.seed);
+    else if (r.kind == workloads::RoutingKind::measured)
+      what += fmt::format(" ({})", r.file);
+    const std::string capacity = run.model.moe.dropless
+                                     ? std::string("dropless")
+                                     : fmt::format("capacity {}: {} of the copies dropped",
+                                                   run.model.moe.capacity_factor, pct(fig.dropped_fraction));
+    fmt::print(
+        out,
+        "moe routing  {}, {}: busiest EP rank {:.2f}x the balanced load (mean over MoE layers {:.2f}x), "
+        "busiest expert {:.2f}x\n",
+        what, capacity, fig.busiest_rank_factor, fig.mean_busiest_rank_factor, fig.busiest_expert_factor);
+  }
   if (!plan.stage_layers.empty())
     fmt::print(out, "             layers per {}stage [{}]\n", plan.virtual_stages > 1 ? "virtual " : "",
                fmt::join(plan.stage_layers, ", "));
@@ -85,6 +106,13 @@ void write_terminal_summary(std::ostream& out, const RunContext& run, const Repo
                units::format_duration(report.bubbles.reference_iteration_time_s),
                mixed ? "every op as fast as on the fastest GPU that runs it"
                      : "every op at its reference speed: no slow GPU, no straggler");
+  }
+  if (report.bubbles.expert_imbalance_modelled) {
+    const double balanced = report.bubbles.balanced_routing_iteration_time_s;
+    fmt::print(out,
+               "  {:<24}{:>12}   (the experts' compute at the balanced load, all-to-alls as run: imbalance "
+               "costs {})\n",
+               "with balanced experts", units::format_duration(balanced), pct(t > 0 ? 1 - balanced / t : 0));
   }
   fmt::print(out, "  {:<24}{:>12}\n", "tokens / s", units::format_si(s.tokens_per_s, ""));
   fmt::print(out, "  {:<24}{:>12.1f}   hardware {:.1f}\n", "TFLOP/s per GPU", s.tflops_per_gpu, hw_tflops);
@@ -150,17 +178,18 @@ void write_terminal_summary(std::ostream& out, const RunContext& run, const Repo
   }
 
   fmt::print(out, "\n  {:<6}{:>9}{:>9}{:>9}{:>9}", "stage", "compute", "exposed", "bubble", "lost");
-  static constexpr std::array<const char*, kBubbleCauseCount> kShort{"warm/cool", "p2p",     "collect.",
-                                                                     "straggler", "dp comm", "optim."};
-  for (const char* name : kShort)
-    fmt::print(out, "{:>10}", name);
+  static constexpr std::array<const char*, kBubbleCauseCount> kShort{
+      "warm/cool", "p2p", "collect.", "straggler", "dp comm", "optim.", "experts"};
+  const std::vector<BubbleCause> columns = reported_causes(report.bubbles);
+  for (BubbleCause c : columns)
+    fmt::print(out, "{:>10}", kShort[static_cast<std::size_t>(c)]);
   fmt::print(out, "\n");
   for (const auto& st : s.stages) {
     const auto& b = report.bubbles.stages.at(static_cast<std::size_t>(st.stage));
     fmt::print(out, "  {:<6}{:>9}{:>9}{:>9}{:>9}", st.stage, pct(st.compute_fraction),
                pct(st.exposed_comm_fraction), pct(st.bubble_fraction), pct(t > 0 ? b.lost_s / t : 0));
-    for (double c : b.cause_s)
-      fmt::print(out, "{:>10}", pct(t > 0 ? c / t : 0));
+    for (BubbleCause c : columns)
+      fmt::print(out, "{:>10}", pct(t > 0 ? b.cause_s[static_cast<std::size_t>(c)] / t : 0));
     fmt::print(out, "\n");
   }
 

@@ -72,6 +72,12 @@ std::pair<std::string, std::string> rate_parts(const std::string& name) {
 
 }  // namespace
 
+nlohmann::ordered_json value_when_absent(const std::string& column) {
+  if (column == "plan.precision")
+    return "bf16";
+  return nullptr;
+}
+
 std::string last_component(const std::string& column) {
   const auto dot = column.rfind('.');
   return dot == std::string::npos ? column : column.substr(dot + 1);

@@ -5,6 +5,8 @@
 // here, and through platforms/number_format for the numbers themselves.
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 namespace trainsim::analysis {
 
 enum class FigureKind {
@@ -29,6 +31,12 @@ struct FigureMeaning {
 std::string last_component(const std::string& column);
 
 FigureMeaning figure_meaning(const std::string& column);
+
+// The value a column stands for where a point's summary leaves it out, for
+// the summary keys written only when they differ from their default
+// (`plan.precision`: summary.json names it for FP8 plans only, so that BF16
+// outputs keep their bytes; its absence means "bf16"); null for any other.
+nlohmann::ordered_json value_when_absent(const std::string& column);
 
 // A value of the column for people: "815ms", "40.2%", "14.7GiB", "161k tokens/s", "3", "gpu 12".
 std::string format_figure(const std::string& column, double value);

@@ -32,6 +32,13 @@ bool matches(const ordered_json& value, const ordered_json& wanted) {
   return !value.is_null() && text_of(value) == text_of(wanted);
 }
 
+// A row's value of a column, or what its absence stands for (a BF16 point
+// has no plan.precision: it plots, and matches `where`, as bf16).
+ordered_json plotted_cell(const ResultRow& row, const std::string& column) {
+  auto value = cell(row, column);
+  return value.is_null() ? value_when_absent(column) : value;
+}
+
 }  // namespace
 
 std::string PlotSpec::title_or_default() const {
@@ -112,7 +119,7 @@ LinePlot build_results_plot(const PlotSpec& spec, const ResultsDocument& doc) {
       continue;
     bool keep = true;
     for (const auto& [key, value] : spec.where)
-      keep = keep && matches(cell(row, key), value);
+      keep = keep && matches(plotted_cell(row, key), value);
     if (keep)
       rows.push_back(&row);
   }
@@ -127,7 +134,7 @@ LinePlot build_results_plot(const PlotSpec& spec, const ResultsDocument& doc) {
   plot.y_scale = spec.log_y ? AxisScale::log : AxisScale::linear;
 
   const bool numeric_x = std::all_of(rows.begin(), rows.end(), [&](const ResultRow* r) {
-    const auto v = cell(*r, spec.x);
+    const auto v = plotted_cell(*r, spec.x);
     return v.is_number();
   });
   std::vector<std::string> categories;  // in order of first appearance
@@ -141,12 +148,12 @@ LinePlot build_results_plot(const PlotSpec& spec, const ResultsDocument& doc) {
     if (!yv.is_number())
       throw PlotError(
           fmt::format("y '{}' is not a number at point {} ({})", spec.y, row->point, text_of(yv)));
-    const auto xv = cell(*row, spec.x);
+    const auto xv = plotted_cell(*row, spec.x);
     if (xv.is_null())
       continue;
     std::vector<std::string> label_parts;
     for (const auto& l : spec.lines) {
-      const auto v = cell(*row, l);
+      const auto v = plotted_cell(*row, l);
       label_parts.push_back(spec.lines.size() == 1 ? text_of(v)
                                                    : fmt::format("{}={}", last_component(l), text_of(v)));
     }

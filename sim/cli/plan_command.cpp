@@ -88,6 +88,8 @@ nlohmann::ordered_json plan_json(const workloads::ParallelPlan& p) {
                               {"sequence_parallel", p.sequence_parallel}};
   if (p.hybrid_sharded())
     j["dp_shard"] = p.dp_shard;
+  if (!p.stage_layers.empty())  // an uneven split: the layers of every virtual stage
+    j["stage_layers"] = p.stage_layers;
   return j;
 }
 

@@ -97,7 +97,7 @@ analysis::SeedOutcome run_seed_in_child(scenario::Scenario scenario, std::uint64
     int status = 0;
     std::string text;
     try {
-      scenario.seed = seed;
+      scenario.reseed(seed);
       const auto result =
           sim::simulate(scenario, {.iterations = iterations, .more_failure_seeds = {}, .observer = {}});
       nlohmann::ordered_json j = {{"times", result.iteration_times_s}};
@@ -216,12 +216,14 @@ int run_scenario(const RunOptions& given, std::optional<scenario::RunSize>& esti
 
   const std::string scenario_text =
       platforms::read_input_file(options.scenario, "scenario file", platforms::kMaxYamlInputBytes);
-  // When the replay depends on the seed (random stragglers), the other seeds
-  // run first, in child processes, before this process starts its own
-  // SimGrid engine. Otherwise one replay serves every seed: only the
-  // job-level failure run differs, and it runs once per seed after the
-  // replay (a 16,384-GPU iteration is replayed once, not K times).
-  const bool one_replay = !scenario.perturbations.replay_depends_on_seed();
+  // When the replay depends on the seed (random stragglers, or MoE routing
+  // drawn with the scenario's seed), the other seeds run first, in child
+  // processes, before this process starts its own SimGrid engine. Otherwise
+  // one replay serves every seed: only the job-level failure run differs,
+  // and it runs once per seed after the replay (a 16,384-GPU iteration is
+  // replayed once, not K times).
+  const bool one_replay =
+      !scenario.perturbations.replay_depends_on_seed() && !scenario.graph_depends_on_seed();
   sim::SimulationOptions simulation_options{.fold = options.fold      ? sim::FoldMode::on
                                                     : options.no_fold ? sim::FoldMode::off
                                                                       : sim::FoldMode::automatic,
@@ -262,7 +264,8 @@ int run_scenario(const RunOptions& given, std::optional<scenario::RunSize>& esti
                                      .iteration_times_s = result.iteration_times_s,
                                      .perturbations = std::nullopt,
                                      .failures = result.failures,
-                                     .seeds = std::move(seeds)};
+                                     .seeds = std::move(seeds),
+                                     .graph_depends_on_seed = scenario.graph_depends_on_seed()};
     const auto& p = scenario.perturbations;
     if (!p.empty())
       repeats->perturbations = analysis::PerturbationOutcome{.slow_gpu_rules = p.slow_gpus.size(),

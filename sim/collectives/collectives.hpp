@@ -59,6 +59,12 @@ struct CollectiveRequest {
   double bytes = 0;       // nccl-tests' "size" of one collective
   int fold = 1;           // back-to-back identical collectives replayed as one pass
   platforms::CollectiveAlgorithm algorithm = platforms::CollectiveAlgorithm::automatic;
+  // An uneven exchange (all-to-all under imbalanced expert routing, a
+  // DeepEP dispatch): the bytes member i sends member j over all folded
+  // passes, in group order (workloads::Exchange, TaskGraph::exchanges);
+  // null: `bytes` even over the members. Only algorithms with an
+  // expand_uneven run it.
+  const workloads::Exchange* exchange = nullptr;
 };
 
 struct CollectivePlan {

@@ -58,6 +58,11 @@ struct AlgorithmTraits {
   bool (*tuner_considers)(const GroupLayout& layout);
   Expansion (*expand)(workloads::CollectiveOp op, const GroupLayout& layout, double bytes,
                       const ClusterZone& zone);
+  // An uneven all-to-all: the bytes each member sends each member
+  // (CollectiveRequest::exchange, all passes together); null when the
+  // algorithm cannot run one.
+  Expansion (*expand_uneven)(const GroupLayout& layout, const workloads::Exchange& exchange,
+                             const ClusterZone& zone) = nullptr;
 };
 // For algorithms that run on any group and that the tuner always weighs.
 std::string available_on_any_group(workloads::CollectiveOp op, const GroupLayout& layout,
@@ -77,6 +82,7 @@ AlgorithmTraits nvls_tree_traits();
 AlgorithmTraits nvls_traits();
 AlgorithmTraits hierarchical_traits();
 AlgorithmTraits direct_traits();
+AlgorithmTraits deepep_traits();
 
 // ---- Costing an expansion (expansion.cpp) ----
 

@@ -14,9 +14,9 @@
 namespace trainsim::sim {
 
 const std::vector<AlgorithmTraits>& algorithm_table() {
-  static const std::vector<AlgorithmTraits> table{ring_traits(),    tree_traits(),         nvls_tree_traits(),
-                                                  nvls_traits(),    hierarchical_traits(), direct_traits(),
-                                                  p2p_ring_traits()};
+  static const std::vector<AlgorithmTraits> table{
+      ring_traits(),         tree_traits(),   nvls_tree_traits(), nvls_traits(),
+      hierarchical_traits(), direct_traits(), p2p_ring_traits(),  deepep_traits()};
   return table;
 }
 
@@ -158,8 +158,15 @@ CollectivePlan make_collective(const CollectiveRequest& request, const ClusterZo
   const int fold = std::max(request.fold, 1);
 
   const Expansion single = expand(algorithm, request.op, layout, request.bytes, zone);
-  const Expansion pass =
-      fold > 1 ? expand(algorithm, request.op, layout, request.bytes * fold, zone) : single;
+  Expansion pass = fold > 1 ? expand(algorithm, request.op, layout, request.bytes * fold, zone) : single;
+  if (request.exchange != nullptr) {
+    // An uneven exchange: its flows carry the given bytes (all passes);
+    // the even expansion of `bytes` still gives the latency terms.
+    const auto uneven = traits_of(algorithm).expand_uneven;
+    if (uneven == nullptr || request.exchange->send_bytes.size() != layout.gpus.size() * layout.gpus.size())
+      throw std::logic_error("an uneven exchange for an algorithm without one, or of the wrong size");
+    pass = uneven(layout, *request.exchange, zone);
+  }
 
   CollectivePlan plan;
   plan.choice = {algorithm, single.channels, config.fidelity};

@@ -357,7 +357,8 @@ class Replayer {
   CollectivePlan plan_collective(TaskId id) const {
     const auto& task = graph_[id];
     auto plan = make_collective(
-        {task.op, graph_.groups[static_cast<std::size_t>(task.group)], task.bytes, task.fold, task.algorithm},
+        {task.op, graph_.groups[static_cast<std::size_t>(task.group)], task.bytes, task.fold, task.algorithm,
+         task.exchange >= 0 ? &graph_.exchanges[static_cast<std::size_t>(task.exchange)] : nullptr},
         zone_);
     if (fold_ != nullptr && fold_->spanning[id])
       plan.flows = std::make_unique<FoldedCollective>(std::move(plan.flows), *fold_);

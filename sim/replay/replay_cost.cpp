@@ -62,7 +62,7 @@ ReplayCost estimate_replay_cost(const workloads::TaskGraph& graph, const Cluster
   struct Counts {
     std::size_t flows = 0, fast = 0, recorded = 0;
   };
-  std::map<std::tuple<int, int, double, int, int>, Counts> counted;
+  std::map<std::tuple<int, int, double, int, int, int>, Counts> counted;
   for (workloads::TaskId v = 0; v < graph.size(); ++v) {
     const auto& task = graph[v];
     if (task.kind == workloads::TaskKind::send) {
@@ -77,10 +77,16 @@ ReplayCost estimate_replay_cost(const workloads::TaskGraph& graph, const Cluster
     if (gpus.size() < 2)
       continue;
     const auto key = std::make_tuple(task.group, static_cast<int>(task.op), task.bytes, task.fold,
-                                     static_cast<int>(task.algorithm));
+                                     static_cast<int>(task.algorithm), task.exchange);
     auto it = counted.find(key);
     if (it == counted.end()) {
-      const CollectiveRequest request{task.op, gpus, task.bytes, task.fold, task.algorithm};
+      const CollectiveRequest request{
+          task.op,
+          gpus,
+          task.bytes,
+          task.fold,
+          task.algorithm,
+          task.exchange >= 0 ? &graph.exchanges[static_cast<std::size_t>(task.exchange)] : nullptr};
       const auto fidelity = zone.spec().collectives.fidelity;
       auto at = make_collective(request, zone);
       std::size_t flows = count_flows(*at.flows);

@@ -51,6 +51,7 @@ TaskKey key_of(const Task& t, int gpu, int peer, int group_set, std::uint32_t oc
   k.words[9] = bits(t.bytes);
   k.words[10] = static_cast<std::uint32_t>(t.fold) | static_cast<std::uint64_t>(t.memory_end - t.memory_begin)
                                                          << 32;
+  k.words[11] = bits(t.imbalance_s);
   return k;
 }
 
@@ -106,6 +107,16 @@ bool same_memory(const TaskGraph& graph, const Task& a, const Task& b, const std
   return x == y;
 }
 
+// Two exchanges alike bit for bit.
+bool same_exchange(const workloads::Exchange& a, const workloads::Exchange& b) {
+  const auto same = [](const std::vector<double>& x, const std::vector<double>& y) {
+    return x.size() == y.size() &&
+           std::equal(x.begin(), x.end(), y.begin(), [](double p, double q) { return bits(p) == bits(q); });
+  };
+  return same(a.send_bytes, b.send_bytes) && same(a.dispatch_bytes, b.dispatch_bytes) &&
+         same(a.combine_bytes, b.combine_bytes) && bits(a.node_share) == bits(b.node_share);
+}
+
 }  // namespace
 
 std::string rotation_problem(const TaskGraph& graph, const scenario::Scenario& scenario,
@@ -138,6 +149,10 @@ std::string rotation_problem(const TaskGraph& graph, const scenario::Scenario& s
   for (std::size_t i = 0; i < groups.size(); ++i)
     canonical[i] = list_index.emplace(groups[i], static_cast<int>(i)).first->second;
   std::vector<int> group_image(groups.size(), -1);
+  // Whether a group's image lists the image GPUs in its order (member k onto
+  // member k): an uneven exchange's matrix, in group order, then carries
+  // over unpermuted.
+  std::vector<char> image_in_order(groups.size(), 0);
   std::vector<int> image_list;
   for (std::size_t i = 0; i < groups.size(); ++i) {
     if (canonical[i] != static_cast<int>(i))
@@ -147,6 +162,7 @@ std::string rotation_problem(const TaskGraph& graph, const scenario::Scenario& s
       image_list.push_back(gpu_image[static_cast<std::size_t>(g)]);
     if (const auto it = list_index.find(image_list); it != list_index.end()) {
       group_image[i] = it->second;
+      image_in_order[i] = 1;
       continue;
     }
     auto set = groups[i];
@@ -191,6 +207,20 @@ std::string rotation_problem(const TaskGraph& graph, const scenario::Scenario& s
         return fmt::format("{} has no image (the replicas' tasks differ)", task_name(graph, from[k]));
       if (!same_memory(graph, t, u, gpu_image))
         return fmt::format("{}'s memory events differ from its image's", task_name(graph, from[k]));
+      if (t.exchange >= 0 || u.exchange >= 0) {
+        // An uneven exchange (MoE routing imbalance, a DeepEP dispatch) maps
+        // onto its image's only member by member: a group the rotation maps
+        // onto itself would permute its matrix, which the fold does not.
+        if (t.exchange < 0 || u.exchange < 0 ||
+            !image_in_order[static_cast<std::size_t>(canonical[static_cast<std::size_t>(t.group)])])
+          return fmt::format("{}'s uneven exchange has no image", task_name(graph, from[k]));
+        if (t.exchange != u.exchange && !same_exchange(graph.exchanges[static_cast<std::size_t>(t.exchange)],
+                                                       graph.exchanges[static_cast<std::size_t>(u.exchange)]))
+          return fmt::format(
+              "{}'s exchange differs from its image's (the replicas route their tokens "
+              "differently)",
+              task_name(graph, from[k]));
+      }
       out.task_image[from[k]] = to[k];
     }
     return {};

@@ -22,7 +22,8 @@ workloads::TaskGraph build_task_graph(const scenario::Scenario& scenario) {
 }
 
 SimulationResult simulate(const scenario::Scenario& scenario, const SimulationOptions& options) {
-  if (!options.more_failure_seeds.empty() && scenario.perturbations.replay_depends_on_seed())
+  if (!options.more_failure_seeds.empty() &&
+      (scenario.perturbations.replay_depends_on_seed() || scenario.graph_depends_on_seed()))
     throw std::logic_error("more failure seeds on one replay, but the replay depends on the seed");
   SimulationResult result;
   result.graph = build_task_graph(scenario);

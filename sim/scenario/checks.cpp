@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <optional>
+
 #include "platforms/efficiency_profile.hpp"
+#include "workloads/moe_dispatch.hpp"
 #include "workloads/plan_checks.hpp"
 #include "workloads/schedule.hpp"
 
@@ -92,6 +95,65 @@ std::vector<platforms::Problem> precision_problems(const Scenario& scenario) {
   return problems;
 }
 
+// Where the EP groups lie over the NVLink domains (nodes), for node-limited
+// routing and DeepEP's relay (workloads/moe_dispatch.hpp): every group of
+// pipeline rank and TP rank 0 is looked at (the others are these shifted by
+// a stage or a TP rank).
+std::vector<platforms::Problem> expert_node_problems(const Scenario& scenario) {
+  const auto& plan = scenario.plan;
+  const auto& moe = scenario.model.moe;
+  std::vector<platforms::Problem> problems;
+  const bool deepep = plan.moe_dispatcher == workloads::MoeDispatcher::deepep;
+  if (!scenario.model.is_moe() || plan.ep <= 1 || plan.gpu_count() != scenario.cluster.gpu_count() ||
+      plan.data_parallel_size() % plan.ep != 0 || (!deepep && moe.max_nodes_per_token == 0))
+    return problems;
+  const int gpus_per_node = scenario.cluster.groups.front().gpus_per_node;
+  std::optional<workloads::EpNodes> first;
+  bool uniform = true;
+  for (int pp = 0; pp < plan.pp && uniform; ++pp)
+    for (int start = 0; start < plan.data_parallel_size() && uniform; start += plan.ep) {
+      std::vector<int> domains;
+      for (int j = start; j < start + plan.ep; ++j)
+        domains.push_back(scenario.cluster.locate(plan.gpu_of(pp, j / plan.cp, 0, j % plan.cp)).domain);
+      const auto nodes = workloads::ep_nodes_of(domains);
+      if (!first)
+        first = nodes;
+      uniform =
+          nodes.uniform() && nodes.nodes == first->nodes && nodes.ranks_per_node == first->ranks_per_node;
+    }
+  const std::string layout = fmt::format("expert_parallel {} x tp {}{} on {} GPUs per node", plan.ep, plan.tp,
+                                         plan.cp > 1 ? fmt::format(" x cp {}", plan.cp) : "", gpus_per_node);
+  if (deepep && !uniform)
+    problems.push_back(
+        {"plan.moe_dispatcher",
+         fmt::format("deepep with {}: an EP group's GPUs are not spread in equal consecutive shares over its "
+                     "nodes, so not every GPU has a peer of its local index on each node to relay through; "
+                     "expected an EP group of whole nodes or within one node (e.g. tp x expert_parallel a "
+                     "multiple or a divisor of {}), or moe_dispatcher: all_to_all",
+                     layout, gpus_per_node)});
+  const int m = moe.max_nodes_per_token;
+  if (m == 0 || !first)
+    return problems;
+  if (m > first->nodes) {
+    problems.push_back(
+        {"model.moe.max_nodes_per_token",
+         fmt::format("{}, but an EP group spans {} node{} ({}); expected at most {}, or the key "
+                     "left out (no limit)",
+                     m, first->nodes, first->nodes == 1 ? "" : "s", layout, first->nodes)});
+  } else if (first->uniform()) {
+    const int per_node = moe.experts / plan.ep * first->ranks_per_node;
+    if (m * per_node < moe.top_k)
+      problems.push_back(
+          {"model.moe.max_nodes_per_token",
+           fmt::format(
+               "{}: {} nodes hold {} x {} = {} experts, fewer than top_k = {} (each node of an EP group "
+               "holds {} of the {} experts); expected at least {}",
+               m, m, m, per_node, m * per_node, moe.top_k, per_node, moe.experts,
+               (moe.top_k + per_node - 1) / per_node)});
+  }
+  return problems;
+}
+
 }  // namespace
 
 std::vector<platforms::Problem> check(const Scenario& scenario) {
@@ -115,6 +177,8 @@ std::vector<platforms::Problem> check(const Scenario& scenario) {
   for (auto& problem : workloads::plan_problems(scenario.model, plan))
     problems.push_back(std::move(problem));
   for (auto& problem : precision_problems(scenario))
+    problems.push_back(std::move(problem));
+  for (auto& problem : expert_node_problems(scenario))
     problems.push_back(std::move(problem));
   return problems;
 }

@@ -5,20 +5,25 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <limits>
 
 #include "platforms/spelling.hpp"
+#include "sim/scenario/expert_loads_file.hpp"
 #include "sim/scenario/key_aliases.hpp"
 #include "sim/scenario/sections.hpp"
+#include "workloads/attention.hpp"
 
 namespace trainsim::scenario {
 namespace {
 
 void validate_moe(platforms::MapReader& m, const workloads::ModelSpec& model);
+void read_routing(platforms::MapReader& m, workloads::ModelSpec& model, const Scenario& scenario);
 
 // `model.moe`: a mixture-of-experts MLP (workloads::MoeSpec). Over a MoE
 // preset, the keys given override the preset's; on a dense model the map
 // makes it a MoE model and `experts` and `top_k` are required.
-void read_moe(platforms::MapReader& parent, workloads::ModelSpec& model) {
+void read_moe(platforms::MapReader& parent, workloads::ModelSpec& model, const Scenario& scenario) {
   auto m = parent.map("moe");
   if (!m)
     return;
@@ -42,15 +47,134 @@ void read_moe(platforms::MapReader& parent, workloads::ModelSpec& model) {
     moe.layer_freq = static_cast<int>(*v);
   if (auto v = m->integer("first_dense_layers", 0, kMaxCount))
     moe.first_dense_layers = static_cast<int>(*v);
+  if (auto v = m->integer("moe_layer_offset", 0, kMaxCount))
+    moe.layer_offset = static_cast<int>(*v);
   if (m->has("capacity_factor")) {
-    if (auto word = m->text("capacity_factor"); word && *word == "none")
+    if (auto word = m->text("capacity_factor"); word && *word == "none") {
       moe.capacity_factor = 1.0;  // dropless: the balanced load (docs/moe.md)
-    else if (auto v = m->number("capacity_factor", 1e-3, 1e6))
+      moe.dropless = true;
+    } else if (auto v = m->number("capacity_factor", 1e-3, 1e6)) {
       moe.capacity_factor = *v;
+      moe.dropless = false;
+    }
   }
+  if (auto v = m->integer("max_nodes_per_token", 1, kMaxCount))
+    moe.max_nodes_per_token = static_cast<int>(*v);
+  read_routing(*m, model, scenario);
   m->finish();
   if (m->error_count() == before && moe.experts > 0 && moe.top_k > 0 && model.layers > 0)
     validate_moe(*m, model);
+}
+
+// model.moe.routing and its keys (workloads/expert_routing.hpp): the kind,
+// its skew, its seed (default: the scenario's) and, for a measured table,
+// the file (relative to the scenario's folder), read here; the rules
+// between them in validate_routing.
+void read_routing(platforms::MapReader& m, workloads::ModelSpec& model, const Scenario& scenario) {
+  auto& r = model.moe.routing;
+  using K = workloads::RoutingKind;
+  if (auto kind = m.choice<K>("routing", {{"balanced", K::balanced},
+                                          {"zipf", K::zipf},
+                                          {"dirichlet", K::dirichlet},
+                                          {"measured", K::measured}}))
+    r.kind = *kind;
+  if (auto v = m.number("routing_skew", 1e-3, 1e3))
+    r.skew = *v;
+  r.seed = scenario.seed;
+  r.seed_from_scenario = true;
+  if (auto v = m.integer("routing_seed", 0, std::numeric_limits<long long>::max())) {
+    r.seed = static_cast<std::uint64_t>(*v);
+    r.seed_from_scenario = false;
+  }
+  if (auto file = m.text("routing_file");
+      file && r.kind == K::measured) {  // else validate_routing says why not
+    namespace fs = std::filesystem;
+    fs::path path(*file);
+    if (!path.is_absolute())
+      path = fs::absolute(fs::path(scenario.file).parent_path() / path).lexically_normal();
+    const int experts = model.moe.experts;
+    if (experts <= 0)
+      return;  // reported at experts
+    const ExpertLoadsFile table = read_expert_loads_file(path.string(), experts);
+    for (const auto& problem : table.problems)
+      m.error("routing_file", problem);
+    if (table.problems.empty()) {
+      r.file = *file;
+      r.measured = table.layers;
+    }
+  }
+}
+
+// Which routing keys go with which kind, and a measured table covering
+// every MoE layer (MTP modules' too), each reported at the key to change.
+void validate_routing(platforms::MapReader& m, const workloads::ModelSpec& model) {
+  const auto& r = model.moe.routing;
+  using K = workloads::RoutingKind;
+  const std::string kind(workloads::to_string(r.kind));
+  const bool drawn = r.kind == K::zipf || r.kind == K::dirichlet;
+  if (drawn && !m.has("routing_skew"))
+    m.error("routing_skew",
+            fmt::format("missing (routing: {} needs its parameter: {}; e.g. 1.0)", kind,
+                        r.kind == K::zipf ? "the Zipf exponent s > 0 (the expert of rank r "
+                                            "gets a share proportional to r^-s)"
+                                          : "the Dirichlet concentration alpha > 0 (smaller is "
+                                            "more skewed)"));
+  for (const char* key : {"routing_skew", "routing_seed"})
+    if (!drawn && m.has(key))
+      m.error(key, fmt::format("given with routing: {}; it applies to routing: zipf or dirichlet (the seeded "
+                               "draws); expected the key left out",
+                               kind));
+  if (r.kind != K::measured) {
+    if (m.has("routing_file"))
+      m.error("routing_file",
+              fmt::format("given with routing: {}; a tokens-per-expert table applies to "
+                          "routing: measured; expected routing: measured, or the key left out",
+                          kind));
+    return;
+  }
+  if (!m.has("routing_file")) {
+    m.error("routing_file",
+            "missing (routing: measured reads the tokens each expert received per layer from a "
+            "CSV file: layer,expert,tokens; docs/moe.md)");
+    return;
+  }
+  if (r.measured.empty())
+    return;  // the file's own problems are reported
+  const int total = model.layers + model.mtp_depth;
+  bool any_layer = false;
+  std::vector<int> listed;
+  for (const auto& row : r.measured) {
+    if (row.layer < 0) {
+      any_layer = true;
+      continue;
+    }
+    listed.push_back(row.layer);
+    const bool moe_layer = row.layer < model.layers ? model.is_moe_layer(row.layer)
+                                                    : row.layer < total && model.mtp_layers_are_moe();
+    if (!moe_layer)
+      m.error(
+          "routing_file",
+          fmt::format("{}: layer {} is not a MoE layer of the model (its MoE layers: l >= first_dense_layers "
+                      "= {} with l % moe_layer_freq = {} == {}, of {} layers{}); expected MoE layer indices "
+                      "or all",
+                      r.file, row.layer, model.moe.first_dense_layers, model.moe.layer_freq,
+                      model.moe.layer_offset, model.layers,
+                      model.mtp_depth > 0 ? fmt::format(", then {} MTP layer(s)", model.mtp_depth) : ""));
+  }
+  if (any_layer)
+    return;
+  std::string missing;
+  int count = 0;
+  for (int l = 0; l < total; ++l) {
+    const bool moe_layer = l < model.layers ? model.is_moe_layer(l) : model.mtp_layers_are_moe();
+    if (moe_layer && std::find(listed.begin(), listed.end(), l) == listed.end() && count++ < 8)
+      missing += (missing.empty() ? "" : ", ") + std::to_string(l);
+  }
+  if (count > 0)
+    m.error("routing_file",
+            fmt::format("{} gives no loads for MoE layer{} {}{}; expected a row per expert for "
+                        "every MoE layer, or rows with layer all",
+                        r.file, count == 1 ? "" : "s", missing, count > 8 ? ", ..." : ""));
 }
 
 // Rules of model.moe that depend on its other keys or the model's layers,
@@ -72,12 +196,89 @@ void validate_moe(platforms::MapReader& m, const workloads::ModelSpec& model) {
             fmt::format("{} with first_dense_layers = {} selects no MoE layer among {} "
                         "layers; expected a frequency and dense prefix that leave at least one",
                         moe.layer_freq, moe.first_dense_layers, model.layers));
+  if (moe.layer_offset >= std::max(1, moe.layer_freq))
+    m.error("moe_layer_offset",
+            fmt::format("{} is not below model.moe.moe_layer_freq = {}: layer l is a MoE "
+                        "layer when l % moe_layer_freq == moe_layer_offset; expected "
+                        "0 to {}",
+                        moe.layer_offset, moe.layer_freq, std::max(1, moe.layer_freq) - 1));
+  validate_routing(m, model);
   const double most = double(moe.experts) / moe.top_k;
   if (moe.capacity_factor > most)
     m.error("capacity_factor",
             fmt::format("{} exceeds model.moe.experts / top_k = {}: an expert cannot take more than every "
                         "token; expected at most {}",
                         moe.capacity_factor, most, most));
+}
+
+// The keys of multi-head latent attention (workloads/mla_attention.hpp),
+// in the order the README lists them.
+constexpr std::string_view kMlaKeys[] = {"q_lora_rank", "kv_lora_rank", "qk_nope_head_dim",
+                                         "qk_rope_head_dim", "v_head_dim"};
+
+// `model.attention` and its shape keys: MLA's five, or head_dim / qk_norm
+// for multi-head attention. Over an MLA preset the keys given override the
+// preset's; switching a model to MLA needs every rank and head width but
+// q_lora_rank (none: queries projected directly, DeepSeek-V2-Lite).
+void read_attention(platforms::MapReader& m, workloads::ModelSpec& model) {
+  std::vector<std::pair<std::string_view, workloads::AttentionKind>> words;
+  for (const auto& t : workloads::attention_table())
+    words.emplace_back(t.spelling, t.kind);
+  const bool was_mla = model.is_mla();
+  if (auto kind = m.choice("attention", words))
+    model.attention = *kind;
+  if (auto v = m.integer("head_dim", 1, kMaxCount))
+    model.head_dim = static_cast<int>(*v);
+  if (auto v = m.boolean("qk_norm"))
+    model.qk_norm = *v;
+  auto& a = model.mla;
+  if (m.has("q_lora_rank")) {
+    if (auto word = m.text("q_lora_rank"); word && *word == "none")
+      a.q_lora_rank = 0;
+    else if (auto v = m.integer("q_lora_rank", 0, kMaxCount))
+      a.q_lora_rank = static_cast<int>(*v);
+  }
+  const auto dimension = [&](std::string_view key, int& out, const char* what) {
+    if (auto v = m.integer(key, 1, kMaxCount))
+      out = static_cast<int>(*v);
+    else if (model.is_mla() && !was_mla && !m.has(key))
+      m.error(key, fmt::format("missing (attention: mla needs {}, an integer >= 1; e.g. DeepSeek-V3's are "
+                               "kv_lora_rank 512, qk_nope_head_dim 128, qk_rope_head_dim 64, v_head_dim 128)",
+                               what));
+  };
+  dimension("kv_lora_rank", a.kv_lora_rank, "the rank of the joint key/value compression");
+  dimension("qk_nope_head_dim", a.qk_nope_head_dim, "the width of each head's non-rotary query and key");
+  dimension("qk_rope_head_dim", a.qk_rope_head_dim, "the width of the rotary query and shared key part");
+  dimension("v_head_dim", a.v_head_dim, "the width of each head's value");
+}
+
+// Rules between model.attention and the other keys, each at the key to
+// change (run once every key has been read without error).
+void validate_attention(platforms::MapReader& m, const workloads::ModelSpec& model) {
+  if (!model.is_mla()) {
+    for (std::string_view key : kMlaKeys)
+      if (m.has(key))
+        m.error(key, fmt::format("is a multi-head latent attention key, but model.attention is {}; expected "
+                                 "attention: mla with it, or the key left out",
+                                 workloads::traits_of(model.attention).spelling));
+    return;
+  }
+  const auto mla_has_none = [&](std::string_view key, const char* why) {
+    if (m.has(key))
+      m.error(key,
+              fmt::format("given with attention: mla, which {}; expected the key left out (MLA's shape is "
+                          "q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim)",
+                          why));
+  };
+  mla_has_none("kv_heads", "has no key/value heads: every head reads the shared latent");
+  mla_has_none("head_dim", "sizes its heads with qk_nope_head_dim + qk_rope_head_dim and v_head_dim");
+  if (model.qk_norm)
+    mla_has_none("qk_norm", "normalizes its compressed query and key/value latents instead");
+  if (model.mla.qk_rope_head_dim % 2 != 0)
+    m.error("qk_rope_head_dim",
+            fmt::format("{} is odd: rotary embeddings rotate pairs of dimensions; expected "
+                        "an even width (DeepSeek-V2 / V3 use 64)",
+                        model.mla.qk_rope_head_dim));
 }
 
 }  // namespace
@@ -122,10 +323,13 @@ bool read_model_section(platforms::MapReader& m, Scenario& scenario) {
     model.swiglu = *mlp;
   if (auto flash = m.boolean("flash_attention"))
     model.flash_attention = *flash;
+  read_attention(m, model);
+  if (auto v = m.integer("mtp_depth", 0, kMaxCount))
+    model.mtp_depth = static_cast<int>(*v);
   if (auto name = m.label("name"))
     model.name = *name;
   if (m.has("moe"))
-    read_moe(m, model);
+    read_moe(m, model, scenario);
   m.finish();
   if (model.name.empty())
     model.name = "custom";
@@ -141,11 +345,15 @@ bool read_model_section(platforms::MapReader& m, Scenario& scenario) {
   if (model.is_moe() && model.moe.expert_ffn_hidden == 0)
     model.moe.expert_ffn_hidden = model.ffn_hidden;
   if (m.error_count() == before) {
-    if (model.hidden % model.heads != 0)
-      m.error("hidden", fmt::format("{} is not divisible by model.heads = {}", model.hidden, model.heads));
-    if (model.heads % model.kv_heads != 0)
+    // Heads of their own width (head_dim, MLA's head dims) need not divide
+    // the hidden size.
+    if (model.hidden % model.heads != 0 && model.head_dim == 0 && !model.is_mla())
+      m.error("hidden", fmt::format("{} is not divisible by model.heads = {} (or give model.head_dim)",
+                                    model.hidden, model.heads));
+    if (!model.is_mla() && model.heads % model.kv_heads != 0)
       m.error("kv_heads",
               fmt::format("model.heads = {} is not divisible by {}", model.heads, model.kv_heads));
+    validate_attention(m, model);
   }
   scenario.model = model;
   return m.error_count() == before;

@@ -17,6 +17,12 @@ void read_parallelism_options(platforms::MapReader& p, Scenario& scenario) {
     plan.cp = static_cast<int>(*cp);
   if (auto ep = p.integer("expert_parallel", 1, kMaxCount))
     plan.ep = static_cast<int>(*ep);
+  using workloads::MoeDispatcher;
+  if (auto d = p.choice<MoeDispatcher>(
+          "moe_dispatcher", {{"all_to_all", MoeDispatcher::all_to_all}, {"deepep", MoeDispatcher::deepep}}))
+    plan.moe_dispatcher = *d;
+  if (auto overlap = p.boolean("moe_a2a_overlap"))
+    plan.moe_a2a_overlap = *overlap;
   if (auto zero = p.integer("zero_stage", 0, 3))
     plan.zero_stage = static_cast<int>(*zero);
   if (auto shard = p.integer("dp_shard", 1, kMaxCount))

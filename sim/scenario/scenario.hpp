@@ -27,6 +27,18 @@ struct Scenario {
   std::string name;
   std::string file;
   std::uint64_t seed = 1;
+  // The task graph itself draws from the seed: MoE routing drawn with the
+  // scenario's seed (model.moe.routing zipf / dirichlet, no routing_seed).
+  bool graph_depends_on_seed() const {
+    return model.is_moe() && model.moe.routing.drawn() && model.moe.routing.seed_from_scenario;
+  }
+  // Another seed for the same scenario (`run --seeds`): the perturbations'
+  // draws, and the routing's when it follows the scenario's.
+  void reseed(std::uint64_t new_seed) {
+    seed = new_seed;
+    if (model.moe.routing.seed_from_scenario)
+      model.moe.routing.seed = new_seed;
+  }
   platforms::ClusterSpec cluster;
   workloads::ModelSpec model;
   workloads::ParallelPlan plan;

@@ -6,6 +6,7 @@
 #include "platforms/gpu_spec.hpp"
 #include "platforms/presets.hpp"
 #include "sim/scenario/sections.hpp"
+#include "workloads/attention.hpp"
 #include "workloads/model_spec.hpp"
 
 namespace trainsim::scenario {
@@ -193,25 +194,52 @@ struct Tables {
             ranged("shared_experts", T::integer, 0, kCount, "experts every token goes through"),
             ranged("moe_layer_freq", T::integer, 1, kCount, "layer l is MoE when l % freq == 0"),
             ranged("first_dense_layers", T::integer, 0, kCount, "leading dense layers"),
+            ranged("moe_layer_offset", T::integer, 0, kCount,
+                   "layer l is MoE when l % moe_layer_freq == this (Llama 4 Maverick: 1)"),
             capacity,
+            choice("routing", {"balanced", "zipf", "dirichlet", "measured"},
+                   "how token copies spread over the experts (default balanced)"),
+            ranged("routing_skew", T::number, 1e-3, 1e3, "zipf: exponent s; dirichlet: concentration alpha"),
+            ranged("routing_seed", T::integer, 0, static_cast<double>(std::numeric_limits<long long>::max()),
+                   "zipf / dirichlet draws (default: the scenario's seed)"),
+            file_path(
+                key("routing_file", T::text, "measured: CSV layer,expert,tokens (relative to this file)")),
+            ranged("max_nodes_per_token", T::integer, 1, kCount,
+                   "node-limited routing: a token's experts on at most this many nodes of its EP group "
+                   "(DeepSeek-V3: 4; default no limit)"),
         }};
+    KeySpec q_lora = ranged("q_lora_rank", T::integer, 0, kCount,
+                            "mla: rank of the query compression, or none (0: queries projected directly)");
+    q_lora.words = {"none"};
     KeySpec model_preset = choice("preset", workloads::model_preset_names(), "a shipped model");
     model_preset.any_case = true;
-    model = {"the model",
-             {
-                 model_preset,
-                 key("name", T::label, "the model's name in reports"),
-                 ranged("layers", T::integer, 1, kCount, "transformer layers"),
-                 ranged("hidden", T::integer, 1, kCount, "hidden size"),
-                 ranged("heads", T::integer, 1, kCount, "attention heads"),
-                 ranged("seq_len", T::integer, 1, kCount, "sequence length"),
-                 ranged("vocab", T::integer, 1, kCount, "vocabulary size"),
-                 ranged("kv_heads", T::integer, 1, kCount, "key/value heads (grouped-query attention)"),
-                 ranged("ffn_hidden", T::integer, 1, kCount, "MLP size (default 4 x hidden)"),
-                 choice("mlp", {"gelu", "swiglu"}, "the MLP's form"),
-                 key("flash_attention", T::boolean, "a fused attention kernel"),
-                 section("moe", moe, "a mixture-of-experts MLP"),
-             }};
+    model = {
+        "the model",
+        {
+            model_preset,
+            key("name", T::label, "the model's name in reports"),
+            ranged("layers", T::integer, 1, kCount, "transformer layers"),
+            ranged("hidden", T::integer, 1, kCount, "hidden size"),
+            ranged("heads", T::integer, 1, kCount, "attention heads"),
+            ranged("seq_len", T::integer, 1, kCount, "sequence length"),
+            ranged("vocab", T::integer, 1, kCount, "vocabulary size"),
+            ranged("kv_heads", T::integer, 1, kCount, "key/value heads (grouped-query attention)"),
+            ranged("ffn_hidden", T::integer, 1, kCount, "MLP size (default 4 x hidden)"),
+            choice("mlp", {"gelu", "swiglu"}, "the MLP's form"),
+            key("flash_attention", T::boolean, "a fused attention kernel"),
+            choice("attention", workloads::attention_kind_names(),
+                   "mha (multi-head / grouped-query) or mla (DeepSeek's multi-head latent attention)"),
+            ranged("head_dim", T::integer, 1, kCount, "mha: one head's width (default hidden / heads)"),
+            key("qk_norm", T::boolean, "mha: RMSNorm on each head's query and key (Qwen3)"),
+            q_lora,
+            ranged("kv_lora_rank", T::integer, 1, kCount, "mla: rank of the joint key/value compression"),
+            ranged("qk_nope_head_dim", T::integer, 1, kCount, "mla: each head's non-rotary query/key width"),
+            ranged("qk_rope_head_dim", T::integer, 1, kCount, "mla: the rotary query/key width (shared key)"),
+            ranged("v_head_dim", T::integer, 1, kCount, "mla: each head's value width"),
+            ranged("mtp_depth", T::integer, 0, kCount,
+                   "multi-token prediction modules on the last stage (DeepSeek-V3: 1)"),
+            section("moe", moe, "a mixture-of-experts MLP"),
+        }};
     KeySpec dp = ranged("dp", T::integer, 1, kCount, "data parallelism, or auto: GPUs / (tp x pp x cp)");
     dp.words = {"auto"};
     plan = {"the parallel plan",
@@ -234,6 +262,12 @@ struct Tables {
                 key("sequence_parallel", T::boolean, "Megatron sequence parallelism (tp >= 2)"),
                 ranged("context_parallel", T::integer, 1, kCount, "ring attention over this many GPUs"),
                 ranged("expert_parallel", T::integer, 1, kCount, "experts spread over this many GPUs"),
+                choice("moe_dispatcher", {"all_to_all", "deepep"},
+                       "MoE token dispatch: all_to_all (NCCL, every copy to every GPU; default) or deepep "
+                       "(once per node over RDMA, then NVLink; FP8 under precision fp8)"),
+                key("moe_a2a_overlap", T::boolean,
+                    "overlap one micro-batch's expert all-to-alls with another's compute (Megatron's 1F1B "
+                    "A2A overlap, DualPipe's F&B pairs)"),
                 ranged("zero_stage", T::integer, 0, 3, "ZeRO stage (3 = FSDP)"),
                 ranged("dp_shard", T::integer, 1, kCount,
                        "hybrid sharding (HSDP): zero_stage 3 shards over groups of this many of the dp x cp "

@@ -264,7 +264,9 @@ BaseDocument base_document(const PlanSearchRequest& request) {
       set_axis(base.space, key, assignment, assignment.substr(eq + 1));
       continue;
     }
-    if (key.rfind("cluster.collectives", 0) == 0)
+    // Only a fidelity the user gives (the key, or the whole collectives
+    // map) overrides --fidelity; another collectives key does not.
+    if (key == "cluster.collectives.fidelity" || key == "cluster.collectives")
       fidelity_set = true;
     platforms::apply_override(root, assignment, source, errors);
   }
@@ -419,6 +421,9 @@ PlanSearch prepare_plan_search(const PlanSearchRequest& request) {
     // The base plan's TP overlap, on every candidate it applies to.
     candidate.plan.tp_comm_overlap = base_plan.tp_comm_overlap && plan.sequence_parallel &&
                                      candidate.plan.framework == workloads::Framework::megatron;
+    // Likewise the gradient reduction's overlap with the backward: FSDP (ZeRO 3)
+    // reduce-scatters per layer anyway, and the loader refuses the key there.
+    candidate.plan.overlap_grad_reduce = base_plan.overlap_grad_reduce && plan.zero_stage < 3;
     auto problems = scenario::resolve_plan(candidate);
     if (problems.empty())
       problems = scenario::check(candidate);
@@ -465,20 +470,23 @@ std::string scenario_yaml(const PlanSearch& search, const PlanCandidate& candida
   plan["micro_batch_size"] = candidate.plan.micro_batch_size;
   plan["schedule"] = std::string(to_string(candidate.plan.schedule));
   plan["virtual_stages"] = candidate.plan.virtual_stages;
-  // An uneven split (Megatron's embedding and loss counted as layers: 0 or
-  // 1 layer on the end stages) is part of the plan the search checked: the
-  // run must get it too, or pp no longer divides the layers.
-  if (!candidate.plan.stage_layers.empty()) {
-    YAML::Node layers(YAML::NodeType::Sequence);
-    for (const int n : candidate.plan.stage_layers)
-      layers.push_back(n);
-    layers.SetStyle(YAML::EmitterStyle::Flow);
-    plan["stage_layers"] = layers;
-  } else if (plan["stage_layers"]) {
-    plan.remove("stage_layers");
-  }
   plan["recompute"] = std::string(to_string(candidate.plan.recompute));
   plan["zero_stage"] = candidate.plan.zero_stage;
+  // An uneven split (Megatron's, counting the embedding and the loss as
+  // layers) goes as the layers of every virtual stage: without it the point's
+  // scenario would not load (pp x v does not divide the layers). The base's
+  // own split keys would then contradict it; an even split keeps none.
+  for (const char* key : {"stage_layers", "first_stage_layers", "last_stage_layers", "embedding_in_split",
+                          "loss_in_split", "pipeline_layout"})
+    if (plan[key])
+      plan.remove(key);
+  if (!candidate.plan.stage_layers.empty()) {
+    YAML::Node layers(YAML::NodeType::Sequence);
+    layers.SetStyle(YAML::EmitterStyle::Flow);
+    for (const int n : candidate.plan.stage_layers)
+      layers.push_back(n);
+    plan["stage_layers"] = layers;
+  }
   if (candidate.plan.hybrid_sharded())
     plan["dp_shard"] = candidate.plan.dp_shard;
   else if (plan["dp_shard"])
@@ -486,6 +494,8 @@ std::string scenario_yaml(const PlanSearch& search, const PlanCandidate& candida
   plan["sequence_parallel"] = candidate.plan.sequence_parallel;
   if (plan["tp_comm_overlap"] || candidate.plan.tp_comm_overlap)
     plan["tp_comm_overlap"] = candidate.plan.tp_comm_overlap;
+  if (plan["overlap_grad_reduce"] || candidate.plan.overlap_grad_reduce)
+    plan["overlap_grad_reduce"] = candidate.plan.overlap_grad_reduce;
   YAML::Emitter emitter;
   emitter << root;
   return fmt::format(

@@ -37,7 +37,9 @@ class StudyReader {
       : study_(study), source_(source), errors_(errors) {}
 
   void read_variants(const YAML::Node& node);
-  void read_sweep(const YAML::Node& node);
+  // `has_variants`: a sweep may then hold `plots` alone, drawn over the
+  // variants (a study whose points are named plans, not a product of axes).
+  void read_sweep(const YAML::Node& node, bool has_variants);
   void check_overlaps();
 
  private:
@@ -236,10 +238,13 @@ void StudyReader::read_plots(const YAML::Node& node) {
   }
 }
 
-void StudyReader::read_sweep(const YAML::Node& node) {
+void StudyReader::read_sweep(const YAML::Node& node, bool has_variants) {
   platforms::MapReader sweep(node, "sweep", source_, errors_, &sweep_keys());
-  if (node.IsMap() && !sweep.has("grid") && !sweep.has("zip"))
-    sweep.error("", "expected `grid` (a cartesian product) and/or `zip` (parallel lists) of scenario keys");
+  if (node.IsMap() && !sweep.has("grid") && !sweep.has("zip") && !(has_variants && sweep.has("plots")))
+    sweep.error("", has_variants ? "expected `grid` (a cartesian product) and/or `zip` (parallel lists) of "
+                                   "scenario keys, or `plots` (drawn over the variants)"
+                                 : "expected `grid` (a cartesian product) and/or `zip` (parallel lists) of "
+                                   "scenario keys (`plots` alone needs a `variants` section)");
   if (sweep.has("grid")) {
     sweep.accept("grid");
     read_grid(node["grid"]);
@@ -361,7 +366,7 @@ StudyFile parse_study_text(const std::string& text, const std::string& path) {
   StudyReader reader(study, source, errors);
   if (root["sweep"]) {
     study.has_sweep = true;
-    reader.read_sweep(root["sweep"]);
+    reader.read_sweep(root["sweep"], static_cast<bool>(root["variants"]));
   }
   if (root["variants"]) {
     study.has_variants = true;

@@ -101,7 +101,14 @@ nlohmann::ordered_json study_schema() {
   };
   schema["anyOf"] = nlohmann::ordered_json::array({requires_key("sweep"), requires_key("variants")});
   schema["properties"]["sweep"]["anyOf"] =
+      nlohmann::ordered_json::array({requires_key("grid"), requires_key("zip"), requires_key("plots")});
+  // A sweep of plots alone draws over the variants: it needs them.
+  nlohmann::ordered_json plots_only;
+  plots_only["required"] = nlohmann::ordered_json::array({"sweep"});
+  plots_only["properties"]["sweep"]["not"]["anyOf"] =
       nlohmann::ordered_json::array({requires_key("grid"), requires_key("zip")});
+  schema["allOf"] = nlohmann::ordered_json::array(
+      {nlohmann::ordered_json{{"if", plots_only}, {"then", requires_key("variants")}}});
   scenario::add_trace_rule(schema);
   return schema;
 }

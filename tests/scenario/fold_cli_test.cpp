@@ -102,10 +102,19 @@ void expect_same_csv(const std::filesystem::path& folded, const std::filesystem:
   }
 }
 
-// Names of equally hot or critical links may differ (see above).
+// Where the path runs through one of several equally critical TP ranks
+// (MoE: each TP rank's own expert and data-parallel groups end at one
+// instant), which one SimGrid finishes last differs between the replays:
+// those runs leave the critical path's GPUs and tasks out.
+bool g_tied_tp_ranks = false;
+
+// Names of equally hot or critical links (or tied ranks) may differ (see above).
 bool tie_name(const std::string& path) {
+  const bool name = path.size() >= 5 && path.compare(path.size() - 5, 5, ".name") == 0;
+  if (name && g_tied_tp_ranks && path.find("critical_path.by_gpu") != std::string::npos)
+    return true;
   return (path.find("hottest_links") != std::string::npos || path.find("by_link") != std::string::npos) &&
-         path.size() >= 5 && path.compare(path.size() - 5, 5, ".name") == 0;
+         name;
 }
 
 void expect_same_json(const nlohmann::json& a, const nlohmann::json& b, const std::string& path,
@@ -144,7 +153,8 @@ std::vector<std::string> task_events(const std::filesystem::path& dir) {
   for (auto line : split_lines(read_file(dir / "trace.json"))) {
     if (line.find("\"ph\":\"X\"") == std::string::npos)
       continue;
-    for (const char* flag : {"\"critical\":true,", "\"critical\":false,"})
+    for (const char* flag :
+         {"\"critical\":true,", "\"critical\":false,", ",\"critical\":true", ",\"critical\":false"})
       if (const auto at = line.find(flag); at != std::string::npos)
         line.erase(at, std::string(flag).size());
     // The critical path's link among equally loaded ones.
@@ -180,7 +190,10 @@ nlohmann::json expect_fold_answers_as_full(const std::string& scenario, const st
   expect_same_csv(folded, full, "per_gpu.csv");
   expect_same_csv(folded, full, "per_stage.csv");
   expect_same_csv(folded, full, "links.csv", {"link", "hot_rank"});
-  expect_same_csv(folded, full, "critical_path.csv", {"link"});
+  if (g_tied_tp_ranks)
+    expect_same_csv(folded, full, "critical_path.csv", {"link", "task", "name", "gpu"});
+  else
+    expect_same_csv(folded, full, "critical_path.csv", {"link"});
   const auto ea = task_events(folded);
   const auto eb = task_events(full);
   EXPECT_EQ(ea.size(), eb.size()) << label;
@@ -284,6 +297,33 @@ TEST(Fold, RandomSmallClustersAnswerAsTheFullReplay) {
   ASSERT_TRUE(fold.is_object());
   EXPECT_TRUE(fold["folded"].get<bool>()) << fold.dump();
   EXPECT_GE(folded, 4) << "of " << cases << " random clusters";
+}
+
+// MoE: the expert all-to-alls are exchanges of their EP group (uneven ones
+// under drawn routing, workloads/expert_routing.hpp). Mixtral on TP 8, EP 2:
+// a rotation by one EP group's replicas maps the groups and their exchanges
+// onto each other, balanced or drawn (the draw is per layer and expert, the
+// same in every EP group); the answers must agree with the full replay.
+TEST(Fold, MoeExchangesFoldOntoTheirImages) {
+  const std::vector<std::string> shrunk{"cluster.nodes=8",
+                                        "plan.tp=8",
+                                        "plan.sequence_parallel=true",
+                                        "plan.dp=4",
+                                        "plan.expert_parallel=2",
+                                        "plan.pp=2",
+                                        "model.layers=4",
+                                        "plan.global_batch_size=32"};
+  g_tied_tp_ranks = true;
+  const auto balanced = expect_fold_answers_as_full("scenarios/moe-mixtral.yaml", shrunk, "moe-balanced");
+  ASSERT_TRUE(balanced.is_object());
+  EXPECT_TRUE(balanced["folded"].get<bool>()) << balanced.dump();
+  EXPECT_EQ(balanced["class_size"].get<int>(), 2);
+  auto drawn = shrunk;
+  drawn.insert(drawn.end(), {"model.moe.routing=dirichlet", "model.moe.routing_skew=1"});
+  const auto uneven = expect_fold_answers_as_full("scenarios/moe-mixtral.yaml", drawn, "moe-drawn");
+  ASSERT_TRUE(uneven.is_object());
+  EXPECT_TRUE(uneven["folded"].get<bool>()) << uneven.dump();
+  g_tied_tp_ranks = false;
 }
 
 TEST(Fold, SaysWhatStoppedIt) {

@@ -1,8 +1,7 @@
-// The two founding studies (scenarios/study-hardware-scaling.yaml,
-// scenarios/study-bpipe.yaml), each run through `trainsim sweep` as shipped,
-// narrowed with --only and shrunk with --set to a few seconds, and held to
-// the qualitative conclusion docs/founding_studies.md draws from the full
-// runs.
+// The founding studies (scenarios/study-hardware-scaling.yaml,
+// scenarios/study-bpipe.yaml, scenarios/study-hardware-generations.yaml), each run through `trainsim sweep`
+// as shipped, narrowed with --only and shrunk with --set to a few seconds, and held to the qualitative
+// conclusion docs/founding_studies.md draws from the full runs.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -124,6 +123,49 @@ TEST(FoundingStudies, BPipeBeatsOneFOneBOnGptWithoutFlashAttentionAndTheGapShrin
   // With full recomputation nothing is evicted: the two schedules coincide.
   EXPECT_NEAR(figure(rows["false bpipe full"], "iteration_time_s"), onefoneb_noflash,
               0.01 * onefoneb_noflash);
+  fs::remove_all(dir);
+}
+
+// Llama-3.1 405B (12 of its 126 layers, 72 sequences) on 576 H100s and 576
+// B200s, BF16 and FP8, each with the study's best plan for the full model.
+TEST(FoundingStudies, HardwareGenerationsB200AndFp8BuyThroughputAndTokensPerJoule) {
+  const auto dir = fresh_dir("study-generations");
+  const auto r = run_cli({"sweep", "scenarios/study-hardware-generations.yaml", "--out", dir.string(), "-j",
+                          "2", "--quiet", "--keep", "summary", "--only",
+                          "variant=405b-h100-bf16,405b-h100-fp8,405b-b200-bf16,405b-b200-fp8", "--set",
+                          "model.layers=12", "--set", "plan.global_batch_size=72"});
+  ASSERT_EQ(r.status, 0) << r.err << r.out;
+  const auto results = json::parse(read_file(dir / "results.json"));
+  ASSERT_EQ(results["rows"].size(), 4u);
+  auto rows = rows_by(results, {"variant"});
+  const std::string per_gpu = "tokens_per_s_per_gpu";
+  const std::string per_joule = "energy.tokens_per_J";
+  for (const std::string gpu : {"h100", "b200"}) {
+    const auto& bf16 = rows["405b-" + gpu + "-bf16"];
+    const auto& fp8 = rows["405b-" + gpu + "-fp8"];
+    // FP8 GEMMs buy throughput (not 2x: attention, norms and the casts stay)
+    // and, at the same board power, tokens per joule.
+    EXPECT_GT(figure(fp8, per_gpu), 1.2 * figure(bf16, per_gpu)) << gpu;
+    EXPECT_LT(figure(fp8, per_gpu), 2.0 * figure(bf16, per_gpu)) << gpu;
+    EXPECT_GT(figure(fp8, per_joule), figure(bf16, per_joule)) << gpu;
+    // MFU is against the BF16 peak in both; FP8 plans add the same FLOPs
+    // against the FP8 peak (twice BF16's on both GPUs); BF16 plans name no
+    // precision (their summary is unchanged).
+    EXPECT_FALSE(bf16.contains("mfu_fp8_peak") && bf16["mfu_fp8_peak"].is_number()) << gpu;
+    const double peak_ratio = gpu == "h100" ? 989.4 / 1978.9 : 0.5;
+    EXPECT_NEAR(figure(fp8, "mfu_fp8_peak"), figure(fp8, "mfu") * peak_ratio, 1e-9) << gpu;
+    EXPECT_EQ(fp8["plan.precision"], "fp8") << gpu;
+  }
+  // B200 (2.25x H100's dense peak, 1.43x its board power) does about twice
+  // the work per GPU in each precision, and more per joule.
+  for (const std::string precision : {"bf16", "fp8"}) {
+    const auto& h100 = rows["405b-h100-" + precision];
+    const auto& b200 = rows["405b-b200-" + precision];
+    EXPECT_GT(figure(b200, per_gpu), 1.7 * figure(h100, per_gpu)) << precision;
+    EXPECT_LT(figure(b200, per_gpu), 2.6 * figure(h100, per_gpu)) << precision;
+    EXPECT_GT(figure(b200, per_joule), 1.2 * figure(h100, per_joule)) << precision;
+  }
+  EXPECT_TRUE(fs::exists(dir / "plots" / "405b-tokens-per-gpu.svg"));
   fs::remove_all(dir);
 }
 

@@ -179,6 +179,98 @@ TEST(PlanCli, HybridShardingOfTheBaseScenarioGoesToTheFsdpPlansOnly) {
   fs::remove_all(dir);
 }
 
+// --set plan.overlap_grad_reduce=true (the Megatron runs' setting) goes to the
+// plans it applies to: ZeRO 0-2 overlap their gradient reduction, the FSDP
+// plans (which reduce-scatter per layer anyway, and for which the loader
+// refuses the key) are searched and simulated without it, not pruned.
+TEST(PlanCli, OverlapGradReduceOfTheBaseGoesToThePlansItAppliesTo) {
+  const auto dir = fresh_dir("plan-overlap-grad");
+  const auto r = one_stage_plan_search({"--model", "gpt3-1.3b", "--cluster", "dgx-h100-ndr", "--gpus", "16",
+                                        "--global-batch", "16", "--set", "plan.zero_stage=[1,3]", "--set",
+                                        "plan.overlap_grad_reduce=true", "--out", dir.string()});
+  ASSERT_EQ(r.status, 0) << r.err << r.out;
+  const auto plans = read_json(dir / "plans.json");
+  EXPECT_EQ(plans["feasible"].get<int>(), 2) << plans["pruned"];
+  for (const char* key : {"tp1-pp1-dp16-cp1-v1-mb1-1f1b-none-z1", "tp1-pp1-dp16-cp1-v1-mb1-1f1b-none-z3"}) {
+    const auto summary = read_json(dir / "points" / key / "summary.json");
+    EXPECT_EQ(summary["plan"]["overlap_grad_reduce"].get<bool>(), std::string(key).ends_with("z1")) << key;
+    const auto rerun = run_cli({"run", (dir / "points" / key / "scenario.yaml").string(), "--quiet", "--out",
+                                (dir / "rerun").string()});
+    EXPECT_EQ(rerun.status, 0) << key << rerun.err;
+  }
+  fs::remove_all(dir);
+}
+
+// --fidelity (fast by default) sets the simulations' collectives fidelity
+// unless the user gives one: another collectives key (the NCCL interference
+// of the validated runs) must not turn it off.
+TEST(PlanCli, ACollectivesKeyOtherThanTheFidelityKeepsTheSearchFidelity) {
+  const auto dir = fresh_dir("plan-fidelity");
+  const auto r = one_stage_plan_search(
+      {"--model", "gpt3-1.3b", "--cluster", "dgx-h100-ndr", "--gpus", "16", "--global-batch", "16", "--set",
+       "plan.zero_stage=1", "--set", "cluster.collectives.compute_interference=0.16", "--out", dir.string()});
+  ASSERT_EQ(r.status, 0) << r.err << r.out;
+  const auto scenario = read_file(dir / "points" / "tp1-pp1-dp16-cp1-v1-mb1-1f1b-none-z1" / "scenario.yaml");
+  EXPECT_NE(scenario.find("fidelity: fast"), std::string::npos) << scenario;
+  EXPECT_NE(scenario.find("compute_interference: 0.16"), std::string::npos) << scenario;
+  fs::remove_all(dir);
+  // --fidelity cluster leaves the cluster's own (auto).
+  const auto own = one_stage_plan_search({"--model", "gpt3-1.3b", "--cluster", "dgx-h100-ndr", "--gpus", "16",
+                                          "--global-batch", "16", "--set", "plan.zero_stage=1", "--fidelity",
+                                          "cluster", "--out", dir.string()});
+  ASSERT_EQ(own.status, 0) << own.err << own.out;
+  EXPECT_EQ(
+      read_file(dir / "points" / "tp1-pp1-dp16-cp1-v1-mb1-1f1b-none-z1" / "scenario.yaml").find("fidelity"),
+      std::string::npos);
+  fs::remove_all(dir);
+}
+
+// A plan whose pp does not divide the layers runs Megatron's split (the
+// embedding and the loss counted as layers); its point's scenario carries
+// that split, so it loads and simulates like the others (it failed with "not
+// divisible by pp" when the split stayed in the search).
+TEST(PlanCli, AnUnevenSplitOfTheLayersReachesThePointsScenario) {
+  const auto dir = fresh_dir("plan-uneven");
+  const auto r = run_cli({"plan",
+                          "--model",
+                          "gpt3-1.3b",
+                          "--cluster",
+                          "dgx-a100-hdr",
+                          "--gpus",
+                          "8",
+                          "--global-batch",
+                          "16",
+                          "--set",
+                          "model.layers=22",
+                          "--set",
+                          "plan.pp=8",
+                          "--set",
+                          "plan.tp=1",
+                          "--set",
+                          "plan.zero_stage=1",
+                          "--set",
+                          "plan.recompute=none",
+                          "--set",
+                          "plan.micro_batch_size=1",
+                          "--set",
+                          "plan.schedule=1f1b",
+                          "--top",
+                          "1",
+                          "--quiet",
+                          "--out",
+                          dir.string()});
+  ASSERT_EQ(r.status, 0) << r.err << r.out;
+  const auto plans = read_json(dir / "plans.json");
+  ASSERT_EQ(plans["ranking"].size(), 1u) << r.out;
+  const std::string key = plans["ranking"][0];
+  EXPECT_EQ(key, "tp1-pp8-dp1-cp1-v1-mb1-1f1b-none-z1-l2_3..2");
+  const auto scenario = read_file(dir / "points" / key / "scenario.yaml");
+  EXPECT_NE(scenario.find("stage_layers: [2, 3, 3, 3, 3, 3, 3, 2]"), std::string::npos) << scenario;
+  EXPECT_EQ(r.out.find("failed"), std::string::npos) << r.out;
+  EXPECT_EQ(plans["plans"][0]["plan"]["stage_layers"], (std::vector<int>{2, 3, 3, 3, 3, 3, 3, 2}));
+  fs::remove_all(dir);
+}
+
 // --set plan.dp_shard=[0,8] searches full and hybrid sharding side by side
 // (0: full); each simulated point runs what its key says, and the winner's
 // explanation names the sharding when that is what differs.

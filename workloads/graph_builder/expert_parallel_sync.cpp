@@ -26,6 +26,78 @@
 
 namespace trainsim::workloads::detail {
 
+std::vector<int> IterationBuilder::moe_layer_indices(const StageSlice& slice) const {
+  std::vector<int> layers;
+  for (int l = slice.first_layer; l < slice.first_layer + slice.layers; ++l)
+    if (model_.is_moe_layer(l))
+      layers.push_back(l);
+  if (slice.logits && model_.mtp_depth > 0 && model_.mtp_layers_are_moe())
+    for (int k = 0; k < model_.mtp_depth; ++k)
+      layers.push_back(model_.layers + k);
+  return layers;
+}
+
+double IterationBuilder::load_factor(int layer, int gpu) const {
+  const auto& share = loads_.of_layer(layer);
+  const int r = plan_.expert_rank_of(plan_.dp_rank_of(gpu), plan_.cp_rank_of(gpu));
+  double load = 0;
+  const int local = model_.moe.experts / plan_.ep;
+  for (int e = r * local; e < (r + 1) * local; ++e)
+    load += share[static_cast<std::size_t>(e)];
+  return load * plan_.ep;
+}
+
+double IterationBuilder::expert_load_extra_s(PipeOpKind kind, const StageSlice& slice, int gpu) const {
+  double extra = 0;
+  for (int l : moe_layer_indices(slice))
+    extra += cost_.moe_load_extra_s(kind, load_factor(l, gpu), cluster_.gpu_of(gpu));
+  return extra;
+}
+
+// all_to_all: each rank sends every rank its tokens' copies routed to that
+// rank's experts, B x L_j to rank j (B = the rank's buffer, L_j = rank j's
+// share of the layer's copies); combine sends the outputs back, B x L_i
+// from rank j to rank i. A pass pair of a layer moves B (L_i + L_j) from i
+// to j; the backward's gradients the same; full recomputation twice.
+// deepep: each token once per GPU it has experts on (workloads/moe_dispatch.hpp).
+Exchange IterationBuilder::exchange_of(PipeOpKind kind, const StageSlice& slice, const EpNodes& nodes) const {
+  const auto n = static_cast<std::size_t>(plan_.ep);
+  const int pairs = ep_all_to_alls(plan_, kind, 1) / 2;
+  Exchange x;
+  x.send_bytes.assign(n * n, 0.0);
+  std::vector<std::vector<double>> factors;
+  // Loads exist only under imbalanced routing; otherwise every rank's is 1.
+  for (int l : moe_layer_indices(slice))
+    factors.push_back(imbalanced_ ? rank_load_factors(loads_.of_layer(l), plan_.ep)
+                                  : std::vector<double>(static_cast<std::size_t>(plan_.ep), 1.0));
+  if (plan_.moe_dispatcher == MoeDispatcher::deepep) {
+    DeepepTraffic t = deepep_traffic(model_, plan_, nodes, factors, pairs);
+    for (std::size_t i = 0; i < n; ++i)
+      for (std::size_t j = 0; j < n; ++j)
+        x.send_bytes[i * n + j] = t.dispatch[i * n + j] + t.combine[j * n + i];
+    x.dispatch_bytes = std::move(t.dispatch);
+    x.combine_bytes = std::move(t.combine);
+    x.node_share = t.node_share;
+    return x;
+  }
+  const double bytes = ep_all_to_all_bytes(model_, plan_);
+  for (const auto& f : factors)
+    for (std::size_t i = 0; i < n; ++i)
+      for (std::size_t j = 0; j < n; ++j)
+        if (i != j)
+          x.send_bytes[i * n + j] += bytes * pairs * (f[i] + f[j]) / static_cast<double>(n);
+  return x;
+}
+
+int IterationBuilder::exchange_index(PipeOpKind kind, const StageSlice& slice, const EpNodes& nodes) {
+  const auto key = std::make_tuple(ep_all_to_alls(plan_, kind, 1), moe_layer_indices(slice), nodes.nodes,
+                                   nodes.ranks_per_node);
+  auto known = exchange_of_.find(key);
+  if (known == exchange_of_.end())
+    known = exchange_of_.emplace(key, graph_.add_exchange(exchange_of(kind, slice, nodes))).first;
+  return known->second;
+}
+
 void IterationBuilder::add_expert_all_to_alls(int rank, int tp) {
   const int positions = plan_.data_parallel_size();
   const double bytes = ep_all_to_all_bytes(model_, plan_);
@@ -38,28 +110,108 @@ void IterationBuilder::add_expert_all_to_alls(int rank, int tp) {
     for (int j = first; j < first + plan_.ep; ++j)
       members.push_back(plan_.gpu_of(rank, j / plan_.cp, tp, j % plan_.cp));
     const int group = graph_.add_group(members);
+    const bool deepep = plan_.moe_dispatcher == MoeDispatcher::deepep;
+    EpNodes nodes;
+    if (deepep) {
+      std::vector<int> domains;
+      for (int gpu : members)
+        domains.push_back(cluster_.locate(gpu).domain);
+      nodes = ep_nodes_of(domains);
+      if (!nodes.uniform())
+        throw std::invalid_argument(
+            "moe_dispatcher deepep needs each EP group's GPUs in equal consecutive shares of NVLink domains");
+    }
     for (std::size_t k = 0; k < list.size(); ++k) {
       const PipeOp& op = list[k];
       const StageSlice slice = virtual_stage_slice(model_, plan_, sched.virtual_stage(rank, op.chunk));
-      const int fold = ep_all_to_alls(plan_, op.kind, model_.moe_layers_in(slice.first_layer, slice.layers));
+      // One all-to-all per MoE layer: the busiest GPU sets the pace of
+      // each (imbalance), or the other op of a merged F&B computes under it.
+      if (imbalanced_ || overlaps_previous(0, rank, k) || overlaps_previous(0, rank, k + 1)) {
+        add_per_layer_all_to_alls(op, k, slice, group, members, nodes);
+        continue;
+      }
+      const int fold = ep_all_to_alls(plan_, op.kind, moe_layers_of(model_, slice));
       if (fold == 0)
         continue;
-      const TaskId id =
-          graph_.add(collective_task(CommKind::ep, CollectiveOp::all_to_all, group, rank, bytes,
-                                     {.chunk = op.chunk, .micro_batch = op.micro_batch, .fold = fold}));
+      Task task = collective_task(CommKind::ep, CollectiveOp::all_to_all, group, rank, bytes,
+                                  {.chunk = op.chunk,
+                                   .micro_batch = op.micro_batch,
+                                   .fold = fold,
+                                   .algorithm = deepep ? platforms::CollectiveAlgorithm::deepep
+                                                       : platforms::CollectiveAlgorithm::automatic});
+      // DeepEP's bytes are not the even all-to-all's: its exchange says them.
+      if (deepep)
+        task.exchange = exchange_index(op.kind, slice, nodes);
+      const TaskId id = graph_.add(task);
       for (int gpu : members) {
         auto& ops = ops_[idx(gpu)];
         const TaskId before = ops[k].done;
         graph_.depend(before, id);
         ops[k].done = id;
-        if (k + 1 < ops.size())
-          gate(id, gpu, k + 1);
+        gate_next(id, gpu, k);
         if (last_[idx(gpu)] == before)
           last_[idx(gpu)] = id;
         // Send and receive buffers of one pass (the folded passes reuse them).
         graph_.add_memory(id, gpu, MemoryEvent::At::start, MemoryKind::buffers, 2 * bytes);
         graph_.add_memory(id, gpu, MemoryEvent::At::end, MemoryKind::buffers, -2 * bytes);
       }
+    }
+  }
+}
+
+// One all-to-all per piece holding MoE layers (one piece per layer: see
+// split_per_layer), each moving the receivers' loads: between two pieces
+// it waits for every member's piece and gates every member's next one; the
+// last piece's sits after the op's TP collectives, as the balanced op's
+// does.
+void IterationBuilder::add_per_layer_all_to_alls(const PipeOp& op, std::size_t k, const StageSlice& slice,
+                                                 int group, const std::vector<int>& members,
+                                                 const EpNodes& nodes) {
+  const double bytes = ep_all_to_all_bytes(model_, plan_);
+  const std::vector<Piece>& pieces = ops_[idx(members.front())][k].pieces;
+  for (std::size_t p = 0; p < pieces.size(); ++p) {
+    StageSlice piece = slice;
+    if (pieces.size() > 1) {
+      const int layer = pieces[p].layer;
+      piece = {.layers = 1,
+               .first_layer = layer,
+               .embedding = slice.embedding && layer == slice.first_layer,
+               .logits = slice.logits && layer == slice.first_layer + slice.layers - 1};
+    }
+    const int fold = ep_all_to_alls(plan_, op.kind, moe_layers_of(model_, piece));
+    if (fold == 0)
+      continue;
+    const bool last = p + 1 == pieces.size();
+    Task task = collective_task(CommKind::ep, CollectiveOp::all_to_all, group,
+                                plan_.pp_rank_of(members.front()), bytes,
+                                {.chunk = op.chunk,
+                                 .micro_batch = op.micro_batch,
+                                 .layer = pieces.size() > 1 ? pieces[p].layer : -1,
+                                 .fold = fold,
+                                 .algorithm = plan_.moe_dispatcher == MoeDispatcher::deepep
+                                                  ? platforms::CollectiveAlgorithm::deepep
+                                                  : platforms::CollectiveAlgorithm::automatic});
+    // Loads are per layer, the same in every micro-batch and EP group: one
+    // exchange per (layers, passes) serves them all. Balanced pairwise
+    // all-to-alls need none.
+    if (imbalanced_ || plan_.moe_dispatcher == MoeDispatcher::deepep)
+      task.exchange = exchange_index(op.kind, piece, nodes);
+    const TaskId id = graph_.add(task);
+    for (int gpu : members) {
+      auto& ops = ops_[idx(gpu)];
+      if (last) {
+        const TaskId before = ops[k].done;
+        graph_.depend(before, id);
+        ops[k].done = id;
+        gate_next(id, gpu, k);
+        if (last_[idx(gpu)] == before)
+          last_[idx(gpu)] = id;
+      } else {
+        graph_.depend(ops[k].pieces[p].last, id);
+        graph_.depend(id, ops[k].pieces[p + 1].first);
+      }
+      graph_.add_memory(id, gpu, MemoryEvent::At::start, MemoryKind::buffers, 2 * bytes);
+      graph_.add_memory(id, gpu, MemoryEvent::At::end, MemoryKind::buffers, -2 * bytes);
     }
   }
 }

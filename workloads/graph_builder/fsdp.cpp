@@ -129,8 +129,12 @@ void IterationBuilder::add_fsdp_sync_and_step(int rank, int tp) {
         const CollectiveAt at{.chunk = op.chunk, .micro_batch = op.micro_batch, .layer = pieces[p].layer};
         const UnitUse& use = units.at({op.chunk, pieces[p].layer});
         const std::pair<std::size_t, std::size_t> here{k, p};
-        if (keep_gathered && needs_weights(op.kind) && here == use.first_weights) {
-          // Gathered once, freed after the unit's last op that needs it.
+        // Kept gathered (keep_gathered): gathered at the unit's first op that
+        // needs its weights and freed after its last; its later ops waited
+        // for that gather. Otherwise gathered for each op that needs the
+        // weights and freed after it.
+        const bool gather_here = needs_weights(op.kind) && (!keep_gathered || here == use.first_weights);
+        if (gather_here) {
           const TaskId id = graph_.add(collective_task(CommKind::dp, CollectiveOp::all_gather, group, rank,
                                                        gather_wire_bytes(pieces[p]), at));
           if (previous_gather != kNone)
@@ -140,6 +144,7 @@ void IterationBuilder::add_fsdp_sync_and_step(int rank, int tp) {
             for (int gpu : members)
               graph_.depend(ops_[idx(gpu)][k2].pieces[p2].last, id);
           }
+          const auto [kl, pl] = keep_gathered ? use.last_weights : here;
           for (int gpu : members) {
             const Piece& piece = ops_[idx(gpu)][k].pieces[p];
             if (framework == Framework::pytorch_fsdp2)
@@ -148,34 +153,7 @@ void IterationBuilder::add_fsdp_sync_and_step(int rank, int tp) {
             if (piece.exchange != kNone)
               graph_.depend(id, piece.exchange);
             graph_.add_memory(id, gpu, At::start, MemoryKind::buffers, memory_.gathered_bytes(parameters));
-            const auto [kl, pl] = use.last_weights;
             graph_.add_memory(ops_[idx(gpu)][kl].pieces[pl].last, gpu, At::end, MemoryKind::buffers,
-                              -memory_.gathered_bytes(parameters));
-          }
-          gathered.emplace_back(k, p);
-          previous_gather = id;
-        } else if (keep_gathered) {
-          // Still gathered (its first use, earlier in the GPU's list, waited
-          // for the gather).
-        } else if (needs_weights(op.kind)) {
-          const TaskId id = graph_.add(collective_task(CommKind::dp, CollectiveOp::all_gather, group, rank,
-                                                       gather_wire_bytes(pieces[p]), at));
-          if (previous_gather != kNone)
-            graph_.depend(previous_gather, id);
-          if (gathered.size() >= 2) {
-            const auto [k2, p2] = gathered[gathered.size() - 2];
-            for (int gpu : members)
-              graph_.depend(ops_[idx(gpu)][k2].pieces[p2].last, id);
-          }
-          for (int gpu : members) {
-            const Piece& piece = ops_[idx(gpu)][k].pieces[p];
-            if (framework == Framework::pytorch_fsdp2)
-              add_kernel(piece.first, gpu, 2 * memory_.gathered_bytes(parameters));
-            graph_.depend(id, piece.first);
-            if (piece.exchange != kNone)
-              graph_.depend(id, piece.exchange);
-            graph_.add_memory(id, gpu, At::start, MemoryKind::buffers, memory_.gathered_bytes(parameters));
-            graph_.add_memory(piece.last, gpu, At::end, MemoryKind::buffers,
                               -memory_.gathered_bytes(parameters));
           }
           gathered.emplace_back(k, p);

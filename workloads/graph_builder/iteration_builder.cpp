@@ -94,6 +94,11 @@ TaskGraph IterationBuilder::build() {
         same != schedules_.end() ? *same : schedule_for_gpu_costs(model_, plan_, cluster_, cost_, m));
   }
   m_ = plan_.micro_batches();
+  // Imbalanced routing changes the work of an EP group's GPUs only when
+  // they are several and dropless (a capacity pads every expert to it).
+  imbalanced_ = model_.is_moe() && plan_.ep > 1 && model_.moe.dropless && !model_.moe.routing.balanced();
+  if (imbalanced_)
+    loads_ = expert_loads(model_);
   const auto gpus = static_cast<std::size_t>(plan_.gpu_count());
   const auto slots = static_cast<std::size_t>(plan_.virtual_stages * m_);
   ops_.assign(gpus, {});
@@ -148,7 +153,38 @@ TaskGraph IterationBuilder::build() {
 // buckets fire as the layers of the backward that completes the gradients
 // finish (Megatron: the last micro-batch's; ZeRO-2 reduces after every
 // micro-batch).
+bool IterationBuilder::overlaps_previous(int dp, int rank, std::size_t op_index) const {
+  if (!plan_.moe_a2a_overlap || plan_.ep <= 1 || !model_.is_moe() || op_index == 0)
+    return false;
+  const auto& list = schedule(dp).per_rank[static_cast<std::size_t>(rank)];
+  if (op_index >= list.size())
+    return false;
+  const PipeOp& forward = list[op_index - 1];
+  const PipeOp& backward = list[op_index];
+  if (forward.kind != PipeOpKind::forward ||
+      (backward.kind != PipeOpKind::backward && backward.kind != PipeOpKind::backward_input))
+    return false;
+  // DualPipe-V says which of its F-then-B are pairs.
+  if (plan_.schedule == ScheduleKind::dualpipe_v && !backward.paired)
+    return false;
+  const auto moe_layers = [&](const PipeOp& op) {
+    return moe_layers_of(model_,
+                         virtual_stage_slice(model_, plan_, schedule(dp).virtual_stage(rank, op.chunk)));
+  };
+  return moe_layers(forward) > 0 && moe_layers(backward) > 0;
+}
+
 bool IterationBuilder::split_per_layer(int dp, int rank, std::size_t op_index) const {
+  if (overlaps_previous(dp, rank, op_index) || overlaps_previous(dp, rank, op_index + 1))
+    return true;  // a merged F&B interleaves its layers
+  if (imbalanced_) {
+    // Under imbalanced routing an op exchanges tokens after every MoE
+    // layer: the busiest GPU of the EP group sets the pace of each.
+    const PipeOp& op = schedule(dp).per_rank[static_cast<std::size_t>(rank)][op_index];
+    const StageSlice slice = virtual_stage_slice(model_, plan_, schedule(dp).virtual_stage(rank, op.chunk));
+    if (slice.layers > 1 && ep_all_to_alls(plan_, op.kind, moe_layers_of(model_, slice)) > 0)
+      return true;
+  }
   if (plan_.data_parallel_size() <= 1)
     return false;
   if (plan_.zero_stage >= 3)
@@ -196,7 +232,20 @@ void IterationBuilder::add_op(int dp, int rank, std::size_t op_index, const std:
   for (int cp = 0; cp < plan_.cp; ++cp)
     for (int tp = 0; tp < plan_.tp; ++tp)
       gpus.push_back(plan_.gpu_of(rank, dp, tp, cp));
+  // A backward merged with the forward before it follows the forward's
+  // first piece, not its end (plan.moe_a2a_overlap), and ends after it.
+  const bool merged = overlaps_previous(dp, rank, op_index);
+  if (merged)
+    for (int gpu : gpus)
+      last_[idx(gpu)] = ops_[idx(gpu)][op_index - 1].pieces.front().last;
   std::vector<BuiltOp> built = add_pieces(op, rank, vs, slice, specs, gpus, tp_groups, cp_groups);
+  if (merged)
+    for (std::size_t g = 0; g < gpus.size(); ++g) {
+      const BuiltOp& forward = ops_[idx(gpus[g])][op_index - 1];
+      graph_.depend(forward.pieces.back().last, built[g].pieces.back().first);
+      if (forward.done != forward.pieces.back().last)
+        graph_.depend(forward.done, built[g].pieces.back().first);
+    }
   if (!overlaps_tp_comm(op.kind, slice))
     add_tp_collectives(op, rank, slice, tp_groups, built);
   record_op(op, vs, gpus, built);
@@ -264,6 +313,14 @@ std::vector<BuiltOp> IterationBuilder::add_pieces(const PipeOp& op, int rank, in
   std::vector<std::vector<OpCost>> costs;
   for (int gpu : gpus)
     costs.push_back(piece_costs(op.kind, slice, specs, cluster_.gpu_of(gpu)));
+  // Imbalanced routing: each GPU's pieces take what its experts' load adds.
+  std::vector<std::vector<double>> imbalance(gpus.size(), std::vector<double>(specs.size(), 0.0));
+  if (imbalanced_)
+    for (std::size_t g = 0; g < gpus.size(); ++g)
+      for (std::size_t p = 0; p < specs.size(); ++p) {
+        imbalance[g][p] = expert_load_extra_s(op.kind, specs[p].slice, gpus[g]);
+        costs[g][p].duration_s += imbalance[g][p];
+      }
   std::vector<BuiltOp> built(gpus.size());
   for (std::size_t g = 0; g < gpus.size(); ++g)
     built[g] = {.op = op, .virtual_stage = vs, .pieces = {}, .done = kNone};
@@ -284,12 +341,14 @@ std::vector<BuiltOp> IterationBuilder::add_pieces(const PipeOp& op, int rank, in
                 .model_flops = c.model_flops,
                 .hardware_flops = c.hardware_flops,
                 .layer = spec.layer};
+      task.imbalance_s = imbalance[g][p];
       Piece piece{.layer = spec.layer, .parameters = spec.parameters};
       Task attention;
       if (share > 0) {
         // Ring attention: the attention core, which overlaps the exchange,
         // and the rest of the piece.
         attention = task;
+        attention.imbalance_s = 0;  // the experts' extra is in the rest
         attention.duration_s *= share;
         attention.model_flops *= share;
         attention.hardware_flops *= share;
@@ -365,15 +424,16 @@ void IterationBuilder::add_tp_collectives(const PipeOp& op, int rank, const Stag
                                           const std::vector<int>& tp_groups, std::vector<BuiltOp>& built) {
   // The op's all-reduces, folded into one collective per TP group (two with
   // sequence parallelism: reduce-scatter then all-gather, same volume).
-  const int fold = tp_allreduces(plan_, op.kind, slice.layers);
+  const int fold = tp_allreduces(plan_, op.kind, transformer_layers_of(model_, slice));
   if (plan_.tp <= 1 || fold <= 0)
     return;
   for (int cp = 0; cp < plan_.cp; ++cp) {
     TaskId previous = kNone;
     for (CollectiveOp collective_op : tp_passes(plan_)) {
-      const TaskId id = graph_.add(collective_task(
-          CommKind::tp, collective_op, tp_groups[static_cast<std::size_t>(cp)], rank,
-          tp_pass_bytes(collective_op), {.chunk = op.chunk, .micro_batch = op.micro_batch, .fold = fold}));
+      const TaskId id =
+          graph_.add(collective_task(CommKind::tp, collective_op, tp_groups[static_cast<std::size_t>(cp)],
+                                     rank, tp_pass_bytes(collective_op, op.kind),
+                                     {.chunk = op.chunk, .micro_batch = op.micro_batch, .fold = fold}));
       if (previous != kNone)
         graph_.depend(previous, id);
       else
@@ -386,7 +446,10 @@ void IterationBuilder::add_tp_collectives(const PipeOp& op, int rank, const Stag
   }
 }
 
-double IterationBuilder::tp_pass_bytes(CollectiveOp pass) const {
+double IterationBuilder::tp_pass_bytes(CollectiveOp pass, PipeOpKind kind) const {
+  if (model_.is_mla() && plan_.sequence_parallel)
+    return mla_sequence_parallel_pass_bytes(model_, plan_, pass, kind) *
+           tp_collective_byte_factor(plan_, pass == CollectiveOp::all_gather);
   return tp_allreduce_bytes(model_, plan_) *
          tp_collective_byte_factor(plan_, pass == CollectiveOp::all_gather);
 }
@@ -416,6 +479,7 @@ std::vector<Task> IterationBuilder::split_linear_gemms(Task& rest, double linear
   const double k = plan_.tp;
   auto segment = [&](double chunks) {
     Task t = rest;
+    t.imbalance_s = 0;  // the linear GEMMs' time: the experts' extra stays in the rest
     t.duration_s = gemm * chunks / k;
     t.model_flops = rest.model_flops * share * chunks / k;
     t.hardware_flops = rest.hardware_flops * share * chunks / k;
@@ -447,7 +511,7 @@ void IterationBuilder::add_overlapped_tp_collectives(const PipeOp& op, int rank,
                                                      const std::vector<int>& tp_groups,
                                                      const std::vector<std::vector<TaskId>>& gemm_chunks,
                                                      std::vector<BuiltOp>& built) {
-  const int fold = tp_allreduces(plan_, op.kind, spec.slice.layers);
+  const int fold = tp_allreduces(plan_, op.kind, transformer_layers_of(model_, spec.slice));
   const double k = plan_.tp;
   const std::vector<CollectiveOp> passes_of_op = tp_passes(plan_);
   for (int cp = 0; cp < plan_.cp; ++cp) {
@@ -455,7 +519,7 @@ void IterationBuilder::add_overlapped_tp_collectives(const PipeOp& op, int rank,
     TaskId previous = kNone;
     for (const bool last : {false, true}) {
       for (std::size_t pass = 0; pass < passes_of_op.size(); ++pass) {
-        const double bytes = tp_pass_bytes(passes_of_op[pass]);
+        const double bytes = tp_pass_bytes(passes_of_op[pass], op.kind);
         const TaskId id = graph_.add(collective_task(
             CommKind::tp, passes_of_op[pass], tp_groups[static_cast<std::size_t>(cp)], rank,
             last ? bytes / k : bytes * (k - 1) / k,
@@ -512,6 +576,17 @@ void IterationBuilder::record_op(const PipeOp& op, int vs, const std::vector<int
   }
 }
 
+void IterationBuilder::gate_next(TaskId id, int gpu, std::size_t k) {
+  const auto& ops = ops_[idx(gpu)];
+  if (k + 1 >= ops.size())
+    return;
+  // The loader refuses per-replica schedules with ep > 1: replica 0's list.
+  if (overlaps_previous(0, plan_.pp_rank_of(gpu), k + 1))
+    graph_.depend(id, ops[k + 1].pieces.back().first);
+  else
+    gate(id, gpu, k + 1);
+}
+
 void IterationBuilder::gate(TaskId input, int gpu, std::size_t op_index) {
   const Piece& first = ops_[idx(gpu)][op_index].pieces.front();
   graph_.depend(input, first.first);
@@ -557,8 +632,13 @@ void IterationBuilder::add_pipeline_sends(int dp, int cp) {
         for (const Hop& h : {Hop{g0, g1, r0, c0, TransferKind::activation, f0, f1},
                              Hop{g1, g0, r1, c1, TransferKind::gradient, b1, b0}}) {
           std::vector<TaskId> after{ops_[idx(h.from)][h.producer].done};
-          if (sync && h.consumer > 0)
-            after.push_back(ops_[idx(h.to)][h.consumer - 1].done);
+          // A merged F&B (plan.moe_a2a_overlap) posts both its receives
+          // before its forward, as Megatron's combined step does.
+          std::size_t posted = h.consumer;
+          if (overlaps_previous(dp, plan_.pp_rank_of(h.to), h.consumer))
+            --posted;
+          if (sync && posted > 0)
+            after.push_back(ops_[idx(h.to)][posted - 1].done);
           const TaskId send = add_send({.from = h.from,
                                         .to = h.to,
                                         .stage = h.stage,
@@ -636,7 +716,7 @@ void IterationBuilder::add_evictions(int dp, int cp) {
 // does next: the gradient synchronisation, the optimizer step).
 void IterationBuilder::hold_sender(TaskId send, int gpu, std::size_t producer) {
   if (producer + 1 < ops_[idx(gpu)].size())
-    gate(send, gpu, producer + 1);
+    gate_next(send, gpu, producer);  // a merged backward: its last piece
   else
     last_[idx(gpu)] = send;
 }

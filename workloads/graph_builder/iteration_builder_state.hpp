@@ -16,12 +16,16 @@
 //                            over each EP group, and the gradient
 //                            synchronisation split into dense (DP group)
 //                            and expert (expert DP group) parameters
+#include <map>
+#include <tuple>
 #include <vector>
 
 #include "platforms/cluster_spec.hpp"
 #include "workloads/cost_model.hpp"
+#include "workloads/expert_routing.hpp"
 #include "workloads/memory_model.hpp"
 #include "workloads/model_spec.hpp"
+#include "workloads/moe_dispatch.hpp"
 #include "workloads/parallel_plan.hpp"
 #include "workloads/schedule.hpp"
 #include "workloads/task_graph.hpp"
@@ -105,6 +109,18 @@ class IterationBuilder {
 
   // iteration_builder.cpp
   bool split_per_layer(int dp, int rank, std::size_t op_index) const;
+  // plan.moe_a2a_overlap: op `op_index` of the rank's list (a backward)
+  // runs merged with the forward before it, both running MoE layers
+  // (Megatron's 1F1B A2A overlap: every forward-then-backward of the list;
+  // DualPipe-V: its paired F&B). Both are split per layer with an
+  // all-to-all after each MoE layer; the backward's pieces wait only for
+  // the forward's first piece, so the GPU runs one's layers while the
+  // other's all-to-alls are in flight, and its last piece waits for the
+  // forward's end.
+  bool overlaps_previous(int dp, int rank, std::size_t op_index) const;
+  // Lets op k + 1 of `gpu` start after `id` (op k's output): its first
+  // piece, or for a merged backward its last piece.
+  void gate_next(TaskId id, int gpu, std::size_t k);
   void add_rank_ops(int dp, int rank);
   void add_op(int dp, int rank, std::size_t op_index, const std::vector<int>& tp_groups,
               const std::vector<int>& cp_groups);
@@ -123,9 +139,10 @@ class IterationBuilder {
   // plan.tp_comm_overlap (Transformer Engine's userbuffers) for ops of this
   // kind on this slice (a chunk of no layer has no TP collective to overlap).
   bool overlaps_tp_comm(PipeOpKind kind, const StageSlice& slice) const;
-  // Bytes of one TP collective pass (FP8 halves the all-gathers,
-  // workloads/precision.hpp).
-  double tp_pass_bytes(CollectiveOp pass) const;
+  // Bytes of one TP collective pass of an op of `kind` (FP8 halves the
+  // all-gathers, workloads/precision.hpp; MLA gathers its latents,
+  // stage_slices.hpp).
+  double tp_pass_bytes(CollectiveOp pass, PipeOpKind kind) const;
   std::vector<Task> split_linear_gemms(Task& rest, double linear_s) const;
   void add_overlapped_tp_collectives(const PipeOp& op, int rank, const PieceSpec& spec,
                                      const std::vector<int>& tp_groups,
@@ -160,6 +177,35 @@ class IterationBuilder {
                               const std::vector<std::vector<TaskId>>& reduces);
   // expert_parallel_sync.cpp: plan.ep > 1 on a MoE model.
   void add_expert_all_to_alls(int rank, int tp);
+  // Imbalanced routing (dropless, ep > 1, routing not balanced;
+  // workloads/expert_routing.hpp): each MoE op runs as one piece per layer
+  // with an all-to-all after each MoE layer's piece, each GPU's pieces
+  // taking what its experts' load adds (expert_load_extra_s), and the
+  // all-to-alls moving each rank's tokens by the receivers' loads
+  // (exchange_bytes).
+  bool imbalanced() const { return imbalanced_; }
+  // The load factor of `gpu`'s EP rank in model layer `layer` (an MTP
+  // module's: layers + k).
+  double load_factor(int layer, int gpu) const;
+  // What the MoE layers of `slice` (its MTP modules' too) add to a pass of
+  // `kind` on `gpu`.
+  double expert_load_extra_s(PipeOpKind kind, const StageSlice& slice, int gpu) const;
+  // The uneven all-to-all of an EP group (group order = EP rank order) over
+  // the MoE layers of `slice` in an op of `kind`: bytes each rank sends
+  // each rank, all folded passes together; under plan.moe_dispatcher deepep
+  // DeepEP's dispatch and combine apart (workloads/moe_dispatch.hpp), for a
+  // group lying over `nodes`.
+  Exchange exchange_of(PipeOpKind kind, const StageSlice& slice, const EpNodes& nodes) const;
+  // The exchange of an op's all-to-all, one per (passes per layer, MoE
+  // layers, node layout): loads do not change with the micro-batch or group.
+  int exchange_index(PipeOpKind kind, const StageSlice& slice, const EpNodes& nodes);
+  // The model layers whose experts a slice runs: its MoE layers, then the
+  // MTP modules' on the last stage.
+  std::vector<int> moe_layer_indices(const StageSlice& slice) const;
+  // The all-to-alls of op `k` of the EP group's members, one after each
+  // MoE layer's piece (imbalanced routing, merged F&B ops).
+  void add_per_layer_all_to_alls(const PipeOp& op, std::size_t k, const StageSlice& slice, int group,
+                                 const std::vector<int>& members, const EpNodes& nodes);
   void add_expert_parallel_sync_and_step(int rank, int tp);
   // The data-parallel group of (rank, tp): dp x cp GPUs, in ring order.
   std::vector<int> data_parallel_members(int rank, int tp) const;
@@ -184,6 +230,11 @@ class IterationBuilder {
   // weight gradients (where Megatron's overlapped buckets fire).
   std::vector<std::vector<std::vector<std::size_t>>> last_gradient_op_;
   std::vector<TaskId> last_;
+  bool imbalanced_ = false;
+  ExpertLoads loads_;
+  // (passes per layer, MoE layers, nodes, GPUs per node) -> its
+  // TaskGraph::exchanges entry.
+  std::map<std::tuple<int, std::vector<int>, int, int>, int> exchange_of_;
 };
 
 }  // namespace trainsim::workloads::detail

@@ -43,7 +43,7 @@ std::vector<TableEntry> schedule_table(int micro_batches, int chunks, int group)
 }  // namespace
 
 PipelineSchedule make_interleaved_one_f_one_b(int ranks, int micro_batches, int virtual_stages,
-                                              int microbatch_group) {
+                                              int microbatch_group, int extra_warmup) {
   const int p = ranks, m = micro_batches, v = virtual_stages;
   const int g = microbatch_group > 0 ? microbatch_group : p;
   if (p < 1 || m < 1)
@@ -75,7 +75,7 @@ PipelineSchedule make_interleaved_one_f_one_b(int ranks, int micro_batches, int 
   };
   for (int r = 0; r < p; ++r) {
     auto& ops = schedule.per_rank[static_cast<std::size_t>(r)];
-    const int warmup = std::min(2 * (p - r - 1) + (v - 1) * g, total);
+    const int warmup = std::min(2 * (p - r - 1) + (v - 1) * g + extra_warmup, total);
     for (int k = 0; k < warmup; ++k)
       ops.push_back(forward(k));
     for (int k = 0; k < total - warmup; ++k) {
@@ -103,7 +103,7 @@ ScheduleTraits interleaved_one_f_one_b_traits() {
           .sync_p2p = false,
           .make = [](int ranks, int micro_batches, const ScheduleOptions& options) {
             return make_interleaved_one_f_one_b(ranks, micro_batches, options.virtual_stages,
-                                                options.microbatch_group);
+                                                options.microbatch_group, options.extra_warmup);
           }};
 }
 

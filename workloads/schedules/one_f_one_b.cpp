@@ -9,13 +9,13 @@
 
 namespace trainsim::workloads {
 
-PipelineSchedule make_one_f_one_b(int ranks, int micro_batches) {
+PipelineSchedule make_one_f_one_b(int ranks, int micro_batches, int extra_warmup) {
   PipelineSchedule schedule{
       .ranks = ranks, .micro_batches = micro_batches, .chunks = 1, .per_rank = {}, .evictions = {}};
   schedule.per_rank.resize(static_cast<std::size_t>(ranks));
   for (int s = 0; s < ranks; ++s) {
     auto& ops = schedule.per_rank[static_cast<std::size_t>(s)];
-    const int warmup = std::min(ranks - s - 1, micro_batches);
+    const int warmup = std::min(ranks - s - 1 + extra_warmup, micro_batches);
     for (int mb = 0; mb < warmup; ++mb)
       ops.push_back({PipeOpKind::forward, mb, 0});
     for (int i = 0; i < micro_batches - warmup; ++i) {
@@ -41,8 +41,8 @@ ScheduleTraits one_f_one_b_traits() {
           .balances_measured_costs = false,
           .p2p = P2pMode::sync,
           .sync_p2p = true,
-          .make = [](int ranks, int micro_batches, const ScheduleOptions&) {
-            return make_one_f_one_b(ranks, micro_batches);
+          .make = [](int ranks, int micro_batches, const ScheduleOptions& options) {
+            return make_one_f_one_b(ranks, micro_batches, options.extra_warmup);
           }};
 }
 

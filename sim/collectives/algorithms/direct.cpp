@@ -45,6 +45,36 @@ Expansion direct_expansion(CollectiveOp op, const GroupLayout& layout, double by
   return x;
 }
 
+// An uneven all-to-all (imbalanced expert routing): the same pairwise
+// transfers posted at once, each carrying what its sender routes to its
+// receiver, so the busiest receiver's links carry more and finish last.
+Expansion direct_uneven_expansion(const GroupLayout& layout, const workloads::Exchange& exchange,
+                                  const ClusterZone& zone) {
+  const auto& send_bytes = exchange.send_bytes;
+  const auto& gpus = layout.gpus;
+  const std::size_t n = gpus.size();
+  Expansion x;
+  x.algorithm = CollectiveAlgorithm::direct;
+  Phase phase;
+  std::vector<FlowRequest> sample;
+  for (std::size_t s = 1; s < n; ++s) {
+    sample.push_back({gpus[0], gpus[s], 1, 0});
+    sample.push_back({gpus[n - 1], gpus[(n - 1 + s) % n], 1, 0});
+  }
+  phase.latency_s = max_latency(sample, zone);
+  for (std::size_t i = 0; i < n; ++i)
+    for (std::size_t s = 1; s < n; ++s) {
+      const std::size_t j = (i + s) % n;
+      const double bytes = send_bytes[i * n + j];
+      if (bytes > 0)
+        phase.edges.push_back({gpus[i], gpus[j], bytes, 0});
+    }
+  x.detailed = [edges = phase.edges]() { return make_flow_set(edges); };
+  x.fast_is_detailed = true;
+  x.phases.push_back(std::move(phase));
+  return x;
+}
+
 }  // namespace
 
 AlgorithmTraits direct_traits() {
@@ -53,7 +83,8 @@ AlgorithmTraits direct_traits() {
           .only_when_asked = false,
           .unavailable = available_on_any_group,
           .tuner_considers = always_weighed,
-          .expand = direct_expansion};
+          .expand = direct_expansion,
+          .expand_uneven = direct_uneven_expansion};
 }
 
 }  // namespace trainsim::sim

@@ -65,7 +65,14 @@ TEST(GpuCatalogue, EveryPrecisionTheIssueAsksFor) {
   EXPECT_DOUBLE_EQ(gb200.max_power_W, 1200);
   EXPECT_TRUE(gb200.mxfp8);  // Blackwell: plan.fp8_recipe: mxfp8 runs on it
   EXPECT_FALSE(mi300x.mxfp8);
-  EXPECT_EQ(gpu_catalogue().size(), 8u);
+  // H800: H100's compute and memory, NVLink cut to 400 GB/s (200 per direction).
+  const auto h800 = *find_gpu("H800");
+  EXPECT_EQ(h800.name, "H800-SXM");
+  EXPECT_DOUBLE_EQ(h800.peak_flops(DType::bf16), find_gpu("H100")->peak_flops(DType::bf16));
+  EXPECT_DOUBLE_EQ(h800.peak_flops(DType::fp8), find_gpu("H100")->peak_flops(DType::fp8));
+  EXPECT_DOUBLE_EQ(h800.hbm_bandwidth_Bps, find_gpu("H100")->hbm_bandwidth_Bps);
+  EXPECT_DOUBLE_EQ(h800.nvlink_bandwidth_Bps, 200e9);
+  EXPECT_EQ(gpu_catalogue().size(), 9u);
 }
 
 }  // namespace

@@ -150,6 +150,43 @@ TEST(ResultsPlot, TextValuedXGivesACategoricalAxisInFirstAppearanceOrder) {
   EXPECT_EQ(plot.series.size(), 3u);
 }
 
+// summary.json names plan.precision for FP8 plans only; a BF16 point, which
+// has no such figure, plots and matches `where` as "bf16" (a study of
+// precisions by variant: the line of BF16 points is labelled, not "null").
+TEST(ResultsPlot, AnAbsentPrecisionReadsAsBf16) {
+  ResultsDocument doc;
+  doc.study["parameters"] = ordered_json::array({"variant"});
+  int n = 0;
+  for (const std::string gpu : {"H100-SXM", "B200"})
+    for (const bool fp8 : {false, true}) {
+      ResultRow row;
+      row.point = std::to_string(n++);
+      row.status = kStatusOk;
+      row.parameters["variant"] = gpu + (fp8 ? "-fp8" : "-bf16");
+      row.figures["cluster.name"] = gpu;
+      row.figures["tokens_per_s_per_gpu"] = 100.0 * n;
+      if (fp8)
+        row.figures["plan.precision"] = "fp8";
+      doc.rows.push_back(row);
+    }
+  PlotSpec spec;
+  spec.x = "cluster.name";
+  spec.y = "tokens_per_s_per_gpu";
+  spec.lines = {"plan.precision"};
+  const auto plot = build_results_plot(spec, doc);
+  ASSERT_EQ(plot.series.size(), 2u);
+  EXPECT_EQ(plot.series[0].label, "bf16");
+  EXPECT_EQ(plot.series[1].label, "fp8");
+  EXPECT_EQ(plot.x_categories, (std::vector<std::string>{"H100-SXM", "B200"}));
+  ASSERT_EQ(plot.series[0].points.size(), 2u);
+  EXPECT_DOUBLE_EQ(plot.series[0].points[1].y, 300.0);  // B200, BF16
+  spec.where = {{"plan.precision", "bf16"}};
+  spec.lines = {};
+  const auto bf16_only = build_results_plot(spec, doc);
+  ASSERT_EQ(bf16_only.series.size(), 1u);
+  EXPECT_EQ(bf16_only.series[0].points.size(), 2u);
+}
+
 TEST(ResultsPlot, SpecRoundTripsThroughJsonWithDefaults) {
   const auto spec = throughput_by_tp();
   EXPECT_EQ(spec.file_or_default(), "tokens_per_s_per_gpu-vs-cluster.gpus-by-plan.tp.svg");

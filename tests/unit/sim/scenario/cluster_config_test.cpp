@@ -37,7 +37,7 @@ void expect_one(const std::vector<std::string>& p, const std::string& where, con
 }
 
 TEST(ClusterConfig, EveryShippedPresetLoads) {
-  ASSERT_EQ(platforms::cluster_presets().size(), 9u);
+  ASSERT_EQ(platforms::cluster_presets().size(), 10u);
   for (const auto& preset : platforms::cluster_presets()) {
     SCOPED_TRACE(std::string(preset.name));
     const auto c = scenario::load_cluster(std::string(preset.name));
@@ -70,6 +70,15 @@ TEST(ClusterConfig, PresetsDescribeTheirHardware) {
   EXPECT_EQ(roce.fabric.levels, 3);
   EXPECT_LT(roce.fabric.efficiency, scenario::load_cluster("dgx-a100-hdr").fabric.efficiency);
   EXPECT_GT(roce.groups[0].nic.latency_s, a100.groups[0].nic.latency_s);
+
+  // DeepSeek-V3's cluster: 2,048 H800s, NVLink 200 GB/s per direction at
+  // 0.82 (the report's 160 GB/s), 8 x 400 Gb/s InfiniBand per node.
+  const auto h800 = scenario::load_cluster("hgx-h800-ib");
+  EXPECT_EQ(h800.gpu_count(), 2048);
+  EXPECT_EQ(h800.gpu_of(0).name, "H800-SXM");
+  EXPECT_DOUBLE_EQ(h800.groups[0].nvlink.bandwidth_Bps, 200e9);
+  EXPECT_DOUBLE_EQ(h800.groups[0].nic.bandwidth_Bps, 400e9 / 8);
+  EXPECT_EQ(h800.groups[0].nics_per_node, 8);
 
   const auto mixed = scenario::load_cluster("mixed-a100-h100");
   ASSERT_EQ(mixed.groups.size(), 2u);

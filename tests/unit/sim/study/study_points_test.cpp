@@ -147,6 +147,42 @@ variants:
   EXPECT_EQ(scenario::parse_scenario_text(points[4].scenario_yaml, "p.yaml").plan.pp, 1);
 }
 
+// A study of named plans (variants only) may still draw plots over them:
+// `sweep:` holds `plots` alone, and the variants are the only axis.
+TEST(StudyExpansion, ASweepOfPlotsAloneDrawsOverTheVariants) {
+  const auto study = parse_study_text(kBase + R"(variants:
+  small: {plan.tp: 1}
+  wide: {plan.tp: 2}
+sweep:
+  plots:
+    - {y: tokens_per_s_per_gpu, x: plan.tp, file: per-gpu.svg}
+)",
+                                      "study.yaml");
+  EXPECT_TRUE(study.has_sweep);
+  EXPECT_TRUE(study.has_variants);
+  ASSERT_EQ(study.plots.size(), 1u);
+  EXPECT_EQ(study.plots[0].file, "per-gpu.svg");
+  EXPECT_EQ(parameter_names(study), (std::vector<std::string>{"variant"}));
+  const auto points = prepare_points(study, {});
+  ASSERT_EQ(points.size(), 2u);
+  EXPECT_EQ(points[1].parameters["variant"], "wide");
+}
+
+// Without variants a sweep of plots alone has nothing to draw over: refused,
+// saying what it needs.
+TEST(StudyErrors, ASweepOfPlotsAloneNeedsVariants) {
+  const auto text = all(problems_of(kBase + R"(sweep:
+  plots:
+    - {y: mfu, x: plan.tp}
+)"));
+  EXPECT_NE(text.find("study.yaml:"), std::string::npos) << text;
+  EXPECT_NE(
+      text.find("sweep: expected `grid` (a cartesian product) and/or `zip` (parallel lists) of scenario "
+                "keys (`plots` alone needs a `variants` section)"),
+      std::string::npos)
+      << text;
+}
+
 TEST(StudyFilters, PlansThatDoNotDivideAreDroppedWithTheLoadersReasonAndLine) {
   const auto study = parse_study_text(kBase + R"(sweep:
   grid:

@@ -1,0 +1,104 @@
+#include "workloads/moe_dispatch.hpp"
+
+#include <algorithm>
+
+namespace trainsim::workloads {
+namespace {
+
+// C(a - b, k) / C(a, k): the chance that k draws without replacement from a
+// items all miss a given set of b of them.
+double all_miss(int a, int b, int k) {
+  double p = 1;
+  for (int i = 0; i < k; ++i) {
+    if (a - b - i <= 0)
+      return 0;
+    p *= static_cast<double>(a - b - i) / static_cast<double>(a - i);
+  }
+  return p;
+}
+
+// The experts a token's top_k come from (A = M x E_n) and the share of
+// nodes it reaches (M / N).
+struct TokenReach {
+  int experts = 0;
+  double node_fraction = 1;
+};
+TokenReach reach(const MoeSpec& moe, int ep, const EpNodes& nodes) {
+  const int m = nodes_per_token(moe, nodes);
+  const int per_node = moe.experts / ep * nodes.ranks_per_node;
+  return {m * per_node, static_cast<double>(m) / nodes.nodes};
+}
+
+}  // namespace
+
+EpNodes ep_nodes_of(const std::vector<int>& member_domains) {
+  // Runs of consecutive members in one domain: uniform when no domain comes
+  // back after another and every run has the same length.
+  std::vector<int> domains;
+  std::vector<int> lengths;
+  for (std::size_t i = 0; i < member_domains.size(); ++i) {
+    if (i > 0 && member_domains[i] == member_domains[i - 1]) {
+      ++lengths.back();
+      continue;
+    }
+    domains.push_back(member_domains[i]);
+    lengths.push_back(1);
+  }
+  const int runs = static_cast<int>(domains.size());
+  std::vector<int> sorted = domains;
+  std::sort(sorted.begin(), sorted.end());
+  const bool consecutive = std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end();
+  const bool equal = !lengths.empty() &&
+                     std::all_of(lengths.begin(), lengths.end(), [&](int l) { return l == lengths.front(); });
+  return {runs, consecutive && equal ? lengths.front() : 0};
+}
+
+int nodes_per_token(const MoeSpec& moe, const EpNodes& nodes) {
+  if (moe.max_nodes_per_token <= 0 || moe.max_nodes_per_token >= nodes.nodes)
+    return nodes.nodes;
+  return moe.max_nodes_per_token;
+}
+
+double node_touch_probability(const MoeSpec& moe, int ep, const EpNodes& nodes) {
+  const TokenReach r = reach(moe, ep, nodes);
+  const int per_node = moe.experts / ep * nodes.ranks_per_node;
+  return r.node_fraction * (1 - all_miss(r.experts, per_node, moe.top_k));
+}
+
+double rank_touch_probability(const MoeSpec& moe, int ep, const EpNodes& nodes) {
+  const TokenReach r = reach(moe, ep, nodes);
+  return r.node_fraction * (1 - all_miss(r.experts, moe.experts / ep, moe.top_k));
+}
+
+double ep_tokens_per_rank(const ModelSpec& model, const ParallelPlan& plan) {
+  return double(plan.micro_batch_size) * model.seq_len / plan.cp /
+         (plan.sequence_parallel && plan.tp > 1 ? plan.tp : 1);
+}
+
+double dispatch_element_bytes(const ParallelPlan& plan) {
+  return plan.fp8() && plan.moe_dispatcher == MoeDispatcher::deepep ? 1.0 + 4.0 / 128.0 : 2.0;
+}
+
+DeepepTraffic deepep_traffic(const ModelSpec& model, const ParallelPlan& plan, const EpNodes& nodes,
+                             const std::vector<std::vector<double>>& load_factors, int pass_pairs) {
+  const auto n = static_cast<std::size_t>(plan.ep);
+  DeepepTraffic t;
+  t.dispatch.assign(n * n, 0.0);
+  t.combine.assign(n * n, 0.0);
+  const double rho = rank_touch_probability(model.moe, plan.ep, nodes);
+  const double nu = node_touch_probability(model.moe, plan.ep, nodes);
+  t.node_share = rho > 0 ? nu / (nodes.ranks_per_node * rho) : 1.0;
+  const double row = ep_tokens_per_rank(model, plan) * model.hidden * rho * pass_pairs;
+  const double dispatch_row = row * dispatch_element_bytes(plan);
+  const double combine_row = row * kCombineElementBytes;
+  for (const auto& f : load_factors)
+    for (std::size_t i = 0; i < n; ++i)
+      for (std::size_t j = 0; j < n; ++j)
+        if (i != j) {
+          t.dispatch[i * n + j] += dispatch_row * f[j];
+          t.combine[i * n + j] += combine_row * f[j];
+        }
+  return t;
+}
+
+}  // namespace trainsim::workloads
