@@ -326,6 +326,8 @@ std::vector<const sg::Link*> ClusterZone::short_orbits(const std::vector<int>& g
 }
 
 void ClusterZone::fold_links(const std::vector<int>& gpu_image) {
+  // Routes now cross orbit representatives: the tuner's loads change.
+  forget_tuner_choices();
   std::string problem;
   auto image = duplex_images(gpu_image, problem);
   if (!problem.empty())

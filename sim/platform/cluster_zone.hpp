@@ -119,6 +119,14 @@ class ClusterZone final : public simgrid::kernel::routing::NetZoneImpl {
   // created first). for_each_true_link keeps the links themselves.
   void fold_links(const std::vector<int>& gpu_image);
   bool folded() const { return !duplex_image_.empty(); }
+  // The collective tuner's choices (sim/collectives/factory.cpp) by (op,
+  // algorithm asked, bytes, group): a replay asks for the same group's
+  // collective thousands of times. They hold while the links do: folding
+  // the links and a perturbation's new bandwidth or latency forget them.
+  std::unordered_map<std::string, platforms::CollectiveAlgorithm>& tuner_choices() const {
+    return tuner_choices_;
+  }
+  void forget_tuner_choices() const { tuner_choices_.clear(); }
   // The image of a link direction under one step of the folding
   // automorphism (the link itself when not folded).
   simgrid::s4u::Link* link_image(const simgrid::s4u::Link* link) const;
@@ -175,6 +183,7 @@ class ClusterZone final : public simgrid::kernel::routing::NetZoneImpl {
   std::unique_ptr<platforms::FabricLayout> fabric_;
   std::vector<Duplex*> fabric_links_;
   mutable std::vector<platforms::FabricHop> hops_;  // scratch of walk()
+  mutable std::unordered_map<std::string, platforms::CollectiveAlgorithm> tuner_choices_;
   // Every duplex link in creation order, and where each direction sits in
   // it (index, up).
   std::vector<Duplex*> duplexes_;
