@@ -165,6 +165,13 @@ struct ParallelPlan {
   // after it. Zero stages 0 to 2 (FSDP reduces per layer anyway).
   bool overlap_grad_reduce = false;
   double grad_bucket_bytes = 0;
+  // ZeRO-1 / ZeRO-2 (Megatron's distributed optimizer,
+  // --overlap-param-gather): the all-gather of the updated parameters runs
+  // in the gradient buckets, in forward order, under the next iteration's
+  // first forward of each model chunk (a bucket's gather dispatched when the
+  // forward reaches the bucket before it), instead of as one collective
+  // after the optimizer step. Needs overlap_grad_reduce, as Megatron does.
+  bool overlap_param_gather = false;
   // Transformer Engine's userbuffers (Megatron --tp-comm-overlap, NeMo
   // ub_tp_comm_overlap): each op's TP collectives run in tp chunks that
   // overlap its linear GEMMs instead of after them (needs sequence_parallel).

@@ -256,6 +256,22 @@ void check_parallelism_options(const ModelSpec& model, const ParallelPlan& plan,
                              "already; the choice is ZeRO-2's and FSDP's (zero_stage 2 or 3), which shard "
                              "the gradients; expected the key left out",
                              plan.zero_stage));
+  if (plan.overlap_param_gather && (plan.zero_stage < 1 || plan.zero_stage > 2))
+    problems.add(
+        "overlap_param_gather",
+        fmt::format("true with zero_stage {}: the overlapped parameter all-gather is the distributed "
+                    "optimizer's (ZeRO-1 / ZeRO-2: Megatron --overlap-param-gather); {}",
+                    plan.zero_stage,
+                    plan.zero_stage == 3 ? "FSDP gathers every layer before its forward already "
+                                           "(reshard_after_forward chooses how often); expected "
+                                           "the key left out"
+                                         : "without ZeRO no parameter is gathered; expected "
+                                           "zero_stage: 1 or 2, or the key left out"));
+  else if (plan.overlap_param_gather && !plan.overlap_grad_reduce)
+    problems.add("overlap_param_gather",
+                 "true without overlap_grad_reduce: the gathers run in the gradient buckets (Megatron "
+                 "asserts --overlap-grad-reduce with --overlap-param-gather); expected overlap_grad_reduce: "
+                 "true, or overlap_param_gather: false");
   const bool bucket_given = plan.grad_bucket_bytes > 0;
   if (plan.zero_stage == 3) {
     const std::string why =

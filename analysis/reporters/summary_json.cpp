@@ -224,6 +224,8 @@ void write_summary_json(std::ostream& out, const RunContext& run, const Report& 
     j["plan"]["reshard_after_forward"] = false;
   if (run.plan.grad_reduce_per_step)
     j["plan"]["grad_reduce"] = "per_step";
+  if (run.plan.overlap_param_gather)
+    j["plan"]["overlap_param_gather"] = true;
   // Only under hybrid sharding, so that other summaries keep their keys.
   if (run.plan.hybrid_sharded())
     j["plan"]["dp_shard"] = run.plan.zero_shard_size();

@@ -66,6 +66,8 @@ void write_terminal_summary(std::ostream& out, const RunContext& run, const Repo
   if (plan.overlap_grad_reduce)
     options += fmt::format(", gradient buckets of {} overlapping the backward",
                            units::format_bytes(plan.grad_bucket_size_bytes()));
+  if (plan.overlap_param_gather)
+    options += ", parameter all-gathers overlapping the next forward";
   if (!options.empty())
     fmt::print(out, "             {}\n", options.substr(2));
   if (run.model.is_moe() && !run.model.moe.routing.balanced()) {

@@ -50,6 +50,8 @@ void read_parallelism_options(platforms::MapReader& p, Scenario& scenario) {
     plan.grad_reduce_per_step = *reduce;
   if (auto overlap = p.boolean("overlap_grad_reduce"))
     plan.overlap_grad_reduce = *overlap;
+  if (auto overlap = p.boolean("overlap_param_gather"))
+    plan.overlap_param_gather = *overlap;
   if (auto bucket = p.bytes("grad_bucket_size")) {
     if (*bucket <= 0)
       p.error("grad_bucket_size",

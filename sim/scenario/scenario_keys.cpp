@@ -291,6 +291,10 @@ struct Tables {
                        "accumulate them and reduce-scatter once per iteration (Llama 3, PyTorch pipelining)"),
                 key("overlap_grad_reduce", T::boolean, "reduce gradients in buckets during the backward"),
                 key("grad_bucket_size", T::bytes, "with overlap_grad_reduce, e.g. 80MB"),
+                key("overlap_param_gather", T::boolean,
+                    "zero_stage 1 / 2 with overlap_grad_reduce: all-gather the updated parameters bucket "
+                    "by bucket under the next iteration's first forward (Megatron --overlap-param-gather) "
+                    "instead of after the optimizer step; default false"),
                 ranged("stage_layers", T::integer_list, 0, kCount,
                        "layers per (virtual) pipeline stage; 0: the embedding or the loss alone"),
                 ranged("first_stage_layers", T::integer, 0, kCount,

@@ -424,6 +424,11 @@ PlanSearch prepare_plan_search(const PlanSearchRequest& request) {
     // Likewise the gradient reduction's overlap with the backward: FSDP (ZeRO 3)
     // reduce-scatters per layer anyway, and the loader refuses the key there.
     candidate.plan.overlap_grad_reduce = base_plan.overlap_grad_reduce && plan.zero_stage < 3;
+    // The base plan's overlapped parameter gather, on every candidate with a
+    // distributed optimizer (ZeRO-1 / ZeRO-2).
+    candidate.plan.overlap_param_gather = base_plan.overlap_param_gather &&
+                                          candidate.plan.overlap_grad_reduce &&
+                                          (plan.zero_stage == 1 || plan.zero_stage == 2);
     auto problems = scenario::resolve_plan(candidate);
     if (problems.empty())
       problems = scenario::check(candidate);
@@ -496,6 +501,8 @@ std::string scenario_yaml(const PlanSearch& search, const PlanCandidate& candida
     plan["tp_comm_overlap"] = candidate.plan.tp_comm_overlap;
   if (plan["overlap_grad_reduce"] || candidate.plan.overlap_grad_reduce)
     plan["overlap_grad_reduce"] = candidate.plan.overlap_grad_reduce;
+  if (plan["overlap_param_gather"] || candidate.plan.overlap_param_gather)
+    plan["overlap_param_gather"] = candidate.plan.overlap_param_gather;
   YAML::Emitter emitter;
   emitter << root;
   return fmt::format(

@@ -45,12 +45,13 @@ double mape_of(const std::string& out, int rows) {
   return std::regex_search(out, m, line) ? std::stod(m[1]) : -1;
 }
 
-// Measured on 2026-12-04 (docs/calibration.md): 1.7B +8.6%, 7.1B +4.5%,
-// 16B -3.2%, 32B -12.0% in MFU under Megatron's own FLOP count
-// (mfu_nvidia), MAPE 7.07%; the bound adds a margin for platform-dependent
-// floating point. The target (every row within 10%) is not met by
-// the 32B row (TP 8 on a 7,168-wide model: the TP collectives cost more here
-// than Megatron's overlapped userbuffers did).
+// Measured on 2026-12-05 (docs/calibration.md), with the README's
+// --overlap-param-gather modelled (plan.overlap_param_gather): 1.7B +9.7%,
+// 7.1B +7.8%, 16B +2.5%, 32B -7.5% in MFU under Megatron's own FLOP count
+// (mfu_nvidia), MAPE 6.87% (7.07% on 2026-12-04, when the gather was
+// charged after the optimizer step and 32B was -12.0%); the bound adds a
+// margin for platform-dependent floating point. Every row is within the
+// issue's 10%.
 TEST(MegatronLmWeakScalingValidation, RowsWithoutAPipelineStayWithinTheirMapeBound) {
   int rows = 0;
   const auto file = rows_up_to(384, rows);
@@ -62,8 +63,8 @@ TEST(MegatronLmWeakScalingValidation, RowsWithoutAPipelineStayWithinTheirMapeBou
   ASSERT_EQ(r.status, 0) << r.err << r.out;
   const double mape = mape_of(r.out, rows);
   ASSERT_GE(mape, 0) << r.out;
-  EXPECT_LE(mape, 7.6) << r.out;
-  EXPECT_GE(mape, 6.5) << r.out;  // a large drop means the model moved: update the figures
+  EXPECT_LE(mape, 7.0) << r.out;  // 7.07 without the overlapped gather
+  EXPECT_GE(mape, 6.7) << r.out;  // a large drop means the model moved: update the figures
 }
 
 }  // namespace

@@ -22,6 +22,8 @@
 // the DP stream, one collective after the other, while the backward goes
 // on (Megatron's overlap_grad_reduce; torch DDP). For stages 0 and 1 only
 // the last micro-batch's backward of each chunk completes gradients.
+// plan.overlap_param_gather moves stages 1 and 2's parameter all-gather
+// from after the step to under the first forward (param_gather_overlap.cpp).
 #include "workloads/graph_builder/iteration_builder.hpp"
 #include "workloads/graph_builder/iteration_builder_state.hpp"
 #include "workloads/precision.hpp"
@@ -127,7 +129,10 @@ void IterationBuilder::add_gradient_sync_and_step(int rank, int tp) {
   }
   const std::vector<TaskId> steps =
       add_optimizer_steps(rank, members, plan_.zero_stage >= 1 ? parameters / d : parameters, chain);
-  if (plan_.zero_stage >= 1) {
+  if (plan_.zero_stage >= 1 && plan_.overlap_param_gather) {
+    // Under the next iteration's first forward (param_gather_overlap.cpp).
+    add_overlapped_param_gathers(rank, members, group);
+  } else if (plan_.zero_stage >= 1) {
     // Every member needs every updated parameter for the next iteration.
     const double fp8_share = parameters > 0 ? memory_.layer_parameters_on(rank) / parameters : 0.0;
     const TaskId id =

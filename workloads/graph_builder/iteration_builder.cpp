@@ -121,6 +121,20 @@ TaskGraph IterationBuilder::build() {
           last_gradient_op_[static_cast<std::size_t>(dp)][static_cast<std::size_t>(rank)]
                            [static_cast<std::size_t>(list[k].chunk)] = k;
     }
+  first_forward_op_ = last_gradient_op_;
+  for (int dp = 0; dp < plan_.dp; ++dp)
+    for (int rank = 0; rank < plan_.pp; ++rank) {
+      const auto& list = schedule(dp).per_rank[static_cast<std::size_t>(rank)];
+      auto& first = first_forward_op_[static_cast<std::size_t>(dp)][static_cast<std::size_t>(rank)];
+      std::vector<bool> seen(first.size(), false);
+      for (std::size_t k = 0; k < list.size(); ++k) {
+        const auto c = static_cast<std::size_t>(list[k].chunk);
+        if (list[k].kind == PipeOpKind::forward && !seen[c]) {
+          seen[c] = true;
+          first[c] = k;
+        }
+      }
+    }
 
   for (int dp = 0; dp < plan_.dp; ++dp)
     for (int rank = 0; rank < plan_.pp; ++rank)
@@ -149,10 +163,11 @@ TaskGraph IterationBuilder::build() {
 }
 
 // Ops run as one compute task unless something must happen between their
-// layers: FSDP gathers and reduces every layer, and overlapped gradient
+// layers: FSDP gathers and reduces every layer, overlapped gradient
 // buckets fire as the layers of the backward that completes the gradients
 // finish (Megatron: the last micro-batch's; ZeRO-2 reduces after every
-// micro-batch).
+// micro-batch), and overlapped parameter gathers gate the layers of each
+// chunk's first forward.
 bool IterationBuilder::overlaps_previous(int dp, int rank, std::size_t op_index) const {
   if (!plan_.moe_a2a_overlap || plan_.ep <= 1 || !model_.is_moe() || op_index == 0)
     return false;
@@ -190,6 +205,9 @@ bool IterationBuilder::split_per_layer(int dp, int rank, std::size_t op_index) c
   if (plan_.zero_stage >= 3)
     return true;
   const PipeOp& op = schedule(dp).per_rank[static_cast<std::size_t>(rank)][op_index];
+  if (plan_.overlap_param_gather && plan_.zero_stage >= 1 && op.kind == PipeOpKind::forward &&
+      first_forward_op(dp, rank, op.chunk) == op_index)
+    return true;
   if (!plan_.overlap_grad_reduce || !produces_gradients(op.kind))
     return false;
   return plan_.zero_stage == 2 || last_gradient_op(dp, rank, op.chunk) == op_index;

@@ -105,6 +105,10 @@ class IterationBuilder {
     return last_gradient_op_[static_cast<std::size_t>(dp)][static_cast<std::size_t>(rank)]
                             [static_cast<std::size_t>(chunk)];
   }
+  std::size_t first_forward_op(int dp, int rank, int chunk) const {
+    return first_forward_op_[static_cast<std::size_t>(dp)][static_cast<std::size_t>(rank)]
+                            [static_cast<std::size_t>(chunk)];
+  }
   OpCost op_cost(PipeOpKind kind, const StageSlice& slice, const platforms::GpuSpec& gpu) const;
 
   // iteration_builder.cpp
@@ -170,6 +174,7 @@ class IterationBuilder {
   // synchronisation of the GPUs holding (rank, tp rank), then the optimizer.
   void add_gradient_sync_and_step(int rank, int tp);
   void add_fsdp_sync_and_step(int rank, int tp);
+  void add_overlapped_param_gathers(int rank, const std::vector<int>& members, int group);
   // Bytes FSDP's all-gather of a piece moves (FP8 weights at 1 byte with
   // plan.fp8_param_gather).
   double gather_wire_bytes(const Piece& piece) const;
@@ -229,6 +234,9 @@ class IterationBuilder {
   // Per DP replica, rank and chunk: the index of the last op producing
   // weight gradients (where Megatron's overlapped buckets fire).
   std::vector<std::vector<std::vector<std::size_t>>> last_gradient_op_;
+  // ... and of its first forward (where plan.overlap_param_gather's
+  // bucketed gathers land).
+  std::vector<std::vector<std::vector<std::size_t>>> first_forward_op_;
   std::vector<TaskId> last_;
   bool imbalanced_ = false;
   ExpertLoads loads_;

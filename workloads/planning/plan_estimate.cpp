@@ -289,7 +289,12 @@ PlanEstimate estimate_plan(const ModelSpec& model, const ParallelPlan& plan,
           const double reduce = plan.zero_stage == 0 ? busy
                                                      : collective_s(cluster, CollectiveOp::reduce_scatter,
                                                                     reduce_op_bytes, group);
-          exposed = std::max(reduce / buckets, reduce - rc.backward_s) + (busy - reduce);
+          const double gather = busy - reduce;
+          // plan.overlap_param_gather: bucket by bucket under the first
+          // forward of the stage (a bucket ahead; the first one shows).
+          const double exposed_gather =
+              plan.overlap_param_gather ? std::max(gather / buckets, gather - rc.forward_s) : gather;
+          exposed = std::max(reduce / buckets, reduce - rc.backward_s) + exposed_gather;
         }
         break;
       }
@@ -301,13 +306,22 @@ PlanEstimate estimate_plan(const ModelSpec& model, const ParallelPlan& plan,
           exposed = busy;
           if (plan.overlap_grad_reduce) {
             const double buckets = std::max(1.0, reduce_op_bytes / plan.grad_bucket_size_bytes());
-            exposed = std::max(scatter / buckets, scatter - rc.backward_s) + (busy - scatter);
+            const double gather = busy - scatter;
+            const double exposed_gather =
+                plan.overlap_param_gather ? std::max(gather / buckets, gather - rc.forward_s) : gather;
+            exposed = std::max(scatter / buckets, scatter - rc.backward_s) + exposed_gather;
           }
           break;
         }
         const double gather = collective_s(cluster, CollectiveOp::all_gather, gather_bytes, group);
         busy = m * scatter + gather;
-        exposed = scatter + gather + std::max(0.0, (m - 1) * (scatter - rc.forward_s - rc.backward_s));
+        const double exposed_gather =
+            plan.overlap_param_gather
+                ? std::max(gather / std::max(1.0, reduce_op_bytes / plan.grad_bucket_size_bytes()),
+                           gather - rc.forward_s)
+                : gather;
+        exposed =
+            scatter + exposed_gather + std::max(0.0, (m - 1) * (scatter - rc.forward_s - rc.backward_s));
         break;
       }
       default:

@@ -454,6 +454,12 @@ TEST(MemoryEvents, BalanceOnEveryGpuForEveryOption) {
                                           p.zero_stage = 1;
                                           p.overlap_grad_reduce = true;
                                         }},
+                                       {"zero1 buckets, overlapped gather",
+                                        [](ParallelPlan& p) {
+                                          p.zero_stage = 1;
+                                          p.overlap_grad_reduce = true;
+                                          p.overlap_param_gather = true;
+                                        }},
                                        {"zero2", [](ParallelPlan& p) { p.zero_stage = 2; }},
                                        {"zero2 buckets",
                                         [](ParallelPlan& p) {
@@ -584,6 +590,85 @@ TEST(Zero, PerStepReductionAndKeptParametersAreRefusedWhereTheyMeanNothing) {
     keys.insert(p.key);
   EXPECT_TRUE(keys.contains("plan.grad_reduce"));
   EXPECT_TRUE(keys.contains("plan.reshard_after_forward"));
+}
+
+// Megatron's --overlap-param-gather (ZeRO-1 with overlapped buckets): the
+// parameter all-gather leaves the end of the iteration (after the optimizer
+// step) for the gradient buckets, each gating the first forward of its
+// layers, chained on the DP stream; same bytes in total.
+TEST(ParamGatherOverlap, GathersEveryBucketBeforeItsFirstForwardInsteadOfAfterTheStep) {
+  const auto model = *find_model_preset("gpt3-1.3b");
+  auto plan = base_plan(2, 1, 2, 4);
+  plan.zero_stage = 1;
+  plan.overlap_grad_reduce = true;
+  plan.grad_bucket_bytes = 200e6;
+  const auto serial = build(plan);
+  plan.overlap_param_gather = true;
+  const auto g = build(plan);
+  std::map<int, std::pair<int, double>> per_stage, serial_stage;  // stage -> (gathers, bytes)
+  for (auto v : boost::make_iterator_range(boost::vertices(serial.graph)))
+    if (serial[v].comm == CommKind::dp && serial[v].op == CollectiveOp::all_gather) {
+      serial_stage[serial[v].stage].first++;
+      serial_stage[serial[v].stage].second += serial[v].bytes;
+    }
+  for (auto v : boost::make_iterator_range(boost::vertices(g.graph))) {
+    const Task& t = g[v];
+    if (t.comm != CommKind::dp || t.op != CollectiveOp::all_gather)
+      continue;
+    per_stage[t.stage].first++;
+    per_stage[t.stage].second += t.bytes;
+    // After nothing but the previous gather and forward pieces of the first
+    // micro-batch; before forward pieces of the first micro-batch.
+    for (auto [e, end] = boost::in_edges(v, g.graph); e != end; ++e) {
+      const Task& before = g[boost::source(*e, g.graph)];
+      EXPECT_NE(before.kind, TaskKind::optimizer);
+      if (is_compute(before.kind)) {
+        EXPECT_EQ(before.kind, TaskKind::forward);
+        EXPECT_EQ(before.micro_batch, 0);
+      }
+    }
+    int gated = 0;
+    for (auto [e, end] = boost::out_edges(v, g.graph); e != end; ++e) {
+      const Task& after = g[boost::target(*e, g.graph)];
+      if (is_compute(after.kind)) {
+        EXPECT_EQ(after.kind, TaskKind::forward);
+        EXPECT_EQ(after.micro_batch, 0);
+        ++gated;
+      }
+    }
+    EXPECT_GE(gated, 1);
+  }
+  for (int stage : {0, 1}) {
+    EXPECT_EQ(serial_stage[stage].first, 1);
+    // 12 layers of 50.4M parameters (100M per 200 MB bucket): several buckets.
+    EXPECT_GE(per_stage[stage].first, 6);
+    EXPECT_NEAR(per_stage[stage].second, serial_stage[stage].second, 1e-9 * serial_stage[stage].second);
+    EXPECT_NEAR(per_stage[stage].second, 2 * stage_parameters_per_gpu(model, plan, stage),
+                1e-6 * per_stage[stage].second);
+  }
+  expect_acyclic(g);
+}
+
+TEST(ParamGatherOverlap, IsRefusedWithoutADistributedOptimizerOrBuckets) {
+  const auto model = *find_model_preset("gpt3-1.3b");
+  for (const int zero : {0, 3}) {
+    auto plan = base_plan(2, 1, 2, 4);
+    plan.zero_stage = zero;
+    plan.overlap_param_gather = true;
+    std::set<std::string> keys;
+    for (const auto& p : plan_problems(model, plan))
+      keys.insert(p.key);
+    EXPECT_TRUE(keys.contains("plan.overlap_param_gather")) << zero;
+  }
+  auto plan = base_plan(2, 1, 2, 4);
+  plan.zero_stage = 1;
+  plan.overlap_param_gather = true;
+  const auto problems = plan_problems(model, plan);
+  ASSERT_FALSE(problems.empty());
+  EXPECT_NE(problems.front().message.find("without overlap_grad_reduce"), std::string::npos)
+      << problems.front().message;
+  plan.overlap_grad_reduce = true;
+  EXPECT_TRUE(plan_problems(model, plan).empty());
 }
 
 TEST(PieceLabels, NameTheLayerAndTheAttentionPart) {
