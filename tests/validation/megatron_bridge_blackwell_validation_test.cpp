@@ -109,7 +109,7 @@ TEST(MegatronBridgeBlackwellValidation, Gb300FitRowStaysWithinOnePercent) {
     EXPECT_LE(std::abs(replay_error_percent(row)), 1.0) << row.csv;
 }
 
-// As of the fit (docs/calibration.md, "GB300"): MAPE 4.07% over these
+// As of the fit (docs/calibration.md, "GB300"): MAPE 4.04% over these
 // three rows, worst +6.4% (70B MXFP8); bounds with a margin for platform-dependent
 // floating point.
 constexpr double kGb300CheckMapePercent = 4.6;
