@@ -180,7 +180,7 @@ struct ParallelPlan {
   // dispatches BF16 with DeepEP and HybridEP alike (moe/fused_a2a.py: "HybridEP
   // dispatcher does not support fp8 dispatch now", and fp8_dispatch = False
   // for DeepEP) and quantizes in the experts' GEMMs.
-  std::optional<bool> moe_fp8_dispatch;
+  std::optional<bool> moe_fp8_dispatch = std::nullopt;
   bool fp8_dispatch() const {
     return precision == Precision::fp8 && moe_dispatcher == MoeDispatcher::deepep &&
            moe_fp8_dispatch.value_or(true);
