@@ -100,15 +100,23 @@ std::vector<double> reference_durations(const workloads::TaskGraph& graph, const
     for (TaskId v : index.compute_order(gpu))
       piece[v] = seen[op_of(graph[v])]++;
   }
-  std::map<std::tuple<Op, int>, double> fastest;
+  // Each (op, piece) gets a slot, looked up once per task: the task keeps
+  // its slot (`piece` reused), and the fastest duration sits in the slot.
+  std::map<std::tuple<Op, int>, int> slot_of;
+  std::vector<double> fastest;
   for (TaskId v = 0; v < graph.size(); ++v) {
     const Task& t = graph[v];
     if (!workloads::is_compute(t.kind) || !index.ran(v))
       continue;
     const double nominal = t.duration_s - t.imbalance_s;
-    auto [it, inserted] = fastest.emplace(std::make_tuple(op_of(t), piece[v]), nominal);
-    if (!inserted)
-      it->second = std::min(it->second, nominal);
+    const auto [it, inserted] =
+        slot_of.emplace(std::make_tuple(op_of(t), piece[v]), static_cast<int>(fastest.size()));
+    if (inserted)
+      fastest.push_back(nominal);
+    else
+      fastest[static_cast<std::size_t>(it->second)] =
+          std::min(fastest[static_cast<std::size_t>(it->second)], nominal);
+    piece[v] = it->second;
   }
   std::vector<double> ref(graph.size(), 0.0);
   for (TaskId v = 0; v < graph.size(); ++v) {
@@ -116,7 +124,7 @@ std::vector<double> reference_durations(const workloads::TaskGraph& graph, const
       continue;
     const double actual = index.end_s(v) - index.start_s(v);
     ref[v] = workloads::is_compute(graph[v].kind)
-                 ? std::min(actual, fastest[std::make_tuple(op_of(graph[v]), piece[v])])
+                 ? std::min(actual, fastest[static_cast<std::size_t>(piece[v])])
                  : actual;
   }
   return ref;

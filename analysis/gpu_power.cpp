@@ -1,7 +1,6 @@
 #include "analysis/gpu_power.hpp"
 
 #include <algorithm>
-#include <functional>
 
 namespace trainsim::analysis {
 namespace {
@@ -19,10 +18,30 @@ enum class Doing { compute, communication, waiting, idle };
 // Walks every GPU's spans in time order: `on_span(gpu, doing, lo, hi,
 // compute_W)`. `compute_watts(gpu, task)` gives a compute task's power (any
 // positive value when only the spans matter).
+// (Templates, not std::function: they run for every record and span of a
+// 16k-GPU run.)
+template <class ComputeWatts, class OnSpan>
 void for_each_span(const workloads::TaskGraph& graph, const Timeline& timeline, std::size_t gpus,
-                   const std::function<double(int, const workloads::Task&)>& compute_watts,
-                   const std::function<void(std::size_t, Doing, double, double, double)>& on_span) {
+                   const ComputeWatts& compute_watts, const OnSpan& on_span) {
   std::vector<std::vector<Change>> changes(gpus);
+  {
+    // Each GPU's changes counted first, so that its list is allocated once.
+    std::vector<std::size_t> count(gpus, 0);
+    const auto counted = [&](int gpu) {
+      if (gpu >= 0 && static_cast<std::size_t>(gpu) < gpus)
+        count[static_cast<std::size_t>(gpu)] += 2;
+    };
+    for (const auto& r : timeline.records) {
+      if (r.end_s <= r.start_s)
+        continue;
+      counted(r.gpu);
+      const auto& task = graph[r.task];
+      if (!workloads::is_compute(task.kind) && task.kind == workloads::TaskKind::send)
+        counted(task.peer);
+    }
+    for (std::size_t g = 0; g < gpus; ++g)
+      changes[g].reserve(count[g] + 1);
+  }
   auto communicating = [&](int gpu, const TaskRecord& r) {
     if (gpu < 0 || static_cast<std::size_t>(gpu) >= gpus)
       return;

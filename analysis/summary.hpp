@@ -44,6 +44,19 @@ struct StageUsage {
   double bubble_fraction = 0;  // idle: no compute and no communication
 };
 
+// The fold (docs/performance.md, "The fold"): whether the replay simulated
+// one data-parallel replica per class of identical ones, why, and what
+// stopped a larger fold (or any). Not considered: summary.json leaves it out.
+struct FoldSummary {
+  bool considered = false;
+  bool folded = false;
+  int replicas = 0;    // data-parallel replicas of the plan
+  int simulated = 0;   // replicas replayed (one per class)
+  int class_size = 1;  // replicas per class
+  std::string folded_why;
+  std::string stopped;
+};
+
 struct Summary {
   double iteration_time_s = 0;
   double tokens_per_iteration = 0;
@@ -77,6 +90,7 @@ struct Summary {
   std::size_t record_count = 0;
   std::vector<GpuUsage> gpus;
   std::vector<StageUsage> stages;
+  FoldSummary fold;
 };
 
 Summary summarize(const workloads::TaskGraph& graph, const Timeline& timeline,

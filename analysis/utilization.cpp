@@ -1,6 +1,7 @@
 #include "analysis/utilization.hpp"
 
 #include <algorithm>
+#include <cstdint>
 
 #include "analysis/flow_index.hpp"
 #include "analysis/intervals.hpp"
@@ -80,15 +81,34 @@ Utilization analyze_utilization(const workloads::TaskGraph& graph, const Timelin
   // Per GPU, per communication label (index into `labels`).
   std::map<std::string, std::size_t> label_index;
   std::vector<std::string> labels;
+  // A task's label depends only on its kind, parallelism, operation and
+  // transfer: each such key is labelled once (a 16k-GPU run has millions of
+  // communication records and a handful of labels).
+  constexpr std::size_t kNoLabel = static_cast<std::size_t>(-1);  // a compute task's
+  std::map<std::uint32_t, std::size_t> key_label;
+  const auto label_of = [&](const workloads::Task& task) -> std::size_t {
+    const std::uint32_t key =
+        static_cast<std::uint32_t>(task.kind) | static_cast<std::uint32_t>(task.comm) << 8 |
+        static_cast<std::uint32_t>(task.op) << 16 | static_cast<std::uint32_t>(task.transfer) << 24;
+    if (const auto it = key_label.find(key); it != key_label.end())
+      return it->second;
+    const std::string label = comm_op_label(task);
+    std::size_t index = kNoLabel;
+    if (!label.empty()) {
+      auto [it, inserted] = label_index.try_emplace(label, labels.size());
+      if (inserted)
+        labels.push_back(label);
+      index = it->second;
+    }
+    key_label.emplace(key, index);
+    return index;
+  };
   std::vector<std::vector<std::vector<Interval>>> by_op(gpus);
-  const auto add_op = [&](std::size_t gpu, const std::string& label, double a, double b) {
-    auto [it, inserted] = label_index.try_emplace(label, labels.size());
-    if (inserted)
-      labels.push_back(label);
+  const auto add_op = [&](std::size_t gpu, std::size_t label, double a, double b) {
     auto& lists = by_op[gpu];
-    if (lists.size() <= it->second)
-      lists.resize(it->second + 1);
-    lists[it->second].emplace_back(a, b);
+    if (lists.size() <= label)
+      lists.resize(label + 1);
+    lists[label].emplace_back(a, b);
   };
   for (const auto& r : timeline.records) {
     const auto& task = graph[r.task];
@@ -96,8 +116,7 @@ Utilization analyze_utilization(const workloads::TaskGraph& graph, const Timelin
       compute[static_cast<std::size_t>(r.gpu)].emplace_back(r.start_s, r.end_s);
       continue;
     }
-    const std::string label = comm_op_label(task);
-    if (!label.empty()) {
+    if (const std::size_t label = label_of(task); label != kNoLabel) {
       add_op(static_cast<std::size_t>(r.gpu), label, r.start_s, r.end_s);
       if (task.kind == workloads::TaskKind::send && task.peer >= 0)
         add_op(static_cast<std::size_t>(task.peer), label, r.start_s, r.end_s);

@@ -40,6 +40,16 @@ class FabricLayout {
   // the NICs' own (0 through one switch).
   virtual double route(int node_a, int nic_a, int node_b, int nic_b, std::vector<FabricHop>& hops) const = 0;
 
+  // The fold (docs/performance.md, "The fold"): whether the node
+  // permutation `node_image` (every NIC keeping its index) is an
+  // automorphism of the fabric, mapping links onto links of the same
+  // bandwidth and every route onto the route between the images. If so,
+  // fills `link_image` (one entry per link: its image) and returns an empty
+  // string; else returns why not, as a sentence. A topology whose
+  // automorphisms are not derived answers so.
+  virtual std::string link_images(const std::vector<int>& node_image,
+                                  std::vector<std::size_t>& link_image) const;
+
  protected:
   std::size_t add_link(std::string name, double bandwidth_Bps) {
     links_.push_back({std::move(name), bandwidth_Bps});

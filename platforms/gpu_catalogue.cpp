@@ -194,6 +194,36 @@ std::vector<GpuSpec> build_catalogue() {
                   .memory_power_W = kMemoryPowerFraction * 1200,
                   .communication_power_W = kCommunicationShareOfMax * 1200,
                   .matmul_efficiency = 0.6});  // as the B200
+  // The Blackwell Ultra (B300) GPU of a GB300 superchip (GB300 NVL72 racks).
+  // Dense tensor peaks as GB200's: NVIDIA's GB300 NVL72 specifications give
+  // the rack 720 PF fp8 and 360 PF bf16 / fp16 with sparsity
+  // (https://www.nvidia.com/en-us/data-center/gb300-nvl72/), 5 / 2.5 PF dense
+  // per GPU, and 80 TF fp32, 1.25 PF tf32 (GB300 column of Verda's
+  // per-GPU table, verda.com/blog/gb300-nvl72-architecture). What Blackwell
+  // Ultra adds is FP4 (15 PF dense NVFP4, not modelled), twice the SFU
+  // exponential rate for attention's softmax, 160 SMs, 288 GB HBM3e (8
+  // stacks of 12-high) at 8 TB/s, NVLink 5 at 1.8 TB/s, PCIe Gen6, up to
+  // 1,400 W (NVIDIA technical blog "Inside NVIDIA Blackwell Ultra: The Chip
+  // Powering the AI Factory Era", 2025-08). 288 GB is also the system name
+  // of MLPerf Inference's NVIDIA submissions (GB300-NVL72_GB300-288GB).
+  // PCIe Gen6 x16: 256 GB/s bidirectional. Efficiency curves: GB200's, with
+  // the fused attention fitted to GB300's published step times
+  // (platforms/efficiency/gb300.yaml).
+  gpus.push_back({.name = "GB300",
+                  .peak_fp32_flops = 80 * T,
+                  .peak_tf32_flops = 1250 * T,
+                  .peak_bf16_flops = 2500 * T,
+                  .peak_fp8_flops = 5000 * T,
+                  .mxfp8 = true,
+                  .hbm_bytes = 288 * GB,
+                  .hbm_bandwidth_Bps = 8000 * GB,
+                  .nvlink_bandwidth_Bps = 900 * GB,
+                  .pcie_bandwidth_Bps = 128 * GB,
+                  .idle_power_W = 280,  // the H100's 20% of its board limit (no reading found)
+                  .max_power_W = 1400,
+                  .memory_power_W = kMemoryPowerFraction * 1400,
+                  .communication_power_W = kCommunicationShareOfMax * 1400,
+                  .matmul_efficiency = 0.6});  // as the B200
   // AMD Instinct MI300X datasheet: 163.4 TF fp32 matrix, 653.7 TF tf32,
   // 1,307.4 TF bf16, 2,614.9 TF fp8 (dense), 192 GB HBM3 at 5.3 TB/s,
   // Infinity Fabric 896 GB/s aggregate (7 links x 128 GB/s, bidirectional),

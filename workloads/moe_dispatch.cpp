@@ -76,7 +76,7 @@ double ep_tokens_per_rank(const ModelSpec& model, const ParallelPlan& plan) {
 }
 
 double dispatch_element_bytes(const ParallelPlan& plan) {
-  return plan.fp8() && plan.moe_dispatcher == MoeDispatcher::deepep ? 1.0 + 4.0 / 128.0 : 2.0;
+  return plan.fp8_dispatch() ? 1.0 + 4.0 / 128.0 : 2.0;
 }
 
 DeepepTraffic deepep_traffic(const ModelSpec& model, const ParallelPlan& plan, const EpNodes& nodes,

@@ -1,5 +1,6 @@
 #pragma once
 // How one training iteration is split over GPUs (Megatron vocabulary).
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -181,6 +182,16 @@ struct ParallelPlan {
   Precision precision = Precision::bf16;
   Fp8Recipe fp8_recipe = Fp8Recipe::delayed;
   MoeDispatcher moe_dispatcher = MoeDispatcher::all_to_all;
+  // Whether deepep dispatches FP8 activations under precision fp8
+  // (plan.moe_fp8_dispatch; unset: yes, as DeepSeek-V3 trains). Megatron-core
+  // dispatches BF16 with DeepEP and HybridEP alike (moe/fused_a2a.py: "HybridEP
+  // dispatcher does not support fp8 dispatch now", and fp8_dispatch = False
+  // for DeepEP) and quantizes in the experts' GEMMs.
+  std::optional<bool> moe_fp8_dispatch = std::nullopt;
+  bool fp8_dispatch() const {
+    return precision == Precision::fp8 && moe_dispatcher == MoeDispatcher::deepep &&
+           moe_fp8_dispatch.value_or(true);
+  }
   // Overlap the expert all-to-alls of one micro-batch with the computation
   // of another (plan.moe_a2a_overlap): Megatron-core's EP A2A overlap
   // (--overlap-moe-expert-parallel-comm), which runs a steady-state 1F1B

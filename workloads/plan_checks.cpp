@@ -171,6 +171,12 @@ void check_moe_dispatcher(const ModelSpec& model, const ParallelPlan& plan, Prob
                     "of 1F1B (interleaved or not) and DualPipe-V's F&B pairs; expected schedule 1f1b, "
                     "interleaved_1f1b or dualpipe_v, or moe_a2a_overlap: false",
                     to_string(plan.schedule)));
+  if (plan.moe_fp8_dispatch.value_or(false) && !plan.fp8_dispatch())
+    problems.add("moe_fp8_dispatch",
+                 fmt::format("true with moe_dispatcher {} and precision {}: only DeepEP's dispatch sends FP8 "
+                             "activations, and only under FP8 training; expected moe_dispatcher: deepep and "
+                             "precision: fp8, or moe_fp8_dispatch: false",
+                             to_string(plan.moe_dispatcher), to_string(plan.precision)));
   if (plan.moe_dispatcher != MoeDispatcher::deepep)
     return;
   if (!model.is_moe()) {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "workloads/moe_token_sort.hpp"
+
 namespace trainsim::workloads {
 namespace {
 
@@ -172,6 +174,12 @@ double moe_mlp(OpList& ops, const ModelSpec& model, const LayerSetup& setup, con
   const double shared_up = gated ? 2 * shared_f : shared_f;
   // Token copies on this GPU: what the local experts process.
   const double local_rows = per_expert * local_experts;
+  // The dispatcher's reorder of the received tokens by local expert and
+  // back (moe_token_sort.hpp).
+  auto sort = [&](OpPass p, SortSide side) {
+    for (auto& op : expert_sort_ops(setup.moe_dispatcher, local_experts, local_rows, d.h, p, side))
+      ops.add(std::move(op));
+  };
   auto activation = [&](const std::string& name, OpPass p, double elements) {
     if (p == OpPass::forward)
       ops.elementwise(name, p, elements, gated ? 2 + 2 + 2 : 2 + 2);
@@ -184,9 +192,11 @@ double moe_mlp(OpList& ops, const ModelSpec& model, const LayerSetup& setup, con
       // fp32 logits: cast, softmax, top-k selection and the routing map.
       ops.elementwise("router_topk", pass, d.tokens * experts, 2 + 4 + 4 + 4, 3);
       ops.elementwise("permute", pass, local_rows * d.h, 2 + 2);
+      sort(pass, SortSide::after_dispatch);
       ops.batched_matmul("experts_up", pass, local_experts, per_expert, up, d.h, false);
       activation("experts_act", pass, local_rows * f);
       ops.batched_matmul("experts_down", pass, local_experts, per_expert, d.h, f, false);
+      sort(pass, SortSide::before_combine);
       ops.elementwise("unpermute", pass, local_rows * d.h, 2 + 2 + 2);
       if (shared_f > 0) {
         ops.matmul("shared_up", pass, d.tokens, shared_up, d.h);
@@ -201,9 +211,11 @@ double moe_mlp(OpList& ops, const ModelSpec& model, const LayerSetup& setup, con
         ops.matmul("shared_up.dgrad", pass, d.tokens, d.h, shared_up);
       }
       ops.elementwise("unpermute.bwd", pass, local_rows * d.h, 2 + 2 + 2);
+      sort(pass, SortSide::before_combine);
       ops.batched_matmul("experts_down.dgrad", pass, local_experts, per_expert, f, d.h, false);
       activation("experts_act", pass, local_rows * f);
       ops.batched_matmul("experts_up.dgrad", pass, local_experts, per_expert, d.h, up, false);
+      sort(pass, SortSide::after_dispatch);
       ops.elementwise("permute.bwd", pass, local_rows * d.h, 2 + 2 + 2);
       ops.elementwise("router_topk.bwd", pass, d.tokens * experts, 4 + 4 + 4 + 2, 2);
       ops.matmul("router.dgrad", pass, d.tokens, d.h, experts);
@@ -385,13 +397,14 @@ double mla_attention(OpList& ops, const Dims& d, const LayerSetup& setup, const 
 }  // namespace
 
 LayerSetup layer_setup(const ModelSpec& model, double micro_batch, int tp, bool sequence_parallel, int ep,
-                       bool eager_pytorch) {
+                       bool eager_pytorch, MoeDispatcher moe_dispatcher) {
   return {.micro_batch = micro_batch,
           .tp = tp,
           .sequence_parallel = sequence_parallel,
           .flash_attention = model.flash_attention,
           .dropout = !model.swiglu,
           .ep = ep,
+          .moe_dispatcher = moe_dispatcher,
           .eager_pytorch = eager_pytorch};
 }
 

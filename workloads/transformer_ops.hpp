@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "workloads/model_spec.hpp"
+#include "workloads/parallel_plan.hpp"
 
 namespace trainsim::workloads {
 
@@ -75,6 +76,10 @@ struct LayerSetup {
   // balanced share of token copies (workloads/expert_routing.hpp; 1:
   // balanced, and always under a capacity factor).
   double expert_load = 1;
+  // How the tokens reach the experts (plan.moe_dispatcher): Megatron's
+  // alltoall dispatcher sorts the received tokens by local expert and back
+  // (workloads/moe_token_sort.hpp).
+  MoeDispatcher moe_dispatcher = MoeDispatcher::all_to_all;
   // PyTorch eager model code (Hugging Face transformers' and IBM fms' Llama):
   // RMSNorm, the rotary embedding and SwiGLU run as separate element-wise
   // kernels instead of Megatron's fused ones, the attention output is made
@@ -85,7 +90,8 @@ struct LayerSetup {
 
 // The setup the model and plan imply (dropout: GPT-style layers only).
 LayerSetup layer_setup(const ModelSpec& model, double micro_batch, int tp, bool sequence_parallel = false,
-                       int ep = 1, bool eager_pytorch = false);
+                       int ep = 1, bool eager_pytorch = false,
+                       MoeDispatcher moe_dispatcher = MoeDispatcher::all_to_all);
 
 // Every op of one transformer layer, all passes, in execution order within a
 // pass.

@@ -275,6 +275,14 @@ void write_summary_json(std::ostream& out, const RunContext& run, const Report& 
   j["peak_memory_gpu"] = s.peak_memory_gpu;
   j["fits_in_memory"] = s.fits_in_memory;
   j["task_count"] = s.task_count;
+  // The fold (docs/performance.md, "The fold"), when it was considered.
+  if (s.fold.considered)
+    j["fold"] = ordered_json{{"folded", s.fold.folded},
+                             {"replicas", s.fold.replicas},
+                             {"replicas_simulated", s.fold.simulated},
+                             {"class_size", s.fold.class_size},
+                             {"why", s.fold.folded_why},
+                             {"stopped", s.fold.stopped}};
   j["hardware_tflops_per_gpu"] =
       t > 0 && !s.gpus.empty() ? s.hardware_flops / t / 1e12 / static_cast<double>(s.gpus.size()) : 0;
 

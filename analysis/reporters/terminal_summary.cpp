@@ -128,6 +128,13 @@ void write_terminal_summary(std::ostream& out, const RunContext& run, const Repo
     fmt::print(out, "  {:<24}{:>12}   6N (no attention); PaLM {}, NVIDIA {}\n", "MFU by definition",
                pct(s.mfu_6n), pct(s.mfu_palm), pct(s.mfu_nvidia));
   fmt::print(out, "  {:<24}{:>12}\n", "HFU", pct(s.hfu));
+  // The fold (docs/performance.md, "The fold"), when it was considered.
+  if (s.fold.considered && s.fold.folded)
+    fmt::print(out, "  {:<24}{:>12}   {}{}\n", "fold (replicas replayed)",
+               fmt::format("{} of {}", s.fold.simulated, s.fold.replicas), s.fold.folded_why,
+               s.fold.stopped.empty() ? "" : "; not further: " + s.fold.stopped);
+  else if (s.fold.considered)
+    fmt::print(out, "  {:<24}{:>12}   {}\n", "fold", "none", s.fold.stopped);
   fmt::print(out, "  {:<24}{:>12}   exposed communication {}, bubble (idle) {}\n", "compute",
              pct(s.compute_fraction), pct(s.exposed_comm_fraction), pct(s.bubble_fraction));
   const auto& ut = report.utilization;

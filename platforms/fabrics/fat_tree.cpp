@@ -34,6 +34,8 @@ class FatTree final : public FabricLayout {
     for (const auto& group : spec.groups)
       rails_ = std::max(rails_, group.nics_per_node);
     const int nodes = spec.node_count();
+    for (int node = 0; node < nodes; ++node)
+      nics_.push_back(spec.groups[static_cast<std::size_t>(spec.group_of_node(node))].nics_per_node);
     const int leaves = ceil_div(nodes, f_.nodes_per_leaf) * (on_rails_ ? rails_ : 1);
     std::vector<double> down_Bps(static_cast<std::size_t>(leaves), 0.0);
     for (int node = 0; node < nodes; ++node) {
@@ -76,6 +78,65 @@ class FatTree final : public FabricLayout {
     return latency;
   }
 
+  // A route depends only on the leaves (and pods) of its two NICs, so a node
+  // permutation is an automorphism when it maps every leaf onto one leaf
+  // (whichever of its nodes and NICs is asked), every pod onto one pod, and
+  // uplinks onto uplinks of the same bandwidth: the spine and the core are
+  // non-blocking, with no link of their own.
+  std::string link_images(const std::vector<int>& node_image,
+                          std::vector<std::size_t>& link_image) const override {
+    std::vector<long> leaf_image(leaf_up_.size(), -1);
+    for (std::size_t node = 0; node < nics_.size(); ++node)
+      for (int k = 0; k < nics_[node]; ++k) {
+        const auto leaf = static_cast<std::size_t>(leaf_of(static_cast<int>(node), k));
+        const int image = leaf_of(node_image[node], k);
+        if (leaf_image[leaf] < 0)
+          leaf_image[leaf] = image;
+        else if (leaf_image[leaf] != image)
+          return fmt::format("node {} and another node of leaf {} would map to leaves {} and {}", node, leaf,
+                             image, leaf_image[leaf]);
+      }
+    link_image.assign(links().size(), 0);
+    for (std::size_t i = 0; i < link_image.size(); ++i)
+      link_image[i] = i;
+    std::vector<long> pod_image(pod_up_.size(), -1);
+    for (std::size_t leaf = 0; leaf < leaf_up_.size(); ++leaf) {
+      if (leaf_image[leaf] < 0 || leaf_up_[leaf] < 0)
+        continue;
+      const auto image = static_cast<std::size_t>(leaf_image[leaf]);
+      const long up = leaf_up_[image];
+      if (up < 0 || links()[static_cast<std::size_t>(up)].bandwidth_Bps !=
+                        links()[static_cast<std::size_t>(leaf_up_[leaf])].bandwidth_Bps)
+        return fmt::format("leaf {}'s uplink would map onto leaf {}'s, of another bandwidth", leaf, image);
+      link_image[static_cast<std::size_t>(leaf_up_[leaf])] = static_cast<std::size_t>(up);
+      if (pod_up_.empty())
+        continue;
+      const auto pod = static_cast<std::size_t>(pod_of_leaf(static_cast<int>(leaf)));
+      const int pod_to = pod_of_leaf(static_cast<int>(image));
+      if (pod_image[pod] < 0)
+        pod_image[pod] = pod_to;
+      else if (pod_image[pod] != pod_to)
+        return fmt::format("the leaves of pod {} would map into pods {} and {}", pod, pod_image[pod], pod_to);
+    }
+    for (std::size_t pod = 0; pod < pod_up_.size(); ++pod) {
+      if (pod_image[pod] < 0)
+        continue;
+      const std::size_t to = pod_up_[static_cast<std::size_t>(pod_image[pod])];
+      if (links()[to].bandwidth_Bps != links()[pod_up_[pod]].bandwidth_Bps)
+        return fmt::format("pod {}'s uplink would map onto pod {}'s, of another bandwidth", pod,
+                           pod_image[pod]);
+      link_image[pod_up_[pod]] = to;
+    }
+    // A bijection: no two links onto one.
+    std::vector<char> hit(link_image.size(), 0);
+    for (const std::size_t to : link_image) {
+      if (hit[to])
+        return fmt::format("two fabric links would map onto {}", links()[to].name);
+      hit[to] = 1;
+    }
+    return {};
+  }
+
  private:
   int leaf_of(int node, int nic) const {
     if (on_rails_)
@@ -85,6 +146,7 @@ class FatTree final : public FabricLayout {
   int pod_of_leaf(int leaf) const { return leaf / f_.leaves_per_pod; }
 
   FabricSpec f_;
+  std::vector<int> nics_;  // per node
   bool on_rails_;
   int rails_ = 1;              // most NICs on any node
   std::vector<long> leaf_up_;  // link index, -1 for a leaf without NICs

@@ -9,6 +9,11 @@ namespace {
 class SingleSwitch final : public FabricLayout {
  public:
   double route(int, int, int, int, std::vector<FabricHop>&) const override { return 0; }
+  // No link: every node permutation maps the one switch onto itself.
+  std::string link_images(const std::vector<int>&, std::vector<std::size_t>& link_image) const override {
+    link_image.clear();
+    return {};
+  }
 };
 
 }  // namespace

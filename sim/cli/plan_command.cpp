@@ -60,6 +60,12 @@ CLI::App* add_plan_command(CLI::App& app, PlanOptions& options) {
       ->check(CLI::IsMember({"fast", "detailed", "cluster"}));
   cmd->add_option("--keep", options.keep, "Outputs kept per simulated plan: summary (default) or all")
       ->check(CLI::IsMember({"all", "summary"}));
+  // The simulated plans are `trainsim run`s: they fold from 4,096 GPUs on
+  // (docs/performance.md, "The fold"), which a search at that size needs.
+  auto* fold = cmd->add_flag("--fold", options.fold,
+                             "Simulate every plan folded where the fold applies (the default from "
+                             "4,096 GPUs on, as trainsim run)");
+  cmd->add_flag("--no-fold", options.no_fold, "Simulate every plan with the full replay")->excludes(fold);
   cmd->add_flag("-q,--quiet", options.quiet, "No progress display");
   cmd->add_flag("--progress", options.progress,
                 "Show the progress line on stderr even when it is not a terminal (one line every 10 s)");
@@ -178,6 +184,10 @@ int plan_command(const PlanOptions& options) {
       options.jobs > 0 ? options.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   runner.keep = options.keep == "all" ? sim::KeepOutputs::all : sim::KeepOutputs::summary;
   runner.trainsim_exe = sim::current_executable();
+  if (options.fold)
+    runner.run_arguments.emplace_back("--fold");
+  if (options.no_fold)
+    runner.run_arguments.emplace_back("--no-fold");
   runner.progress = options.quiet ? sim::ProgressStyle::none : sim::default_progress_style();
   info << fmt::format(
       "# simulating the best {} by estimate (collectives fidelity {}), {} worker{}; outputs in {}\n", top,

@@ -24,6 +24,10 @@ struct PlanOptions {
   std::string keep = "summary";
   bool quiet = false;
   bool progress = false;  // the progress line even when stderr is not a terminal
+  // --fold / --no-fold, handed to every simulated plan's `trainsim run`;
+  // neither: its default (folded from 4,096 GPUs on).
+  bool fold = false;
+  bool no_fold = false;
 };
 
 CLI::App* add_plan_command(CLI::App& app, PlanOptions& options);

@@ -62,6 +62,15 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& options) {
                   "(into OUT/even/), and report the gain; off (default): the scenario as written")
       ->check(CLI::IsMember({"auto", "off"}));
   add_trace_option(*cmd, options.trace);
+  auto* fold = cmd->add_flag(
+      "--fold", options.fold,
+      "Replay one data-parallel replica per class of identical ones and expand the "
+      "outputs to every GPU, where a rotation of the replicas is a symmetry of the "
+      "run (the default from 4,096 GPUs on; docs/performance.md, \"The fold\", says where it was "
+      "checked exact and the bound where not)");
+  cmd->add_flag("--no-fold", options.no_fold,
+                "Replay every replica (the full replay; the default below 4,096 GPUs)")
+      ->excludes(fold);
   cmd->add_flag("--progress", options.progress,
                 "Show the progress line on stderr even when it is not a terminal (one line every 10 s)");
   cmd->add_option("--chakra", options.chakra,
@@ -215,8 +224,12 @@ int run_scenario(const RunOptions& given, std::optional<scenario::RunSize>& esti
   // replayed once, not K times).
   const bool one_replay =
       !scenario.perturbations.replay_depends_on_seed() && !scenario.graph_depends_on_seed();
-  sim::SimulationOptions simulation_options{
-      .iterations = options.iterations, .more_failure_seeds = {}, .observer = {}};
+  sim::SimulationOptions simulation_options{.fold = options.fold      ? sim::FoldMode::on
+                                                    : options.no_fold ? sim::FoldMode::off
+                                                                      : sim::FoldMode::automatic,
+                                            .iterations = options.iterations,
+                                            .more_failure_seeds = {},
+                                            .observer = {}};
   std::vector<analysis::SeedOutcome> seeds;
   for (int k = 1; k < options.seeds; ++k) {
     const std::uint64_t seed = scenario.seed + static_cast<std::uint64_t>(k);

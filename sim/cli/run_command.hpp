@@ -34,6 +34,10 @@ struct RunOptions {
   std::string chakra;
   // --trace auto|full|replica: what trace.json holds.
   std::string trace = "auto";
+  // --fold / --no-fold (docs/performance.md, "The fold"); neither: folded
+  // from sim::kFoldByDefaultGpus GPUs on, the full replay below.
+  bool fold = false;
+  bool no_fold = false;
 };
 
 // How `run` loads its scenario: the memory check unless --allow-oom, and the

@@ -97,6 +97,24 @@ Resolved resolve(const CollectiveRequest& request, const GroupLayout& layout, co
   return r;
 }
 
+// resolve()'s algorithm, remembered by the zone per (op, algorithm asked,
+// bytes, group): the same answer, once per distinct collective.
+CollectiveAlgorithm chosen_algorithm(const CollectiveRequest& request, const GroupLayout& layout,
+                                     const ClusterZone& zone) {
+  std::string key;
+  key.reserve(2 + sizeof(double) + request.gpus.size() * sizeof(int));
+  key.push_back(static_cast<char>(request.op));
+  key.push_back(static_cast<char>(request.algorithm));
+  key.append(reinterpret_cast<const char*>(&request.bytes), sizeof(double));
+  key.append(reinterpret_cast<const char*>(request.gpus.data()), request.gpus.size() * sizeof(int));
+  auto& choices = zone.tuner_choices();
+  if (const auto it = choices.find(key); it != choices.end())
+    return it->second;
+  const auto algorithm = resolve(request, layout, zone, false).algorithm;
+  choices.emplace(std::move(key), algorithm);
+  return algorithm;
+}
+
 // Why `asked` is not among applicable()'s algorithms, in its terms.
 std::string why_not_applicable(CollectiveAlgorithm asked, CollectiveOp op, const GroupLayout& layout,
                                const ClusterZone& zone) {
@@ -137,12 +155,13 @@ std::vector<AlgorithmEstimate> estimate_algorithms(const CollectiveRequest& requ
 }
 
 CollectiveAlgorithm resolve_algorithm(const CollectiveRequest& request, const ClusterZone& zone) {
-  return resolve(request, layout_of(request.gpus, zone), zone, false).algorithm;
+  const auto layout = layout_of(request.gpus, zone);
+  return chosen_algorithm(request, layout, zone);
 }
 
 platforms::RingProtocol ring_protocol(const CollectiveRequest& request, const ClusterZone& zone) {
   const auto layout = layout_of(request.gpus, zone);
-  const auto algorithm = resolve(request, layout, zone, false).algorithm;
+  const auto algorithm = chosen_algorithm(request, layout, zone);
   return expand(algorithm, request.op, layout, request.bytes, zone).protocol;
 }
 
@@ -154,7 +173,7 @@ CollectivePlan make_collective(const CollectiveRequest& request, const ClusterZo
   if (fidelity)
     config.fidelity = *fidelity;
   const auto layout = layout_of(request.gpus, zone);
-  const auto algorithm = resolve(request, layout, zone, false).algorithm;
+  const auto algorithm = chosen_algorithm(request, layout, zone);
   const int fold = std::max(request.fold, 1);
 
   const Expansion single = expand(algorithm, request.op, layout, request.bytes, zone);

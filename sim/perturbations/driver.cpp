@@ -287,6 +287,7 @@ void PerturbationDriver::apply_link(LinkState& state) {
     l->set_bandwidth(state.nominal_Bps * factor);
     l->set_latency(latency_s);
   }
+  zone_.forget_tuner_choices();  // its estimates read the links
   if (down && !state.down) {
     state.down = true;
     state.link->get_link_up()->turn_off();

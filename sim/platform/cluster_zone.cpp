@@ -57,6 +57,10 @@ ClusterZone::Duplex* ClusterZone::duplex(const std::string& name, double bandwid
   auto* link = create_split_duplex_link(name, {bandwidth_Bps});
   link->set_latency(0);  // route latencies are computed per route in walk()
   link->seal();
+  const auto index = static_cast<std::uint32_t>(duplexes_.size());
+  duplexes_.push_back(link);
+  direction_of_.emplace(link->get_link_up(), std::make_pair(index, true));
+  direction_of_.emplace(link->get_link_down(), std::make_pair(index, false));
   return link;
 }
 
@@ -219,8 +223,8 @@ void ClusterZone::get_local_route(const kr::NetPoint* src, const kr::NetPoint* d
   // Links carry no latency of their own (see duplex()) unless a perturbation
   // adds some to one (sim/perturbations/driver.hpp).
   double added_s = 0;
-  const double route_s = walk(a, b, [into, &added_s](sg::Link* link) {
-    into->link_list_.push_back(link->get_impl());
+  const double route_s = walk(a, b, [this, into, &added_s](sg::Link* link) {
+    into->link_list_.push_back(representative(link)->get_impl());
     added_s += link->get_latency();
   });
   if (latency != nullptr)
@@ -228,7 +232,135 @@ void ClusterZone::get_local_route(const kr::NetPoint* src, const kr::NetPoint* d
 }
 
 double ClusterZone::for_each_link(int src, int dst, const std::function<void(sg::Link*)>& visit) const {
+  if (!folded())
+    return walk(src, dst, visit);
+  return walk(src, dst, [this, &visit](sg::Link* link) { visit(representative(link)); });
+}
+
+double ClusterZone::for_each_true_link(int src, int dst, const std::function<void(sg::Link*)>& visit) const {
   return walk(src, dst, visit);
+}
+
+std::vector<std::uint32_t> ClusterZone::duplex_images(const std::vector<int>& gpu_image,
+                                                      std::string& problem) const {
+  const auto gpus = gpu_.size();
+  if (gpu_image.size() != gpus)
+    throw std::logic_error("a GPU permutation of another size than the cluster");
+  std::vector<int> node_image(node_.size(), -1);
+  std::vector<int> domain_image(static_cast<std::size_t>(spec_.domain_count()), -1);
+  for (std::size_t g = 0; g < gpus; ++g) {
+    const auto h = static_cast<std::size_t>(gpu_image[g]);
+    const auto& a = gpu_[g];
+    const auto& b = gpu_[h];
+    const auto& na = node_[static_cast<std::size_t>(a.node)];
+    const auto& nb = node_[static_cast<std::size_t>(b.node)];
+    if (na.group != nb.group || a.local_rank != b.local_rank || a.nic_index != b.nic_index) {
+      problem = fmt::format("GPU {} would map onto GPU {}, of another node group, local rank or NIC", g, h);
+      return {};
+    }
+    auto& node_to = node_image[static_cast<std::size_t>(a.node)];
+    auto& domain_to = domain_image[static_cast<std::size_t>(na.domain)];
+    if ((node_to >= 0 && node_to != b.node) || (domain_to >= 0 && domain_to != nb.domain)) {
+      problem = fmt::format("the GPUs of node {} would map onto several nodes or NVLink domains", a.node);
+      return {};
+    }
+    node_to = b.node;
+    domain_to = nb.domain;
+  }
+  std::vector<std::size_t> fabric_image;
+  problem = fabric_->link_images(node_image, fabric_image);
+  if (!problem.empty()) {
+    problem =
+        fmt::format("the {} fabric does not map onto itself: {}", to_string(spec_.fabric.topology), problem);
+    return {};
+  }
+  std::unordered_map<const Duplex*, std::uint32_t> index;
+  for (std::uint32_t i = 0; i < duplexes_.size(); ++i)
+    index.emplace(duplexes_[i], i);
+  std::vector<std::uint32_t> image(duplexes_.size());
+  for (std::uint32_t i = 0; i < image.size(); ++i)
+    image[i] = i;
+  const auto map = [&](const Duplex* from, const Duplex* to) {
+    if (from != nullptr && to != nullptr)
+      image[index.at(from)] = index.at(to);
+  };
+  for (std::size_t g = 0; g < gpus; ++g) {
+    map(gpu_[g].nvlink, gpu_[static_cast<std::size_t>(gpu_image[g])].nvlink);
+    map(gpu_[g].pcie, gpu_[static_cast<std::size_t>(gpu_image[g])].pcie);
+  }
+  for (std::size_t n = 0; n < node_.size(); ++n) {
+    const auto& from = node_[n];
+    const auto& to = node_[static_cast<std::size_t>(node_image[n])];
+    for (std::size_t k = 0; k < from.nics.size(); ++k)
+      map(from.nics[k], to.nics[k]);
+    for (std::size_t k = 0; k < from.lanes.size(); ++k)
+      map(from.lanes[k], to.lanes[k]);
+  }
+  for (std::size_t f = 0; f < fabric_links_.size(); ++f)
+    map(fabric_links_[f], fabric_links_[fabric_image[f]]);
+  return image;
+}
+
+std::string ClusterZone::automorphism_problem(const std::vector<int>& gpu_image) const {
+  std::string problem;
+  duplex_images(gpu_image, problem);
+  return problem;
+}
+
+std::vector<const sg::Link*> ClusterZone::short_orbits(const std::vector<int>& gpu_image, int order) const {
+  std::string problem;
+  const auto image = duplex_images(gpu_image, problem);
+  if (!problem.empty())
+    throw std::logic_error("short_orbits of a permutation that is no automorphism: " + problem);
+  std::vector<const sg::Link*> links;
+  for (std::uint32_t d = 0; d < image.size(); ++d) {
+    int size = 1;
+    for (std::uint32_t e = image[d]; e != d && size <= order; e = image[e])
+      ++size;
+    if (size < order) {
+      links.push_back(duplexes_[d]->get_link_up());
+      links.push_back(duplexes_[d]->get_link_down());
+    }
+  }
+  return links;
+}
+
+void ClusterZone::fold_links(const std::vector<int>& gpu_image) {
+  // Routes now cross orbit representatives: the tuner's loads change.
+  forget_tuner_choices();
+  std::string problem;
+  auto image = duplex_images(gpu_image, problem);
+  if (!problem.empty())
+    throw std::logic_error("fold_links with a permutation that is no automorphism: " + problem);
+  duplex_rep_.assign(image.size(), 0);
+  std::vector<char> seen(image.size(), 0);
+  for (std::uint32_t d = 0; d < image.size(); ++d) {
+    if (seen[d])
+      continue;
+    // Orbits are visited from their first-created member: it represents them.
+    for (std::uint32_t e = d; !seen[e]; e = image[e]) {
+      seen[e] = 1;
+      duplex_rep_[e] = d;
+    }
+  }
+  domain_image_.assign(static_cast<std::size_t>(spec_.domain_count()), 0);
+  for (std::size_t g = 0; g < gpu_.size(); ++g)
+    domain_image_[static_cast<std::size_t>(domain_of(static_cast<int>(g)))] = domain_of(gpu_image[g]);
+  duplex_image_ = std::move(image);
+}
+
+sg::Link* ClusterZone::representative(sg::Link* link) const {
+  if (!folded())
+    return link;
+  const auto [index, up] = direction_of_.at(link);
+  auto* rep = duplexes_[duplex_rep_[index]];
+  return up ? rep->get_link_up() : rep->get_link_down();
+}
+
+sg::Link* ClusterZone::link_image(const sg::Link* link) const {
+  const auto [index, up] = direction_of_.at(link);
+  auto* to = duplexes_[folded() ? duplex_image_[index] : index];
+  return up ? to->get_link_up() : to->get_link_down();
 }
 
 ClusterZone::Path ClusterZone::path(int src, int dst) const {

@@ -51,6 +51,8 @@
 #include <simgrid/s4u/Host.hpp>
 #include <simgrid/s4u/Link.hpp>
 #include <string>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "platforms/cluster_spec.hpp"
@@ -103,6 +105,35 @@ class ClusterZone final : public simgrid::kernel::routing::NetZoneImpl {
   // estimates) and returns the route's latency.
   double for_each_link(int src, int dst, const std::function<void(simgrid::s4u::Link*)>& visit) const;
 
+  // ---- The fold (sim/replay/replica_fold.hpp, docs/performance.md "The fold") ----
+  // Why the GPU permutation `gpu_image` (one step of a rotation of the
+  // data-parallel replicas) is not an automorphism of the cluster: a
+  // sentence, empty when it is one (same node groups, local ranks and NICs,
+  // nodes onto nodes, NVLink domains onto domains, the fabric onto itself).
+  std::string automorphism_problem(const std::vector<int>& gpu_image) const;
+  // The link directions with fewer than `order` distinct images under the
+  // powers of the automorphism `gpu_image`.
+  std::vector<const simgrid::s4u::Link*> short_orbits(const std::vector<int>& gpu_image, int order) const;
+  // From now on every route crosses, in place of each link direction, the
+  // representative of its orbit under the powers of `gpu_image` (the member
+  // created first). for_each_true_link keeps the links themselves.
+  void fold_links(const std::vector<int>& gpu_image);
+  bool folded() const { return !duplex_image_.empty(); }
+  // The collective tuner's choices (sim/collectives/factory.cpp) by (op,
+  // algorithm asked, bytes, group): a replay asks for the same group's
+  // collective thousands of times. They hold while the links do: folding
+  // the links and a perturbation's new bandwidth or latency forget them.
+  std::unordered_map<std::string, platforms::CollectiveAlgorithm>& tuner_choices() const {
+    return tuner_choices_;
+  }
+  void forget_tuner_choices() const { tuner_choices_.clear(); }
+  // The image of a link direction under one step of the folding
+  // automorphism (the link itself when not folded).
+  simgrid::s4u::Link* link_image(const simgrid::s4u::Link* link) const;
+  // The NVLink domain `domain` maps onto under it.
+  int domain_image(int domain) const { return domain_image_[static_cast<std::size_t>(domain)]; }
+  double for_each_true_link(int src, int dst, const std::function<void(simgrid::s4u::Link*)>& visit) const;
+
   void get_local_route(const simgrid::kernel::routing::NetPoint* src,
                        const simgrid::kernel::routing::NetPoint* dst, simgrid::kernel::routing::Route* into,
                        double* latency) override;
@@ -130,6 +161,11 @@ class ClusterZone final : public simgrid::kernel::routing::NetZoneImpl {
   void build_node(int node, const platforms::NodeGroup& group);
   void build_fabric();
   Duplex* duplex(const std::string& name, double bandwidth_Bps);
+  // One step of `gpu_image` on every duplex link (indices into duplexes_);
+  // empty, with `problem` set, when it is not an automorphism.
+  std::vector<std::uint32_t> duplex_images(const std::vector<int>& gpu_image, std::string& problem) const;
+  // The representative of a link direction's orbit (itself when not folded).
+  simgrid::s4u::Link* representative(simgrid::s4u::Link* link) const;
 
   // Calls visit(link direction) along the route from src to dst (endpoint
   // ids) and returns the route's latency.
@@ -147,6 +183,16 @@ class ClusterZone final : public simgrid::kernel::routing::NetZoneImpl {
   std::unique_ptr<platforms::FabricLayout> fabric_;
   std::vector<Duplex*> fabric_links_;
   mutable std::vector<platforms::FabricHop> hops_;  // scratch of walk()
+  mutable std::unordered_map<std::string, platforms::CollectiveAlgorithm> tuner_choices_;
+  // Every duplex link in creation order, and where each direction sits in
+  // it (index, up).
+  std::vector<Duplex*> duplexes_;
+  std::unordered_map<const Link*, std::pair<std::uint32_t, bool>> direction_of_;
+  // The fold: one step of the automorphism on duplex links and domains, and
+  // each duplex link's orbit representative.
+  std::vector<std::uint32_t> duplex_image_;
+  std::vector<std::uint32_t> duplex_rep_;
+  std::vector<int> domain_image_;
 };
 
 }  // namespace trainsim::sim

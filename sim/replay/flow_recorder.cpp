@@ -5,7 +5,7 @@ namespace trainsim::sim {
 void FlowRecorder::number_links(Route& route) {
   if (route.timeline_first == Route::kUnrecorded) {
     route.timeline_first = static_cast<std::uint32_t>(timeline_.flow_links.size());
-    for (const std::uint32_t id : route.links) {
+    for (const std::uint32_t id : RouteTable::recorded_links(route)) {
       if (timeline_link_.size() <= id)
         timeline_link_.resize(routes_.link_count(), Route::kUnrecorded);
       auto& index = timeline_link_[id];
@@ -13,6 +13,7 @@ void FlowRecorder::number_links(Route& route) {
         index = static_cast<std::uint32_t>(timeline_.links.size());
         const auto* link = routes_.link(id);
         timeline_.links.push_back({link->get_name(), link->get_bandwidth(), link->get_latency()});
+        link_of_index_.push_back(link);
       }
       timeline_.flow_links.push_back(index);
     }
@@ -29,7 +30,7 @@ analysis::FlowRecord FlowRecorder::make(workloads::TaskId task, int src_gpu, int
           start_s,
           start_s,
           route.timeline_first,
-          static_cast<std::uint32_t>(route.links.size())};
+          static_cast<std::uint32_t>(RouteTable::recorded_links(route).size())};
 }
 
 std::size_t FlowRecorder::start(workloads::TaskId task, int src_gpu, int dst_gpu, Route& route, double bytes,

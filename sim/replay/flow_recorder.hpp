@@ -30,6 +30,9 @@ class FlowRecorder {
   // A flow whose start and end are both known (computed in isolation).
   void record(workloads::TaskId task, int src_gpu, int dst_gpu, Route& route, double bytes, double start_s,
               double end_s);
+  // The SimGrid link of each of the timeline's links (the fold's expansion
+  // maps them onto their images).
+  const std::vector<const simgrid::s4u::Link*>& link_of_index() const { return link_of_index_; }
 
  private:
   analysis::FlowRecord make(workloads::TaskId task, int src_gpu, int dst_gpu, Route& route, double bytes,
@@ -42,6 +45,7 @@ class FlowRecorder {
   std::vector<std::size_t> free_;
   // Timeline link index of each RouteTable link id (kUnrecorded: not yet).
   std::vector<std::uint32_t> timeline_link_;
+  std::vector<const simgrid::s4u::Link*> link_of_index_;
 };
 
 }  // namespace trainsim::sim

@@ -21,6 +21,8 @@
 #include "sim/collectives/collectives.hpp"
 #include "sim/perturbations/driver.hpp"
 #include "sim/replay/flow_recorder.hpp"
+#include "sim/replay/fold_expansion.hpp"
+#include "sim/replay/folded_collective.hpp"
 #include "sim/replay/isolated_run.hpp"
 #include "sim/replay/link_claims.hpp"
 #include "sim/replay/route_table.hpp"
@@ -59,6 +61,7 @@ class Replayer {
         zone_(zone),
         options_(options),
         driver_(options.perturbations),
+        fold_(options.fold),
         remaining_(graph.size()),
         start_s_(graph.size(), 0.0),
         compute_queue_(static_cast<std::size_t>(graph.gpu_count)),
@@ -87,6 +90,15 @@ class Replayer {
                      : 1;
     timeline_.records.reserve(records);
     timeline_.flows.reserve(options.expected_flows);
+    if (fold_ != nullptr) {
+      // A replayed task waits only for its replayed predecessors: the others
+      // are images of replayed ones and end with them.
+      in_degree_.assign(graph.size(), 0);
+      for (TaskId v = 0; v < graph.size(); ++v)
+        if (fold_->simulated[v])
+          for (auto [e, end] = boost::out_edges(v, graph.graph); e != end; ++e)
+            ++in_degree_[boost::target(*e, graph.graph)];
+    }
   }
 
   ReplayResult run() {
@@ -103,6 +115,8 @@ class Replayer {
     if (iteration_ < options_.iterations)
       throw std::logic_error("replay stalled: " + std::to_string(graph_.size() - completed_) +
                              " tasks never became ready (cyclic or broken task graph)");
+    if (fold_ != nullptr)
+      expand_folded_timeline(timeline_, *fold_, zone_, flow_recorder_.link_of_index());
     return {std::move(timeline_), std::move(iteration_start_s_), std::move(iteration_end_s_)};
   }
 
@@ -163,11 +177,11 @@ class Replayer {
     iteration_start_s_.push_back(now());
     completed_ = 0;
     for (TaskId v = 0; v < graph_.size(); ++v)
-      remaining_[v] = static_cast<int>(boost::in_degree(v, graph_.graph));
+      remaining_[v] = fold_ != nullptr ? in_degree_[v] : static_cast<int>(boost::in_degree(v, graph_.graph));
     if (driver_ != nullptr)
       driver_->begin_iteration(iteration_);
     for (TaskId v = 0; v < graph_.size(); ++v)
-      if (remaining_[v] == 0)
+      if (remaining_[v] == 0 && replayed(v))
         ready_.push_back(v);
     drain();
   }
@@ -189,6 +203,13 @@ class Replayer {
   }
 
   bool recording() const { return iteration_ == 0; }
+  // Under the fold, only the representatives' tasks and the spanning
+  // collectives are replayed.
+  bool replayed(TaskId id) const { return fold_ == nullptr || fold_->simulated[id]; }
+  bool replayed_gpu(int gpu) const {
+    return fold_ == nullptr || fold_->representative[static_cast<std::size_t>(gpu)];
+  }
+  std::size_t replayed_count() const { return fold_ == nullptr ? graph_.size() : fold_->simulated_count; }
 
   // Handles every task that became ready, including the chains of zero-cost
   // tasks that complete on the spot, without recursion.
@@ -335,10 +356,13 @@ class Replayer {
 
   CollectivePlan plan_collective(TaskId id) const {
     const auto& task = graph_[id];
-    return make_collective(
+    auto plan = make_collective(
         {task.op, graph_.groups[static_cast<std::size_t>(task.group)], task.bytes, task.fold, task.algorithm,
          task.exchange >= 0 ? &graph_.exchanges[static_cast<std::size_t>(task.exchange)] : nullptr},
         zone_);
+    if (fold_ != nullptr && fold_->spanning[id])
+      plan.flows = std::make_unique<FoldedCollective>(std::move(plan.flows), *fold_);
+    return plan;
   }
 
   void start_collective(TaskId id) {
@@ -605,15 +629,18 @@ class Replayer {
       Shared* shared = automatic_ ? shared_[id].get() : nullptr;
       if (shared != nullptr) {
         leave_in_flight(*shared, index);
-        ++shared->done;
+        // Under the fold a spanning collective's flow ends with its images:
+        // the tries come after as many ended flows as in the full replay.
+        shared->done += fold_ != nullptr && fold_->spanning[id] ? static_cast<std::size_t>(fold_->order) : 1;
       }
       auto& collective = *collectives_[id];
       collective.on_flow_done(slot.rank, flows_);
       start_flows(id);
       if (collective.finished()) {
         finish_collective(id);
-      } else if (shared != nullptr && shared->done == shared->next_try) {
-        shared->next_try *= 2;
+      } else if (shared != nullptr && shared->done >= shared->next_try) {
+        while (shared->next_try <= shared->done)
+          shared->next_try *= 2;
         try_isolate(id);
       }
     } else {
@@ -658,7 +685,7 @@ class Replayer {
   void report_progress() {
     if (options_.on_progress)
       options_.on_progress({now(), tasks_done_,
-                            graph_.size() * static_cast<std::size_t>(std::max(options_.iterations, 1)),
+                            replayed_count() * static_cast<std::size_t>(std::max(options_.iterations, 1)),
                             flows_done_});
   }
 
@@ -681,7 +708,7 @@ class Replayer {
     interfering_[id] = true;
     for (int gpu : gpus) {
       const auto g = static_cast<std::size_t>(gpu);
-      if (gpu < 0 || g >= communicating_.size() || communicating_[g]++ > 0)
+      if (gpu < 0 || g >= communicating_.size() || !replayed_gpu(gpu) || communicating_[g]++ > 0)
         continue;
       if (interference_[g]) {
         interference_[g]->update_priority(1.0);
@@ -703,7 +730,7 @@ class Replayer {
     const auto& task = graph_[id];
     const auto end = [this](int gpu) {
       const auto g = static_cast<std::size_t>(gpu);
-      if (gpu >= 0 && g < communicating_.size() && --communicating_[g] == 0)
+      if (gpu >= 0 && g < communicating_.size() && replayed_gpu(gpu) && --communicating_[g] == 0)
         interference_[g]->update_priority(kIdlePriority);
     };
     if (task.kind == TaskKind::send) {
@@ -734,10 +761,10 @@ class Replayer {
       report_progress();
     for (auto [e, e_end] = boost::out_edges(id, graph_.graph); e != e_end; ++e) {
       const TaskId next = boost::target(*e, graph_.graph);
-      if (--remaining_[next] == 0)
+      if (replayed(next) && --remaining_[next] == 0)
         ready_.push_back(next);
     }
-    if (completed_ == graph_.size())
+    if (completed_ == replayed_count())
       end_iteration();
   }
 
@@ -745,6 +772,8 @@ class Replayer {
   const ClusterZone& zone_;
   const ReplayOptions& options_;
   PerturbationDriver* driver_;
+  const ReplicaFold* fold_;
+  std::vector<int> in_degree_;  // under the fold: replayed predecessors
   int iteration_ = 0;
   std::vector<double> iteration_start_s_;
   std::vector<double> iteration_end_s_;

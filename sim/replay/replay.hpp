@@ -22,6 +22,7 @@ namespace trainsim::sim {
 analysis::Timeline replay(const workloads::TaskGraph& graph, const ClusterZone& zone);
 
 class PerturbationDriver;
+struct ReplicaFold;
 
 struct ReplayOptions {
   // Consecutive iterations of the graph, each starting when the previous one
@@ -35,6 +36,10 @@ struct ReplayOptions {
   // which at 65,536 GPUs (98M flows, 4.7 GB of records) held the old and the
   // new buffer at once (up to 3x the records at the peak).
   std::size_t expected_flows = 0;
+  // The fold (sim/replay/replica_fold.hpp): replay only its representatives'
+  // tasks and the collectives spanning its replicas, on a zone whose links
+  // it folded, then expand the first iteration's records to every GPU.
+  const ReplicaFold* fold = nullptr;
   // Called every few hundred finished tasks (the CLI's progress line).
   std::function<void(const ReplayProgress&)> on_progress;
 };

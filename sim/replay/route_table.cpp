@@ -20,17 +20,24 @@ Route& RouteTable::route(int src, int dst) {
   double added_s = 0;
   r.bound_Bps = std::numeric_limits<double>::infinity();
   const double route_s = zone_.for_each_link(src, dst, [&](simgrid::s4u::Link* link) {
-    auto [pos, first_use] = link_id_.emplace(link, static_cast<std::uint32_t>(links_.size()));
-    if (first_use) {
-      links_.push_back(link);
-      capacity_Bps_.push_back(link->get_bandwidth());
-    }
-    r.links.push_back(pos->second);
+    r.links.push_back(id_of(link));
     added_s += link->get_latency();
     r.bound_Bps = std::min(r.bound_Bps, link->get_bandwidth());
   });
   r.latency_s = route_s + added_s;
+  if (zone_.folded())
+    zone_.for_each_true_link(src, dst,
+                             [&](simgrid::s4u::Link* link) { r.true_links.push_back(id_of(link)); });
   return r;
+}
+
+std::uint32_t RouteTable::id_of(simgrid::s4u::Link* link) {
+  auto [pos, first_use] = link_id_.emplace(link, static_cast<std::uint32_t>(links_.size()));
+  if (first_use) {
+    links_.push_back(link);
+    capacity_Bps_.push_back(link->get_bandwidth());
+  }
+  return pos->second;
 }
 
 }  // namespace trainsim::sim

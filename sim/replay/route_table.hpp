@@ -29,8 +29,12 @@ struct Route {
   simgrid::s4u::Host* src_host = nullptr;
   simgrid::s4u::Host* dst_host = nullptr;
   std::vector<std::uint32_t> links;  // RouteTable link ids, in route order
-  double latency_s = 0;              // what SimGrid charges before the first byte moves
-  double bound_Bps = 0;              // the narrowest link: an uncontended flow's rate
+  // Under the fold (ClusterZone::fold_links), `links` are the link orbits'
+  // representatives, as SimGrid shares them; these are the route's own
+  // links, as the timeline records them. Empty when not folded.
+  std::vector<std::uint32_t> true_links;
+  double latency_s = 0;  // what SimGrid charges before the first byte moves
+  double bound_Bps = 0;  // the narrowest link: an uncontended flow's rate
   // The timeline's copy: flow_links[timeline_first, + links.size()).
   std::uint32_t timeline_first = kUnrecorded;
   std::vector<simgrid::s4u::ActivityPtr> idle;  // finished communications of this pair
@@ -49,6 +53,13 @@ class RouteTable {
   // The link's bandwidth when first seen (the automatic representation runs
   // only on platforms whose links keep theirs: no link perturbations).
   double capacity_Bps(std::uint32_t id) const { return capacity_Bps_[id]; }
+  // The links the timeline records for a route (its own, under the fold).
+  static const std::vector<std::uint32_t>& recorded_links(const Route& route) {
+    return route.true_links.empty() ? route.links : route.true_links;
+  }
+
+ private:
+  std::uint32_t id_of(simgrid::s4u::Link* link);
 
  private:
   const ClusterZone& zone_;

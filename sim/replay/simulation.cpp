@@ -7,6 +7,7 @@
 #include "sim/platform/engine_setup.hpp"
 #include "sim/replay/replay.hpp"
 #include "sim/replay/replay_cost.hpp"
+#include "sim/replay/replica_fold.hpp"
 #include "sim/scenario/cost_model_choice.hpp"
 #include "sim/scenario/trace_workload.hpp"
 #include "workloads/graph_builder/iteration_builder.hpp"
@@ -38,13 +39,21 @@ SimulationResult simulate(const scenario::Scenario& scenario, const SimulationOp
   std::optional<PerturbationDriver> driver;
   if (!perturbations.empty())
     driver.emplace(perturbations, speeds, *zone);
+  FoldDecision fold;
+  if (options.fold == FoldMode::on ||
+      (options.fold == FoldMode::automatic && scenario.cluster.gpu_count() >= kFoldByDefaultGpus))
+    fold = plan_replica_fold(result.graph, scenario, *zone);
   ReplayOptions replay_options;
+  replay_options.fold = fold.fold ? &*fold.fold : nullptr;
   replay_options.iterations = options.iterations;
   replay_options.perturbations = driver ? &*driver : nullptr;
   replay_options.on_progress = options.observer.on_progress;
   if (options.observer.on_cost) {
     const auto cost = estimate_replay_cost(result.graph, *zone, options.iterations);
-    replay_options.expected_flows = cost.recorded_flows;
+    // Under the fold the replay records one class member's flows; the
+    // expansion then allocates the whole run's.
+    replay_options.expected_flows =
+        cost.recorded_flows / static_cast<std::size_t>(fold.fold ? fold.fold->order : 1);
     options.observer.on_cost(cost);
   }
   auto replayed = replay(result.graph, *zone, replay_options);
@@ -58,6 +67,7 @@ SimulationResult simulate(const scenario::Scenario& scenario, const SimulationOp
     result.perturbations = driver->stats();
   result.summary =
       analysis::summarize(result.graph, result.timeline, scenario.model, scenario.plan, scenario.cluster);
+  result.summary.fold = std::move(fold.summary);
   if (perturbations.failures.enabled) {
     const auto job_run = [&](std::uint64_t seed) {
       return simulate_job_failures(perturbations.failures, result.iteration_times_s,

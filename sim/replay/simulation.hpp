@@ -16,7 +16,20 @@
 
 namespace trainsim::sim {
 
+// The fold (docs/performance.md, "The fold"): `on` with `trainsim run
+// --fold`, `off` with `--no-fold`; `automatic` folds clusters of at least
+// kFoldByDefaultGpus GPUs and replays smaller ones whole. The threshold keeps
+// every run below it (every digest case) byte for byte what it was, while
+// the runs where the full replay costs tens of seconds to hours fold: there
+// the fold was checked exact on scale-16k (every timeline row equal), and
+// the one case known to differ (a displaced collective under `auto` with
+// asynchronous pipeline sends: relative 4e-7 on the iteration time) is
+// bounded in docs/performance.md.
+inline constexpr int kFoldByDefaultGpus = 4096;
+enum class FoldMode : unsigned char { automatic, on, off };
+
 struct SimulationOptions {
+  FoldMode fold = FoldMode::automatic;
   // Consecutive iterations replayed (`trainsim run --iterations N`).
   int iterations = 1;
   // More seeds for the job-level failure run, each run after the one of the

@@ -21,6 +21,8 @@ void read_parallelism_options(platforms::MapReader& p, Scenario& scenario) {
   if (auto d = p.choice<MoeDispatcher>(
           "moe_dispatcher", {{"all_to_all", MoeDispatcher::all_to_all}, {"deepep", MoeDispatcher::deepep}}))
     plan.moe_dispatcher = *d;
+  if (auto fp8 = p.boolean("moe_fp8_dispatch"))
+    plan.moe_fp8_dispatch = *fp8;
   if (auto overlap = p.boolean("moe_a2a_overlap"))
     plan.moe_a2a_overlap = *overlap;
   if (auto zero = p.integer("zero_stage", 0, 3))

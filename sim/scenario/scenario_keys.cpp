@@ -267,6 +267,9 @@ struct Tables {
                 choice("moe_dispatcher", {"all_to_all", "deepep"},
                        "MoE token dispatch: all_to_all (NCCL, every copy to every GPU; default) or deepep "
                        "(once per node over RDMA, then NVLink; FP8 under precision fp8)"),
+                key("moe_fp8_dispatch", T::boolean,
+                    "deepep under precision fp8 dispatches FP8 activations (default true, DeepSeek-V3); "
+                    "false: BF16, as Megatron-core's DeepEP and HybridEP dispatchers do"),
                 key("moe_a2a_overlap", T::boolean,
                     "overlap one micro-batch's expert all-to-alls with another's compute (Megatron's 1F1B "
                     "A2A overlap, DualPipe's F&B pairs)"),

@@ -293,6 +293,54 @@ TEST(PlanCli, DpShardIsASearchedAxisOfTheFsdpPlans) {
   fs::remove_all(dir);
 }
 
+// A plan the search keeps only with an uneven split (6 layers on 4 stages:
+// Megatron's embedding and loss counted as layers, 1|2|2|1) runs with that
+// split: its point's scenario carries plan.stage_layers, so the simulation
+// is not refused (pp does not divide the layers).
+TEST(PlanCli, PlansWithAnUnevenSplitRunWithIt) {
+  const auto dir = fresh_dir("plan-uneven");
+  const auto r = run_cli({"plan",
+                          "--model",
+                          "gpt3-1.3b",
+                          "--cluster",
+                          "dgx-a100-hdr",
+                          "--gpus",
+                          "8",
+                          "--global-batch",
+                          "16",
+                          "--set",
+                          "model.layers=6",
+                          "--set",
+                          "plan.tp=2",
+                          "--set",
+                          "plan.pp=4",
+                          "--set",
+                          "plan.schedule=1f1b",
+                          "--set",
+                          "plan.micro_batch_size=1",
+                          "--set",
+                          "plan.recompute=none",
+                          "--set",
+                          "plan.zero_stage=1",
+                          "--top",
+                          "1",
+                          "-j",
+                          "1",
+                          "--quiet",
+                          "--out",
+                          dir.string()});
+  ASSERT_EQ(r.status, 0) << r.err << r.out;
+  int points = 0;
+  for (const auto& entry : fs::directory_iterator(dir / "points")) {
+    const auto summary = read_json(entry.path() / "summary.json");
+    ASSERT_TRUE(summary["plan"].contains("stage_layers")) << summary["plan"].dump();
+    EXPECT_EQ(summary["plan"]["stage_layers"], nlohmann::json::parse("[1,2,2,1]")) << entry.path();
+    ++points;
+  }
+  EXPECT_EQ(points, 1);
+  fs::remove_all(dir);
+}
+
 void expect_refused(const std::vector<std::string>& args, const std::string& message) {
   const auto r = run_cli(args);
   EXPECT_EQ(r.status, 1) << r.err;

@@ -64,6 +64,16 @@ TEST(GpuCatalogue, EveryPrecisionTheIssueAsksFor) {
   EXPECT_DOUBLE_EQ(gb200.hbm_bytes, 186e9);
   EXPECT_DOUBLE_EQ(gb200.max_power_W, 1200);
   EXPECT_TRUE(gb200.mxfp8);  // Blackwell: plan.fp8_recipe: mxfp8 runs on it
+  // GB300 (Blackwell Ultra): GB200's dense BF16 / FP8 peaks and HBM bandwidth,
+  // 288 GB, up to 1,400 W, PCIe Gen6.
+  const auto gb300 = *find_gpu("GB300");
+  EXPECT_DOUBLE_EQ(gb300.peak_flops(DType::bf16), gb200.peak_flops(DType::bf16));
+  EXPECT_DOUBLE_EQ(gb300.peak_flops(DType::fp8), 5000e12);  // NVL72 table's 720 PF sparse / 72 / 2
+  EXPECT_DOUBLE_EQ(gb300.hbm_bytes, 288e9);
+  EXPECT_DOUBLE_EQ(gb300.hbm_bandwidth_Bps, gb200.hbm_bandwidth_Bps);
+  EXPECT_DOUBLE_EQ(gb300.max_power_W, 1400);
+  EXPECT_DOUBLE_EQ(gb300.pcie_bandwidth_Bps, 2 * gb200.pcie_bandwidth_Bps);
+  EXPECT_TRUE(gb300.mxfp8);
   EXPECT_FALSE(mi300x.mxfp8);
   // H800: H100's compute and memory, NVLink cut to 400 GB/s (200 per direction).
   const auto h800 = *find_gpu("H800");
@@ -72,7 +82,7 @@ TEST(GpuCatalogue, EveryPrecisionTheIssueAsksFor) {
   EXPECT_DOUBLE_EQ(h800.peak_flops(DType::fp8), find_gpu("H100")->peak_flops(DType::fp8));
   EXPECT_DOUBLE_EQ(h800.hbm_bandwidth_Bps, find_gpu("H100")->hbm_bandwidth_Bps);
   EXPECT_DOUBLE_EQ(h800.nvlink_bandwidth_Bps, 200e9);
-  EXPECT_EQ(gpu_catalogue().size(), 9u);
+  EXPECT_EQ(gpu_catalogue().size(), 10u);
 }
 
 }  // namespace

@@ -37,7 +37,7 @@ void expect_one(const std::vector<std::string>& p, const std::string& where, con
 }
 
 TEST(ClusterConfig, EveryShippedPresetLoads) {
-  ASSERT_EQ(platforms::cluster_presets().size(), 10u);
+  ASSERT_EQ(platforms::cluster_presets().size(), 11u);
   for (const auto& preset : platforms::cluster_presets()) {
     SCOPED_TRACE(std::string(preset.name));
     const auto c = scenario::load_cluster(std::string(preset.name));
@@ -131,6 +131,28 @@ TEST(ClusterConfig, BlackwellPresetsDescribeTheirHardware) {
   EXPECT_EQ(racks.locate(143).domain, 1);
   EXPECT_EQ(racks.locate(144).domain, 2);
   EXPECT_EQ(racks.domain_of_node(35), 1);
+}
+
+// GB300 NVL72: GB200's rack (18 trays of 4 in one 72-GPU NVLink domain) with
+// Blackwell Ultra GPUs, one 800 Gb/s ConnectX-8 per GPU on PCIe Gen6.
+TEST(ClusterConfig, Gb300PresetIsGb200sRackWithBlackwellUltraAnd800GbpsNics) {
+  const auto gb300 = scenario::load_cluster("gb300-nvl72");
+  const auto gb200 = scenario::load_cluster("gb200-nvl72");
+  const auto& tray = gb300.groups[0];
+  EXPECT_EQ(tray.gpu.name, "GB300");
+  EXPECT_DOUBLE_EQ(tray.gpu.hbm_bytes, 288e9);
+  EXPECT_EQ(tray.nodes, 18);
+  EXPECT_EQ(tray.gpus_per_node, 4);
+  EXPECT_EQ(tray.gpus_per_domain(), 72);
+  EXPECT_EQ(tray.nics_per_node, 4);
+  EXPECT_DOUBLE_EQ(tray.nic.bandwidth_Bps, 800e9 / 8);
+  EXPECT_DOUBLE_EQ(tray.nic.bandwidth_Bps, 2 * gb200.groups[0].nic.bandwidth_Bps);
+  // PCIe Gen6 no longer caps the NIC (Gen5's 64 GB/s would, at 100 GB/s).
+  EXPECT_GE(tray.pcie.bandwidth_Bps, tray.nic.bandwidth_Bps);
+  EXPECT_DOUBLE_EQ(tray.nvlink.bandwidth_Bps, gb200.groups[0].nvlink.bandwidth_Bps);
+  EXPECT_TRUE(tray.nvls);
+  EXPECT_EQ(gb300.fabric.topology, FabricTopology::rail_optimised);
+  EXPECT_EQ(scenario::load_cluster("gb300-nvl72", {"cluster.nodes=144"}).domain_count(), 8);
 }
 
 // Megatron's rank order on NVLink domains of 64 GPUs (16 trays of 4): with

@@ -5,6 +5,7 @@
 
 #include "platforms/input_error.hpp"
 #include "sim/scenario/scenario.hpp"
+#include "workloads/moe_dispatch.hpp"
 
 namespace trainsim::sim {
 namespace {
@@ -86,6 +87,36 @@ TEST(DispatchKeys, DeepepNeedsAnEvenSpreadOverNodesADroplessMoeAndAMoeModel) {
       "cluster: {gpu: H100, nodes: 1}\nmodel: {preset: llama2-7b}\n"
       "plan: {dp: 8, global_batch_size: 8, moe_dispatcher: deepep}\n");
   EXPECT_NE(dense.find("deepep with a dense model"), std::string::npos) << dense;
+}
+
+}  // namespace
+}  // namespace trainsim::sim
+
+namespace trainsim::sim {
+namespace {
+
+// plan.moe_fp8_dispatch: unset keeps DeepEP's FP8 dispatch under FP8
+// training (today's behaviour); false sends BF16 as Megatron-core does.
+TEST(DispatchKeys, Fp8DispatchDefaultsToDeepepsUnderFp8AndCanBeTurnedOff) {
+  const std::string fp8 = ", moe_dispatcher: deepep, precision: fp8";
+  const auto d = load(scenario("", fp8));
+  EXPECT_FALSE(d.plan.moe_fp8_dispatch.has_value());
+  EXPECT_TRUE(d.plan.fp8_dispatch());
+  EXPECT_DOUBLE_EQ(workloads::dispatch_element_bytes(d.plan), 1.0 + 4.0 / 128.0);
+  const auto bf16 = load(scenario("", fp8 + ", moe_fp8_dispatch: false"));
+  EXPECT_FALSE(bf16.plan.fp8_dispatch());
+  EXPECT_DOUBLE_EQ(workloads::dispatch_element_bytes(bf16.plan), 2.0);
+  EXPECT_FALSE(load(scenario("", ", moe_dispatcher: deepep")).plan.fp8_dispatch());
+}
+
+TEST(DispatchKeys, Fp8DispatchWithoutDeepepOrFp8IsRefused) {
+  const auto a2a = problems(scenario("", ", precision: fp8, moe_fp8_dispatch: true"));
+  EXPECT_NE(a2a.find("moe_fp8_dispatch"), std::string::npos) << a2a;
+  EXPECT_NE(a2a.find("true with moe_dispatcher all_to_all and precision fp8"), std::string::npos) << a2a;
+  EXPECT_NE(a2a.find("expected moe_dispatcher: deepep and precision: fp8"), std::string::npos) << a2a;
+  const auto bf16 = problems(scenario("", ", moe_dispatcher: deepep, moe_fp8_dispatch: true"));
+  EXPECT_NE(bf16.find("precision bf16"), std::string::npos) << bf16;
+  EXPECT_EQ(problems(scenario("", ", moe_dispatcher: deepep, precision: fp8, moe_fp8_dispatch: true")), "");
 }
 
 }  // namespace

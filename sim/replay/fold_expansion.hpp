@@ -1,0 +1,21 @@
+#pragma once
+// The fold's outputs (docs/performance.md, "The fold"): a folded replay
+// records the representatives' tasks and flows; this expands the timeline
+// to what the full replay records, every record of a representative's task
+// followed by its images (image task, image GPU, the same times), every flow
+// by its images (image endpoints, the images of its own links), every
+// collective's choice by its images'. A spanning collective's records
+// already name every member, and its flows are expanded like the others.
+#include <vector>
+
+#include "analysis/timeline.hpp"
+#include "sim/platform/cluster_zone.hpp"
+#include "sim/replay/replica_fold.hpp"
+
+namespace trainsim::sim {
+
+// `link_of_index`: the SimGrid link of each of the timeline's links.
+void expand_folded_timeline(analysis::Timeline& timeline, const ReplicaFold& fold, const ClusterZone& zone,
+                            const std::vector<const simgrid::s4u::Link*>& link_of_index);
+
+}  // namespace trainsim::sim

@@ -1,0 +1,442 @@
+#include "sim/replay/replica_fold.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <tuple>
+#include <unordered_set>
+
+#include "sim/collectives/collectives.hpp"
+
+namespace trainsim::sim {
+namespace {
+
+using workloads::Task;
+using workloads::TaskGraph;
+using workloads::TaskId;
+using workloads::TaskKind;
+
+std::uint64_t bits(double x) {
+  std::uint64_t b = 0;
+  std::memcpy(&b, &x, sizeof b);
+  return b;
+}
+
+// What a task and its image must share: every attribute the replay and the
+// analyses read, with its GPUs (mapped, for the task) and its group's
+// canonical index (the image group's, for the task).
+struct TaskKey {
+  std::uint64_t words[12] = {};
+  bool operator==(const TaskKey& o) const { return std::memcmp(words, o.words, sizeof words) == 0; }
+};
+
+TaskKey key_of(const Task& t, int gpu, int peer, int group_set, std::uint32_t occurrence) {
+  TaskKey k;
+  k.words[0] = static_cast<std::uint64_t>(t.kind) | static_cast<std::uint64_t>(t.comm) << 8 |
+               static_cast<std::uint64_t>(t.op) << 16 | static_cast<std::uint64_t>(t.transfer) << 24 |
+               static_cast<std::uint64_t>(t.algorithm) << 32 | static_cast<std::uint64_t>(t.attention) << 40;
+  k.words[1] = static_cast<std::uint32_t>(gpu) | static_cast<std::uint64_t>(static_cast<std::uint32_t>(peer))
+                                                     << 32;
+  k.words[2] = static_cast<std::uint32_t>(group_set) | static_cast<std::uint64_t>(occurrence) << 32;
+  k.words[3] = static_cast<std::uint32_t>(t.stage) |
+               static_cast<std::uint64_t>(static_cast<std::uint32_t>(t.chunk)) << 32;
+  k.words[4] = static_cast<std::uint32_t>(t.micro_batch) |
+               static_cast<std::uint64_t>(static_cast<std::uint32_t>(t.layer)) << 32;
+  k.words[5] = bits(t.duration_s);
+  k.words[6] = bits(t.memory_bound_fraction);
+  k.words[7] = bits(t.model_flops);
+  k.words[8] = bits(t.hardware_flops);
+  k.words[9] = bits(t.bytes);
+  k.words[10] = static_cast<std::uint32_t>(t.fold) | static_cast<std::uint64_t>(t.memory_end - t.memory_begin)
+                                                         << 32;
+  k.words[11] = bits(t.imbalance_s);
+  return k;
+}
+
+// The GPUs a task runs on.
+template <class F>
+void for_each_gpu(const TaskGraph& graph, const Task& t, F&& f) {
+  if (t.kind == TaskKind::collective) {
+    for (int g : graph.groups[static_cast<std::size_t>(t.group)])
+      f(g);
+    return;
+  }
+  if (t.gpu >= 0)
+    f(t.gpu);
+  if (t.kind == TaskKind::send && t.peer >= 0)
+    f(t.peer);
+}
+
+std::string task_name(const TaskGraph& graph, TaskId id) {
+  return fmt::format("task {} ({})", id, workloads::task_label(graph, id));
+}
+
+// The rotation by `period` replicas on GPU ranks (Megatron's order: tp
+// fastest, then cp, then dp, then pp).
+std::vector<int> rotation(const workloads::ParallelPlan& plan, int period) {
+  const int gpus = plan.tp * plan.cp * plan.dp * plan.pp;
+  std::vector<int> image(static_cast<std::size_t>(gpus));
+  for (int g = 0; g < gpus; ++g)
+    image[static_cast<std::size_t>(g)] = plan.gpu_of(
+        plan.pp_rank_of(g), (plan.dp_rank_of(g) + period) % plan.dp, plan.tp_rank_of(g), plan.cp_rank_of(g));
+  return image;
+}
+
+// A task's memory events and its image's, as sets (a spanning collective
+// lists its members' events in its group's order, which the rotation
+// shifts).
+bool same_memory(const TaskGraph& graph, const Task& a, const Task& b, const std::vector<int>& gpu_image) {
+  const std::uint32_t n = a.memory_end - a.memory_begin;
+  if (n == 0)
+    return true;
+  using Event = std::tuple<int, int, int, std::uint64_t>;
+  std::vector<Event> x, y;
+  x.reserve(n);
+  y.reserve(n);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    const auto& e = graph.memory[a.memory_begin + i];
+    const auto& f = graph.memory[b.memory_begin + i];
+    x.emplace_back(gpu_image[static_cast<std::size_t>(e.gpu)], static_cast<int>(e.at),
+                   static_cast<int>(e.kind), bits(e.bytes));
+    y.emplace_back(f.gpu, static_cast<int>(f.at), static_cast<int>(f.kind), bits(f.bytes));
+  }
+  std::sort(x.begin(), x.end());
+  std::sort(y.begin(), y.end());
+  return x == y;
+}
+
+// Two exchanges alike bit for bit.
+bool same_exchange(const workloads::Exchange& a, const workloads::Exchange& b) {
+  const auto same = [](const std::vector<double>& x, const std::vector<double>& y) {
+    return x.size() == y.size() &&
+           std::equal(x.begin(), x.end(), y.begin(), [](double p, double q) { return bits(p) == bits(q); });
+  };
+  return same(a.send_bytes, b.send_bytes) && same(a.dispatch_bytes, b.dispatch_bytes) &&
+         same(a.combine_bytes, b.combine_bytes) && bits(a.node_share) == bits(b.node_share);
+}
+
+}  // namespace
+
+std::string rotation_problem(const TaskGraph& graph, const scenario::Scenario& scenario,
+                             const ClusterZone& zone, int period, ReplicaFold& out) {
+  const auto& plan = scenario.plan;
+  const int dp = plan.dp;
+  const int m = dp / period;
+  const auto gpu_image = rotation(plan, period);
+  // 1. The cluster.
+  if (auto problem = zone.automorphism_problem(gpu_image); !problem.empty())
+    return problem;
+  // 2. The task graph.
+  const std::size_t n = graph.size();
+  if (!graph.labels.empty())
+    return "an imported trace's tasks are named one by one";
+  for (std::size_t g = 0; g < gpu_image.size(); ++g) {
+    const auto& a = graph.resident_memory[g];
+    const auto& b = graph.resident_memory[static_cast<std::size_t>(gpu_image[g])];
+    for (int k = 0; k < workloads::kMemoryKindCount; ++k)
+      if (bits(a.bytes[k]) != bits(b.bytes[k]))
+        return fmt::format("GPU {} holds other resident memory than GPU {}", g, gpu_image[g]);
+  }
+  // Groups: one canonical index per distinct member list, and each one's
+  // image: the group listing the image GPUs in the image order
+  // (make_collective lays a group out in its order), or the group itself
+  // when the rotation maps its set onto itself (a spanning collective's).
+  const auto& groups = graph.groups;
+  std::map<std::vector<int>, int> list_index;
+  std::vector<int> canonical(groups.size());
+  for (std::size_t i = 0; i < groups.size(); ++i)
+    canonical[i] = list_index.emplace(groups[i], static_cast<int>(i)).first->second;
+  std::vector<int> group_image(groups.size(), -1);
+  // Whether a group's image lists the image GPUs in its order (member k onto
+  // member k): an uneven exchange's matrix, in group order, then carries
+  // over unpermuted.
+  std::vector<char> image_in_order(groups.size(), 0);
+  std::vector<int> image_list;
+  for (std::size_t i = 0; i < groups.size(); ++i) {
+    if (canonical[i] != static_cast<int>(i))
+      continue;
+    image_list.clear();
+    for (int g : groups[i])
+      image_list.push_back(gpu_image[static_cast<std::size_t>(g)]);
+    if (const auto it = list_index.find(image_list); it != list_index.end()) {
+      group_image[i] = it->second;
+      image_in_order[i] = 1;
+      continue;
+    }
+    auto set = groups[i];
+    std::sort(set.begin(), set.end());
+    std::sort(image_list.begin(), image_list.end());
+    if (set == image_list)
+      group_image[i] = static_cast<int>(i);
+  }
+  // Tasks by anchor, in id order: compute tasks and sends by GPU, collectives
+  // by group. The k-th task of an anchor maps onto the k-th of the anchor's
+  // image, and must be alike in every attribute, its GPUs mapped: any
+  // bijection that keeps attributes and dependencies is an automorphism, and
+  // the dependencies are checked below.
+  std::vector<std::vector<TaskId>> by_gpu(gpu_image.size());
+  std::vector<std::vector<TaskId>> by_group(groups.size());
+  for (TaskId id = 0; id < n; ++id) {
+    const Task& t = graph[id];
+    if (t.kind == TaskKind::collective)
+      by_group[static_cast<std::size_t>(canonical[static_cast<std::size_t>(t.group)])].push_back(id);
+    else if (t.gpu >= 0 && static_cast<std::size_t>(t.gpu) < by_gpu.size())
+      by_gpu[static_cast<std::size_t>(t.gpu)].push_back(id);
+    else
+      return fmt::format("{} runs on no GPU of the plan", task_name(graph, id));
+  }
+  out.task_image.assign(n, 0);
+  out.spanning.assign(n, 0);
+  const auto map_gpu = [&](int g) { return g < 0 ? g : gpu_image[static_cast<std::size_t>(g)]; };
+  const auto group_key = [&](const Task& t, bool image) {
+    if (t.kind != TaskKind::collective)
+      return -1;
+    const int c = canonical[static_cast<std::size_t>(t.group)];
+    return image ? group_image[static_cast<std::size_t>(c)] : c;
+  };
+  const auto match = [&](const std::vector<TaskId>& from, const std::vector<TaskId>& to) -> std::string {
+    if (from.size() != to.size())
+      return fmt::format("{} has no image (the replicas' tasks differ)", task_name(graph, from.front()));
+    for (std::size_t k = 0; k < from.size(); ++k) {
+      const Task& t = graph[from[k]];
+      const Task& u = graph[to[k]];
+      if (!(key_of(t, map_gpu(t.gpu), map_gpu(t.peer), group_key(t, true), 0) ==
+            key_of(u, u.gpu, u.peer, group_key(u, false), 0)))
+        return fmt::format("{} has no image (the replicas' tasks differ)", task_name(graph, from[k]));
+      if (!same_memory(graph, t, u, gpu_image))
+        return fmt::format("{}'s memory events differ from its image's", task_name(graph, from[k]));
+      if (t.exchange >= 0 || u.exchange >= 0) {
+        // An uneven exchange (MoE routing imbalance, a DeepEP dispatch) maps
+        // onto its image's only member by member: a group the rotation maps
+        // onto itself would permute its matrix, which the fold does not.
+        if (t.exchange < 0 || u.exchange < 0 ||
+            !image_in_order[static_cast<std::size_t>(canonical[static_cast<std::size_t>(t.group)])])
+          return fmt::format("{}'s uneven exchange has no image", task_name(graph, from[k]));
+        if (t.exchange != u.exchange && !same_exchange(graph.exchanges[static_cast<std::size_t>(t.exchange)],
+                                                       graph.exchanges[static_cast<std::size_t>(u.exchange)]))
+          return fmt::format(
+              "{}'s exchange differs from its image's (the replicas route their tokens "
+              "differently)",
+              task_name(graph, from[k]));
+      }
+      out.task_image[from[k]] = to[k];
+    }
+    return {};
+  };
+  for (std::size_t g = 0; g < by_gpu.size(); ++g)
+    if (!by_gpu[g].empty())
+      if (auto problem = match(by_gpu[g], by_gpu[static_cast<std::size_t>(gpu_image[g])]); !problem.empty())
+        return problem;
+  for (std::size_t i = 0; i < groups.size(); ++i) {
+    if (by_group[i].empty())
+      continue;
+    if (group_image[i] < 0)
+      return fmt::format("{}'s group has no image among the groups", task_name(graph, by_group[i].front()));
+    if (auto problem = match(by_group[i], by_group[static_cast<std::size_t>(group_image[i])]);
+        !problem.empty())
+      return problem;
+    if (group_image[i] == static_cast<int>(i))
+      for (const TaskId id : by_group[i])
+        out.spanning[id] = 1;
+  }
+  // A bijection on tasks.
+  {
+    std::vector<char> hit(n, 0);
+    for (const TaskId image : out.task_image) {
+      if (hit[image])
+        return fmt::format("two tasks map onto {}", task_name(graph, image));
+      hit[image] = 1;
+    }
+  }
+  // Windows: a task's replicas must all lie in one window [a q, a q + q) (so
+  // that exactly one of its images lies in the representatives); spanning
+  // collectives are their own images.
+  std::vector<int> window(n, -1);
+  out.simulated.assign(n, 0);
+  out.simulated_count = 0;
+  for (TaskId id = 0; id < n; ++id) {
+    const Task& t = graph[id];
+    if (out.spanning[id]) {
+      out.simulated[id] = 1;
+      ++out.simulated_count;
+      continue;
+    }
+    int w = -1;
+    bool split = false;
+    for_each_gpu(graph, t, [&](int g) {
+      const int here = plan.dp_rank_of(g) / period;
+      if (w >= 0 && here != w)
+        split = true;
+      w = here;
+    });
+    if (split)
+      return fmt::format("{} spans replicas of different classes", task_name(graph, id));
+    window[id] = w;
+    if (w == 0) {
+      out.simulated[id] = 1;
+      ++out.simulated_count;
+    }
+  }
+  // Dependencies onto dependencies, and none between two classes but
+  // through a spanning collective (a replayed task must wait only for
+  // replayed tasks or for images of them).
+  std::vector<TaskId> mapped, expected;
+  for (TaskId id = 0; id < n; ++id) {
+    mapped.clear();
+    expected.clear();
+    for (auto [e, end] = boost::out_edges(id, graph.graph); e != end; ++e) {
+      const TaskId next = boost::target(*e, graph.graph);
+      mapped.push_back(out.task_image[next]);
+      if (!out.spanning[id] && !out.spanning[next] && window[id] != window[next])
+        return fmt::format("{} waits for {}, of another class of replicas", task_name(graph, next),
+                           task_name(graph, id));
+    }
+    for (auto [e, end] = boost::out_edges(out.task_image[id], graph.graph); e != end; ++e)
+      expected.push_back(boost::target(*e, graph.graph));
+    std::sort(mapped.begin(), mapped.end());
+    std::sort(expected.begin(), expected.end());
+    if (mapped != expected)
+      return fmt::format("the dependencies of {} differ from its image's", task_name(graph, id));
+  }
+  // 3. Spanning collectives: an expansion the rotation maps onto itself.
+  std::unordered_set<std::string> checked;
+  for (TaskId id = 0; id < n; ++id) {
+    if (!out.spanning[id])
+      continue;
+    const Task& t = graph[id];
+    const auto& gpus = graph.groups[static_cast<std::size_t>(t.group)];
+    if (gpus.size() < 2 || t.bytes <= 0)
+      continue;
+    const auto signature = fmt::format("{}/{}/{}/{}/{}", t.group, static_cast<int>(t.op), bits(t.bytes),
+                                       t.fold, static_cast<int>(t.algorithm));
+    if (!checked.insert(signature).second)
+      continue;
+    auto plan_flows = make_collective({t.op, gpus, t.bytes, t.fold, t.algorithm}, zone);
+    const auto algorithm = plan_flows.choice.algorithm;
+    if (algorithm == platforms::CollectiveAlgorithm::tree ||
+        algorithm == platforms::CollectiveAlgorithm::nvls_tree)
+      return fmt::format("{} runs {}, whose trees a rotation of the replicas does not map onto themselves",
+                         task_name(graph, id), platforms::to_string(algorithm));
+    std::vector<FlowRequest> first;
+    plan_flows.flows->start(first);
+    std::map<std::tuple<int, int, std::uint64_t, std::uint64_t>, int> batch;
+    for (const auto& f : first)
+      ++batch[{f.src, f.dst, bits(f.bytes), bits(f.delay_s)}];
+    const int gpu_count = zone.gpu_count();
+    for (const auto& f : first) {
+      if (f.src >= gpu_count || f.dst >= gpu_count)
+        return fmt::format("{} reduces in the NVSwitch across replicas", task_name(graph, id));
+      const auto it =
+          batch.find({gpu_image[static_cast<std::size_t>(f.src)], gpu_image[static_cast<std::size_t>(f.dst)],
+                      bits(f.bytes), bits(f.delay_s)});
+      if (it == batch.end() || it->second == 0)
+        return fmt::format("{}'s {} flows are not mapped onto themselves by the rotation",
+                           task_name(graph, id), platforms::to_string(algorithm));
+    }
+  }
+  // 4. Freeness on the links that carry traffic.
+  const auto short_links = zone.short_orbits(gpu_image, m);
+  if (!short_links.empty()) {
+    const std::unordered_set<const simgrid::s4u::Link*> shared(short_links.begin(), short_links.end());
+    std::string hit;
+    const auto check = [&](int a, int b) {
+      if (hit.empty())
+        zone.for_each_true_link(a, b, [&](simgrid::s4u::Link* link) {
+          if (hit.empty() && shared.count(link) > 0)
+            hit = link->get_name();
+        });
+    };
+    std::vector<char> group_done(graph.groups.size(), 0);
+    for (TaskId id = 0; id < n && hit.empty(); ++id) {
+      const Task& t = graph[id];
+      if (t.kind == TaskKind::send && t.gpu >= 0 && t.peer >= 0) {
+        check(t.gpu, t.peer);
+      } else if (t.kind == TaskKind::collective && !group_done[static_cast<std::size_t>(t.group)]) {
+        group_done[static_cast<std::size_t>(t.group)] = 1;
+        const auto& gpus = graph.groups[static_cast<std::size_t>(t.group)];
+        for (std::size_t k = 1; k < gpus.size(); ++k) {
+          check(gpus[0], gpus[k]);
+          check(gpus[k], gpus[0]);
+        }
+      }
+    }
+    if (!hit.empty())
+      return fmt::format(
+          "link {} carries traffic of several replicas of one class (it is its own image), "
+          "which needs a sharing weight the fold does not apply",
+          hit);
+  }
+  out.replicas = dp;
+  out.period = period;
+  out.order = m;
+  const int gpu_count = zone.gpu_count();
+  const int endpoints = gpu_count + zone.spec().domain_count();
+  out.endpoint_image.assign(static_cast<std::size_t>(endpoints), 0);
+  out.representative.assign(static_cast<std::size_t>(endpoints), 0);
+  for (int g = 0; g < gpu_count; ++g) {
+    out.endpoint_image[static_cast<std::size_t>(g)] = gpu_image[static_cast<std::size_t>(g)];
+    out.representative[static_cast<std::size_t>(g)] = plan.dp_rank_of(g) < period;
+  }
+  for (int g = 0; g < gpu_count; ++g) {
+    const int domain = zone.domain_of(g);
+    const auto e = static_cast<std::size_t>(zone.switch_endpoint(domain));
+    out.endpoint_image[e] = zone.switch_endpoint(zone.domain_of(gpu_image[static_cast<std::size_t>(g)]));
+    if (out.representative[static_cast<std::size_t>(g)])
+      out.representative[e] = 1;
+  }
+  return {};
+}
+
+FoldDecision plan_replica_fold(const TaskGraph& graph, const scenario::Scenario& scenario,
+                               ClusterZone& zone) {
+  FoldDecision decision;
+  auto& summary = decision.summary;
+  summary.considered = true;
+  const auto& plan = scenario.plan;
+  summary.replicas = plan.dp;
+  summary.simulated = plan.dp;
+  const auto stop = [&](std::string why) {
+    summary.stopped = std::move(why);
+    return std::move(decision);
+  };
+  if (scenario.workload)
+    return stop("an imported workload has no data-parallel replicas to fold");
+  if (scenario.perturbations.touches_gpus() || !scenario.perturbations.links.empty())
+    return stop(
+        "the perturbations section tells replicas apart (a perturbed replica is not yet simulated as a "
+        "class of its own)");
+  if (plan.dp < 2)
+    return stop("one data-parallel replica");
+  if (plan.tp * plan.cp * plan.dp * plan.pp != zone.gpu_count() || graph.gpu_count != zone.gpu_count())
+    return stop("the plan does not use every GPU of the cluster");
+  for (int period = 1; period < plan.dp; ++period) {
+    if (plan.dp % period != 0)
+      continue;
+    ReplicaFold fold;
+    const auto problem = rotation_problem(graph, scenario, zone, period, fold);
+    if (!problem.empty()) {
+      // Every rotation tried, with why it is no symmetry: the first says
+      // what stopped the largest fold, the last what stopped any.
+      summary.stopped +=
+          fmt::format("{}a rotation by {} replica{} is no symmetry: {}", summary.stopped.empty() ? "" : "; ",
+                      period, period == 1 ? "" : "s", problem);
+      continue;
+    }
+    zone.fold_links(rotation(plan, period));
+    summary.folded = true;
+    summary.simulated = period;
+    summary.class_size = fold.order;
+    summary.folded_why = fmt::format(
+        "{} data-parallel replicas in {} classes of {}: the rotation by {} replica{} maps the cluster, the "
+        "task "
+        "graph and the collectives across replicas onto themselves; {} of {} tasks replayed",
+        plan.dp, period, fold.order, period, period == 1 ? "" : "s", fold.simulated_count, graph.size());
+    decision.fold = std::move(fold);
+    return decision;
+  }
+  return decision;
+}
+
+}  // namespace trainsim::sim
