@@ -38,10 +38,12 @@ struct Replayed {
   analysis::Timeline timeline;
 
   // `slow_gpu` >= 0 runs at `speed` of its nominal speed from time 0 (a host
-  // speed profile, SimGrid's way of modelling a straggler).
+  // speed profile, SimGrid's way of modelling a straggler). `tied_embeddings`
+  // false leaves out the first / last stage embedding all-reduce.
   Replayed(workloads::ParallelPlan p, platforms::ClusterSpec c, const workloads::CostModel& cost,
-           int slow_gpu = -1, double speed = 1)
+           int slow_gpu = -1, double speed = 1, bool tied_embeddings = true)
       : plan(p), cluster(std::move(c)) {
+    model.tied_embeddings = tied_embeddings;
     graph = workloads::build_iteration(model, plan, cluster, cost);
     auto engine = make_engine();
     auto* zone = new ClusterZone(cluster);
@@ -160,11 +162,14 @@ TEST(AnalysisEndToEnd, PeakActivationsFollowTheScheduleInFlightCount) {
 }
 
 // One 8.4 MB activation send from GPU 0 to GPU 1 on another node, 1 GB/s NICs
-// with 10 us latency: the sender's NIC up link is busy lat + S/B.
+// with 10 us latency: the sender's NIC up link is busy lat + S/B. Untied, so
+// that the one send is the link's only flow (a tied model's embedding
+// all-reduce crosses the same NICs after the backward).
 TEST(AnalysisEndToEnd, APipelineSendLoadsItsNicLinksForLatencyPlusSizeOverBandwidth) {
   const double bandwidth = 1e9, latency = 1e-5;
   Replayed r({.dp = 1, .tp = 1, .pp = 2, .micro_batch_size = 1, .global_batch_size = 1},
-             testing::uniform_cluster(2, 1, bandwidth, latency), testing::FixedCostModel(t_f, t_b));
+             testing::uniform_cluster(2, 1, bandwidth, latency), testing::FixedCostModel(t_f, t_b),
+             /*slow_gpu=*/-1, /*speed=*/1, /*tied_embeddings=*/false);
   const double bytes = workloads::pipeline_message_bytes(r.model, r.plan);
   const auto u = analysis::analyze_utilization(r.graph, r.timeline);
   const analysis::LinkUsage* up = nullptr;

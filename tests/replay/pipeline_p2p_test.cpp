@@ -44,12 +44,17 @@ constexpr double kTolerance_s = 1e-9;
 
 struct Replayed {
   double iteration_s = 0;
-  double transfer_s = 0;  // every send's duration (checked equal)
+  double transfer_s = 0;        // every send's duration (checked equal)
+  double embedding_sync_s = 0;  // the tied embedding all-reduce's span
 };
 
-Replayed run(int p, int m, P2pMode mode) {
+// Untied by default: the closed forms above count the pipeline's sends
+// only; a tied model adds the first / last stage embedding all-reduce after
+// the last backward (PipelineP2pTiedEmbeddings below).
+Replayed run(int p, int m, P2pMode mode, bool tied_embeddings = false) {
   auto model = *workloads::find_model_preset("gpt3-1.3b");
   model.layers = 24;
+  model.tied_embeddings = tied_embeddings;
   workloads::ParallelPlan plan{.dp = 1, .tp = 1, .pp = p, .micro_batch_size = 1, .global_batch_size = m};
   plan.p2p = mode;
   const auto cluster = testing::uniform_cluster(p, 1, 1e18, kLatency);
@@ -60,6 +65,15 @@ Replayed run(int p, int m, P2pMode mode) {
   const auto timeline = replay(graph, *zone);
   Replayed r;
   r.iteration_s = analysis::summarize(graph, timeline, model, plan, cluster).iteration_time_s;
+  double sync_start = -1, sync_end = -1;
+  for (const auto& record : timeline.records) {
+    const auto& task = graph[record.task];
+    if (task.kind == workloads::TaskKind::collective && task.comm == workloads::CommKind::pp) {
+      sync_start = sync_start < 0 ? record.start_s : std::min(sync_start, record.start_s);
+      sync_end = std::max(sync_end, record.end_s);
+    }
+  }
+  r.embedding_sync_s = sync_start < 0 ? 0 : sync_end - sync_start;
   for (const auto& record : timeline.records)
     if (graph[record.task].kind == workloads::TaskKind::send) {
       const double d = record.end_s - record.start_s;
@@ -88,6 +102,23 @@ TEST_P(PipelineP2pClosedForm, TwoRankAsyncPaysATransferPerMicroBatchPairRoundedU
 }
 
 INSTANTIATE_TEST_SUITE_P(MicroBatches, PipelineP2pClosedForm, ::testing::Values(1, 2, 3, 4, 7, 8, 16));
+
+// Tied: the first and last stage all-reduce the embedding's gradient once
+// rank 0's last backward is done (it ends last), before the optimizer steps
+// (free here): the iteration is the untied closed form plus that all-reduce.
+class PipelineP2pTiedEmbeddings : public ::testing::TestWithParam<int> {};
+
+TEST_P(PipelineP2pTiedEmbeddings, TheEmbeddingAllReduceFollowsTheClosedFormOnTheCriticalPath) {
+  const int p = GetParam(), m = 8;
+  const Replayed tied = run(p, m, P2pMode::sync, true);
+  const double t = tied.transfer_s;
+  const double untied = p == 2 ? (m + 1) * (kForward + kBackward) + (m + 1) * t
+                               : (m + p - 1) * (kForward + kBackward) + (2 * m + 2 * p - 5) * t;
+  EXPECT_GT(tied.embedding_sync_s, kLatency);  // at least one latency-bound step
+  EXPECT_NEAR(tied.iteration_s, untied + tied.embedding_sync_s, kTolerance_s);
+}
+
+INSTANTIATE_TEST_SUITE_P(Stages, PipelineP2pTiedEmbeddings, ::testing::Values(2, 4));
 
 class PipelineP2pSyncDeep : public ::testing::TestWithParam<std::tuple<int, int>> {};
 

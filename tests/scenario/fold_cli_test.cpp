@@ -102,10 +102,19 @@ void expect_same_csv(const std::filesystem::path& folded, const std::filesystem:
   }
 }
 
-// Where the path runs through one of several equally critical TP ranks
-// (MoE: each TP rank's own expert and data-parallel groups end at one
-// instant), which one SimGrid finishes last differs between the replays:
-// those runs leave the critical path's GPUs and tasks out.
+// Where the path runs through one of several equally critical ranks, which
+// one SimGrid records last differs between the replays (ExecutionIndex's
+// last task is the last recorded among those ending at the final instant;
+// the fold records a representative's tasks and then their images, the full
+// replay in SimGrid's order): those runs leave the critical path's GPUs,
+// tasks and link names out, and still hold its segments' times and kinds to
+// the bound, so the alternative must end at exactly the same instants. MoE:
+// each TP rank's own expert and data-parallel groups end at one instant.
+// Tied embeddings with pipeline stages (workloads/graph_builder/
+// tied_embedding_sync.cpp): every (dp, tp) position's first / last stage
+// all-reduce and the optimizer steps after it end at one instant. An
+// order-free tie-break (lowest task id) was tried and moved the digests of
+// 39 shipped cases, so the tie stays the replay's and the test accepts it.
 bool g_tied_tp_ranks = false;
 
 // Names of equally hot or critical links (or tied ranks) may differ (see above).
@@ -234,6 +243,8 @@ TEST(Fold, ShippedScenariosShrunkAnswerAsTheFullReplay) {
        {"cluster.nodes=16", "plan.pp=4", "plan.dp=4", "model.layers=16", "plan.global_batch_size=48"},
        4},
   };
+  // The cases are pipelined, some with tied embeddings (see g_tied_tp_ranks).
+  g_tied_tp_ranks = true;
   for (std::size_t i = 0; i < cases.size(); ++i) {
     const auto fold =
         expect_fold_answers_as_full(cases[i].scenario, cases[i].sets, "shipped" + std::to_string(i));
@@ -241,6 +252,7 @@ TEST(Fold, ShippedScenariosShrunkAnswerAsTheFullReplay) {
     EXPECT_TRUE(fold["folded"].get<bool>()) << cases[i].scenario << ": " << fold.dump();
     EXPECT_EQ(fold["class_size"].get<int>(), cases[i].class_size) << cases[i].scenario;
   }
+  g_tied_tp_ranks = false;
 }
 
 // Small clusters drawn at random (fixed seed): fat-tree, rail-optimised,
@@ -275,6 +287,9 @@ TEST(Fold, RandomSmallClustersAnswerAsTheFullReplay) {
               "\nplan:\n  tp: 8\n  pp: " + std::to_string(pp) + "\n  dp: " + std::to_string(dp) +
               "\n  micro_batch_size: 1\n  global_batch_size: " + std::to_string(dp * pick({2, 4})) + "\n";
       const auto file = write_temp_file("random.yaml", text);
+      // gpt3-1.3b ties its embeddings: with 2 stages every position's
+      // embedding all-reduce ends at one instant (see g_tied_tp_ranks).
+      g_tied_tp_ranks = pp > 1;
       const auto fold = expect_fold_answers_as_full(file.string(), {}, "random" + std::to_string(cases));
       ++cases;
       ASSERT_TRUE(fold.is_object()) << text;
@@ -293,7 +308,9 @@ TEST(Fold, RandomSmallClustersAnswerAsTheFullReplay) {
                                      "cluster:\n  preset: mixed-a100-h100\nmodel:\n  preset: gpt3-1.3b\n"
                                      "  layers: 8\nplan:\n  tp: 8\n  pp: 2\n  dp: 16\n  micro_batch_size: 1\n"
                                      "  global_batch_size: 32\n");
+  g_tied_tp_ranks = true;
   const auto fold = expect_fold_answers_as_full(mixed.string(), {}, "mixed");
+  g_tied_tp_ranks = false;
   ASSERT_TRUE(fold.is_object());
   EXPECT_TRUE(fold["folded"].get<bool>()) << fold.dump();
   EXPECT_GE(folded, 4) << "of " << cases << " random clusters";

@@ -138,8 +138,12 @@ TEST(ScheduleScenario, BlockingSendsAreTheOneFOneBDefaultAndCostItsShippedScenar
   EXPECT_EQ(summary["plan"]["p2p"], "sync");
   const double sync = summary["iteration_time_s"].get<double>();
   const double async = run_scenario("schedule-1f1b.yaml", {"plan.p2p=async"}).iteration_time_s;
-  EXPECT_NEAR(sync, 1.54268, 1e-4);
-  EXPECT_NEAR(async, 1.54203, 1e-4);
+  // Since the tied-embedding all-reduce between the first and last stage
+  // (docs/parallelism.md, a documented fidelity change: gpt3-2.7b ties its
+  // embeddings) both pay about 5.7 ms more; before it they were 1.54268 /
+  // 1.54203.
+  EXPECT_NEAR(sync, 1.54836, 1e-4);
+  EXPECT_NEAR(async, 1.54771, 1e-4);
   EXPECT_GT(sync - async, 0.4e-3);
   EXPECT_LT(sync - async, 0.9e-3);
 }

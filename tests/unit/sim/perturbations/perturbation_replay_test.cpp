@@ -44,6 +44,10 @@ workloads::TaskGraph pipeline(const platforms::ClusterSpec& cluster, int p, int 
                               ScheduleKind schedule = ScheduleKind::one_f_one_b) {
   auto model = *workloads::find_model_preset("gpt3-1.3b");
   model.layers = 24;
+  // Untied: the closed forms below are the stages' compute alone; a tied
+  // model adds the first / last stage embedding all-reduce (even on a free
+  // network its collective's latency) before the optimizer steps.
+  model.tied_embeddings = false;
   workloads::ParallelPlan plan{
       .dp = dp, .tp = 1, .pp = p, .micro_batch_size = 1, .global_batch_size = m * dp};
   plan.schedule = schedule;
