@@ -6,6 +6,7 @@
 
 #include <boost/graph/adjacency_list.hpp>
 
+#include "support/small_moe.hpp"
 #include "support/test_cluster.hpp"
 #include "workloads/cost_model.hpp"
 #include "workloads/graph_builder/iteration_builder.hpp"
@@ -17,18 +18,7 @@ namespace {
 
 // 2 MoE layers of 16 experts, top-4, on ep 8 over 2 nodes of 4 GPUs.
 ModelSpec small_moe() {
-  ModelSpec m = *find_model_preset("mixtral-8x7b");
-  m.layers = 2;
-  m.hidden = 1024;
-  m.heads = 8;
-  m.kv_heads = 8;
-  m.ffn_hidden = 2048;
-  m.seq_len = 1024;
-  m.vocab = 8000;
-  m.moe.experts = 16;
-  m.moe.top_k = 4;
-  m.moe.expert_ffn_hidden = 1024;
-  return m;
+  return testing::small_moe_model(2, 16, 4, 1024);
 }
 
 TaskGraph build(const ModelSpec& m, const ParallelPlan& plan) {

@@ -8,6 +8,7 @@
 #include <boost/graph/adjacency_list.hpp>
 #include <map>
 
+#include "support/small_moe.hpp"
 #include "support/test_cluster.hpp"
 #include "workloads/cost_model.hpp"
 #include "workloads/cost_model_per_op.hpp"
@@ -21,17 +22,7 @@ namespace {
 // 4 MoE layers of 4 experts (top-1) on ep 4: rank r holds expert r. The
 // measured loads 6:2:0:0 give load factors 3, 1, 0, 0.
 ModelSpec skewed_moe() {
-  ModelSpec m = *find_model_preset("mixtral-8x7b");
-  m.layers = 4;
-  m.hidden = 1024;
-  m.heads = 8;
-  m.kv_heads = 8;
-  m.ffn_hidden = 2048;
-  m.seq_len = 1024;
-  m.vocab = 8000;
-  m.moe.experts = 4;
-  m.moe.top_k = 1;
-  m.moe.expert_ffn_hidden = 2048;
+  ModelSpec m = testing::small_moe_model(4, 4, 1, 2048);
   m.moe.routing.kind = RoutingKind::measured;
   m.moe.routing.measured = {{.layer = -1, .tokens = {6, 2, 0, 0}}};
   return m;

@@ -6,6 +6,7 @@
 
 #include <boost/graph/adjacency_list.hpp>
 
+#include "support/small_moe.hpp"
 #include "support/test_cluster.hpp"
 #include "workloads/cost_model.hpp"
 #include "workloads/graph_builder/iteration_builder.hpp"
@@ -46,18 +47,7 @@ TEST(MoeA2aOverlap, MergedStepsWarmUpOneMoreForward) {
 }
 
 ModelSpec small_moe() {
-  ModelSpec m = *find_model_preset("mixtral-8x7b");
-  m.layers = 4;
-  m.hidden = 1024;
-  m.heads = 8;
-  m.kv_heads = 8;
-  m.ffn_hidden = 2048;
-  m.seq_len = 1024;
-  m.vocab = 8000;
-  m.moe.experts = 4;
-  m.moe.top_k = 2;
-  m.moe.expert_ffn_hidden = 1024;
-  return m;
+  return testing::small_moe_model(4, 4, 2, 1024);
 }
 
 bool depends_on(const TaskGraph& g, TaskId after, TaskId before) {

@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 
+#include "support/small_moe.hpp"
 #include "support/test_cluster.hpp"
 #include "workloads/activation_memory.hpp"
 #include "workloads/cost_model.hpp"
@@ -127,16 +128,7 @@ TEST(MoeOps, PerOpModelTimesMoeLayersSeparatelyFromDenseOnes) {
 
 // A small MoE model for task-graph tests: 8 layers, 8 experts top-2.
 ModelSpec small_moe() {
-  ModelSpec m = preset("mixtral-8x7b");
-  m.layers = 8;
-  m.hidden = 1024;
-  m.heads = 8;
-  m.kv_heads = 8;
-  m.ffn_hidden = 2048;
-  m.moe.expert_ffn_hidden = 2048;
-  m.seq_len = 1024;
-  m.vocab = 8000;
-  return m;
+  return testing::small_moe_model(8, 8, 2, 2048);
 }
 
 struct Built {

@@ -1,0 +1,24 @@
+#pragma once
+// Mixtral's MoE shape shrunk for task-graph tests: narrow layers (hidden
+// 1024, 8 heads, 1,024-token sequences, an 8,000-word vocabulary) so a
+// graph builds in milliseconds, with the experts a test reasons about.
+#include "workloads/model_spec.hpp"
+
+namespace trainsim::testing {
+
+inline workloads::ModelSpec small_moe_model(int layers, int experts, int top_k, int expert_ffn_hidden) {
+  workloads::ModelSpec m = *workloads::find_model_preset("mixtral-8x7b");
+  m.layers = layers;
+  m.hidden = 1024;
+  m.heads = 8;
+  m.kv_heads = 8;
+  m.ffn_hidden = 2048;
+  m.seq_len = 1024;
+  m.vocab = 8000;
+  m.moe.experts = experts;
+  m.moe.top_k = top_k;
+  m.moe.expert_ffn_hidden = expert_ffn_hidden;
+  return m;
+}
+
+}  // namespace trainsim::testing
