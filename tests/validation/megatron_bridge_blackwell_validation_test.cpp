@@ -8,11 +8,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <regex>
 #include <string>
 #include <vector>
 
 #include "support/cli.hpp"
+#include "support/validate_output.hpp"
 
 namespace trainsim::testing {
 namespace {
@@ -25,13 +25,6 @@ struct BlackwellRow {
 
 // The signed error of the one row `trainsim validate` replayed (its table's
 // last column), or NaN when the output has none.
-double row_error_percent(const std::string& out) {
-  // line, set, params, gpus, tp, dp, pp, mb, measured, predicted, error.
-  const std::regex row(R"(\n\s*\d+\s+(?:fit|check)(?:\s+\S+){8}\s+([-+][0-9.]+)%)");
-  std::smatch m;
-  return std::regex_search(out, m, row) ? std::stod(m[1]) : std::nan("");
-}
-
 double replay_error_percent(const BlackwellRow& row) {
   std::vector<std::string> args = {
       "validate",
@@ -48,7 +41,7 @@ double replay_error_percent(const BlackwellRow& row) {
       "--allow-oom"};
   const auto r = run_cli(args);
   EXPECT_EQ(r.status, 0) << row.csv << ": " << r.err << r.out;
-  const double error = row_error_percent(r.out);
+  const double error = first_row_error_percent(r.out);
   EXPECT_FALSE(std::isnan(error)) << row.csv << ": no row in\n" << r.out;
   return error;
 }

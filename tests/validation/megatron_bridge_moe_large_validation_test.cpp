@@ -7,20 +7,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <regex>
 #include <string>
 
 #include "support/cli.hpp"
+#include "support/validate_output.hpp"
 
 namespace trainsim::testing {
 namespace {
-
-double validated_row_error_percent(const std::string& out) {
-  // line, set, params, gpus, tp, dp, pp, mb, measured, predicted, error.
-  const std::regex row(R"(\n\s*\d+\s+(?:fit|check)(?:\s+\S+){8}\s+([-+][0-9.]+)%)");
-  std::smatch m;
-  return std::regex_search(out, m, row) ? std::stod(m[1]) : std::nan("");
-}
 
 TEST(MegatronBridgeMoeLargeValidation, DeepSeekV3OnGb200IsHeldToItsKnownError) {
   const auto r = run_cli(
@@ -30,7 +23,7 @@ TEST(MegatronBridgeMoeLargeValidation, DeepSeekV3OnGb200IsHeldToItsKnownError) {
        std::string(TRAINSIM_SOURCE_DIR) + "/scenarios/validation/mbridge-gb200-deepseek-v3.yaml",
        "--allow-oom"});
   ASSERT_EQ(r.status, 0) << r.err << r.out;
-  EXPECT_NEAR(validated_row_error_percent(r.out), 33.8, 2.0) << r.out;
+  EXPECT_NEAR(first_row_error_percent(r.out), 33.8, 2.0) << r.out;
 }
 
 }  // namespace

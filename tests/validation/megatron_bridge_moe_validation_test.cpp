@@ -9,21 +9,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <regex>
 #include <string>
 #include <vector>
 
 #include "support/cli.hpp"
+#include "support/validate_output.hpp"
 
 namespace trainsim::testing {
 namespace {
-
-double row_error_percent(const std::string& out) {
-  // line, set, params, gpus, tp, dp, pp, mb, measured, predicted, error.
-  const std::regex row(R"(\n\s*\d+\s+(?:fit|check)(?:\s+\S+){8}\s+([-+][0-9.]+)%)");
-  std::smatch m;
-  return std::regex_search(out, m, row) ? std::stod(m[1]) : std::nan("");
-}
 
 double replay_error_percent(const std::string& csv, const std::string& scenario, bool allow_oom) {
   std::vector<std::string> args = {
@@ -33,7 +26,7 @@ double replay_error_percent(const std::string& csv, const std::string& scenario,
     args.push_back("--allow-oom");
   const auto r = run_cli(args);
   EXPECT_EQ(r.status, 0) << csv << ": " << r.err << r.out;
-  const double error = row_error_percent(r.out);
+  const double error = first_row_error_percent(r.out);
   EXPECT_FALSE(std::isnan(error)) << csv << ": no row in\n" << r.out;
   return error;
 }
