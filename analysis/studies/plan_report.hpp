@@ -36,6 +36,7 @@ struct PlanRow {
   double estimate_bubble_s = 0;
   double estimate_tp_comm_s = 0;
   double estimate_pp_comm_s = 0;
+  double estimate_ep_comm_s = 0;  // expert all-to-alls that show (MoE with ep > 1)
   double estimate_dp_exposed_s = 0;
   double estimate_compute_s = 0;
   bool selected = false;  // among the K simulated

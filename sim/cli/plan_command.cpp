@@ -85,7 +85,8 @@ nlohmann::ordered_json plan_json(const workloads::ParallelPlan& p) {
                               {"schedule", std::string(to_string(p.schedule))},
                               {"recompute", std::string(to_string(p.recompute))},
                               {"zero_stage", p.zero_stage},
-                              {"sequence_parallel", p.sequence_parallel}};
+                              {"sequence_parallel", p.sequence_parallel},
+                              {"expert_parallel", p.ep}};
   if (p.hybrid_sharded())
     j["dp_shard"] = p.dp_shard;
   if (!p.stage_layers.empty())  // an uneven split: the layers of every virtual stage
@@ -240,6 +241,7 @@ int plan_command(const PlanOptions& options) {
     row.estimate_bubble_s = c.estimate.bubble_s;
     row.estimate_tp_comm_s = c.estimate.tp_comm_s;
     row.estimate_pp_comm_s = c.estimate.pp_comm_s;
+    row.estimate_ep_comm_s = c.estimate.ep_comm_s;
     row.estimate_dp_exposed_s = c.estimate.dp_exposed_s;
     row.estimate_compute_s = c.estimate.compute_s;
     if (i < top) {

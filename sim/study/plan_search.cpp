@@ -44,7 +44,8 @@ constexpr const char* kAxisKeys[] = {"plan.tp",
                                      "plan.recompute",
                                      "plan.zero_stage",
                                      "plan.dp_shard",
-                                     "plan.sequence_parallel"};
+                                     "plan.sequence_parallel",
+                                     "plan.expert_parallel"};
 
 YAML::Node read_yaml_file(const std::string& path, const std::string& option) {
   const std::string text =
@@ -144,6 +145,8 @@ void set_axis(workloads::PlanSpaceOptions& space, const std::string& key, const 
     space.recompute = axis_choices(assignment, words, kAllRecompute);
   else if (key == "plan.sequence_parallel")
     space.sequence_parallel = axis_booleans(assignment, words);
+  else if (key == "plan.expert_parallel")
+    space.ep = axis_integers(assignment, words, 1, 1 << 20);
 }
 
 std::optional<int> integer_at(const YAML::Node& map, const char* key) {
@@ -388,6 +391,12 @@ PlanSearch prepare_plan_search(const PlanSearchRequest& request) {
   // its FSDP candidates only).
   if (base.space.dp_shards.empty())
     base.space.dp_shards = {base_plan.dp_shard};
+  if (!search.base.model.is_moe() &&
+      std::any_of(base.space.ep.begin(), base.space.ep.end(), [](int ep) { return ep > 1; }))
+    throw platforms::InputError({fmt::format(
+        "--set plan.expert_parallel: {} is a dense model (no model.moe); expected expert_parallel 1, or a "
+        "MoE model (e.g. --model mixtral-8x7b)",
+        search.base.model.name)});
   const workloads::PlanSpace space = workloads::enumerate_plans(search.base.model, base.space);
   search.pruned = space.pruned;
   search.enumerated = space.enumerated;
@@ -418,12 +427,21 @@ PlanSearch prepare_plan_search(const PlanSearchRequest& request) {
     candidate.plan.zero_stage = plan.zero_stage;
     candidate.plan.dp_shard = plan.dp_shard;
     candidate.plan.sequence_parallel = plan.sequence_parallel;
+    candidate.plan.ep = plan.ep;
     // The base plan's TP overlap, on every candidate it applies to.
     candidate.plan.tp_comm_overlap = base_plan.tp_comm_overlap && plan.sequence_parallel &&
                                      candidate.plan.framework == workloads::Framework::megatron;
     // Likewise the gradient reduction's overlap with the backward: FSDP (ZeRO 3)
     // reduce-scatters per layer anyway, and the loader refuses the key there.
-    candidate.plan.overlap_grad_reduce = base_plan.overlap_grad_reduce && plan.zero_stage < 3;
+    // Expert parallelism reduces its gradients after the backward: the
+    // loader refuses the overlap with ep > 1 too.
+    candidate.plan.overlap_grad_reduce = base_plan.overlap_grad_reduce && plan.zero_stage < 3 && plan.ep == 1;
+    // The base plan's expert all-to-all overlap, on every candidate that has
+    // expert all-to-alls and a schedule that runs it (merged F&B steps).
+    candidate.plan.moe_a2a_overlap =
+        base_plan.moe_a2a_overlap && plan.ep > 1 &&
+        (plan.schedule == ScheduleKind::one_f_one_b ||
+         plan.schedule == ScheduleKind::interleaved_one_f_one_b || plan.schedule == ScheduleKind::dualpipe_v);
     // The base plan's overlapped parameter gather, on every candidate with a
     // distributed optimizer (ZeRO-1 / ZeRO-2).
     candidate.plan.overlap_param_gather = base_plan.overlap_param_gather &&
@@ -497,6 +515,10 @@ std::string scenario_yaml(const PlanSearch& search, const PlanCandidate& candida
   else if (plan["dp_shard"])
     plan.remove("dp_shard");  // full sharding, or not FSDP
   plan["sequence_parallel"] = candidate.plan.sequence_parallel;
+  if (plan["expert_parallel"] || candidate.plan.ep > 1)
+    plan["expert_parallel"] = candidate.plan.ep;
+  if (plan["moe_a2a_overlap"] || candidate.plan.moe_a2a_overlap)
+    plan["moe_a2a_overlap"] = candidate.plan.moe_a2a_overlap;
   if (plan["tp_comm_overlap"] || candidate.plan.tp_comm_overlap)
     plan["tp_comm_overlap"] = candidate.plan.tp_comm_overlap;
   if (plan["overlap_grad_reduce"] || candidate.plan.overlap_grad_reduce)

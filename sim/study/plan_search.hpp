@@ -29,7 +29,8 @@ struct PlanSearchRequest {
   int seq_len = 0;            // 0: the model's
   // --set KEY=VALUE on the base. On a key the search varies (plan.tp,
   // plan.pp, plan.micro_batch_size, plan.schedule, plan.virtual_stages,
-  // plan.recompute, plan.zero_stage, plan.sequence_parallel) it fixes that
+  // plan.recompute, plan.zero_stage, plan.sequence_parallel,
+  // plan.expert_parallel) it fixes that
   // axis to the value instead; plan.dp is derived and may not be set.
   std::vector<std::string> overrides;
   std::string fidelity = "fast";  // cluster.collectives.fidelity of the simulations ("": the cluster's)

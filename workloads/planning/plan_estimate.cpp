@@ -5,7 +5,9 @@
 #include <set>
 #include <vector>
 
+#include "workloads/expert_parallel.hpp"
 #include "workloads/memory_model.hpp"
+#include "workloads/planning/expert_estimate.hpp"
 #include "workloads/precision.hpp"
 #include "workloads/stage_slices.hpp"
 
@@ -78,6 +80,7 @@ struct RankCosts {
   double compute_s = 0;    // kernels only (no TP communication, no FSDP stretch)
   double tp_s = 0;         // TP collectives of one micro-batch
   double fsdp_comm_s = 0;  // FSDP gathers and reduce-scatters of one micro-batch
+  double ep_s = 0;         // expert all-to-alls of one micro-batch that show
 };
 
 }  // namespace
@@ -142,6 +145,8 @@ PlanEstimate estimate_plan(const ModelSpec& model, const ParallelPlan& plan,
   for (int r = 0; r < p; ++r) {
     auto& rc = ranks[static_cast<std::size_t>(r)];
     const auto& gpu = cluster.gpu_of(plan.gpu_of(r, 0, 0, 0));
+    // One MoE layer's dispatch and combine on this stage's EP groups.
+    const double ep_pair_s = expert_exchange_estimate(model, plan, cluster, r).pass_pair_s;
     for (int dp = 0; dp < plan.dp; ++dp)
       for (int c = 0; c < plan.cp; ++c)
         dp_groups[static_cast<std::size_t>(r)].push_back(plan.gpu_of(r, dp, 0, c));
@@ -190,10 +195,26 @@ PlanEstimate estimate_plan(const ModelSpec& model, const ParallelPlan& plan,
         fsdp_b = layers * std::max(0.0, backward_gather + backward_scatter - (bi + w) / layers);
         rc.fsdp_comm_s += layers * (forward_gather + backward_gather + backward_scatter);
       }
+      // Expert all-to-alls: serial with the op's compute, as the replay
+      // gates the next op on them; with moe_a2a_overlap the merged F&B step
+      // runs the forward's under the backward's compute and the backward's
+      // under the forward's.
+      const int moe_layers = plan.ep > 1 ? moe_layers_of(model, slice) : 0;
+      double ep_f = 0, ep_b = 0;
+      if (moe_layers > 0) {
+        ep_f = ep_pair_s * ep_all_to_alls(plan, PipeOpKind::forward, moe_layers) / 2.0;
+        ep_b = ep_pair_s * ep_all_to_alls(plan, PipeOpKind::backward, moe_layers) / 2.0;
+        if (plan.moe_a2a_overlap) {
+          const double hide_f = bi + w, hide_b = f;
+          ep_f = std::max(0.0, ep_f - hide_f);
+          ep_b = std::max(0.0, ep_b - hide_b);
+        }
+      }
       rc.compute_s += f + bi + w;
       rc.tp_s += tp_f + tp_b;
-      rc.forward_s += f + tp_f + fsdp_f;
-      rc.backward_input_s += bi + tp_b + fsdp_b;
+      rc.ep_s += ep_f + ep_b;
+      rc.forward_s += f + tp_f + fsdp_f + ep_f;
+      rc.backward_input_s += bi + tp_b + fsdp_b + ep_b;
       rc.backward_weight_s += w;
     }
     rc.backward_s = rc.backward_input_s + rc.backward_weight_s;
@@ -232,6 +253,7 @@ PlanEstimate estimate_plan(const ModelSpec& model, const ParallelPlan& plan,
   const auto& worst_rank = ranks[worst];
   e.compute_s = m * worst_rank.compute_s;
   e.tp_comm_s = m * worst_rank.tp_s;
+  e.ep_comm_s = m * worst_rank.ep_s;
   e.bubble_s = std::max(0.0, pipeline_s - m * slowest);
 
   // Pipeline transfers of the fill and the drain: the first micro-batch
@@ -265,7 +287,18 @@ PlanEstimate estimate_plan(const ModelSpec& model, const ParallelPlan& plan,
     const auto& group = dp_groups[static_cast<std::size_t>(r)];
     const double params = stage_parameters_per_gpu(model, plan, r);
     const auto& gpu = cluster.gpu_of(plan.gpu_of(r, 0, 0, 0));
-    const double local = plan.zero_stage >= 1 && d > 1 ? params / plan.zero_shard_size() : params;
+    // Expert parallelism: the routed experts' parameters are replicated (and
+    // ZeRO-1 sharded) over the expert data-parallel group only, the GPUs of
+    // the DP group at positions equal modulo ep.
+    const double experts = plan.ep > 1 ? stage_expert_parameters_per_gpu(model, plan, r) : 0.0;
+    const double dense = params - experts;
+    std::vector<int> expert_group;
+    for (std::size_t k = 0; k < group.size(); k += static_cast<std::size_t>(plan.ep))
+      expert_group.push_back(group[k]);
+    const double local = plan.zero_stage >= 1 && d > 1
+                             ? dense / plan.zero_shard_size() +
+                                   experts / std::max<double>(1.0, double(plan.zero_shard_size()) / plan.ep)
+                             : params;
     optimizer = std::max(optimizer, cost.optimizer(local, gpu).duration_s);
     if (d < 2)
       continue;
@@ -277,10 +310,16 @@ PlanEstimate estimate_plan(const ModelSpec& model, const ParallelPlan& plan,
     switch (plan.zero_stage) {
       case 0:
       case 1: {
-        busy = plan.zero_stage == 0
-                   ? collective_s(cluster, CollectiveOp::all_reduce, reduce_op_bytes, group)
-                   : collective_s(cluster, CollectiveOp::reduce_scatter, reduce_op_bytes, group) +
-                         collective_s(cluster, CollectiveOp::all_gather, gather_bytes, group);
+        // The dense part over the DP group, then (ep > 1) the experts' over
+        // their expert DP group, one after the other on the DP stream.
+        const auto reduction = [&](double share, const std::vector<int>& over) {
+          return plan.zero_stage == 0
+                     ? collective_s(cluster, CollectiveOp::all_reduce, share * reduce_op_bytes, over)
+                     : collective_s(cluster, CollectiveOp::reduce_scatter, share * reduce_op_bytes, over) +
+                           collective_s(cluster, CollectiveOp::all_gather, share * gather_bytes, over);
+        };
+        busy = experts > 0 ? reduction(dense / params, group) + reduction(experts / params, expert_group)
+                           : reduction(1.0, group);
         exposed = busy;
         if (plan.overlap_grad_reduce) {
           // Buckets fire during the last backward; the parameter all-gather

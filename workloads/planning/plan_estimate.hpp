@@ -10,7 +10,10 @@
 // recomputation) and, split, Bi_r + W_r, each the sum over the rank's model
 // chunks, plus the TP collectives after each op (2 all-reduces per layer
 // forward, 2 backward, 2 more with full recomputation; sequence parallelism
-// moves the same volume). FSDP stretches each layer to the longer of its
+// moves the same volume), and for MoE models with ep > 1 the expert
+// all-to-alls of its MoE layers (workloads/planning/expert_estimate.hpp),
+// serial with the compute (moe_a2a_overlap: what the paired op's compute
+// does not hide). FSDP stretches each layer to the longer of its
 // compute and its parameter gathers / gradient reduce-scatter (prefetched on
 // the DP stream). With t_r = F_r + B_r and t = max_r t_r:
 //
@@ -23,7 +26,8 @@
 // plus the pipeline transfers of the fill and the drain (2 (p v - 1) sends),
 // the exposed data-parallel communication (ZeRO 0/1: the gradient reduction
 // after the backward; with overlap_grad_reduce what the last backward does
-// not cover; ZeRO 2: one reduce-scatter per micro-batch, exposed beyond the
+// not cover; expert parameters over their expert data-parallel group;
+// ZeRO 2: one reduce-scatter per micro-batch, exposed beyond the
 // compute it can hide behind; FSDP: inside the stretched layers) and the
 // optimizer step.
 #include "platforms/cluster_spec.hpp"
@@ -39,6 +43,7 @@ struct PlanEstimate {
   // On the slowest pipeline rank, over the iteration:
   double compute_s = 0;     // forward and backward kernels (recomputation included), m micro-batches
   double tp_comm_s = 0;     // TP collectives (serial with the compute; with tp_comm_overlap, what shows)
+  double ep_comm_s = 0;     // expert all-to-alls (serial; with moe_a2a_overlap, what shows)
   double bubble_s = 0;      // pipeline fill and drain (the schedule's formula)
   double pp_comm_s = 0;     // pipeline transfers on the critical path
   double dp_comm_s = 0;     // data-parallel / ZeRO / FSDP traffic (busy time of the DP stream)

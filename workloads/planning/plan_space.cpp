@@ -44,6 +44,8 @@ std::vector<int> shards_of(int zero, int positions, const std::vector<int>& valu
   return out;
 }
 
+std::optional<std::vector<int>> light_last_stage(int layers, int pp, int v);
+
 // The layers of each virtual stage a candidate runs: the even split (empty)
 // when pp x v divides the layers, else Megatron's split counting the
 // embedding and the loss as one layer each (--account-for-embedding-in-
@@ -63,10 +65,75 @@ std::optional<std::vector<int>> layers_of_candidate(int layers, int pp, int v) {
     if (split.problems.empty() && !split.stage_layers.empty())
       return split.stage_layers;
   }
+  return light_last_stage(layers, pp, v);
+}
+
+// Expert parallelism's values for a plan whose dense axes are set: ep
+// divides the experts and dp x cp (the EP group is carved out of the
+// data-parallel GPUs), and ep > 1 needs ZeRO 0 / 1 and, with tp > 1,
+// sequence parallelism (workloads/plan_checks.cpp, check_expert_parallel).
+std::vector<int> allowed_expert_parallel(const ModelSpec& model, const ParallelPlan& plan) {
+  std::vector<int> out{1};
+  if (!model.is_moe() || plan.zero_stage >= 2 || (plan.tp > 1 && !plan.sequence_parallel))
+    return out;
+  for (int ep : divisors(plan.data_parallel_size()))
+    if (ep > 1 && model.moe.experts % ep == 0)
+      out.push_back(ep);
+  return out;
+}
+
+// The expert dimensions of the space, applied in this order (a later
+// entry's rule may read an earlier one's value).
+struct ExpertAxis {
+  std::vector<int> PlanSpaceOptions::*given;
+  int ParallelPlan::*field;
+  std::vector<int> (*allowed)(const ModelSpec&, const ParallelPlan&);
+};
+constexpr ExpertAxis kExpertAxes[] = {
+    {&PlanSpaceOptions::ep, &ParallelPlan::ep, &allowed_expert_parallel},
+};
+
+// The last pipeline rank lighter than the others, which share the rest
+// evenly (Megatron's --decoder-last-pipeline-num-layers): DeepSeek-V3's 61
+// layers on 16 stages run 4 on each and 1 on the last, with the output
+// head and the MTP module (scenarios/moe-deepseek-v3.yaml).
+std::optional<std::vector<int>> light_last_stage(int layers, int pp, int v) {
+  if (pp < 2)
+    return std::nullopt;
+  const int others = (layers - 1) / (pp - 1);  // per rank, over its v chunks
+  const int last = layers - (pp - 1) * others;
+  if (others < 1 || last < 1 || last >= others)
+    return std::nullopt;
+  LayerSplitRequest request;
+  request.last_stage_layers = last;
+  const LayerSplit split = split_layers(request, layers, pp, v);
+  if (split.problems.empty() && !split.stage_layers.empty())
+    return split.stage_layers;
   return std::nullopt;
 }
 
 }  // namespace
+
+std::vector<ParallelPlan> expert_layouts(const ModelSpec& model, const ParallelPlan& plan,
+                                         const PlanSpaceOptions& options) {
+  std::vector<ParallelPlan> layouts{plan};
+  for (const ExpertAxis& axis : kExpertAxes) {
+    std::vector<ParallelPlan> next;
+    for (const ParallelPlan& layout : layouts) {
+      const std::vector<int> allowed = axis.allowed(model, layout);
+      const std::vector<int>& given = options.*axis.given;
+      for (int value : given.empty() ? allowed : given) {
+        if (std::find(allowed.begin(), allowed.end(), value) == allowed.end())
+          continue;
+        ParallelPlan with = layout;
+        with.*axis.field = value;
+        next.push_back(std::move(with));
+      }
+    }
+    layouts = std::move(next);
+  }
+  return layouts;
+}
 
 std::string_view to_string(PruneReason reason) {
   switch (reason) {
@@ -177,17 +244,19 @@ PlanSpace enumerate_plans(const ModelSpec& model, const PlanSpaceOptions& option
                     const auto stage_layers = layers_of_candidate(model.layers, pp, v);
                     if (stage_layers)
                       plan.stage_layers = *stage_layers;
-                    if (model.heads % tp != 0) {
-                      prune(PruneReason::tp_does_not_divide_heads);
-                    } else if (!stage_layers) {
-                      prune(PruneReason::pp_does_not_divide_layers);
-                    } else if (options.global_batch_size % (mb * dp) != 0) {
-                      prune(PruneReason::batch_does_not_divide);
-                    } else if (!schedule_problems(plan, model.layers).empty()) {
-                      prune(PruneReason::schedule_rule);
-                    } else {
-                      space.candidates.push_back(plan);
-                      ++space.enumerated;
+                    for (const ParallelPlan& layout : expert_layouts(model, plan, options)) {
+                      if (model.heads % tp != 0) {
+                        prune(PruneReason::tp_does_not_divide_heads);
+                      } else if (!stage_layers) {
+                        prune(PruneReason::pp_does_not_divide_layers);
+                      } else if (options.global_batch_size % (mb * dp) != 0) {
+                        prune(PruneReason::batch_does_not_divide);
+                      } else if (!schedule_problems(layout, model.layers).empty()) {
+                        prune(PruneReason::schedule_rule);
+                      } else {
+                        space.candidates.push_back(layout);
+                        ++space.enumerated;
+                      }
                     }
                   }
               }
@@ -202,14 +271,17 @@ PlanSpace enumerate_plans(const ModelSpec& model, const PlanSpaceOptions& option
 
 std::string plan_key(const ParallelPlan& plan) {
   return fmt::format(
-      "tp{}-pp{}-dp{}-cp{}-v{}-mb{}-{}-{}-z{}{}{}{}", plan.tp, plan.pp, plan.dp, plan.cp, plan.virtual_stages,
-      plan.micro_batch_size, to_string(plan.schedule), to_string(plan.recompute), plan.zero_stage,
+      "tp{}-pp{}-dp{}{}-cp{}-v{}-mb{}-{}-{}-z{}{}{}{}", plan.tp, plan.pp, plan.dp,
+      plan.ep > 1 ? fmt::format("-ep{}", plan.ep) : "", plan.cp, plan.virtual_stages, plan.micro_batch_size,
+      to_string(plan.schedule), to_string(plan.recompute), plan.zero_stage,
       plan.hybrid_sharded() ? fmt::format("-s{}", plan.dp_shard) : "", plan.sequence_parallel ? "-sp" : "",
       plan.stage_layers.empty() ? "" : fmt::format("-l{}", split_text(plan.stage_layers, "_")));
 }
 
 std::string plan_label(const ParallelPlan& plan) {
   std::string text = fmt::format("tp{} pp{} dp{}", plan.tp, plan.pp, plan.dp);
+  if (plan.ep > 1)
+    text += fmt::format(" ep{}", plan.ep);
   if (plan.cp > 1)
     text += fmt::format(" cp{}", plan.cp);
   text += fmt::format(" mb{} {}", plan.micro_batch_size, to_string(plan.schedule));

@@ -12,8 +12,15 @@
 //   recompute          none, selective, full
 //   ZeRO stage         0, 1, 2, 3
 //   sequence parallel  false, and true when tp > 1
+//   expert parallel    MoE models only: the divisors of dp x cp that divide
+//                      the routed experts (1 alone for ZeRO 2 / 3, and for
+//                      tp > 1 without sequence parallelism, which the loader
+//                      refuses with ep > 1)
 //
-// with dp = N / (tp x pp x cp) and cp fixed by the caller. Each plan of the
+// with dp = N / (tp x pp x cp) and cp fixed by the caller. The expert
+// dimensions are a table in plan_space.cpp (kExpertAxes): each names its
+// ParallelPlan field, its PlanSpaceOptions values and the values the
+// loader's rules allow a plan; another dimension is one more entry. Each plan of the
 // product is either a candidate or pruned for the first rule it breaks, in
 // the order of PruneReason; the memory check and the loader's other rules
 // come later (sim/study/plan_search.hpp) and add their own counts.
@@ -63,6 +70,9 @@ struct PlanSpaceOptions {
   // sharding. Candidates of other ZeRO stages never shard hybridly.
   std::vector<int> dp_shards;
   std::vector<bool> sequence_parallel;
+  // plan.expert_parallel values; empty: every value the loader allows (a
+  // dense model: 1). A value a plan cannot take is skipped for that plan.
+  std::vector<int> ep;
   // The base plan's other settings (gradient dtype, bucketing), copied into
   // every candidate.
   ParallelPlan base;
@@ -79,17 +89,23 @@ struct PlanSpace {
 PlanSpace enumerate_plans(const ModelSpec& model, const PlanSpaceOptions& options);
 
 // A plan's identity, e.g. "tp2-pp4-dp8-cp1-v1-mb2-1f1b-selective-z1-sp"
-// ("-s8" after z3 under hybrid sharding, "-l0_2..1" with an uneven split): the key ties in the ranking are
-// broken by, the name of its folder.
+// ("-ep8" after dp under expert parallelism, "-s8" after z3 under hybrid sharding, "-l0_2..1" with an uneven
+// split): the key ties in the ranking are broken by, the name of its folder.
 std::string plan_key(const ParallelPlan& plan);
-// Human text: "tp2 pp4 dp8 mb2 1f1b rc=selective zero1 sp" ("zero3 shard8"
-// under hybrid sharding; defaults left out: cp 1, v 1, recompute none, zero
-// 0, no sp).
+// Human text: "tp2 pp4 dp8 mb2 1f1b rc=selective zero1 sp" ("dp8 ep4" under
+// expert parallelism, "zero3 shard8" under hybrid sharding; defaults left out: cp 1, v 1, recompute none,
+// zero 0, no sp).
 std::string plan_label(const ParallelPlan& plan);
 // An uneven partition (a candidate whose layers pp x v does not divide runs
 // Megatron's split counting the embedding and the loss as layers) in a key
 // ("-l0_2..1") or a label ("layers 0|2..|1"): the first, second and last
 // virtual stages' layers.
+// The expert layouts of `plan` (its dense axes set) the search takes: the
+// product of the expert dimensions' values, each filtered by the loader's
+// rules. A dense model: `plan` alone.
+std::vector<ParallelPlan> expert_layouts(const ModelSpec& model, const ParallelPlan& plan,
+                                         const PlanSpaceOptions& options);
+
 std::string split_text(const std::vector<int>& stage_layers, std::string_view separator);
 
 }  // namespace trainsim::workloads
