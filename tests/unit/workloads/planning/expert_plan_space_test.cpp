@@ -1,0 +1,174 @@
+// The plan search on MoE models (workloads/planning/plan_space.hpp,
+// expert_estimate.hpp): expert parallelism is a searched dimension whose
+// values are those the loader accepts, and the estimate's expert
+// all-to-alls and expert gradient reduction equal their hand computation.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+#include "support/small_moe.hpp"
+#include "support/test_cluster.hpp"
+#include "workloads/expert_parallel.hpp"
+#include "workloads/planning/expert_estimate.hpp"
+#include "workloads/planning/plan_estimate.hpp"
+#include "workloads/planning/plan_space.hpp"
+
+namespace trainsim::workloads {
+namespace {
+
+using testing::small_moe_model;
+
+PlanSpaceOptions sixteen_gpus() {
+  PlanSpaceOptions o;
+  o.gpus = 16;
+  o.gpus_per_domain = 8;
+  o.global_batch_size = 32;
+  o.pp = {1};
+  o.micro_batch_sizes = {1};
+  o.schedules = {ScheduleKind::one_f_one_b};
+  o.recompute = {Recompute::none};
+  return o;
+}
+
+// 8 experts on 16 GPUs (pp 1): tp 1 (dp 16) takes ep 1, 2, 4, 8 (16 does
+// not divide the experts) under ZeRO 0 and 1, ep 1 alone under ZeRO 2 and
+// 3; tp 2, 4, 8 (dp 8, 4, 2) take the divisors of their dp with sequence
+// parallelism, ep 1 without. 31 plans in all, each once.
+TEST(ExpertPlanSpace, SearchesTheExpertParallelDegreesTheLoaderAccepts) {
+  const ModelSpec model = small_moe_model(2, 8, 2, 1024);
+  const PlanSpace space = enumerate_plans(model, sixteen_gpus());
+  std::map<std::tuple<int, int, bool>, std::set<int>> ep_of;  // (tp, zero, sp) -> ep values
+  std::set<std::string> keys;
+  for (const auto& plan : space.candidates) {
+    ep_of[{plan.tp, plan.zero_stage, plan.sequence_parallel}].insert(plan.ep);
+    EXPECT_TRUE(keys.insert(plan_key(plan)).second) << plan_key(plan);
+  }
+  const std::set<int> all{1, 2, 4, 8};
+  for (int zero : {0, 1}) {
+    EXPECT_EQ((ep_of[{1, zero, false}]), all);
+    EXPECT_EQ((ep_of[{2, zero, true}]), all);
+    EXPECT_EQ((ep_of[{4, zero, true}]), (std::set<int>{1, 2, 4}));
+    EXPECT_EQ((ep_of[{8, zero, true}]), (std::set<int>{1, 2}));
+    for (int tp : {2, 4, 8})
+      EXPECT_EQ((ep_of[{tp, zero, false}]), std::set<int>{1});
+  }
+  for (int zero : {2, 3})
+    EXPECT_EQ((ep_of[{1, zero, false}]), std::set<int>{1});
+  // tp 1: 4 + 4 + 1 + 1; tp 2, 4, 8 without sp 4 each, with sp (4 + 4 + 1
+  // + 1), (3 + 3 + 1 + 1), (2 + 2 + 1 + 1).
+  EXPECT_EQ(space.candidates.size(), 10u + 12u + 10u + 8u + 6u);
+  EXPECT_EQ(space.enumerated, space.candidates.size());
+  EXPECT_NE(keys.count("tp1-pp1-dp16-ep8-cp1-v1-mb1-1f1b-none-z1"), 0u);
+  EXPECT_EQ(keys.count("tp1-pp1-dp16-ep16-cp1-v1-mb1-1f1b-none-z1"), 0u);
+}
+
+// --set plan.expert_parallel=[2,3,16]: 3 and 16 divide no plan's experts;
+// a dense model searches ep 1 alone.
+TEST(ExpertPlanSpace, GivenDegreesAreKeptWhereTheyAreValidAndDenseModelsRunEpOne) {
+  PlanSpaceOptions o = sixteen_gpus();
+  o.tp = {1};
+  o.zero_stages = {1};
+  o.ep = {2, 3, 16};
+  const PlanSpace moe = enumerate_plans(small_moe_model(2, 8, 2, 1024), o);
+  ASSERT_EQ(moe.candidates.size(), 1u);
+  EXPECT_EQ(moe.candidates.front().ep, 2);
+  EXPECT_EQ(plan_label(moe.candidates.front()), "tp1 pp1 dp16 ep2 mb1 1f1b zero1");
+
+  PlanSpaceOptions dense_options = sixteen_gpus();
+  const PlanSpace dense = enumerate_plans(*find_model_preset("gpt3-125m"), dense_options);
+  for (const auto& plan : dense.candidates)
+    EXPECT_EQ(plan.ep, 1);
+}
+
+// DeepSeek-V3's 61 layers on 16 stages: no even split, nor with the
+// embedding and the loss counted (62, 63 layers); the last stage lighter
+// (Megatron's --decoder-last-pipeline-num-layers 1), as it was trained.
+TEST(ExpertPlanSpace, LayersNoSplitDividesRunALightLastStage) {
+  PlanSpaceOptions o;
+  o.gpus = 16;
+  o.gpus_per_domain = 8;
+  o.global_batch_size = 16;
+  o.tp = {1};
+  o.pp = {16};
+  o.micro_batch_sizes = {1};
+  o.schedules = {ScheduleKind::one_f_one_b};
+  o.recompute = {Recompute::none};
+  o.zero_stages = {0};
+  ModelSpec model = small_moe_model(61, 8, 2, 1024);
+  const PlanSpace space = enumerate_plans(model, o);
+  ASSERT_EQ(space.candidates.size(), 1u);
+  std::vector<int> expected(15, 4);
+  expected.push_back(1);
+  EXPECT_EQ(space.candidates.front().stage_layers, expected);
+}
+
+// ep 8 over 2 nodes of 4 GPUs (every link 100 GB/s, no latency): a pass
+// pair of the all_to_all dispatcher sends 2 S (8 - 4) / 8 = S over the NIC
+// and 2 S 3 / 8 over NVLink, S = 2 b s k h bytes; the NIC sets the time.
+TEST(ExpertEstimate, AllToAllPassPairIsTheNicBytesOverItsBandwidth) {
+  const ModelSpec model = small_moe_model(2, 8, 2, 1024);
+  auto cluster = testing::uniform_cluster(2, 4, 100e9, 0);
+  ParallelPlan plan;
+  plan.dp = 8;
+  plan.ep = 8;
+  plan.micro_batch_size = 2;
+  plan.global_batch_size = 16;
+  const double s = 2.0 * 2 * model.seq_len * model.moe.top_k * model.hidden;
+  EXPECT_DOUBLE_EQ(ep_all_to_all_bytes(model, plan), s);
+  const auto e = expert_exchange_estimate(model, plan, cluster, 0);
+  EXPECT_DOUBLE_EQ(e.remote_bytes, s);
+  EXPECT_DOUBLE_EQ(e.nvlink_bytes, 2 * s * 3 / 8);
+  EXPECT_DOUBLE_EQ(e.pass_pair_s, s / 100e9);
+  // Within one node (ep 4): NVLink alone, 2 S 3 / 4.
+  plan.ep = 4;
+  const auto inside = expert_exchange_estimate(model, plan, cluster, 0);
+  EXPECT_DOUBLE_EQ(inside.remote_bytes, 0);
+  EXPECT_DOUBLE_EQ(inside.pass_pair_s, 2 * s * 3 / 4 / 100e9);
+  // No expert parallelism, no exchange.
+  plan.ep = 1;
+  EXPECT_EQ(expert_exchange_estimate(model, plan, cluster, 0).pass_pair_s, 0);
+}
+
+// The whole estimate on fixed compute (forward 10 ms, backward 20 ms per
+// micro-batch), pp 1, m 2, 2 MoE layers: each micro-batch's forward runs 2
+// passes per layer (1 pair), its backward 2 (1 pair): 2 x 2 pairs per
+// micro-batch, 8 in the iteration, serial with the compute. With
+// moe_a2a_overlap the forward's hide under the backward's 20 ms and the
+// backward's under the forward's 10 ms.
+TEST(ExpertEstimate, ExpertAllToAllsAddTheirPassPairsToTheIteration) {
+  const ModelSpec model = small_moe_model(2, 8, 2, 1024);
+  auto cluster = testing::uniform_cluster(2, 4, 100e9, 0);
+  ParallelPlan plan;
+  plan.dp = 8;
+  plan.ep = 8;
+  plan.micro_batch_size = 1;
+  plan.global_batch_size = 16;
+  const testing::FixedCostModel cost(0.010, 0.020);
+  const double pair = expert_exchange_estimate(model, plan, cluster, 0).pass_pair_s;
+  ASSERT_GT(pair, 0);
+  const PlanEstimate with_ep = estimate_plan(model, plan, cluster, cost);
+  EXPECT_DOUBLE_EQ(with_ep.ep_comm_s, 2 * 2 * 2 * pair);
+  ParallelPlan without = plan;
+  without.ep = 1;
+  const PlanEstimate plain = estimate_plan(model, without, cluster, cost);
+  EXPECT_EQ(plain.ep_comm_s, 0);
+  // The pipeline term grows by the all-to-alls (m (F + B) with pp 1).
+  EXPECT_NEAR((with_ep.iteration_s - with_ep.dp_exposed_s - with_ep.optimizer_s) -
+                  (plain.iteration_s - plain.dp_exposed_s - plain.optimizer_s),
+              8 * pair, 1e-12);
+
+  // Overlapped: on these fast links every pass hides under the other op.
+  plan.moe_a2a_overlap = true;
+  EXPECT_EQ(estimate_plan(model, plan, cluster, cost).ep_comm_s, 0);
+  // On 1000 times slower links a forward's 2 pairs show beyond the
+  // backward's 20 ms, a backward's beyond the forward's 10 ms.
+  auto slow = testing::uniform_cluster(2, 4, 100e6, 0);
+  const double slow_pair = expert_exchange_estimate(model, plan, slow, 0).pass_pair_s;
+  ASSERT_GT(2 * slow_pair, 0.020);
+  EXPECT_NEAR(estimate_plan(model, plan, slow, cost).ep_comm_s,
+              2 * ((2 * slow_pair - 0.020) + (2 * slow_pair - 0.010)), 1e-12);
+}
+
+}  // namespace
+}  // namespace trainsim::workloads
