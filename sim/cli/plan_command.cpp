@@ -43,8 +43,9 @@ CLI::App* add_plan_command(CLI::App& app, PlanOptions& options) {
       ->check(CLI::Range(1, 1 << 30));
   cmd->add_option("--seq-len", options.seq_len, "Sequence length (default: the model's)")
       ->check(CLI::Range(1, 1 << 24));
-  cmd->add_option("-k,--top", options.top, "Plans to simulate, the best by estimate (default 8)")
-      ->check(CLI::Range(1, 100000));
+  cmd->add_option("-k,--top", options.top,
+                  "Plans to simulate, the best by estimate (default 8; 0: none, the estimate's ranking only)")
+      ->check(CLI::Range(0, 100000));
   cmd->add_option("-j,--jobs", options.jobs, "Worker processes (default: one per processor)")
       ->check(CLI::Range(1, 4096));
   cmd->add_option("-o,--out", options.out_dir,
@@ -196,7 +197,8 @@ int plan_command(const PlanOptions& options) {
       runner.jobs == 1 ? "" : "s", out_dir.string());
   std::vector<sim::PointOutcome> outcomes;
   try {
-    outcomes = sim::run_points(jobs, runner, std::cerr);
+    if (!jobs.empty())
+      outcomes = sim::run_points(jobs, runner, std::cerr);
   } catch (const sim::Interrupted& e) {
     std::cerr << platforms::interruption_message(
         e.signal(), fmt::format("{} of {} plans finished and are kept in {}; run the same command again to "
@@ -275,6 +277,24 @@ int plan_command(const PlanOptions& options) {
 
   if (options.format == "csv") {
     analysis::write_plan_table_csv(std::cout, report);
+    return status;
+  }
+  if (top == 0) {
+    // --top 0: a search too large to simulate (thousands of GPUs) still
+    // says what the estimate prefers, with its terms.
+    const double tokens = double(batch) * base.model.seq_len;
+    std::cout << fmt::format("\n{:>4}  {:<44}  {:>10}  {:>14}  {:>9}  {:>9}  {:>9}  {:>9}\n", "est#", "plan",
+                             "estimate", "tokens/s/GPU", "compute", "ep a2a", "bubble", "dp exp");
+    for (std::size_t i = 0; i < std::min<std::size_t>(10, report.rows.size()); ++i) {
+      const auto& row = report.rows[i];
+      std::cout << fmt::format(
+          "{:>4}  {:<44}  {:>9.3f}s  {:>14.0f}  {:>8.3f}s  {:>8.3f}s  {:>8.3f}s  {:>8.3f}s\n", i + 1,
+          row.label, row.estimate_s, tokens / row.estimate_s / options.gpus, row.estimate_compute_s,
+          row.estimate_ep_comm_s, row.estimate_bubble_s, row.estimate_dp_exposed_s);
+    }
+    std::cout << fmt::format("\nno plan simulated (--top 0); all {} feasible plans in {}, {}\n",
+                             report.rows.size(), (out_dir / "plans.csv").string(),
+                             (out_dir / "plans.json").string());
     return status;
   }
   std::cout << '\n';
