@@ -147,6 +147,23 @@ PlanEstimate estimate_plan(const ModelSpec& model, const ParallelPlan& plan,
     const auto& gpu = cluster.gpu_of(plan.gpu_of(r, 0, 0, 0));
     // One MoE layer's dispatch and combine on this stage's EP groups.
     const double ep_pair_s = expert_exchange_estimate(model, plan, cluster, r).pass_pair_s;
+    // moe_a2a_overlap merges the steady state's forward-backward pairs; the
+    // warm-up forwards and cool-down backwards have no partner (1F1B: p - r
+    // of each, one more than without the overlap; interleaved: Megatron's
+    // (v - 1) p + 2 (p - r - 1) + 1, plus one; DualPipe-V: its 2 (p - r) - 1
+    // unpaired chunks of 2m).
+    double merged_share = 0;
+    if (plan.moe_a2a_overlap) {
+      double warm = p - r, ops = m;
+      if (plan.schedule == ScheduleKind::interleaved_one_f_one_b) {
+        warm = (v - 1) * p + 2 * (p - r - 1) + 2;
+        ops = double(m) * v;
+      } else if (plan.schedule == ScheduleKind::dualpipe_v) {
+        warm = 2 * (p - r) - 1;
+        ops = 2.0 * m;
+      }
+      merged_share = std::max(0.0, 1 - std::min(1.0, warm / ops));
+    }
     for (int dp = 0; dp < plan.dp; ++dp)
       for (int c = 0; c < plan.cp; ++c)
         dp_groups[static_cast<std::size_t>(r)].push_back(plan.gpu_of(r, dp, 0, c));
@@ -206,8 +223,8 @@ PlanEstimate estimate_plan(const ModelSpec& model, const ParallelPlan& plan,
         ep_b = ep_pair_s * ep_all_to_alls(plan, PipeOpKind::backward, moe_layers) / 2.0;
         if (plan.moe_a2a_overlap) {
           const double hide_f = bi + w, hide_b = f;
-          ep_f = std::max(0.0, ep_f - hide_f);
-          ep_b = std::max(0.0, ep_b - hide_b);
+          ep_f = merged_share * std::max(0.0, ep_f - hide_f) + (1 - merged_share) * ep_f;
+          ep_b = merged_share * std::max(0.0, ep_b - hide_b) + (1 - merged_share) * ep_b;
         }
       }
       rc.compute_s += f + bi + w;
