@@ -215,12 +215,14 @@ std::vector<std::string> explain_winner(const PlanReport& report) {
 }
 
 void write_plans_csv(std::ostream& out, const PlanReport& report) {
+  const bool moe = report.expert_columns;
   out << "estimate_rank,key,plan,tp,pp,dp,cp,virtual_stages,micro_batch_size,schedule,recompute,zero_stage,"
-         "sequence_parallel,expert_parallel,estimate_s,estimate_compute_s,estimate_tp_comm_s,estimate_ep_"
-         "comm_s,"
-         "estimate_bubble_s,"
-         "estimate_pp_comm_s,estimate_dp_exposed_s,status,rank,iteration_time_s,tokens_per_s,mfu,"
-         "peak_memory_bytes,bubble_fraction,exposed_comm_fraction,compute_fraction\n";
+      << (moe ? "sequence_parallel,expert_parallel,estimate_s,estimate_compute_s,estimate_tp_comm_s,"
+                "estimate_ep_comm_s,"
+              : "sequence_parallel,estimate_s,estimate_compute_s,estimate_tp_comm_s,")
+      << "estimate_bubble_s,estimate_pp_comm_s,estimate_dp_exposed_s,status,rank,iteration_time_s,tokens_per_"
+         "s,"
+         "mfu,peak_memory_bytes,bubble_fraction,exposed_comm_fraction,compute_fraction\n";
   const auto ranking = simulated_ranking(report);
   for (const auto& row : report.rows) {
     const auto& p = row.plan;
@@ -229,13 +231,18 @@ void write_plans_csv(std::ostream& out, const PlanReport& report) {
         return std::string();
       return p[key].is_string() ? p[key].get<std::string>() : p[key].dump();
     };
-    out << fmt::format(
-        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}", row.estimate_rank, row.key,
-        csv_field(row.label), cellv("tp"), cellv("pp"), cellv("dp"), cellv("context_parallel"),
-        cellv("virtual_stages"), cellv("micro_batch_size"), cellv("schedule"), cellv("recompute"),
-        cellv("zero_stage"), cellv("sequence_parallel"), cellv("expert_parallel"), number(row.estimate_s),
-        number(row.estimate_compute_s), number(row.estimate_tp_comm_s), number(row.estimate_ep_comm_s),
-        number(row.estimate_bubble_s), number(row.estimate_pp_comm_s), number(row.estimate_dp_exposed_s));
+    out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},", row.estimate_rank, row.key,
+                       csv_field(row.label), cellv("tp"), cellv("pp"), cellv("dp"), cellv("context_parallel"),
+                       cellv("virtual_stages"), cellv("micro_batch_size"), cellv("schedule"),
+                       cellv("recompute"), cellv("zero_stage"), cellv("sequence_parallel"));
+    if (moe)
+      out << cellv("expert_parallel") << ',';
+    out << fmt::format("{},{},{},", number(row.estimate_s), number(row.estimate_compute_s),
+                       number(row.estimate_tp_comm_s));
+    if (moe)
+      out << number(row.estimate_ep_comm_s) << ',';
+    out << fmt::format("{},{},{}", number(row.estimate_bubble_s), number(row.estimate_pp_comm_s),
+                       number(row.estimate_dp_exposed_s));
     if (row.simulated) {
       const auto it = std::find(ranking.begin(), ranking.end(), &row);
       const auto& s = *row.simulated;
@@ -271,10 +278,11 @@ void write_plans_json(std::ostream& out, const PlanReport& report) {
     r["key"] = row.key;
     r["plan"] = row.plan;
     r["estimate_rank"] = row.estimate_rank;
-    r["estimate"] = {{"iteration_time_s", row.estimate_s},       {"compute_s", row.estimate_compute_s},
-                     {"tp_comm_s", row.estimate_tp_comm_s},      {"bubble_s", row.estimate_bubble_s},
-                     {"ep_comm_s", row.estimate_ep_comm_s},      {"pp_comm_s", row.estimate_pp_comm_s},
-                     {"dp_exposed_s", row.estimate_dp_exposed_s}};
+    r["estimate"] = {{"iteration_time_s", row.estimate_s},  {"compute_s", row.estimate_compute_s},
+                     {"tp_comm_s", row.estimate_tp_comm_s}, {"bubble_s", row.estimate_bubble_s},
+                     {"pp_comm_s", row.estimate_pp_comm_s}, {"dp_exposed_s", row.estimate_dp_exposed_s}};
+    if (report.expert_columns)
+      r["estimate"]["ep_comm_s"] = row.estimate_ep_comm_s;
     if (row.simulated) {
       const auto& s = *row.simulated;
       r["status"] = "simulated";

@@ -52,6 +52,10 @@ struct PlanReport {
   std::vector<std::pair<std::string, std::string>> pruned_descriptions;  // reason word -> text
   std::vector<PlanRow> rows;                                             // every feasible plan, by estimate
   std::vector<nlohmann::ordered_json> memory_pruned;                     // {key, plan, reason}
+  // A MoE model's search: plans.csv has the expert_parallel and
+  // estimate_ep_comm_s columns, plans.json the estimate's ep_comm_s (a
+  // dense model's files keep their columns).
+  bool expert_columns = false;
 };
 
 // The selected rows that simulated, fastest first (ties by key), then the

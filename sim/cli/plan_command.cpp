@@ -75,7 +75,9 @@ CLI::App* add_plan_command(CLI::App& app, PlanOptions& options) {
 
 namespace {
 
-nlohmann::ordered_json plan_json(const workloads::ParallelPlan& p) {
+// A MoE model's plans say their expert parallelism; a dense model's keep
+// their keys.
+nlohmann::ordered_json plan_json(const workloads::ParallelPlan& p, bool moe) {
   nlohmann::ordered_json j = {{"tp", p.tp},
                               {"pp", p.pp},
                               {"dp", p.dp},
@@ -86,8 +88,9 @@ nlohmann::ordered_json plan_json(const workloads::ParallelPlan& p) {
                               {"schedule", std::string(to_string(p.schedule))},
                               {"recompute", std::string(to_string(p.recompute))},
                               {"zero_stage", p.zero_stage},
-                              {"sequence_parallel", p.sequence_parallel},
-                              {"expert_parallel", p.ep}};
+                              {"sequence_parallel", p.sequence_parallel}};
+  if (moe)
+    j["expert_parallel"] = p.ep;
   if (p.hybrid_sharded())
     j["dp_shard"] = p.dp_shard;
   if (!p.stage_layers.empty())  // an uneven split: the layers of every virtual stage
@@ -228,6 +231,7 @@ int plan_command(const PlanOptions& options) {
                    {"top", top},
                    {"fidelity", search.fidelity.empty() ? std::string("cluster") : search.fidelity}};
   report.enumerated = search.enumerated;
+  report.expert_columns = base.model.is_moe();
   for (std::size_t r = 0; r < workloads::kPruneReasonCount; ++r)
     report.pruned.emplace_back(std::string(to_string(static_cast<workloads::PruneReason>(r))),
                                search.pruned[r]);
@@ -237,7 +241,7 @@ int plan_command(const PlanOptions& options) {
     analysis::PlanRow row;
     row.key = c.key;
     row.label = c.label;
-    row.plan = plan_json(c.plan);
+    row.plan = plan_json(c.plan, base.model.is_moe());
     row.estimate_rank = static_cast<int>(i + 1);
     row.estimate_s = c.estimate.iteration_s;
     row.estimate_bubble_s = c.estimate.bubble_s;
