@@ -194,10 +194,13 @@ int plan_command(const PlanOptions& options) {
   if (options.no_fold)
     runner.run_arguments.emplace_back("--no-fold");
   runner.progress = options.quiet ? sim::ProgressStyle::none : sim::default_progress_style();
-  info << fmt::format(
-      "# simulating the best {} by estimate (collectives fidelity {}), {} worker{}; outputs in {}\n", top,
-      search.fidelity.empty() ? std::string("as the cluster says") : search.fidelity, runner.jobs,
-      runner.jobs == 1 ? "" : "s", out_dir.string());
+  if (top == 0)
+    info << fmt::format("# no plan simulated (--top 0); outputs in {}\n", out_dir.string());
+  else
+    info << fmt::format(
+        "# simulating the best {} by estimate (collectives fidelity {}), {} worker{}; outputs in {}\n", top,
+        search.fidelity.empty() ? std::string("as the cluster says") : search.fidelity, runner.jobs,
+        runner.jobs == 1 ? "" : "s", out_dir.string());
   std::vector<sim::PointOutcome> outcomes;
   try {
     if (!jobs.empty())

@@ -71,6 +71,14 @@ TEST(PlanMoeCli, SearchesTheValidExpertParallelDegreesAndTheBestPlanSimulates) {
   EXPECT_EQ(plans["pruned"]["invalid_plan"].get<int>(), 0) << plans["pruned"].dump();
   EXPECT_EQ(plans["feasible"].get<int>(), 2 * (4 + 4 + 1));
 
+  // The estimate ranks the MoE plans close to their simulation (one node:
+  // the all-to-alls on NVLink).
+  for (const auto& row : plans["plans"])
+    if (row["status"] == "simulated") {
+      const double estimate = row["estimate"]["iteration_time_s"];
+      const double simulated = row["simulated"]["iteration_time_s"];
+      EXPECT_NEAR(estimate, simulated, 0.10 * simulated) << row.dump();
+    }
   // The best plan simulated, and its scenario runs alone.
   ASSERT_EQ(plans["ranking"].size(), 1u);
   const std::string winner = plans["ranking"][0];
@@ -102,6 +110,22 @@ TEST(PlanMoeCli, BaseMoeOptionsReachTheExpertParallelPlans) {
   const std::string ep1 =
       read_file(dir / "search" / "points" / "tp1-pp1-dp16-cp1-v1-mb1-1f1b-none-z1" / "scenario.yaml");
   EXPECT_NE(ep1.find("moe_a2a_overlap: false"), std::string::npos) << ep1;
+}
+
+// --top 0: the estimate's ranking alone, every plan "estimated", nothing
+// simulated, the best by estimate printed with its expert all-to-all term.
+TEST(PlanMoeCli, TopZeroRanksByEstimateWithoutSimulating) {
+  const auto dir = fresh_dir("plan-moe-top0");
+  const auto r = run_cli(small_moe_search(dir / "search", {"--set", "plan.tp=1", "--top", "0"}));
+  ASSERT_EQ(r.status, 0) << r.err << r.out;
+  EXPECT_NE(r.out.find("no plan simulated (--top 0)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("ep a2a"), std::string::npos) << r.out;
+  const auto plans = nlohmann::json::parse(read_file(dir / "search" / "plans.json"));
+  EXPECT_EQ(plans["feasible"].get<int>(), 4 + 4);
+  EXPECT_TRUE(plans["ranking"].empty());
+  for (const auto& row : plans["plans"])
+    EXPECT_EQ(row["status"], "estimated") << row.dump();
+  EXPECT_FALSE(fs::exists(dir / "search" / "points" / plans["plans"][0]["key"].get<std::string>()));
 }
 
 TEST(PlanMoeCli, ADenseModelRefusesAnExpertParallelAxis) {
