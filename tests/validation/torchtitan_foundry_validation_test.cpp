@@ -12,6 +12,14 @@
 // of at most 256; the slow tests (llm_foundry_large_validation_test.cpp) the rest.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
 #include "support/replay_fixture.hpp"
 
 namespace trainsim::testing {
@@ -39,6 +47,62 @@ TEST(TorchtitanH100Validation, EightAndSeventyBRowsStayAtTheirPinnedMape) {
         PinnedFile{"tests/fixtures/torchtitan_h100/fsdp_tp_8b_float8.csv", 1, 32.47},
         PinnedFile{"tests/fixtures/torchtitan_h100/fsdp_tp_8b_float8_async.csv", 1, 38.11}})
     expect_pinned(file, 1 << 20);
+}
+
+// The derived column against the published figure in the comment above each
+// row: step time = global batch x sequence / (tokens/s per GPU x GPUs), to
+// the 0.1 ms the column is rounded to. `total` says the comment's figure is
+// the whole job's tokens/s (llm-foundry's Throughput (T/s)), not per GPU.
+int check_step_times_against_comments(const std::string& folder, bool total) {
+  const std::regex figure(total ? R"(([0-9][0-9,.]*) tokens/s on)"
+                                : R"(([0-9][0-9,.]*) (?:TPS/GPU|tokens/s))");
+  int checked = 0;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::string(TRAINSIM_SOURCE_DIR) + "/" + folder)) {
+    if (entry.path().extension() != ".csv")
+      continue;
+    std::ifstream in(entry.path());
+    std::string line, comment;
+    bool header_seen = false;
+    while (std::getline(in, line)) {
+      if (line.empty())
+        continue;
+      if (line[0] == '#') {
+        comment = line;
+        continue;
+      }
+      if (!header_seen) {
+        header_seen = true;
+        continue;
+      }
+      std::vector<double> cells;
+      std::stringstream row(line);
+      for (std::string cell; std::getline(row, cell, ',');)
+        cells.push_back(cell == "check" ? 0 : std::stod(cell));
+      std::smatch m;
+      if (!std::regex_search(comment, m, figure)) {
+        ADD_FAILURE() << entry.path() << ": no published figure in " << comment;
+        continue;
+      }
+      std::string digits = m[1];
+      digits.erase(std::remove(digits.begin(), digits.end(), ','), digits.end());
+      const double published = std::stod(digits);
+      const double gpus = cells[1], global_batch = cells[2], seq = cells[7];
+      const double step_ms = cells[cells.size() - (total ? 3 : 2)];
+      const double tokens_per_s = total ? published : published * gpus;
+      EXPECT_NEAR(step_ms, global_batch * seq / tokens_per_s * 1000, 0.051) << entry.path() << ": " << line;
+      ++checked;
+    }
+  }
+  return checked;
+}
+
+TEST(LlmFoundryH100Validation, EveryRowsStepTimeIsItsPublishedThroughput) {
+  EXPECT_EQ(check_step_times_against_comments("tests/fixtures/llm_foundry_h100", true), 68);
+}
+
+TEST(TorchtitanH100Validation, EveryRowsStepTimeIsItsPublishedThroughput) {
+  EXPECT_EQ(check_step_times_against_comments("tests/fixtures/torchtitan_h100", false), 22);
 }
 
 }  // namespace
