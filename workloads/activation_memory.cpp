@@ -87,13 +87,17 @@ Shape shape_of(const ModelSpec& model, const ParallelPlan& plan, bool moe_layer 
   if (att.general)
     x.split = att.split + (model.swiglu ? 6 : 4) * f - fp8_saving * (att.output + f);
   x.unsplit += att.unsplit;
+  // The routed copies a GPU keeps: all its TP group's tokens' (expert_tp =
+  // tp), or with expert_tp below tp (parallel folding) expert_tp / tp of
+  // them (each GPU dispatches its own sequence-parallel share).
+  const double routed_share = plan.expert_tp_folded() ? double(plan.expert_tp()) / plan.tp : 1.0;
   if (moe_layer && model.hidden > 0 && att.general) {
     const auto& m = model.moe;
     const double copies = m.top_k * m.capacity_factor;
     const double fe = static_cast<double>(m.expert_ffn_hidden) / model.hidden;
     x.split = att.split - fp8_saving * att.output +
               ((model.swiglu ? 6 : 4) - fp8_saving) * fe * (copies + m.shared_experts);
-    x.unsplit += (4 - fp8_saving) * copies;
+    x.unsplit += (4 - fp8_saving) * copies * routed_share;
   } else if (moe_layer && model.hidden > 0) {
     // A MoE layer's MLP intermediates are those of its top_k (x capacity)
     // routed copies of every token plus its shared experts, at
@@ -105,7 +109,7 @@ Shape shape_of(const ModelSpec& model, const ParallelPlan& plan, bool moe_layer 
     const double fe = static_cast<double>(m.expert_ffn_hidden) / model.hidden;
     x.split =
         4 + 4 * kv - fp8_saving + ((model.swiglu ? 6 : 4) - fp8_saving) * fe * (copies + m.shared_experts);
-    x.unsplit += (4 - fp8_saving) * copies;  // the permuted inputs feed the experts' GEMMs
+    x.unsplit += (4 - fp8_saving) * copies * routed_share;  // the permuted inputs feed the experts' GEMMs
   }
   return x;
 }

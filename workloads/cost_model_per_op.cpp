@@ -105,7 +105,7 @@ PerOpCostModel::PerOpCostModel(ModelSpec model, ParallelPlan plan, Options optio
     : model_(std::move(model)),
       plan_(plan),
       setup_(layer_setup(model_, plan_.micro_batch_size, plan_.tp, options.sequence_parallel, plan_.ep,
-                         plan_.pytorch(), plan_.moe_dispatcher)),
+                         plan_.pytorch(), plan_.moe_dispatcher, plan_.expert_tp())),
       flops_(model_, plan_),
       layer_ops_(with_precision(layer_ops(model_, setup_), plan_)),
       moe_layer_ops_(model_.is_moe() ? with_precision(moe_layer_ops(model_, setup_), plan_)

@@ -19,7 +19,7 @@
 namespace trainsim::workloads {
 
 // Parameters of layer `layer` on one GPU: dense ones / tp, routed experts
-// / (tp x ep).
+// / (expert_tp x ep).
 double layer_parameters_per_gpu(const ModelSpec& model, const ParallelPlan& plan, int layer);
 // Of those, the routed experts' (expert data-parallel, sharded by ep).
 double layer_expert_parameters_per_gpu(const ModelSpec& model, const ParallelPlan& plan, int layer);
@@ -34,5 +34,17 @@ double ep_all_to_all_bytes(const ModelSpec& model, const ParallelPlan& plan);
 // gradient 2 per layer (4 with full recomputation, which redoes the
 // forward's), weight gradient none.
 int ep_all_to_alls(const ParallelPlan& plan, PipeOpKind kind, int moe_layers);
+
+// The EP groups of pipeline rank `pp_rank` (GPU ids, EP rank order):
+// expert-TP rank major, expert data-parallel index minor (with expert_tp =
+// tp: TP rank, then blocks of ep consecutive dp x cp positions).
+std::vector<std::vector<int>> expert_parallel_groups(const ParallelPlan& plan, int pp_rank);
+// The expert data-parallel groups of pipeline rank `pp_rank`: the GPUs
+// holding the same experts (same expert-TP and EP rank).
+std::vector<std::vector<int>> expert_data_parallel_groups(const ParallelPlan& plan, int pp_rank);
+// A GPU's rank in its EP group (which E / ep experts it holds).
+int expert_parallel_rank_of(const ParallelPlan& plan, int gpu);
+// A GPU's rank in its expert tensor-parallel group.
+int expert_tensor_parallel_rank_of(const ParallelPlan& plan, int gpu);
 
 }  // namespace trainsim::workloads

@@ -107,6 +107,13 @@ struct ParallelPlan {
   // and an EP group is ep consecutive ranks of that dimension (expert_group
   // below). It adds no GPUs: dp x tp x pp x cp = GPUs still.
   int ep = 1;
+  // Expert tensor parallelism (Megatron's --expert-tensor-parallel-size):
+  // 0 follows tp (the layout above). 1 with tp > 1 is Megatron's MoE
+  // parallel folding: the experts' GEMMs are not split, and the EP groups
+  // are carved out of all tp x cp x dp GPUs of a stage (expert_tp() x ep
+  // consecutive ranks), not only of those of one TP rank
+  // (workloads/expert_parallel.hpp, expert_parallel_groups).
+  int etp = 0;
   int micro_batch_size = 1;
   int global_batch_size = 1;
   ScheduleKind schedule = ScheduleKind::one_f_one_b;
@@ -213,9 +220,13 @@ struct ParallelPlan {
   int zero_shard_size() const { return dp_shard > 0 ? dp_shard : data_parallel_size(); }
   // Hybrid sharding: shard groups replicated across more than one group.
   bool hybrid_sharded() const { return zero_stage >= 3 && zero_shard_size() < data_parallel_size(); }
+  // The experts' tensor-parallel size, and whether it differs from tp.
+  int expert_tp() const { return etp > 0 ? etp : tp; }
+  bool expert_tp_folded() const { return expert_tp() != tp; }
   // GPUs holding replicas of the same experts (Megatron's expert data
-  // parallelism): dp x cp / ep.
-  int expert_data_parallel_size() const { return dp * cp / ep; }
+  // parallelism): tp x cp x dp / (expert_tp x ep), i.e. dp x cp / ep when
+  // expert_tp = tp.
+  int expert_data_parallel_size() const { return tp * dp * cp / (expert_tp() * ep); }
   double grad_bucket_size_bytes() const {
     return grad_bucket_bytes > 0 ? grad_bucket_bytes : kDefaultGradBucketElements * grad_bytes;
   }

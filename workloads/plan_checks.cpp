@@ -121,7 +121,10 @@ void check_expert_parallel(const ModelSpec& model, const ParallelPlan& plan, Pro
     problems.add(key, fmt::format("{} does not divide model.moe.experts = {}; expected a divisor of {}",
                                   plan.ep, model.moe.experts, model.moe.experts));
   const int positions = plan.data_parallel_size();
-  if (positions % plan.ep != 0)
+  if (plan.expert_tp_folded()) {
+    // Folding: checked with expert_tensor_parallel (the EP group is carved
+    // out of the whole stage).
+  } else if (positions % plan.ep != 0)
     problems.add(key,
                  fmt::format("{} does not divide dp x cp = {} x {} = {}: the EP group is formed within the "
                              "data-parallel (and context-parallel) GPUs, as in Megatron-core; expected a "
@@ -151,6 +154,57 @@ void check_expert_parallel(const ModelSpec& model, const ParallelPlan& plan, Pro
                              "groups) after the backward; expected overlap_grad_reduce: false, or "
                              "expert_parallel: 1",
                              plan.ep));
+}
+
+// plan.expert_tensor_parallel: Megatron's --expert-tensor-parallel-size.
+// trainsim builds the two layouts Megatron-Bridge's MoE recipes use: tp
+// (the default) and 1 (parallel folding); an expert-TP group between the
+// two would need its own all-gather / reduce-scatter around the experts,
+// which the task graph does not have.
+void check_expert_tensor_parallel(const ModelSpec& model, const ParallelPlan& plan, Problems& problems) {
+  if (plan.etp <= 0)
+    return;
+  const std::string key = "expert_tensor_parallel";
+  if (!model.is_moe()) {
+    problems.add(key,
+                 fmt::format("{} with a dense model ({}): expert tensor parallelism splits the experts of "
+                             "MoE layers; expected the key left out, or a model with model.moe",
+                             plan.etp, model.name));
+    return;
+  }
+  if (plan.etp != 1 && plan.etp != plan.tp) {
+    problems.add(key,
+                 fmt::format("{} with tp = {}: trainsim models expert tensor parallelism equal to tp or 1 "
+                             "(Megatron's MoE parallel folding); expected 1 or {}",
+                             plan.etp, plan.tp, plan.tp));
+    return;
+  }
+  if (!plan.expert_tp_folded())
+    return;
+  const int stage = plan.tp * plan.cp * plan.dp;
+  if (stage % (plan.ep * plan.etp) != 0)
+    problems.add(
+        key, fmt::format("{} with expert_parallel {}: expert_parallel x expert_tensor_parallel = {} does not "
+                         "divide tp x cp x dp = {} x {} x {} = {}, the GPUs of a pipeline stage the EP "
+                         "groups are carved out of (Megatron-core's expert rank generator); expected "
+                         "expert_parallel a divisor of {}",
+                         plan.etp, plan.ep, plan.ep * plan.etp, plan.tp, plan.cp, plan.dp, stage,
+                         stage / plan.etp));
+  if (!plan.sequence_parallel)
+    problems.add(key,
+                 fmt::format("{} with tp = {} needs sequence_parallel: true (each GPU dispatches its own "
+                             "sequence-parallel share of the tokens to the experts); expected "
+                             "sequence_parallel: true",
+                             plan.etp, plan.tp));
+  if (plan.ep <= 1 && (plan.zero_stage >= 2 || plan.overlap_grad_reduce))  // ep > 1: said above
+    problems.add(key,
+                 fmt::format("{} with {}: trainsim reduces MoE gradients (dense and expert groups) after "
+                             "the backward, with ZeRO stage 0 or 1; expected zero_stage 0 or 1 without "
+                             "overlap_grad_reduce, or expert_tensor_parallel: {}",
+                             plan.etp,
+                             plan.zero_stage >= 2 ? fmt::format("zero_stage {}", plan.zero_stage)
+                                                  : std::string("overlap_grad_reduce"),
+                             plan.tp));
 }
 
 // plan.moe_dispatcher: DeepEP's dispatch needs a MoE model and is dropless
@@ -216,6 +270,7 @@ void check_parallelism_options(const ModelSpec& model, const ParallelPlan& plan,
                              "combinations\"); expected context_parallel: 1, or mtp_depth: 0",
                              plan.cp, model.mtp_depth));
   check_expert_parallel(model, plan, problems);
+  check_expert_tensor_parallel(model, plan, problems);
   check_moe_dispatcher(model, plan, problems);
   if (plan.pytorch() && plan.zero_stage != 3)
     problems.add("framework", fmt::format("{} shards with FSDP, but zero_stage is {}; expected zero_stage: 3 "

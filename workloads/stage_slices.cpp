@@ -79,7 +79,7 @@ double mtp_expert_parameters_per_gpu(const ModelSpec& model, const ParallelPlan&
                                      const StageSlice& slice) {
   if (!slice.logits || model.mtp_depth <= 0)
     return 0;
-  return model.mtp_expert_parameters() / (double(plan.tp) * plan.ep);
+  return model.mtp_expert_parameters() / (double(plan.expert_tp()) * plan.ep);
 }
 
 double mtp_parameters_per_gpu(const ModelSpec& model, const ParallelPlan& plan, const StageSlice& slice) {

@@ -157,20 +157,30 @@ void attention_core(OpList& ops, const Dims& d, const LayerSetup& setup, OpPass 
 // experts as one dense MLP of shared x expert_ffn. The all-to-alls
 // themselves are communication tasks (iteration builder). Returns, for the
 // weight-gradient pass, the local MLP weights whose gradients accumulate.
+//
+// Expert tensor parallelism te below t (Megatron's parallel folding): the
+// MoE layer's input stays sequence-parallel, so the router, permute and
+// dispatch see the GPU's own T / t tokens, and after the all-to-all (and
+// the expert-TP all-gather when te > 1, token_dispatcher.py) each local
+// expert runs on T x te / t x top_k x capacity x ep / E rows at
+// expert_ffn / te. The shared experts stay on the dense TP group: all T
+// tokens at shared x expert_ffn / t.
 double moe_mlp(OpList& ops, const ModelSpec& model, const LayerSetup& setup, const Dims& d, OpPass pass) {
   const auto& moe = model.moe;
   const bool gated = model.swiglu;
   const double t = setup.tp;
+  const double te = setup.expert_tp > 0 ? setup.expert_tp : setup.tp;
+  const double tokens = te == t ? d.tokens : d.tokens * te / t;  // what the router and experts see
   const double experts = moe.experts;
   const double local_experts = experts / setup.ep;
-  const double routed = d.tokens * moe.top_k * moe.capacity_factor;  // token copies through the experts
+  const double routed = tokens * moe.top_k * moe.capacity_factor;  // token copies through the experts
   // Rows of each local expert's GEMM: the balanced share, times the GPU's
   // load factor under imbalanced routing (the mean over its experts: one
   // grouped GEMM over all of them).
   const double per_expert = routed * setup.ep / experts * setup.expert_load;
-  const double f = moe.expert_ffn_hidden / t;
+  const double f = moe.expert_ffn_hidden / te;
   const double up = gated ? 2 * f : f;
-  const double shared_f = moe.shared_experts * f;
+  const double shared_f = moe.shared_experts * (moe.expert_ffn_hidden / t);
   const double shared_up = gated ? 2 * shared_f : shared_f;
   // Token copies on this GPU: what the local experts process.
   const double local_rows = per_expert * local_experts;
@@ -188,9 +198,9 @@ double moe_mlp(OpList& ops, const ModelSpec& model, const LayerSetup& setup, con
   };
   switch (pass) {
     case OpPass::forward:
-      ops.matmul("router", pass, d.tokens, experts, d.h);
+      ops.matmul("router", pass, tokens, experts, d.h);
       // fp32 logits: cast, softmax, top-k selection and the routing map.
-      ops.elementwise("router_topk", pass, d.tokens * experts, 2 + 4 + 4 + 4, 3);
+      ops.elementwise("router_topk", pass, tokens * experts, 2 + 4 + 4 + 4, 3);
       ops.elementwise("permute", pass, local_rows * d.h, 2 + 2);
       sort(pass, SortSide::after_dispatch);
       ops.batched_matmul("experts_up", pass, local_experts, per_expert, up, d.h, false);
@@ -217,8 +227,8 @@ double moe_mlp(OpList& ops, const ModelSpec& model, const LayerSetup& setup, con
       ops.batched_matmul("experts_up.dgrad", pass, local_experts, per_expert, d.h, up, false);
       sort(pass, SortSide::after_dispatch);
       ops.elementwise("permute.bwd", pass, local_rows * d.h, 2 + 2 + 2);
-      ops.elementwise("router_topk.bwd", pass, d.tokens * experts, 4 + 4 + 4 + 2, 2);
-      ops.matmul("router.dgrad", pass, d.tokens, d.h, experts);
+      ops.elementwise("router_topk.bwd", pass, tokens * experts, 4 + 4 + 4 + 2, 2);
+      ops.matmul("router.dgrad", pass, tokens, d.h, experts);
       return 0;
     case OpPass::backward_weight:
       ops.batched_matmul("experts_down.wgrad", pass, local_experts, f, d.h, per_expert, false);
@@ -227,7 +237,7 @@ double moe_mlp(OpList& ops, const ModelSpec& model, const LayerSetup& setup, con
         ops.matmul("shared_down.wgrad", pass, shared_f, d.h, d.tokens);
         ops.matmul("shared_up.wgrad", pass, d.h, shared_up, d.tokens);
       }
-      ops.matmul("router.wgrad", pass, d.h, experts, d.tokens);
+      ops.matmul("router.wgrad", pass, d.h, experts, tokens);
       return d.h * experts + local_experts * (d.h * up + f * d.h) + d.h * shared_up + shared_f * d.h;
   }
   return 0;
@@ -397,13 +407,14 @@ double mla_attention(OpList& ops, const Dims& d, const LayerSetup& setup, const 
 }  // namespace
 
 LayerSetup layer_setup(const ModelSpec& model, double micro_batch, int tp, bool sequence_parallel, int ep,
-                       bool eager_pytorch, MoeDispatcher moe_dispatcher) {
+                       bool eager_pytorch, MoeDispatcher moe_dispatcher, int expert_tp) {
   return {.micro_batch = micro_batch,
           .tp = tp,
           .sequence_parallel = sequence_parallel,
           .flash_attention = model.flash_attention,
           .dropout = !model.swiglu,
           .ep = ep,
+          .expert_tp = expert_tp,
           .moe_dispatcher = moe_dispatcher,
           .eager_pytorch = eager_pytorch};
 }

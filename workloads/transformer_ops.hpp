@@ -72,6 +72,10 @@ struct LayerSetup {
   bool dropout = true;
   // Expert parallelism: a MoE layer's experts spread over ep GPUs.
   int ep = 1;
+  // Expert tensor parallelism (plan.expert_tensor_parallel): 0 follows tp.
+  // Below tp each GPU routes its own sequence-parallel tokens and runs its
+  // experts on expert_tp / tp of the tokens at expert_ffn / expert_tp.
+  int expert_tp = 0;
   // Routing imbalance: the GPU's local experts receive this many times the
   // balanced share of token copies (workloads/expert_routing.hpp; 1:
   // balanced, and always under a capacity factor).
@@ -91,7 +95,7 @@ struct LayerSetup {
 // The setup the model and plan imply (dropout: GPT-style layers only).
 LayerSetup layer_setup(const ModelSpec& model, double micro_batch, int tp, bool sequence_parallel = false,
                        int ep = 1, bool eager_pytorch = false,
-                       MoeDispatcher moe_dispatcher = MoeDispatcher::all_to_all);
+                       MoeDispatcher moe_dispatcher = MoeDispatcher::all_to_all, int expert_tp = 0);
 
 // Every op of one transformer layer, all passes, in execution order within a
 // pass.

@@ -216,6 +216,9 @@ void write_summary_json(std::ostream& out, const RunContext& run, const Report& 
     j["plan"]["moe_dispatcher"] = to_string(run.plan.moe_dispatcher);
   if (run.plan.moe_a2a_overlap)
     j["plan"]["moe_a2a_overlap"] = true;
+  // Only when the experts fold over TP (others keep their keys).
+  if (run.plan.expert_tp_folded())
+    j["plan"]["expert_tensor_parallel"] = run.plan.expert_tp();
   // Only with a pipeline (the others send nothing between stages).
   if (run.plan.pp > 1)
     j["plan"]["p2p"] = to_string(workloads::resolved_p2p(run.plan));

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "platforms/efficiency_profile.hpp"
+#include "workloads/expert_parallel.hpp"
 #include "workloads/moe_dispatch.hpp"
 #include "workloads/plan_checks.hpp"
 #include "workloads/schedule.hpp"
@@ -104,25 +105,36 @@ std::vector<platforms::Problem> expert_node_problems(const Scenario& scenario) {
   const auto& moe = scenario.model.moe;
   std::vector<platforms::Problem> problems;
   const bool deepep = plan.moe_dispatcher == workloads::MoeDispatcher::deepep;
+  const int stage = plan.tp * plan.cp * plan.dp;
   if (!scenario.model.is_moe() || plan.ep <= 1 || plan.gpu_count() != scenario.cluster.gpu_count() ||
-      plan.data_parallel_size() % plan.ep != 0 || (!deepep && moe.max_nodes_per_token == 0))
+      (plan.expert_tp_folded() ? stage % (plan.ep * plan.expert_tp()) != 0
+                               : plan.data_parallel_size() % plan.ep != 0) ||
+      (!deepep && moe.max_nodes_per_token == 0))
     return problems;
   const int gpus_per_node = scenario.cluster.groups.front().gpus_per_node;
   std::optional<workloads::EpNodes> first;
   bool uniform = true;
   for (int pp = 0; pp < plan.pp && uniform; ++pp)
-    for (int start = 0; start < plan.data_parallel_size() && uniform; start += plan.ep) {
+    for (const auto& members : workloads::expert_parallel_groups(plan, pp)) {
+      if (!uniform)
+        break;
+      if (workloads::expert_tensor_parallel_rank_of(plan, members.front()) != 0)
+        continue;  // the groups of the other expert-TP ranks are these shifted by one GPU
       std::vector<int> domains;
-      for (int j = start; j < start + plan.ep; ++j)
-        domains.push_back(scenario.cluster.locate(plan.gpu_of(pp, j / plan.cp, 0, j % plan.cp)).domain);
+      for (int gpu : members)
+        domains.push_back(scenario.cluster.locate(gpu).domain);
       const auto nodes = workloads::ep_nodes_of(domains);
       if (!first)
         first = nodes;
       uniform =
           nodes.uniform() && nodes.nodes == first->nodes && nodes.ranks_per_node == first->ranks_per_node;
     }
-  const std::string layout = fmt::format("expert_parallel {} x tp {}{} on {} GPUs per node", plan.ep, plan.tp,
-                                         plan.cp > 1 ? fmt::format(" x cp {}", plan.cp) : "", gpus_per_node);
+  const std::string layout =
+      plan.expert_tp_folded()
+          ? fmt::format("expert_parallel {} x expert_tensor_parallel {} on {} GPUs per node", plan.ep,
+                        plan.expert_tp(), gpus_per_node)
+          : fmt::format("expert_parallel {} x tp {}{} on {} GPUs per node", plan.ep, plan.tp,
+                        plan.cp > 1 ? fmt::format(" x cp {}", plan.cp) : "", gpus_per_node);
   if (deepep && !uniform)
     problems.push_back(
         {"plan.moe_dispatcher",

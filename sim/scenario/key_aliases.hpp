@@ -35,6 +35,7 @@ inline const platforms::KeyAliases kPlanKeyAliases{
     {"virtual_pipeline_model_parallel_size", "virtual_stages"},
     {"context_parallel_size", "context_parallel"},
     {"expert_model_parallel_size", "expert_parallel"},
+    {"expert_tensor_parallel_size", "expert_tensor_parallel"},
     {"recompute_granularity", "recompute"},
     {"decoder_first_pipeline_num_layers", "first_stage_layers"},
     {"decoder_last_pipeline_num_layers", "last_stage_layers"},

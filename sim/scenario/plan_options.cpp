@@ -17,6 +17,8 @@ void read_parallelism_options(platforms::MapReader& p, Scenario& scenario) {
     plan.cp = static_cast<int>(*cp);
   if (auto ep = p.integer("expert_parallel", 1, kMaxCount))
     plan.ep = static_cast<int>(*ep);
+  if (auto etp = p.integer("expert_tensor_parallel", 1, kMaxCount))
+    plan.etp = static_cast<int>(*etp);
   using workloads::MoeDispatcher;
   if (auto d = p.choice<MoeDispatcher>(
           "moe_dispatcher", {{"all_to_all", MoeDispatcher::all_to_all}, {"deepep", MoeDispatcher::deepep}}))

@@ -6,7 +6,8 @@
 // rank, ep consecutive positions of the dp x cp dimension), with the
 // dispatches and combines of all the op's MoE layers folded into it
 // (fold = ep_all_to_alls), after the op's compute and TP collectives on
-// every member and before the member's next op. Like the TP collectives it
+// every member and before the member's next op (with expert_tp < tp the
+// group spans TP ranks: expert_parallel_groups). Like the TP collectives it
 // sits on the op's output path: pipeline sends and the next op wait for it.
 // The members run different data-parallel replicas of the same schedule, so
 // the exchange also synchronises them, as it does in Megatron.
@@ -39,7 +40,7 @@ std::vector<int> IterationBuilder::moe_layer_indices(const StageSlice& slice) co
 
 double IterationBuilder::load_factor(int layer, int gpu) const {
   const auto& share = loads_.of_layer(layer);
-  const int r = plan_.expert_rank_of(plan_.dp_rank_of(gpu), plan_.cp_rank_of(gpu));
+  const int r = expert_parallel_rank_of(plan_, gpu);
   double load = 0;
   const int local = model_.moe.experts / plan_.ep;
   for (int e = r * local; e < (r + 1) * local; ++e)
@@ -98,63 +99,57 @@ int IterationBuilder::exchange_index(PipeOpKind kind, const StageSlice& slice, c
   return known->second;
 }
 
-void IterationBuilder::add_expert_all_to_alls(int rank, int tp) {
-  const int positions = plan_.data_parallel_size();
+void IterationBuilder::add_expert_all_to_alls(int rank, const std::vector<int>& members) {
   const double bytes = ep_all_to_all_bytes(model_, plan_);
   // The loader refuses per-replica micro-batch shares with ep > 1: every
   // replica runs replica 0's schedule.
   const PipelineSchedule& sched = schedule(0);
   const auto& list = sched.per_rank[static_cast<std::size_t>(rank)];
-  for (int first = 0; first < positions; first += plan_.ep) {
-    std::vector<int> members;
-    for (int j = first; j < first + plan_.ep; ++j)
-      members.push_back(plan_.gpu_of(rank, j / plan_.cp, tp, j % plan_.cp));
-    const int group = graph_.add_group(members);
-    const bool deepep = plan_.moe_dispatcher == MoeDispatcher::deepep;
-    EpNodes nodes;
-    if (deepep) {
-      std::vector<int> domains;
-      for (int gpu : members)
-        domains.push_back(cluster_.locate(gpu).domain);
-      nodes = ep_nodes_of(domains);
-      if (!nodes.uniform())
-        throw std::invalid_argument(
-            "moe_dispatcher deepep needs each EP group's GPUs in equal consecutive shares of NVLink domains");
+  const int group = graph_.add_group(members);
+  const bool deepep = plan_.moe_dispatcher == MoeDispatcher::deepep;
+  EpNodes nodes;
+  if (deepep) {
+    std::vector<int> domains;
+    for (int gpu : members)
+      domains.push_back(cluster_.locate(gpu).domain);
+    nodes = ep_nodes_of(domains);
+    if (!nodes.uniform())
+      throw std::invalid_argument(
+          "moe_dispatcher deepep needs each EP group's GPUs in equal consecutive shares of NVLink domains");
+  }
+  for (std::size_t k = 0; k < list.size(); ++k) {
+    const PipeOp& op = list[k];
+    const StageSlice slice = virtual_stage_slice(model_, plan_, sched.virtual_stage(rank, op.chunk));
+    // One all-to-all per MoE layer: the busiest GPU sets the pace of
+    // each (imbalance), or the other op of a merged F&B computes under it.
+    if (imbalanced_ || overlaps_previous(0, rank, k) || overlaps_previous(0, rank, k + 1)) {
+      add_per_layer_all_to_alls(op, k, slice, group, members, nodes);
+      continue;
     }
-    for (std::size_t k = 0; k < list.size(); ++k) {
-      const PipeOp& op = list[k];
-      const StageSlice slice = virtual_stage_slice(model_, plan_, sched.virtual_stage(rank, op.chunk));
-      // One all-to-all per MoE layer: the busiest GPU sets the pace of
-      // each (imbalance), or the other op of a merged F&B computes under it.
-      if (imbalanced_ || overlaps_previous(0, rank, k) || overlaps_previous(0, rank, k + 1)) {
-        add_per_layer_all_to_alls(op, k, slice, group, members, nodes);
-        continue;
-      }
-      const int fold = ep_all_to_alls(plan_, op.kind, moe_layers_of(model_, slice));
-      if (fold == 0)
-        continue;
-      Task task = collective_task(CommKind::ep, CollectiveOp::all_to_all, group, rank, bytes,
-                                  {.chunk = op.chunk,
-                                   .micro_batch = op.micro_batch,
-                                   .fold = fold,
-                                   .algorithm = deepep ? platforms::CollectiveAlgorithm::deepep
-                                                       : platforms::CollectiveAlgorithm::automatic});
-      // DeepEP's bytes are not the even all-to-all's: its exchange says them.
-      if (deepep)
-        task.exchange = exchange_index(op.kind, slice, nodes);
-      const TaskId id = graph_.add(task);
-      for (int gpu : members) {
-        auto& ops = ops_[idx(gpu)];
-        const TaskId before = ops[k].done;
-        graph_.depend(before, id);
-        ops[k].done = id;
-        gate_next(id, gpu, k);
-        if (last_[idx(gpu)] == before)
-          last_[idx(gpu)] = id;
-        // Send and receive buffers of one pass (the folded passes reuse them).
-        graph_.add_memory(id, gpu, MemoryEvent::At::start, MemoryKind::buffers, 2 * bytes);
-        graph_.add_memory(id, gpu, MemoryEvent::At::end, MemoryKind::buffers, -2 * bytes);
-      }
+    const int fold = ep_all_to_alls(plan_, op.kind, moe_layers_of(model_, slice));
+    if (fold == 0)
+      continue;
+    Task task = collective_task(CommKind::ep, CollectiveOp::all_to_all, group, rank, bytes,
+                                {.chunk = op.chunk,
+                                 .micro_batch = op.micro_batch,
+                                 .fold = fold,
+                                 .algorithm = deepep ? platforms::CollectiveAlgorithm::deepep
+                                                     : platforms::CollectiveAlgorithm::automatic});
+    // DeepEP's bytes are not the even all-to-all's: its exchange says them.
+    if (deepep)
+      task.exchange = exchange_index(op.kind, slice, nodes);
+    const TaskId id = graph_.add(task);
+    for (int gpu : members) {
+      auto& ops = ops_[idx(gpu)];
+      const TaskId before = ops[k].done;
+      graph_.depend(before, id);
+      ops[k].done = id;
+      gate_next(id, gpu, k);
+      if (last_[idx(gpu)] == before)
+        last_[idx(gpu)] = id;
+      // Send and receive buffers of one pass (the folded passes reuse them).
+      graph_.add_memory(id, gpu, MemoryEvent::At::start, MemoryKind::buffers, 2 * bytes);
+      graph_.add_memory(id, gpu, MemoryEvent::At::end, MemoryKind::buffers, -2 * bytes);
     }
   }
 }

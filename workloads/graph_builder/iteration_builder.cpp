@@ -20,14 +20,24 @@ namespace {
 // two per layer in the backward, two more per layer when the backward
 // recomputes the forward. A zero-bubble split keeps them all in B (input
 // gradient: the all-reduces sit on the activation-gradient path); W (weight
-// gradient) communicates nothing.
-int tp_allreduces(const ParallelPlan& plan, PipeOpKind kind, int layers) {
+// gradient) communicates nothing. With expert tensor parallelism below tp
+// (parallel folding, expert_tp 1) a MoE layer's MLP runs outside the TP
+// group: the alltoall dispatcher takes each rank's own sequence-parallel
+// tokens and no TP collective surrounds the experts (Megatron's
+// token_dispatcher.py gathers over the expert-TP group only), so a MoE
+// layer without shared experts keeps only its attention's; shared experts
+// still run on the dense TP group (SharedExpertMLP) and keep theirs.
+int tp_allreduces(const ModelSpec& model, const ParallelPlan& plan, PipeOpKind kind,
+                  const StageSlice& slice) {
+  int per_pass = 2 * transformer_layers_of(model, slice);
+  if (plan.expert_tp_folded() && model.is_moe() && model.moe.shared_experts == 0)
+    per_pass -= moe_layers_of(model, slice);
   switch (kind) {
     case PipeOpKind::forward:
-      return 2 * layers;
+      return per_pass;
     case PipeOpKind::backward:
     case PipeOpKind::backward_input:
-      return (plan.recompute == Recompute::full ? 4 : 2) * layers;
+      return (plan.recompute == Recompute::full ? 2 : 1) * per_pass;
     case PipeOpKind::backward_weight:
       return 0;
   }
@@ -139,17 +149,21 @@ TaskGraph IterationBuilder::build() {
   for (int dp = 0; dp < plan_.dp; ++dp)
     for (int rank = 0; rank < plan_.pp; ++rank)
       add_rank_ops(dp, rank);
-  const bool expert_parallel = plan_.ep > 1 && model_.is_moe();
-  if (expert_parallel)
+  const bool expert_parallel = (plan_.ep > 1 || plan_.expert_tp_folded()) && model_.is_moe();
+  if (plan_.ep > 1 && model_.is_moe())
     for (int rank = 0; rank < plan_.pp; ++rank)
-      for (int tp = 0; tp < plan_.tp; ++tp)
-        add_expert_all_to_alls(rank, tp);
+      for (const auto& members : expert_parallel_groups(plan_, rank))
+        add_expert_all_to_alls(rank, members);
   for (int dp = 0; dp < plan_.dp; ++dp)
     for (int cp = 0; cp < plan_.cp; ++cp) {
       add_pipeline_sends(dp, cp);
       add_evictions(dp, cp);
     }
-  for (int rank = 0; rank < plan_.pp; ++rank)
+  for (int rank = 0; rank < plan_.pp; ++rank) {
+    if (expert_parallel && plan_.expert_tp_folded()) {
+      add_folded_expert_sync_and_step(rank);
+      continue;
+    }
     for (int tp = 0; tp < plan_.tp; ++tp) {
       if (expert_parallel)
         add_expert_parallel_sync_and_step(rank, tp);
@@ -158,6 +172,7 @@ TaskGraph IterationBuilder::build() {
       else
         add_gradient_sync_and_step(rank, tp);
     }
+  }
   graph_.seal_memory();
   return std::move(graph_);
 }
@@ -442,7 +457,7 @@ void IterationBuilder::add_tp_collectives(const PipeOp& op, int rank, const Stag
                                           const std::vector<int>& tp_groups, std::vector<BuiltOp>& built) {
   // The op's all-reduces, folded into one collective per TP group (two with
   // sequence parallelism: reduce-scatter then all-gather, same volume).
-  const int fold = tp_allreduces(plan_, op.kind, transformer_layers_of(model_, slice));
+  const int fold = tp_allreduces(model_, plan_, op.kind, slice);
   if (plan_.tp <= 1 || fold <= 0)
     return;
   for (int cp = 0; cp < plan_.cp; ++cp) {
@@ -473,7 +488,8 @@ double IterationBuilder::tp_pass_bytes(CollectiveOp pass, PipeOpKind kind) const
 }
 
 bool IterationBuilder::overlaps_tp_comm(PipeOpKind kind, const StageSlice& slice) const {
-  return plan_.tp_comm_overlap && plan_.tp > 1 && tp_allreduces(plan_, kind, slice.layers) > 0;
+  return plan_.tp_comm_overlap && plan_.tp > 1 && slice.layers > 0 &&
+         tp_allreduces(model_, plan_, kind, slice) > 0;
 }
 
 // Transformer Engine's userbuffers (plan.tp_comm_overlap) split each GEMM
@@ -529,7 +545,7 @@ void IterationBuilder::add_overlapped_tp_collectives(const PipeOp& op, int rank,
                                                      const std::vector<int>& tp_groups,
                                                      const std::vector<std::vector<TaskId>>& gemm_chunks,
                                                      std::vector<BuiltOp>& built) {
-  const int fold = tp_allreduces(plan_, op.kind, transformer_layers_of(model_, spec.slice));
+  const int fold = tp_allreduces(model_, plan_, op.kind, spec.slice);
   const double k = plan_.tp;
   const std::vector<CollectiveOp> passes_of_op = tp_passes(plan_);
   for (int cp = 0; cp < plan_.cp; ++cp) {

@@ -194,8 +194,9 @@ class IterationBuilder {
   double gather_wire_bytes(const Piece& piece) const;
   void add_hybrid_all_reduces(int rank, const std::vector<int>& all,
                               const std::vector<std::vector<TaskId>>& reduces);
-  // expert_parallel_sync.cpp: plan.ep > 1 on a MoE model.
-  void add_expert_all_to_alls(int rank, int tp);
+  // expert_parallel_sync.cpp: plan.ep > 1 on a MoE model. The all-to-alls
+  // of pipeline rank `rank`'s EP group `members` (expert_parallel_groups).
+  void add_expert_all_to_alls(int rank, const std::vector<int>& members);
   // Imbalanced routing (dropless, ep > 1, routing not balanced;
   // workloads/expert_routing.hpp): each MoE op runs as one piece per layer
   // with an all-to-all after each MoE layer's piece, each GPU's pieces
@@ -226,6 +227,10 @@ class IterationBuilder {
   void add_per_layer_all_to_alls(const PipeOp& op, std::size_t k, const StageSlice& slice, int group,
                                  const std::vector<int>& members, const EpNodes& nodes);
   void add_expert_parallel_sync_and_step(int rank, int tp);
+  // expert_tensor_parallel_sync.cpp: the same with expert_tp != tp, over a
+  // whole stage: each TP rank's dense data-parallel group, then the expert
+  // data-parallel groups that cross TP ranks.
+  void add_folded_expert_sync_and_step(int rank);
   // The data-parallel group of (rank, tp): dp x cp GPUs, in ring order.
   std::vector<int> data_parallel_members(int rank, int tp) const;
   // Each member's optimizer step over `parameters` local parameters, after

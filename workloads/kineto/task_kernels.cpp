@@ -44,8 +44,9 @@ std::string kernel_class_of(const TransformerOp& op) {
 TaskKernels::TaskKernels(workloads::ModelSpec model, workloads::ParallelPlan plan)
     : model_(std::move(model)), plan_(plan), layout_(workloads::layout_of(plan_)) {
   // The op lists PerOpCostModel times (cost_model_per_op.cpp, its constructor).
-  const auto setup = workloads::layer_setup(model_, plan_.micro_batch_size, plan_.tp, plan_.sequence_parallel,
-                                            plan_.ep, plan_.pytorch(), plan_.moe_dispatcher);
+  const auto setup =
+      workloads::layer_setup(model_, plan_.micro_batch_size, plan_.tp, plan_.sequence_parallel, plan_.ep,
+                             plan_.pytorch(), plan_.moe_dispatcher, plan_.expert_tp());
   layer_ops_ = workloads::with_precision(workloads::layer_ops(model_, setup), plan_);
   if (model_.is_moe())
     moe_layer_ops_ = workloads::with_precision(workloads::moe_layer_ops(model_, setup), plan_);

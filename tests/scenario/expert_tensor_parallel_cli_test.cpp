@@ -1,0 +1,73 @@
+// Expert tensor parallelism 1 (Megatron's MoE parallel folding) replayed
+// through the real CLI: an EP group wider than the data-parallel group runs
+// end to end and is reported; expert_tensor_parallel equal to tp (here 1
+// with tp 1) changes nothing, byte for byte; a bad value exits 1 with one
+// error naming file, line and key.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "support/run_summary.hpp"
+#include "support/scenario_text.hpp"
+
+namespace trainsim::testing {
+namespace {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+// Qwen3-30B-A3B's experts (128, top-8), 4 layers, on two 8-GPU nodes: tp 2
+// x dp 8 with EP 16, which only the folded layout holds (EP over tp x dp).
+const std::string kFolded = R"(cluster:
+  gpu: H100-SXM
+  nodes: 2
+  gpus_per_node: 8
+model:
+  preset: qwen3-30b-a3b
+  layers: 4
+  seq_len: 1024
+plan:
+  tp: 2
+  sequence_parallel: true
+  dp: 8
+  expert_parallel: 16
+  expert_tensor_parallel: 1
+  micro_batch_size: 1
+  global_batch_size: 16
+)";
+
+TEST(ExpertTensorParallelCli, AFoldedEpGroupWiderThanDataParallelismReplaysAndIsReported) {
+  const auto out = fresh_dir("etp-folded");
+  const auto r = run_text(kFolded, out);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json summary = json::parse(read_file(out / "summary.json"));
+  EXPECT_EQ(summary["plan"]["expert_tensor_parallel"], 1);
+  EXPECT_EQ(summary["plan"]["expert_parallel"], 16);
+  // The EP group spans both nodes: its all-to-alls cost time on the fabric.
+  EXPECT_GT(summary["utilization"]["exposed_comm_by_kind_gpu_seconds"]["ep"].get<double>(), 0.0);
+  EXPECT_GT(summary["iteration_time_s"].get<double>(), 0.0);
+  fs::remove_all(out);
+}
+
+TEST(ExpertTensorParallelCli, ExpertTpEqualToTpIsByteIdenticalToLeavingItOut) {
+  // tp 1, dp 16, EP 16: expert_tensor_parallel 1 is tp, today's layout.
+  const std::string plain = with(with(kFolded, "  tp: 2\n  sequence_parallel: true\n  dp: 8\n", "  dp: 16\n"),
+                                 "  expert_tensor_parallel: 1\n", "");
+  const std::string same =
+      with(plain, "  expert_parallel: 16\n", "  expert_parallel: 16\n  expert_tensor_parallel: 1\n");
+  const auto a = fresh_dir("etp-plain"), b = fresh_dir("etp-same");
+  ASSERT_EQ(run_text(plain, a).status, 0);
+  ASSERT_EQ(run_text(same, b).status, 0);
+  EXPECT_EQ(read_file(a / "summary.json"), read_file(b / "summary.json"));
+  EXPECT_EQ(read_file(a / "timeline.csv"), read_file(b / "timeline.csv"));
+  fs::remove_all(a);
+  fs::remove_all(b);
+}
+
+TEST(ExpertTensorParallelCli, AnExpertTpOtherThanOneOrTpIsOneErrorAtItsLine) {
+  expect_one_error(run_text(with(kFolded, "  expert_tensor_parallel: 1\n", "  expert_tensor_parallel: 4\n")),
+                   "14:", "plan.expert_tensor_parallel", "expected 1 or 2");
+}
+
+}  // namespace
+}  // namespace trainsim::testing
