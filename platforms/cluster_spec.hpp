@@ -65,6 +65,20 @@ std::string_view to_string(FabricTopology topology);
 enum class FabricTechnology : unsigned char { infiniband, roce };
 std::string_view to_string(FabricTechnology technology);
 
+// ECMP over explicit spine planes (platforms/fabrics/ecmp.hpp): how
+// fat_tree and rail_optimised split a transfer that crosses the spine.
+// planes 0 (the default): a leaf's uplinks act as one aggregate link, every
+// flow spread evenly over them (no hash collisions, today's model).
+enum class EcmpHash : unsigned char { seeded, spread };
+std::string_view to_string(EcmpHash hash);
+struct EcmpSpec {
+  int planes = 0;          // spine planes: a leaf's (and pod's) uplinks as this many links
+  int flows_per_pair = 1;  // NCCL's QPs x channels per peer: sub-flows of one transfer
+  EcmpHash hash = EcmpHash::seeded;
+  unsigned long long seed = 0;  // seeded: the switches' hash seed
+  bool on() const { return planes > 0; }
+};
+
 struct FabricSpec {
   FabricTopology topology = FabricTopology::single_switch;
   FabricTechnology technology = FabricTechnology::infiniband;
@@ -102,6 +116,9 @@ struct FabricSpec {
   // the bandwidth of the link between neighbours, per direction.
   std::vector<int> torus_dims;
   double torus_bandwidth_Bps = 0;
+
+  // fat_tree, rail_optimised: explicit ECMP planes (off by default).
+  EcmpSpec ecmp;
 };
 
 // Fraction of a GPU's effective NVLink port bandwidth (nvlink.bandwidth x

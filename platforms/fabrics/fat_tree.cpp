@@ -17,11 +17,17 @@
 //            rail(g,0)-up  rail(g,7)-up     node on rail switch (g, k). Same rail and group:
 //              [rail 0] ... [rail 7]        NIC, NIC; else through the spine.
 //              NIC0 of every node
+//
+// With cluster.fabric.ecmp (platforms/fabrics/ecmp.hpp) each aggregate
+// uplink is `planes` links instead, leafL-plane{s}-uplink and
+// podP-plane{s}-uplink, and a transfer crosses the planes its sub-flows hash
+// to (each once per sub-flow on it).
 #include <fmt/format.h>
 
 #include <algorithm>
 
 #include "platforms/fabric_layout.hpp"
+#include "platforms/fabrics/ecmp.hpp"
 
 namespace trainsim::platforms {
 namespace {
@@ -45,6 +51,11 @@ class FatTree final : public FabricLayout {
     }
     for (int leaf = 0; leaf < leaves; ++leaf) {
       const double up_Bps = down_Bps[static_cast<std::size_t>(leaf)] / f_.oversubscription;
+      if (f_.ecmp.on()) {
+        leaf_up_.push_back(up_Bps > 0 ? static_cast<long>(add_planes(fmt::format("leaf{}", leaf), up_Bps))
+                                      : -1);
+        continue;
+      }
       leaf_up_.push_back(
           up_Bps > 0 ? static_cast<long>(add_link(fmt::format("leaf{}-uplink", leaf), up_Bps * f_.efficiency))
                      : -1);
@@ -56,8 +67,10 @@ class FatTree final : public FabricLayout {
         for (int leaf = pod * f_.leaves_per_pod; leaf < std::min(leaves, (pod + 1) * f_.leaves_per_pod);
              ++leaf)
           up_Bps += down_Bps[static_cast<std::size_t>(leaf)] / f_.oversubscription;
-        pod_up_.push_back(
-            add_link(fmt::format("pod{}-uplink", pod), up_Bps / f_.pod_oversubscription * f_.efficiency));
+        pod_up_.push_back(f_.ecmp.on()
+                              ? add_planes(fmt::format("pod{}", pod), up_Bps / f_.pod_oversubscription)
+                              : add_link(fmt::format("pod{}-uplink", pod),
+                                         up_Bps / f_.pod_oversubscription * f_.efficiency));
       }
     }
   }
@@ -67,6 +80,8 @@ class FatTree final : public FabricLayout {
     const int lb = leaf_of(node_b, nic_b);
     if (la == lb)
       return 0;
+    if (f_.ecmp.on())
+      return route_planes(node_a, nic_a, node_b, nic_b, la, lb, hops);
     hops.push_back({static_cast<std::size_t>(leaf_up_[static_cast<std::size_t>(la)]), true});
     double latency = f_.spine_latency_s;
     if (!pod_up_.empty() && pod_of_leaf(la) != pod_of_leaf(lb)) {
@@ -85,6 +100,8 @@ class FatTree final : public FabricLayout {
   // non-blocking, with no link of their own.
   std::string link_images(const std::vector<int>& node_image,
                           std::vector<std::size_t>& link_image) const override {
+    if (f_.ecmp.on())
+      return "its ECMP planes are chosen per NIC pair, which no node permutation is derived to preserve";
     std::vector<long> leaf_image(leaf_up_.size(), -1);
     for (std::size_t node = 0; node < nics_.size(); ++node)
       for (int k = 0; k < nics_[node]; ++k) {
@@ -145,12 +162,50 @@ class FatTree final : public FabricLayout {
   }
   int pod_of_leaf(int leaf) const { return leaf / f_.leaves_per_pod; }
 
+  // ECMP: `aggregate_Bps` (before efficiency) as `planes` links, each
+  // flows_per_pair times its physical capacity (ecmp.hpp says why);
+  // returns the first one's index.
+  std::size_t add_planes(const std::string& owner, double aggregate_Bps) {
+    const auto& e = f_.ecmp;
+    const double plane_Bps = aggregate_Bps / e.planes * f_.efficiency * e.flows_per_pair;
+    const std::size_t first = links().size();
+    for (int plane = 0; plane < e.planes; ++plane)
+      add_link(fmt::format("{}-plane{}-uplink", owner, plane), plane_Bps);
+    return first;
+  }
+
+  double route_planes(int node_a, int nic_a, int node_b, int nic_b, int la, int lb,
+                      std::vector<FabricHop>& hops) const {
+    const int port = on_rails_ ? node_a % f_.nodes_per_leaf : (node_a % f_.nodes_per_leaf) * rails_ + nic_a;
+    const auto nic_id = [this](int node, int nic) { return static_cast<std::uint64_t>(node * rails_ + nic); };
+    const std::uint64_t pair = (nic_id(node_a, nic_a) << 32) | nic_id(node_b, nic_b);
+    const auto planes = ecmp_planes(f_.ecmp, pair, port);
+    const auto on_plane = [](std::size_t first, int plane) {
+      return first + static_cast<std::size_t>(plane);
+    };
+    for (const int plane : planes)
+      hops.push_back(
+          {on_plane(static_cast<std::size_t>(leaf_up_[static_cast<std::size_t>(la)]), plane), true});
+    double latency = f_.spine_latency_s;
+    if (!pod_up_.empty() && pod_of_leaf(la) != pod_of_leaf(lb)) {
+      for (const int plane : planes)
+        hops.push_back({on_plane(pod_up_[static_cast<std::size_t>(pod_of_leaf(la))], plane), true});
+      for (const int plane : planes)
+        hops.push_back({on_plane(pod_up_[static_cast<std::size_t>(pod_of_leaf(lb))], plane), false});
+      latency += f_.core_latency_s;
+    }
+    for (const int plane : planes)
+      hops.push_back(
+          {on_plane(static_cast<std::size_t>(leaf_up_[static_cast<std::size_t>(lb)]), plane), false});
+    return latency;
+  }
+
   FabricSpec f_;
   std::vector<int> nics_;  // per node
   bool on_rails_;
-  int rails_ = 1;              // most NICs on any node
-  std::vector<long> leaf_up_;  // link index, -1 for a leaf without NICs
-  std::vector<std::size_t> pod_up_;
+  int rails_ = 1;                    // most NICs on any node
+  std::vector<long> leaf_up_;        // link index (ECMP: of plane 0), -1 for a leaf without NICs
+  std::vector<std::size_t> pod_up_;  // link index (ECMP: of plane 0)
 };
 
 }  // namespace

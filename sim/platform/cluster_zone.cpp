@@ -366,10 +366,15 @@ sg::Link* ClusterZone::link_image(const sg::Link* link) const {
 ClusterZone::Path ClusterZone::path(int src, int dst) const {
   Path p;
   p.bandwidth_Bps = std::numeric_limits<double>::infinity();
-  p.latency_s = walk(src, dst, [&p](sg::Link* link) {
-    p.bandwidth_Bps = std::min(p.bandwidth_Bps, link->get_bandwidth());
-    ++p.links;
-  });
+  std::vector<sg::Link*> links;
+  p.latency_s = walk(src, dst, [&links](sg::Link* link) { links.push_back(link); });
+  // A link listed m times (ECMP sub-flows on one plane,
+  // platforms/fabrics/ecmp.hpp) gives the transfer 1/m of it.
+  for (auto* link : links)
+    p.bandwidth_Bps =
+        std::min(p.bandwidth_Bps,
+                 link->get_bandwidth() / static_cast<double>(std::count(links.begin(), links.end(), link)));
+  p.links = static_cast<int>(links.size());
   return p;
 }
 

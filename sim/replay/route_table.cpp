@@ -22,8 +22,14 @@ Route& RouteTable::route(int src, int dst) {
   const double route_s = zone_.for_each_link(src, dst, [&](simgrid::s4u::Link* link) {
     r.links.push_back(id_of(link));
     added_s += link->get_latency();
-    r.bound_Bps = std::min(r.bound_Bps, link->get_bandwidth());
   });
+  // A link listed m times (ECMP sub-flows on one plane,
+  // platforms/fabrics/ecmp.hpp) gives the flow 1/m of it, as SimGrid's
+  // sharing does.
+  for (std::size_t i = 0; i < r.links.size(); ++i)
+    r.bound_Bps = std::min(r.bound_Bps,
+                           links_[r.links[i]]->get_bandwidth() /
+                               static_cast<double>(std::count(r.links.begin(), r.links.end(), r.links[i])));
   r.latency_s = route_s + added_s;
   if (zone_.folded())
     zone_.for_each_true_link(src, dst,

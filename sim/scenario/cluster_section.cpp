@@ -9,6 +9,7 @@
 #include <charconv>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <memory>
 
 #include "platforms/calibrated_defaults.hpp"
@@ -262,6 +263,31 @@ struct FabricGiven {
   bool efficiency = false, spine_latency = false, core_latency = false, hop_latency = false;
 };
 
+// cluster.fabric.ecmp (platforms/fabrics/ecmp.hpp): only where there are
+// spine uplinks to split.
+void read_ecmp(platforms::MapReader& f, platforms::FabricSpec& fabric) {
+  auto e = f.map("ecmp");
+  if (!e)
+    return;
+  if (fabric.topology != FabricTopology::fat_tree && fabric.topology != FabricTopology::rail_optimised)
+    f.error("ecmp", fmt::format("is for fat_tree and rail_optimised fabrics (their spine uplinks are what it "
+                                "splits into planes), but topology is {}",
+                                to_string(fabric.topology)));
+  if (!e->has("planes"))
+    e->error("planes", "missing (expected the number of spine planes a leaf's uplinks fan out to, e.g. 8)");
+  auto& ecmp = fabric.ecmp;
+  if (auto n = e->integer("planes", 1, 4096))
+    ecmp.planes = static_cast<int>(*n);
+  if (auto n = e->integer("flows_per_pair", 1, 256))
+    ecmp.flows_per_pair = static_cast<int>(*n);
+  if (auto hash = e->choice<platforms::EcmpHash>(
+          "hash", {{"seeded", platforms::EcmpHash::seeded}, {"spread", platforms::EcmpHash::spread}}))
+    ecmp.hash = *hash;
+  if (auto seed = e->integer("seed", 0, std::numeric_limits<long long>::max()))
+    ecmp.seed = static_cast<unsigned long long>(*seed);
+  e->finish();
+}
+
 void read_fabric(std::optional<platforms::MapReader> f, platforms::FabricSpec& fabric, FabricGiven& given) {
   if (!f)
     return;
@@ -323,6 +349,8 @@ void read_fabric(std::optional<platforms::MapReader> f, platforms::FabricSpec& f
   }
   if (auto bw = f->bandwidth_Bps("link_bandwidth"))
     fabric.torus_bandwidth_Bps = *bw;
+  if (f->has("ecmp"))
+    read_ecmp(*f, fabric);
 
   // Keys each topology cannot do without.
   if (fabric.topology == FabricTopology::dragonfly) {

@@ -72,7 +72,7 @@ KeySpec gpu_name(std::string_view name, std::string_view doc, const KeyTable* cu
 }
 
 struct Tables {
-  KeyTable custom_gpu, link, nic, fabric, collectives, group, cluster;
+  KeyTable custom_gpu, link, nic, ecmp, fabric, collectives, group, cluster;
   KeyTable moe, model, plan;
   KeyTable speed_distribution, duration_distribution, slow_gpus, throttle_point, throttling, stragglers, flap,
       link_fault, failures, perturbations;
@@ -116,6 +116,17 @@ struct Tables {
                key("latency", T::duration, "GPU-to-GPU latency through one switch"),
                ranged("per_node", T::integer, 1, 1024, "NICs per node (default: one per GPU)"),
            }};
+    ecmp = {
+        "ECMP over explicit spine planes (fat_tree, rail_optimised)",
+        {
+            required(ranged("planes", T::integer, 1, 4096, "spine planes: each uplink as this many links")),
+            ranged("flows_per_pair", T::integer, 1, 256,
+                   "sub-flows per transfer (NCCL channels x QPs per connection; default 1)"),
+            choice("hash", {"seeded", "spread"},
+                   "seeded: hashed per sub-flow; spread: distinct planes, round-robin (default seeded)"),
+            ranged("seed", T::integer, 0, static_cast<double>(std::numeric_limits<long long>::max()),
+                   "the switches' hash seed (default 0)"),
+        }};
     fabric = {"the fabric between nodes",
               {
                   choice("topology", {"single_switch", "fat_tree", "rail_optimised", "dragonfly", "torus"},
@@ -136,6 +147,7 @@ struct Tables {
                   key("hop_latency", T::duration, "dragonfly, torus: latency per hop"),
                   ranged("dims", T::integer_list, 1, 1 << 20, "torus: nodes along each dimension"),
                   key("link_bandwidth", T::bandwidth, "torus: bandwidth of a link between neighbours"),
+                  section("ecmp", ecmp, "fat_tree, rail_optimised: flows hashed over spine planes"),
               }};
     collectives = {"how collectives run",
                    {

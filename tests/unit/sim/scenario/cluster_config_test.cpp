@@ -324,6 +324,35 @@ TEST(ClusterConfig, OversubscriptionBelowOne) {
   expect_one(p, "c.yaml:1:", "cluster.fabric.oversubscription", "0.5 is below 1");
 }
 
+TEST(ClusterConfig, EcmpPlanesAreAFatTreeOptionOffByDefault) {
+  EXPECT_FALSE(scenario::load_cluster("llama3-h100-roce").fabric.ecmp.on());
+  const auto c = parse(
+      "cluster: {preset: llama3-h100-roce, nodes: 32, fabric: {ecmp: {planes: 8, flows_per_pair: 4, hash: "
+      "spread, seed: 9}}}\n");
+  EXPECT_EQ(c.fabric.ecmp.planes, 8);
+  EXPECT_EQ(c.fabric.ecmp.flows_per_pair, 4);
+  EXPECT_EQ(c.fabric.ecmp.hash, platforms::EcmpHash::spread);
+  EXPECT_EQ(c.fabric.ecmp.seed, 9u);
+  EXPECT_EQ(c.fabric.levels, 3);  // the preset's other fabric keys stay
+  const auto d = parse("cluster: {gpu: A100, nodes: 8, fabric: {topology: fat_tree, ecmp: {planes: 4}}}\n");
+  EXPECT_EQ(d.fabric.ecmp.flows_per_pair, 1);
+  EXPECT_EQ(d.fabric.ecmp.hash, platforms::EcmpHash::seeded);
+}
+
+TEST(ClusterConfig, EcmpErrorsNameTheKey) {
+  expect_one(
+      problems("cluster: {gpu: A100, nodes: 8, fabric: {topology: single_switch, ecmp: {planes: 4}}}\n"),
+      "c.yaml:1:", "cluster.fabric.ecmp", "is for fat_tree and rail_optimised fabrics");
+  expect_one(
+      problems("cluster: {gpu: A100, nodes: 8, fabric: {topology: fat_tree, ecmp: {flows_per_pair: 4}}}\n"),
+      "c.yaml:1:", "cluster.fabric.ecmp.planes", "missing");
+  expect_one(problems("cluster: {gpu: A100, nodes: 8, fabric: {topology: fat_tree, ecmp: {planes: 4, hash: "
+                      "random}}}\n"),
+             "c.yaml:1:", "cluster.fabric.ecmp.hash", "random");
+  expect_one(problems("cluster: {gpu: A100, nodes: 8, fabric: {topology: fat_tree, ecmp: {planes: 0}}}\n"),
+             "c.yaml:1:", "cluster.fabric.ecmp.planes", "0");
+}
+
 TEST(ClusterConfig, ErrorsInPresetValuesNameThePresetFile) {
   // The preset's value is fine; a --set breaks it, and the message names the option.
   const auto p = problems("cluster: {preset: dgx-a100-hdr}\n", {"cluster.nic.bandwidth=200"});

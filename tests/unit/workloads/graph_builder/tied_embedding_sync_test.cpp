@@ -123,5 +123,31 @@ TEST(TiedEmbeddingSync, AnUntiedModelWithMultiTokenPredictionSyncsItsEmbeddingCo
   EXPECT_DOUBLE_EQ(g[syncs[0]].bytes, 51200.0 * 2048 * 2);
 }
 
+// Megatron never all-reduces a decoder-only GPT's learned position table
+// across stages: its position-embedding group is the first pipeline stage
+// alone (parallel_state.default_position_embedding_ranks: [pp_ranks[0]]),
+// so _allreduce_position_embedding_grads finds a group of one and skips;
+// only encoder-decoder models split at pipeline_model_parallel_split_rank
+// (removed in July 2025) had a second copy to sync. docs/parallelism.md
+// cites the lines.
+TEST(TiedEmbeddingSync, AGptWithLearnedPositionsAllReducesNoPositionTableAcrossStages) {
+  auto model = *find_model_preset("gpt3-1.3b");
+  ASSERT_TRUE(model.learned_positions);
+  model.tied_embeddings = false;
+  auto plan = pipelined(2, 2, 4);
+  EXPECT_TRUE(tied_syncs(build_for(model, plan)).empty());
+  plan.schedule = ScheduleKind::interleaved_one_f_one_b;
+  plan.virtual_stages = 2;
+  EXPECT_TRUE(tied_syncs(build_for(model, plan)).empty());
+  // Tied, the one sync carries the word embedding alone: vocab / tp x
+  // hidden, no seq_len x hidden position rows.
+  model.tied_embeddings = true;
+  const auto g = build_for(model, pipelined(1, 2, 4));
+  const auto syncs = tied_syncs(g);
+  ASSERT_EQ(syncs.size(), 2u);
+  for (TaskId id : syncs)
+    EXPECT_DOUBLE_EQ(g[id].bytes, 51200.0 * 2048 / 2 * 2);
+}
+
 }  // namespace
 }  // namespace trainsim::workloads
