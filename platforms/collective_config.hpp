@@ -2,6 +2,7 @@
 // How the cluster's communication library (NCCL, RCCL) runs collectives: the
 // algorithm choice, the fidelity of the flow model and the software latency
 // NCCL adds to every collective. Plain data: sim/ builds the flows.
+#include <cstdint>
 #include <optional>
 #include <string_view>
 #include <utility>
@@ -116,11 +117,24 @@ struct CollectiveConfig {
   // replay runs compute at (1 - share) of its speed during those spans
   // (sim/replay/replay.cpp; docs/collectives.md, "Interference").
   double compute_interference = 0;
+  // Under `auto`, a collective that cannot be computed alone (its links are
+  // shared, or its own flows oversubscribe one) and whose step-by-step form
+  // has more than this many flows runs its fast form (one flow per edge)
+  // instead; 0 (the default): no limit, every such collective runs step by
+  // step. SimGrid re-solves the sharing of every flow that shares a link
+  // with a finished one, so a ring whose channels share each GPU's port (16
+  // rings of 144 ranks across GB200 NVL72 racks: 329k flows, 2,304 in one
+  // sharing component) costs flows x component; its fast form costs n x C
+  // flows (docs/collectives.md, "A limit on detailed flows").
+  std::int64_t detailed_flow_limit = 0;
 };
 // At most half: SimGrid shares a host's speed max-min fairly between the
 // compute task and NCCL's bounded share, so a larger bound would still leave
 // compute half.
 inline constexpr double kMaxComputeInterference = 0.5;
+// The largest detailed_flow_limit the reader takes (2^40 flows: more than
+// any collective can have).
+inline constexpr std::int64_t kMaxDetailedFlowLimit = std::int64_t{1} << 40;
 // NCCL's FIFO holds NCCL_STEPS = 8 slots per connection; more than a few
 // times that changes nothing a ring can show.
 inline constexpr int kMaxRingStepsInFlight = 64;

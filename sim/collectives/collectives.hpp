@@ -12,6 +12,7 @@
 // fidelity plus the latency the flows do not carry themselves. See
 // docs/collectives.md for the algorithms, their closed forms and the
 // calibration of the constants.
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -73,6 +74,9 @@ struct CollectivePlan {
   // fast expansion stands for, and the extra passes of a folded collective.
   double extra_latency_s = 0;
   analysis::CollectiveChoice choice;
+  // Flows of the step-by-step form where counted (ring phases), else 0:
+  // what collectives.detailed_flow_limit compares.
+  std::int64_t detailed_flows = 0;
 };
 
 // The collective for one request on this platform (fidelity from the

@@ -11,6 +11,7 @@
 // Adding an algorithm: its CollectiveAlgorithm (platforms/collective_config),
 // its file in sim/collectives/algorithms/ (an expansion and its traits), and
 // one line in algorithm_table() (factory.cpp).
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -26,6 +27,9 @@ struct Phase {
   double fill_fraction = 0;        // pipelines: fill and drain, as a fraction of the bandwidth term
   // Latency that no flow carries in either fidelity (NVLS's fixed cost).
   double fixed_latency_s = 0;
+  // Flows of the phase's step-by-step form (ring phases: steps x ring
+  // edges); 0 where not counted (the limit on them never applies).
+  std::int64_t detailed_flows = 0;
 };
 
 struct Expansion {

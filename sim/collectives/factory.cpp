@@ -189,6 +189,8 @@ CollectivePlan make_collective(const CollectiveRequest& request, const ClusterZo
 
   CollectivePlan plan;
   plan.choice = {algorithm, single.channels, config.fidelity};
+  for (const auto& phase : pass.phases)
+    plan.detailed_flows += phase.detailed_flows;
   plan.extra_latency_s = config.launch_latency_s;
   for (const auto& phase : single.phases)
     plan.extra_latency_s += phase.fixed_latency_s;

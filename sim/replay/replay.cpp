@@ -354,12 +354,13 @@ class Replayer {
     comm->start();
   }
 
-  CollectivePlan plan_collective(TaskId id) const {
+  CollectivePlan plan_collective(TaskId id,
+                                 std::optional<platforms::Fidelity> fidelity = std::nullopt) const {
     const auto& task = graph_[id];
     auto plan = make_collective(
         {task.op, graph_.groups[static_cast<std::size_t>(task.group)], task.bytes, task.fold, task.algorithm,
          task.exchange >= 0 ? &graph_.exchanges[static_cast<std::size_t>(task.exchange)] : nullptr},
-        zone_);
+        zone_, fidelity);
     if (fold_ != nullptr && fold_->spanning[id])
       plan.flows = std::make_unique<FoldedCollective>(std::move(plan.flows), *fold_);
     return plan;
@@ -384,11 +385,20 @@ class Replayer {
         go_isolated(id, std::move(isolated));
         return;
       }
-      // Its links carry other flows: detailed flows (the run spent the plan),
-      // computed alone again once its links are free (try_isolate).
       choice.representation = analysis::Representation::shared;
-      plan = plan_collective(id);
-      shared_[id] = std::make_unique<Shared>();
+      const std::int64_t limit = zone_.spec().collectives.detailed_flow_limit;
+      if (limit > 0 && plan.detailed_flows > limit) {
+        // Too many steps to replay as flows (collectives.detailed_flow_limit):
+        // its fast form, one flow per edge, as flows to its end.
+        plan = plan_collective(id, platforms::Fidelity::fast);
+        choice.fidelity = plan.choice.fidelity;
+        collective_delay_s_[id] = plan.extra_latency_s;
+      } else {
+        // Its links carry other flows: detailed flows (the run spent the
+        // plan), computed alone again once its links are free (try_isolate).
+        plan = plan_collective(id);
+        shared_[id] = std::make_unique<Shared>();
+      }
     }
     collectives_[id] = std::move(plan.flows);
     flows_.clear();

@@ -398,6 +398,8 @@ void read_collectives(std::optional<platforms::MapReader> c, platforms::Collecti
                          platforms::to_string(config.ring_protocol)));
   if (auto share = c->number("compute_interference", 0.0, platforms::kMaxComputeInterference))
     config.compute_interference = *share;
+  if (auto limit = c->integer("detailed_flow_limit", 0, platforms::kMaxDetailedFlowLimit))
+    config.detailed_flow_limit = *limit;
   c->finish();
 }
 

@@ -149,22 +149,25 @@ struct Tables {
                   key("link_bandwidth", T::bandwidth, "torus: bandwidth of a link between neighbours"),
                   section("ecmp", ecmp, "fat_tree, rail_optimised: flows hashed over spine planes"),
               }};
-    collectives = {"how collectives run",
-                   {
-                       choice("algorithm", platforms::words_of(platforms::collective_algorithm_words()),
-                              "auto: NCCL-style tuning"),
-                       choice("fidelity", platforms::words_of(platforms::fidelity_words()),
-                              "auto: computed alone where nothing else needs its links (exact), else "
-                              "step by step; detailed: step by step; fast: one flow per edge"),
-                       key("launch_latency", T::duration, "NCCL's cost per collective (default 30us)"),
-                       ranged("max_chunks", T::integer, 1, 1 << 16, "pipelining chunks per collective"),
-                       ranged("steps_in_flight", T::integer, 1, platforms::kMaxRingStepsInFlight,
-                              "ring steps a rank may have in flight (1; NCCL Simple 2, LL128 8)"),
-                       choice("protocol", platforms::words_of(platforms::ring_protocol_words()),
-                              "ring steps across nodes: wire latencies, or NCCL's protocol costs"),
-                       ranged("compute_interference", T::number, 0.0, platforms::kMaxComputeInterference,
-                              "share of compute speed NCCL takes while a GPU communicates (0 = off)"),
-                   }};
+    collectives = {
+        "how collectives run",
+        {
+            choice("algorithm", platforms::words_of(platforms::collective_algorithm_words()),
+                   "auto: NCCL-style tuning"),
+            choice("fidelity", platforms::words_of(platforms::fidelity_words()),
+                   "auto: computed alone where nothing else needs its links (exact), else "
+                   "step by step; detailed: step by step; fast: one flow per edge"),
+            key("launch_latency", T::duration, "NCCL's cost per collective (default 30us)"),
+            ranged("max_chunks", T::integer, 1, 1 << 16, "pipelining chunks per collective"),
+            ranged("steps_in_flight", T::integer, 1, platforms::kMaxRingStepsInFlight,
+                   "ring steps a rank may have in flight (1; NCCL Simple 2, LL128 8)"),
+            choice("protocol", platforms::words_of(platforms::ring_protocol_words()),
+                   "ring steps across nodes: wire latencies, or NCCL's protocol costs"),
+            ranged("compute_interference", T::number, 0.0, platforms::kMaxComputeInterference,
+                   "share of compute speed NCCL takes while a GPU communicates (0 = off)"),
+            ranged("detailed_flow_limit", T::integer, 0, platforms::kMaxDetailedFlowLimit,
+                   "auto: a shared collective of more step-by-step flows runs fast (0 = no limit)"),
+        }};
     // A node group's keys, at the cluster level (the defaults of every
     // group, or the one group) and in each entry of `groups`.
     const std::vector<KeySpec> group_keys = {

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <functional>
 
 #include "sim/platform/cluster_zone.hpp"
@@ -30,22 +31,29 @@ constexpr double B = 25e9, a = 5e-6, S = 512e6;
 struct Ends {
   double ring = 0, first_send = 0, second_send = 0;
   analysis::Representation representation = analysis::Representation::flows;
+  Fidelity ring_fidelity = Fidelity::automatic;  // what the ring's choice records
+  int ring_flows = 0;                            // flows recorded for the ring
 };
 
 // The ring, with a 10 MB send from GPU 0 at the start (it shares GPU 0's
 // NIC with the ring's first step) and, when `second_send`, a 200 MB send
 // from GPU 2 once a 25 ms compute task on GPU 7 has ended (mid-ring, after
-// the ring went alone).
-Ends replay_ring(Fidelity fidelity, bool second_send) {
+// the ring went alone). `flow_limit`: collectives.detailed_flow_limit;
+// without `first_send` the ring starts alone.
+Ends replay_ring(Fidelity fidelity, bool second_send, std::int64_t flow_limit = 0, bool first_send = true) {
   auto cluster = testing::uniform_cluster(8, 1, B, a);
   cluster.collectives.fidelity = fidelity;
+  cluster.collectives.detailed_flow_limit = flow_limit;
   workloads::TaskGraph graph;
   graph.gpu_count = cluster.gpu_count();
   const int all = graph.add_group({0, 1, 2, 3, 4, 5, 6, 7});
   // The send first: sources start in task order, and a ring that started
   // alone would be displaced by it instead (and stay as flows).
-  const auto first = graph.add(
-      {.kind = TaskKind::send, .comm = workloads::CommKind::pp, .gpu = 0, .peer = 4, .bytes = 10e6});
+  const auto first = graph.add({.kind = TaskKind::send,
+                                .comm = workloads::CommKind::pp,
+                                .gpu = 0,
+                                .peer = 4,
+                                .bytes = first_send ? 10e6 : 0.0});
   const auto ring = graph.add({.kind = TaskKind::collective,
                                .comm = workloads::CommKind::dp,
                                .op = workloads::CollectiveOp::all_reduce,
@@ -72,6 +80,9 @@ Ends replay_ring(Fidelity fidelity, bool second_send) {
       ends.second_send = r.end_s;
   }
   ends.representation = timeline.collective_choice(ring)->representation;
+  ends.ring_fidelity = timeline.collective_choice(ring)->fidelity;
+  for (const auto& flow : timeline.flows)
+    ends.ring_flows += flow.task == ring ? 1 : 0;
   return ends;
 }
 
@@ -124,6 +135,41 @@ TEST(AutomaticSwitch, ARingThatWentAloneIsDisplacedByALaterSendAndStillEndsAsThe
   // alone in between.
   EXPECT_EQ(automatic.representation, analysis::Representation::isolated_then_shared);
   expect_same_ends(detailed, automatic);
+}
+
+// collectives.detailed_flow_limit: the ring's step-by-step form is 14 steps
+// x 8 flows = 112 flows.
+constexpr std::int64_t kRingFlows = 14 * 8;
+
+TEST(DetailedFlowLimit, ASharedRingOfMoreFlowsThanTheLimitRunsItsFastFormAndSaysSo) {
+  const auto fast = in_child([] { return replay_ring(Fidelity::fast, false); });
+  const auto limited = in_child([] { return replay_ring(Fidelity::automatic, false, kRingFlows - 1); });
+  EXPECT_EQ(limited.ring_fidelity, Fidelity::fast);
+  EXPECT_EQ(limited.representation, analysis::Representation::shared);
+  // The same flows as the fast fidelity's, sharing the send's NIC the same way.
+  EXPECT_DOUBLE_EQ(limited.ring, fast.ring);
+  EXPECT_DOUBLE_EQ(limited.first_send, fast.first_send);
+  // One flow per ring edge, not one per step and edge.
+  EXPECT_EQ(limited.ring_flows, 8);
+  EXPECT_EQ(fast.ring_flows, 8);
+}
+
+TEST(DetailedFlowLimit, ARingAtTheLimitStillRunsStepByStep) {
+  const auto detailed = in_child([] { return replay_ring(Fidelity::detailed, false); });
+  const auto at_limit = in_child([] { return replay_ring(Fidelity::automatic, false, kRingFlows); });
+  EXPECT_EQ(at_limit.ring_fidelity, Fidelity::automatic);
+  EXPECT_EQ(at_limit.representation, analysis::Representation::shared_then_isolated);
+  EXPECT_EQ(at_limit.ring_flows, kRingFlows);
+  expect_same_ends(detailed, at_limit);
+}
+
+TEST(DetailedFlowLimit, ARingComputedAloneIgnoresTheLimit) {
+  // Nothing shares its links: computed alone, exact, whatever its size.
+  const auto detailed = in_child([] { return replay_ring(Fidelity::detailed, false, 0, false); });
+  const auto limited = in_child([] { return replay_ring(Fidelity::automatic, false, 1, false); });
+  EXPECT_EQ(limited.ring_fidelity, Fidelity::automatic);
+  EXPECT_EQ(limited.representation, analysis::Representation::isolated);
+  EXPECT_NEAR(limited.ring, detailed.ring, 1e-12 * detailed.ring);
 }
 
 }  // namespace

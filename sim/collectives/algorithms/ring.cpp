@@ -174,6 +174,7 @@ Phase ring_phase(const std::vector<std::vector<int>>& rings, int steps, const st
     volume.push_back(c * steps);
   Phase phase;
   phase.edges = ring_edges(rings, volume);
+  phase.detailed_flows = static_cast<std::int64_t>(steps) * static_cast<std::int64_t>(phase.edges.size());
   double slowest_hop_s = 0;
   for (const auto& hop : hops)
     for (double h : hop)

@@ -420,6 +420,17 @@ TEST(ClusterConfig, CollectivesSection) {
              "c.yaml:1:", "cluster.collectives.algorithm", "'butterfly' is not a known value");
 }
 
+TEST(ClusterConfig, DetailedFlowLimitIsOffUnlessGivenAndACount) {
+  EXPECT_EQ(parse("cluster: {gpu: A100, nodes: 1}\n").collectives.detailed_flow_limit, 0);
+  EXPECT_EQ(parse("cluster: {gpu: A100, nodes: 1, collectives: {detailed_flow_limit: 100000}}\n")
+                .collectives.detailed_flow_limit,
+            100000);
+  expect_one(problems("cluster: {gpu: A100, nodes: 1, collectives: {detailed_flow_limit: -1}}\n"),
+             "c.yaml:1:", "cluster.collectives.detailed_flow_limit", "-1 is out of range");
+  expect_one(problems("cluster: {gpu: A100, nodes: 1, collectives: {detailed_flow_limit: lots}}\n"),
+             "c.yaml:1:", "cluster.collectives.detailed_flow_limit", "lots");
+}
+
 TEST(ClusterConfig, CollectivesProtocolIsWireUnlessAskedAndExcludesStepsInFlight) {
   EXPECT_EQ(parse("cluster: {gpu: A100, nodes: 1}\n").collectives.ring_protocol,
             platforms::RingProtocol::wire);
