@@ -187,6 +187,35 @@ TEST(ResultsPlot, AnAbsentPrecisionReadsAsBf16) {
   EXPECT_EQ(bf16_only.series[0].points.size(), 2u);
 }
 
+// A study of BF16 points alone (or `trainsim sweep --only` of them) has no
+// plan.precision column at all: its plots by precision still draw, as one
+// line of bf16, instead of refusing a column no row names.
+TEST(ResultsPlot, AStudyOfBf16PointsAlonePlotsByPrecision) {
+  ResultsDocument doc;
+  doc.study["parameters"] = ordered_json::array({"variant"});
+  for (const std::string gpu : {"H100-SXM", "B200"}) {
+    ResultRow row;
+    row.point = gpu;
+    row.status = kStatusOk;
+    row.parameters["variant"] = gpu + "-bf16";
+    row.figures["cluster.name"] = gpu;
+    row.figures["tokens_per_s_per_gpu"] = gpu == "B200" ? 200.0 : 100.0;
+    doc.rows.push_back(row);
+  }
+  PlotSpec spec;
+  spec.x = "cluster.name";
+  spec.y = "tokens_per_s_per_gpu";
+  spec.lines = {"plan.precision"};
+  spec.where = {{"plan.precision", "bf16"}};
+  const auto plot = build_results_plot(spec, doc);
+  ASSERT_EQ(plot.series.size(), 1u);
+  EXPECT_EQ(plot.series[0].label, "bf16");
+  ASSERT_EQ(plot.series[0].points.size(), 2u);
+  EXPECT_DOUBLE_EQ(plot.series[0].points[1].y, 200.0);
+  spec.lines = {"plan.tp"};  // a column without a stand-in is still refused
+  EXPECT_THROW(build_results_plot(spec, doc), PlotError);
+}
+
 TEST(ResultsPlot, SpecRoundTripsThroughJsonWithDefaults) {
   const auto spec = throughput_by_tp();
   EXPECT_EQ(spec.file_or_default(), "tokens_per_s_per_gpu-vs-cluster.gpus-by-plan.tp.svg");
