@@ -3,8 +3,8 @@
 // the value and what was expected for every bad combination.
 #include <gtest/gtest.h>
 
-#include "platforms/input_error.hpp"
 #include "sim/scenario/scenario.hpp"
+#include "support/loader_problems.hpp"
 #include "workloads/moe_dispatch.hpp"
 
 namespace trainsim::sim {
@@ -25,15 +25,7 @@ scenario::Scenario load(const std::string& yaml) {
 }
 
 std::string problems(const std::string& yaml) {
-  try {
-    load(yaml);
-  } catch (const platforms::InputError& e) {
-    std::string s;
-    for (const auto& p : e.problems())
-      s += p + "\n";
-    return s;
-  }
-  return "";
+  return testing::loader_problems(yaml, "s.yaml");
 }
 
 TEST(DispatchKeys, AllToAllWithoutANodeLimitByDefault) {

@@ -4,8 +4,8 @@
 // and what was expected.
 #include <gtest/gtest.h>
 
-#include "platforms/input_error.hpp"
 #include "sim/scenario/scenario.hpp"
+#include "support/loader_problems.hpp"
 
 namespace trainsim::sim {
 namespace {
@@ -28,15 +28,7 @@ scenario::Scenario load(const std::string& yaml) {
 }
 
 std::string problems(const std::string& yaml) {
-  try {
-    load(yaml);
-  } catch (const platforms::InputError& e) {
-    std::string s;
-    for (const auto& p : e.problems())
-      s += p + "\n";
-    return s;
-  }
-  return "";
+  return testing::loader_problems(yaml, "s.yaml");
 }
 
 TEST(ExpertTensorParallelKeys, LeftOutItFollowsTp) {

@@ -2,8 +2,8 @@
 // and every mistake is reported at its file:line with the key and the value.
 #include <gtest/gtest.h>
 
-#include "platforms/input_error.hpp"
 #include "sim/scenario/scenario.hpp"
+#include "support/loader_problems.hpp"
 
 namespace trainsim::sim {
 namespace {
@@ -30,15 +30,7 @@ scenario::Scenario load(const std::string& perturbations) {
 
 // Every problem the loader reports, joined.
 std::string errors_of(const std::string& perturbations) {
-  try {
-    load(perturbations);
-  } catch (const platforms::InputError& e) {
-    std::string all;
-    for (const auto& p : e.problems())
-      all += p + "\n";
-    return all;
-  }
-  return "";
+  return testing::loader_problems(kBase + "perturbations:\n" + perturbations, "study.yaml");
 }
 
 TEST(PerturbationLoader, SelectorsResolveRanksNodesAndStages) {
