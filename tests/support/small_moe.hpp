@@ -1,7 +1,12 @@
 #pragma once
 // Mixtral's MoE shape shrunk for task-graph tests: narrow layers (hidden
 // 1024, 8 heads, 1,024-token sequences, an 8,000-word vocabulary) so a
-// graph builds in milliseconds, with the experts a test reasons about.
+// graph builds in milliseconds, with the experts a test reasons about; and
+// the iteration of a plan on one node of uniform links (100 GB/s, 1 us)
+// under the analytic cost model, as the MoE task-graph tests build it.
+#include "support/test_cluster.hpp"
+#include "workloads/cost_model.hpp"
+#include "workloads/graph_builder/iteration_builder.hpp"
 #include "workloads/model_spec.hpp"
 
 namespace trainsim::testing {
@@ -19,6 +24,13 @@ inline workloads::ModelSpec small_moe_model(int layers, int experts, int top_k, 
   m.moe.top_k = top_k;
   m.moe.expert_ffn_hidden = expert_ffn_hidden;
   return m;
+}
+
+inline workloads::TaskGraph iteration_on_one_node(const workloads::ModelSpec& m,
+                                                  const workloads::ParallelPlan& plan) {
+  const auto cluster = uniform_cluster(1, plan.gpu_count(), 100e9, 1e-6);
+  const workloads::AnalyticCostModel cost(m, plan, 0.5);
+  return workloads::build_iteration(m, plan, cluster, cost);
 }
 
 }  // namespace trainsim::testing

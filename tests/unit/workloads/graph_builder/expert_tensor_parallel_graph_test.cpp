@@ -40,9 +40,7 @@ ParallelPlan folded_plan(int tp, int dp, int pp, int ep, int etp, int micro_batc
 }
 
 TaskGraph build(const ModelSpec& m, const ParallelPlan& plan) {
-  const auto cluster = testing::uniform_cluster(1, plan.gpu_count(), 100e9, 1e-6);
-  const AnalyticCostModel cost(m, plan, 0.5);
-  return build_iteration(m, plan, cluster, cost);
+  return testing::iteration_on_one_node(m, plan);
 }
 
 std::vector<const Task*> tasks_of(const TaskGraph& g, CommKind comm) {

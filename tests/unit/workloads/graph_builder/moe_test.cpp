@@ -143,9 +143,7 @@ Built build(const ModelSpec& m, int dp, int pp, int ep, int micro_batches, int z
                     .micro_batch_size = 1,
                     .global_batch_size = micro_batches * dp,
                     .zero_stage = zero_stage};
-  const auto cluster = testing::uniform_cluster(1, plan.gpu_count(), 100e9, 1e-6);
-  const AnalyticCostModel cost(m, plan, 0.5);
-  return {build_iteration(m, plan, cluster, cost), plan};
+  return {testing::iteration_on_one_node(m, plan), plan};
 }
 
 std::vector<const Task*> tasks_of(const TaskGraph& g, CommKind comm) {

@@ -9,6 +9,7 @@
 #include <boost/graph/adjacency_list.hpp>
 #include <vector>
 
+#include "support/small_moe.hpp"
 #include "support/test_cluster.hpp"
 #include "workloads/activation_memory.hpp"
 #include "workloads/cost_model.hpp"
@@ -43,9 +44,7 @@ ParallelPlan plan_of(int dp, int pp, int ep, int micro_batches) {
 }
 
 TaskGraph build(const ModelSpec& m, const ParallelPlan& plan) {
-  const auto cluster = testing::uniform_cluster(1, plan.gpu_count(), 100e9, 1e-6);
-  const AnalyticCostModel cost(m, plan, 0.5);
-  return build_iteration(m, plan, cluster, cost);
+  return testing::iteration_on_one_node(m, plan);
 }
 
 double graph_model_flops(const TaskGraph& g) {
