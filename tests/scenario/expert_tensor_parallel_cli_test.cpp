@@ -1,8 +1,9 @@
 // Expert tensor parallelism 1 (Megatron's MoE parallel folding) replayed
 // through the real CLI: an EP group wider than the data-parallel group runs
 // end to end and is reported; expert_tensor_parallel equal to tp (here 1
-// with tp 1) changes nothing, byte for byte; a bad value exits 1 with one
-// error naming file, line and key.
+// with tp 1) changes nothing, byte for byte; one between 1 and tp replays
+// its expert-TP collectives; a bad value exits 1 with one error naming
+// file, line and key.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -64,9 +65,28 @@ TEST(ExpertTensorParallelCli, ExpertTpEqualToTpIsByteIdenticalToLeavingItOut) {
   fs::remove_all(b);
 }
 
-TEST(ExpertTensorParallelCli, AnExpertTpOtherThanOneOrTpIsOneErrorAtItsLine) {
+TEST(ExpertTensorParallelCli, AnExpertTpBetweenOneAndTpReplaysItsGatherAndScatter) {
+  // tp 4 x dp 4, EP 4 x expert TP 2: the expert-TP groups (GPU pairs of a
+  // TP group) all-gather and reduce-scatter the dispatched tokens.
+  const std::string between =
+      with(with(kFolded, "  tp: 2\n  sequence_parallel: true\n  dp: 8\n  expert_parallel: 16\n",
+                "  tp: 4\n  sequence_parallel: true\n  dp: 4\n  expert_parallel: 4\n"),
+           "  expert_tensor_parallel: 1\n", "  expert_tensor_parallel: 2\n");
+  const auto out = fresh_dir("etp-between");
+  const auto r = run_text(between, out);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json summary = json::parse(read_file(out / "summary.json"));
+  EXPECT_EQ(summary["plan"]["expert_tensor_parallel"], 2);
+  EXPECT_GT(summary["iteration_time_s"].get<double>(), 0.0);
+  // The timeline holds all-gathers over 2-GPU groups: the expert-TP pairs.
+  const std::string timeline = read_file(out / "timeline.csv");
+  EXPECT_NE(timeline.find("all_gather"), std::string::npos);
+  fs::remove_all(out);
+}
+
+TEST(ExpertTensorParallelCli, AnExpertTpNotDividingTpIsOneErrorAtItsLine) {
   expect_one_error(run_text(with(kFolded, "  expert_tensor_parallel: 1\n", "  expert_tensor_parallel: 4\n")),
-                   "14:", "plan.expert_tensor_parallel", "expected 1 or 2");
+                   "14:", "plan.expert_tensor_parallel", "expected a divisor of 2 (1, 2)");
 }
 
 }  // namespace
