@@ -8,6 +8,8 @@
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
 
 #include "support/run_summary.hpp"
 #include "support/scenario_text.hpp"
@@ -78,9 +80,21 @@ TEST(ExpertTensorParallelCli, AnExpertTpBetweenOneAndTpReplaysItsGatherAndScatte
   const json summary = json::parse(read_file(out / "summary.json"));
   EXPECT_EQ(summary["plan"]["expert_tensor_parallel"], 2);
   EXPECT_GT(summary["iteration_time_s"].get<double>(), 0.0);
-  // The timeline holds all-gathers over 2-GPU groups: the expert-TP pairs.
-  const std::string timeline = read_file(out / "timeline.csv");
-  EXPECT_NE(timeline.find("all_gather"), std::string::npos);
+  // The expert-TP pairs' all-gathers and reduce-scatters, each of 2 x
+  // the dispatch buffer 2 x (1024 / 4) tokens x top-8 x 2048 x 2 bytes =
+  // 16 MiB (the attention's TP collectives move b s h x 2 = 4 MiB): on each
+  // of the 16 GPUs one of each per op, forward and backward of 4
+  // micro-batches.
+  int gathers = 0, scatters = 0;
+  std::istringstream timeline(read_file(out / "timeline.csv"));
+  for (std::string line; std::getline(timeline, line);) {
+    if (line.find(",16777216,") == std::string::npos)
+      continue;
+    gathers += line.find(",tp all_gather ") != std::string::npos;
+    scatters += line.find(",tp reduce_scatter ") != std::string::npos;
+  }
+  EXPECT_EQ(gathers, 16 * 4 * 2);
+  EXPECT_EQ(scatters, 16 * 4 * 2);
   fs::remove_all(out);
 }
 
