@@ -23,7 +23,7 @@ namespace {
 
 // 8 layers, 8 experts top-2, expert_ffn 2048, 1,024-token sequences,
 // hidden 1024 (tests/support/small_moe.hpp).
-ModelSpec small_moe() {
+ModelSpec between_moe_model() {
   return testing::small_moe_model(8, 8, 2, 2048);
 }
 
@@ -41,7 +41,7 @@ ParallelPlan between_plan(int etp = 2, int micro_batches = 1, int zero_stage = 0
                       .zero_stage = zero_stage};
 }
 
-std::vector<const Task*> collectives(const TaskGraph& g, CommKind comm) {
+std::vector<const Task*> collective_tasks_of(const TaskGraph& g, CommKind comm) {
   std::vector<const Task*> out;
   for (auto v : boost::make_iterator_range(boost::vertices(g.graph)))
     if (g[v].comm == comm && g[v].kind == TaskKind::collective)
@@ -49,7 +49,7 @@ std::vector<const Task*> collectives(const TaskGraph& g, CommKind comm) {
   return out;
 }
 
-using Groups = std::vector<std::vector<int>>;
+using EtpGroups = std::vector<std::vector<int>>;
 
 TEST(ExpertTensorParallelBetween, GroupsFollowMegatronsExpertRankOrder) {
   // Expert rank = t + 2 (e + 2 q) over the stage's GPUs 0-7: expert-TP
@@ -59,19 +59,19 @@ TEST(ExpertTensorParallelBetween, GroupsFollowMegatronsExpertRankOrder) {
   const ParallelPlan plan = between_plan();
   EXPECT_TRUE(plan.expert_tp_folded());
   EXPECT_EQ(plan.expert_data_parallel_size(), 2);
-  EXPECT_EQ(expert_parallel_groups(plan, 0), (Groups{{0, 2}, {4, 6}, {1, 3}, {5, 7}}));
-  EXPECT_EQ(expert_data_parallel_groups(plan, 0), (Groups{{0, 4}, {2, 6}, {1, 5}, {3, 7}}));
+  EXPECT_EQ(expert_parallel_groups(plan, 0), (EtpGroups{{0, 2}, {4, 6}, {1, 3}, {5, 7}}));
+  EXPECT_EQ(expert_data_parallel_groups(plan, 0), (EtpGroups{{0, 4}, {2, 6}, {1, 5}, {3, 7}}));
   EXPECT_EQ(expert_tensor_parallel_rank_of(plan, 5), 1);
   EXPECT_EQ(expert_parallel_rank_of(plan, 6), 1);
-  const TaskGraph g = testing::iteration_on_one_node(small_moe(), plan);
+  const TaskGraph g = testing::iteration_on_one_node(between_moe_model(), plan);
   std::set<std::vector<int>> ep;
-  for (const Task* t : collectives(g, CommKind::ep))
+  for (const Task* t : collective_tasks_of(g, CommKind::ep))
     ep.insert(g.groups[static_cast<std::size_t>(t->group)]);
   EXPECT_EQ(ep, (std::set<std::vector<int>>{{0, 2}, {4, 6}, {1, 3}, {5, 7}}));
 }
 
 TEST(ExpertTensorParallelBetween, ExpertTpGroupsGatherAndScatterTheDispatchedTokensEveryMoeLayer) {
-  const ModelSpec m = small_moe();
+  const ModelSpec m = between_moe_model();
   const TaskGraph g = testing::iteration_on_one_node(m, between_plan(2, 3));
   // Each GPU dispatches its 1024 / 4 = 256 tokens x top-2 copies x 1024 x
   // 2 bytes = 1 MiB; the expert-TP all-gather's buffer (nccl-tests size)
@@ -82,7 +82,7 @@ TEST(ExpertTensorParallelBetween, ExpertTpGroupsGatherAndScatterTheDispatchedTok
   // reduce-scatter per MoE layer forward (8) and backward (8).
   std::map<std::vector<int>, std::map<CollectiveOp, int>> passes;
   int tp_passes = 0;
-  for (const Task* t : collectives(g, CommKind::tp)) {
+  for (const Task* t : collective_tasks_of(g, CommKind::tp)) {
     const auto& members = g.groups[static_cast<std::size_t>(t->group)];
     if (members.size() == 4) {  // the dense TP groups {0-3}, {4-7}
       tp_passes += t->fold;
@@ -92,7 +92,7 @@ TEST(ExpertTensorParallelBetween, ExpertTpGroupsGatherAndScatterTheDispatchedTok
     passes[members][t->op] += t->fold;
   }
   ASSERT_EQ(passes.size(), 4u);
-  for (const std::vector<int>& group : Groups{{0, 1}, {2, 3}, {4, 5}, {6, 7}}) {
+  for (const std::vector<int>& group : EtpGroups{{0, 1}, {2, 3}, {4, 5}, {6, 7}}) {
     EXPECT_EQ(passes[group][CollectiveOp::all_gather], 3 * 16) << group[0];
     EXPECT_EQ(passes[group][CollectiveOp::reduce_scatter], 3 * 16) << group[0];
   }
@@ -103,7 +103,7 @@ TEST(ExpertTensorParallelBetween, ExpertTpGroupsGatherAndScatterTheDispatchedTok
 }
 
 TEST(ExpertTensorParallelBetween, TheAllToAllWaitsForTheExpertTpReduceScatter) {
-  const TaskGraph g = testing::iteration_on_one_node(small_moe(), between_plan());
+  const TaskGraph g = testing::iteration_on_one_node(between_moe_model(), between_plan());
   for (auto v : boost::make_iterator_range(boost::vertices(g.graph))) {
     if (g[v].comm != CommKind::ep)
       continue;
@@ -118,7 +118,7 @@ TEST(ExpertTensorParallelBetween, TheAllToAllWaitsForTheExpertTpReduceScatter) {
 }
 
 TEST(ExpertTensorParallelBetween, OneAndTpRunNoExpertTpCollectives) {
-  const ModelSpec m = small_moe();
+  const ModelSpec m = between_moe_model();
   EXPECT_FALSE(has_expert_tp_collectives(m, between_plan(1)));
   EXPECT_FALSE(has_expert_tp_collectives(m, between_plan(4)));
   EXPECT_FALSE(has_expert_tp_collectives(m, between_plan(0)));
@@ -128,13 +128,13 @@ TEST(ExpertTensorParallelBetween, OneAndTpRunNoExpertTpCollectives) {
     if (etp == 1)
       plan.ep = 4;  // 1 x 4 divides the stage of 8
     const TaskGraph g = testing::iteration_on_one_node(m, plan);
-    for (const Task* t : collectives(g, CommKind::tp))
+    for (const Task* t : collective_tasks_of(g, CommKind::tp))
       EXPECT_EQ(g.groups[static_cast<std::size_t>(t->group)].size(), 4u) << etp;
   }
 }
 
 TEST(ExpertTensorParallelBetween, ExpertGradientsReduceOverTheExpertDataParallelGroups) {
-  const ModelSpec m = small_moe();
+  const ModelSpec m = between_moe_model();
   const ParallelPlan plan = between_plan();
   const TaskGraph g = testing::iteration_on_one_node(m, plan);
   // Each GPU: 8 layers x (8 experts / ep 2) experts of 3 x 1024 x 2048
@@ -143,7 +143,7 @@ TEST(ExpertTensorParallelBetween, ExpertGradientsReduceOverTheExpertDataParallel
   EXPECT_DOUBLE_EQ(stage_expert_parameters_per_gpu(m, plan, 0), experts);
   const double dense = stage_parameters_per_gpu(m, plan, 0) - experts;
   std::map<std::vector<int>, double> bytes;
-  for (const Task* t : collectives(g, CommKind::dp))
+  for (const Task* t : collective_tasks_of(g, CommKind::dp))
     bytes[g.groups[static_cast<std::size_t>(t->group)]] += t->bytes;
   // Dense groups: each TP rank's 2 data-parallel GPUs {t, t + 4}.
   const std::map<std::vector<int>, double> expected{{{0, 4}, 2 * dense + 2 * experts},
@@ -168,12 +168,12 @@ TEST(ExpertTensorParallelBetween, ExpertGradientGroupsCrossDenseOnesWhenEpTimesE
   plan.ep = 4;
   plan.global_batch_size = 4;
   EXPECT_EQ(expert_parallel_groups(plan, 0),
-            (Groups{{0, 2, 4, 6}, {8, 10, 12, 14}, {1, 3, 5, 7}, {9, 11, 13, 15}}));
+            (EtpGroups{{0, 2, 4, 6}, {8, 10, 12, 14}, {1, 3, 5, 7}, {9, 11, 13, 15}}));
   EXPECT_EQ(expert_data_parallel_groups(plan, 0),
-            (Groups{{0, 8}, {2, 10}, {4, 12}, {6, 14}, {1, 9}, {3, 11}, {5, 13}, {7, 15}}));
-  const TaskGraph g = testing::iteration_on_one_node(small_moe(), plan);
+            (EtpGroups{{0, 8}, {2, 10}, {4, 12}, {6, 14}, {1, 9}, {3, 11}, {5, 13}, {7, 15}}));
+  const TaskGraph g = testing::iteration_on_one_node(between_moe_model(), plan);
   std::set<std::vector<int>> dp;
-  for (const Task* t : collectives(g, CommKind::dp))
+  for (const Task* t : collective_tasks_of(g, CommKind::dp))
     dp.insert(g.groups[static_cast<std::size_t>(t->group)]);
   // Dense: {t, t + 4, t + 8, t + 12} per TP rank t; experts: the 8 above.
   EXPECT_EQ(dp.size(), 4u + 8u);
@@ -182,7 +182,7 @@ TEST(ExpertTensorParallelBetween, ExpertGradientGroupsCrossDenseOnesWhenEpTimesE
 }
 
 TEST(ExpertTensorParallelBetween, ExpertsRunOnTheGatheredTokensAtFfnOverEtp) {
-  const ModelSpec m = small_moe();
+  const ModelSpec m = between_moe_model();
   auto find = [](const std::vector<TransformerOp>& ops, const std::string& name) {
     for (const auto& op : ops)
       if (op.name == name)
@@ -214,7 +214,7 @@ TEST(ExpertTensorParallelBetween, ExpertsRunOnTheGatheredTokensAtFfnOverEtp) {
 }
 
 TEST(ExpertTensorParallelBetween, TaskGraphModelFlopsSumToTheAnalyticTotal) {
-  const ModelSpec m = small_moe();
+  const ModelSpec m = between_moe_model();
   const ParallelPlan plan = between_plan(2, 4);
   double flops = 0;
   const TaskGraph g = testing::iteration_on_one_node(m, plan);
