@@ -30,6 +30,18 @@ int ep_all_to_alls(const ParallelPlan& plan, PipeOpKind kind, int moe_layers) {
   return 0;
 }
 
+bool has_expert_tp_collectives(const ModelSpec& model, const ParallelPlan& plan) {
+  return model.is_moe() && plan.expert_tp() > 1 && plan.expert_tp() != plan.tp;
+}
+
+double expert_tp_collective_bytes(const ModelSpec& model, const ParallelPlan& plan) {
+  return plan.expert_tp() * ep_all_to_all_bytes(model, plan);
+}
+
+int expert_tp_collective_pairs(const ParallelPlan& plan, PipeOpKind kind, int moe_layers) {
+  return ep_all_to_alls(plan, kind, moe_layers) / 2;
+}
+
 namespace {
 
 // A GPU's index among the tp x cp x dp GPUs of its stage, in rank order.

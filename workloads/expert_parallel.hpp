@@ -35,6 +35,24 @@ double ep_all_to_all_bytes(const ModelSpec& model, const ParallelPlan& plan);
 // forward's), weight gradient none.
 int ep_all_to_alls(const ParallelPlan& plan, PipeOpKind kind, int moe_layers);
 
+// Expert tensor parallelism between 1 and tp (Megatron's
+// MoEAlltoAllTokenDispatcher with an expert-TP group of 1 < etp < tp):
+// after the dispatch all-to-all each expert-TP group all-gathers the
+// tokens its members received (gather_from_sequence_parallel_region over
+// the expert-TP group), its experts run on them at expert_ffn / etp, and
+// a reduce-scatter (reduce_scatter_to_sequence_parallel_region) hands each
+// member its tokens' partial sums back before the combine. The backward
+// runs the pair again (the gradient of an all-gather is a reduce-scatter
+// and vice versa). With etp = tp trainsim keeps the dense TP pair around
+// the MLP (today's model), with etp = 1 there is none.
+bool has_expert_tp_collectives(const ModelSpec& model, const ParallelPlan& plan);
+// nccl-tests size of one such all-gather or reduce-scatter: the gathered
+// buffer, etp x the bytes a member received (ep_all_to_all_bytes).
+double expert_tp_collective_bytes(const ModelSpec& model, const ParallelPlan& plan);
+// All-gathers (and as many reduce-scatters) an op runs over `moe_layers`
+// MoE layers: one per layer per pass, as many as its dispatches.
+int expert_tp_collective_pairs(const ParallelPlan& plan, PipeOpKind kind, int moe_layers);
+
 // The EP groups of pipeline rank `pp_rank` (GPU ids, EP rank order):
 // expert-TP rank major, expert data-parallel index minor (with expert_tp =
 // tp: TP rank, then blocks of ep consecutive dp x cp positions).

@@ -30,6 +30,15 @@ std::string list_text(const std::vector<int>& values) {
   return "[" + text + "]";
 }
 
+// The divisors of n, as "1, 2, 4".
+std::string divisors_text(int n) {
+  std::string text;
+  for (int d = 1; d <= n; ++d)
+    if (n % d == 0)
+      text += (text.empty() ? "" : ", ") + std::to_string(d);
+  return text;
+}
+
 // Entries below 1, as "entry 2 (stage 2) is 0".
 std::string zero_entries(const std::vector<int>& values, const char* what) {
   std::string text;
@@ -157,10 +166,12 @@ void check_expert_parallel(const ModelSpec& model, const ParallelPlan& plan, Pro
 }
 
 // plan.expert_tensor_parallel: Megatron's --expert-tensor-parallel-size.
-// trainsim builds the two layouts Megatron-Bridge's MoE recipes use: tp
-// (the default) and 1 (parallel folding); an expert-TP group between the
-// two would need its own all-gather / reduce-scatter around the experts,
-// which the task graph does not have.
+// Any divisor of tp: tp (the default), 1 (parallel folding), or one in
+// between, whose expert-TP groups all-gather the dispatched tokens before
+// the experts and reduce-scatter their outputs after them
+// (expert_tensor_parallel_collectives.cpp). Megatron itself takes any etp
+// with etp x ep dividing the stage; a divisor of tp keeps each expert-TP
+// group inside one NVLink-connected TP group, which is what its users run.
 void check_expert_tensor_parallel(const ModelSpec& model, const ParallelPlan& plan, Problems& problems) {
   if (plan.etp <= 0)
     return;
@@ -172,15 +183,22 @@ void check_expert_tensor_parallel(const ModelSpec& model, const ParallelPlan& pl
                              plan.etp, model.name));
     return;
   }
-  if (plan.etp != 1 && plan.etp != plan.tp) {
-    problems.add(key,
-                 fmt::format("{} with tp = {}: trainsim models expert tensor parallelism equal to tp or 1 "
-                             "(Megatron's MoE parallel folding); expected 1 or {}",
-                             plan.etp, plan.tp, plan.tp));
+  if (plan.tp % plan.etp != 0) {
+    problems.add(key, fmt::format("{} does not divide tp = {}: each expert tensor-parallel group is etp "
+                                  "consecutive GPUs of one TP group (Megatron's expert rank order "
+                                  "tp-ep-dp); expected a divisor of {} ({})",
+                                  plan.etp, plan.tp, plan.tp, divisors_text(plan.tp)));
     return;
   }
   if (!plan.expert_tp_folded())
     return;
+  if (plan.etp > 1 && plan.moe_dispatcher == MoeDispatcher::deepep)
+    problems.add(key,
+                 fmt::format("{} with moe_dispatcher deepep: with an expert-TP group between 1 and tp = {} "
+                             "Megatron's flex dispatcher sends every token to each of the etp GPUs of its "
+                             "experts over the tp x ep group, which trainsim's DeepEP exchange does not "
+                             "model; expected expert_tensor_parallel 1 or {}, or moe_dispatcher: all_to_all",
+                             plan.etp, plan.tp, plan.tp));
   const int stage = plan.tp * plan.cp * plan.dp;
   if (stage % (plan.ep * plan.etp) != 0)
     problems.add(

@@ -170,7 +170,10 @@ double moe_mlp(OpList& ops, const ModelSpec& model, const LayerSetup& setup, con
   const bool gated = model.swiglu;
   const double t = setup.tp;
   const double te = setup.expert_tp > 0 ? setup.expert_tp : setup.tp;
-  const double tokens = te == t ? d.tokens : d.tokens * te / t;  // what the router and experts see
+  const double tokens = te == t ? d.tokens : d.tokens * te / t;  // what the experts see
+  // What the router sees: the GPU's own sequence-parallel tokens when te <
+  // t (the expert-TP all-gather comes after it, with the dispatch).
+  const double own = te == t ? d.tokens : d.tokens / t;
   const double experts = moe.experts;
   const double local_experts = experts / setup.ep;
   const double routed = tokens * moe.top_k * moe.capacity_factor;  // token copies through the experts
@@ -184,6 +187,10 @@ double moe_mlp(OpList& ops, const ModelSpec& model, const LayerSetup& setup, con
   const double shared_up = gated ? 2 * shared_f : shared_f;
   // Token copies on this GPU: what the local experts process.
   const double local_rows = per_expert * local_experts;
+  // Rows a GPU permutes before the dispatch and unpermutes after the
+  // combine: its own tokens' copies, 1 / te of what its experts run after
+  // the expert-TP all-gather.
+  const double own_rows = te == t ? local_rows : local_rows / te;
   // The dispatcher's reorder of the received tokens by local expert and
   // back (moe_token_sort.hpp).
   auto sort = [&](OpPass p, SortSide side) {
@@ -198,16 +205,16 @@ double moe_mlp(OpList& ops, const ModelSpec& model, const LayerSetup& setup, con
   };
   switch (pass) {
     case OpPass::forward:
-      ops.matmul("router", pass, tokens, experts, d.h);
+      ops.matmul("router", pass, own, experts, d.h);
       // fp32 logits: cast, softmax, top-k selection and the routing map.
-      ops.elementwise("router_topk", pass, tokens * experts, 2 + 4 + 4 + 4, 3);
-      ops.elementwise("permute", pass, local_rows * d.h, 2 + 2);
+      ops.elementwise("router_topk", pass, own * experts, 2 + 4 + 4 + 4, 3);
+      ops.elementwise("permute", pass, own_rows * d.h, 2 + 2);
       sort(pass, SortSide::after_dispatch);
       ops.batched_matmul("experts_up", pass, local_experts, per_expert, up, d.h, false);
       activation("experts_act", pass, local_rows * f);
       ops.batched_matmul("experts_down", pass, local_experts, per_expert, d.h, f, false);
       sort(pass, SortSide::before_combine);
-      ops.elementwise("unpermute", pass, local_rows * d.h, 2 + 2 + 2);
+      ops.elementwise("unpermute", pass, own_rows * d.h, 2 + 2 + 2);
       if (shared_f > 0) {
         ops.matmul("shared_up", pass, d.tokens, shared_up, d.h);
         activation("shared_act", pass, d.tokens * shared_f);
@@ -220,15 +227,15 @@ double moe_mlp(OpList& ops, const ModelSpec& model, const LayerSetup& setup, con
         activation("shared_act", pass, d.tokens * shared_f);
         ops.matmul("shared_up.dgrad", pass, d.tokens, d.h, shared_up);
       }
-      ops.elementwise("unpermute.bwd", pass, local_rows * d.h, 2 + 2 + 2);
+      ops.elementwise("unpermute.bwd", pass, own_rows * d.h, 2 + 2 + 2);
       sort(pass, SortSide::before_combine);
       ops.batched_matmul("experts_down.dgrad", pass, local_experts, per_expert, f, d.h, false);
       activation("experts_act", pass, local_rows * f);
       ops.batched_matmul("experts_up.dgrad", pass, local_experts, per_expert, d.h, up, false);
       sort(pass, SortSide::after_dispatch);
-      ops.elementwise("permute.bwd", pass, local_rows * d.h, 2 + 2 + 2);
-      ops.elementwise("router_topk.bwd", pass, tokens * experts, 4 + 4 + 4 + 2, 2);
-      ops.matmul("router.dgrad", pass, tokens, d.h, experts);
+      ops.elementwise("permute.bwd", pass, own_rows * d.h, 2 + 2 + 2);
+      ops.elementwise("router_topk.bwd", pass, own * experts, 4 + 4 + 4 + 2, 2);
+      ops.matmul("router.dgrad", pass, own, d.h, experts);
       return 0;
     case OpPass::backward_weight:
       ops.batched_matmul("experts_down.wgrad", pass, local_experts, f, d.h, per_expert, false);
@@ -237,7 +244,7 @@ double moe_mlp(OpList& ops, const ModelSpec& model, const LayerSetup& setup, con
         ops.matmul("shared_down.wgrad", pass, shared_f, d.h, d.tokens);
         ops.matmul("shared_up.wgrad", pass, d.h, shared_up, d.tokens);
       }
-      ops.matmul("router.wgrad", pass, d.h, experts, tokens);
+      ops.matmul("router.wgrad", pass, d.h, experts, own);
       return d.h * experts + local_experts * (d.h * up + f * d.h) + d.h * shared_up + shared_f * d.h;
   }
   return 0;

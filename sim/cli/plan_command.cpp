@@ -91,6 +91,8 @@ nlohmann::ordered_json plan_json(const workloads::ParallelPlan& p, bool moe) {
                               {"sequence_parallel", p.sequence_parallel}};
   if (moe)
     j["expert_parallel"] = p.ep;
+  if (p.expert_tp_folded())
+    j["expert_tensor_parallel"] = p.expert_tp();
   if (p.hybrid_sharded())
     j["dp_shard"] = p.dp_shard;
   if (!p.stage_layers.empty())  // an uneven split: the layers of every virtual stage

@@ -280,8 +280,9 @@ struct Tables {
                 ranged("context_parallel", T::integer, 1, kCount, "ring attention over this many GPUs"),
                 ranged("expert_parallel", T::integer, 1, kCount, "experts spread over this many GPUs"),
                 ranged("expert_tensor_parallel", T::integer, 1, kCount,
-                       "expert tensor parallelism: tp (default) or 1 (Megatron's MoE parallel folding, EP "
-                       "groups spanning the TP ranks)"),
+                       "expert tensor parallelism: a divisor of tp; tp (default), 1 (Megatron's MoE parallel "
+                       "folding, EP groups spanning the TP ranks) or in between (expert-TP all-gather and "
+                       "reduce-scatter around the experts)"),
                 choice("moe_dispatcher", {"all_to_all", "deepep"},
                        "MoE token dispatch: all_to_all (NCCL, every copy to every GPU; default) or deepep "
                        "(once per node over RDMA, then NVLink; FP8 under precision fp8)"),

@@ -45,7 +45,9 @@ constexpr const char* kAxisKeys[] = {"plan.tp",
                                      "plan.zero_stage",
                                      "plan.dp_shard",
                                      "plan.sequence_parallel",
-                                     "plan.expert_parallel"};
+                                     "plan.expert_parallel",
+                                     "plan.expert_tensor_parallel",
+                                     "plan.expert_tensor_parallel_size"};
 
 YAML::Node read_yaml_file(const std::string& path, const std::string& option) {
   const std::string text =
@@ -147,6 +149,8 @@ void set_axis(workloads::PlanSpaceOptions& space, const std::string& key, const 
     space.sequence_parallel = axis_booleans(assignment, words);
   else if (key == "plan.expert_parallel")
     space.ep = axis_integers(assignment, words, 1, 1 << 20);
+  else if (key == "plan.expert_tensor_parallel" || key == "plan.expert_tensor_parallel_size")
+    space.etp = axis_integers(assignment, words, 1, 1 << 20);
 }
 
 std::optional<int> integer_at(const YAML::Node& map, const char* key) {
@@ -397,6 +401,11 @@ PlanSearch prepare_plan_search(const PlanSearchRequest& request) {
         "--set plan.expert_parallel: {} is a dense model (no model.moe); expected expert_parallel 1, or a "
         "MoE model (e.g. --model mixtral-8x7b)",
         search.base.model.name)});
+  if (!search.base.model.is_moe() && !base.space.etp.empty())
+    throw platforms::InputError({fmt::format(
+        "--set plan.expert_tensor_parallel: {} is a dense model (no model.moe); expected the key left out, "
+        "or a MoE model (e.g. --model mixtral-8x7b)",
+        search.base.model.name)});
   const workloads::PlanSpace space = workloads::enumerate_plans(search.base.model, base.space);
   search.pruned = space.pruned;
   search.enumerated = space.enumerated;
@@ -428,6 +437,7 @@ PlanSearch prepare_plan_search(const PlanSearchRequest& request) {
     candidate.plan.dp_shard = plan.dp_shard;
     candidate.plan.sequence_parallel = plan.sequence_parallel;
     candidate.plan.ep = plan.ep;
+    candidate.plan.etp = plan.etp;
     // The base plan's TP overlap, on every candidate it applies to.
     candidate.plan.tp_comm_overlap = base_plan.tp_comm_overlap && plan.sequence_parallel &&
                                      candidate.plan.framework == workloads::Framework::megatron;
@@ -435,7 +445,8 @@ PlanSearch prepare_plan_search(const PlanSearchRequest& request) {
     // reduce-scatters per layer anyway, and the loader refuses the key there.
     // Expert parallelism reduces its gradients after the backward: the
     // loader refuses the overlap with ep > 1 too.
-    candidate.plan.overlap_grad_reduce = base_plan.overlap_grad_reduce && plan.zero_stage < 3 && plan.ep == 1;
+    candidate.plan.overlap_grad_reduce =
+        base_plan.overlap_grad_reduce && plan.zero_stage < 3 && plan.ep == 1 && !plan.expert_tp_folded();
     // The base plan's expert all-to-all overlap, on every candidate that has
     // expert all-to-alls and a schedule that runs it (merged F&B steps).
     candidate.plan.moe_a2a_overlap =
@@ -517,6 +528,13 @@ std::string scenario_yaml(const PlanSearch& search, const PlanCandidate& candida
   plan["sequence_parallel"] = candidate.plan.sequence_parallel;
   if (plan["expert_parallel"] || candidate.plan.ep > 1)
     plan["expert_parallel"] = candidate.plan.ep;
+  // The plan's expert TP, or none (tp); the base's alias would contradict it.
+  if (plan["expert_tensor_parallel_size"])
+    plan.remove("expert_tensor_parallel_size");
+  if (candidate.plan.expert_tp_folded())
+    plan["expert_tensor_parallel"] = candidate.plan.expert_tp();
+  else if (plan["expert_tensor_parallel"])
+    plan.remove("expert_tensor_parallel");
   if (plan["moe_a2a_overlap"] || candidate.plan.moe_a2a_overlap)
     plan["moe_a2a_overlap"] = candidate.plan.moe_a2a_overlap;
   if (plan["tp_comm_overlap"] || candidate.plan.tp_comm_overlap)

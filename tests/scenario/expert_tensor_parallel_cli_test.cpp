@@ -1,12 +1,15 @@
 // Expert tensor parallelism 1 (Megatron's MoE parallel folding) replayed
 // through the real CLI: an EP group wider than the data-parallel group runs
 // end to end and is reported; expert_tensor_parallel equal to tp (here 1
-// with tp 1) changes nothing, byte for byte; a bad value exits 1 with one
-// error naming file, line and key.
+// with tp 1) changes nothing, byte for byte; one between 1 and tp replays
+// its expert-TP collectives; a bad value exits 1 with one error naming
+// file, line and key.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
 
 #include "support/run_summary.hpp"
 #include "support/scenario_text.hpp"
@@ -64,9 +67,40 @@ TEST(ExpertTensorParallelCli, ExpertTpEqualToTpIsByteIdenticalToLeavingItOut) {
   fs::remove_all(b);
 }
 
-TEST(ExpertTensorParallelCli, AnExpertTpOtherThanOneOrTpIsOneErrorAtItsLine) {
+TEST(ExpertTensorParallelCli, AnExpertTpBetweenOneAndTpReplaysItsGatherAndScatter) {
+  // tp 4 x dp 4, EP 4 x expert TP 2: the expert-TP groups (GPU pairs of a
+  // TP group) all-gather and reduce-scatter the dispatched tokens.
+  const std::string between =
+      with(with(kFolded, "  tp: 2\n  sequence_parallel: true\n  dp: 8\n  expert_parallel: 16\n",
+                "  tp: 4\n  sequence_parallel: true\n  dp: 4\n  expert_parallel: 4\n"),
+           "  expert_tensor_parallel: 1\n", "  expert_tensor_parallel: 2\n");
+  const auto out = fresh_dir("etp-between");
+  const auto r = run_text(between, out);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json summary = json::parse(read_file(out / "summary.json"));
+  EXPECT_EQ(summary["plan"]["expert_tensor_parallel"], 2);
+  EXPECT_GT(summary["iteration_time_s"].get<double>(), 0.0);
+  // The expert-TP pairs' all-gathers and reduce-scatters, each of 2 x
+  // the dispatch buffer 2 x (1024 / 4) tokens x top-8 x 2048 x 2 bytes =
+  // 16 MiB (the attention's TP collectives move b s h x 2 = 4 MiB): on each
+  // of the 16 GPUs one of each per op, forward and backward of 4
+  // micro-batches.
+  int gathers = 0, scatters = 0;
+  std::istringstream timeline(read_file(out / "timeline.csv"));
+  for (std::string line; std::getline(timeline, line);) {
+    if (line.find(",16777216,") == std::string::npos)
+      continue;
+    gathers += line.find(",tp all_gather ") != std::string::npos;
+    scatters += line.find(",tp reduce_scatter ") != std::string::npos;
+  }
+  EXPECT_EQ(gathers, 16 * 4 * 2);
+  EXPECT_EQ(scatters, 16 * 4 * 2);
+  fs::remove_all(out);
+}
+
+TEST(ExpertTensorParallelCli, AnExpertTpNotDividingTpIsOneErrorAtItsLine) {
   expect_one_error(run_text(with(kFolded, "  expert_tensor_parallel: 1\n", "  expert_tensor_parallel: 4\n")),
-                   "14:", "plan.expert_tensor_parallel", "expected 1 or 2");
+                   "14:", "plan.expert_tensor_parallel", "expected a divisor of 2 (1, 2)");
 }
 
 }  // namespace

@@ -69,7 +69,9 @@ TEST(PlanMoeCli, SearchesTheValidExpertParallelDegreesAndTheBestPlanSimulates) {
   // Every plan of the space loaded: nothing pruned as invalid.
   ASSERT_TRUE(plans["pruned"].contains("invalid_plan")) << plans["pruned"].dump();
   EXPECT_EQ(plans["pruned"]["invalid_plan"].get<int>(), 0) << plans["pruned"].dump();
-  EXPECT_EQ(plans["feasible"].get<int>(), 2 * (4 + 4 + 1));
+  // tp 2 with sequence parallelism also runs expert TP 1, whose ep divides
+  // tp x dp = 16 (and the experts): 1, 2, 4, 8 more per ZeRO stage.
+  EXPECT_EQ(plans["feasible"].get<int>(), 2 * (4 + 4 + 1 + 4));
 
   // The estimate ranks the MoE plans close to their simulation (one node:
   // the all-to-alls on NVLink).
@@ -126,6 +128,42 @@ TEST(PlanMoeCli, TopZeroRanksByEstimateWithoutSimulating) {
   for (const auto& row : plans["plans"])
     EXPECT_EQ(row["status"], "estimated") << row.dump();
   EXPECT_FALSE(fs::exists(dir / "search" / "points" / plans["plans"][0]["key"].get<std::string>()));
+}
+
+// tp 4 x dp 4, ep 4: expert TP 4 (the key left out), 2 and 1 are the
+// searched layouts; every one simulates, the estimate stays near the
+// replay, and the etp 2 plan's scenario carries the key and runs alone.
+TEST(PlanMoeCli, ExpertTpIsSearchedAndAPlanBelowTpIsWrittenWithItsKeyAndReplays) {
+  const auto dir = fresh_dir("plan-moe-etp");
+  const auto r = run_cli(small_moe_search(
+      dir / "search", {"--set", "plan.tp=4", "--set", "plan.zero_stage=1", "--set",
+                       "plan.sequence_parallel=true", "--set", "plan.expert_parallel=4", "--top", "3"}));
+  ASSERT_EQ(r.status, 0) << r.err << r.out;
+  const auto plans = nlohmann::json::parse(read_file(dir / "search" / "plans.json"));
+  std::set<int> etp;
+  for (const auto& row : plans["plans"]) {
+    const auto& p = row["plan"];
+    etp.insert(p.contains("expert_tensor_parallel") ? p["expert_tensor_parallel"].get<int>()
+                                                    : p["tp"].get<int>());
+    ASSERT_EQ(row["status"], "simulated") << row.dump();
+    const double estimate = row["estimate"]["iteration_time_s"];
+    const double simulated = row["simulated"]["iteration_time_s"];
+    EXPECT_NEAR(estimate, simulated, 0.15 * simulated) << row.dump();
+  }
+  EXPECT_EQ(etp, (std::set<int>{1, 2, 4}));
+  const std::string key = "tp4-pp1-dp4-ep4-etp2-cp1-v1-mb1-1f1b-none-z1-sp";
+  const auto scenario = dir / "search" / "points" / key / "scenario.yaml";
+  ASSERT_TRUE(fs::exists(scenario)) << r.out;
+  EXPECT_NE(read_file(scenario).find("expert_tensor_parallel: 2"), std::string::npos);
+  const auto run = run_cli({"run", scenario.string(), "--out", (dir / "alone").string(), "--quiet"});
+  ASSERT_EQ(run.status, 0) << run.err;
+  const auto summary = nlohmann::json::parse(read_file(dir / "alone" / "summary.json"));
+  EXPECT_EQ(summary["plan"]["expert_tensor_parallel"], 2);
+  // The tp 4 plan (expert TP left out) writes no key.
+  const auto plain =
+      dir / "search" / "points" / "tp4-pp1-dp4-ep4-cp1-v1-mb1-1f1b-none-z1-sp" / "scenario.yaml";
+  ASSERT_TRUE(fs::exists(plain));
+  EXPECT_EQ(read_file(plain).find("expert_tensor_parallel"), std::string::npos);
 }
 
 TEST(PlanMoeCli, ADenseModelRefusesAnExpertParallelAxis) {

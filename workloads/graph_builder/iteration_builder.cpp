@@ -281,6 +281,7 @@ void IterationBuilder::add_op(int dp, int rank, std::size_t op_index, const std:
     }
   if (!overlaps_tp_comm(op.kind, slice))
     add_tp_collectives(op, rank, slice, tp_groups, built);
+  add_expert_tp_collectives(op, rank, slice, gpus, built);  // expert_tensor_parallel_collectives.cpp
   record_op(op, vs, gpus, built);
 }
 

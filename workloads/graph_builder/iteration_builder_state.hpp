@@ -231,6 +231,14 @@ class IterationBuilder {
   // whole stage: each TP rank's dense data-parallel group, then the expert
   // data-parallel groups that cross TP ranks.
   void add_folded_expert_sync_and_step(int rank);
+  // expert_tensor_parallel_collectives.cpp: 1 < expert_tp < tp. Each
+  // expert-TP group of the op's GPUs (expert_tp consecutive TP ranks)
+  // all-gathers the tokens its members received from the dispatch and
+  // reduce-scatters the experts' outputs, every MoE layer of the op folded
+  // into one pair, after the op's TP collectives and before its
+  // all-to-all.
+  void add_expert_tp_collectives(const PipeOp& op, int rank, const StageSlice& slice,
+                                 const std::vector<int>& gpus, std::vector<BuiltOp>& built);
   // The data-parallel group of (rank, tp): dp x cp GPUs, in ring order.
   std::vector<int> data_parallel_members(int rank, int tp) const;
   // Each member's optimizer step over `parameters` local parameters, after
@@ -262,6 +270,8 @@ class IterationBuilder {
   // (passes per layer, MoE layers, nodes, GPUs per node) -> its
   // TaskGraph::exchanges entry.
   std::map<std::tuple<int, std::vector<int>, int, int>, int> exchange_of_;
+  // Expert-TP groups by their first GPU: one group per set of GPUs.
+  std::map<int, int> expert_tp_group_of_;
   // First-stage GPU -> its embedding group's all-reduce.
   std::map<int, TaskId> tied_embedding_sync_;
 };

@@ -27,11 +27,13 @@ ExpertExchangeEstimate expert_exchange_estimate(const ModelSpec& model, const Pa
   if (!model.is_moe() || plan.ep <= 1)
     return e;
   const int n = plan.ep;
-  std::vector<int> members, domains;
-  for (int j = 0; j < n; ++j) {
-    members.push_back(plan.gpu_of(stage, j / plan.cp, 0, j % plan.cp));
-    domains.push_back(cluster.locate(members.back()).domain);
-  }
+  // The stage's first EP group (expert-TP rank 0): ep consecutive dp x cp
+  // positions of TP rank 0, or with expert TP below tp ranks expert_tp
+  // apart across the TP ranks.
+  const std::vector<int> members = expert_parallel_groups(plan, stage).front();
+  std::vector<int> domains;
+  for (int gpu : members)
+    domains.push_back(cluster.locate(gpu).domain);
   // The members sharing the first one's NVLink domain.
   const int local = static_cast<int>(std::count(domains.begin(), domains.end(), domains.front()));
   const auto& group = cluster.group_of(members.front());

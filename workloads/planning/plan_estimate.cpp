@@ -137,6 +137,17 @@ PlanEstimate estimate_plan(const ModelSpec& model, const ParallelPlan& plan,
     return comm_s / k + (k - 1) / k * std::max(0.0, comm_s - linear_s);
   };
 
+  // One MoE layer's expert-TP all-gather and reduce-scatter (1 < expert_tp
+  // < tp) over the first expert-TP group: expert_tp consecutive GPUs of a
+  // TP group.
+  double expert_tp_pair_s = 0;
+  if (has_expert_tp_collectives(model, plan)) {
+    const std::vector<int> group(tp_group.begin(), tp_group.begin() + plan.expert_tp());
+    const double bytes = expert_tp_collective_bytes(model, plan);
+    expert_tp_pair_s = collective_s(cluster, CollectiveOp::all_gather, bytes, group) +
+                       collective_s(cluster, CollectiveOp::reduce_scatter, bytes, group);
+  }
+
   const BubbleModel bubble = traits_of(plan.schedule).bubble;
   const bool split_backward = bubble == BubbleModel::zero_bubble_h1 || bubble == BubbleModel::zero_bubble_h2;
 
@@ -187,9 +198,21 @@ PlanEstimate estimate_plan(const ModelSpec& model, const ParallelPlan& plan,
       // A zero-bubble B hides its collectives under its own GEMMs only.
       const double backward_linear_s =
           (input.tp_overlap_s + (split_backward ? 0.0 : weight.tp_overlap_s)) / plan.cp;
-      const double tp_f = exposed_tp(tp_time(2 * slice.layers), forward.tp_overlap_s / plan.cp);
-      const double tp_b =
-          exposed_tp(tp_time((plan.recompute == Recompute::full ? 4 : 2) * slice.layers), backward_linear_s);
+      // With expert TP below tp a MoE layer without shared experts runs no
+      // dense TP collective around its MLP (iteration_builder.cpp,
+      // tp_allreduces); between 1 and tp its expert-TP group all-gathers and
+      // reduce-scatters the dispatched tokens instead, once per MoE layer
+      // and pass, serial with the op.
+      const int tp_per_pass =
+          2 * slice.layers - (plan.expert_tp_folded() && model.is_moe() && model.moe.shared_experts == 0
+                                  ? moe_layers_of(model, slice)
+                                  : 0);
+      const int passes_b = plan.recompute == Recompute::full ? 2 : 1;
+      const int expert_tp_pairs = has_expert_tp_collectives(model, plan) ? moe_layers_of(model, slice) : 0;
+      const double tp_f = exposed_tp(tp_time(tp_per_pass), forward.tp_overlap_s / plan.cp) +
+                          expert_tp_pairs * expert_tp_pair_s;
+      const double tp_b = exposed_tp(tp_time(passes_b * tp_per_pass), backward_linear_s) +
+                          passes_b * expert_tp_pairs * expert_tp_pair_s;
       double fsdp_f = 0, fsdp_b = 0;
       if (fsdp && d > 1 && slice.layers > 0) {
         // Per layer: its compute against its gathers (and the reduce-scatter
@@ -307,17 +330,24 @@ PlanEstimate estimate_plan(const ModelSpec& model, const ParallelPlan& plan,
     // Expert parallelism: the routed experts' parameters are replicated (and
     // ZeRO-1 sharded) over the expert data-parallel group only, the GPUs of
     // the DP group at positions equal modulo ep.
-    const double experts = plan.ep > 1 ? stage_expert_parameters_per_gpu(model, plan, r) : 0.0;
+    // With expert TP below tp the expert data-parallel groups cross TP
+    // ranks (expert_data_parallel_groups): tp x cp x dp / (ep x etp) GPUs.
+    const bool folded = plan.expert_tp_folded() && model.is_moe();
+    const double experts = plan.ep > 1 || folded ? stage_expert_parameters_per_gpu(model, plan, r) : 0.0;
     const double dense = params - experts;
     std::vector<int> expert_group;
-    for (std::size_t k = 0; k < group.size(); k += static_cast<std::size_t>(plan.ep))
-      expert_group.push_back(group[k]);
-    const double local = plan.zero_stage >= 1 && d > 1
-                             ? dense / plan.zero_shard_size() +
-                                   experts / std::max<double>(1.0, double(plan.zero_shard_size()) / plan.ep)
+    if (folded)
+      expert_group = expert_data_parallel_groups(plan, r).front();
+    else
+      for (std::size_t k = 0; k < group.size(); k += static_cast<std::size_t>(plan.ep))
+        expert_group.push_back(group[k]);
+    const double expert_shard = folded ? plan.expert_data_parallel_size()
+                                       : std::max<double>(1.0, double(plan.zero_shard_size()) / plan.ep);
+    const double local = plan.zero_stage >= 1 && (d > 1 || expert_group.size() > 1)
+                             ? dense / plan.zero_shard_size() + experts / expert_shard
                              : params;
     optimizer = std::max(optimizer, cost.optimizer(local, gpu).duration_s);
-    if (d < 2)
+    if (d < 2 && expert_group.size() < 2)
       continue;
     double busy = 0, exposed = 0;
     const double reduce_op_bytes = g * params;

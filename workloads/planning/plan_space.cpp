@@ -68,18 +68,45 @@ std::optional<std::vector<int>> layers_of_candidate(int layers, int pp, int v) {
   return light_last_stage(layers, pp, v);
 }
 
-// Expert parallelism's values for a plan whose dense axes are set: ep
-// divides the experts and dp x cp (the EP group is carved out of the
-// data-parallel GPUs), and ep > 1 needs ZeRO 0 / 1 and, with tp > 1,
-// sequence parallelism (workloads/plan_checks.cpp, check_expert_parallel).
+// Expert tensor parallelism's values for a plan whose dense axes are set
+// (workloads/plan_checks.cpp, check_expert_tensor_parallel): 0 (= tp, the
+// key left out, so that such a candidate is the plan it was before the
+// axis existed), then the divisors of tp below it, which need a MoE model,
+// sequence parallelism, ZeRO 0 / 1 (the folded gradient sync), and between
+// 1 and tp the all_to_all dispatcher.
+std::vector<int> allowed_expert_tensor_parallel(const ModelSpec& model, const ParallelPlan& plan) {
+  std::vector<int> out{0};
+  if (!model.is_moe() || plan.tp < 2 || !plan.sequence_parallel || plan.zero_stage >= 2)
+    return out;
+  for (int etp : divisors(plan.tp))
+    if (etp < plan.tp && (etp == 1 || plan.moe_dispatcher != MoeDispatcher::deepep))
+      out.push_back(etp);
+  return out;
+}
+// A given value equal to tp is the key left out.
+int expert_tensor_parallel_value(const ParallelPlan& plan, int given) {
+  return given == plan.tp ? 0 : given;
+}
+
+// Expert parallelism's values for a plan whose dense axes (and expert TP)
+// are set: ep divides the experts and dp x cp (the EP group is carved out
+// of the data-parallel GPUs), or with expert TP below tp ep x etp divides
+// tp x cp x dp (Megatron's expert rank generator over the stage), and ep >
+// 1 needs ZeRO 0 / 1 and, with tp > 1, sequence parallelism
+// (workloads/plan_checks.cpp, check_expert_parallel).
 std::vector<int> allowed_expert_parallel(const ModelSpec& model, const ParallelPlan& plan) {
   std::vector<int> out{1};
   if (!model.is_moe() || plan.zero_stage >= 2 || (plan.tp > 1 && !plan.sequence_parallel))
     return out;
-  for (int ep : divisors(plan.data_parallel_size()))
+  const int positions = plan.expert_tp_folded() ? plan.tp * plan.data_parallel_size() / plan.expert_tp()
+                                                : plan.data_parallel_size();
+  for (int ep : divisors(positions))
     if (ep > 1 && model.moe.experts % ep == 0)
       out.push_back(ep);
   return out;
+}
+int expert_parallel_value(const ParallelPlan&, int given) {
+  return given;
 }
 
 // The expert dimensions of the space, applied in this order (a later
@@ -88,9 +115,13 @@ struct ExpertAxis {
   std::vector<int> PlanSpaceOptions::*given;
   int ParallelPlan::*field;
   std::vector<int> (*allowed)(const ModelSpec&, const ParallelPlan&);
+  // A given value as the field holds it.
+  int (*value_of)(const ParallelPlan&, int);
 };
 constexpr ExpertAxis kExpertAxes[] = {
-    {&PlanSpaceOptions::ep, &ParallelPlan::ep, &allowed_expert_parallel},
+    {&PlanSpaceOptions::etp, &ParallelPlan::etp, &allowed_expert_tensor_parallel,
+     &expert_tensor_parallel_value},
+    {&PlanSpaceOptions::ep, &ParallelPlan::ep, &allowed_expert_parallel, &expert_parallel_value},
 };
 
 // The last pipeline rank lighter than the others, which share the rest
@@ -122,9 +153,14 @@ std::vector<ParallelPlan> expert_layouts(const ModelSpec& model, const ParallelP
     for (const ParallelPlan& layout : layouts) {
       const std::vector<int> allowed = axis.allowed(model, layout);
       const std::vector<int>& given = options.*axis.given;
-      for (int value : given.empty() ? allowed : given) {
-        if (std::find(allowed.begin(), allowed.end(), value) == allowed.end())
-          continue;
+      std::vector<int> values;
+      for (int v : given.empty() ? allowed : given) {
+        const int value = axis.value_of(layout, v);
+        if (std::find(allowed.begin(), allowed.end(), value) != allowed.end() &&
+            std::find(values.begin(), values.end(), value) == values.end())
+          values.push_back(value);
+      }
+      for (int value : values) {
         ParallelPlan with = layout;
         with.*axis.field = value;
         next.push_back(std::move(with));
@@ -271,9 +307,10 @@ PlanSpace enumerate_plans(const ModelSpec& model, const PlanSpaceOptions& option
 
 std::string plan_key(const ParallelPlan& plan) {
   return fmt::format(
-      "tp{}-pp{}-dp{}{}-cp{}-v{}-mb{}-{}-{}-z{}{}{}{}", plan.tp, plan.pp, plan.dp,
-      plan.ep > 1 ? fmt::format("-ep{}", plan.ep) : "", plan.cp, plan.virtual_stages, plan.micro_batch_size,
-      to_string(plan.schedule), to_string(plan.recompute), plan.zero_stage,
+      "tp{}-pp{}-dp{}{}{}-cp{}-v{}-mb{}-{}-{}-z{}{}{}{}", plan.tp, plan.pp, plan.dp,
+      plan.ep > 1 ? fmt::format("-ep{}", plan.ep) : "",
+      plan.expert_tp_folded() ? fmt::format("-etp{}", plan.expert_tp()) : "", plan.cp, plan.virtual_stages,
+      plan.micro_batch_size, to_string(plan.schedule), to_string(plan.recompute), plan.zero_stage,
       plan.hybrid_sharded() ? fmt::format("-s{}", plan.dp_shard) : "", plan.sequence_parallel ? "-sp" : "",
       plan.stage_layers.empty() ? "" : fmt::format("-l{}", split_text(plan.stage_layers, "_")));
 }
@@ -282,6 +319,8 @@ std::string plan_label(const ParallelPlan& plan) {
   std::string text = fmt::format("tp{} pp{} dp{}", plan.tp, plan.pp, plan.dp);
   if (plan.ep > 1)
     text += fmt::format(" ep{}", plan.ep);
+  if (plan.expert_tp_folded())
+    text += fmt::format(" etp{}", plan.expert_tp());
   if (plan.cp > 1)
     text += fmt::format(" cp{}", plan.cp);
   text += fmt::format(" mb{} {}", plan.micro_batch_size, to_string(plan.schedule));

@@ -12,10 +12,15 @@
 //   recompute          none, selective, full
 //   ZeRO stage         0, 1, 2, 3
 //   sequence parallel  false, and true when tp > 1
+//   expert TP          MoE models only: tp (the key left out) and the
+//                      divisors of tp below it, with sequence parallelism
+//                      and ZeRO 0 / 1 (tp alone otherwise; between 1 and tp
+//                      not with moe_dispatcher deepep)
 //   expert parallel    MoE models only: the divisors of dp x cp that divide
-//                      the routed experts (1 alone for ZeRO 2 / 3, and for
-//                      tp > 1 without sequence parallelism, which the loader
-//                      refuses with ep > 1)
+//                      the routed experts, or with expert TP below tp those
+//                      of tp x cp x dp / etp (1 alone for ZeRO 2 / 3, and
+//                      for tp > 1 without sequence parallelism, which the
+//                      loader refuses with ep > 1)
 //
 // with dp = N / (tp x pp x cp) and cp fixed by the caller. The expert
 // dimensions are a table in plan_space.cpp (kExpertAxes): each names its
@@ -73,6 +78,9 @@ struct PlanSpaceOptions {
   // plan.expert_parallel values; empty: every value the loader allows (a
   // dense model: 1). A value a plan cannot take is skipped for that plan.
   std::vector<int> ep;
+  // plan.expert_tensor_parallel values (tp's own value is the key left
+  // out); empty: every value the loader allows.
+  std::vector<int> etp;
   // The base plan's other settings (gradient dtype, bucketing), copied into
   // every candidate.
   ParallelPlan base;
@@ -89,12 +97,13 @@ struct PlanSpace {
 PlanSpace enumerate_plans(const ModelSpec& model, const PlanSpaceOptions& options);
 
 // A plan's identity, e.g. "tp2-pp4-dp8-cp1-v1-mb2-1f1b-selective-z1-sp"
-// ("-ep8" after dp under expert parallelism, "-s8" after z3 under hybrid sharding, "-l0_2..1" with an uneven
-// split): the key ties in the ranking are broken by, the name of its folder.
+// ("-ep8" after dp under expert parallelism, "-etp1" after it with expert TP below tp, "-s8" after z3 under
+// hybrid sharding, "-l0_2..1" with an uneven split): the key ties in the ranking are broken by, the name of
+// its folder.
 std::string plan_key(const ParallelPlan& plan);
 // Human text: "tp2 pp4 dp8 mb2 1f1b rc=selective zero1 sp" ("dp8 ep4" under
-// expert parallelism, "zero3 shard8" under hybrid sharding; defaults left out: cp 1, v 1, recompute none,
-// zero 0, no sp).
+// expert parallelism, "ep4 etp1" with expert TP below tp, "zero3 shard8" under hybrid sharding; defaults left
+// out: cp 1, v 1, recompute none, zero 0, no sp).
 std::string plan_label(const ParallelPlan& plan);
 // An uneven partition (a candidate whose layers pp x v does not divide runs
 // Megatron's split counting the embedding and the loss as layers) in a key

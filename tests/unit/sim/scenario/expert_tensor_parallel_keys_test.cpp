@@ -54,14 +54,36 @@ TEST(ExpertTensorParallelKeys, OneFoldsTheEpGroupOverTpAndMegatronsSpellingIsAnA
   EXPECT_NE(p.find("plan.expert_parallel"), std::string::npos) << p;
 }
 
-TEST(ExpertTensorParallelKeys, AnExpertTpBetweenOneAndTpIsRefused) {
+TEST(ExpertTensorParallelKeys, AnExpertTpBetweenOneAndTpIsADivisorOfTp) {
+  const auto s =
+      load(scenario("  tp: 4\n  sequence_parallel: true\n  dp: 4\n  expert_parallel: 4\n"
+                    "  global_batch_size: 4\n  expert_tensor_parallel: 2\n"));
+  EXPECT_EQ(s.plan.expert_tp(), 2);
+  EXPECT_TRUE(s.plan.expert_tp_folded());
+  EXPECT_EQ(s.plan.expert_data_parallel_size(), 2);  // 4 x 4 / (2 x 4)
   const auto p =
       problems(scenario("  tp: 4\n  sequence_parallel: true\n  dp: 4\n  expert_parallel: 4\n"
-                        "  global_batch_size: 4\n  expert_tensor_parallel: 2\n"));
+                        "  global_batch_size: 4\n  expert_tensor_parallel: 3\n"));
   EXPECT_NE(p.find("s.yaml:18:"), std::string::npos) << p;
   EXPECT_NE(p.find("plan.expert_tensor_parallel"), std::string::npos) << p;
-  EXPECT_NE(p.find("2 with tp = 4"), std::string::npos) << p;
-  EXPECT_NE(p.find("expected 1 or 4"), std::string::npos) << p;
+  EXPECT_NE(p.find("3 does not divide tp = 4"), std::string::npos) << p;
+  EXPECT_NE(p.find("expected a divisor of 4 (1, 2, 4)"), std::string::npos) << p;
+  // Above tp is no divisor either.
+  const auto above =
+      problems(scenario("  tp: 2\n  sequence_parallel: true\n  dp: 8\n  expert_parallel: 4\n"
+                        "  global_batch_size: 8\n  expert_tensor_parallel: 4\n"));
+  EXPECT_NE(above.find("4 does not divide tp = 2"), std::string::npos) << above;
+}
+
+TEST(ExpertTensorParallelKeys, AnExpertTpBetweenOneAndTpWithDeepepIsRefused) {
+  const auto p =
+      problems(scenario("  tp: 4\n  sequence_parallel: true\n  dp: 4\n  expert_parallel: 4\n"
+                        "  global_batch_size: 4\n  expert_tensor_parallel: 2\n  moe_dispatcher: deepep\n"));
+  EXPECT_NE(p.find("plan.expert_tensor_parallel"), std::string::npos) << p;
+  EXPECT_NE(p.find("2 with moe_dispatcher deepep"), std::string::npos) << p;
+  EXPECT_NE(p.find("expected expert_tensor_parallel 1 or 4, or moe_dispatcher: all_to_all"),
+            std::string::npos)
+      << p;
 }
 
 TEST(ExpertTensorParallelKeys, EpTimesExpertTpMustDivideTheStage) {

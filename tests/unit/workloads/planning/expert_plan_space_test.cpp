@@ -34,33 +34,75 @@ PlanSpaceOptions sixteen_gpus() {
 // 8 experts on 16 GPUs (pp 1): tp 1 (dp 16) takes ep 1, 2, 4, 8 (16 does
 // not divide the experts) under ZeRO 0 and 1, ep 1 alone under ZeRO 2 and
 // 3; tp 2, 4, 8 (dp 8, 4, 2) take the divisors of their dp with sequence
-// parallelism, ep 1 without. 31 plans in all, each once.
+// parallelism, ep 1 without. With sequence parallelism and ZeRO 0 / 1 each
+// divisor etp of tp below it is a layout too, whose ep divides tp x dp /
+// etp (and the experts): 92 plans in all, each once.
 TEST(ExpertPlanSpace, SearchesTheExpertParallelDegreesTheLoaderAccepts) {
   const ModelSpec model = small_moe_model(2, 8, 2, 1024);
   const PlanSpace space = enumerate_plans(model, sixteen_gpus());
-  std::map<std::tuple<int, int, bool>, std::set<int>> ep_of;  // (tp, zero, sp) -> ep values
+  // (tp, zero, sp, etp) -> ep values
+  std::map<std::tuple<int, int, bool, int>, std::set<int>> ep_of;
   std::set<std::string> keys;
   for (const auto& plan : space.candidates) {
-    ep_of[{plan.tp, plan.zero_stage, plan.sequence_parallel}].insert(plan.ep);
+    ep_of[{plan.tp, plan.zero_stage, plan.sequence_parallel, plan.etp}].insert(plan.ep);
     EXPECT_TRUE(keys.insert(plan_key(plan)).second) << plan_key(plan);
   }
   const std::set<int> all{1, 2, 4, 8};
   for (int zero : {0, 1}) {
-    EXPECT_EQ((ep_of[{1, zero, false}]), all);
-    EXPECT_EQ((ep_of[{2, zero, true}]), all);
-    EXPECT_EQ((ep_of[{4, zero, true}]), (std::set<int>{1, 2, 4}));
-    EXPECT_EQ((ep_of[{8, zero, true}]), (std::set<int>{1, 2}));
+    EXPECT_EQ((ep_of[{1, zero, false, 0}]), all);
+    EXPECT_EQ((ep_of[{2, zero, true, 0}]), all);
+    EXPECT_EQ((ep_of[{4, zero, true, 0}]), (std::set<int>{1, 2, 4}));
+    EXPECT_EQ((ep_of[{8, zero, true, 0}]), (std::set<int>{1, 2}));
     for (int tp : {2, 4, 8})
-      EXPECT_EQ((ep_of[{tp, zero, false}]), std::set<int>{1});
+      EXPECT_EQ((ep_of[{tp, zero, false, 0}]), std::set<int>{1});
+    // Expert TP below tp: ep over tp x dp / etp = 16, 16 / etp GPUs.
+    EXPECT_EQ((ep_of[{2, zero, true, 1}]), all);
+    EXPECT_EQ((ep_of[{4, zero, true, 1}]), all);
+    EXPECT_EQ((ep_of[{4, zero, true, 2}]), all);
+    EXPECT_EQ((ep_of[{8, zero, true, 1}]), all);
+    EXPECT_EQ((ep_of[{8, zero, true, 2}]), all);
+    EXPECT_EQ((ep_of[{8, zero, true, 4}]), (std::set<int>{1, 2, 4}));
   }
-  for (int zero : {2, 3})
-    EXPECT_EQ((ep_of[{1, zero, false}]), std::set<int>{1});
-  // tp 1: 4 + 4 + 1 + 1; tp 2, 4, 8 without sp 4 each, with sp (4 + 4 + 1
-  // + 1), (3 + 3 + 1 + 1), (2 + 2 + 1 + 1).
-  EXPECT_EQ(space.candidates.size(), 10u + 12u + 10u + 8u + 6u);
+  for (int zero : {2, 3}) {
+    EXPECT_EQ((ep_of[{1, zero, false, 0}]), std::set<int>{1});
+    for (int tp : {2, 4, 8})
+      EXPECT_EQ((ep_of[{tp, zero, true, 0}]), std::set<int>{1});
+  }
+  // tp 1: 4 + 4 + 1 + 1; tp 2, 4, 8 without sp 4 each, with sp and etp =
+  // tp (4 + 4 + 1 + 1), (3 + 3 + 1 + 1), (2 + 2 + 1 + 1); etp below tp
+  // under ZeRO 0 and 1: tp 2: 4 x 2, tp 4: (4 + 4) x 2, tp 8: (4 + 4 + 3) x 2.
+  EXPECT_EQ(space.candidates.size(), 10u + 12u + 10u + 8u + 6u + 8u + 16u + 22u);
   EXPECT_EQ(space.enumerated, space.candidates.size());
   EXPECT_NE(keys.count("tp1-pp1-dp16-ep8-cp1-v1-mb1-1f1b-none-z1"), 0u);
   EXPECT_EQ(keys.count("tp1-pp1-dp16-ep16-cp1-v1-mb1-1f1b-none-z1"), 0u);
+  EXPECT_NE(keys.count("tp4-pp1-dp4-ep8-etp2-cp1-v1-mb1-1f1b-none-z1-sp"), 0u);
+}
+
+// --set plan.expert_tensor_parallel=[1,4,3]: 4 is tp (the key left out), 3
+// divides no tp; with a deepep dispatcher only 1 and tp remain.
+TEST(ExpertPlanSpace, GivenExpertTpValuesAreKeptWhereTheyDivideTp) {
+  PlanSpaceOptions o = sixteen_gpus();
+  o.tp = {4};
+  o.zero_stages = {1};
+  o.sequence_parallel = {true};
+  o.ep = {4};
+  o.etp = {1, 4, 3};
+  const ModelSpec model = small_moe_model(2, 8, 2, 1024);
+  const PlanSpace space = enumerate_plans(model, o);
+  std::set<int> etp;
+  for (const auto& plan : space.candidates)
+    etp.insert(plan.etp);
+  EXPECT_EQ(etp, (std::set<int>{0, 1}));
+  o.etp = {2};
+  const PlanSpace two = enumerate_plans(model, o);
+  ASSERT_EQ(two.candidates.size(), 1u);
+  EXPECT_EQ(plan_label(two.candidates.front()), "tp4 pp1 dp4 ep4 etp2 mb1 1f1b zero1 sp");
+  o.base.moe_dispatcher = MoeDispatcher::deepep;
+  o.etp = {};
+  std::set<int> deepep;
+  for (const auto& plan : enumerate_plans(model, o).candidates)
+    deepep.insert(plan.etp);
+  EXPECT_EQ(deepep, (std::set<int>{0, 1}));
 }
 
 // --set plan.expert_parallel=[2,3,16]: 3 and 16 divide no plan's experts;
@@ -171,6 +213,39 @@ TEST(ExpertEstimate, ExpertAllToAllsAddTheirPassPairsToTheIteration) {
   ASSERT_GT(2 * slow_pair, 0.020);
   EXPECT_NEAR(estimate_plan(model, plan, slow, cost).ep_comm_s,
               2 * (0.5 * ((2 * slow_pair - 0.020) + (2 * slow_pair - 0.010)) + 0.5 * 4 * slow_pair), 1e-12);
+}
+
+// tp 4 x dp 4 on one node of 16 GPUs (100 GB/s links, no hop latency), 2
+// MoE layers, m 2: ep 2 with expert TP 2 runs, per MoE layer and pass, an
+// all-gather and a reduce-scatter of 2 S bytes over 2 GPUs (S = 2 (s / tp)
+// k h), each one ring step of 2 S / 2 bytes plus a launch; expert TP 1 runs
+// neither, and the dense TP collectives are the same (the MoE layers' MLP
+// pair is gone in both). The TP term differs by m x 2 passes x 2 layers x
+// the pair.
+TEST(ExpertEstimate, ExpertTpBetweenOneAndTpAddsItsGatherAndScatterPerMoeLayer) {
+  const ModelSpec model = small_moe_model(2, 8, 2, 1024);
+  const auto cluster = testing::uniform_cluster(1, 16, 100e9, 0);
+  ParallelPlan plan;
+  plan.tp = 4;
+  plan.dp = 4;
+  plan.ep = 2;
+  plan.etp = 2;
+  plan.sequence_parallel = true;
+  plan.micro_batch_size = 1;
+  plan.global_batch_size = 8;
+  const testing::FixedCostModel cost(0.010, 0.020);
+  const double s = 2.0 * model.seq_len / 4 * model.moe.top_k * model.hidden;
+  EXPECT_DOUBLE_EQ(expert_tp_collective_bytes(model, plan), 2 * s);
+  const double launch = cluster.collectives.launch_latency_s;
+  const double pair = 2 * (2 * s / (2 * 100e9) + launch);
+  ParallelPlan one = plan;
+  one.etp = 1;
+  EXPECT_NEAR(estimate_plan(model, plan, cluster, cost).tp_comm_s -
+                  estimate_plan(model, one, cluster, cost).tp_comm_s,
+              2 * 2 * 2 * pair, 1e-12);
+  // The EP group is the stage's first in Megatron's order: GPUs 0 and 2.
+  EXPECT_EQ(expert_parallel_groups(plan, 0).front(), (std::vector<int>{0, 2}));
+  EXPECT_GT(expert_exchange_estimate(model, plan, cluster, 0).nvlink_bytes, 0);
 }
 
 }  // namespace
