@@ -169,42 +169,53 @@ INSTANTIATE_TEST_SUITE_P(Pipelines, PipelineP2pSyncDeep,
                          });
 
 // overlap against its closed form where the warm-up hides its waits, and
-// async with it (the two cost the same there).
-class PipelineP2pOverlapClosedForm : public ::testing::TestWithParam<std::tuple<int, int, int>> {};
+// async with it (the two cost the same there). One replay per test: SimGrid
+// is initialised once per process.
+using PipelineShape = std::tuple<int, int, int>;  // p, v, m
+
+class PipelineP2pOverlapClosedForm : public ::testing::TestWithParam<std::tuple<P2pMode, PipelineShape>> {};
 
 TEST_P(PipelineP2pOverlapClosedForm, HiddenWaitsCostOneTransferPerHopLikeAsync) {
-  const auto [p, v, m] = GetParam();
-  const Pipeline pipe{.p = p, .m = m, .v = v};
-  const Replayed overlap = run(pipe, P2pMode::overlap);
-  const Replayed async = run(pipe, P2pMode::async);
-  EXPECT_NEAR(overlap.transfer_s, kLatency, kTolerance_s);
-  const double expected = (m * v + p - 1) * (kForward + kBackward) + 2 * (p * v - 1) * overlap.transfer_s;
-  EXPECT_NEAR(overlap.iteration_s, expected, kTolerance_s);
-  EXPECT_NEAR(async.iteration_s, expected, kTolerance_s);
+  const P2pMode mode = std::get<0>(GetParam());
+  const auto [p, v, m] = std::get<1>(GetParam());
+  const Replayed r = run(Pipeline{.p = p, .m = m, .v = v}, mode);
+  EXPECT_NEAR(r.transfer_s, kLatency, kTolerance_s);
+  const double expected = (m * v + p - 1) * (kForward + kBackward) + 2 * (p * v - 1) * r.transfer_s;
+  EXPECT_NEAR(r.iteration_s, expected, kTolerance_s);
 }
 
 INSTANTIATE_TEST_SUITE_P(Pipelines, PipelineP2pOverlapClosedForm,
-                         ::testing::Values(std::tuple{2, 2, 2}, std::tuple{2, 2, 4}, std::tuple{2, 3, 8},
-                                           std::tuple{4, 2, 8}, std::tuple{4, 3, 16}, std::tuple{6, 4, 24}),
+                         ::testing::Combine(::testing::Values(P2pMode::overlap, P2pMode::async),
+                                            ::testing::Values(PipelineShape{2, 2, 2}, PipelineShape{2, 2, 4},
+                                                              PipelineShape{2, 3, 8}, PipelineShape{4, 2, 8},
+                                                              PipelineShape{4, 3, 16},
+                                                              PipelineShape{6, 4, 24})),
                          [](const auto& info) {
-                           return fmt::format("p{}_v{}_m{}", std::get<0>(info.param), std::get<1>(info.param),
-                                              std::get<2>(info.param));
+                           const PipelineShape& shape = std::get<1>(info.param);
+                           return fmt::format("{}_p{}_v{}_m{}", workloads::to_string(std::get<0>(info.param)),
+                                              std::get<0>(shape), std::get<1>(shape), std::get<2>(shape));
                          });
 
 // Transfers longer than an op: the wait on the previous backward's send
 // shows in rank 1's cool-down, t - min(f, b) more than async.
-TEST(PipelineP2pOverlap, ASlowSendHoldsTheNextBackwardOfTheSameRank) {
-  for (const double t : {3e-3, 5e-3}) {
-    SCOPED_TRACE(t);
-    const Pipeline pipe{.p = 2, .m = 2, .v = 2, .latency_s = t};
-    const Replayed overlap = run(pipe, P2pMode::overlap);
-    const Replayed async = run(pipe, P2pMode::async);
-    EXPECT_NEAR(overlap.transfer_s, t, kTolerance_s);
-    const double async_form = 5 * (kForward + kBackward) + 6 * t;
-    EXPECT_NEAR(async.iteration_s, async_form, kTolerance_s);
-    EXPECT_NEAR(overlap.iteration_s, async_form + (t - std::min(kForward, kBackward)), kTolerance_s);
-  }
+class PipelineP2pOverlapSlowSend : public ::testing::TestWithParam<std::tuple<P2pMode, double>> {};
+
+TEST_P(PipelineP2pOverlapSlowSend, ASlowSendHoldsTheNextBackwardOfTheSameRankUnderOverlapOnly) {
+  const auto [mode, t] = GetParam();
+  const Replayed r = run(Pipeline{.p = 2, .m = 2, .v = 2, .latency_s = t}, mode);
+  EXPECT_NEAR(r.transfer_s, t, kTolerance_s);
+  const double async_form = 5 * (kForward + kBackward) + 6 * t;
+  const double hold = mode == P2pMode::overlap ? t - std::min(kForward, kBackward) : 0.0;
+  EXPECT_NEAR(r.iteration_s, async_form + hold, kTolerance_s);
 }
+
+INSTANTIATE_TEST_SUITE_P(Transfers, PipelineP2pOverlapSlowSend,
+                         ::testing::Combine(::testing::Values(P2pMode::overlap, P2pMode::async),
+                                            ::testing::Values(3e-3, 5e-3)),
+                         [](const auto& info) {
+                           return fmt::format("{}_t{}us", workloads::to_string(std::get<0>(info.param)),
+                                              static_cast<int>(std::get<1>(info.param) * 1e6));
+                         });
 
 }  // namespace
 }  // namespace trainsim::sim

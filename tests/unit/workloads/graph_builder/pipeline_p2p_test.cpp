@@ -176,7 +176,9 @@ TEST(PipelineP2p, OverlapSendsWaitForThePostedReceiveAndHoldTheNextOpOfTheirKind
   const int p = 4, m = 8, v = 2;
   const auto graph =
       build(pipeline_plan(ScheduleKind::interleaved_one_f_one_b, p, m, v, P2pMode::overlap), 16);
-  const auto sched = make_schedule(ScheduleKind::interleaved_one_f_one_b, p, m, {.virtual_stages = v});
+  ScheduleOptions options;
+  options.virtual_stages = v;
+  const auto sched = make_schedule(ScheduleKind::interleaved_one_f_one_b, p, m, options);
   std::vector<std::vector<TaskId>> compute;
   for (int gpu = 0; gpu < p; ++gpu) {
     compute.push_back(compute_of(graph, gpu));
