@@ -34,6 +34,8 @@ std::string_view to_string(P2pMode mode) {
       return "sync";
     case P2pMode::async:
       return "async";
+    case P2pMode::overlap:
+      return "overlap";
   }
   return "?";
 }

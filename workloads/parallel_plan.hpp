@@ -52,10 +52,20 @@ std::string_view to_string(Framework framework);
 //          consumer (the receive is posted), and the sender's next op waits
 //          for it.
 //   async  isend / irecv posted ahead and waited by their consumer only
-//          (Megatron's overlap_p2p_comm, PyTorch pipelining): a transfer
-//          starts when its data is ready, the sender goes on computing.
+//          (PyTorch pipelining, torchtitan, Llama 3): a transfer starts
+//          when its data is ready, the sender goes on computing.
+//   overlap Megatron-core's interleaved schedule with overlap_p2p_comm
+//          (schedules.py, forward_backward_pipelining_with_interleaving,
+//          core_r0.8.0): after each forward a rank posts that forward's
+//          send and the receive of its next forward's input, after each
+//          backward likewise for gradients, and waits on both handles
+//          before its next op of the same kind. A transfer starts once its
+//          sender has finished the producing op and its receiver the op of
+//          the same kind before the consumer (the first backward's receive:
+//          after the last warm-up forward); the sender's next op of the same
+//          kind waits for it (docs/schedules.md, "Pipeline p2p").
 // `automatic` is the schedule's own default (ScheduleTraits::p2p).
-enum class P2pMode { automatic, sync, async };
+enum class P2pMode { automatic, sync, async, overlap };
 std::string_view to_string(P2pMode mode);
 
 // The number format of the linear GEMMs (workloads/precision.hpp says what

@@ -184,6 +184,16 @@ std::vector<ScheduleProblem> schedule_problems(const ParallelPlan& plan, int lay
                             "async, or a schedule that pairs them ({})",
                             name, sync)});
   }
+  if (plan.p2p == P2pMode::overlap && !traits.overlap_p2p) {
+    std::string overlap;
+    for (const auto& t : schedule_table())
+      if (t.overlap_p2p)
+        overlap += (overlap.empty() ? "" : ", ") + std::string(t.name);
+    problems.push_back(
+        {"p2p", fmt::format("overlap with schedule {}: Megatron's overlap_p2p_comm pairing exists for "
+                            "its interleaved loop only; expected p2p: sync or async, or schedule {}",
+                            name, overlap)});
+  }
   if (!plan.stage_layers.empty())
     return problems;  // an explicit partition need not be even
   if (v > 1 && p > 0 && layers % (p * v) != 0)

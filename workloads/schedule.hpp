@@ -145,8 +145,8 @@ struct ScheduleTraits {
   bool searched_by_default;      // `trainsim plan` tries it unless --set plan.schedule says otherwise
   bool balances_measured_costs;  // the generator is fed the cost model's chunk times (ZB-V's greedy)
   // Pipeline transfers when plan.p2p is not given: what the framework that
-  // runs the schedule does (sync for Megatron-core's 1F1B, async for its
-  // interleaved schedule with overlap_p2p_comm and for the schedules
+  // runs the schedule does (sync for Megatron-core's 1F1B, overlap for its
+  // interleaved schedule with overlap_p2p_comm, async for the schedules
   // written with isend / irecv).
   P2pMode p2p;
   // plan.p2p: sync pairs every transfer with a receive the receiver posts
@@ -154,6 +154,10 @@ struct ScheduleTraits {
   // Megatron's do); false where they do not, or where two ops run
   // overlapped (DualPipe's F&B).
   bool sync_p2p;
+  // plan.p2p: overlap (Megatron's overlap_p2p_comm) is the schedule's own
+  // pairing: Megatron-core refuses it without virtual stages, and its waits
+  // follow the interleaved loop's order of ops.
+  bool overlap_p2p;
   PipelineSchedule (*make)(int ranks, int micro_batches, const ScheduleOptions& options);
 };
 

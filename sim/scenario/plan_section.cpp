@@ -36,8 +36,9 @@ bool read_plan_section(platforms::MapReader& p, Scenario& scenario) {
   // 0: not given; resolve_plan applies the schedule's default.
   plan.virtual_stages = static_cast<int>(p.integer("virtual_stages", 1, kMaxCount).value_or(0));
   // Not given: the schedule's default (workloads::resolved_p2p).
-  if (auto mode = p.choice<workloads::P2pMode>(
-          "p2p", {{"sync", workloads::P2pMode::sync}, {"async", workloads::P2pMode::async}}))
+  if (auto mode = p.choice<workloads::P2pMode>("p2p", {{"sync", workloads::P2pMode::sync},
+                                                       {"async", workloads::P2pMode::async},
+                                                       {"overlap", workloads::P2pMode::overlap}}))
     plan.p2p = *mode;
   // Precision of the DP gradient all-reduce: 16-bit gradients, or fp32 main
   // gradients (Megatron's --accumulate-allreduce-grads-in-fp32).

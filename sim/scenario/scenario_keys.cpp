@@ -270,9 +270,10 @@ struct Tables {
                        {"gpipe", "1f1b", "interleaved_1f1b", "zb_h1", "zb_h2", "zb_v", "bpipe", "dualpipe_v"},
                        "the pipeline schedule"),
                 ranged("virtual_stages", T::integer, 1, kCount, "model chunks per GPU"),
-                choice("p2p", {"sync", "async"},
-                       "pipeline transfers: sync (blocking send / receive pairs, Megatron's 1F1B) or async "
-                       "(isend / irecv posted ahead); default the schedule's"),
+                choice("p2p", {"sync", "async", "overlap"},
+                       "pipeline transfers: sync (blocking send / receive pairs, Megatron's 1F1B), async "
+                       "(isend / irecv posted ahead) or overlap (Megatron's interleaved overlap_p2p_comm: "
+                       "each op waits for the previous same-kind op's send); default the schedule's"),
                 choice("grad_allreduce_dtype", {"bf16", "fp16", "fp32"},
                        "precision of the DP gradient all-reduce"),
                 choice("recompute", {"none", "selective", "full"}, "activation recomputation"),

@@ -79,13 +79,14 @@ TEST(PipelineLayoutCli, SplitsMegatronRefusesAreErrorsAtTheirKeys) {
 
 // Llama 3's layout in small: 24 layers on pp 2 x 13 chunks, the embedding
 // and the loss counted as layers, so chunk 0 holds the embedding alone and
-// the last the output layer and loss alone; interleaved, async p2p (the
-// schedule's default). The 0-layer chunks still pass activations on.
+// the last the output layer and loss alone; interleaved, async p2p (Meta's
+// isend / irecv; the schedule's default is Megatron's overlap since
+// 2026-12-05). The 0-layer chunks still pass activations on.
 TEST(PipelineLayoutCli, AnInterleavedPipelineWithEmbeddingAndLossChunksReplays) {
-  const auto summary =
-      run_summary({"run", "scenarios/quickstart.yaml", "--set", "plan.pp=2", "--set", "plan.dp=auto", "--set",
-                   "plan.schedule=interleaved_1f1b", "--set", "plan.virtual_stages=13", "--set",
-                   "plan.embedding_in_split=true", "--set", "plan.loss_in_split=true"});
+  const auto summary = run_summary({"run", "scenarios/quickstart.yaml", "--set", "plan.pp=2", "--set",
+                                    "plan.dp=auto", "--set", "plan.schedule=interleaved_1f1b", "--set",
+                                    "plan.virtual_stages=13", "--set", "plan.embedding_in_split=true",
+                                    "--set", "plan.loss_in_split=true", "--set", "plan.p2p=async"});
   const auto layers = stage_layers_of(summary);
   ASSERT_EQ(layers.size(), 26u);
   EXPECT_EQ(layers.front(), 0);

@@ -635,10 +635,14 @@ void IterationBuilder::gate(TaskId input, int gpu, std::size_t op_index) {
 // hand over in memory: a dependency, no transfer. Under plan.p2p: sync
 // (Megatron's blocking batched send / receive) each transfer also waits for
 // its receiver to post the receive, which it does once the op before the
-// consumer is done, and the sender's next op waits for the transfer.
+// consumer is done, and the sender's next op waits for the transfer. Under
+// plan.p2p: overlap (Megatron's interleaved overlap_p2p_comm) the receive is
+// posted after the receiver's previous op of the consumer's kind and the
+// sender's next op of the producer's kind waits (overlapped_p2p.cpp).
 void IterationBuilder::add_pipeline_sends(int dp, int cp) {
   const double bytes = pipeline_message_bytes(model_, plan_);
-  const bool sync = resolved_p2p(plan_) == P2pMode::sync;
+  const P2pMode p2p = resolved_p2p(plan_);
+  const bool sync = p2p == P2pMode::sync, overlap = p2p == P2pMode::overlap;
   const PipelineSchedule& sched = schedule(dp);
   const int m = plan_.micro_batches_of(dp);
   const int stages = sched.virtual_stages();
@@ -674,6 +678,9 @@ void IterationBuilder::add_pipeline_sends(int dp, int cp) {
             --posted;
           if (sync && posted > 0)
             after.push_back(ops_[idx(h.to)][posted - 1].done);
+          if (overlap)
+            if (const auto post = overlap_receive_posted(h.to, h.consumer))
+              after.push_back(ops_[idx(h.to)][*post].done);
           const TaskId send = add_send({.from = h.from,
                                         .to = h.to,
                                         .stage = h.stage,
@@ -685,6 +692,8 @@ void IterationBuilder::add_pipeline_sends(int dp, int cp) {
           gate(send, h.to, h.consumer);
           if (sync)
             hold_sender(send, h.from, h.producer);
+          if (overlap)
+            overlap_hold_sender(send, h.from, h.producer);
         }
       }
     }

@@ -20,6 +20,7 @@
 //                            between the first and the last pipeline stage
 //                            (Megatron's embedding group), before the step
 #include <map>
+#include <optional>
 #include <tuple>
 #include <vector>
 
@@ -172,6 +173,13 @@ class IterationBuilder {
   };
   TaskId add_send(const Transfer& t, const std::vector<TaskId>& after);
   void hold_sender(TaskId send, int gpu, std::size_t producer);
+
+  // overlapped_p2p.cpp: plan.p2p: overlap (Megatron's interleaved schedule
+  // with overlap_p2p_comm). The op of `gpu` after which the receive of op
+  // `consumer`'s input is posted (none: posted before the loop), and the
+  // send's hold on the sender's next op of the producer's kind.
+  std::optional<std::size_t> overlap_receive_posted(int gpu, std::size_t consumer) const;
+  void overlap_hold_sender(TaskId send, int gpu, std::size_t producer);
 
   // tied_embedding_sync.cpp: model.tied_embeddings with the output layer on
   // another rank than the embedding (pp > 1, not DualPipe-V's V).

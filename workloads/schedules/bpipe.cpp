@@ -86,6 +86,7 @@ ScheduleTraits bpipe_traits() {
           .balances_measured_costs = false,
           .p2p = P2pMode::sync,
           .sync_p2p = true,
+          .overlap_p2p = false,
           .make = [](int ranks, int micro_batches, const ScheduleOptions&) {
             return make_bpipe(ranks, micro_batches);
           }};

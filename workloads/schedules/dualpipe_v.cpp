@@ -124,6 +124,7 @@ ScheduleTraits dualpipe_v_traits() {
           .balances_measured_costs = false,
           .p2p = P2pMode::async,
           .sync_p2p = false,
+          .overlap_p2p = false,
           .make = [](int ranks, int micro_batches, const ScheduleOptions&) {
             return make_dualpipe_v(ranks, micro_batches);
           }};

@@ -30,6 +30,7 @@ ScheduleTraits gpipe_traits() {
           .balances_measured_costs = false,
           .p2p = P2pMode::async,
           .sync_p2p = true,
+          .overlap_p2p = false,
           .make = [](int ranks, int micro_batches, const ScheduleOptions&) {
             return make_gpipe(ranks, micro_batches);
           }};

@@ -99,8 +99,9 @@ ScheduleTraits interleaved_one_f_one_b_traits() {
           .evicts_activations = false,
           .searched_by_default = true,
           .balances_measured_costs = false,
-          .p2p = P2pMode::async,
+          .p2p = P2pMode::overlap,
           .sync_p2p = false,
+          .overlap_p2p = true,
           .make = [](int ranks, int micro_batches, const ScheduleOptions& options) {
             return make_interleaved_one_f_one_b(ranks, micro_batches, options.virtual_stages,
                                                 options.microbatch_group, options.extra_warmup);

@@ -41,6 +41,7 @@ ScheduleTraits one_f_one_b_traits() {
           .balances_measured_costs = false,
           .p2p = P2pMode::sync,
           .sync_p2p = true,
+          .overlap_p2p = false,
           .make = [](int ranks, int micro_batches, const ScheduleOptions& options) {
             return make_one_f_one_b(ranks, micro_batches, options.extra_warmup);
           }};

@@ -66,6 +66,7 @@ ScheduleTraits zb_h2_traits() {
           .balances_measured_costs = false,
           .p2p = P2pMode::async,
           .sync_p2p = true,
+          .overlap_p2p = false,
           .make = [](int ranks, int micro_batches, const ScheduleOptions&) {
             return make_zb_h2(ranks, micro_batches);
           }};

@@ -319,6 +319,7 @@ ScheduleTraits zb_v_traits() {
           .balances_measured_costs = true,
           .p2p = P2pMode::async,
           .sync_p2p = false,
+          .overlap_p2p = false,
           .make = [](int ranks, int micro_batches, const ScheduleOptions& options) {
             return make_zb_v(ranks, micro_batches, options.zbv);
           }};

@@ -73,6 +73,8 @@ TEST(PipelineP2p, DefaultsFollowWhatMegatronCoreRunsForTheSchedule) {
                              ScheduleKind::zb_v, ScheduleKind::dualpipe_v})
     EXPECT_EQ(traits_of(other).p2p, P2pMode::async) << to_string(other);
   EXPECT_EQ(resolved_p2p(pipeline_plan(ScheduleKind::interleaved_one_f_one_b, 4, 8, 2, P2pMode::automatic)),
+            P2pMode::overlap);
+  EXPECT_EQ(resolved_p2p(pipeline_plan(ScheduleKind::interleaved_one_f_one_b, 4, 8, 2, P2pMode::async)),
             P2pMode::async);
   EXPECT_EQ(resolved_p2p(pipeline_plan(ScheduleKind::interleaved_one_f_one_b, 4, 8, 2, P2pMode::sync)),
             P2pMode::sync);
@@ -161,6 +163,119 @@ TEST(PipelineP2p, SyncIsRefusedWhereTheScheduleCannotPairIt) {
       return p.key == "plan.p2p" && p.message.find("expected p2p: async") != std::string::npos;
     });
     EXPECT_EQ(refused, !traits.sync_p2p) << traits.name;
+  }
+}
+
+// overlap (Megatron's interleaved overlap_p2p_comm), on interleaved p 4,
+// m 8, v 2: every send waits for its producer and for the receiver's
+// previous op of the consumer's kind (the receive posted after it; none
+// before a rank's first forward, the last warm-up forward before its first
+// backward), and the sender's next op of the producer's kind waits for the
+// send; no other op of either rank is tied to it.
+TEST(PipelineP2p, OverlapSendsWaitForThePostedReceiveAndHoldTheNextOpOfTheirKind) {
+  const int p = 4, m = 8, v = 2;
+  const auto graph =
+      build(pipeline_plan(ScheduleKind::interleaved_one_f_one_b, p, m, v, P2pMode::overlap), 16);
+  ScheduleOptions options;
+  options.virtual_stages = v;
+  const auto sched = make_schedule(ScheduleKind::interleaved_one_f_one_b, p, m, options);
+  std::vector<std::vector<TaskId>> compute;
+  for (int gpu = 0; gpu < p; ++gpu) {
+    compute.push_back(compute_of(graph, gpu));
+    ASSERT_EQ(compute.back().size(), sched.per_rank[static_cast<std::size_t>(gpu)].size());
+  }
+  auto position = [&](int gpu, TaskId id) {
+    const auto& list = compute[static_cast<std::size_t>(gpu)];
+    return static_cast<std::size_t>(std::find(list.begin(), list.end(), id) - list.begin());
+  };
+  auto kind = [&](int gpu, std::size_t k) {
+    return sched.per_rank[static_cast<std::size_t>(gpu)][k].kind == PipeOpKind::forward;
+  };
+  int sends = 0, held = 0, posted_late = 0;
+  for (TaskId id = 0; id < graph.size(); ++id) {
+    const Task& send = graph[id];
+    if (send.kind != TaskKind::send)
+      continue;
+    ++sends;
+    const auto& from = compute[static_cast<std::size_t>(send.gpu)];
+    const auto& to = compute[static_cast<std::size_t>(send.peer)];
+    std::size_t producer = from.size(), consumer = to.size(), posted = to.size();
+    for (TaskId before : predecessors(graph, id)) {
+      if (graph[before].gpu == send.gpu)
+        producer = position(send.gpu, before);
+      else if (graph[before].gpu == send.peer)
+        posted = position(send.peer, before);
+    }
+    std::vector<std::size_t> held_ops;
+    for (auto [e, end] = boost::out_edges(id, graph.graph); e != end; ++e) {
+      const TaskId after = boost::target(*e, graph.graph);
+      if (graph[after].gpu == send.peer)
+        consumer = position(send.peer, after);
+      else if (graph[after].gpu == send.gpu && position(send.gpu, after) < from.size())
+        held_ops.push_back(position(send.gpu, after));  // not the optimizer after a last send
+    }
+    ASSERT_LT(producer, from.size()) << task_label(send);
+    ASSERT_LT(consumer, to.size()) << task_label(send);
+    // The receiver's previous op of the consumer's kind.
+    std::size_t expected_post = to.size();
+    for (std::size_t q = consumer; q-- > 0;)
+      if (kind(send.peer, q) == kind(send.peer, consumer)) {
+        expected_post = q;
+        break;
+      }
+    if (expected_post == to.size() && !kind(send.peer, consumer))
+      expected_post = consumer - 2;  // m > p: a steady forward sits between
+    EXPECT_EQ(posted, expected_post) << task_label(send);
+    posted_late += posted != to.size() && posted + 1 < consumer;
+    // The sender's next op of the producer's kind, if any.
+    std::size_t next = from.size();
+    for (std::size_t q = producer + 1; q < from.size(); ++q)
+      if (kind(send.gpu, q) == kind(send.gpu, producer)) {
+        next = q;
+        break;
+      }
+    if (next < from.size()) {
+      ASSERT_EQ(held_ops.size(), 1u) << task_label(send);
+      EXPECT_EQ(held_ops.front(), next) << task_label(send);
+      ++held;
+    } else {
+      EXPECT_TRUE(held_ops.empty()) << task_label(send);
+    }
+  }
+  EXPECT_EQ(sends, 2 * (p * v - 1) * m);
+  EXPECT_GT(held, sends / 2);
+  EXPECT_GT(posted_late, 0);  // some receives are posted two ops ahead, unlike sync
+}
+
+// No cycle (the replay would stall) over pipelines of 2 to 6 ranks, 2 to 4
+// chunks, short and long batches.
+TEST(PipelineP2p, OverlapPairingNeverDeadlocks) {
+  for (int pp = 2; pp <= 6; ++pp)
+    for (int v = 2; v <= 4; ++v)
+      for (int groups : {1, 2, 3, 4}) {
+        const int m = groups * pp;
+        const ParallelPlan plan =
+            pipeline_plan(ScheduleKind::interleaved_one_f_one_b, pp, m, v, P2pMode::overlap);
+        auto model = *find_model_preset("gpt3-1.3b");
+        model.layers = pp * v;
+        ASSERT_TRUE(plan_problems(model, plan).empty()) << pp << " " << v << " " << m;
+        SCOPED_TRACE(fmt::format("pp {} m {} v {}", pp, m, v));
+        EXPECT_TRUE(acyclic(build(plan, model.layers)));
+      }
+}
+
+TEST(PipelineP2p, OverlapIsRefusedOutsideTheInterleavedSchedule) {
+  for (const auto& traits : schedule_table()) {
+    auto model = *find_model_preset("gpt3-1.3b");
+    model.layers = 16;
+    const int v =
+        std::max(default_virtual_stages(traits.kind), 1) + (traits.chunks == ChunksPerRank::several);
+    const ParallelPlan plan = pipeline_plan(traits.kind, 4, 16, v, P2pMode::overlap);
+    const auto problems = plan_problems(model, plan);
+    const bool refused = std::any_of(problems.begin(), problems.end(), [](const auto& p) {
+      return p.key == "plan.p2p" && p.message.find("expected p2p: sync or async") != std::string::npos;
+    });
+    EXPECT_EQ(refused, traits.kind != ScheduleKind::interleaved_one_f_one_b) << traits.name;
   }
 }
 
