@@ -236,6 +236,14 @@ TEST(Fold, ShippedScenariosShrunkAnswerAsTheFullReplay) {
       // displaced by pipeline sends (the case that kept the fold opt-in
       // while pipeline sends were asynchronous: docs/performance.md).
       {"scenarios/scale-512.yaml", {"plan.zero_stage=3", "model.layers=24", "plan.global_batch_size=64"}, 2},
+      // HSDP (scale-16k-hsdp-70b's plan): shard groups of 4 nodes, each one
+      // rail group; each layer's gathers and reduce-scatters stay in it, and
+      // the shards' all-reduces (8 members) cross the spine, spanning both
+      // classes.
+      {"scenarios/scale-16k-hsdp-70b.yaml",
+       {"cluster.nodes=32", "plan.dp=32", "plan.dp_shard=4", "model.layers=4", "plan.global_batch_size=32",
+        "cluster.fabric.nodes_per_leaf=4"},
+       8},
       {"scenarios/perturb-mtbf-checkpoints.yaml",
        {"cluster.nodes=16", "plan.pp=2", "plan.dp=8", "model.layers=8", "plan.global_batch_size=64"},
        8},
