@@ -96,7 +96,9 @@ const std::vector<NemoH100Family> kFamilies = {
 // (docs/calibration.md, "FP8 on H100"). Fewer rows than BF16 (CI's budget):
 // each family's smallest rows; every row is the command in the docs. The
 // bounds are the MAPEs of 2026-12-03 (8B 3.75%, 70B 7.6%, 175B 2.3%, 405B
-// 4.2%, 15B 2.9%, 340B 3.4%) plus a margin for platform floating point.
+// 4.2%, 15B 2.9%, 340B 3.4%) plus a margin for platform floating point;
+// 340B's since 2026-12-05: its interleaved plan runs Megatron's overlapped
+// p2p pairing (`plan.p2p: overlap`, docs/schedules.md), 3.41% -> 4.07%.
 const std::vector<std::string> kFp8 = {"plan.precision=fp8", "plan.fp8_param_gather=true"};
 const std::vector<NemoH100Family> kFp8Families = {
     {"llama3.1_8b.csv", "nemo-h100-llama3.1-8b.yaml", "fit", 4.5, "nemo_h100_fp8", kFp8, 64},
@@ -104,7 +106,7 @@ const std::vector<NemoH100Family> kFp8Families = {
     {"gpt3_175b.csv", "nemo-h100-gpt3-175b.yaml", "check", 3.0, "nemo_h100_fp8", kFp8, 128},
     {"llama3.1_405b.csv", "nemo-h100-llama3.1-405b.yaml", "check", 5.0, "nemo_h100_fp8", kFp8, 96},
     {"nemotron4_15b.csv", "nemo-h100-nemotron4-15b.yaml", "check", 3.5, "nemo_h100_fp8", kFp8, 64},
-    {"nemotron4_340b.csv", "nemo-h100-nemotron4-340b.yaml", "check", 4.0, "nemo_h100_fp8", kFp8, 128},
+    {"nemotron4_340b.csv", "nemo-h100-nemotron4-340b.yaml", "check", 4.5, "nemo_h100_fp8", kFp8, 128},
 };
 
 void expect_within_bounds(const std::vector<NemoH100Family>& families) {
