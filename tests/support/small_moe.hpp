@@ -3,11 +3,18 @@
 // 1024, 8 heads, 1,024-token sequences, an 8,000-word vocabulary) so a
 // graph builds in milliseconds, with the experts a test reasons about; and
 // the iteration of a plan on one node of uniform links (100 GB/s, 1 us)
-// under the analytic cost model, as the MoE task-graph tests build it.
+// under the analytic cost model, as the MoE task-graph tests build it; and
+// the op of a layer's list a test asks for by name.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
 #include "support/test_cluster.hpp"
 #include "workloads/cost_model.hpp"
 #include "workloads/graph_builder/iteration_builder.hpp"
 #include "workloads/model_spec.hpp"
+#include "workloads/transformer_ops.hpp"
 
 namespace trainsim::testing {
 
@@ -31,6 +38,16 @@ inline workloads::TaskGraph iteration_on_one_node(const workloads::ModelSpec& m,
   const auto cluster = uniform_cluster(1, plan.gpu_count(), 100e9, 1e-6);
   const workloads::AnalyticCostModel cost(m, plan, 0.5);
   return workloads::build_iteration(m, plan, cluster, cost);
+}
+
+// A failure (and an empty op) when the list has no op of that name.
+inline workloads::TransformerOp op_named(const std::vector<workloads::TransformerOp>& ops,
+                                         const std::string& name) {
+  for (const auto& op : ops)
+    if (op.name == name)
+      return op;
+  ADD_FAILURE() << "no op named " << name;
+  return workloads::TransformerOp{};
 }
 
 }  // namespace trainsim::testing

@@ -183,23 +183,16 @@ TEST(ExpertTensorParallelBetween, ExpertGradientGroupsCrossDenseOnesWhenEpTimesE
 
 TEST(ExpertTensorParallelBetween, ExpertsRunOnTheGatheredTokensAtFfnOverEtp) {
   const ModelSpec m = between_moe_model();
-  auto find = [](const std::vector<TransformerOp>& ops, const std::string& name) {
-    for (const auto& op : ops)
-      if (op.name == name)
-        return op;
-    ADD_FAILURE() << name;
-    return TransformerOp{};
-  };
   // tp 4, ep 2, expert_tp 2: a GPU routes its own 1024 / 4 = 256 tokens;
   // after the dispatch and the expert-TP gather an expert runs 256 x 2
   // (etp) x 2 copies x 2 (ep) / 8 experts = 256 rows at 2048 / 2 (up: 2 x
   // 1024 with SwiGLU), its 4 local experts 1024 rows.
   const auto ops = moe_layer_ops(m, layer_setup(m, 1, 4, true, 2, false, MoeDispatcher::all_to_all, 2));
-  EXPECT_DOUBLE_EQ(find(ops, "router").m, 256);
-  EXPECT_DOUBLE_EQ(find(ops, "experts_up").m, 256);
-  EXPECT_DOUBLE_EQ(find(ops, "experts_up").n, 2 * 1024);
-  EXPECT_DOUBLE_EQ(find(ops, "experts_up").batch, 4);
-  EXPECT_DOUBLE_EQ(find(ops, "experts_down").k, 1024);
+  EXPECT_DOUBLE_EQ(testing::op_named(ops, "router").m, 256);
+  EXPECT_DOUBLE_EQ(testing::op_named(ops, "experts_up").m, 256);
+  EXPECT_DOUBLE_EQ(testing::op_named(ops, "experts_up").n, 2 * 1024);
+  EXPECT_DOUBLE_EQ(testing::op_named(ops, "experts_up").batch, 4);
+  EXPECT_DOUBLE_EQ(testing::op_named(ops, "experts_down").k, 1024);
   // Expert FLOPs per GPU are those of expert_tp 4 and of 1: the work
   // divided over the stage however it is split.
   auto expert_flops = [&](int etp) {

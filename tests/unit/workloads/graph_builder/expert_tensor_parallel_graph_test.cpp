@@ -186,22 +186,15 @@ TEST(ExpertTensorParallelOps, FoldedExpertsRunFullWidthOnTheirShareOfTheSequence
   // expert gets 512 x 2 copies x 4 GPUs / 8 experts = 512 rows, at the full
   // expert_ffn 2048 (up: 2 x 2048 columns with SwiGLU). Without folding:
   // 1024 rows at 2048 / 2.
-  auto find = [](const std::vector<TransformerOp>& ops, const std::string& name) {
-    for (const auto& op : ops)
-      if (op.name == name)
-        return op;
-    ADD_FAILURE() << name;
-    return TransformerOp{};
-  };
   const auto folded = moe_layer_ops(m, layer_setup(m, 1, 2, true, 4, false, MoeDispatcher::all_to_all, 1));
-  EXPECT_DOUBLE_EQ(find(folded, "experts_up").m, 512);
-  EXPECT_DOUBLE_EQ(find(folded, "experts_up").n, 2 * 2048);
-  EXPECT_DOUBLE_EQ(find(folded, "experts_up").batch, 2);
-  EXPECT_DOUBLE_EQ(find(folded, "router").m, 512);
+  EXPECT_DOUBLE_EQ(testing::op_named(folded, "experts_up").m, 512);
+  EXPECT_DOUBLE_EQ(testing::op_named(folded, "experts_up").n, 2 * 2048);
+  EXPECT_DOUBLE_EQ(testing::op_named(folded, "experts_up").batch, 2);
+  EXPECT_DOUBLE_EQ(testing::op_named(folded, "router").m, 512);
   const auto plain = moe_layer_ops(m, layer_setup(m, 1, 2, true, 4, false, MoeDispatcher::all_to_all, 2));
-  EXPECT_DOUBLE_EQ(find(plain, "experts_up").m, 1024);
-  EXPECT_DOUBLE_EQ(find(plain, "experts_up").n, 2 * 1024);
-  EXPECT_DOUBLE_EQ(find(plain, "router").m, 1024);
+  EXPECT_DOUBLE_EQ(testing::op_named(plain, "experts_up").m, 1024);
+  EXPECT_DOUBLE_EQ(testing::op_named(plain, "experts_up").n, 2 * 1024);
+  EXPECT_DOUBLE_EQ(testing::op_named(plain, "router").m, 1024);
   // The same FLOPs per GPU either way: half the rows at twice the width.
   double folded_flops = 0, plain_flops = 0;
   for (const auto& op : folded)
