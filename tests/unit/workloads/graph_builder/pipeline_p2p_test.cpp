@@ -33,6 +33,19 @@ TaskGraph build(const ParallelPlan& plan, int layers = 24) {
   return build_iteration(model, plan, cluster, testing::FixedCostModel(1, 2));
 }
 
+// Whether the plan checks refuse `mode` on a 4-stage pipeline of the
+// schedule (16 micro-batches, one virtual stage more than its default where
+// it runs several chunks), with a message saying what was expected.
+bool p2p_refused(const ScheduleTraits& traits, P2pMode mode, const std::string& expected) {
+  auto model = *find_model_preset("gpt3-1.3b");
+  model.layers = 16;
+  const int v = std::max(default_virtual_stages(traits.kind), 1) + (traits.chunks == ChunksPerRank::several);
+  const auto problems = plan_problems(model, pipeline_plan(traits.kind, 4, 16, v, mode));
+  return std::any_of(problems.begin(), problems.end(), [&](const auto& p) {
+    return p.key == "plan.p2p" && p.message.find(expected) != std::string::npos;
+  });
+}
+
 bool acyclic(const TaskGraph& graph) {
   std::vector<TaskId> order;
   try {
@@ -153,16 +166,7 @@ TEST(PipelineP2p, SyncPairingNeverDeadlocksWhereTheScheduleAllowsIt) {
 
 TEST(PipelineP2p, SyncIsRefusedWhereTheScheduleCannotPairIt) {
   for (const auto& traits : schedule_table()) {
-    auto model = *find_model_preset("gpt3-1.3b");
-    model.layers = 16;
-    const int v =
-        std::max(default_virtual_stages(traits.kind), 1) + (traits.chunks == ChunksPerRank::several);
-    const ParallelPlan plan = pipeline_plan(traits.kind, 4, 16, v, P2pMode::sync);
-    const auto problems = plan_problems(model, plan);
-    const bool refused = std::any_of(problems.begin(), problems.end(), [](const auto& p) {
-      return p.key == "plan.p2p" && p.message.find("expected p2p: async") != std::string::npos;
-    });
-    EXPECT_EQ(refused, !traits.sync_p2p) << traits.name;
+    EXPECT_EQ(p2p_refused(traits, P2pMode::sync, "expected p2p: async"), !traits.sync_p2p) << traits.name;
   }
 }
 
@@ -266,16 +270,9 @@ TEST(PipelineP2p, OverlapPairingNeverDeadlocks) {
 
 TEST(PipelineP2p, OverlapIsRefusedOutsideTheInterleavedSchedule) {
   for (const auto& traits : schedule_table()) {
-    auto model = *find_model_preset("gpt3-1.3b");
-    model.layers = 16;
-    const int v =
-        std::max(default_virtual_stages(traits.kind), 1) + (traits.chunks == ChunksPerRank::several);
-    const ParallelPlan plan = pipeline_plan(traits.kind, 4, 16, v, P2pMode::overlap);
-    const auto problems = plan_problems(model, plan);
-    const bool refused = std::any_of(problems.begin(), problems.end(), [](const auto& p) {
-      return p.key == "plan.p2p" && p.message.find("expected p2p: sync or async") != std::string::npos;
-    });
-    EXPECT_EQ(refused, traits.kind != ScheduleKind::interleaved_one_f_one_b) << traits.name;
+    EXPECT_EQ(p2p_refused(traits, P2pMode::overlap, "expected p2p: sync or async"),
+              traits.kind != ScheduleKind::interleaved_one_f_one_b)
+        << traits.name;
   }
 }
 
