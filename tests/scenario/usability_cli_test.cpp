@@ -134,10 +134,10 @@ TEST(UsabilityCli, ProgressShowsALineInALogWhenAskedFor) {
   const std::vector<std::string> big{"run", "scenarios/scale-512.yaml", "--quiet"};
   // scale-512 itself now runs in under a second, before the first line: the
   // same shape on 2,048 GPUs runs for a few.
+  const auto with_out = fresh_dir("progress");
   auto with = big;
-  with.insert(with.end(),
-              {"--set", "cluster.nodes=256", "--set", "plan.dp=32", "--set", "plan.global_batch_size=1024",
-               "--progress", "--out", fresh_dir("progress").string()});
+  with.insert(with.end(), {"--set", "cluster.nodes=256", "--set", "plan.dp=32", "--set",
+                           "plan.global_batch_size=1024", "--progress", "--out", with_out.string()});
   const auto r = run_cli(with);
   ASSERT_EQ(r.status, 0) << r.err;
   // Whatever stage the first line (after a second) catches: on a loaded
@@ -146,10 +146,14 @@ TEST(UsabilityCli, ProgressShowsALineInALogWhenAskedFor) {
               r.err.find("simulating") != std::string::npos ||
               r.err.find("writing the outputs") != std::string::npos)
       << r.err;
+  const auto without_out = fresh_dir("no-progress");
   auto without = big;
-  without.insert(without.end(), {"--out", fresh_dir("no-progress").string()});
+  without.insert(without.end(), {"--out", without_out.string()});
   const auto quiet = run_cli(without);
   EXPECT_EQ(quiet.err, "");
+  // Each 2,048-GPU run writes ~200 MB: a passing test leaves none of it.
+  std::filesystem::remove_all(with_out);
+  std::filesystem::remove_all(without_out);
 }
 
 }  // namespace
