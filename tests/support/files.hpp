@@ -1,12 +1,13 @@
 #pragma once
 // Files and folders for tests: read a whole file, quote for a shell, a fresh
-// temporary folder.
-#include <unistd.h>
-
+// temporary folder (in the process's scratch root, removed at exit:
+// scratch_root.hpp).
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+
+#include "support/scratch_root.hpp"
 
 namespace trainsim::testing {
 
@@ -24,10 +25,10 @@ inline std::string shell_quote(const std::string& s) {
   return q + "'";
 }
 
-// A fresh, empty directory under the system temp dir.
+// A fresh, empty directory <temp>/trainsim-test-<pid>/<name>, removed with
+// the scratch root when the process exits (TRAINSIM_KEEP_TEST_DIRS=1 keeps it).
 inline std::filesystem::path fresh_dir(const std::string& name) {
-  const auto dir =
-      std::filesystem::temp_directory_path() / ("trainsim-test-" + name + "-" + std::to_string(::getpid()));
+  const auto dir = scratch_root().path() / name;
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir;
