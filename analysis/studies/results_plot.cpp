@@ -106,8 +106,9 @@ LinePlot build_results_plot(const PlotSpec& spec, const ResultsDocument& doc) {
   // `--only` subset, plots as one of BF16 and FP8 points does.
   auto require_column = [&](const std::string& key, const std::string& role) {
     if (std::find(columns.begin(), columns.end(), key) == columns.end() && value_when_absent(key).is_null())
-      throw PlotError(fmt::format("{} '{}' is not a column of the results (columns: {})", role, key,
-                                  join(columns, ", ")));
+      throw PlotColumnAbsent(
+          fmt::format("{} '{}' is not a column of the results (columns: {})", role, key, join(columns, ", ")),
+          role, key);
   };
   require_column(spec.x, "x");
   require_column(spec.y, "y");

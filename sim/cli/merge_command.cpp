@@ -178,6 +178,8 @@ int merge_command(const MergeOptions& options) {
   for (const auto& f : outputs.written)
     std::cout << ' ' << f.string();
   std::cout << '\n';
+  for (const auto& n : outputs.plot_notes)
+    std::cerr << fmt::format("note: {}\n", n);
   for (const auto& e : outputs.plot_errors)
     std::cerr << fmt::format("error: {}\n", e);
   return outputs.plot_errors.empty() ? 0 : 1;

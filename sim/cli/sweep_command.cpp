@@ -269,6 +269,8 @@ int sweep_command(const SweepOptions& options) {
   std::cout << '\n';
   if (shard)
     std::cout << "combine the shards with: trainsim merge <the shard directories> --out DIR\n";
+  for (const auto& n : outputs.plot_notes)
+    std::cerr << fmt::format("note: {}: {}\n", options.study, n);
   for (const auto& e : outputs.plot_errors)
     std::cerr << fmt::format("error: {}: {}\n", options.study, e);
   if (!outputs.plot_errors.empty())

@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "analysis/studies/result_column_names.hpp"
 #include "platforms/input_error.hpp"
 #include "platforms/input_file.hpp"
 #include "platforms/names.hpp"
@@ -41,6 +42,9 @@ class StudyReader {
   // variants (a study whose points are named plans, not a product of axes).
   void read_sweep(const YAML::Node& node, bool has_variants);
   void check_overlaps();
+  // The columns the plots name (x, y, lines, where) against the study's
+  // parameters and the figures trainsim writes (after the axes are read).
+  void check_plot_columns(const YAML::Node& plots);
 
  private:
   void error(const std::string& path, const YAML::Node& node, const std::string& message) {
@@ -313,6 +317,35 @@ void StudyReader::read_variants(const YAML::Node& node) {
   study_.axes.insert(study_.axes.begin(), std::move(axis));
 }
 
+void StudyReader::check_plot_columns(const YAML::Node& plots) {
+  if (!plots.IsSequence())
+    return;  // reported by read_plots
+  std::vector<std::string> parameters = parameter_names(study_);
+  for (std::size_t i = 0; i < plots.size(); ++i) {
+    const YAML::Node plot = plots[i];
+    if (!plot.IsMap())
+      continue;
+    const std::string path = fmt::format("sweep.plots[{}]", i);
+    auto check = [&](const std::string& role, const YAML::Node& name_node) {
+      if (!name_node.IsScalar())
+        return;
+      if (const auto problem = analysis::unknown_column_problem(name_node.Scalar(), parameters))
+        error(fmt::format("{}.{}", path, role), name_node, *problem);
+    };
+    for (const char* role : {"x", "y"})
+      if (plot[role])
+        check(role, plot[role]);
+    if (const YAML::Node lines = plot["lines"]; lines && lines.IsScalar())
+      check("lines", lines);
+    else if (lines && lines.IsSequence())
+      for (std::size_t l = 0; l < lines.size(); ++l)
+        check(fmt::format("lines[{}]", l), lines[l]);
+    if (const YAML::Node where = plot["where"]; where && where.IsMap())
+      for (const auto& kv : where)
+        check("where", kv.first);
+  }
+}
+
 void StudyReader::check_overlaps() {
   // Two axes setting the same key, or one key inside another (cluster.nic and
   // cluster.nic.bandwidth), would make a point's value depend on the order.
@@ -373,6 +406,8 @@ StudyFile parse_study_text(const std::string& text, const std::string& path) {
     reader.read_variants(root["variants"]);
   }
   reader.check_overlaps();
+  if (root["sweep"] && root["sweep"].IsMap() && root["sweep"]["plots"])
+    reader.check_plot_columns(root["sweep"]["plots"]);
   errors.throw_if_any();
   return study;
 }

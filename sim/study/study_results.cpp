@@ -80,6 +80,11 @@ StudyOutputs write_study_outputs(const fs::path& dir, const analysis::ResultsDoc
       analysis::write_file_atomically(file, [&](std::ostream& o) { o << svg; });
       outputs.written.push_back(file);
       figures.push_back({spec.title_or_default(), fmt::format("plots/{}", spec.file_or_default()), svg});
+    } catch (const analysis::PlotColumnAbsent& e) {
+      outputs.plot_notes.push_back(
+          fmt::format("sweep.plots[{}] ({}) skipped: {}; no point of these results "
+                      "writes it",
+                      i, spec.file_or_default(), e.what()));
     } catch (const analysis::PlotError& e) {
       outputs.plot_errors.push_back(
           fmt::format("sweep.plots[{}] ({}): {}", i, spec.file_or_default(), e.what()));

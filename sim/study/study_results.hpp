@@ -21,12 +21,17 @@ nlohmann::ordered_json study_header(const StudyFile& study, const std::vector<St
 struct StudyOutputs {
   std::vector<std::filesystem::path> written;
   std::vector<std::string> plot_errors;  // plots that could not be drawn, and why
+  // Plots skipped because no point has one of their columns (a figure only
+  // some runs write), and why: notes, not errors.
+  std::vector<std::string> plot_notes;
 };
 
 // Writes results.csv and results.json (each atomically: written aside, then
 // renamed), then the plots of `plots` into dir/plots/ and, when `html`,
 // dir/report.html. A plot that cannot be drawn is reported, not thrown, so
-// the results are never lost to a typo in a plot.
+// the results are never lost to a typo in a plot. A plot whose column no
+// row has is skipped (plot_notes): a study, or a subset of one, whose points
+// do not write a figure (docs/studies.md, "Plots whose column no point has").
 StudyOutputs write_study_outputs(const std::filesystem::path& dir, const analysis::ResultsDocument& doc,
                                  const std::vector<analysis::PlotSpec>& plots, bool html);
 

@@ -345,12 +345,61 @@ TEST(SweepCli, APlotThatCannotBeDrawnIsAnErrorButTheResultsAreKept) {
   grid:
     plan.tp: [1]
   plots:
+    - {x: plan.tp, y: model.name}
+)");
+  const auto r = run_cli({"sweep", study.string(), "--out", (dir / "o").string(), "-j", "1"});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("error: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("y 'model.name' is not a number at point 0000"), std::string::npos) << r.err;
+  EXPECT_EQ(lines_of(read_file(dir / "o" / "results.csv")).size(), 2u);
+  fs::remove_all(dir);
+}
+
+// A typo in a plot's column is bad input found when the study loads: exit 1
+// naming the line, before any point runs.
+TEST(SweepCli, APlotColumnThatIsATypoIsRefusedBeforeAnyPointRuns) {
+  const auto dir = fresh_dir("typo-plot");
+  const auto study = write_study(dir, kTiny + R"(sweep:
+  grid:
+    plan.tp: [1]
+  plots:
     - {x: plan.tp, y: tokens_per_joule}
 )");
   const auto r = run_cli({"sweep", study.string(), "--out", (dir / "o").string(), "-j", "1"});
   EXPECT_EQ(r.status, 1);
-  EXPECT_NE(r.err.find("y 'tokens_per_joule' is not a column of the results"), std::string::npos) << r.err;
-  EXPECT_EQ(lines_of(read_file(dir / "o" / "results.csv")).size(), 2u);
+  EXPECT_NE(r.err.find("study.yaml:19:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("sweep.plots[0].y: 'tokens_per_joule' is not a column trainsim writes"),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(dir / "o" / "results.csv"));
+  fs::remove_all(dir);
+}
+
+// A figure only some runs write (lost time to expert imbalance: uneven MoE
+// routing) is in no point of a dense study, as in the balanced subset of
+// scenarios/study-moe-dispatch.yaml: its plot is skipped with a note, the
+// others are drawn, and the sweep succeeds.
+TEST(SweepCli, APlotOfAFigureNoPointWritesIsSkippedWithANoteNotAnError) {
+  const auto dir = fresh_dir("absent-figure-plot");
+  const auto study = write_study(dir, kTiny + R"(sweep:
+  grid:
+    plan.tp: [1, 2]
+  plots:
+    - {x: plan.tp, y: lost_time.by_cause.expert_imbalance.fraction_of_gpu_time, file: imbalance.svg}
+    - {x: plan.tp, y: tokens_per_s_per_gpu, file: throughput.svg}
+)");
+  const auto r = run_cli({"sweep", study.string(), "--out", (dir / "o").string(), "-j", "1"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(
+      r.err.find("note: " + study.string() +
+                 ": sweep.plots[0] (imbalance.svg) skipped: y "
+                 "'lost_time.by_cause.expert_imbalance.fraction_of_gpu_time' is not a column of the results"),
+      std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("no point of these results writes it"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("error:"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir / "o" / "plots" / "imbalance.svg"));
+  EXPECT_TRUE(fs::exists(dir / "o" / "plots" / "throughput.svg"));
   fs::remove_all(dir);
 }
 

@@ -5,6 +5,7 @@
 
 #include "analysis/report.hpp"
 #include "analysis/reporters/reporters.hpp"
+#include "analysis/studies/result_column_names.hpp"
 #include "support/hand_made_runs.hpp"
 
 namespace trainsim::analysis {
@@ -50,6 +51,25 @@ TEST(Reporters, BubbleBarsStackEachStagesCauses) {
   EXPECT_NE(svg.find("data-cause=\"p2p_wait\""), std::string::npos);
   // 5.5 of 8.5 s lost on each stage.
   EXPECT_NE(svg.find(">64.7%</text>"), std::string::npos) << svg;
+}
+
+// A study's plots are checked against summary.json's top-level keys when it
+// loads (result_column_names): every key a run writes is in that list.
+TEST(Reporters, EveryTopLevelKeyOfSummaryJsonIsAColumnAStudyPlotMayName) {
+  Reported r;
+  const auto j =
+      nlohmann::json::parse(r.text([&](std::ostream& o) { write_summary_json(o, r.run, r.report); }));
+  for (const auto& [key, value] : j.items()) {
+    EXPECT_FALSE(unknown_column_problem(key, {}).has_value()) << key;
+    if (value.is_object()) {
+      for (const auto& [inner, unused] : value.items())
+        EXPECT_FALSE(unknown_column_problem(key + "." + inner, {}).has_value()) << key << "." << inner;
+    }
+  }
+  for (const auto& [cause, unused] : j["lost_time"]["by_cause"].items())
+    EXPECT_FALSE(
+        unknown_column_problem("lost_time.by_cause." + cause + ".fraction_of_gpu_time", {}).has_value());
+  EXPECT_TRUE(unknown_column_problem("lost_tme.gpu_seconds", {}).has_value());
 }
 
 TEST(Reporters, SummaryJsonHasEverySectionAndCausesAddUp) {

@@ -290,6 +290,47 @@ TEST(StudyErrors, StudySectionsAreCheckedStrictlyAndAllAtOnce) {
   EXPECT_GE(problems.size(), 5u);
 }
 
+// A plot's column is checked when the study loads: a typo (in a figure's
+// name, or in the cause of lost time it names) is refused there with its
+// line, while a figure only some runs write, and the study's own
+// parameters, are accepted (docs/studies.md, "Plots whose column no point has").
+TEST(StudyErrors, APlotColumnNoRunCouldWriteIsRefusedWhenTheStudyLoads) {
+  const auto problems = problems_of(kBase + R"(sweep:
+  grid:
+    plan.tp: [1, 2]
+  plots:
+    - {x: plan.tp, y: tokens_per_joule}
+    - {x: plan.tp, y: lost_time.by_cause.expert_imbalence.fraction_of_gpu_time}
+    - {x: plan.tp, y: mfu, lines: [plna.pp], where: {varaint: a}}
+)");
+  const auto text = all(problems);
+  EXPECT_EQ(problems.size(), 4u) << text;
+  EXPECT_NE(text.find("study.yaml:17:"), std::string::npos) << text;
+  EXPECT_NE(text.find("sweep.plots[0].y: 'tokens_per_joule' is not a column trainsim writes (expected one of "
+                      "the study's parameters: plan.tp or a summary.json figure"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("did you mean 'tokens_per_iteration'?"), std::string::npos) << text;
+  EXPECT_NE(text.find("sweep.plots[1].y: 'lost_time.by_cause.expert_imbalence.fraction_of_gpu_time' names no "
+                      "cause of lost time: 'expert_imbalence' is not one of warmup_cooldown, p2p_wait, "
+                      "collective_wait, straggler, dp_comm, optimizer, expert_imbalance"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("sweep.plots[2].lines[0]: 'plna.pp'"), std::string::npos) << text;
+  EXPECT_NE(text.find("sweep.plots[2].where: 'varaint'"), std::string::npos) << text;
+
+  EXPECT_TRUE(problems_of(kBase + R"(variants:
+  a: {}
+sweep:
+  grid:
+    plan.tp: [1, 2]
+  plots:
+    - {x: plan.tp, y: lost_time.by_cause.expert_imbalance.fraction_of_gpu_time, where: {variant: a}}
+    - {x: plan.tp, y: mfu_fp8_peak, lines: model.moe.routing.kind}
+)")
+                  .empty());
+}
+
 TEST(StudyErrors, AKeySweptTwiceOrOverriddenIsRefused) {
   const auto twice = problems_of(kBase + R"(sweep:
   grid:
