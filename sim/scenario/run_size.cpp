@@ -7,6 +7,7 @@
 
 #include "platforms/input_error.hpp"
 #include "platforms/units.hpp"
+#include "sim/scenario/tree_all_reduce_load.hpp"
 
 namespace trainsim::scenario {
 namespace {
@@ -38,6 +39,12 @@ constexpr double kSecondsPerFlow = 40e-6;
 constexpr double kRunSecondsPerRecord = 2.5e-6;
 constexpr double kRunSecondsPerRecordAndGpu = 4.3e-10;
 constexpr double kRunSecondsPerFlow = 1e-6;
+// Tree all-reduces that contend (tree_all_reduce_load.hpp): each of their
+// flows costs SimGrid's max-min solver in proportion to the flows in flight
+// with it, those of every group sharing the fabric (kTreeFlowsInFlight of a
+// tree's 4 (members - 1) edge flows per group at a time).
+constexpr double kRunSecondsPerTreeFlowAndFlowInFlight = 3e-8;
+constexpr double kTreeFlowsInFlight = 1.0;
 
 }  // namespace
 
@@ -63,9 +70,20 @@ RunSize estimate_run_size(const Scenario& scenario, int iterations) {
   s.flows =
       iterations * ((fast ? kFastFlowsPerRecord : kFlowsPerRecord) * s.records / iterations +
                     kFlowsPerDpStep * gpus * dp_steps * layers_per_stage * (plan.zero_stage == 3 ? 3 : 1));
+  // Gradient all-reduces the tuner runs as trees across nodes and that
+  // contend: every flow of the tree pipeline is a SimGrid flow, solved
+  // against every other in flight.
+  const TreeAllReduceLoad tree = tree_all_reduce_load(scenario);
+  double tree_flows = 0, tree_in_flight = 0;
+  if (tree.tree && tree.groups_per_rail > 1) {
+    tree_flows = iterations * tree.flows;
+    tree_in_flight = kTreeFlowsInFlight * tree.groups * 2 * 2 * (tree.members - 1);
+    s.flows += tree_flows;
+  }
   s.memory_bytes = kBaseBytes + kBytesPerRecord * s.records + kBytesPerFlow * s.flows;
-  s.replay_s =
-      (kRunSecondsPerRecord + kRunSecondsPerRecordAndGpu * gpus) * s.records + kRunSecondsPerFlow * s.flows;
+  s.replay_s = (kRunSecondsPerRecord + kRunSecondsPerRecordAndGpu * gpus) * s.records +
+               kRunSecondsPerFlow * s.flows +
+               kRunSecondsPerTreeFlowAndFlowInFlight * tree_flows * tree_in_flight;
   return s;
 }
 
