@@ -110,21 +110,36 @@ std::string comparison(const PlanRow& w, const PlanRow& r, const std::string& wh
 
 }  // namespace
 
+bool can_win(const PlanRow& row) {
+  return row.simulated && row.simulated->fits_in_memory;
+}
+
 std::vector<const PlanRow*> simulated_ranking(const PlanReport& report) {
-  std::vector<const PlanRow*> ok, failed;
+  std::vector<const PlanRow*> ok, too_big, failed;
   for (const auto& row : report.rows) {
     if (!row.selected)
       continue;
-    (row.simulated ? ok : failed).push_back(&row);
+    (!row.simulated ? failed : can_win(row) ? ok : too_big).push_back(&row);
   }
-  std::stable_sort(ok.begin(), ok.end(), [](const PlanRow* a, const PlanRow* b) {
+  const auto faster = [](const PlanRow* a, const PlanRow* b) {
     if (a->simulated->iteration_time_s != b->simulated->iteration_time_s)
       return a->simulated->iteration_time_s < b->simulated->iteration_time_s;
     return a->key < b->key;
-  });
+  };
+  std::stable_sort(ok.begin(), ok.end(), faster);
+  std::stable_sort(too_big.begin(), too_big.end(), faster);
+  ok.insert(ok.end(), too_big.begin(), too_big.end());
   ok.insert(ok.end(), failed.begin(), failed.end());
   return ok;
 }
+
+namespace {
+// "replayed peak 85.2GiB > 80GiB of HBM": why a simulated plan cannot win.
+std::string does_not_fit(const SimulatedPlan& s) {
+  return fmt::format("does not fit: replayed peak {} > {} of HBM", format_bytes(s.peak_memory_bytes),
+                     format_bytes(s.memory_capacity_bytes));
+}
+}  // namespace
 
 void write_plan_table(std::ostream& out, const PlanReport& report) {
   const auto ranking = simulated_ranking(report);
@@ -143,11 +158,13 @@ void write_plan_table(std::ostream& out, const PlanReport& report) {
       continue;
     }
     const auto& s = *row->simulated;
-    out << fmt::format("{:>4}  {:<{}}  {:>5}  {:>10}  {:>10}  {:>12}  {:>6}  {:>9}  {:>7}  {:>8}\n", rank,
-                       row->label, label_width, row->estimate_rank, format_duration(row->estimate_s),
+    const bool fits = can_win(*row);
+    out << fmt::format("{:>4}  {:<{}}  {:>5}  {:>10}  {:>10}  {:>12}  {:>6}  {:>9}  {:>7}  {:>8}{}\n",
+                       fits ? std::to_string(rank) : std::string("x"), row->label, label_width,
+                       row->estimate_rank, format_duration(row->estimate_s),
                        format_duration(s.iteration_time_s), units::format_si(s.tokens_per_s, ""),
                        percent(s.mfu), format_bytes(s.peak_memory_bytes), percent(s.bubble_fraction),
-                       percent(s.exposed_comm_fraction));
+                       percent(s.exposed_comm_fraction), fits ? std::string() : "  " + does_not_fit(s));
   }
 }
 
@@ -161,9 +178,9 @@ void write_plan_table_csv(std::ostream& out, const PlanReport& report) {
                        csv_field(row->label), row->estimate_rank, number(row->estimate_s));
     if (row->simulated) {
       const auto& s = *row->simulated;
-      out << fmt::format(",{},{},{},{},{},{},ok\n", number(s.iteration_time_s), number(s.tokens_per_s),
+      out << fmt::format(",{},{},{},{},{},{},{}\n", number(s.iteration_time_s), number(s.tokens_per_s),
                          number(s.mfu), number(s.peak_memory_bytes), number(s.bubble_fraction),
-                         number(s.exposed_comm_fraction));
+                         number(s.exposed_comm_fraction), can_win(*row) ? "ok" : "does_not_fit_in_memory");
     } else {
       out << ",,,,,,,failed\n";
     }
@@ -172,18 +189,32 @@ void write_plan_table_csv(std::ostream& out, const PlanReport& report) {
 
 std::vector<std::string> explain_winner(const PlanReport& report) {
   const auto ranking = simulated_ranking(report);
-  std::vector<const PlanRow*> ok;
-  for (const auto* row : ranking)
-    if (row->simulated)
+  std::vector<const PlanRow*> ok, too_big;
+  for (const auto* row : ranking) {
+    if (can_win(*row))
       ok.push_back(row);
+    else if (row->simulated)
+      too_big.push_back(row);
+  }
   std::vector<std::string> lines;
-  if (ok.empty())
+  if (ok.empty()) {
+    if (!too_big.empty())
+      lines.push_back(
+          fmt::format("No winner: every simulated plan's replayed memory exceeds its GPUs' ({} "
+                      "{}); the memory estimate that admitted them was short.",
+                      too_big.front()->label, does_not_fit(*too_big.front()->simulated)));
     return lines;
+  }
   const PlanRow& w = *ok.front();
   lines.push_back(fmt::format("Winner: {} at {} per iteration, {}, MFU {}, peak memory {}.", w.label,
                               format_duration(w.simulated->iteration_time_s),
                               units::format_si(w.simulated->tokens_per_s, " tokens/s"),
                               percent(w.simulated->mfu), format_bytes(w.simulated->peak_memory_bytes)));
+  for (const auto* row : too_big)
+    if (row->simulated->iteration_time_s < w.simulated->iteration_time_s)
+      lines.push_back(fmt::format("Not crowned: {} ran faster ({} per iteration) but {}.", row->label,
+                                  format_duration(row->simulated->iteration_time_s),
+                                  does_not_fit(*row->simulated)));
   if (ok.size() >= 2)
     lines.push_back("It " + comparison(w, *ok[1], "#2"));
   // The best plan of another shape, when #2 shares the winner's.
@@ -246,7 +277,8 @@ void write_plans_csv(std::ostream& out, const PlanReport& report) {
     if (row.simulated) {
       const auto it = std::find(ranking.begin(), ranking.end(), &row);
       const auto& s = *row.simulated;
-      out << fmt::format(",simulated,{},{},{},{},{},{},{},{}\n", it - ranking.begin() + 1,
+      out << fmt::format(",{},{},{},{},{},{},{},{},{}\n",
+                         can_win(row) ? "simulated" : "does_not_fit_in_memory", it - ranking.begin() + 1,
                          number(s.iteration_time_s), number(s.tokens_per_s), number(s.mfu),
                          number(s.peak_memory_bytes), number(s.bubble_fraction),
                          number(s.exposed_comm_fraction), number(s.compute_fraction));
@@ -294,6 +326,13 @@ void write_plans_json(std::ostream& out, const PlanReport& report) {
                         {"bubble_fraction", s.bubble_fraction},
                         {"exposed_comm_fraction", s.exposed_comm_fraction},
                         {"compute_fraction", s.compute_fraction}};
+      if (!s.fits_in_memory) {
+        // Written only then, so that the files of searches whose plans fit
+        // keep their bytes.
+        r["fits_in_memory"] = false;
+        r["memory_capacity_bytes"] = std::llround(s.memory_capacity_bytes);
+        r["reason"] = does_not_fit(s);
+      }
       r["folder"] = row.folder;
     } else if (row.selected) {
       r["status"] = "failed";

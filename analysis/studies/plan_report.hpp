@@ -25,6 +25,11 @@ struct SimulatedPlan {
   double bubble_fraction = 0;
   double exposed_comm_fraction = 0;
   double compute_fraction = 0;
+  // The replay's verdict (summary.json's fits_in_memory): a GPU's replayed
+  // peak above its HBM (capacity_bytes) although the static estimate that
+  // admitted the plan said it fits. Such a plan is never the winner.
+  bool fits_in_memory = true;
+  double memory_capacity_bytes = 0;
 };
 
 struct PlanRow {
@@ -58,19 +63,25 @@ struct PlanReport {
   bool expert_columns = false;
 };
 
-// The selected rows that simulated, fastest first (ties by key), then the
-// ones that failed, in estimate order.
+// The selected rows that simulated and fit in memory, fastest first (ties
+// by key), then those whose replayed peak memory exceeds the GPU's (also
+// fastest first: simulated, not crowned), then the ones that failed, in
+// estimate order.
 std::vector<const PlanRow*> simulated_ranking(const PlanReport& report);
 
 // The ranked table of the simulated plans (`table`), or CSV (`csv`).
 void write_plan_table(std::ostream& out, const PlanReport& report);
 void write_plan_table_csv(std::ostream& out, const PlanReport& report);
 
+// Whether a row may win: simulated, and its replayed memory fits.
+bool can_win(const PlanRow& row);
+
 // A few sentences on why the first plan of simulated_ranking wins: against
 // the runner-up (by how much, and which of compute, bubble and exposed
 // communication make the difference), against the best plan of another
 // shape (tp, pp) when there is one, and how far the estimate was from the
-// simulation. Empty when fewer than one plan simulated.
+// simulation. Empty when no plan can win; a plan whose replayed memory
+// does not fit is named there, not compared.
 std::vector<std::string> explain_winner(const PlanReport& report);
 
 // plans.csv: one row per feasible plan (estimate order), simulated figures

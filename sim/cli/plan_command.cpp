@@ -269,6 +269,15 @@ int plan_command(const PlanOptions& options) {
             figure(s, "iteration_time_s"),  figure(s, "tokens_per_s"),    figure(s, "mfu"),
             figure(s, "peak_memory_bytes"), figure(s, "bubble_fraction"), figure(s, "exposed_comm_fraction"),
             figure(s, "compute_fraction")};
+        // The replay's verdict on memory, against the HBM of the GPU that
+        // peaked: the static estimate admitted the plan, the replay may not.
+        if (const auto fits = s.find("fits_in_memory");
+            fits != s.end() && fits->is_boolean() && !fits->get<bool>()) {
+          row.simulated->fits_in_memory = false;
+          const int gpu = static_cast<int>(figure(s, "peak_memory_gpu"));
+          row.simulated->memory_capacity_bytes =
+              gpu >= 0 && gpu < base.cluster.gpu_count() ? base.cluster.gpu_of(gpu).hbm_bytes : 0.0;
+        }
       }
     }
     report.rows.push_back(std::move(row));
@@ -312,7 +321,7 @@ int plan_command(const PlanOptions& options) {
   for (const auto& line : analysis::explain_winner(report))
     std::cout << line << '\n';
   const auto ranking = analysis::simulated_ranking(report);
-  if (!ranking.empty() && ranking.front()->simulated)
+  if (!ranking.empty() && analysis::can_win(*ranking.front()))
     std::cout << fmt::format("\nall {} feasible plans in {}, {}; rerun the winner with: trainsim run {}\n",
                              report.rows.size(), (out_dir / "plans.csv").string(),
                              (out_dir / "plans.json").string(),
