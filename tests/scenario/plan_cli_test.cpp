@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -370,6 +371,50 @@ TEST(PlanCli, RefusesBadArgumentsWithClearMessages) {
                  "no global batch: give --global-batch B");
   expect_refused(with({}), "no model: give --model");
   expect_refused(with({"--model", "gpt3-1.3b", "--set", "plan.tp=3"}), "no plan of gpt3-1.3b on 8 GPUs");
+}
+
+}  // namespace
+}  // namespace trainsim::testing
+
+namespace trainsim::testing {
+namespace {
+
+// The replay's verdict on memory reaches the ranking: the search's winner,
+// its summary.json then saying that its replayed peak (85 GiB) exceeds the
+// A100's 80 GiB (as a replay whose peak outgrew the static estimate would),
+// is reused on the rerun and no longer crowned; the next plan wins.
+TEST(PlanCli, APlanWhoseReplayedMemoryDoesNotFitIsMarkedAndTheBestPlanThatFitsWins) {
+  const auto dir = fresh_dir("plan-replayed-oom");
+  const auto first = run_cli(small_case(dir / "o", 2));
+  ASSERT_EQ(first.status, 0) << first.err << first.out;
+  const auto before = read_json(dir / "o" / "plans.json");
+  ASSERT_EQ(before["ranking"].size(), 2u);
+  const std::string crowned = before["ranking"][0], runner_up = before["ranking"][1];
+  const fs::path summary = dir / "o" / "points" / crowned / "summary.json";
+  auto s = nlohmann::ordered_json::parse(read_file(summary));
+  s["fits_in_memory"] = false;
+  s["peak_memory_bytes"] = 85.0 * 1024 * 1024 * 1024;
+  std::ofstream(summary) << s.dump(2);
+
+  const auto again = run_cli(small_case(dir / "o", 2));
+  ASSERT_EQ(again.status, 0) << again.err << again.out;
+  const auto after = read_json(dir / "o" / "plans.json");
+  EXPECT_EQ(after["ranking"][0], runner_up);
+  EXPECT_EQ(after["ranking"][1], crowned);
+  bool marked = false;
+  for (const auto& row : after["plans"])
+    if (row["key"] == crowned) {
+      marked = true;
+      EXPECT_EQ(row["fits_in_memory"], false) << row.dump();
+      EXPECT_EQ(row["memory_capacity_bytes"], 85899345920) << row.dump();  // the A100's 80 GiB
+    }
+  EXPECT_TRUE(marked);
+  EXPECT_NE(again.out.find("does not fit: replayed peak 85GiB > 80GiB of HBM"), std::string::npos)
+      << again.out;
+  EXPECT_NE(again.out.find("Not crowned: "), std::string::npos) << again.out;
+  EXPECT_NE(again.out.find((fs::path("points") / runner_up / "scenario.yaml").string()), std::string::npos)
+      << again.out;
+  EXPECT_NE(read_file(dir / "o" / "plans.csv").find(",does_not_fit_in_memory,2,"), std::string::npos);
 }
 
 }  // namespace
