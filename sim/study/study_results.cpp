@@ -82,9 +82,9 @@ StudyOutputs write_study_outputs(const fs::path& dir, const analysis::ResultsDoc
       figures.push_back({spec.title_or_default(), fmt::format("plots/{}", spec.file_or_default()), svg});
     } catch (const analysis::PlotColumnAbsent& e) {
       outputs.plot_notes.push_back(
-          fmt::format("sweep.plots[{}] ({}) skipped: {}; no point of these results "
-                      "writes it",
-                      i, spec.file_or_default(), e.what()));
+          fmt::format("sweep.plots[{}] ({}) skipped: no point of these results has its {} '{}' (a figure "
+                      "that only some runs write)",
+                      i, spec.file_or_default(), e.role(), e.column()));
     } catch (const analysis::PlotError& e) {
       outputs.plot_errors.push_back(
           fmt::format("sweep.plots[{}] ({}): {}", i, spec.file_or_default(), e.what()));
