@@ -49,7 +49,7 @@ TEST(ScenarioLoader, ReadsUnitsPresetsAndDerivesDp) {
 
 // recompute: selective_op (torchtitan's per-op policy) reads, and a model
 // it is not modelled for (GPT-3's GeLU MLP, no FlashAttention) is refused
-// at the file, the key and the value.
+// at where the value came from (here the --set), the key and the value.
 TEST(ScenarioLoader, PerOpSelectiveRecomputationReadsForLlamaAndIsRefusedForGpt) {
   const auto llama =
       scenario::parse_scenario_text(kMinimal, "t.yaml",
@@ -60,7 +60,7 @@ TEST(ScenarioLoader, PerOpSelectiveRecomputationReadsForLlamaAndIsRefusedForGpt)
   ASSERT_FALSE(p.empty());
   bool named = false;
   for (const auto& problem : p)
-    named = named || (problem.find("t.yaml") != std::string::npos &&
+    named = named || (problem.rfind("--set plan.recompute=selective_op: ", 0) == 0 &&
                       problem.find("plan.recompute: selective_op") != std::string::npos &&
                       problem.find("GeLU MLP") != std::string::npos &&
                       problem.find("expected recompute none, selective or full") != std::string::npos);
