@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "workloads/mla_attention.hpp"
+#include "workloads/op_selective_recompute.hpp"
 #include "workloads/precision.hpp"
 
 namespace trainsim::workloads {
@@ -135,6 +136,8 @@ double layer_activation_bytes(const ModelSpec& model, const ParallelPlan& plan, 
       return x.sbh * kept;
     case Recompute::full:
       return 2 * x.sbh / (x.sp ? x.t : 1.0);
+    case Recompute::selective_op:  // dense layers only (op_selective_recompute.hpp)
+      return op_selective_layer_activation_bytes(model, plan);
   }
   return 0;
 }
@@ -218,6 +221,11 @@ double recompute_workspace_bytes(const ModelSpec& model, const ParallelPlan& pla
       // One layer rebuilt at a time: the largest kind of layer.
       return std::max(layer_activation_bytes(model, plan, Recompute::none),
                       model.is_moe() ? layer_activation_bytes(model, plan, Recompute::none, true) : 0.0);
+    case Recompute::selective_op:
+      // One layer's recomputed tensors at a time: what it would keep
+      // without recomputation less what the policy stored.
+      return std::max(0.0, layer_activation_bytes(model, plan, Recompute::none) -
+                               op_selective_layer_activation_bytes(model, plan));
   }
   return 0;
 }

@@ -15,6 +15,7 @@
 //   recompute none, TP + SP         s b h (34 + 5 a s / h) / t
 //   selective (or FlashAttention)   s b h (10 + 24/t)          34 s b h / t with SP
 //   full                            2 s b h (the layer input)  2 s b h / t with SP
+//   selective_op                    torchtitan's per-op policy: op_selective_recompute.hpp
 //
 // General layer (h_kv = h kv_heads / heads, f = ffn_hidden): the 10 s b h
 // that TP does not split are the two layer-norm inputs (4), the QKV and
@@ -84,7 +85,9 @@ double mtp_weight_gradient_hold_bytes(const ModelSpec& model, const ParallelPlan
 // Working memory of a backward on top of what its forward stored: full
 // recomputation rebuilds one layer at a time (one layer's activations
 // without recomputation), selective recomputation one layer's attention
-// scores (5 a s^2 b / t; none with FlashAttention); none without.
+// scores (5 a s^2 b / t; none with FlashAttention); selective_op one layer's
+// recomputed tensors (its activations without recomputation less what the
+// policy stored); none without.
 double recompute_workspace_bytes(const ModelSpec& model, const ParallelPlan& plan);
 
 }  // namespace trainsim::workloads

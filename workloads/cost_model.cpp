@@ -1,5 +1,7 @@
 #include "workloads/cost_model.hpp"
 
+#include "workloads/op_selective_recompute.hpp"
+
 namespace trainsim::workloads {
 
 AnalyticCostModel::AnalyticCostModel(ModelSpec model, ParallelPlan plan, std::optional<double> efficiency)
@@ -58,6 +60,9 @@ double AnalyticCostModel::recomputed_flops(const StageSlice& slice) const {
       if (model_.mtp_depth > 0)
         return (model_.layers_forward_flops(b, slice.first_layer, slice.layers) + mtp_layer) / plan_.tp;
       return model_.layers_forward_flops(plan_.micro_batch_size, slice.first_layer, slice.layers) / plan_.tp;
+    case Recompute::selective_op:  // wk, wo and w3 (op_selective_recompute.hpp); dense layers only
+      return (slice.layers + (slice.logits ? model_.mtp_depth : 0)) *
+             op_selective_recomputed_layer_flops(model_, plan_);
   }
   return 0;
 }
@@ -88,20 +93,35 @@ OpCost AnalyticCostModel::forward(const StageSlice& slice, const platforms::GpuS
   return timed(flops, flops, gpu, linear_forward_flops(slice));
 }
 
+// The recomputed linear GEMMs' FLOPs: the whole forward's under full
+// recomputation, wk, wo and w3 under selective_op, none otherwise.
+double AnalyticCostModel::recomputed_linear_flops(const StageSlice& slice) const {
+  switch (plan_.recompute) {
+    case Recompute::none:
+    case Recompute::selective:
+      return 0;
+    case Recompute::full:
+      return linear_forward_flops(slice);
+    case Recompute::selective_op:
+      return recomputed_flops(slice);
+  }
+  return 0;
+}
+
 // The linear GEMMs of a backward: input and weight gradients (twice the
-// forward's), plus the recomputed forward's under full recomputation.
+// forward's), plus the recomputed ones.
 OpCost AnalyticCostModel::backward(const StageSlice& slice, const platforms::GpuSpec& gpu) const {
   const double model_flops = 2 * forward_flops(slice);
   const double linear = linear_forward_flops(slice);
   return timed(model_flops, model_flops + recomputed_flops(slice), gpu,
-               (plan_.recompute == Recompute::full ? 3 : 2) * linear);
+               2 * linear + recomputed_linear_flops(slice));
 }
 
 OpCost AnalyticCostModel::backward_input(const StageSlice& slice, const platforms::GpuSpec& gpu) const {
   const double model_flops = 2 * forward_flops(slice) - weight_gradient_flops(slice);
   const double linear = linear_forward_flops(slice);
   return timed(model_flops, model_flops + recomputed_flops(slice), gpu,
-               (plan_.recompute == Recompute::full ? 2 : 1) * linear);
+               linear + recomputed_linear_flops(slice));
 }
 
 OpCost AnalyticCostModel::backward_weight(const StageSlice& slice, const platforms::GpuSpec& gpu) const {

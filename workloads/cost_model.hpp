@@ -93,6 +93,7 @@ class AnalyticCostModel final : public CostModel {
   // the forward's matmuls (24 b s h^2 per GPT layer, 2 b s h V for logits).
   double weight_gradient_flops(const StageSlice& slice) const;
   double recomputed_flops(const StageSlice& slice) const;
+  double recomputed_linear_flops(const StageSlice& slice) const;
   // The MTP modules' forward FLOPs on the last stage (0 elsewhere), and
   // their attention core's.
   double mtp_flops(const StageSlice& slice) const;

@@ -4,6 +4,7 @@
 #include <functional>
 #include <stdexcept>
 
+#include "workloads/op_selective_recompute.hpp"
 #include "workloads/precision.hpp"
 
 namespace trainsim::workloads {
@@ -113,7 +114,10 @@ PerOpCostModel::PerOpCostModel(ModelSpec model, ParallelPlan plan, Options optio
       embedding_ops_(embedding_ops(model_, setup_)),
       logits_ops_(logits_ops(model_, setup_)),
       mtp_ops_(model_.mtp_depth > 0 ? with_precision(mtp_ops(model_, setup_), plan_)
-                                    : std::vector<TransformerOp>{}) {}
+                                    : std::vector<TransformerOp>{}),
+      recompute_ops_(plan_.recompute == Recompute::selective_op
+                         ? op_selective_recompute_ops(layer_ops_, model_, setup_, plan_)
+                         : std::vector<TransformerOp>{}) {}
 
 const PerOpCostModel::PartTimes& PerOpCostModel::times(const platforms::GpuSpec& gpu) const {
   const CacheKey key{gpu.name, gpu.efficiency_profile.get()};
@@ -139,6 +143,9 @@ const PerOpCostModel::PartTimes& PerOpCostModel::times(const platforms::GpuSpec&
     l.forward_s = std::min(whole.forward_s, linear_time_of(ops, OpPass::forward, gpu, profile));
     if (plan_.recompute == Recompute::full)
       l.recompute_s = l.forward_s;
+    else if (plan_.recompute == Recompute::selective_op)
+      l.recompute_s =
+          std::min(whole.recompute_s, linear_time_of(recompute_ops_, OpPass::forward, gpu, profile));
     l.backward_input_s =
         std::min(whole.backward_input_s, linear_time_of(ops, OpPass::backward_input, gpu, profile));
     l.backward_weight_s =
@@ -206,6 +213,10 @@ LayerPassTimes PerOpCostModel::pass_times(const std::vector<TransformerOp>& ops,
       break;
     case Recompute::full:
       l.recompute_s = l.forward_s;
+      break;
+    case Recompute::selective_op:  // a dense layer (op_selective_recompute.hpp); MoE plans are refused
+      l.recompute_s = pass_time(
+          recompute_ops_, [](const TransformerOp&) { return true; }, gpu, profile);
       break;
   }
   l.backward_input_s = pass([](const TransformerOp& op) { return is(op, OpPass::backward_input); });

@@ -72,6 +72,9 @@ class PerOpCostModel final : public CostModel {
   std::vector<std::pair<TransformerOp, OpTiming>> timed_layer_ops(const platforms::GpuSpec& gpu) const;
   std::vector<std::pair<TransformerOp, OpTiming>> timed_moe_layer_ops(const platforms::GpuSpec& gpu) const;
   const LayerSetup& setup() const { return setup_; }
+  // The kernels recompute selective_op redoes of a dense layer (empty under
+  // the other modes).
+  const std::vector<TransformerOp>& recompute_layer_ops() const { return recompute_ops_; }
 
  private:
   struct PartTimes {
@@ -106,6 +109,9 @@ class PerOpCostModel final : public CostModel {
   LayerSetup setup_;
   AnalyticCostModel flops_;  // FLOP accounting only
   std::vector<TransformerOp> layer_ops_, moe_layer_ops_, embedding_ops_, logits_ops_, mtp_ops_;
+  // What recompute selective_op redoes of a dense layer before its backward
+  // (op_selective_recompute.hpp); empty under the other modes.
+  std::vector<TransformerOp> recompute_ops_;
   // Per GPU type (and its scenario's own efficiency file, if any); the
   // builder asks for the same few GPUs thousands of times. Not thread-safe
   // (the builder is single-threaded).

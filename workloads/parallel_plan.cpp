@@ -10,6 +10,8 @@ std::string_view to_string(Recompute recompute) {
       return "selective";
     case Recompute::full:
       return "full";
+    case Recompute::selective_op:
+      return "selective_op";
   }
   return "?";
 }

@@ -21,7 +21,12 @@ enum class ScheduleKind {
 };
 std::string_view to_string(ScheduleKind kind);
 
-enum class Recompute { none, selective, full };
+// Activation recomputation (docs/memory.md, "Activation recomputation"):
+//   none          keep every activation
+//   selective     Korthikanti et al.'s: recompute the attention core
+//   full          keep each layer's input, recompute its whole forward
+//   selective_op  torchtitan's per-op policy (workloads/op_selective_recompute.hpp)
+enum class Recompute { none, selective, full, selective_op };
 std::string_view to_string(Recompute recompute);
 
 // The training framework the plan runs on, which sets the kernels a layer

@@ -6,6 +6,7 @@
 #include <numeric>
 #include <string>
 
+#include "workloads/op_selective_recompute.hpp"
 #include "workloads/schedule.hpp"
 
 namespace trainsim::workloads {
@@ -416,7 +417,10 @@ std::vector<platforms::Problem> plan_problems(const ModelSpec& model, const Para
                                                   : "",
                                    model.heads));
   check_parallelism_options(model, plan, problems);
-  return problems.take();
+  std::vector<platforms::Problem> out = problems.take();
+  for (auto& problem : op_selective_recompute_problems(model, plan))
+    out.push_back(std::move(problem));
+  return out;
 }
 
 }  // namespace trainsim::workloads

@@ -44,9 +44,10 @@ bool read_plan_section(platforms::MapReader& p, Scenario& scenario) {
   // gradients (Megatron's --accumulate-allreduce-grads-in-fp32).
   if (auto bytes = p.choice<int>("grad_allreduce_dtype", {{"bf16", 2}, {"fp16", 2}, {"fp32", 4}}))
     plan.grad_bytes = *bytes;
-  if (auto r = p.choice<Recompute>(
-          "recompute",
-          {{"none", Recompute::none}, {"selective", Recompute::selective}, {"full", Recompute::full}}))
+  if (auto r = p.choice<Recompute>("recompute", {{"none", Recompute::none},
+                                                 {"selective", Recompute::selective},
+                                                 {"full", Recompute::full},
+                                                 {"selective_op", Recompute::selective_op}}))
     plan.recompute = *r;
   read_parallelism_options(p, scenario);
   read_partition_options(p, scenario);

@@ -33,7 +33,11 @@ std::vector<ScheduleKind> all_schedules() {
     kinds.push_back(traits.kind);
   return kinds;
 }
-const std::vector<Recompute> kAllRecompute{Recompute::none, Recompute::selective, Recompute::full};
+// What --set plan.recompute=... may list: the default axis, plus torchtitan's
+// per-op policy (not searched unless asked for: it holds for dense Llama
+// blocks only).
+const std::vector<Recompute> kChoosableRecompute{Recompute::none, Recompute::selective, Recompute::full,
+                                                 Recompute::selective_op};
 
 // The plan keys the search varies (a --set on one of them fixes that axis).
 constexpr const char* kAxisKeys[] = {"plan.tp",
@@ -144,7 +148,7 @@ void set_axis(workloads::PlanSpaceOptions& space, const std::string& key, const 
   else if (key == "plan.schedule")
     space.schedules = axis_choices(assignment, words, all_schedules());
   else if (key == "plan.recompute")
-    space.recompute = axis_choices(assignment, words, kAllRecompute);
+    space.recompute = axis_choices(assignment, words, kChoosableRecompute);
   else if (key == "plan.sequence_parallel")
     space.sequence_parallel = axis_booleans(assignment, words);
   else if (key == "plan.expert_parallel")

@@ -8,6 +8,7 @@
 #include "workloads/context_parallel.hpp"
 #include "workloads/expert_parallel.hpp"
 #include "workloads/graph_builder/iteration_builder_state.hpp"
+#include "workloads/op_selective_recompute.hpp"
 #include "workloads/plan_checks.hpp"
 #include "workloads/precision.hpp"
 #include "workloads/stage_slices.hpp"
@@ -42,6 +43,19 @@ int tp_allreduces(const ModelSpec& model, const ParallelPlan& plan, PipeOpKind k
       return 0;
   }
   return 0;
+}
+
+// The fold of one pass (reduce-scatter, all-gather or all-reduce) of an
+// op's TP collectives: tp_allreduces, plus under recompute selective_op the
+// all-gathers of the norms' outputs that its recomputation repeats (the
+// reduce-scatters' outputs are saved; op_selective_recompute.hpp).
+int tp_pass_fold(const ModelSpec& model, const ParallelPlan& plan, PipeOpKind kind, const StageSlice& slice,
+                 CollectiveOp pass) {
+  int fold = tp_allreduces(model, plan, kind, slice);
+  if (pass == CollectiveOp::all_gather &&
+      (kind == PipeOpKind::backward || kind == PipeOpKind::backward_input))
+    fold += op_selective_recompute_tp_all_gathers(plan) * transformer_layers_of(model, slice);
+  return fold;
 }
 
 // The collectives of one folded TP all-reduce: itself, or with sequence
@@ -467,7 +481,9 @@ void IterationBuilder::add_tp_collectives(const PipeOp& op, int rank, const Stag
       const TaskId id =
           graph_.add(collective_task(CommKind::tp, collective_op, tp_groups[static_cast<std::size_t>(cp)],
                                      rank, tp_pass_bytes(collective_op, op.kind),
-                                     {.chunk = op.chunk, .micro_batch = op.micro_batch, .fold = fold}));
+                                     {.chunk = op.chunk,
+                                      .micro_batch = op.micro_batch,
+                                      .fold = tp_pass_fold(model_, plan_, op.kind, slice, collective_op)}));
       if (previous != kNone)
         graph_.depend(previous, id);
       else
@@ -546,7 +562,6 @@ void IterationBuilder::add_overlapped_tp_collectives(const PipeOp& op, int rank,
                                                      const std::vector<int>& tp_groups,
                                                      const std::vector<std::vector<TaskId>>& gemm_chunks,
                                                      std::vector<BuiltOp>& built) {
-  const int fold = tp_allreduces(model_, plan_, op.kind, spec.slice);
   const double k = plan_.tp;
   const std::vector<CollectiveOp> passes_of_op = tp_passes(plan_);
   for (int cp = 0; cp < plan_.cp; ++cp) {
@@ -555,10 +570,13 @@ void IterationBuilder::add_overlapped_tp_collectives(const PipeOp& op, int rank,
     for (const bool last : {false, true}) {
       for (std::size_t pass = 0; pass < passes_of_op.size(); ++pass) {
         const double bytes = tp_pass_bytes(passes_of_op[pass], op.kind);
-        const TaskId id = graph_.add(collective_task(
-            CommKind::tp, passes_of_op[pass], tp_groups[static_cast<std::size_t>(cp)], rank,
-            last ? bytes / k : bytes * (k - 1) / k,
-            {.chunk = op.chunk, .micro_batch = op.micro_batch, .layer = spec.layer, .fold = fold}));
+        const TaskId id = graph_.add(
+            collective_task(CommKind::tp, passes_of_op[pass], tp_groups[static_cast<std::size_t>(cp)], rank,
+                            last ? bytes / k : bytes * (k - 1) / k,
+                            {.chunk = op.chunk,
+                             .micro_batch = op.micro_batch,
+                             .layer = spec.layer,
+                             .fold = tp_pass_fold(model_, plan_, op.kind, spec.slice, passes_of_op[pass])}));
         if (previous != kNone)
           graph_.depend(previous, id);
         if (pass == 0)

@@ -5,6 +5,7 @@
 
 #include "platforms/efficiency_profile.hpp"
 #include "workloads/cost_model_per_op.hpp"
+#include "workloads/op_selective_recompute.hpp"
 #include "workloads/precision.hpp"
 #include "workloads/stage_slices.hpp"
 
@@ -50,6 +51,8 @@ TaskKernels::TaskKernels(workloads::ModelSpec model, workloads::ParallelPlan pla
   layer_ops_ = workloads::with_precision(workloads::layer_ops(model_, setup), plan_);
   if (model_.is_moe())
     moe_layer_ops_ = workloads::with_precision(workloads::moe_layer_ops(model_, setup), plan_);
+  if (plan_.recompute == workloads::Recompute::selective_op)
+    recompute_ops_ = workloads::op_selective_recompute_ops(layer_ops_, model_, setup, plan_);
   embedding_ops_ = workloads::embedding_ops(model_, setup);
   logits_ops_ = workloads::logits_ops(model_, setup);
 }
@@ -92,6 +95,10 @@ void TaskKernels::add_layer(TaskOps& out, int layer, TaskKind kind, bool attenti
         break;
       case workloads::Recompute::full:
         add_pass(out, ops, OpPass::forward, attention_core_only, gpu);
+        break;
+      case workloads::Recompute::selective_op:  // dense layers only (op_selective_recompute.hpp)
+        if (!attention_core_only)
+          add_pass(out, recompute_ops_, OpPass::forward, false, gpu);
         break;
     }
     add_pass(out, ops, OpPass::backward_input, attention_core_only, gpu);

@@ -63,6 +63,8 @@ class TaskKernels {
   workloads::ParallelPlan plan_;
   workloads::PipelineSchedule layout_;
   std::vector<workloads::TransformerOp> layer_ops_, moe_layer_ops_, embedding_ops_, logits_ops_;
+  // recompute selective_op's redone kernels of a dense layer.
+  std::vector<workloads::TransformerOp> recompute_ops_;
 };
 
 }  // namespace trainsim::kineto

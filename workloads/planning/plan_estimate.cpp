@@ -7,6 +7,7 @@
 
 #include "workloads/expert_parallel.hpp"
 #include "workloads/memory_model.hpp"
+#include "workloads/op_selective_recompute.hpp"
 #include "workloads/planning/expert_estimate.hpp"
 #include "workloads/precision.hpp"
 #include "workloads/stage_slices.hpp"
@@ -211,7 +212,10 @@ PlanEstimate estimate_plan(const ModelSpec& model, const ParallelPlan& plan,
       const int expert_tp_pairs = has_expert_tp_collectives(model, plan) ? moe_layers_of(model, slice) : 0;
       const double tp_f = exposed_tp(tp_time(tp_per_pass), forward.tp_overlap_s / plan.cp) +
                           expert_tp_pairs * expert_tp_pair_s;
-      const double tp_b = exposed_tp(tp_time(passes_b * tp_per_pass), backward_linear_s) +
+      // recompute selective_op repeats two all-gathers a layer: an
+      // all-reduce's worth (op_selective_recompute.hpp).
+      const int recompute_gathers = op_selective_recompute_tp_all_gathers(plan) * slice.layers / 2;
+      const double tp_b = exposed_tp(tp_time(passes_b * tp_per_pass + recompute_gathers), backward_linear_s) +
                           passes_b * expert_tp_pairs * expert_tp_pair_s;
       double fsdp_f = 0, fsdp_b = 0;
       if (fsdp && d > 1 && slice.layers > 0) {

@@ -9,7 +9,7 @@
 //   schedule           1f1b, interleaved_1f1b (v = 2, 4, 8), zb_h1, bpipe (by default;
 //                      any schedule on request); pp = 1 runs 1f1b only, since every
 //                      schedule is the same single stage there
-//   recompute          none, selective, full
+//   recompute          none, selective, full (selective_op on request)
 //   ZeRO stage         0, 1, 2, 3
 //   sequence parallel  false, and true when tp > 1
 //   expert TP          MoE models only: tp (the key left out) and the

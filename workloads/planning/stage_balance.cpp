@@ -34,7 +34,12 @@ double tp_communication_s(const ModelSpec& model, const ParallelPlan& plan,
   if (link.effective_Bps() <= 0)
     return 0;
   const double ring = 2.0 * (plan.tp - 1) / plan.tp * tp_allreduce_bytes(model, plan) / link.effective_Bps();
-  const int all_reduces = (plan.recompute == Recompute::full ? 6 : 4) * layers;
+  // recompute selective_op's two repeated all-gathers a layer: one
+  // all-reduce's worth.
+  const int all_reduces = (plan.recompute == Recompute::full           ? 6
+                           : plan.recompute == Recompute::selective_op ? 5
+                                                                       : 4) *
+                          layers;
   const int launches = plan.sequence_parallel ? 4 : 2;
   return all_reduces * ring + launches * (cluster.collectives.launch_latency_s + link.latency_s);
 }

@@ -47,6 +47,26 @@ TEST(ScenarioLoader, ReadsUnitsPresetsAndDerivesDp) {
   EXPECT_EQ(s.plan.micro_batches(), 8);
 }
 
+// recompute: selective_op (torchtitan's per-op policy) reads, and a model
+// it is not modelled for (GPT-3's GeLU MLP, no FlashAttention) is refused
+// at where the value came from (here the --set), the key and the value.
+TEST(ScenarioLoader, PerOpSelectiveRecomputationReadsForLlamaAndIsRefusedForGpt) {
+  const auto llama =
+      scenario::parse_scenario_text(kMinimal, "t.yaml",
+                                    {"model.preset=llama3-8b", "model.flash_attention=true",
+                                     "plan.sequence_parallel=true", "plan.recompute=selective_op"});
+  EXPECT_EQ(llama.plan.recompute, workloads::Recompute::selective_op);
+  const auto p = problems(kMinimal, {"plan.recompute=selective_op"});
+  ASSERT_FALSE(p.empty());
+  bool named = false;
+  for (const auto& problem : p)
+    named = named || (problem.rfind("--set plan.recompute=selective_op: ", 0) == 0 &&
+                      problem.find("plan.recompute: selective_op") != std::string::npos &&
+                      problem.find("GeLU MLP") != std::string::npos &&
+                      problem.find("expected recompute none, selective or full") != std::string::npos);
+  EXPECT_TRUE(named) << ::testing::PrintToString(p);
+}
+
 TEST(ScenarioLoader, OverridesReplaceAndAddValues) {
   const auto s =
       scenario::parse_scenario_text(kMinimal, "t.yaml", {"plan.pp=4", "cluster.nodes=4", "plan.dp=4"});
