@@ -27,6 +27,12 @@ constexpr double kFlowsPerDpStep = 8;    // flows per DP ring step, GPU and laye
 constexpr double kBytesPerRecord = 500;  // graph task, timeline record, outputs' share
 constexpr double kBytesPerFlow = 200;    // flow record, SimGrid activity while it runs
 constexpr double kBaseBytes = 40.0 * (1 << 20);
+// A folded run holds one class's records and flows and reads the others as
+// their images (analysis/record_list.hpp); what stays per record and flow
+// of the whole run is the task graph and the analyses' per-GPU and per-link
+// working sets (the link index: 4 bytes per link a flow crosses).
+constexpr double kFoldedBytesPerRecord = 450;
+constexpr double kFoldedBytesPerFlow = 40;
 // `trainsim collective` (one collective's flows, step by step):
 constexpr double kSecondsPerRecord = 30e-6;
 constexpr double kSecondsPerFlow = 40e-6;
@@ -41,7 +47,7 @@ constexpr double kRunSecondsPerFlow = 1e-6;
 
 }  // namespace
 
-RunSize estimate_run_size(const Scenario& scenario, int iterations) {
+RunSize estimate_run_size(const Scenario& scenario, int iterations, int fold_from_gpus) {
   const auto& plan = scenario.plan;
   const double gpus = scenario.cluster.gpu_count();
   const double micro_batches = std::max(1, plan.micro_batches());
@@ -63,7 +69,10 @@ RunSize estimate_run_size(const Scenario& scenario, int iterations) {
   s.flows =
       iterations * ((fast ? kFastFlowsPerRecord : kFlowsPerRecord) * s.records / iterations +
                     kFlowsPerDpStep * gpus * dp_steps * layers_per_stage * (plan.zero_stage == 3 ? 3 : 1));
-  s.memory_bytes = kBaseBytes + kBytesPerRecord * s.records + kBytesPerFlow * s.flows;
+  s.folded = fold_from_gpus > 0 && gpus >= fold_from_gpus && !scenario.perturbations.touches_gpus() &&
+             scenario.perturbations.links.empty() && !scenario.workload && plan.dp >= 2;
+  s.memory_bytes = s.folded ? kBaseBytes + kFoldedBytesPerRecord * s.records + kFoldedBytesPerFlow * s.flows
+                            : kBaseBytes + kBytesPerRecord * s.records + kBytesPerFlow * s.flows;
   s.replay_s =
       (kRunSecondsPerRecord + kRunSecondsPerRecordAndGpu * gpus) * s.records + kRunSecondsPerFlow * s.flows;
   return s;
