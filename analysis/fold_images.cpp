@@ -6,28 +6,29 @@ namespace trainsim::analysis {
 
 template <class Index>
 std::optional<PermutationPowers> PermutationPowers::build(const std::vector<Index>& image, int m) {
-  if (m < 1 || image.size() >= std::numeric_limits<std::uint32_t>::max())
+  constexpr auto kUnseen = std::numeric_limits<std::uint32_t>::max();
+  if (m < 1 || m >= kFixed || image.size() >= kUnseen)
     return std::nullopt;
   const auto n = static_cast<std::uint32_t>(image.size());
   PermutationPowers p;
   p.m_ = static_cast<std::uint32_t>(m);
-  p.where_.assign(n, std::numeric_limits<std::uint32_t>::max());
+  p.where_.assign(n, kUnseen);
+  p.pos_.assign(n, kFixed);
   p.cycle_.reserve(n);
-  std::vector<std::uint32_t> fixed;
   for (std::uint32_t x = 0; x < n; ++x) {
-    if (p.where_[x] != std::numeric_limits<std::uint32_t>::max())
+    if (p.where_[x] != kUnseen)
       continue;
     if (static_cast<std::size_t>(image[x]) == x) {
-      fixed.push_back(x);
-      p.where_[x] = 0;  // set below
+      p.where_[x] = 0;  // its own image: pos_ stays kFixed, cycle_ is not read
       continue;
     }
-    const auto begin = static_cast<std::uint32_t>(p.cycle_.size());
+    const auto begin = p.cycle_.size();
     std::uint32_t y = x;
     do {
-      if (p.where_[y] != std::numeric_limits<std::uint32_t>::max() || p.cycle_.size() - begin >= p.m_)
+      if (p.where_[y] != kUnseen || p.cycle_.size() - begin >= p.m_)
         return std::nullopt;
       p.where_[y] = static_cast<std::uint32_t>(p.cycle_.size());
+      p.pos_[y] = static_cast<std::uint16_t>(p.cycle_.size() - begin);
       p.cycle_.push_back(y);
       const auto next = static_cast<std::size_t>(image[y]);
       if (next >= n)
@@ -36,11 +37,6 @@ std::optional<PermutationPowers> PermutationPowers::build(const std::vector<Inde
     } while (y != x);
     if (p.cycle_.size() - begin != p.m_)
       return std::nullopt;
-  }
-  p.fixed_from_ = static_cast<std::uint32_t>(p.cycle_.size());
-  for (const std::uint32_t x : fixed) {
-    p.where_[x] = static_cast<std::uint32_t>(p.cycle_.size());
-    p.cycle_.push_back(x);
   }
   return p;
 }

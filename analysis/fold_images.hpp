@@ -26,24 +26,29 @@ class PermutationPowers {
   static std::optional<PermutationPowers> of(const std::vector<std::size_t>& image, int m);
   static std::optional<PermutationPowers> of(const std::vector<int>& image, int m);
 
+  // 0 <= k < m.
   std::uint32_t power(std::size_t x, int k) const {
-    const std::uint32_t i = where_[x];
-    if (i >= fixed_from_)
+    const std::uint32_t p = pos_[x];
+    if (p == kFixed)
       return static_cast<std::uint32_t>(x);
-    const std::uint32_t base = i - i % m_;
-    return cycle_[base + (i - base + static_cast<std::uint32_t>(k)) % m_];
+    std::uint32_t q = p + static_cast<std::uint32_t>(k);
+    if (q >= m_)
+      q -= m_;
+    return cycle_[where_[x] - p + q];
   }
-  bool fixed(std::size_t x) const { return where_[x] >= fixed_from_; }
+  bool fixed(std::size_t x) const { return pos_[x] == kFixed; }
   std::size_t size() const { return where_.size(); }
 
  private:
   template <class Index>
   static std::optional<PermutationPowers> build(const std::vector<Index>& image, int m);
 
+  static constexpr std::uint16_t kFixed = 0xffff;
+
   std::uint32_t m_ = 1;
-  std::uint32_t fixed_from_ = 0;      // cycle_ positions from here on hold fixed points
-  std::vector<std::uint32_t> cycle_;  // the cycles of length m, then the fixed points
+  std::vector<std::uint32_t> cycle_;  // the cycles of length m, one after the other
   std::vector<std::uint32_t> where_;  // each element's position in cycle_
+  std::vector<std::uint16_t> pos_;    // its position in its cycle (kFixed: its own image)
 };
 
 struct FoldImages {
