@@ -9,9 +9,8 @@ namespace trainsim::sim {
 namespace {
 constexpr std::uint32_t kNone = static_cast<std::uint32_t>(-1);
 
-// Each timeline link's image, numbered on first use; each recorded route's
-// image, copied once. `on_route(first, images)` sees, for each route of a
-// recorded flow (in the order flows first use them), its images 1 .. m-1.
+// Each timeline link's image, numbered on first use (appended to the
+// timeline's links); each route's image, copied once into flow_links.
 class LinkImages {
  public:
   LinkImages(analysis::Timeline& timeline, const ClusterZone& zone,
