@@ -34,9 +34,10 @@ LinkLoadIndex::LinkLoadIndex(const Timeline& timeline)
   for (std::size_t l = 0; l < timeline.links.size(); ++l) {
     auto list = flows_by_link_.of(l);
     for (const std::uint32_t f : list)
-      longest_flow_s_[l] = std::max(longest_flow_s_[l], timeline.flows[f].end_s - timeline.flows[f].start_s);
+      longest_flow_s_[l] =
+          std::max(longest_flow_s_[l], timeline.flows.source(f).end_s - timeline.flows.source(f).start_s);
     std::stable_sort(list.begin(), list.end(), [&](std::uint32_t a, std::uint32_t b) {
-      return timeline.flows[a].start_s < timeline.flows[b].start_s;
+      return timeline.flows.source(a).start_s < timeline.flows.source(b).start_s;
     });
   }
 }
@@ -64,10 +65,11 @@ int LinkLoadIndex::busiest_link(TaskId task, double start_s, double end_s) const
     const auto list = flows_by_link_.of(l);
     // Flows that started before start_s - longest cannot reach the window.
     const double from = start_s - longest_flow_s_[l];
-    auto first = std::lower_bound(list.begin(), list.end(), from,
-                                  [&](std::uint32_t f, double t) { return timeline_.flows[f].start_s < t; });
+    auto first = std::lower_bound(list.begin(), list.end(), from, [&](std::uint32_t f, double t) {
+      return timeline_.flows.source(f).start_s < t;
+    });
     for (auto it = first; it != list.end(); ++it) {
-      const auto& flow = timeline_.flows[*it];
+      const auto& flow = timeline_.flows.source(*it);  // bytes and times
       if (flow.start_s >= end_s)
         break;
       const double overlap = std::min(end_s, flow.end_s) - std::max(start_s, flow.start_s);

@@ -23,10 +23,11 @@ FlowIndex::FlowIndex(const Timeline& timeline, std::size_t keys, ForEachPair for
 
 FlowIndex FlowIndex::by_link(const Timeline& timeline) {
   return FlowIndex(timeline, timeline.links.size(), [&](auto&& emit) {
-    for (std::size_t f = 0; f < timeline.flows.size(); ++f) {
-      const auto& flow = timeline.flows[f];
+    std::size_t f = 0;
+    for (const auto& flow : timeline.flows) {
       for (std::uint32_t k = 0; k < flow.link_count; ++k)
         emit(timeline.flow_links[flow.first_link + k], f);
+      ++f;
     }
   });
 }
@@ -36,8 +37,9 @@ FlowIndex FlowIndex::by_task(const Timeline& timeline) {
   for (const auto& flow : timeline.flows)
     tasks = std::max(tasks, flow.task + 1);
   return FlowIndex(timeline, tasks, [&](auto&& emit) {
-    for (std::size_t f = 0; f < timeline.flows.size(); ++f)
-      emit(timeline.flows[f].task, f);
+    std::size_t f = 0;
+    for (const auto& flow : timeline.flows)
+      emit(flow.task, f++);
   });
 }
 

@@ -9,6 +9,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "analysis/fold_images.hpp"
+#include "analysis/record_list.hpp"
 #include "workloads/task_graph.hpp"
 
 namespace trainsim::analysis {
@@ -81,10 +83,38 @@ struct FlowRecord {
   std::uint32_t link_count = 0;
 };
 
+// A folded replay's records read as their images (analysis/record_list.hpp):
+// a task record's image k is image task k on image GPU k at the same times
+// (a spanning collective's records name every member already: no images); a
+// flow's, image endpoints on the image of its route, for the image task.
+struct TaskRecordImages {
+  static constexpr bool kUniform = false;
+  static int count(const TaskRecord& r, const FoldImages& f) { return f.tasks.fixed(r.task) ? 1 : f.order; }
+  static TaskRecord image(TaskRecord r, int k, const FoldImages& f) {
+    r.task = f.tasks.power(r.task, k);
+    r.gpu = static_cast<int>(f.endpoints.power(static_cast<std::size_t>(r.gpu), k));
+    return r;
+  }
+};
+struct FlowRecordImages {
+  static constexpr bool kUniform = true;
+  static int count(const FlowRecord&, const FoldImages& f) { return f.order; }
+  static FlowRecord image(FlowRecord r, int k, const FoldImages& f) {
+    r.task = f.tasks.power(r.task, k);
+    r.src_gpu = static_cast<int>(f.endpoints.power(static_cast<std::size_t>(r.src_gpu), k));
+    r.dst_gpu = static_cast<int>(f.endpoints.power(static_cast<std::size_t>(r.dst_gpu), k));
+    r.first_link = f.route_image(r.first_link, k);
+    return r;
+  }
+};
+using TaskRecords = RecordList<TaskRecord, TaskRecordImages>;
+using FlowRecords = RecordList<FlowRecord, FlowRecordImages>;
+
 struct Timeline {
   // One record per (task, GPU): a compute task or a send has one (on the
-  // sender), a collective one per member GPU. Ordered by completion.
-  std::vector<TaskRecord> records;
+  // sender), a collective one per member GPU. Ordered by completion. A folded
+  // replay's records hold the representatives' and read as every GPU's.
+  TaskRecords records;
   double end_s = 0;
   // One entry per collective task that moved data.
   std::unordered_map<workloads::TaskId, CollectiveChoice> collectives;
@@ -98,7 +128,7 @@ struct Timeline {
   // first use. Flows are ordered by completion; flow_links holds each
   // distinct route once (link indices), and flows on the same route share it.
   std::vector<LinkInfo> links;
-  std::vector<FlowRecord> flows;
+  FlowRecords flows;
   std::vector<std::uint32_t> flow_links;
   // Energy each GPU consumed over the iteration, measured by SimGrid's host
   // energy plugin (joules, indexed by GPU rank). Empty when not measured.

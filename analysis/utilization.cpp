@@ -170,7 +170,7 @@ Utilization analyze_utilization(const workloads::TaskGraph& graph, const Timelin
     busy.reserve(on_link.size());
     ev.clear();
     for (const std::uint32_t f : on_link) {
-      const auto& flow = timeline.flows[f];
+      const auto& flow = timeline.flows.source(f);  // bytes and times
       link.bytes += flow.bytes;
       ++link.flows;
       busy.emplace_back(flow.start_s, flow.end_s);

@@ -309,13 +309,14 @@ std::vector<RankTrace> simulated_traces(const workloads::TaskGraph& graph, const
     builders.back().set_device(cluster.locate(g).local_rank);
   }
   // Records in time order, so each rank's ops and launches are too.
-  std::vector<const TaskRecord*> records;
+  std::vector<TaskRecord> records;
   for (const auto& r : timeline.records)
     if (slot.count(r.gpu) || graph[r.task].kind == workloads::TaskKind::send)
-      records.push_back(&r);
+      records.push_back(r);
   std::stable_sort(records.begin(), records.end(),
-                   [](const TaskRecord* a, const TaskRecord* b) { return a->start_s < b->start_s; });
-  for (const TaskRecord* r : records) {
+                   [](const TaskRecord& a, const TaskRecord& b) { return a.start_s < b.start_s; });
+  for (const TaskRecord& record : records) {
+    const TaskRecord* r = &record;
     const workloads::Task& task = graph[r->task];
     const double duration = r->end_s - r->start_s;
     const double host_us = r->start_s * kUsPerSecond;

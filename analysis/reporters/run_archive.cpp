@@ -347,8 +347,8 @@ RunArchive decode_run_archive_body(std::string_view body) {
   const int gpus = a.gpu_count;
 
   auto& tl = a.timeline;
-  tl.records.resize(r.count("records", 29));
-  for (auto& rec : tl.records) {
+  tl.records.recorded().resize(r.count("records", 29));
+  for (auto& rec : tl.records.recorded()) {
     rec.task = r.get<std::uint64_t>();
     rec.gpu = r.get<std::int32_t>();
     const auto stream = r.get<std::uint8_t>();
@@ -365,8 +365,8 @@ RunArchive decode_run_archive_body(std::string_view body) {
     l.bandwidth_Bps = r.get<double>();
     l.latency_s = r.get<double>();
   }
-  tl.flows.resize(r.count("flows", 48));
-  for (auto& f : tl.flows) {
+  tl.flows.recorded().resize(r.count("flows", 48));
+  for (auto& f : tl.flows.recorded()) {
     f.task = r.get<std::uint64_t>();
     f.src_gpu = r.get<std::int32_t>();
     f.dst_gpu = r.get<std::int32_t>();

@@ -151,9 +151,17 @@ void print_scenario_warnings(const scenario::Scenario& scenario, bool allow_oom)
                 << "; simulating it anyway (--allow-oom)\n";
 }
 
+namespace {
+// The size guard's expectation of the fold (scenario::LoadOptions::fold_from_gpus).
+int fold_from_gpus(const RunOptions& options) {
+  return options.fold ? 1 : options.no_fold ? 0 : sim::kFoldByDefaultGpus;
+}
+}  // namespace
+
 scenario::LoadOptions run_load_options(const RunOptions& options) {
-  scenario::LoadOptions load = scenario::with_size_guard(
-      {.check_memory = !options.allow_oom, .iterations = options.iterations * options.seeds});
+  scenario::LoadOptions load = scenario::with_size_guard({.check_memory = !options.allow_oom,
+                                                          .iterations = options.iterations * options.seeds,
+                                                          .fold_from_gpus = fold_from_gpus(options)});
   load.memory_limit_from += " (--max-memory sets another limit)";
   if (!options.max_memory.empty()) {
     try {
@@ -167,7 +175,8 @@ scenario::LoadOptions run_load_options(const RunOptions& options) {
 }
 
 scenario::RunSize note_long_run(const scenario::Scenario& scenario, const RunOptions& options) {
-  const auto size = scenario::estimate_run_size(scenario, options.iterations * options.seeds);
+  const auto size =
+      scenario::estimate_run_size(scenario, options.iterations * options.seeds, fold_from_gpus(options));
   if (size.replay_s > scenario::kLongRun_s)
     std::cerr << fmt::format("note: {}: a long run: {} (estimate)\n", scenario.file,
                              scenario::describe(size));

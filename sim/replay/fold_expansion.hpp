@@ -6,6 +6,11 @@
 // by its images (image endpoints, the images of its own links), every
 // collective's choice by its images'. A spanning collective's records
 // already name every member, and its flows are expanded like the others.
+// The task and flow records are not materialised: the timeline's
+// RecordLists are given the fold's images (analysis/fold_images.hpp) and
+// read as the expanded lists; only the collective choices, the links and
+// each route's images are added. (Should the rotation's cycles not all have
+// length m or 1, the records are materialised as the full lists.)
 #include <vector>
 
 #include "analysis/timeline.hpp"

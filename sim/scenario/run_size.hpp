@@ -27,11 +27,19 @@ constexpr double kLongRun_s = 60;
 struct RunSize {
   double records = 0;  // task executions on GPUs (timeline.csv rows)
   double flows = 0;    // network flows
+  // The run is expected to fold (docs/performance.md, "The fold"): the
+  // records and flows above are written, but only one class's are held.
+  bool folded = false;
   double memory_bytes = 0;
   double replay_s = 0;  // wall time of the replay and the outputs, on a 2-core machine
 };
 
-RunSize estimate_run_size(const Scenario& scenario, int iterations = 1);
+// `fold_from_gpus` (LoadOptions::fold_from_gpus): a scenario of at least
+// that many GPUs that the fold's simple conditions do not rule out (no
+// perturbed GPU or link, no trace workload, dp >= 2) is estimated folded. The fold
+// may still be refused later (a tree collective, a fabric whose symmetries
+// are not derived): the full replay then needs the unfolded estimate.
+RunSize estimate_run_size(const Scenario& scenario, int iterations = 1, int fold_from_gpus = 0);
 
 // `trainsim collective`: `sizes` collectives over `ranks` ranks, one after
 // the other. Detailed fidelity moves up to 2 (ranks - 1) steps of one flow

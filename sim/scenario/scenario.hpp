@@ -70,6 +70,10 @@ struct LoadOptions {
   double max_run_memory_bytes = 0;
   std::string memory_limit_from{};  // "--max-memory 8GiB", "the memory available on this machine"
   int iterations = 1;               // replayed (`run --iterations N`)
+  // The size guard counts a folded run's records as the fold holds them
+  // from this many GPUs on (0: never; `run` sets sim::kFoldByDefaultGpus, 1
+  // with --fold, 0 with --no-fold).
+  int fold_from_gpus = 0;
 };
 
 // Reads `path`, applies the `--set KEY=VALUE` overrides in order, then parses

@@ -51,7 +51,7 @@ TEST(CriticalPath, BlameAddsUpToTheIterationPerKindGpuAndLink) {
 TEST(CriticalPath, ALateStartBecomesAWaitSegment) {
   testing::TwoStagePipeline h;
   // B0 starts 0.5 s after the gradient arrived (a launch delay).
-  for (auto& r : h.timeline.records) {
+  for (auto& r : h.timeline.records.recorded()) {
     if (r.task == h.b0) {
       r.start_s = 6.5;
       r.end_s = 8.5;

@@ -86,7 +86,7 @@ TEST(Summary, NamedMfuDefinitionsCountTheirFlopsAgainstTheSamePeaks) {
 
 TEST(Summary, CommunicationUnderComputeIsOverlapNotExposed) {
   HandMade h;
-  h.timeline.records[1] = {h.timeline.records[1].task, 0, Stream::pp_comm, 0.5, 1.5};
+  h.timeline.records.recorded()[1] = {h.timeline.records[1].task, 0, Stream::pp_comm, 0.5, 1.5};
   const auto s = summarize(h.graph, h.timeline, h.model, h.plan, h.cluster);
   EXPECT_DOUBLE_EQ(s.gpus[0].overlap_s, 0.5);
   EXPECT_DOUBLE_EQ(s.gpus[0].exposed_comm_s, 0.5);
