@@ -169,5 +169,60 @@ TEST(FoundingStudies, HardwareGenerationsB200AndFp8BuyThroughputAndTokensPerJoul
   fs::remove_all(dir);
 }
 
+// DeepSeek-V3 (7 of its 61 layers: 3 dense, 4 MoE) on the same 576 GPUs of
+// DGX H100, DGX B200 and GB200 NVL72, BF16 and FP8, each with the study's
+// plan for the full model (the recipe's TP / EP / expert TP and HybridEP
+// dispatch, the rest from `trainsim plan`; docs/founding_studies.md).
+TEST(FoundingStudies, HardwareGenerationsDeepSeekV3DispatchesInsideTheNvlinkDomain) {
+  const auto dir = fresh_dir("study-generations-dsv3");
+  const auto r = run_cli({"sweep", "scenarios/study-hardware-generations.yaml", "--out", dir.string(), "-j",
+                          "2", "--quiet", "--keep", "summary", "--only",
+                          "variant=dsv3-h100-bf16,dsv3-h100-fp8,dsv3-b200-bf16,dsv3-b200-fp8,dsv3-gb200-bf16,"
+                          "dsv3-gb200-fp8",
+                          "--set", "model.layers=LAYERS"});
+  ASSERT_EQ(r.status, 0) << r.err << r.out;
+  const auto results = json::parse(read_file(dir / "results.json"));
+  ASSERT_EQ(results["rows"].size(), 6u);
+  auto rows = rows_by(results, {"variant"});
+  const std::string per_gpu = "tokens_per_s_per_gpu";
+  // Exposed expert all-to-all per step, in seconds (its share of the GPUs' time x the step).
+  const auto all_to_all_s = [](const json& row) {
+    return figure(row, "utilization.exposed_comm_by_op_fraction.ep_all_to_all") *
+           figure(row, "iteration_time_s");
+  };
+  for (const std::string precision : {"bf16", "fp8"}) {
+    const auto& h100 = rows["dsv3-h100-" + precision];
+    const auto& b200 = rows["dsv3-b200-" + precision];
+    const auto& gb200 = rows["dsv3-gb200-" + precision];
+    // The recipes' expert layouts, HybridEP dispatch, every plan in memory.
+    EXPECT_EQ(h100["plan.expert_parallel"], 64) << precision;
+    EXPECT_EQ(h100["plan.expert_tensor_parallel"], 1) << precision;
+    EXPECT_EQ(b200["plan.expert_parallel"], 32) << precision;
+    EXPECT_EQ(gb200["plan.expert_parallel"], 64) << precision;
+    for (const auto* row : {&h100, &b200, &gb200}) {
+      EXPECT_EQ((*row)["plan.moe_dispatcher"], "deepep") << precision;
+      EXPECT_EQ((*row)["fits_in_memory"], true) << precision;
+    }
+    // On the DGX nodes an EP group spans 8 (H100) or 4 (B200) nodes and most
+    // of each dispatch crosses the 400 Gb/s NICs; on GB200 it lies inside one
+    // 64-GPU NVLink domain: a fraction of the exposed all-to-all time.
+    EXPECT_LT(all_to_all_s(gb200), 0.35 * all_to_all_s(b200)) << precision;
+    EXPECT_LT(all_to_all_s(gb200), 0.25 * all_to_all_s(h100)) << precision;
+    // Hence GB200 NVL72 is far ahead of B200 per GPU for DeepSeek-V3, where
+    // for the dense Llamas it is 6-13% (its GEMMs alone: ~4%).
+    EXPECT_GT(figure(gb200, per_gpu), RATIO_GB * figure(b200, per_gpu)) << precision;
+    EXPECT_GT(figure(b200, per_gpu), RATIO_B * figure(h100, per_gpu)) << precision;
+  }
+  for (const std::string gpu : {"h100", "b200", "gb200"}) {
+    const auto& bf16 = rows["dsv3-" + gpu + "-bf16"];
+    const auto& fp8 = rows["dsv3-" + gpu + "-fp8"];
+    EXPECT_GT(figure(fp8, per_gpu), figure(bf16, per_gpu)) << gpu;
+    const double peak_ratio = gpu == "h100" ? 989.4 / 1978.9 : 0.5;
+    EXPECT_NEAR(figure(fp8, "mfu_fp8_peak"), figure(fp8, "mfu") * peak_ratio, 1e-9) << gpu;
+    EXPECT_FALSE(bf16.contains("mfu_fp8_peak") && bf16["mfu_fp8_peak"].is_number()) << gpu;
+  }
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace trainsim::testing
