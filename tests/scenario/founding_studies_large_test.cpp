@@ -1,7 +1,8 @@
 // Study 3's DeepSeek-V3 points (scenarios/study-hardware-generations.yaml,
 // variants dsv3-*) at full size, as docs/founding_studies.md ("DeepSeek-V3")
 // reports them: 61 layers on 576 GPUs of DGX H100, DGX B200 and GB200 NVL72,
-// BF16 and FP8, through `trainsim sweep`. About 40 CPU-seconds (70 s of wall
+// BF16 and FP8, through `trainsim sweep`, then GB200's FP8 plan on other
+// networks through `trainsim run`. About 70 CPU-seconds (2-3 minutes of wall
 // time on 2 shared cores), so labelled slow. Holds each point to the
 // write-up's figures, so that a change to the MoE, FP8 or network models
 // shows here, and to what the write-up concludes from them.
@@ -11,6 +12,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "support/cli.hpp"
 
@@ -89,6 +91,46 @@ TEST(FoundingStudiesLarge, HardwareGenerationsDeepSeekV3PointsKeepTheirReportedF
     EXPECT_GT(figure(fp8, per_gpu), 1.3 * figure(bf16, per_gpu)) << gpu;
     EXPECT_LT(figure(fp8, per_gpu), 1.6 * figure(bf16, per_gpu)) << gpu;
   }
+
+  // The same plan (GB200's FP8 winner: TP 1 x PP 3 x DP 192, EP 64) on
+  // other networks, as the write-up's "Same plan, other network" table:
+  // on DGX B200 its EP groups span 8 nodes (6.43 s, 2.77 s of exposed
+  // all-to-all against 2.90 s and 0.30 s); on GB200 racks of 72 they
+  // straddle racks, HybridEP cannot relay them, and NCCL's all-to-all takes
+  // 8.10 s against 3.03 s on 64-GPU domains.
+  const auto gb200_fp8 =
+      dir / "points" / rows["dsv3-gb200-fp8"]["point"].get<std::string>() / "scenario.yaml";
+  const auto rerun = [&](const std::string& name, const std::vector<std::string>& sets) {
+    std::vector<std::string> args = {"run", gb200_fp8.string(), "--out", (dir / name).string(), "--quiet"};
+    for (const auto& s : sets) {
+      args.push_back("--set");
+      args.push_back(s);
+    }
+    const auto run = run_cli(args);
+    EXPECT_EQ(run.status, 0) << run.err << run.out;
+    return json::parse(read_file(dir / name / "summary.json"));
+  };
+  const auto step_s = [](const json& summary) { return summary["iteration_time_s"].get<double>(); };
+  const auto summary_all_to_all_s = [&](const json& summary) {
+    return summary["utilization"]["exposed_comm_by_op_fraction"]["ep_all_to_all"].get<double>() *
+           step_s(summary);
+  };
+  const auto on_b200 =
+      rerun("on-dgx-b200", {"cluster.preset=dgx-b200", "cluster.nodes=72", "cluster.nvlink_domain=8",
+                            "cluster.collectives.compute_interference=0.16",
+                            "cluster.collectives.detailed_flow_limit=100000"});
+  EXPECT_NEAR(step_s(on_b200), 6.43, 0.01);
+  EXPECT_NEAR(summary_all_to_all_s(on_b200), 2.77, 0.03);
+  EXPECT_GT(step_s(on_b200), 2.0 * figure(rows["dsv3-gb200-fp8"], "iteration_time_s"));
+  const auto nccl_64 = rerun("nccl-domain-64", {"plan.moe_dispatcher=all_to_all"});
+  const auto nccl_72 = rerun("nccl-racks-72", {"plan.moe_dispatcher=all_to_all", "cluster.nvlink_domain=72"});
+  EXPECT_NEAR(step_s(nccl_64), 3.03, 0.01);
+  EXPECT_NEAR(step_s(nccl_72), 8.10, 0.01);
+  EXPECT_NEAR(summary_all_to_all_s(nccl_72), 2.73, 0.03);
+  const auto refused = run_cli({"run", gb200_fp8.string(), "--out", (dir / "deepep-racks-72").string(),
+                                "--quiet", "--set", "cluster.nvlink_domain=72"});
+  EXPECT_EQ(refused.status, 1) << refused.out;
+  EXPECT_NE(refused.err.find("deepep"), std::string::npos) << refused.err;
   fs::remove_all(dir);
 }
 
