@@ -100,8 +100,9 @@ TEST(FoundingStudiesLarge, HardwareGenerationsDeepSeekV3PointsKeepTheirReportedF
   // 8.10 s against 3.03 s on 64-GPU domains.
   const auto gb200_fp8 =
       dir / "points" / rows["dsv3-gb200-fp8"]["point"].get<std::string>() / "scenario.yaml";
-  const auto rerun = [&](const std::string& name, const std::vector<std::string>& sets) {
-    std::vector<std::string> args = {"run", gb200_fp8.string(), "--out", (dir / name).string(), "--quiet"};
+  const auto rerun_of = [&](const fs::path& scenario, const std::string& name,
+                            const std::vector<std::string>& sets) {
+    std::vector<std::string> args = {"run", scenario.string(), "--out", (dir / name).string(), "--quiet"};
     for (const auto& s : sets) {
       args.push_back("--set");
       args.push_back(s);
@@ -109,6 +110,9 @@ TEST(FoundingStudiesLarge, HardwareGenerationsDeepSeekV3PointsKeepTheirReportedF
     const auto run = run_cli(args);
     EXPECT_EQ(run.status, 0) << run.err << run.out;
     return json::parse(read_file(dir / name / "summary.json"));
+  };
+  const auto rerun = [&](const std::string& name, const std::vector<std::string>& sets) {
+    return rerun_of(gb200_fp8, name, sets);
   };
   const auto step_s = [](const json& summary) { return summary["iteration_time_s"].get<double>(); };
   const auto summary_all_to_all_s = [&](const json& summary) {
@@ -127,6 +131,14 @@ TEST(FoundingStudiesLarge, HardwareGenerationsDeepSeekV3PointsKeepTheirReportedF
   EXPECT_NEAR(step_s(nccl_64), 3.03, 0.01);
   EXPECT_NEAR(step_s(nccl_72), 8.10, 0.01);
   EXPECT_NEAR(summary_all_to_all_s(nccl_72), 2.73, 0.03);
+  // B200's FP8 plan (EP 32 over 4 DGX nodes, 5.16 s) on GB200's 64-GPU
+  // domains: 2.96 s.
+  const auto b200_fp8 = dir / "points" / rows["dsv3-b200-fp8"]["point"].get<std::string>() / "scenario.yaml";
+  const auto on_gb200 = rerun_of(
+      b200_fp8, "b200-plan-on-gb200",
+      {"cluster.preset=gb200-nvl72", "cluster.nodes=144", "cluster.nvlink_domain=64",
+       "cluster.collectives.compute_interference=0.16", "cluster.collectives.detailed_flow_limit=100000"});
+  EXPECT_NEAR(step_s(on_gb200), 2.96, 0.01);
   const auto refused = run_cli({"run", gb200_fp8.string(), "--out", (dir / "deepep-racks-72").string(),
                                 "--quiet", "--set", "cluster.nvlink_domain=72"});
   EXPECT_EQ(refused.status, 1) << refused.out;
