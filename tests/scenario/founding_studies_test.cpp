@@ -169,5 +169,57 @@ TEST(FoundingStudies, HardwareGenerationsB200AndFp8BuyThroughputAndTokensPerJoul
   fs::remove_all(dir);
 }
 
+// DeepSeek-V3 (7 of its 61 layers: 3 dense, 4 MoE, on the same 3 stages)
+// in FP8 on the same 576 GPUs of DGX H100, DGX B200 and GB200 NVL72, each
+// with the study's plan for the full model (the recipe's TP / EP / expert TP
+// and HybridEP dispatch, the rest from `trainsim plan`;
+// docs/founding_studies.md, "DeepSeek-V3"). The full-size points, BF16 too,
+// and their figures: FoundingStudiesLarge.* (label slow).
+TEST(FoundingStudies, HardwareGenerationsDeepSeekV3DispatchesInsideTheNvlinkDomain) {
+  const auto dir = fresh_dir("study-generations-dsv3");
+  const auto r = run_cli({"sweep", "scenarios/study-hardware-generations.yaml", "--out", dir.string(), "-j",
+                          "2", "--quiet", "--keep", "summary", "--only",
+                          "variant=dsv3-h100-fp8,dsv3-b200-fp8,dsv3-gb200-fp8", "--set", "model.layers=7"});
+  ASSERT_EQ(r.status, 0) << r.err << r.out;
+  const auto results = json::parse(read_file(dir / "results.json"));
+  ASSERT_EQ(results["rows"].size(), 3u);
+  auto rows = rows_by(results, {"variant"});
+  const auto& h100 = rows["dsv3-h100-fp8"];
+  const auto& b200 = rows["dsv3-b200-fp8"];
+  const auto& gb200 = rows["dsv3-gb200-fp8"];
+  // The recipes' expert layouts (H100: EP 64 folded over TP 2), HybridEP
+  // dispatch, every plan in memory, MFU against both peaks.
+  EXPECT_EQ(h100["plan.expert_parallel"], 64);
+  EXPECT_EQ(h100["plan.expert_tensor_parallel"], 1);
+  EXPECT_EQ(b200["plan.expert_parallel"], 32);
+  EXPECT_EQ(gb200["plan.expert_parallel"], 64);
+  for (const auto* row : {&h100, &b200, &gb200}) {
+    EXPECT_EQ((*row)["plan.moe_dispatcher"], "deepep") << (*row)["variant"];
+    EXPECT_EQ((*row)["fits_in_memory"], true) << (*row)["variant"];
+    EXPECT_EQ((*row)["plan.precision"], "fp8") << (*row)["variant"];
+  }
+  EXPECT_NEAR(figure(h100, "mfu_fp8_peak"), figure(h100, "mfu") * 989.4 / 1978.9, 1e-9);
+  EXPECT_NEAR(figure(gb200, "mfu_fp8_peak"), figure(gb200, "mfu") * 0.5, 1e-9);
+  // Exposed expert all-to-all per step, in seconds (its share of the GPUs'
+  // time x the step). On the DGX nodes an EP group spans 8 (H100) or 4
+  // (B200) nodes and most of each dispatch crosses the 400 Gb/s NICs; on
+  // GB200 it lies inside one 64-GPU NVLink domain (full size: 0.30 s against
+  // 1.62 s and 2.78 s).
+  const auto all_to_all_s = [](const json& row) {
+    return figure(row, "utilization.exposed_comm_by_op_fraction.ep_all_to_all") *
+           figure(row, "iteration_time_s");
+  };
+  EXPECT_LT(all_to_all_s(gb200), 0.3 * all_to_all_s(b200));
+  EXPECT_LT(all_to_all_s(gb200), 0.2 * all_to_all_s(h100));
+  EXPECT_LT(all_to_all_s(b200), all_to_all_s(h100));
+  // Hence GB200 NVL72 is far ahead of B200 per GPU for DeepSeek-V3 (full
+  // size: 1.78x), where for the dense Llamas it is 1.06-1.13x; B200 ahead of
+  // H100 (full size: 1.70x).
+  const std::string per_gpu = "tokens_per_s_per_gpu";
+  EXPECT_GT(figure(gb200, per_gpu), 1.3 * figure(b200, per_gpu));
+  EXPECT_GT(figure(b200, per_gpu), 1.5 * figure(h100, per_gpu));
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace trainsim::testing
