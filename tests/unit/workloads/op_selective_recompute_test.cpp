@@ -9,6 +9,7 @@
 #include <map>
 #include <string>
 
+#include "support/small_llama.hpp"
 #include "support/test_cluster.hpp"
 #include "workloads/activation_memory.hpp"
 #include "workloads/cost_model.hpp"
@@ -24,18 +25,7 @@ namespace {
 // heads (kv width 64), SwiGLU ffn 512, sequence 128, FlashAttention.
 constexpr double h = 256, heads = 8, q = 256, kv = 64, f = 512, s = 128;
 
-ModelSpec small_llama() {
-  auto m = *find_model_preset("llama3-8b");
-  m.layers = 2;
-  m.hidden = 256;
-  m.heads = 8;
-  m.kv_heads = 2;
-  m.ffn_hidden = 512;
-  m.seq_len = 128;
-  m.vocab = 1024;
-  m.flash_attention = true;
-  return m;
-}
+using testing::small_llama;
 
 // Micro-batch 2: T = 256 tokens.
 constexpr double b = 2, T = b * s;

@@ -7,24 +7,14 @@
 #include <map>
 #include <string>
 
+#include "support/small_llama.hpp"
 #include "workloads/cost_model_per_op.hpp"
 #include "workloads/kineto/task_kernels.hpp"
 
 namespace trainsim::kineto {
 namespace {
 
-workloads::ModelSpec small_llama() {
-  auto m = *workloads::find_model_preset("llama3-8b");
-  m.layers = 2;
-  m.hidden = 256;
-  m.heads = 8;
-  m.kv_heads = 2;
-  m.ffn_hidden = 512;
-  m.seq_len = 128;
-  m.vocab = 1024;
-  m.flash_attention = true;
-  return m;
-}
+using testing::small_llama;
 
 TEST(OpSelectiveRecomputeKernels, ALayersBackwardStartsWithWkWoW3AndTheElementwiseKernels) {
   workloads::ParallelPlan plan{.dp = 1, .tp = 1, .pp = 1, .micro_batch_size = 2, .global_batch_size = 2};
