@@ -100,6 +100,13 @@ class RecordList {
   const T& source(std::size_t i) const { return images_ ? recorded_[locate(i).first] : recorded_[i]; }
   T back() const { return (*this)[size() - 1]; }
 
+  // Class by class, for readers that do once what a record's images share
+  // (their times, bytes and stream): record r of recorded() stands for
+  // images_of(r) records of the expanded list, r itself and image(r, k) for
+  // 0 < k < images_of(r), in this order.
+  int images_of(const T& r) const { return images_ ? Images::count(r, *images_) : 1; }
+  T image(const T& r, int k) const { return k == 0 ? r : Images::image(r, k, *images_); }
+
   // The records as made, before expand (the replay, an archive's reader).
   std::vector<T>& recorded() {
     if (images_)

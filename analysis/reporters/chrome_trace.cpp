@@ -100,10 +100,13 @@ std::string json_string(std::string_view text) {
 // average).
 constexpr double kBytesPerEvent = 130;
 
+// Counted class by class: the fold checks that a task's images are of its
+// kind (sim/replay/replica_fold.cpp).
 std::size_t collective_flows(const RunContext& run, const Timeline& timeline) {
   std::size_t steps = 0;
-  for (const auto& f : timeline.flows)
-    steps += run.graph[f.task].kind == workloads::TaskKind::collective;
+  for (const auto& f : timeline.flows.recorded())
+    if (run.graph[f.task].kind == workloads::TaskKind::collective)
+      steps += static_cast<std::size_t>(timeline.flows.images_of(f));
   return steps;
 }
 
@@ -136,8 +139,9 @@ double estimated_full_trace_bytes(const RunContext& run, const Timeline& timelin
   // two arrow ends; a memory counter per sample; names for every GPU's
   // streams; the critical path's segments.
   std::size_t events = timeline.records.size();
-  for (const auto& r : timeline.records)
-    events += run.graph[r.task].kind == workloads::TaskKind::send ? 4 : 0;
+  for (const auto& r : timeline.records.recorded())
+    if (run.graph[r.task].kind == workloads::TaskKind::send)
+      events += 4 * static_cast<std::size_t>(timeline.records.images_of(r));
   events += 4 * std::min(collective_flows(run, timeline), kMaxCollectiveArrows);
   for (const auto& m : report.memory.gpus)
     events += m.samples.size();
@@ -175,9 +179,16 @@ void write_chrome_trace(std::ostream& out, const RunContext& run, const Timeline
   }
   const auto is_shown = [&](int gpu) { return shown[static_cast<std::size_t>(gpu)] != 0; };
   std::size_t collective_steps = 0;
-  for (const auto& f : timeline.flows)
-    collective_steps += run.graph[f.task].kind == workloads::TaskKind::collective && is_shown(f.src_gpu) &&
-                        is_shown(f.dst_gpu);
+  for (const auto& first : timeline.flows.recorded()) {
+    if (run.graph[first.task].kind != workloads::TaskKind::collective)
+      continue;
+    const int n = timeline.flows.images_of(first);
+    for (int k = 0; k < n; ++k) {
+      const FlowRecord f = timeline.flows.image(first, k);
+      collective_steps += run.graph[f.task].kind == workloads::TaskKind::collective && is_shown(f.src_gpu) &&
+                          is_shown(f.dst_gpu);
+    }
+  }
   out << "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"scenario\":" << json_string(run.scenario_name)
       << ",\"scenario_file\":" << json_string(run.scenario_file) << ",\"generator\":\"trainsim "
       << version_string << "\""
@@ -363,17 +374,29 @@ void write_chrome_trace(std::ostream& out, const RunContext& run, const Timeline
     fmt::print(w.next(),
                "{{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":{},\"args\":{{\"sort_index\":{}}}}}",
                links_pid, nodes + 2);
-    std::map<std::uint32_t, std::vector<std::pair<double, std::pair<int, double>>>> events;
+    // Each hot link's events, found by link index; a flow's images share
+    // its times and rate and cross the images of its route.
+    using Events = std::vector<std::pair<double, std::pair<int, double>>>;
+    std::map<std::uint32_t, Events> events;
     for (int l : ut.hottest)
       events[static_cast<std::uint32_t>(l)];
-    for (const auto& f : timeline.flows) {
-      const double rate = f.end_s > f.start_s ? f.bytes / (f.end_s - f.start_s) : 0;
-      for (std::uint32_t k = 0; k < f.link_count; ++k) {
-        auto it = events.find(timeline.flow_links[f.first_link + k]);
-        if (it == events.end())
-          continue;
-        it->second.push_back({f.start_s, {+1, rate}});
-        it->second.push_back({f.end_s, {-1, -rate}});
+    std::vector<Events*> events_of(timeline.links.size(), nullptr);
+    for (auto& [link, ev] : events)
+      if (link < events_of.size())
+        events_of[link] = &ev;
+    for (const auto& first : timeline.flows.recorded()) {
+      const double rate = first.end_s > first.start_s ? first.bytes / (first.end_s - first.start_s) : 0;
+      const int n = timeline.flows.images_of(first);
+      for (int j = 0; j < n; ++j) {
+        const FlowRecord f = timeline.flows.image(first, j);
+        for (std::uint32_t k = 0; k < f.link_count; ++k) {
+          const std::uint32_t link = timeline.flow_links[f.first_link + k];
+          Events* ev = link < events_of.size() ? events_of[link] : nullptr;
+          if (ev == nullptr)
+            continue;
+          ev->push_back({f.start_s, {+1, rate}});
+          ev->push_back({f.end_s, {-1, -rate}});
+        }
       }
     }
     for (int l : ut.hottest) {

@@ -126,6 +126,28 @@ class Writer {
   CompressedStream& out_;
 };
 
+// One record or flow, encoded as Writer::put encodes its fields one after
+// the other, to be written in one piece.
+class Packed {
+ public:
+  template <typename T>
+  void put(T value) {
+    patch(size_, value);
+    size_ += sizeof(T);
+  }
+  template <typename T>
+  void patch(std::size_t at, T value) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    std::memcpy(bytes_ + at, &value, sizeof(T));
+  }
+  const char* data() const { return bytes_; }
+  std::size_t size() const { return size_; }
+
+ private:
+  char bytes_[64] = {};
+  std::size_t size_ = 0;
+};
+
 // Writes `value` to `out` and to `sum`.
 template <typename T>
 void put_raw(std::ostream& out, Checksum* sum, T value) {
@@ -228,13 +250,28 @@ void write_body(CompressedStream& compressed, const std::string& metadata_json,
   w.put<std::uint64_t>(graph.size());
   w.put<std::uint64_t>(workloads::graph_fingerprint(graph));
 
+  // Records and flows are encoded whole, once per class of a folded
+  // timeline: an image differs from its record only in the fields patched.
   w.put<std::uint64_t>(timeline.records.size());
-  for (const auto& r : timeline.records) {
-    w.put<std::uint64_t>(r.task);
-    w.put<std::int32_t>(r.gpu);
-    w.put<std::uint8_t>(static_cast<std::uint8_t>(r.stream));
-    w.put<double>(r.start_s);
-    w.put<double>(r.end_s);
+  for (const TaskRecord& first : timeline.records.recorded()) {
+    Packed p;
+    p.put<std::uint64_t>(first.task);
+    p.put<std::int32_t>(first.gpu);
+    p.put<std::uint8_t>(static_cast<std::uint8_t>(first.stream));
+    p.put<double>(first.start_s);
+    p.put<double>(first.end_s);
+    const int n = timeline.records.images_of(first);
+    for (int k = 0; k < n; ++k) {
+      if (k > 0) {
+        const TaskRecord r = timeline.records.image(first, k);
+        p.patch<std::uint64_t>(0, r.task);
+        p.patch<std::int32_t>(8, r.gpu);
+        p.patch<std::uint8_t>(12, static_cast<std::uint8_t>(r.stream));
+        p.patch<double>(13, r.start_s);
+        p.patch<double>(21, r.end_s);
+      }
+      w.bytes(p.data(), p.size());
+    }
   }
   w.put<double>(timeline.end_s);
   w.put<std::uint64_t>(timeline.links.size());
@@ -244,15 +281,31 @@ void write_body(CompressedStream& compressed, const std::string& metadata_json,
     w.put<double>(l.latency_s);
   }
   w.put<std::uint64_t>(timeline.flows.size());
-  for (const auto& f : timeline.flows) {
-    w.put<std::uint64_t>(f.task);
-    w.put<std::int32_t>(f.src_gpu);
-    w.put<std::int32_t>(f.dst_gpu);
-    w.put<double>(f.bytes);
-    w.put<double>(f.start_s);
-    w.put<double>(f.end_s);
-    w.put<std::uint32_t>(f.first_link);
-    w.put<std::uint32_t>(f.link_count);
+  for (const FlowRecord& first : timeline.flows.recorded()) {
+    Packed p;
+    p.put<std::uint64_t>(first.task);
+    p.put<std::int32_t>(first.src_gpu);
+    p.put<std::int32_t>(first.dst_gpu);
+    p.put<double>(first.bytes);
+    p.put<double>(first.start_s);
+    p.put<double>(first.end_s);
+    p.put<std::uint32_t>(first.first_link);
+    p.put<std::uint32_t>(first.link_count);
+    const int n = timeline.flows.images_of(first);
+    for (int k = 0; k < n; ++k) {
+      if (k > 0) {
+        const FlowRecord f = timeline.flows.image(first, k);
+        p.patch<std::uint64_t>(0, f.task);
+        p.patch<std::int32_t>(8, f.src_gpu);
+        p.patch<std::int32_t>(12, f.dst_gpu);
+        p.patch<double>(16, f.bytes);
+        p.patch<double>(24, f.start_s);
+        p.patch<double>(32, f.end_s);
+        p.patch<std::uint32_t>(40, f.first_link);
+        p.patch<std::uint32_t>(44, f.link_count);
+      }
+      w.bytes(p.data(), p.size());
+    }
   }
   w.put<std::uint64_t>(timeline.flow_links.size());
   for (auto l : timeline.flow_links)

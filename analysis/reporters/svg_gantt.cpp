@@ -74,17 +74,31 @@ std::vector<Row> gantt_rows(const RunContext& run, const Timeline& timeline,
   // Pass 1: each GPU's fingerprint.
   std::vector<std::uint64_t> fingerprint(gpus, 0);
   std::vector<std::size_t> boxes(gpus, 0);
-  auto note = [&](int g, bool compute, const TaskRecord& r, const workloads::Task& task) {
+  auto note = [&](int g, std::uint64_t hash) {
     if (g < 0 || static_cast<std::size_t>(g) >= gpus)
       return;
-    fingerprint[static_cast<std::size_t>(g)] += box_hash(compute, r.start_s, r.end_s, task);
+    fingerprint[static_cast<std::size_t>(g)] += hash;
     ++boxes[static_cast<std::size_t>(g)];
   };
-  for (const auto& r : timeline.records) {
-    const auto& task = run.graph[r.task];
-    note(r.gpu, r.stream == Stream::compute, r, task);
-    if (task.kind == workloads::TaskKind::send && task.peer >= 0)
-      note(task.peer, false, r, task);
+  // A folded timeline class by class: an image's boxes hash as its
+  // record's when its task has the fields hashed (its times and stream are
+  // the record's).
+  const auto& records = timeline.records;
+  for (const TaskRecord& first : records.recorded()) {
+    const auto& first_task = run.graph[first.task];
+    const bool compute = first.stream == Stream::compute;
+    const std::uint64_t hash = box_hash(compute, first.start_s, first.end_s, first_task);
+    const std::uint64_t peer_hash = box_hash(false, first.start_s, first.end_s, first_task);
+    const int n = records.images_of(first);
+    for (int k = 0; k < n; ++k) {
+      const TaskRecord r = records.image(first, k);
+      const auto& task = run.graph[r.task];
+      const bool alike = task.kind == first_task.kind && task.comm == first_task.comm &&
+                         task.micro_batch == first_task.micro_batch && task.chunk == first_task.chunk;
+      note(r.gpu, alike ? hash : box_hash(r.stream == Stream::compute, r.start_s, r.end_s, task));
+      if (task.kind == workloads::TaskKind::send && task.peer >= 0)
+        note(task.peer, alike ? peer_hash : box_hash(false, r.start_s, r.end_s, task));
+    }
   }
   // Identical fingerprints in the same stage fold into the first GPU's row.
   std::vector<Row> rows;
@@ -101,19 +115,19 @@ std::vector<Row> gantt_rows(const RunContext& run, const Timeline& timeline,
     }
   }
   // Pass 2: the boxes of each row's first GPU (the rows drawn only).
-  auto add = [&](int g, const TaskRecord& r, bool compute, const workloads::Task& task, bool on_path) {
+  auto add = [&](int g, const TaskRecord& r, bool compute, const workloads::Task& task) {
     if (g < 0 || static_cast<std::size_t>(g) >= gpus || row_of[static_cast<std::size_t>(g)] < 0 ||
         row_of[static_cast<std::size_t>(g)] >= kGanttMaxRows)
       return;
     auto& row = rows[static_cast<std::size_t>(row_of[static_cast<std::size_t>(g)])];
+    const bool on_path = compute && critical.count(r.task) > 0;
     (compute ? row.compute : row.comm).push_back({r.start_s, r.end_s, svg::colour_of(task), r.task, on_path});
   };
   for (const auto& r : timeline.records) {
     const auto& task = run.graph[r.task];
-    const bool compute = r.stream == Stream::compute;
-    add(r.gpu, r, compute, task, compute && critical.count(r.task) > 0);
+    add(r.gpu, r, r.stream == Stream::compute, task);
     if (task.kind == workloads::TaskKind::send && task.peer >= 0)
-      add(task.peer, r, false, task, false);
+      add(task.peer, r, false, task);
   }
   return rows;
 }

@@ -4,6 +4,7 @@
 #include <iterator>
 #include <ostream>
 
+#include "analysis/reporters/image_rows.hpp"
 #include "analysis/reporters/reporters.hpp"
 #include "platforms/number_format.hpp"
 
@@ -23,28 +24,61 @@ void append_machine_number(fmt::memory_buffer& out, double value) {
   }
 }
 
+void append_int(fmt::memory_buffer& out, long long value) {
+  const fmt::format_int text(value);
+  out.append(text.data(), text.data() + text.size());
+}
+
+// A row's fields from its stream to its bytes, with the commas around them:
+// ",stream,kind,name,micro_batch,stage,start_s,end_s,bytes,".
+void append_shared_fields(fmt::memory_buffer& out, const RunContext& run, const TaskRecord& r) {
+  const auto& task = run.graph[r.task];
+  fmt::format_to(std::back_inserter(out), ",{},{},{},{},{},", to_string(r.stream), to_string(task.kind),
+                 workloads::task_label(run.graph, r.task), task.micro_batch, task.stage);
+  append_machine_number(out, r.start_s);
+  out.push_back(',');
+  append_machine_number(out, r.end_s);
+  out.push_back(',');
+  append_machine_number(out, std::round(task.bytes));
+  out.push_back(',');
+}
+
 }  // namespace
 
 void write_timeline_csv(std::ostream& out, const RunContext& run, const Timeline& timeline) {
   out << "gpu,stream,kind,name,micro_batch,stage,start_s,end_s,bytes,peer,algorithm\n";
   // Rows go through one buffer, written out a megabyte at a time.
   constexpr std::size_t kFlushBytes = 1 << 20;
-  fmt::memory_buffer buffer;
-  const auto it = std::back_inserter(buffer);
-  for (const auto& r : timeline.records) {
-    const auto& task = run.graph[r.task];
-    const auto* choice = timeline.collective_choice(r.task);
-    fmt::format_to(it, "{},{},{},{},{},{},", r.gpu, to_string(r.stream), to_string(task.kind),
-                   workloads::task_label(run.graph, r.task), task.micro_batch, task.stage);
-    append_machine_number(buffer, r.start_s);
-    buffer.push_back(',');
-    append_machine_number(buffer, r.end_s);
-    buffer.push_back(',');
-    append_machine_number(buffer, std::round(task.bytes));
-    fmt::format_to(it, ",{},{}\n", task.peer, choice ? to_string(choice->algorithm) : "");
-    if (buffer.size() >= kFlushBytes) {
-      out.write(buffer.data(), static_cast<std::streamsize>(buffer.size()));
-      buffer.clear();
+  fmt::memory_buffer buffer, shared, own;
+  // A folded timeline class by class: the images of a record share its
+  // stream, times, bytes, name and collective choice (the expansion gives
+  // every image its representative's, sim/replay/fold_expansion.cpp), which
+  // are formatted once; each image writes its GPU and peer.
+  const auto& records = timeline.records;
+  for (const TaskRecord& first : records.recorded()) {
+    const int n = records.images_of(first);
+    const auto* choice = timeline.collective_choice(first.task);
+    const std::string_view algorithm = choice ? to_string(choice->algorithm) : std::string_view();
+    shared.clear();
+    append_shared_fields(shared, run, first);
+    for (int k = 0; k < n; ++k) {
+      const TaskRecord r = records.image(first, k);
+      append_int(buffer, r.gpu);
+      if (k == 0 || same_row_fields(run.graph, first.task, r.task)) {
+        buffer.append(shared.data(), shared.data() + shared.size());
+      } else {
+        own.clear();
+        append_shared_fields(own, run, r);
+        buffer.append(own.data(), own.data() + own.size());
+      }
+      append_int(buffer, run.graph[r.task].peer);
+      buffer.push_back(',');
+      buffer.append(algorithm.data(), algorithm.data() + algorithm.size());
+      buffer.push_back('\n');
+      if (buffer.size() >= kFlushBytes) {
+        out.write(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+        buffer.clear();
+      }
     }
   }
   out.write(buffer.data(), static_cast<std::streamsize>(buffer.size()));

@@ -4,6 +4,7 @@
 #include <tuple>
 
 #include "sim/collectives/collectives.hpp"
+#include "sim/scenario/run_size.hpp"
 
 namespace trainsim::sim {
 namespace {
@@ -52,7 +53,12 @@ double estimated_replay_memory_bytes(std::size_t tasks, std::size_t recorded_flo
   return 60e6 + 710.0 * static_cast<double>(tasks) + 56.0 * static_cast<double>(recorded_flows);
 }
 
-ReplayCost estimate_replay_cost(const workloads::TaskGraph& graph, const ClusterZone& zone, int iterations) {
+namespace {
+
+// `fold`: only the replayed tasks are expanded; a representative's task
+// (not a spanning collective) counts m times.
+ReplayCost count_replay(const workloads::TaskGraph& graph, const ClusterZone& zone, int iterations,
+                        const ReplicaFold* fold) {
   ReplayCost cost;
   cost.gpus = graph.gpu_count;
   cost.tasks = graph.size();
@@ -64,11 +70,17 @@ ReplayCost estimate_replay_cost(const workloads::TaskGraph& graph, const Cluster
   };
   std::map<std::tuple<int, int, double, int, int, int>, Counts> counted;
   for (workloads::TaskId v = 0; v < graph.size(); ++v) {
+    std::size_t images = 1;
+    if (fold != nullptr) {
+      if (!fold->simulated[v])
+        continue;
+      images = fold->spanning[v] ? 1 : static_cast<std::size_t>(fold->order);
+    }
     const auto& task = graph[v];
     if (task.kind == workloads::TaskKind::send) {
-      cost.flows += task.bytes > 0;
-      cost.fast_flows += task.bytes > 0;
-      cost.recorded_flows += task.bytes > 0;
+      cost.flows += images * (task.bytes > 0);
+      cost.fast_flows += images * (task.bytes > 0);
+      cost.recorded_flows += images * (task.bytes > 0);
       continue;
     }
     if (task.kind != workloads::TaskKind::collective || task.bytes <= 0)
@@ -105,15 +117,28 @@ ReplayCost estimate_replay_cost(const workloads::TaskGraph& graph, const Cluster
         flows = fast;
       it = counted.emplace(key, Counts{flows, fast, recorded}).first;
     }
-    cost.flows += it->second.flows;
-    cost.fast_flows += it->second.fast;
-    cost.recorded_flows += it->second.recorded;
+    cost.flows += images * it->second.flows;
+    cost.fast_flows += images * it->second.fast;
+    cost.recorded_flows += images * it->second.recorded;
   }
   const auto n = static_cast<std::size_t>(std::max(iterations, 1));
   cost.time_s = estimated_replay_time_s(cost.tasks * n, cost.flows * n, cost.gpus);
   cost.fast_time_s = estimated_replay_time_s(cost.tasks * n, cost.fast_flows * n, cost.gpus);
   // The flows of the first iteration are recorded; later ones only replayed.
   cost.memory_bytes = estimated_replay_memory_bytes(cost.tasks, cost.recorded_flows);
+  return cost;
+}
+
+}  // namespace
+
+ReplayCost estimate_replay_cost(const workloads::TaskGraph& graph, const ClusterZone& zone, int iterations) {
+  return count_replay(graph, zone, iterations, nullptr);
+}
+
+ReplayCost estimate_replay_cost(const workloads::TaskGraph& graph, const ClusterZone& zone, int iterations,
+                                const ReplicaFold& fold, const scenario::Scenario& scenario) {
+  ReplayCost cost = count_replay(graph, zone, iterations, &fold);
+  cost.memory_bytes = scenario::estimate_folded_run_size(scenario, iterations).memory_bytes;
   return cost;
 }
 

@@ -49,7 +49,9 @@ SimulationResult simulate(const scenario::Scenario& scenario, const SimulationOp
   replay_options.perturbations = driver ? &*driver : nullptr;
   replay_options.on_progress = options.observer.on_progress;
   if (options.observer.on_cost) {
-    const auto cost = estimate_replay_cost(result.graph, *zone, options.iterations);
+    const auto cost =
+        fold.fold ? estimate_replay_cost(result.graph, *zone, options.iterations, *fold.fold, scenario)
+                  : estimate_replay_cost(result.graph, *zone, options.iterations);
     // Under the fold the replay records one class member's flows; the
     // expansion then allocates the whole run's.
     replay_options.expected_flows =

@@ -59,9 +59,8 @@ constexpr double kRunSecondsPerFlow = 1e-6;
 constexpr double kRunSecondsPerTreeFlowAndFlowInFlight = 3e-8;
 constexpr double kTreeFlowsInFlight = 1.0;
 
-}  // namespace
-
-RunSize estimate_run_size(const Scenario& scenario, int iterations, int fold_from_gpus) {
+// `known_folded`: the fold was found (estimate_folded_run_size).
+RunSize estimate(const Scenario& scenario, int iterations, int fold_from_gpus, bool known_folded) {
   const auto& plan = scenario.plan;
   const double gpus = scenario.cluster.gpu_count();
   const double micro_batches = std::max(1, plan.micro_batches());
@@ -95,14 +94,25 @@ RunSize estimate_run_size(const Scenario& scenario, int iterations, int fold_fro
   }
   // A tree all-reduce across the replicas is no image of itself under a
   // rotation, so it stops the fold: such a run is counted whole.
-  s.folded = fold_from_gpus > 0 && gpus >= fold_from_gpus && !scenario.perturbations.touches_gpus() &&
-             scenario.perturbations.links.empty() && !scenario.workload && plan.dp >= 2 && !tree.tree;
+  s.folded = known_folded ||
+             (fold_from_gpus > 0 && gpus >= fold_from_gpus && !scenario.perturbations.touches_gpus() &&
+              scenario.perturbations.links.empty() && !scenario.workload && plan.dp >= 2 && !tree.tree);
   s.memory_bytes = s.folded ? kBaseBytes + kFoldedBytesPerRecord * s.records + kFoldedBytesPerFlow * s.flows
                             : kBaseBytes + kBytesPerRecord * s.records + kBytesPerFlow * s.flows;
   s.replay_s = (kRunSecondsPerRecord + kRunSecondsPerRecordAndGpu * gpus) * s.records +
                kRunSecondsPerFlow * s.flows +
                kRunSecondsPerTreeFlowAndFlowInFlight * tree_flows * tree_in_flight;
   return s;
+}
+
+}  // namespace
+
+RunSize estimate_run_size(const Scenario& scenario, int iterations, int fold_from_gpus) {
+  return estimate(scenario, iterations, fold_from_gpus, false);
+}
+
+RunSize estimate_folded_run_size(const Scenario& scenario, int iterations) {
+  return estimate(scenario, iterations, 0, true);
 }
 
 RunSize estimate_collective_size(int ranks, std::size_t sizes, platforms::Fidelity fidelity) {

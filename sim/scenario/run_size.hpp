@@ -40,6 +40,9 @@ struct RunSize {
 // may still be refused later (a tree collective, a fabric whose symmetries
 // are not derived): the full replay then needs the unfolded estimate.
 RunSize estimate_run_size(const Scenario& scenario, int iterations = 1, int fold_from_gpus = 0);
+// The same for a run known to fold (the replay found the fold): its records
+// and flows held per class whatever the simple conditions above predict.
+RunSize estimate_folded_run_size(const Scenario& scenario, int iterations = 1);
 
 // `trainsim collective`: `sizes` collectives over `ranks` ranks, one after
 // the other. Detailed fidelity moves up to 2 (ranks - 1) steps of one flow
