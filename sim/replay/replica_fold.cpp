@@ -87,14 +87,15 @@ std::vector<int> rotation(const workloads::ParallelPlan& plan, int period) {
 // A task's memory events and its image's, as sets (a spanning collective
 // lists its members' events in its group's order, which the rotation
 // shifts).
-bool same_memory(const TaskGraph& graph, const Task& a, const Task& b, const std::vector<int>& gpu_image) {
+// `x` and `y`: scratch lists, reused from task to task.
+using MemoryEvent = std::tuple<int, int, int, std::uint64_t>;
+bool same_memory(const TaskGraph& graph, const Task& a, const Task& b, const std::vector<int>& gpu_image,
+                 std::vector<MemoryEvent>& x, std::vector<MemoryEvent>& y) {
   const std::uint32_t n = a.memory_end - a.memory_begin;
   if (n == 0)
     return true;
-  using Event = std::tuple<int, int, int, std::uint64_t>;
-  std::vector<Event> x, y;
-  x.reserve(n);
-  y.reserve(n);
+  x.clear();
+  y.clear();
   for (std::uint32_t i = 0; i < n; ++i) {
     const auto& e = graph.memory[a.memory_begin + i];
     const auto& f = graph.memory[b.memory_begin + i];
@@ -196,6 +197,7 @@ std::string rotation_problem(const TaskGraph& graph, const scenario::Scenario& s
     const int c = canonical[static_cast<std::size_t>(t.group)];
     return image ? group_image[static_cast<std::size_t>(c)] : c;
   };
+  std::vector<MemoryEvent> events_from, events_to;
   const auto match = [&](const std::vector<TaskId>& from, const std::vector<TaskId>& to) -> std::string {
     if (from.size() != to.size())
       return fmt::format("{} has no image (the replicas' tasks differ)", task_name(graph, from.front()));
@@ -205,7 +207,7 @@ std::string rotation_problem(const TaskGraph& graph, const scenario::Scenario& s
       if (!(key_of(t, map_gpu(t.gpu), map_gpu(t.peer), group_key(t, true), 0) ==
             key_of(u, u.gpu, u.peer, group_key(u, false), 0)))
         return fmt::format("{} has no image (the replicas' tasks differ)", task_name(graph, from[k]));
-      if (!same_memory(graph, t, u, gpu_image))
+      if (!same_memory(graph, t, u, gpu_image, events_from, events_to))
         return fmt::format("{}'s memory events differ from its image's", task_name(graph, from[k]));
       if (t.exchange >= 0 || u.exchange >= 0) {
         // An uneven exchange (MoE routing imbalance, a DeepEP dispatch) maps
