@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "analysis/execution_index.hpp"
+#include "analysis/fold_classes.hpp"
 #include "analysis/gpu_power.hpp"
 #include "analysis/intervals.hpp"
 
@@ -216,16 +217,24 @@ BubbleReport analyze_bubbles(const workloads::TaskGraph& graph, const Timeline& 
   BubbleReport report;
   report.iteration_time_s = t;
 
-  // Communication busy intervals per GPU (a send counts for both ends).
+  // Communication busy intervals per GPU (a send counts for both ends),
+  // merged; per GPU orbit (analysis/fold_classes.hpp): an image GPU's are its
+  // representative's.
+  const auto classes = GpuClasses::of(graph, timeline, gpus);
   std::vector<std::vector<Interval>> comm(gpus);
-  for (const auto& r : timeline.records) {
+  classes.for_each_record([&](const TaskRecord& r) {
     if (r.stream == Stream::compute)
-      continue;
-    comm[static_cast<std::size_t>(r.gpu)].emplace_back(r.start_s, r.end_s);
+      return;
+    if (classes.is_representative(static_cast<std::size_t>(r.gpu)))
+      comm[static_cast<std::size_t>(r.gpu)].emplace_back(r.start_s, r.end_s);
     const Task& task = graph[r.task];
-    if (task.kind == TaskKind::send && task.peer >= 0)
+    if (task.kind == TaskKind::send && task.peer >= 0 &&
+        classes.is_representative(static_cast<std::size_t>(task.peer)))
       comm[static_cast<std::size_t>(task.peer)].emplace_back(r.start_s, r.end_s);
-  }
+  });
+  for (std::size_t g = 0; g < gpus; ++g)
+    if (classes.is_representative(g))
+      comm[g] = merge_intervals(std::move(comm[g]));
 
   // Reference durations under balanced routing, and with each task's
   // expert imbalance put back (the same when the run has none).
@@ -242,19 +251,20 @@ BubbleReport analyze_bubbles(const workloads::TaskGraph& graph, const Timeline& 
                                                  : report.reference_iteration_time_s;
 
   const GapWalker walker(graph, index);
-  const auto waits = nccl_wait_spans(graph, timeline);
+  const auto waits = nccl_wait_spans(graph, timeline, classes);
   report.gpus.resize(gpus);
   for (std::size_t g = 0; g < gpus; ++g) {
     auto& out = report.gpus[g];
     out.gpu = static_cast<int>(g);
     out.stage = plan.pp_rank_of(out.gpu);
-    const auto merged_comm = merge_intervals(std::move(comm[g]));
+    const std::size_t rep = classes.representative(g);
+    const auto& merged_comm = comm[rep];
     double prev_end = 0, compute_s = 0, forward_backward_ref_s = 0, forward_backward_balanced_s = 0;
     std::vector<Interval> compute;
     for (TaskId v : index.compute_order(out.gpu)) {
       const double s = index.start_s(v), e = index.end_s(v);
       if (s > prev_end)
-        walker.walk(prev_end, s, v, merged_comm, waits[g], out);
+        walker.walk(prev_end, s, v, merged_comm, waits[rep], out);
       compute.emplace_back(s, e);
       if (is_forward_backward(graph[v].kind)) {
         out.forward_backward_s += e - s;
@@ -268,7 +278,7 @@ BubbleReport analyze_bubbles(const workloads::TaskGraph& graph, const Timeline& 
       prev_end = std::max(prev_end, e);
     }
     if (t > prev_end)
-      walker.walk(prev_end, t, ExecutionIndex::kNone, merged_comm, waits[g], out);
+      walker.walk(prev_end, t, ExecutionIndex::kNone, merged_comm, waits[rep], out);
     out.lost_s = t - out.forward_backward_s;
     const auto merged_compute = merge_intervals(std::move(compute));
     out.exposed_comm_s = total_length(merged_comm) - overlap_length(merged_compute, merged_comm);

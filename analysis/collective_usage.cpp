@@ -2,18 +2,19 @@
 
 #include <map>
 #include <tuple>
-#include <unordered_set>
+#include <vector>
 
 namespace trainsim::analysis {
 
 std::vector<CollectiveUse> collective_usage(const workloads::TaskGraph& graph, const Timeline& timeline) {
   using Key = std::tuple<int, int, int>;
   std::map<Key, CollectiveUse> rows;
-  std::unordered_set<workloads::TaskId> seen;
+  std::vector<char> seen(graph.size(), 0);
   for (const auto& r : timeline.records) {
     const auto* choice = timeline.collective_choice(r.task);
-    if (choice == nullptr || !seen.insert(r.task).second)
+    if (choice == nullptr || seen[r.task])
       continue;  // one record per member GPU: count the task once
+    seen[r.task] = 1;
     const auto& task = graph[r.task];
     const Key key{static_cast<int>(task.comm), static_cast<int>(task.op),
                   static_cast<int>(choice->algorithm)};

@@ -28,23 +28,45 @@ std::string blame_kind(const Task& task) {
 
 LinkLoadIndex::LinkLoadIndex(const Timeline& timeline)
     : timeline_(timeline),
-      flows_by_link_(FlowIndex::by_link(timeline)),
+      links_(LinkClasses::of(timeline)),
       longest_flow_s_(timeline.links.size(), 0.0),
-      flows_by_task_(FlowIndex::by_task(timeline)) {
+      flows_by_task_(links_.folded() ? FlowIndex::by_recorded_task(timeline) : FlowIndex::by_task(timeline)) {
   for (std::size_t l = 0; l < timeline.links.size(); ++l) {
-    auto list = flows_by_link_.of(l);
+    if (!links_.is_representative(l))
+      continue;
+    auto list = links_.flows_of(l);
     for (const std::uint32_t f : list)
-      longest_flow_s_[l] =
-          std::max(longest_flow_s_[l], timeline.flows.source(f).end_s - timeline.flows.source(f).start_s);
+      longest_flow_s_[l] = std::max(longest_flow_s_[l], links_.record(f).end_s - links_.record(f).start_s);
     std::stable_sort(list.begin(), list.end(), [&](std::uint32_t a, std::uint32_t b) {
-      return timeline.flows.source(a).start_s < timeline.flows.source(b).start_s;
+      return links_.record(a).start_s < links_.record(b).start_s;
     });
   }
 }
 
 std::vector<std::size_t> LinkLoadIndex::flows_of(TaskId task) const {
-  const auto flows = flows_by_task_.of(task);
-  return {flows.begin(), flows.end()};
+  if (!links_.folded()) {
+    const auto flows = flows_by_task_.of(task);
+    return {flows.begin(), flows.end()};
+  }
+  // Flow i*m + k of the full list is recorded flow i's image k; the task's
+  // flows are the images, mapping onto it, of its orbit's recorded flows (a
+  // spanning collective is its own image: all m images of its flows).
+  const FoldImages& images = *timeline_.flows.fold_images();
+  const auto m = static_cast<std::size_t>(images.order);
+  std::vector<std::size_t> out;
+  if (images.tasks.fixed(task)) {
+    for (const std::uint32_t i : flows_by_task_.of(task))
+      for (std::size_t k = 0; k < m; ++k)
+        out.push_back(i * m + k);
+    return out;
+  }
+  for (std::size_t j = 0; j < m; ++j) {
+    const auto source = images.tasks.power(task, static_cast<int>(j));  // task is its image m - j
+    for (const std::uint32_t i : flows_by_task_.of(source))
+      out.push_back(i * m + (m - j) % m);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 int LinkLoadIndex::busiest_link(TaskId task, double start_s, double end_s) const {
@@ -62,14 +84,14 @@ int LinkLoadIndex::busiest_link(TaskId task, double start_s, double end_s) const
     // Bytes every flow on the link moved inside [start_s, end_s), assuming
     // each flow moves its bytes at a constant rate over its lifetime.
     double bytes = 0;
-    const auto list = flows_by_link_.of(l);
+    const std::size_t rep = links_.representative(l);
+    const auto list = links_.flows_of(rep);
     // Flows that started before start_s - longest cannot reach the window.
-    const double from = start_s - longest_flow_s_[l];
-    auto first = std::lower_bound(list.begin(), list.end(), from, [&](std::uint32_t f, double t) {
-      return timeline_.flows.source(f).start_s < t;
-    });
+    const double from = start_s - longest_flow_s_[rep];
+    auto first = std::lower_bound(list.begin(), list.end(), from,
+                                  [&](std::uint32_t f, double t) { return links_.record(f).start_s < t; });
     for (auto it = first; it != list.end(); ++it) {
-      const auto& flow = timeline_.flows.source(*it);  // bytes and times
+      const auto& flow = links_.record(*it);  // bytes and times
       if (flow.start_s >= end_s)
         break;
       const double overlap = std::min(end_s, flow.end_s) - std::max(start_s, flow.start_s);

@@ -14,6 +14,7 @@
 
 #include "analysis/execution_index.hpp"
 #include "analysis/flow_index.hpp"
+#include "analysis/fold_classes.hpp"
 #include "analysis/timeline.hpp"
 #include "workloads/parallel_plan.hpp"
 #include "workloads/task_graph.hpp"
@@ -66,8 +67,11 @@ class LinkLoadIndex {
 
  private:
   const Timeline& timeline_;
-  FlowIndex flows_by_link_;             // each link's flows sorted by start
-  std::vector<double> longest_flow_s_;  // per link
+  // Each link orbit's flows sorted by start (analysis/fold_classes.hpp: an
+  // image link's load is its representative's).
+  LinkClasses links_;
+  std::vector<double> longest_flow_s_;  // per representative link
+  // Folded: each recorded task's recorded flows; else each task's flows.
   FlowIndex flows_by_task_;
 };
 

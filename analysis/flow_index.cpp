@@ -43,4 +43,25 @@ FlowIndex FlowIndex::by_task(const Timeline& timeline) {
   });
 }
 
+FlowIndex FlowIndex::by_recorded_task(const Timeline& timeline) {
+  const auto& flows = timeline.flows.recorded();
+  workloads::TaskId tasks = 0;
+  for (const auto& flow : flows)
+    tasks = std::max(tasks, flow.task + 1);
+  return FlowIndex(timeline, tasks, [&](auto&& emit) {
+    for (std::size_t f = 0; f < flows.size(); ++f)
+      emit(flows[f].task, f);
+  });
+}
+
+FlowIndex FlowIndex::by_recorded_link(const Timeline& timeline,
+                                      const std::vector<std::uint32_t>& representative) {
+  const auto& flows = timeline.flows.recorded();
+  return FlowIndex(timeline, timeline.links.size(), [&](auto&& emit) {
+    for (std::size_t f = 0; f < flows.size(); ++f)
+      for (std::uint32_t k = 0; k < flows[f].link_count; ++k)
+        emit(representative[timeline.flow_links[flows[f].first_link + k]], f);
+  });
+}
+
 }  // namespace trainsim::analysis

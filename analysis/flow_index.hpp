@@ -19,6 +19,12 @@ class FlowIndex {
   static FlowIndex by_link(const Timeline& timeline);
   // Each task's flows (by TaskId; tasks past the last one with a flow have none).
   static FlowIndex by_task(const Timeline& timeline);
+  // The same over a folded timeline's recorded flows (Timeline::flows.recorded()
+  // numbers; analysis/fold_classes.hpp): each recorded task's flows, and each
+  // link orbit's, filed under `representative[link]` for every link crossed.
+  static FlowIndex by_recorded_task(const Timeline& timeline);
+  static FlowIndex by_recorded_link(const Timeline& timeline,
+                                    const std::vector<std::uint32_t>& representative);
 
   std::size_t keys() const { return begin_.size() - 1; }
   std::span<const std::uint32_t> of(std::size_t key) const {

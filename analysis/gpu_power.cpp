@@ -20,50 +20,61 @@ enum class Doing { compute, communication, waiting, idle };
 // positive value when only the spans matter).
 // (Templates, not std::function: they run for every record and span of a
 // 16k-GPU run.)
+// Only the representatives of `classes` (analysis/fold_classes.hpp): an image
+// GPU has its representative's spans.
 template <class ComputeWatts, class OnSpan>
-void for_each_span(const workloads::TaskGraph& graph, const Timeline& timeline, std::size_t gpus,
-                   const ComputeWatts& compute_watts, const OnSpan& on_span) {
+void for_each_span(const workloads::TaskGraph& graph, const Timeline& timeline, const GpuClasses& classes,
+                   std::size_t gpus, const ComputeWatts& compute_watts, const OnSpan& on_span) {
+  const auto on_rep = [&](int gpu) {
+    return gpu >= 0 && static_cast<std::size_t>(gpu) < gpus &&
+           classes.is_representative(static_cast<std::size_t>(gpu));
+  };
   std::vector<std::vector<Change>> changes(gpus);
   {
     // Each GPU's changes counted first, so that its list is allocated once.
     std::vector<std::size_t> count(gpus, 0);
     const auto counted = [&](int gpu) {
-      if (gpu >= 0 && static_cast<std::size_t>(gpu) < gpus)
+      if (on_rep(gpu))
         count[static_cast<std::size_t>(gpu)] += 2;
     };
-    for (const auto& r : timeline.records) {
+    classes.for_each_record([&](const TaskRecord& r) {
       if (r.end_s <= r.start_s)
-        continue;
+        return;
       counted(r.gpu);
       const auto& task = graph[r.task];
       if (!workloads::is_compute(task.kind) && task.kind == workloads::TaskKind::send)
         counted(task.peer);
-    }
+    });
     for (std::size_t g = 0; g < gpus; ++g)
-      changes[g].reserve(count[g] + 1);
+      if (count[g] > 0)
+        changes[g].reserve(count[g] + 1);
   }
   auto communicating = [&](int gpu, const TaskRecord& r) {
-    if (gpu < 0 || static_cast<std::size_t>(gpu) >= gpus)
+    if (!on_rep(gpu))
       return;
     changes[static_cast<std::size_t>(gpu)].push_back({r.start_s, 0, +1});
     changes[static_cast<std::size_t>(gpu)].push_back({r.end_s, 0, -1});
   };
-  for (const auto& r : timeline.records) {
+  classes.for_each_record([&](const TaskRecord& r) {
     if (r.end_s <= r.start_s)
-      continue;
+      return;
     const auto& task = graph[r.task];
     if (workloads::is_compute(task.kind)) {
+      if (!on_rep(r.gpu))
+        return;
       const double watts = compute_watts(r.gpu, task);
       changes[static_cast<std::size_t>(r.gpu)].push_back({r.start_s, watts, 0});
       changes[static_cast<std::size_t>(r.gpu)].push_back({r.end_s, -watts, 0});
-      continue;
+      return;
     }
     communicating(r.gpu, r);
     // A send is recorded on its sender; the receiver runs NCCL's receive.
     if (task.kind == workloads::TaskKind::send)
       communicating(task.peer, r);
-  }
+  });
   for (std::size_t g = 0; g < gpus; ++g) {
+    if (!classes.is_representative(g))
+      continue;
     auto& list = changes[g];
     std::sort(list.begin(), list.end(), [](const Change& a, const Change& b) { return a.at_s < b.at_s; });
     list.push_back({std::max(timeline.end_s, list.empty() ? 0.0 : list.back().at_s), 0, 0});
@@ -104,8 +115,9 @@ std::vector<GpuActivity> gpu_activity(const workloads::TaskGraph& graph, const T
                                       const platforms::ClusterSpec& cluster) {
   const auto gpus = static_cast<std::size_t>(cluster.gpu_count());
   std::vector<GpuActivity> out(gpus);
+  const auto classes = GpuClasses::of(graph, timeline, gpus);
   for_each_span(
-      graph, timeline, gpus,
+      graph, timeline, classes, gpus,
       [&](int gpu, const workloads::Task& task) {
         return cluster.gpu_of(gpu).compute_power_W(task.memory_bound_fraction);
       },
@@ -132,15 +144,27 @@ std::vector<GpuActivity> gpu_activity(const workloads::TaskGraph& graph, const T
             break;
         }
       });
+  for (std::size_t g = 0; g < gpus; ++g)
+    out[g] = out[classes.representative(g)];
   return out;
 }
 
 std::vector<std::vector<Interval>> nccl_wait_spans(const workloads::TaskGraph& graph,
                                                    const Timeline& timeline) {
+  const auto classes = GpuClasses::of(graph, timeline, static_cast<std::size_t>(graph.gpu_count));
+  auto out = nccl_wait_spans(graph, timeline, classes);
+  for (std::size_t g = 0; g < out.size(); ++g)
+    if (!classes.is_representative(g))
+      out[g] = out[classes.representative(g)];
+  return out;
+}
+
+std::vector<std::vector<Interval>> nccl_wait_spans(const workloads::TaskGraph& graph,
+                                                   const Timeline& timeline, const GpuClasses& classes) {
   const auto gpus = static_cast<std::size_t>(graph.gpu_count);
   std::vector<std::vector<Interval>> out(gpus);
   for_each_span(
-      graph, timeline, gpus, [](int, const workloads::Task&) { return 1.0; },
+      graph, timeline, classes, gpus, [](int, const workloads::Task&) { return 1.0; },
       [&](std::size_t g, Doing doing, double lo, double hi, double) {
         if (doing == Doing::waiting)
           out[g].emplace_back(lo, hi);

@@ -14,6 +14,7 @@
 // platforms/gpu_catalogue.
 #include <vector>
 
+#include "analysis/fold_classes.hpp"
 #include "analysis/intervals.hpp"
 #include "analysis/timeline.hpp"
 #include "platforms/cluster_spec.hpp"
@@ -36,5 +37,9 @@ std::vector<GpuActivity> gpu_activity(const workloads::TaskGraph& graph, const T
 // Per GPU rank, the spans GpuActivity::waiting_s counts, in time order.
 std::vector<std::vector<Interval>> nccl_wait_spans(const workloads::TaskGraph& graph,
                                                    const Timeline& timeline);
+// The same for the representatives of `classes` only (an image GPU's list
+// is its representative's; analysis/fold_classes.hpp), the others empty.
+std::vector<std::vector<Interval>> nccl_wait_spans(const workloads::TaskGraph& graph,
+                                                   const Timeline& timeline, const GpuClasses& classes);
 
 }  // namespace trainsim::analysis

@@ -138,6 +138,9 @@ class RecordList {
     }
   }
   bool expanded() const { return images_ != nullptr; }
+  // The images it reads through (null before expand): the analyses that
+  // compute per class (analysis/fold_classes.hpp).
+  const FoldImages* fold_images() const { return images_.get(); }
 
  private:
   // (recorded record, image) of record i, once expanded.

@@ -1,5 +1,6 @@
 #include "analysis/summary.hpp"
 
+#include "analysis/fold_classes.hpp"
 #include "analysis/intervals.hpp"
 #include "analysis/memory_curve.hpp"
 #include "analysis/mfu_definitions.hpp"
@@ -19,38 +20,50 @@ Summary summarize(const workloads::TaskGraph& graph, const Timeline& timeline,
 
   std::vector<std::vector<Interval>> compute(gpus), comm(gpus);
   s.gpus.resize(gpus);
-  for (const auto& r : timeline.records) {
+  // Per GPU orbit (analysis/fold_classes.hpp): an image GPU's figures are
+  // its representative's.
+  const auto classes = GpuClasses::of(graph, timeline, gpus);
+  classes.for_each_record([&](const TaskRecord& r) {
     const auto& task = graph[r.task];
     const auto g = static_cast<std::size_t>(r.gpu);
+    const bool on_rep = classes.is_representative(g);
     if (r.stream == Stream::compute) {
+      if (!on_rep)
+        return;
       compute[g].emplace_back(r.start_s, r.end_s);
       s.gpus[g].model_flops += task.model_flops;
       s.gpus[g].hardware_flops += task.hardware_flops;
     } else {
-      comm[g].emplace_back(r.start_s, r.end_s);
-      if (task.kind == workloads::TaskKind::send)
+      if (on_rep)
+        comm[g].emplace_back(r.start_s, r.end_s);
+      if (task.kind == workloads::TaskKind::send &&
+          classes.is_representative(static_cast<std::size_t>(task.peer)))
         comm[static_cast<std::size_t>(task.peer)].emplace_back(r.start_s, r.end_s);
     }
-  }
+  });
 
   const double t = s.iteration_time_s;
   s.stages.resize(static_cast<std::size_t>(plan.pp));
   for (std::size_t g = 0; g < gpus; ++g) {
     auto& u = s.gpus[g];
     const int gpu = static_cast<int>(g);
+    if (const std::size_t rep = classes.representative(g); rep != g) {
+      u = s.gpus[rep];
+    } else {
+      const auto c = merge_intervals(std::move(compute[g]));
+      const auto m = merge_intervals(std::move(comm[g]));
+      u.compute_s = total_length(c);
+      u.communication_s = total_length(m);
+      u.overlap_s = overlap_length(c, m);
+      u.exposed_comm_s = u.communication_s - u.overlap_s;
+      u.idle_s = std::max(0.0, t - u.compute_s - u.exposed_comm_s);
+      u.achieved_tflops = t > 0 ? u.model_flops / t / 1e12 : 0;
+      u.achieved_hardware_tflops = t > 0 ? u.hardware_flops / t / 1e12 : 0;
+    }
     u.gpu = gpu;
     u.node = cluster.locate(gpu).node;
     u.stage = plan.pp_rank_of(gpu);
     u.gpu_type = cluster.gpu_of(gpu).name;
-    const auto c = merge_intervals(std::move(compute[g]));
-    const auto m = merge_intervals(std::move(comm[g]));
-    u.compute_s = total_length(c);
-    u.communication_s = total_length(m);
-    u.overlap_s = overlap_length(c, m);
-    u.exposed_comm_s = u.communication_s - u.overlap_s;
-    u.idle_s = std::max(0.0, t - u.compute_s - u.exposed_comm_s);
-    u.achieved_tflops = t > 0 ? u.model_flops / t / 1e12 : 0;
-    u.achieved_hardware_tflops = t > 0 ? u.hardware_flops / t / 1e12 : 0;
 
     s.model_flops += u.model_flops;
     s.hardware_flops += u.hardware_flops;

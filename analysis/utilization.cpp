@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "analysis/flow_index.hpp"
+#include "analysis/fold_classes.hpp"
 #include "analysis/intervals.hpp"
 
 namespace trainsim::analysis {
@@ -110,27 +111,45 @@ Utilization analyze_utilization(const workloads::TaskGraph& graph, const Timelin
       lists.resize(label + 1);
     lists[label].emplace_back(a, b);
   };
-  for (const auto& r : timeline.records) {
+  // Per GPU orbit (analysis/fold_classes.hpp): the representatives' records.
+  const auto classes = GpuClasses::of(graph, timeline, gpus);
+  const auto on_rep = [&](int gpu) { return classes.is_representative(static_cast<std::size_t>(gpu)); };
+  classes.for_each_record([&](const TaskRecord& r) {
     const auto& task = graph[r.task];
     if (r.stream == Stream::compute) {
-      compute[static_cast<std::size_t>(r.gpu)].emplace_back(r.start_s, r.end_s);
-      continue;
+      if (on_rep(r.gpu))
+        compute[static_cast<std::size_t>(r.gpu)].emplace_back(r.start_s, r.end_s);
+      return;
     }
+    const bool to_peer = task.kind == workloads::TaskKind::send && task.peer >= 0 && on_rep(task.peer);
     if (const std::size_t label = label_of(task); label != kNoLabel) {
-      add_op(static_cast<std::size_t>(r.gpu), label, r.start_s, r.end_s);
-      if (task.kind == workloads::TaskKind::send && task.peer >= 0)
+      if (on_rep(r.gpu))
+        add_op(static_cast<std::size_t>(r.gpu), label, r.start_s, r.end_s);
+      if (to_peer)
         add_op(static_cast<std::size_t>(task.peer), label, r.start_s, r.end_s);
     }
     const std::size_t k = comm_kind_index(task.comm);
     if (k >= kCommKinds.size())
-      continue;
-    comm[static_cast<std::size_t>(r.gpu)][k].emplace_back(r.start_s, r.end_s);
-    if (task.kind == workloads::TaskKind::send && task.peer >= 0)
+      return;
+    if (on_rep(r.gpu))
+      comm[static_cast<std::size_t>(r.gpu)][k].emplace_back(r.start_s, r.end_s);
+    if (to_peer)
       comm[static_cast<std::size_t>(task.peer)][k].emplace_back(r.start_s, r.end_s);
-  }
+  });
   u.gpus.resize(gpus);
+  // Each representative's exposed time by label, for its images.
+  std::vector<std::vector<double>> op_split_of(gpus);
   for (std::size_t g = 0; g < gpus; ++g) {
     auto& s = u.gpus[g];
+    if (const std::size_t rep = classes.representative(g); rep != g) {
+      s = u.gpus[rep];
+      s.gpu = static_cast<int>(g);
+      for (std::size_t k = 0; k < kCommKinds.size(); ++k)
+        u.exposed_by_kind_s[k] += s.exposed_by_kind_s[k];
+      for (std::size_t k = 0; k < labels.size(); ++k)
+        u.exposed_by_op_s[labels[k]] += op_split_of[rep][k];
+      continue;
+    }
     s.gpu = static_cast<int>(g);
     const auto c = merge_intervals(std::move(compute[g]));
     std::vector<Interval> all;
@@ -151,26 +170,40 @@ Utilization analyze_utilization(const workloads::TaskGraph& graph, const Timelin
     lists.resize(labels.size());
     for (auto& list : lists)
       list = merge_intervals(std::move(list));
-    const auto op_split = exposed_split(c, lists);
+    auto op_split = exposed_split(c, lists);
     for (std::size_t k = 0; k < labels.size(); ++k)
       u.exposed_by_op_s[labels[k]] += op_split[k];
+    lists.clear();
+    lists.shrink_to_fit();
+    if (classes.folded())
+      op_split_of[g] = std::move(op_split);
   }
 
   // Links: bytes, busy time (union of flow lifetimes) and peak concurrency,
   // one link at a time from the flow index (a list per link of every flow's
   // interval and events, kept for all links at once, was the peak of a
   // large run's memory).
-  const auto flows_by_link = FlowIndex::by_link(timeline);
+  // Per link orbit (analysis/fold_classes.hpp): an image link carries the
+  // images of its representative's flows.
+  const auto link_classes = LinkClasses::of(timeline);
   u.links.resize(timeline.links.size());
   std::vector<std::pair<double, int>> ev;
   for (std::size_t l = 0; l < u.links.size(); ++l) {
     auto& link = u.links[l];
-    const auto on_link = flows_by_link.of(l);
+    if (const std::size_t rep = link_classes.representative(l); rep != l) {
+      link = u.links[rep];
+      link.link = static_cast<int>(l);
+      link.name = timeline.links[l].name;
+      link.bandwidth_Bps = timeline.links[l].bandwidth_Bps;
+      link.utilization = t > 0 && link.bandwidth_Bps > 0 ? link.bytes / (link.bandwidth_Bps * t) : 0;
+      continue;
+    }
+    const auto on_link = link_classes.flows_of(l);
     std::vector<Interval> busy;
     busy.reserve(on_link.size());
     ev.clear();
     for (const std::uint32_t f : on_link) {
-      const auto& flow = timeline.flows.source(f);  // bytes and times
+      const auto& flow = link_classes.record(f);  // bytes and times
       link.bytes += flow.bytes;
       ++link.flows;
       busy.emplace_back(flow.start_s, flow.end_s);

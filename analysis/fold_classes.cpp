@@ -1,0 +1,160 @@
+#include "analysis/fold_classes.hpp"
+
+#include <limits>
+#include <tuple>
+#include <unordered_map>
+
+namespace trainsim::analysis {
+
+namespace {
+constexpr std::uint32_t kUnset = std::numeric_limits<std::uint32_t>::max();
+
+// Every GPU below `gpus` in an orbit of m under the rotation's powers:
+// representative (the lowest of its orbit) and step; false otherwise.
+bool gpu_orbits(const FoldImages& images, std::size_t gpus, std::vector<std::uint32_t>& rep,
+                std::vector<std::uint16_t>& step) {
+  const int m = images.order;
+  if (gpus > images.endpoints.size())
+    return false;
+  rep.assign(gpus, kUnset);
+  step.assign(gpus, 0);
+  for (std::size_t g = 0; g < gpus; ++g) {
+    if (rep[g] != kUnset)
+      continue;
+    if (images.endpoints.fixed(g))
+      return false;
+    for (int k = 0; k < m; ++k) {
+      const std::size_t x = images.endpoints.power(g, k);
+      if (x >= gpus || rep[x] != kUnset)
+        return false;
+      rep[x] = static_cast<std::uint32_t>(g);
+      step[x] = static_cast<std::uint16_t>(k);
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+GpuClasses GpuClasses::of(const workloads::TaskGraph& graph, const Timeline& timeline, std::size_t gpus) {
+  GpuClasses c;
+  c.graph_ = &graph;
+  c.timeline_ = &timeline;
+  const auto identity = [&] {
+    c.images_ = nullptr;
+    c.rep_.resize(gpus);
+    c.step_.assign(gpus, 0);
+    for (std::size_t g = 0; g < gpus; ++g)
+      c.rep_[g] = static_cast<std::uint32_t>(g);
+    return c;
+  };
+  const FoldImages* images = timeline.records.fold_images();
+  if (images == nullptr || images->order <= 1 || !gpu_orbits(*images, gpus, c.rep_, c.step_))
+    return identity();
+  // Every record on a GPU of this run; no send within one orbit; each
+  // spanning collective's record equal in times and stream to its image
+  // GPU's record of the same task.
+  std::unordered_map<std::uint64_t, std::size_t> spanning;  // (task, gpu) -> recorded record
+  const auto key = [&](workloads::TaskId task, std::size_t gpu) {
+    return static_cast<std::uint64_t>(task) * gpus + gpu;
+  };
+  const auto& recorded = timeline.records.recorded();
+  for (std::size_t i = 0; i < recorded.size(); ++i) {
+    const auto& r = recorded[i];
+    if (r.task >= graph.size() || r.gpu < 0 || static_cast<std::size_t>(r.gpu) >= gpus)
+      return identity();
+    const auto& task = graph[r.task];
+    if (task.kind == workloads::TaskKind::send && task.peer >= 0) {
+      if (static_cast<std::size_t>(task.peer) >= gpus ||
+          c.rep_[static_cast<std::size_t>(task.peer)] == c.rep_[static_cast<std::size_t>(r.gpu)])
+        return identity();
+    }
+    if (images->tasks.fixed(r.task) &&
+        !spanning.emplace(key(r.task, static_cast<std::size_t>(r.gpu)), i).second)
+      return identity();  // two records of one task on one GPU
+  }
+  for (const auto& [k, i] : spanning) {
+    const auto& r = recorded[i];
+    const std::size_t image = images->endpoints.power(static_cast<std::size_t>(r.gpu), 1);
+    const auto it = spanning.find(key(r.task, image));
+    if (it == spanning.end())
+      return identity();
+    const auto& s = recorded[it->second];
+    if (std::tie(s.start_s, s.end_s, s.stream) != std::tie(r.start_s, r.end_s, r.stream))
+      return identity();
+  }
+  c.images_ = images;
+  return c;
+}
+
+LinkClasses LinkClasses::of(const Timeline& timeline) {
+  const auto links = timeline.links.size();
+  const auto identity = [&] {
+    LinkClasses c(timeline, FlowIndex::by_link(timeline));
+    c.rep_.resize(links);
+    for (std::size_t l = 0; l < links; ++l)
+      c.rep_[l] = static_cast<std::uint32_t>(l);
+    return c;
+  };
+  const FoldImages* images = timeline.flows.fold_images();
+  if (images == nullptr || images->order <= 1)
+    return identity();
+  const int m = images->order;
+  const auto& flows = timeline.flows.recorded();
+  const auto& fl = timeline.flow_links;
+  // Each link's image under the rotation, from the recorded routes' images:
+  // image route k's j-th link maps to image route k + 1's.
+  std::vector<std::size_t> next(links, kUnset);
+  std::vector<char> seen(fl.size() + 1, 0);
+  for (const auto& f : flows) {
+    if (f.first_link >= images->route_slot.size() || images->route_slot[f.first_link] == FoldImages::kNoRoute)
+      return identity();
+    if (seen[f.first_link])
+      continue;
+    seen[f.first_link] = 1;
+    for (int k = 0; k < m; ++k) {
+      const std::size_t a = images->route_image(f.first_link, k);
+      const std::size_t b = images->route_image(f.first_link, (k + 1) % m);
+      if (a + f.link_count > fl.size() || b + f.link_count > fl.size())
+        return identity();
+      for (std::uint32_t j = 0; j < f.link_count; ++j) {
+        const std::uint32_t from = fl[a + j], to = fl[b + j];
+        if (from >= links || to >= links || (next[from] != kUnset && next[from] != to))
+          return identity();
+        next[from] = to;
+      }
+    }
+  }
+  for (const auto n : next)
+    if (n == kUnset)
+      return identity();
+  const auto powers = PermutationPowers::of(next, m);
+  if (!powers)
+    return identity();
+  std::vector<std::uint32_t> rep(links, kUnset);
+  for (std::size_t l = 0; l < links; ++l) {
+    if (rep[l] != kUnset)
+      continue;
+    if (powers->fixed(l))
+      return identity();
+    for (int k = 0; k < m; ++k)
+      rep[powers->power(l, k)] = static_cast<std::uint32_t>(l);
+  }
+  // No recorded route crosses two links of one orbit.
+  std::fill(seen.begin(), seen.end(), 0);
+  for (const auto& f : flows) {
+    if (seen[f.first_link])
+      continue;
+    seen[f.first_link] = 1;
+    for (std::uint32_t a = 0; a < f.link_count; ++a)
+      for (std::uint32_t b = a + 1; b < f.link_count; ++b)
+        if (rep[fl[f.first_link + a]] == rep[fl[f.first_link + b]])
+          return identity();
+  }
+  LinkClasses c(timeline, FlowIndex::by_recorded_link(timeline, rep));
+  c.folded_ = true;
+  c.rep_ = std::move(rep);
+  return c;
+}
+
+}  // namespace trainsim::analysis

@@ -1,0 +1,117 @@
+#pragma once
+// The analyses of a folded run, per class (docs/performance.md, "Analyses
+// per class"). A folded timeline reads as the full replay's records: each
+// recorded record followed by its m - 1 images (analysis/record_list.hpp).
+// An image GPU has its representative's records at the same times (image
+// tasks of the same kind, on the image GPUs), and an image link carries the
+// images of its representative's flows, at the same times and bytes. So a
+// per-GPU figure (intervals, utilisation, power spans) is computed once per
+// GPU orbit, on its representative, and given to the m - 1 others; a per-link
+// figure once per link orbit. Sums over GPUs or links stay the callers', in
+// the full list's order, so that every figure is bit for bit the full
+// computation's.
+//
+// On a timeline that is not folded, or whose images could differ from their
+// representatives' (checked below), the classes are the identity: every GPU
+// and link its own representative, every record read as the full list has it.
+#include <cstdint>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "analysis/flow_index.hpp"
+#include "analysis/timeline.hpp"
+#include "workloads/task_graph.hpp"
+
+namespace trainsim::analysis {
+
+// GPU orbits. Folded when the timeline's records are read as images, every
+// GPU below `gpus` has m images, no send has both ends in one orbit (its two
+// images would reach one GPU in another order than on its image), and every
+// spanning collective's record (one per member, no images) has the same
+// times and stream as the record of the same task on the member's image GPU.
+class GpuClasses {
+ public:
+  static GpuClasses of(const workloads::TaskGraph& graph, const Timeline& timeline, std::size_t gpus);
+
+  bool folded() const { return images_ != nullptr; }
+  std::size_t representative(std::size_t gpu) const { return rep_[gpu]; }
+  bool is_representative(std::size_t gpu) const { return rep_[gpu] == gpu; }
+
+  // Every record of the timeline (as the full list reads) that lands on a
+  // representative GPU, on its GPU or, for a send, on its peer; in the full
+  // list's order. Not folded: every record. A caller keeps what lands on a
+  // representative (a send's other end may not be one).
+  template <class OnRecord>
+  void for_each_record(const OnRecord& on) const {
+    if (!images_) {
+      for (const auto& r : timeline_->records)
+        on(r);
+      return;
+    }
+    for (const auto& r : timeline_->records.recorded()) {
+      const auto& task = (*graph_)[r.task];
+      const bool send = task.kind == workloads::TaskKind::send && task.peer >= 0;
+      if (images_->tasks.fixed(r.task)) {  // a spanning collective: one record per member
+        if (is_representative(static_cast<std::size_t>(r.gpu)) ||
+            (send && is_representative(static_cast<std::size_t>(task.peer))))
+          on(r);
+        continue;
+      }
+      int k = landing(static_cast<std::size_t>(r.gpu));
+      int peer_k = -1;
+      if (send)
+        peer_k = landing(static_cast<std::size_t>(task.peer));
+      if (peer_k >= 0 && peer_k < k)
+        std::swap(k, peer_k);
+      on(TaskRecordImages::image(r, k, *images_));
+      if (peer_k >= 0 && peer_k != k)
+        on(TaskRecordImages::image(r, peer_k, *images_));
+    }
+  }
+
+ private:
+  // The image of a record on `gpu`'s orbit that lands on the representative.
+  int landing(std::size_t gpu) const { return step_[gpu] == 0 ? 0 : images_->order - step_[gpu]; }
+
+  const workloads::TaskGraph* graph_ = nullptr;
+  const Timeline* timeline_ = nullptr;
+  const FoldImages* images_ = nullptr;  // null: not folded
+  std::vector<std::uint32_t> rep_;      // each GPU's representative (the lowest of its orbit)
+  std::vector<std::uint16_t> step_;     // gpu = the rotation's step-th power of its representative
+};
+
+// Link orbits. Folded when the timeline's flows are read as images, every
+// link has m distinct images (from the recorded routes' images), and no
+// recorded route crosses two links of one orbit (its flow's images would
+// reach one link in another order than on its image).
+class LinkClasses {
+ public:
+  static LinkClasses of(const Timeline& timeline);
+
+  bool folded() const { return folded_; }
+  std::size_t representative(std::size_t link) const { return rep_[link]; }
+  bool is_representative(std::size_t link) const { return rep_[link] == link; }
+
+  // A representative link's flows, in the full list's order, as flow
+  // numbers to read with record(): folded, the recorded flows one of whose
+  // images crosses it (the images crossing its image links are the same
+  // records' images, in the same order); not folded, every flow crossing it.
+  std::span<const std::uint32_t> flows_of(std::size_t link) const { return flows_.of(link); }
+  std::span<std::uint32_t> flows_of(std::size_t link) { return flows_.of(link); }
+  // Bytes, times and route of flow number n (folded: the recorded flow; not
+  // folded: the flow it is an image of, as RecordList::source).
+  const FlowRecord& record(std::uint32_t n) const {
+    return folded_ ? timeline_->flows.recorded()[n] : timeline_->flows.source(n);
+  }
+
+ private:
+  LinkClasses(const Timeline& timeline, FlowIndex flows) : timeline_(&timeline), flows_(std::move(flows)) {}
+
+  const Timeline* timeline_ = nullptr;
+  FlowIndex flows_;
+  bool folded_ = false;
+  std::vector<std::uint32_t> rep_;
+};
+
+}  // namespace trainsim::analysis

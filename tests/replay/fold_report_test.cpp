@@ -1,0 +1,189 @@
+// The analyses per fold class (analysis/fold_classes.hpp) against the same
+// analyses over the folded timeline's records materialised (every image a
+// record of its own, so that every GPU and link is computed on its own): every
+// figure must be bit for bit the same. One TEST = one simulation (SimGrid
+// keeps one engine per process).
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "analysis/fold_classes.hpp"
+#include "analysis/gpu_power.hpp"
+#include "analysis/report.hpp"
+#include "analysis/summary.hpp"
+#include "sim/replay/simulation.hpp"
+#include "sim/scenario/scenario.hpp"
+
+namespace trainsim::analysis {
+namespace {
+
+// The folded timeline as the full list reads, held record by record.
+Timeline materialised(const Timeline& folded) {
+  Timeline full;
+  full.end_s = folded.end_s;
+  full.collectives = folded.collectives;
+  full.links = folded.links;
+  full.flow_links = folded.flow_links;
+  full.gpu_energy_J = folded.gpu_energy_J;
+  for (const auto& r : folded.records)
+    full.records.push_back(r);
+  for (const auto& f : folded.flows)
+    full.flows.push_back(f);
+  return full;
+}
+
+void expect_same(const Utilization& a, const Utilization& b) {
+  ASSERT_EQ(a.gpus.size(), b.gpus.size());
+  for (std::size_t g = 0; g < a.gpus.size(); ++g) {
+    const auto &x = a.gpus[g], &y = b.gpus[g];
+    EXPECT_EQ(x.gpu, y.gpu);
+    EXPECT_EQ(x.compute_busy_s, y.compute_busy_s) << "gpu " << g;
+    EXPECT_EQ(x.comm_busy_s, y.comm_busy_s) << "gpu " << g;
+    EXPECT_EQ(x.overlap_s, y.overlap_s) << "gpu " << g;
+    EXPECT_EQ(x.comm_busy_by_kind_s, y.comm_busy_by_kind_s) << "gpu " << g;
+    EXPECT_EQ(x.exposed_by_kind_s, y.exposed_by_kind_s) << "gpu " << g;
+  }
+  EXPECT_EQ(a.exposed_by_kind_s, b.exposed_by_kind_s);
+  EXPECT_EQ(a.exposed_by_op_s, b.exposed_by_op_s);
+  ASSERT_EQ(a.links.size(), b.links.size());
+  for (std::size_t l = 0; l < a.links.size(); ++l) {
+    const auto &x = a.links[l], &y = b.links[l];
+    EXPECT_EQ(x.link, y.link);
+    EXPECT_EQ(x.name, y.name);
+    EXPECT_EQ(x.bytes, y.bytes) << x.name;
+    EXPECT_EQ(x.flows, y.flows) << x.name;
+    EXPECT_EQ(x.busy_s, y.busy_s) << x.name;
+    EXPECT_EQ(x.busy_fraction, y.busy_fraction) << x.name;
+    EXPECT_EQ(x.utilization, y.utilization) << x.name;
+    EXPECT_EQ(x.peak_concurrent_flows, y.peak_concurrent_flows) << x.name;
+  }
+  EXPECT_EQ(a.hottest, b.hottest);
+}
+
+void expect_same(const BubbleReport& a, const BubbleReport& b) {
+  ASSERT_EQ(a.gpus.size(), b.gpus.size());
+  for (std::size_t g = 0; g < a.gpus.size(); ++g) {
+    const auto &x = a.gpus[g], &y = b.gpus[g];
+    EXPECT_EQ(x.cause_s, y.cause_s) << "gpu " << g;
+    EXPECT_EQ(x.idle_part_s, y.idle_part_s) << "gpu " << g;
+    EXPECT_EQ(x.waiting_part_s, y.waiting_part_s) << "gpu " << g;
+    EXPECT_EQ(x.idle_s, y.idle_s) << "gpu " << g;
+    EXPECT_EQ(x.exposed_comm_s, y.exposed_comm_s) << "gpu " << g;
+    EXPECT_EQ(x.lost_s, y.lost_s) << "gpu " << g;
+  }
+  EXPECT_EQ(a.total_cause_s, b.total_cause_s);
+  EXPECT_EQ(a.total_lost_s, b.total_lost_s);
+  ASSERT_EQ(a.stages.size(), b.stages.size());
+  for (std::size_t s = 0; s < a.stages.size(); ++s)
+    EXPECT_EQ(a.stages[s].cause_s, b.stages[s].cause_s) << "stage " << s;
+}
+
+void expect_same(const EnergyReport& a, const EnergyReport& b) {
+  EXPECT_TRUE(a.measured);
+  ASSERT_EQ(a.gpus.size(), b.gpus.size());
+  for (std::size_t g = 0; g < a.gpus.size(); ++g) {
+    EXPECT_EQ(a.gpus[g].idle_energy_J, b.gpus[g].idle_energy_J) << "gpu " << g;
+    EXPECT_EQ(a.gpus[g].communication_energy_J, b.gpus[g].communication_energy_J) << "gpu " << g;
+  }
+  EXPECT_EQ(a.energy_J, b.energy_J);
+  EXPECT_EQ(a.idle_energy_J, b.idle_energy_J);
+  EXPECT_EQ(a.communication_energy_J, b.communication_energy_J);
+  EXPECT_EQ(a.idle_energy_by_cause_J, b.idle_energy_by_cause_J);
+}
+
+void expect_same(const CriticalPath& a, const CriticalPath& b) {
+  ASSERT_EQ(a.segments.size(), b.segments.size());
+  int links = 0;
+  for (std::size_t i = 0; i < a.segments.size(); ++i) {
+    EXPECT_EQ(a.segments[i].task, b.segments[i].task) << i;
+    EXPECT_EQ(a.segments[i].link, b.segments[i].link) << i;
+    EXPECT_EQ(a.segments[i].start_s, b.segments[i].start_s) << i;
+    links += a.segments[i].link >= 0;
+  }
+  EXPECT_GT(links, 0) << "the critical path crosses no link: the link-load index is not exercised";
+}
+
+// Simulates `file` folded (with `overrides`), then holds every analysis per
+// class to the same analysis over the materialised records.
+void expect_per_class_equals_full(const std::string& file, const std::vector<std::string>& overrides,
+                                  int class_size) {
+  const auto scenario = scenario::load_scenario(std::string(TRAINSIM_SOURCE_DIR) + "/" + file, overrides);
+  sim::SimulationOptions options;
+  options.fold = sim::FoldMode::on;
+  const auto result = sim::simulate(scenario, options);
+  const Timeline& folded = result.timeline;
+  ASSERT_TRUE(folded.records.expanded()) << "not folded";
+  ASSERT_EQ(folded.records.fold_images()->order, class_size);
+  const auto gpus = static_cast<std::size_t>(result.graph.gpu_count);
+  // The classes are taken (not the identity fallback) on the folded
+  // timeline, and not on the materialised one.
+  EXPECT_TRUE(GpuClasses::of(result.graph, folded, gpus).folded());
+  EXPECT_TRUE(LinkClasses::of(folded).folded());
+  const Timeline full = materialised(folded);
+  EXPECT_FALSE(GpuClasses::of(result.graph, full, gpus).folded());
+  EXPECT_FALSE(LinkClasses::of(full).folded());
+
+  const RunContext run{.scenario_name = "fold",
+                       .scenario_file = file,
+                       .cluster = scenario.cluster,
+                       .model = scenario.model,
+                       .plan = scenario.plan,
+                       .graph = result.graph};
+  const auto a = build_report(run, folded, &result.summary);
+  const auto b = build_report(run, full, &result.summary);
+  expect_same(a.utilization, b.utilization);
+  expect_same(a.bubbles, b.bubbles);
+  expect_same(a.energy, b.energy);
+  expect_same(a.critical_path, b.critical_path);
+  const auto sa = summarize(result.graph, folded, scenario.model, scenario.plan, scenario.cluster);
+  const auto sb = summarize(result.graph, full, scenario.model, scenario.plan, scenario.cluster);
+  ASSERT_EQ(sa.gpus.size(), sb.gpus.size());
+  for (std::size_t g = 0; g < sa.gpus.size(); ++g) {
+    const auto &x = sa.gpus[g], &y = sb.gpus[g];
+    EXPECT_EQ(x.node, y.node) << "gpu " << g;
+    EXPECT_EQ(x.compute_s, y.compute_s) << "gpu " << g;
+    EXPECT_EQ(x.communication_s, y.communication_s) << "gpu " << g;
+    EXPECT_EQ(x.overlap_s, y.overlap_s) << "gpu " << g;
+    EXPECT_EQ(x.idle_s, y.idle_s) << "gpu " << g;
+    EXPECT_EQ(x.model_flops, y.model_flops) << "gpu " << g;
+    EXPECT_EQ(x.hardware_flops, y.hardware_flops) << "gpu " << g;
+  }
+  EXPECT_EQ(sa.model_flops, sb.model_flops);
+  ASSERT_EQ(sa.stages.size(), sb.stages.size());
+  for (std::size_t i = 0; i < sa.stages.size(); ++i) {
+    EXPECT_EQ(sa.stages[i].compute_fraction, sb.stages[i].compute_fraction) << "stage " << i;
+    EXPECT_EQ(sa.stages[i].bubble_fraction, sb.stages[i].bubble_fraction) << "stage " << i;
+  }
+  const auto pa = gpu_activity(result.graph, folded, scenario.cluster);
+  const auto pb = gpu_activity(result.graph, full, scenario.cluster);
+  ASSERT_EQ(pa.size(), pb.size());
+  for (std::size_t g = 0; g < pa.size(); ++g) {
+    EXPECT_EQ(pa[g].energy_J, pb[g].energy_J) << "gpu " << g;
+    EXPECT_EQ(pa[g].waiting_s, pb[g].waiting_s) << "gpu " << g;
+    EXPECT_EQ(pa[g].idle_s, pb[g].idle_s) << "gpu " << g;
+  }
+  EXPECT_EQ(nccl_wait_spans(result.graph, folded), nccl_wait_spans(result.graph, full));
+}
+
+// scale-16k's plan on 4 rail groups of 4 nodes (m = 2): rings and pipeline
+// sends cross the spine, the data-parallel all-reduces span both classes.
+TEST(FoldReport, PerClassAnalysesEqualTheFullComputationOnScale16kShrunk) {
+  expect_per_class_equals_full(
+      "scenarios/scale-16k.yaml",
+      {"cluster.nodes=32", "plan.dp=8", "plan.pp=4", "model.layers=8", "plan.stage_layers=[2,2,2,2]",
+       "plan.global_batch_size=64", "cluster.fabric.nodes_per_leaf=4"},
+      2);
+}
+
+// scale-16k-hsdp-70b's plan shrunk (m = 8): per-layer gathers and
+// reduce-scatters inside each shard group, shards' all-reduces spanning.
+TEST(FoldReport, PerClassAnalysesEqualTheFullComputationOnHsdpShrunk) {
+  expect_per_class_equals_full("scenarios/scale-16k-hsdp-70b.yaml",
+                               {"cluster.nodes=32", "plan.dp=32", "plan.dp_shard=4", "model.layers=4",
+                                "plan.global_batch_size=32", "cluster.fabric.nodes_per_leaf=4"},
+                               8);
+}
+
+}  // namespace
+}  // namespace trainsim::analysis

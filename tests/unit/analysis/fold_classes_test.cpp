@@ -1,0 +1,132 @@
+#include "analysis/fold_classes.hpp"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "analysis/timeline.hpp"
+
+namespace trainsim::analysis {
+namespace {
+
+using workloads::CommKind;
+using workloads::TaskKind;
+
+// A fold of order 2 on 4 GPUs (replica 0: GPUs 0, 1; replica 1: GPUs 2, 3)
+// and 5 tasks: a forward on GPU 0 (task 0, image 1 on GPU 2), a pipeline send
+// 0 -> 1 (task 2, image 3: 2 -> 3) and a data-parallel all-reduce on every GPU
+// (task 4, its own image). Links 0, 1 (a recorded route) map onto 2, 3.
+struct Folded {
+  workloads::TaskGraph graph;
+  Timeline timeline;
+
+  explicit Folded(int send_peer = 1, double image_all_reduce_end_s = 3,
+                  std::vector<std::uint32_t> route = {0, 1}) {
+    graph.gpu_count = 4;
+    graph.add({.kind = TaskKind::forward, .gpu = 0});
+    graph.add({.kind = TaskKind::forward, .gpu = 2});
+    graph.add({.kind = TaskKind::send, .comm = CommKind::pp, .gpu = 0, .peer = send_peer});
+    graph.add({.kind = TaskKind::send, .comm = CommKind::pp, .gpu = 2, .peer = (send_peer + 2) % 4});
+    graph.add({.kind = TaskKind::collective, .comm = CommKind::dp, .gpu = 0});
+    timeline.end_s = 3;
+    timeline.records = {{0, 0, Stream::compute, 0, 1},
+                        {2, 0, Stream::pp_comm, 1, 2},
+                        {4, 0, Stream::dp_comm, 2, 3},
+                        {4, 1, Stream::dp_comm, 2, 3},
+                        {4, 2, Stream::dp_comm, 2, image_all_reduce_end_s},
+                        {4, 3, Stream::dp_comm, 2, 3}};
+    for (const char* name : {"l0", "l1", "l2", "l3"})
+      timeline.links.push_back({name, 1e9, 0});
+    // The recorded routes at 0 (two links) and 4 (link 1 alone), their
+    // images at 2 and 5.
+    timeline.flow_links = {route[0],
+                           route[1],
+                           static_cast<std::uint32_t>((route[0] + 2) % 4),
+                           static_cast<std::uint32_t>((route[1] + 2) % 4),
+                           1,
+                           3};
+    timeline.flows = {{2, 0, 1, 100, 1, 2, 0, 2}, {2, 0, 1, 50, 1, 2, 4, 1}};
+    FoldImages f;
+    f.order = 2;
+    f.tasks = *PermutationPowers::of(std::vector<std::size_t>{1, 0, 3, 2, 4}, 2);
+    f.endpoints = *PermutationPowers::of(std::vector<int>{2, 3, 0, 1}, 2);
+    f.route_slot.assign(5, FoldImages::kNoRoute);
+    f.route_slot[0] = 0;
+    f.route_slot[4] = 1;
+    f.route_images = {0, 2, 4, 5};
+    auto images = std::make_shared<const FoldImages>(std::move(f));
+    timeline.records.expand(images);
+    timeline.flows.expand(images);
+  }
+};
+
+TEST(GpuClasses, RepresentativesReadTheRecordsThatLandOnThemInTheFullListsOrder) {
+  const Folded f;
+  const auto classes = GpuClasses::of(f.graph, f.timeline, 4);
+  ASSERT_TRUE(classes.folded());
+  EXPECT_TRUE(classes.is_representative(0));
+  EXPECT_TRUE(classes.is_representative(1));
+  EXPECT_EQ(classes.representative(2), 0u);
+  EXPECT_EQ(classes.representative(3), 1u);
+  std::vector<std::pair<workloads::TaskId, int>> read;
+  classes.for_each_record([&](const TaskRecord& r) { read.emplace_back(r.task, r.gpu); });
+  // The forward and the send on GPU 0 (the send's peer, GPU 1, is a
+  // representative too: read once), the all-reduce's records on 0 and 1; the
+  // images on GPUs 2 and 3 are not read.
+  const std::vector<std::pair<workloads::TaskId, int>> want{{0, 0}, {2, 0}, {4, 0}, {4, 1}};
+  EXPECT_EQ(read, want);
+}
+
+TEST(GpuClasses, AreTheIdentityWhenASpanningRecordDiffersFromItsImageGpus) {
+  const Folded f(1, 2.5);
+  const auto classes = GpuClasses::of(f.graph, f.timeline, 4);
+  EXPECT_FALSE(classes.folded());
+  EXPECT_TRUE(classes.is_representative(2));
+  std::size_t read = 0;
+  classes.for_each_record([&](const TaskRecord&) { ++read; });
+  EXPECT_EQ(read, f.timeline.records.size());  // every record of the full list
+}
+
+TEST(GpuClasses, AreTheIdentityWhenASendStaysInOneOrbit) {
+  const Folded f(2);  // 0 -> 2: its images 0 -> 2 and 2 -> 0 both reach GPU 0's orbit
+  EXPECT_FALSE(GpuClasses::of(f.graph, f.timeline, 4).folded());
+}
+
+TEST(GpuClasses, AreTheIdentityOnATimelineThatIsNotFolded) {
+  Timeline t;
+  t.records = {{0, 0, Stream::compute, 0, 1}};
+  workloads::TaskGraph g;
+  g.gpu_count = 2;
+  g.add({.kind = TaskKind::forward, .gpu = 0});
+  EXPECT_FALSE(GpuClasses::of(g, t, 2).folded());
+}
+
+TEST(LinkClasses, AnImageLinkReadsItsRepresentativesRecordedFlows) {
+  const Folded f;
+  const auto classes = LinkClasses::of(f.timeline);
+  ASSERT_TRUE(classes.folded());
+  EXPECT_EQ(classes.representative(2), 0u);
+  EXPECT_EQ(classes.representative(3), 1u);
+  ASSERT_EQ(classes.flows_of(0).size(), 1u);
+  ASSERT_EQ(classes.flows_of(1).size(), 2u);  // both recorded flows, in order
+  EXPECT_TRUE(classes.flows_of(2).empty());
+  EXPECT_EQ(classes.record(classes.flows_of(0)[0]).bytes, 100);
+  EXPECT_EQ(classes.record(classes.flows_of(1)[0]).bytes, 100);
+  EXPECT_EQ(classes.record(classes.flows_of(1)[1]).bytes, 50);
+}
+
+TEST(LinkClasses, AreTheIdentityWhenARouteCrossesTwoLinksOfOneOrbit) {
+  const Folded f(1, 3, {0, 2});  // links 0 and 2 are images of each other
+  const auto classes = LinkClasses::of(f.timeline);
+  EXPECT_FALSE(classes.folded());
+  // Every flow of the full list on its own link: flow 0 crosses 0 and 2, its
+  // image 2 and 0; flow 2 crosses 1, its image 3.
+  EXPECT_EQ(classes.flows_of(0).size(), 2u);
+  EXPECT_EQ(classes.flows_of(2).size(), 2u);
+  EXPECT_EQ(classes.flows_of(3).size(), 1u);
+}
+
+}  // namespace
+}  // namespace trainsim::analysis
