@@ -13,7 +13,8 @@ namespace {
 
 constexpr double kNever = std::numeric_limits<double>::infinity();
 
-OpCost op_cost(const CostModel& cost, PipeOpKind kind, const StageSlice& slice, const platforms::GpuSpec& gpu) {
+OpCost op_cost(const CostModel& cost, PipeOpKind kind, const StageSlice& slice,
+               const platforms::GpuSpec& gpu) {
   switch (kind) {
     case PipeOpKind::forward:
       return cost.forward(slice, gpu);
@@ -103,8 +104,8 @@ double merged_step_s(const MergedOp& forward, const MergedOp& backward) {
         continue;  // a zero-length piece ends at once
       }
     }
-    const double sharing =
-        static_cast<double>(std::count_if(flights.begin(), flights.end(), [](const Flight& f) { return f.shared; }));
+    const double sharing = static_cast<double>(
+        std::count_if(flights.begin(), flights.end(), [](const Flight& f) { return f.shared; }));
     double next_s = running >= 0 ? gpu_end_s : kNever;
     for (const Flight& f : flights)
       next_s = std::min(next_s, now + f.remaining_s * (f.shared ? sharing : 1.0));
@@ -141,8 +142,8 @@ double merged_step_s(const MergedOp& forward, const MergedOp& backward) {
 }
 
 MergedOp merged_op(const ModelSpec& model, const ParallelPlan& plan, const CostModel& cost,
-                   const platforms::GpuSpec& gpu, const StageSlice& slice, PipeOpKind kind, double pass_pair_s,
-                   double tail_s) {
+                   const platforms::GpuSpec& gpu, const StageSlice& slice, PipeOpKind kind,
+                   double pass_pair_s, double tail_s) {
   MergedOp op;
   op.tail_s = tail_s;
   const double whole = op_cost(cost, kind, slice, gpu).duration_s / plan.cp;

@@ -64,7 +64,7 @@ double merged_step_s(const MergedOp& forward, const MergedOp& backward);
 // cost model's per-layer answers, the all-to-all after each MoE piece
 // `pass_pair_s` x its pass pairs (ep_all_to_alls / 2), and `tail_s`.
 MergedOp merged_op(const ModelSpec& model, const ParallelPlan& plan, const CostModel& cost,
-                   const platforms::GpuSpec& gpu, const StageSlice& slice, PipeOpKind kind, double pass_pair_s,
-                   double tail_s);
+                   const platforms::GpuSpec& gpu, const StageSlice& slice, PipeOpKind kind,
+                   double pass_pair_s, double tail_s);
 
 }  // namespace trainsim::workloads

@@ -257,13 +257,12 @@ PlanEstimate estimate_plan(const ModelSpec& model, const ParallelPlan& plan,
         ep_b = ep_pair_s * ep_all_to_alls(plan, PipeOpKind::backward, moe_layers) / 2.0;
       }
       if (merged_share > 0)
-        chunk_ops.push_back({.forward = merged_op(model, plan, cost, gpu, slice, PipeOpKind::forward, ep_pair_s,
-                                                  tp_f),
-                             .backward = merged_op(model, plan, cost, gpu, slice, PipeOpKind::backward,
-                                                   ep_pair_s, tp_b),
-                             .moe = moe_layers > 0,
-                             .ep_f = ep_f,
-                             .ep_b = ep_b});
+        chunk_ops.push_back(
+            {.forward = merged_op(model, plan, cost, gpu, slice, PipeOpKind::forward, ep_pair_s, tp_f),
+             .backward = merged_op(model, plan, cost, gpu, slice, PipeOpKind::backward, ep_pair_s, tp_b),
+             .moe = moe_layers > 0,
+             .ep_f = ep_f,
+             .ep_b = ep_b});
       rc.compute_s += f + bi + w;
       rc.tp_s += tp_f + tp_b;
       rc.ep_s += ep_f + ep_b;
