@@ -47,12 +47,12 @@ struct Flight {
 
 }  // namespace
 
-double merged_step_s(const MergedOp& forward, const MergedOp& backward) {
+double merged_step_s(const MergedOp& forward, const MergedOp& backward, double compute_interference) {
   std::array<Chain, 2> chains{Chain{.op = &forward, .ready_s = 0}, Chain{.op = &backward}};
   std::vector<Flight> flights;
   double now = 0;
-  int running = -1;  // the chain whose piece the GPU runs
-  double gpu_end_s = kNever;
+  int running = -1;         // the chain whose piece the GPU runs
+  double compute_left = 0;  // its seconds of work left at full speed
 
   // The piece `c` just finished (computing, or its communication): what
   // follows it on its chain.
@@ -98,7 +98,7 @@ double merged_step_s(const MergedOp& forward, const MergedOp& backward) {
       if (pick >= 0) {
         Chain& chain = chains[static_cast<std::size_t>(pick)];
         running = pick;
-        gpu_end_s = now + chain.op->pieces[chain.next].compute_s;
+        compute_left = chain.op->pieces[chain.next].compute_s;
         chain.ready_s = kNever;
         ++chain.next;
         continue;  // a zero-length piece ends at once
@@ -106,7 +106,9 @@ double merged_step_s(const MergedOp& forward, const MergedOp& backward) {
     }
     const double sharing = static_cast<double>(
         std::count_if(flights.begin(), flights.end(), [](const Flight& f) { return f.shared; }));
-    double next_s = running >= 0 ? gpu_end_s : kNever;
+    // Compute runs slowed while the GPU communicates.
+    const double speed = flights.empty() ? 1.0 : 1.0 - compute_interference;
+    double next_s = running >= 0 ? now + compute_left / speed : kNever;
     for (const Flight& f : flights)
       next_s = std::min(next_s, now + f.remaining_s * (f.shared ? sharing : 1.0));
     if (next_s == kNever)
@@ -125,11 +127,13 @@ double merged_step_s(const MergedOp& forward, const MergedOp& backward) {
         ++it;
       }
     }
-    if (running >= 0 && gpu_end_s <= now) {
-      const int c = running;
-      running = -1;
-      gpu_end_s = kNever;
-      piece_done(c);
+    if (running >= 0) {
+      compute_left -= dt * speed;
+      if (compute_left <= 1e-12 * std::max(1.0, now)) {
+        const int c = running;
+        running = -1;
+        piece_done(c);
+      }
     }
     for (const Flight& f : ended) {
       if (f.tail)

@@ -13,7 +13,8 @@
 // by piece, so a backward piece's all-to-all (two pass pairs with full
 // recomputation) hides only under the one forward piece that runs next
 // (a third of its length), the backward's last pieces find no forward
-// piece left, and the two ops' all-to-alls that overlap share the NIC.
+// piece left, the two ops' all-to-alls that overlap share the NIC, and
+// compute beside them runs slower (compute_interference).
 // This file runs that schedule as a list scheduler, at piece granularity:
 //
 //   GPU        one piece at a time, the earliest ready first (the forward's
@@ -28,6 +29,9 @@
 //              (processor sharing: each of k runs at 1/k of its
 //              uncontended speed), as the replay's flows of two
 //              identical exchanges on the same NICs do
+//   interference  while anything is in flight the GPU computes at
+//              1 - cluster.collectives.compute_interference of its speed,
+//              as the replay slows compute beside a communication
 //
 // The step's time is the backward's end. Uncontended all-to-all times come
 // from expert_estimate.hpp; the pieces' compute from the cost model, split
@@ -54,8 +58,9 @@ struct MergedOp {
 };
 
 // One merged step, from the forward's first piece to the backward's end.
-// Both ops must have at least one piece.
-double merged_step_s(const MergedOp& forward, const MergedOp& backward);
+// Both ops must have at least one piece. `compute_interference`: the share
+// of the GPU's speed its communication takes (0 <= share < 1).
+double merged_step_s(const MergedOp& forward, const MergedOp& backward, double compute_interference = 0);
 
 // An op of `kind` over `slice` as the replay splits it when merged: one
 // piece per layer (the embedding with the first, the logits and MTP

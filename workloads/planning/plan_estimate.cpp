@@ -290,7 +290,8 @@ PlanEstimate estimate_plan(const ModelSpec& model, const ParallelPlan& plan,
         return s;
       };
       const double compute = sum(fo.forward) + sum(bo.backward);
-      const double beyond = std::max(0.0, merged_step_s(fo.forward, bo.backward) - compute);
+      const double beyond = std::max(
+          0.0, merged_step_s(fo.forward, bo.backward, cluster.collectives.compute_interference) - compute);
       const double tp_serial = fo.forward.tail_s + bo.backward.tail_s;
       const double ep_serial = fo.ep_f + bo.ep_b;
       const double tp_merged = std::min(tp_serial, beyond);
