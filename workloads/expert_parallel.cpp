@@ -31,7 +31,13 @@ int ep_all_to_alls(const ParallelPlan& plan, PipeOpKind kind, int moe_layers) {
 }
 
 bool has_expert_tp_collectives(const ModelSpec& model, const ParallelPlan& plan) {
-  return model.is_moe() && plan.expert_tp() > 1 && plan.expert_tp() != plan.tp;
+  return model.is_moe() && plan.expert_tp() > 1 && plan.expert_tp() != plan.tp &&
+         plan.moe_dispatcher != MoeDispatcher::deepep;
+}
+
+bool dispatch_spans_expert_tp(const ModelSpec& model, const ParallelPlan& plan) {
+  return model.is_moe() && plan.expert_tp() > 1 && plan.expert_tp() != plan.tp &&
+         plan.moe_dispatcher == MoeDispatcher::deepep;
 }
 
 double expert_tp_collective_bytes(const ModelSpec& model, const ParallelPlan& plan) {
@@ -66,6 +72,22 @@ std::vector<std::vector<int>> expert_parallel_groups(const ParallelPlan& plan, i
         members.push_back(base + t + etp * (e + plan.ep * q));
       groups.push_back(std::move(members));
     }
+  return groups;
+}
+
+std::vector<std::vector<int>> moe_dispatch_groups(const ModelSpec& model, const ParallelPlan& plan,
+                                                  int pp_rank) {
+  if (!dispatch_spans_expert_tp(model, plan))
+    return expert_parallel_groups(plan, pp_rank);
+  const int block = plan.expert_tp() * plan.ep;
+  const int base = ep_layout_stage_first_gpu(plan, pp_rank);
+  std::vector<std::vector<int>> groups;
+  for (int q = 0; q < plan.expert_data_parallel_size(); ++q) {
+    std::vector<int> members;
+    for (int m = 0; m < block; ++m)
+      members.push_back(base + block * q + m);
+    groups.push_back(std::move(members));
+  }
   return groups;
 }
 

@@ -45,7 +45,17 @@ int ep_all_to_alls(const ParallelPlan& plan, PipeOpKind kind, int moe_layers);
 // runs the pair again (the gradient of an all-gather is a reduce-scatter
 // and vice versa). With etp = tp trainsim keeps the dense TP pair around
 // the MLP (today's model), with etp = 1 there is none.
+// Not with moe_dispatcher deepep: there Megatron's flex dispatcher sends
+// each token to every GPU of its experts' expert-TP groups directly (see
+// dispatch_spans_expert_tp).
 bool has_expert_tp_collectives(const ModelSpec& model, const ParallelPlan& plan);
+// DeepEP with 1 < expert_tp < tp (Megatron's MoEFlexTokenDispatcher over
+// its tp_ep group, router_topk x etp copies of num_experts x etp expert
+// shards): the dispatch and combine run over the etp x ep GPUs of an
+// expert-TP x EP block, each token delivered to each of the etp GPUs that
+// hold shards of a chosen expert, and no expert-TP all-gather or
+// reduce-scatter follows.
+bool dispatch_spans_expert_tp(const ModelSpec& model, const ParallelPlan& plan);
 // nccl-tests size of one such all-gather or reduce-scatter: the gathered
 // buffer, etp x the bytes a member received (ep_all_to_all_bytes).
 double expert_tp_collective_bytes(const ModelSpec& model, const ParallelPlan& plan);
@@ -53,6 +63,13 @@ double expert_tp_collective_bytes(const ModelSpec& model, const ParallelPlan& pl
 // MoE layers: one per layer per pass, as many as its dispatches.
 int expert_tp_collective_pairs(const ParallelPlan& plan, PipeOpKind kind, int moe_layers);
 
+// The groups the MoE dispatch and combine of pipeline rank `pp_rank` run
+// over: its EP groups, or with dispatch_spans_expert_tp its expert-TP x EP
+// blocks (etp x ep consecutive GPUs of the stage in Megatron's expert rank
+// order tp-ep-dp: expert-TP rank fastest, so member m holds the experts of
+// EP rank m / etp).
+std::vector<std::vector<int>> moe_dispatch_groups(const ModelSpec& model, const ParallelPlan& plan,
+                                                  int pp_rank);
 // The EP groups of pipeline rank `pp_rank` (GPU ids, EP rank order):
 // expert-TP rank major, expert data-parallel index minor (with expert_tp =
 // tp: TP rank, then blocks of ep consecutive dp x cp positions).

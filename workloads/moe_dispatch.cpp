@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "workloads/expert_parallel.hpp"
+
 namespace trainsim::workloads {
 namespace {
 
@@ -81,22 +83,28 @@ double dispatch_element_bytes(const ParallelPlan& plan) {
 
 DeepepTraffic deepep_traffic(const ModelSpec& model, const ParallelPlan& plan, const EpNodes& nodes,
                              const std::vector<std::vector<double>>& load_factors, int pass_pairs) {
-  const auto n = static_cast<std::size_t>(plan.ep);
+  // With the dispatch over expert-TP x EP blocks, member m holds shards of
+  // EP rank m / etp's experts; a token reaches it when it reaches that
+  // expert set, and a node holds ranks_per_node / etp of the sets.
+  const int etp = dispatch_spans_expert_tp(model, plan) ? plan.expert_tp() : 1;
+  const auto n = static_cast<std::size_t>(plan.ep * etp);
+  const EpNodes sets{.nodes = nodes.nodes, .ranks_per_node = nodes.ranks_per_node / etp};
   DeepepTraffic t;
   t.dispatch.assign(n * n, 0.0);
   t.combine.assign(n * n, 0.0);
-  const double rho = rank_touch_probability(model.moe, plan.ep, nodes);
-  const double nu = node_touch_probability(model.moe, plan.ep, nodes);
+  const double rho = rank_touch_probability(model.moe, plan.ep, sets);
+  const double nu = node_touch_probability(model.moe, plan.ep, sets);
   t.node_share = rho > 0 ? nu / (nodes.ranks_per_node * rho) : 1.0;
   const double row = ep_tokens_per_rank(model, plan) * model.hidden * rho * pass_pairs;
   const double dispatch_row = row * dispatch_element_bytes(plan);
   const double combine_row = row * kCombineElementBytes;
+  const auto e = static_cast<std::size_t>(etp);
   for (const auto& f : load_factors)
     for (std::size_t i = 0; i < n; ++i)
       for (std::size_t j = 0; j < n; ++j)
         if (i != j) {
-          t.dispatch[i * n + j] += dispatch_row * f[j];
-          t.combine[i * n + j] += combine_row * f[j];
+          t.dispatch[i * n + j] += dispatch_row * f[j / e];
+          t.combine[i * n + j] += combine_row * f[j / e];
         }
   return t;
 }

@@ -80,6 +80,14 @@ struct DeepepTraffic {
 };
 // `load_factors[l]` are the EP ranks' load factors of each MoE layer of the
 // op (1 everywhere when balanced); `pass_pairs` the pass pairs per layer.
+// With 1 < expert_tp < tp (dispatch_spans_expert_tp, workloads/expert_parallel.hpp)
+// the exchange is over the etp x ep GPUs of a block (`nodes` their spread):
+// member m holds shards of EP rank m / etp's experts, and every token goes
+// to each of the etp members of each expert set it touches, so
+//   row bytes i -> j   = tokens_i x h x P(set touched) x element bytes x f_{j / etp}
+//   node_share         = P(node touched) / (members per node x P(set touched))
+// with the touch probabilities of ep sets over the nodes, members per node
+// / etp sets on each.
 DeepepTraffic deepep_traffic(const ModelSpec& model, const ParallelPlan& plan, const EpNodes& nodes,
                              const std::vector<std::vector<double>>& load_factors, int pass_pairs);
 

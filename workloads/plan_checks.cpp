@@ -193,13 +193,6 @@ void check_expert_tensor_parallel(const ModelSpec& model, const ParallelPlan& pl
   }
   if (!plan.expert_tp_folded())
     return;
-  if (plan.etp > 1 && plan.moe_dispatcher == MoeDispatcher::deepep)
-    problems.add(key,
-                 fmt::format("{} with moe_dispatcher deepep: with an expert-TP group between 1 and tp = {} "
-                             "Megatron's flex dispatcher sends every token to each of the etp GPUs of its "
-                             "experts over the tp x ep group, which trainsim's DeepEP exchange does not "
-                             "model; expected expert_tensor_parallel 1 or {}, or moe_dispatcher: all_to_all",
-                             plan.etp, plan.tp, plan.tp));
   const int stage = plan.tp * plan.cp * plan.dp;
   if (stage % (plan.ep * plan.etp) != 0)
     problems.add(

@@ -284,7 +284,8 @@ struct Tables {
                 ranged("expert_tensor_parallel", T::integer, 1, kCount,
                        "expert tensor parallelism: a divisor of tp; tp (default), 1 (Megatron's MoE parallel "
                        "folding, EP groups spanning the TP ranks) or in between (expert-TP all-gather and "
-                       "reduce-scatter around the experts)"),
+                       "reduce-scatter around the experts; with moe_dispatcher deepep, DeepEP over the "
+                       "expert-TP x EP block instead)"),
                 choice("moe_dispatcher", {"all_to_all", "deepep"},
                        "MoE token dispatch: all_to_all (NCCL, every copy to every GPU; default) or deepep "
                        "(once per node over RDMA, then NVLink; FP8 under precision fp8)"),

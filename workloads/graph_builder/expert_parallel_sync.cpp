@@ -7,7 +7,9 @@
 // dispatches and combines of all the op's MoE layers folded into it
 // (fold = ep_all_to_alls), after the op's compute and TP collectives on
 // every member and before the member's next op (with expert_tp < tp the
-// group spans TP ranks: expert_parallel_groups). Like the TP collectives it
+// group spans TP ranks: expert_parallel_groups; deepep with 1 < expert_tp <
+// tp exchanges over the etp x ep GPUs of a block: moe_dispatch_groups). Like
+// the TP collectives it
 // sits on the op's output path: pipeline sends and the next op wait for it.
 // The members run different data-parallel replicas of the same schedule, so
 // the exchange also synchronises them, as it does in Megatron.
@@ -60,9 +62,13 @@ double IterationBuilder::expert_load_extra_s(PipeOpKind kind, const StageSlice& 
 // share of the layer's copies); combine sends the outputs back, B x L_i
 // from rank j to rank i. A pass pair of a layer moves B (L_i + L_j) from i
 // to j; the backward's gradients the same; full recomputation twice.
-// deepep: each token once per GPU it has experts on (workloads/moe_dispatch.hpp).
+// deepep: each token once per GPU it has experts on (workloads/moe_dispatch.hpp;
+// with 1 < expert_tp < tp once per GPU holding shards of them, over the
+// expert-TP x EP block: moe_dispatch_groups).
 Exchange IterationBuilder::exchange_of(PipeOpKind kind, const StageSlice& slice, const EpNodes& nodes) const {
-  const auto n = static_cast<std::size_t>(plan_.ep);
+  // deepep with 1 < expert_tp < tp: over the etp x ep GPUs of a block.
+  const auto n = static_cast<std::size_t>(plan_.ep) *
+                 static_cast<std::size_t>(dispatch_spans_expert_tp(model_, plan_) ? plan_.expert_tp() : 1);
   const int pairs = ep_all_to_alls(plan_, kind, 1) / 2;
   Exchange x;
   x.send_bytes.assign(n * n, 0.0);

@@ -166,7 +166,7 @@ TaskGraph IterationBuilder::build() {
   const bool expert_parallel = (plan_.ep > 1 || plan_.expert_tp_folded()) && model_.is_moe();
   if (plan_.ep > 1 && model_.is_moe())
     for (int rank = 0; rank < plan_.pp; ++rank)
-      for (const auto& members : expert_parallel_groups(plan_, rank))
+      for (const auto& members : moe_dispatch_groups(model_, plan_, rank))
         add_expert_all_to_alls(rank, members);
   for (int dp = 0; dp < plan_.dp; ++dp)
     for (int cp = 0; cp < plan_.cp; ++cp) {

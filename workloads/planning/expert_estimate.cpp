@@ -26,11 +26,12 @@ ExpertExchangeEstimate expert_exchange_estimate(const ModelSpec& model, const Pa
   ExpertExchangeEstimate e;
   if (!model.is_moe() || plan.ep <= 1)
     return e;
-  const int n = plan.ep;
   // The stage's first EP group (expert-TP rank 0): ep consecutive dp x cp
   // positions of TP rank 0, or with expert TP below tp ranks expert_tp
-  // apart across the TP ranks.
-  const std::vector<int> members = expert_parallel_groups(plan, stage).front();
+  // apart across the TP ranks; deepep with 1 < expert_tp < tp: the first
+  // expert-TP x EP block (moe_dispatch_groups).
+  const std::vector<int> members = moe_dispatch_groups(model, plan, stage).front();
+  const int n = static_cast<int>(members.size());
   std::vector<int> domains;
   for (int gpu : members)
     domains.push_back(cluster.locate(gpu).domain);

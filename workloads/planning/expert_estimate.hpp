@@ -29,8 +29,9 @@ struct ExpertExchangeEstimate {
   double nvlink_bytes = 0;  // sent by one rank over NVLink per pass pair
 };
 
-// For the first EP group of pipeline rank `stage` (TP rank 0); zero when
-// ep is 1 or the model is dense.
+// For the first EP group of pipeline rank `stage` (TP rank 0; deepep with
+// 1 < expert_tp < tp: its first expert-TP x EP block); zero when ep is 1 or
+// the model is dense.
 ExpertExchangeEstimate expert_exchange_estimate(const ModelSpec& model, const ParallelPlan& plan,
                                                 const platforms::ClusterSpec& cluster, int stage);
 

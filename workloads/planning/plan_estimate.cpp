@@ -9,6 +9,7 @@
 #include "workloads/memory_model.hpp"
 #include "workloads/op_selective_recompute.hpp"
 #include "workloads/planning/expert_estimate.hpp"
+#include "workloads/planning/merged_step_estimate.hpp"
 #include "workloads/precision.hpp"
 #include "workloads/stage_slices.hpp"
 
@@ -165,7 +166,7 @@ PlanEstimate estimate_plan(const ModelSpec& model, const ParallelPlan& plan,
     // (v - 1) p + 2 (p - r - 1) + 1, plus one; DualPipe-V: its 2 (p - r) - 1
     // unpaired chunks of 2m).
     double merged_share = 0;
-    if (plan.moe_a2a_overlap) {
+    if (plan.moe_a2a_overlap && plan.ep > 1 && model.is_moe()) {
       double warm = p - r, ops = m;
       if (plan.schedule == ScheduleKind::interleaved_one_f_one_b) {
         warm = (v - 1) * p + 2 * (p - r - 1) + 2;
@@ -189,6 +190,13 @@ PlanEstimate estimate_plan(const ModelSpec& model, const ParallelPlan& plan,
     std::vector<int> replica_group;
     for (std::size_t k = 0; k < dp_group.size(); k += shard)
       replica_group.push_back(dp_group[k]);
+    // With moe_a2a_overlap: each chunk's ops as a merged step runs them.
+    struct ChunkOps {
+      MergedOp forward, backward;
+      bool moe = false;
+      double ep_f = 0, ep_b = 0;  // the serial all-to-all time of each op
+    };
+    std::vector<ChunkOps> chunk_ops;
     for (int chunk = 0; chunk < v; ++chunk) {
       const StageSlice slice = virtual_stage_slice(model, plan, layout.virtual_stage(r, chunk));
       const OpCost forward = cost.forward(slice, gpu), input = cost.backward_input(slice, gpu),
@@ -240,26 +248,62 @@ PlanEstimate estimate_plan(const ModelSpec& model, const ParallelPlan& plan,
         rc.fsdp_comm_s += layers * (forward_gather + backward_gather + backward_scatter);
       }
       // Expert all-to-alls: serial with the op's compute, as the replay
-      // gates the next op on them; with moe_a2a_overlap the merged F&B step
-      // runs the forward's under the backward's compute and the backward's
-      // under the forward's.
+      // gates the next op on them; with moe_a2a_overlap the merged F&B
+      // steps replace the serial sum below (after the chunks).
       const int moe_layers = plan.ep > 1 ? moe_layers_of(model, slice) : 0;
       double ep_f = 0, ep_b = 0;
       if (moe_layers > 0) {
         ep_f = ep_pair_s * ep_all_to_alls(plan, PipeOpKind::forward, moe_layers) / 2.0;
         ep_b = ep_pair_s * ep_all_to_alls(plan, PipeOpKind::backward, moe_layers) / 2.0;
-        if (plan.moe_a2a_overlap) {
-          const double hide_f = bi + w, hide_b = f;
-          ep_f = merged_share * std::max(0.0, ep_f - hide_f) + (1 - merged_share) * ep_f;
-          ep_b = merged_share * std::max(0.0, ep_b - hide_b) + (1 - merged_share) * ep_b;
-        }
       }
+      if (merged_share > 0)
+        chunk_ops.push_back(
+            {.forward = merged_op(model, plan, cost, gpu, slice, PipeOpKind::forward, ep_pair_s, tp_f),
+             .backward = merged_op(model, plan, cost, gpu, slice, PipeOpKind::backward, ep_pair_s, tp_b),
+             .moe = moe_layers > 0,
+             .ep_f = ep_f,
+             .ep_b = ep_b});
       rc.compute_s += f + bi + w;
       rc.tp_s += tp_f + tp_b;
       rc.ep_s += ep_f + ep_b;
       rc.forward_s += f + tp_f + fsdp_f + ep_f;
       rc.backward_input_s += bi + tp_b + fsdp_b + ep_b;
       rc.backward_weight_s += w;
+    }
+    // moe_a2a_overlap: each steady-state step runs a forward with the
+    // backward it is paired with, piece by piece (merged_step_estimate.hpp):
+    // what the step takes beyond the two ops' compute shows, TP first (its
+    // collectives may hide under the other op's pieces too), the rest as
+    // the all-to-alls'. 1F1B and interleaving pair a chunk's forward with a
+    // backward of the same chunk (exact for equal chunks), DualPipe-V chunk
+    // 0's forward with chunk 1's backward and chunk 1's with chunk 0's.
+    for (std::size_t c = 0; c < chunk_ops.size(); ++c) {
+      const std::size_t pair = plan.schedule == ScheduleKind::dualpipe_v ? chunk_ops.size() - 1 - c : c;
+      const ChunkOps& fo = chunk_ops[c];
+      const ChunkOps& bo = chunk_ops[pair];
+      if (!fo.moe || !bo.moe)
+        continue;  // the replay merges only ops that both run MoE layers
+      const auto sum = [](const MergedOp& op) {
+        double s = 0;
+        for (const auto& piece : op.pieces)
+          s += piece.compute_s;
+        return s;
+      };
+      const double compute = sum(fo.forward) + sum(bo.backward);
+      const double beyond = std::max(
+          0.0, merged_step_s(fo.forward, bo.backward, cluster.collectives.compute_interference) - compute);
+      const double tp_serial = fo.forward.tail_s + bo.backward.tail_s;
+      const double ep_serial = fo.ep_f + bo.ep_b;
+      const double tp_merged = std::min(tp_serial, beyond);
+      const double delta_tp = merged_share * (tp_merged - tp_serial);
+      const double delta_ep = merged_share * (beyond - tp_merged - ep_serial);
+      rc.tp_s += delta_tp;
+      rc.ep_s += delta_ep;
+      // Split between the two ops as their serial communication was.
+      const double serial = tp_serial + ep_serial;
+      const double forward_part = serial > 0 ? (fo.forward.tail_s + fo.ep_f) / serial : 0.5;
+      rc.forward_s += forward_part * (delta_tp + delta_ep);
+      rc.backward_input_s += (1 - forward_part) * (delta_tp + delta_ep);
     }
     rc.backward_s = rc.backward_input_s + rc.backward_weight_s;
   }

@@ -12,8 +12,9 @@
 // forward, 2 backward, 2 more with full recomputation; sequence parallelism
 // moves the same volume), and for MoE models with ep > 1 the expert
 // all-to-alls of its MoE layers (workloads/planning/expert_estimate.hpp),
-// serial with the compute (moe_a2a_overlap: what the paired op's compute
-// does not hide). FSDP stretches each layer to the longer of its
+// serial with the compute (moe_a2a_overlap: in each steady-state step
+// what the merged forward and backward, run piece by piece, take beyond
+// their compute: workloads/planning/merged_step_estimate.hpp). FSDP stretches each layer to the longer of its
 // compute and its parameter gathers / gradient reduce-scatter (prefetched on
 // the DP stream). With t_r = F_r + B_r and t = max_r t_r:
 //

@@ -72,14 +72,13 @@ std::optional<std::vector<int>> layers_of_candidate(int layers, int pp, int v) {
 // (workloads/plan_checks.cpp, check_expert_tensor_parallel): 0 (= tp, the
 // key left out, so that such a candidate is the plan it was before the
 // axis existed), then the divisors of tp below it, which need a MoE model,
-// sequence parallelism, ZeRO 0 / 1 (the folded gradient sync), and between
-// 1 and tp the all_to_all dispatcher.
+// sequence parallelism and ZeRO 0 / 1 (the folded gradient sync).
 std::vector<int> allowed_expert_tensor_parallel(const ModelSpec& model, const ParallelPlan& plan) {
   std::vector<int> out{0};
   if (!model.is_moe() || plan.tp < 2 || !plan.sequence_parallel || plan.zero_stage >= 2)
     return out;
   for (int etp : divisors(plan.tp))
-    if (etp < plan.tp && (etp == 1 || plan.moe_dispatcher != MoeDispatcher::deepep))
+    if (etp < plan.tp)
       out.push_back(etp);
   return out;
 }

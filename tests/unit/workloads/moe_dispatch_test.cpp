@@ -12,6 +12,8 @@
 #include <random>
 #include <set>
 
+#include "workloads/expert_parallel.hpp"
+
 namespace trainsim::workloads {
 namespace {
 
@@ -126,6 +128,50 @@ TEST(DeepepTraffic, DispatchInFp8WithScalesCombineInBf16OncePerGpuTouched) {
   skewed[0][9] = 3;
   const auto s = deepep_traffic(model, plan, kEightNodes, skewed, 1);
   EXPECT_DOUBLE_EQ(s.dispatch[9], 3 * s.dispatch[10]);
+}
+
+// DeepEP with expert TP 2 below tp 4 (Megatron's flex dispatcher): ep 8 x
+// etp 2 = 16 GPUs over 2 nodes of 8, 16 experts (2 per expert set, 4 sets
+// and 8 experts per node), top-4, no node limit. A token reaches a set
+// with P = 1 - C(14, 4) / C(16, 4) = 819 / 1820 and a node with
+// 1 - C(8, 4) / C(16, 4) = 1750 / 1820; it goes to both GPUs of each set
+// it reaches, once per node over RDMA: node share 1750 / (8 x 819).
+TEST(DeepepTraffic, WithExpertTpBelowTpEveryShardGpuOfATouchedSetReceivesTheToken) {
+  ModelSpec model = *find_model_preset("mixtral-8x7b");
+  model.hidden = 1024;
+  model.seq_len = 2048;
+  model.moe.experts = 16;
+  model.moe.top_k = 4;
+  ParallelPlan plan;
+  plan.tp = 4;
+  plan.sequence_parallel = true;
+  plan.dp = 4;
+  plan.ep = 8;
+  plan.etp = 2;
+  plan.micro_batch_size = 1;
+  plan.moe_dispatcher = MoeDispatcher::deepep;
+  ASSERT_TRUE(dispatch_spans_expert_tp(model, plan));
+  const EpNodes block{2, 8};
+  std::vector<std::vector<double>> loads(1, std::vector<double>(8, 1.0));  // per EP rank (expert set)
+  loads[0][1] = 3;
+  const auto t = deepep_traffic(model, plan, block, loads, 1);
+  ASSERT_EQ(t.dispatch.size(), 16u * 16u);
+  const double rho = 819.0 / 1820.0, nu = 1750.0 / 1820.0;
+  const double tokens = 2048.0 / 4;  // the sequence-parallel share of a TP rank
+  // GPUs 2 and 3 hold set 1's shards (load 3), GPUs 4 and 5 set 2's.
+  EXPECT_NEAR(t.dispatch[0 * 16 + 4], tokens * 1024 * rho * 2, 1e-6);
+  EXPECT_NEAR(t.dispatch[0 * 16 + 5], t.dispatch[0 * 16 + 4], 1e-6);
+  EXPECT_NEAR(t.dispatch[0 * 16 + 2], 3 * t.dispatch[0 * 16 + 4], 1e-6);
+  EXPECT_NEAR(t.dispatch[0 * 16 + 3], 3 * t.dispatch[0 * 16 + 4], 1e-6);
+  EXPECT_EQ(t.dispatch[7 * 16 + 7], 0.0);
+  EXPECT_NEAR(t.node_share, nu / (8 * rho), 1e-15);
+  EXPECT_NEAR(t.node_share, 1750.0 / (8 * 819.0), 1e-15);
+  // The all_to_all dispatcher keeps its EP groups and expert-TP collectives.
+  plan.moe_dispatcher = MoeDispatcher::all_to_all;
+  EXPECT_FALSE(dispatch_spans_expert_tp(model, plan));
+  EXPECT_TRUE(has_expert_tp_collectives(model, plan));
+  plan.moe_dispatcher = MoeDispatcher::deepep;
+  EXPECT_FALSE(has_expert_tp_collectives(model, plan));
 }
 
 TEST(EpNodes, GroupsOfWholeNodesOrOneNodeAreUniformOthersAreNot) {

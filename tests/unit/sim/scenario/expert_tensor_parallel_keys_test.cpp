@@ -75,15 +75,13 @@ TEST(ExpertTensorParallelKeys, AnExpertTpBetweenOneAndTpIsADivisorOfTp) {
   EXPECT_NE(above.find("4 does not divide tp = 2"), std::string::npos) << above;
 }
 
-TEST(ExpertTensorParallelKeys, AnExpertTpBetweenOneAndTpWithDeepepIsRefused) {
+TEST(ExpertTensorParallelKeys, AnExpertTpBetweenOneAndTpWithDeepepLoads) {
+  // Megatron's flex dispatcher over the expert-TP x EP block
+  // (workloads/expert_parallel.hpp, dispatch_spans_expert_tp).
   const auto p =
       problems(scenario("  tp: 4\n  sequence_parallel: true\n  dp: 4\n  expert_parallel: 4\n"
                         "  global_batch_size: 4\n  expert_tensor_parallel: 2\n  moe_dispatcher: deepep\n"));
-  EXPECT_NE(p.find("plan.expert_tensor_parallel"), std::string::npos) << p;
-  EXPECT_NE(p.find("2 with moe_dispatcher deepep"), std::string::npos) << p;
-  EXPECT_NE(p.find("expected expert_tensor_parallel 1 or 4, or moe_dispatcher: all_to_all"),
-            std::string::npos)
-      << p;
+  EXPECT_EQ(p, "");
 }
 
 TEST(ExpertTensorParallelKeys, EpTimesExpertTpMustDivideTheStage) {

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <boost/graph/adjacency_list.hpp>
+#include <set>
+#include <vector>
 
 #include "support/small_moe.hpp"
 #include "support/test_cluster.hpp"
@@ -59,6 +61,46 @@ TEST(DeepepDispatchGraph, EveryAllToAllAsksForDeepepWithItsRelayBytes) {
   // M = 1: a token stays on one node, never touching the other (rho, nu
   // are half of a one-node group's).
   EXPECT_DOUBLE_EQ(nu, 0.5);
+}
+
+// Expert TP 2 below tp 4 on 2 nodes of 8 (tp 4 x dp 4, ep 4): DeepEP
+// exchanges over each expert-TP x EP block of 8 GPUs (one node: GPUs 0-7,
+// 8-15), a token going to both shard GPUs of each expert set it reaches
+// (4 sets of 4 experts, top-4: 1 - C(12, 4) / C(16, 4) = 1325 / 1820),
+// and no expert-TP all-gather or reduce-scatter runs.
+TEST(DeepepDispatchGraph, WithExpertTpBelowTpTheExchangeSpansTheExpertTpTimesEpBlock) {
+  const ModelSpec m = small_moe();
+  ParallelPlan plan{.dp = 4, .tp = 4, .ep = 4, .micro_batch_size = 1, .global_batch_size = 8};
+  plan.etp = 2;
+  plan.sequence_parallel = true;
+  plan.zero_stage = 1;
+  plan.moe_dispatcher = MoeDispatcher::deepep;
+  const auto cluster = testing::uniform_cluster(2, 8, 100e9, 1e-6);
+  const AnalyticCostModel cost(m, plan, 0.5);
+  const TaskGraph g = build_iteration(m, plan, cluster, cost);
+  const double rho = 1325.0 / 1820.0;
+  int seen = 0;
+  std::set<std::vector<int>> groups;
+  for (auto v : boost::make_iterator_range(boost::vertices(g.graph))) {
+    const Task& t = g[v];
+    if (t.kind == TaskKind::collective && t.comm == CommKind::tp) {
+      EXPECT_EQ(g.groups[static_cast<std::size_t>(t.group)].size(), 4u);  // dense TP only
+    }
+    if (t.comm != CommKind::ep)
+      continue;
+    ++seen;
+    groups.insert(g.groups[static_cast<std::size_t>(t.group)]);
+    EXPECT_EQ(t.algorithm, platforms::CollectiveAlgorithm::deepep);
+    ASSERT_GE(t.exchange, 0);
+    const Exchange& x = g.exchanges[static_cast<std::size_t>(t.exchange)];
+    ASSERT_EQ(x.dispatch_bytes.size(), 64u);
+    // One pass pair per layer, 2 layers, 1,024 / 4 tokens, BF16.
+    EXPECT_NEAR(x.dispatch_bytes[0 * 8 + 5], 2 * 256.0 * 1024 * 2 * rho, 1e-6);
+    EXPECT_NEAR(x.node_share, 1 / (8 * rho), 1e-15);
+  }
+  // 2 blocks, 2 micro-batches, a forward and a backward each.
+  EXPECT_EQ(seen, 2 * 2 * 2);
+  EXPECT_EQ(groups, (std::set<std::vector<int>>{{0, 1, 2, 3, 4, 5, 6, 7}, {8, 9, 10, 11, 12, 13, 14, 15}}));
 }
 
 TEST(DeepepDispatchGraph, TheAllToAllDispatcherKeepsItsGraph) {

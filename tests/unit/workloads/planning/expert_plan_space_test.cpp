@@ -11,6 +11,7 @@
 #include "support/test_cluster.hpp"
 #include "workloads/expert_parallel.hpp"
 #include "workloads/planning/expert_estimate.hpp"
+#include "workloads/planning/merged_step_estimate.hpp"
 #include "workloads/planning/plan_estimate.hpp"
 #include "workloads/planning/plan_space.hpp"
 
@@ -79,7 +80,8 @@ TEST(ExpertPlanSpace, SearchesTheExpertParallelDegreesTheLoaderAccepts) {
 }
 
 // --set plan.expert_tensor_parallel=[1,4,3]: 4 is tp (the key left out), 3
-// divides no tp; with a deepep dispatcher only 1 and tp remain.
+// divides no tp; a deepep dispatcher searches every divisor too (its
+// dispatch then spans the expert-TP x EP block).
 TEST(ExpertPlanSpace, GivenExpertTpValuesAreKeptWhereTheyDivideTp) {
   PlanSpaceOptions o = sixteen_gpus();
   o.tp = {4};
@@ -102,7 +104,7 @@ TEST(ExpertPlanSpace, GivenExpertTpValuesAreKeptWhereTheyDivideTp) {
   std::set<int> deepep;
   for (const auto& plan : enumerate_plans(model, o).candidates)
     deepep.insert(plan.etp);
-  EXPECT_EQ(deepep, (std::set<int>{0, 1}));
+  EXPECT_EQ(deepep, (std::set<int>{0, 1, 2}));
 }
 
 // --set plan.expert_parallel=[2,3,16]: 3 and 16 divide no plan's experts;
@@ -176,8 +178,9 @@ TEST(ExpertEstimate, AllToAllPassPairIsTheNicBytesOverItsBandwidth) {
 // micro-batch), pp 1, m 2, 2 MoE layers: each micro-batch's forward runs 2
 // passes per layer (1 pair), its backward 2 (1 pair): 2 x 2 pairs per
 // micro-batch, 8 in the iteration, serial with the compute. With
-// moe_a2a_overlap the forward's hide under the backward's 20 ms and the
-// backward's under the forward's 10 ms.
+// moe_a2a_overlap the merged step runs the two ops piece by piece
+// (merged_step_estimate.hpp): forward pieces of 5 ms, backward pieces of
+// 10 ms.
 TEST(ExpertEstimate, ExpertAllToAllsAddTheirPassPairsToTheIteration) {
   const ModelSpec model = small_moe_model(2, 8, 2, 1024);
   auto cluster = testing::uniform_cluster(2, 4, 100e9, 0);
@@ -202,17 +205,22 @@ TEST(ExpertEstimate, ExpertAllToAllsAddTheirPassPairsToTheIteration) {
 
   // Overlapped: of a rank's m = 2 forwards and backwards, the warm-up
   // forward and the cool-down backward (p - r = 1 each) have no partner and
-  // show whole; the merged step's hide under the other op: on these fast
-  // links entirely.
+  // show whole (4 pairs). On these fast links the merged step shows 2 of
+  // its 4: F0's under B0, B0's under F1, F1's after it (B1 waits for the
+  // forward's end), B1's after the step.
   plan.moe_a2a_overlap = true;
-  EXPECT_DOUBLE_EQ(estimate_plan(model, plan, cluster, cost).ep_comm_s, 2 * 0.5 * (2 * pair + 2 * pair));
-  // On 1000 times slower links a merged forward's 2 pairs show beyond the
-  // backward's 20 ms, a merged backward's beyond the forward's 10 ms.
+  EXPECT_NEAR(estimate_plan(model, plan, cluster, cost).ep_comm_s, 2 * (0.5 * 2 * pair + 0.5 * 4 * pair),
+              1e-12);
+  // On 1000 times slower links the merged step's all-to-alls outlast the
+  // pieces and share the links; what it takes beyond its 30 ms of compute.
   auto slow = testing::uniform_cluster(2, 4, 100e6, 0);
-  const double slow_pair = expert_exchange_estimate(model, plan, slow, 0).pass_pair_s;
-  ASSERT_GT(2 * slow_pair, 0.020);
-  EXPECT_NEAR(estimate_plan(model, plan, slow, cost).ep_comm_s,
-              2 * (0.5 * ((2 * slow_pair - 0.020) + (2 * slow_pair - 0.010)) + 0.5 * 4 * slow_pair), 1e-12);
+  const double a = expert_exchange_estimate(model, plan, slow, 0).pass_pair_s;
+  ASSERT_GT(2 * a, 0.020);
+  const MergedOp forward{.pieces = {{0.005, a}, {0.005, a}}, .tail_s = 0};
+  const MergedOp backward{.pieces = {{0.010, a}, {0.010, a}}, .tail_s = 0};
+  const double beyond = merged_step_s(forward, backward) - 0.030;
+  EXPECT_GT(beyond, 2 * a);  // more than two pairs: the links are shared
+  EXPECT_NEAR(estimate_plan(model, plan, slow, cost).ep_comm_s, 2 * (0.5 * beyond + 0.5 * 4 * a), 1e-12);
 }
 
 // tp 4 x dp 4 on one node of 16 GPUs (100 GB/s links, no hop latency), 2
