@@ -174,9 +174,11 @@ scenario::LoadOptions run_load_options(const RunOptions& options) {
   return load;
 }
 
-scenario::RunSize note_long_run(const scenario::Scenario& scenario, const RunOptions& options) {
-  const auto size =
-      scenario::estimate_run_size(scenario, options.iterations * options.seeds, fold_from_gpus(options));
+scenario::RunSize note_long_run(const scenario::Scenario& scenario, const RunOptions& options,
+                                const scenario::RunSize* guarded) {
+  const auto size = guarded ? *guarded
+                            : scenario::estimate_run_size(scenario, options.iterations * options.seeds,
+                                                          fold_from_gpus(options));
   if (size.replay_s > scenario::kLongRun_s)
     std::cerr << fmt::format("note: {}: a long run: {} (estimate)\n", scenario.file,
                              scenario::describe(size));
@@ -211,9 +213,11 @@ int run_scenario(const RunOptions& given, std::optional<scenario::RunSize>& esti
   }
   if (options.balance == "auto")
     return run_balanced(options);
-  const scenario::Scenario scenario =
-      scenario::load_scenario(options.scenario, options.overrides, run_load_options(options));
-  estimate = note_long_run(scenario, options);
+  scenario::RunSize guarded;
+  scenario::LoadOptions load = run_load_options(options);
+  load.estimate = &guarded;
+  const scenario::Scenario scenario = scenario::load_scenario(options.scenario, options.overrides, load);
+  estimate = note_long_run(scenario, options, load.max_run_memory_bytes > 0 ? &guarded : nullptr);
   print_scenario_warnings(scenario, options.allow_oom);
   const fs::path out_dir =
       options.out_dir.empty() ? fs::path("runs") / scenario.name : fs::path(options.out_dir);

@@ -45,8 +45,10 @@ struct RunOptions {
 // available. Throws InputError for a malformed --max-memory.
 scenario::LoadOptions run_load_options(const RunOptions& options);
 // Says the size estimate up front (stderr) when the run will take a while;
-// returns it.
-scenario::RunSize note_long_run(const scenario::Scenario& scenario, const RunOptions& options);
+// returns it. `guarded`: the estimate the loader's size guard already made
+// (counting the task graph again would cost as much again).
+scenario::RunSize note_long_run(const scenario::Scenario& scenario, const RunOptions& options,
+                                const scenario::RunSize* guarded = nullptr);
 
 // Registers the subcommand; `options` must outlive parsing.
 CLI::App* add_run_command(CLI::App& app, RunOptions& options);

@@ -102,9 +102,12 @@ Scenario load_document(const YAML::Node& root, const platforms::InputSource& sou
       throw InfeasiblePlan(Infeasibility::invalid_plan, e.problems());
     }
     // A plan too large to simulate here: refused before anything big is built.
-    if (options.max_run_memory_bytes > 0)
-      check_run_size(scenario, estimate_run_size(scenario, options.iterations, options.fold_from_gpus),
-                     options);
+    if (options.max_run_memory_bytes > 0) {
+      const RunSize size = estimate_run_size(scenario, options.iterations, options.fold_from_gpus);
+      if (options.estimate)
+        *options.estimate = size;
+      check_run_size(scenario, size, options);
+    }
     // A plan that runs, but not in the GPUs' memory.
     if (options.check_memory) {
       for (const auto& problem : memory_problems(scenario))

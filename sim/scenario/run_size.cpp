@@ -7,6 +7,7 @@
 
 #include "platforms/input_error.hpp"
 #include "platforms/units.hpp"
+#include "sim/scenario/replica_record_count.hpp"
 #include "sim/scenario/tree_all_reduce_load.hpp"
 
 namespace trainsim::scenario {
@@ -68,7 +69,12 @@ RunSize estimate(const Scenario& scenario, int iterations, int fold_from_gpus, b
   const double layers = std::max(1, scenario.model.layers);
   RunSize s;
   const double per_unit = kRecordsPerUnit + (plan.zero_stage == 3 ? kFsdpRecordsPerUnit : 0.0);
-  s.records = iterations * (per_unit * gpus * micro_batches * layers_per_stage + gpus * layers);
+  // Counted on the plan's graph with fewer replicas where that can be built
+  // (replica_record_count.hpp), else the formula.
+  const auto counted = counted_iteration_records(scenario);
+  s.records_counted = counted.has_value();
+  s.records =
+      iterations * counted.value_or(per_unit * gpus * micro_batches * layers_per_stage + gpus * layers);
   // Detailed collectives are replayed step by step: one flow per ring step,
   // GPU and channel. Fast and automatic ones are one flow per ring edge (fast)
   // or computed without flows unless a contending flow displaces them
@@ -166,13 +172,18 @@ void check_run_size(const Scenario& scenario, const RunSize& size, const LoadOpt
   if (limit_bytes <= 0 || size.memory_bytes <= limit_bytes)
     return;
   const auto& plan = scenario.plan;
+  const std::string records =
+      size.records_counted
+          ? fmt::format("records counted on the plan's task graph: {:.3g} per GPU and micro-batch",
+                        size.records / std::max(1, options.iterations) / scenario.cluster.gpu_count() /
+                            std::max(1, plan.micro_batches()))
+          : fmt::format("records ~ GPUs x micro-batches x layers per stage = {} x {} x {}",
+                        scenario.cluster.gpu_count(), plan.micro_batches(),
+                        scenario.model.layers / std::max(1, plan.pp));
   throw platforms::InputError({fmt::format(
-      "{}: this run is too large for this machine: the estimate is {} (records ~ GPUs x micro-batches x "
-      "layers per stage = {} x {} x {}), more than the {} of {}; make it smaller (plan.global_batch_size "
-      "for fewer micro-batches, cluster.nodes, model.layers)",
-      scenario.file, describe(size), scenario.cluster.gpu_count(), plan.micro_batches(),
-      scenario.model.layers / std::max(1, plan.pp), units::format_bytes(limit_bytes),
-      options.memory_limit_from)});
+      "{}: this run is too large for this machine: the estimate is {} ({}), more than the {} of {}; make it "
+      "smaller (plan.global_batch_size for fewer micro-batches, cluster.nodes, model.layers)",
+      scenario.file, describe(size), records, units::format_bytes(limit_bytes), options.memory_limit_from)});
 }
 
 void check_collective_size(int ranks, const RunSize& size, const MemoryLimit& limit) {

@@ -26,7 +26,10 @@ constexpr double kLongRun_s = 60;
 
 struct RunSize {
   double records = 0;  // task executions on GPUs (timeline.csv rows)
-  double flows = 0;    // network flows
+  // `records` was counted on the plan's task graph with fewer replicas
+  // (replica_record_count.hpp), not taken from the formula.
+  bool records_counted = false;
+  double flows = 0;  // network flows
   // The run is expected to fold (docs/performance.md, "The fold"): the
   // records and flows above are written, but only one class's are held.
   bool folded = false;

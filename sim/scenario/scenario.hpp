@@ -14,6 +14,8 @@
 
 namespace trainsim::scenario {
 
+struct RunSize;  // sim/scenario/run_size.hpp
+
 // A workload recorded or generated elsewhere (the `workload` section),
 // replayed instead of a model and a plan: one Chakra execution trace file
 // per GPU rank (sim/scenario/trace_workload.hpp).
@@ -74,6 +76,9 @@ struct LoadOptions {
   // from this many GPUs on (0: never; `run` sets sim::kFoldByDefaultGpus, 1
   // with --fold, 0 with --no-fold).
   int fold_from_gpus = 0;
+  // Where the size guard puts its estimate when it makes one (max_run_memory_bytes
+  // > 0): `run` says it again for a long run without counting the graph twice.
+  RunSize* estimate = nullptr;
 };
 
 // Reads `path`, applies the `--set KEY=VALUE` overrides in order, then parses

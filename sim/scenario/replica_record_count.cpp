@@ -1,0 +1,81 @@
+#include "sim/scenario/replica_record_count.hpp"
+
+#include <exception>
+
+#include "sim/scenario/cost_model_choice.hpp"
+#include "workloads/graph_builder/iteration_builder.hpp"
+#include "workloads/plan_checks.hpp"
+
+namespace trainsim::scenario {
+namespace {
+
+// A shrunk graph larger than this is not built to be counted: the count would
+// cost what the guard is there to prevent (~0.5 KB a task).
+constexpr double kMaxCountedGpus = 4096;
+
+double records_of(const workloads::TaskGraph& graph) {
+  double records = 0;
+  for (const auto id : boost::make_iterator_range(boost::vertices(graph.graph))) {
+    const auto& task = graph[id];
+    records += task.kind == workloads::TaskKind::collective
+                   ? static_cast<double>(graph.groups.at(static_cast<std::size_t>(task.group)).size())
+                   : 1.0;
+  }
+  return records;
+}
+
+// The scenario's plan with `replicas` data-parallel replicas, on as many of
+// the group's nodes as it needs; nullopt when that is no valid plan.
+std::optional<Scenario> with_replicas(const Scenario& scenario, int replicas) {
+  const auto& plan = scenario.plan;
+  const auto& group = scenario.cluster.groups.front();
+  const long gpus = long(replicas) * plan.tp * plan.pp * plan.cp;
+  if (gpus % group.gpus_per_node != 0 || plan.global_batch_size % plan.dp != 0)
+    return std::nullopt;
+  // An HSDP plan shrunk to a single shard group would lose its all-reduce
+  // across groups: keep at least two.
+  if (plan.hybrid_sharded() && long(replicas) * plan.cp < 2L * plan.zero_shard_size())
+    return std::nullopt;
+  Scenario shrunk = scenario;
+  shrunk.plan.dp = replicas;
+  shrunk.plan.global_batch_size = plan.global_batch_size / plan.dp * replicas;
+  shrunk.cluster.groups.front().nodes = static_cast<int>(gpus / group.gpus_per_node);
+  if (!workloads::plan_problems(shrunk.model, shrunk.plan).empty())
+    return std::nullopt;
+  return shrunk;
+}
+
+std::optional<double> count(const Scenario& scenario) {
+  try {
+    const auto cost = make_cost_model(scenario);
+    return records_of(workloads::build_iteration(scenario.model, scenario.plan, scenario.cluster, *cost));
+  } catch (const std::exception&) {
+    return std::nullopt;  // a precondition the loader's other checks would name
+  }
+}
+
+}  // namespace
+
+std::optional<double> counted_iteration_records(const Scenario& scenario, int whole_up_to_gpus) {
+  const auto& plan = scenario.plan;
+  if (scenario.workload || scenario.cluster.groups.size() != 1 || !plan.dp_micro_batches.empty() ||
+      plan.gpu_count() != scenario.cluster.gpu_count())
+    return std::nullopt;
+  if (plan.gpu_count() <= whole_up_to_gpus || (plan.dp == 1 && plan.gpu_count() <= kMaxCountedGpus))
+    return count(scenario);
+  // From two replicas: one would have no data-parallel collectives.
+  for (int d = 2; d < plan.dp; ++d) {
+    if (plan.dp % d != 0)
+      continue;
+    if (double(d) * plan.tp * plan.pp * plan.cp > kMaxCountedGpus)
+      return std::nullopt;
+    const auto shrunk = with_replicas(scenario, d);
+    if (!shrunk)
+      continue;
+    if (const auto records = count(*shrunk))
+      return *records * plan.dp / d;
+  }
+  return std::nullopt;
+}
+
+}  // namespace trainsim::scenario

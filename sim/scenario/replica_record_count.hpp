@@ -1,0 +1,32 @@
+#pragma once
+// What the size guard counts instead of guessing where it can: the timeline
+// records of one iteration, counted on the task graph of the same plan with
+// fewer data-parallel replicas and scaled to the plan's. The formula of
+// run_size.cpp (records per GPU, micro-batch and layer of a stage) missed
+// plans whose ops are split into pieces 5-10x (Megatron-LM's interleaved
+// weak-scaling rows with TP overlap: ~11 records per GPU, micro-batch and
+// chunk against the formula's 0.5 per layer; docs/reliability.md "Size
+// guard"), so `--max-memory` let through runs it should have refused.
+//
+// Why scaling is exact enough: every task of a replica is built per GPU of
+// that replica, and a data-parallel collective records once per member, so
+// a graph's records grow linearly with the replicas when the rest of the plan
+// (tp, pp, cp, micro-batches per replica, shard group, expert groups) is
+// kept; the shrunk plan keeps all of them.
+#include <optional>
+
+#include "sim/scenario/scenario.hpp"
+
+namespace trainsim::scenario {
+
+// Records (compute and send tasks once, a collective once per member) of
+// one iteration of `scenario`, counted on a plan of d < dp replicas (the
+// smallest divisor of dp that keeps the plan valid and whole nodes) times
+// dp / d; on the plan itself when it has at most `whole_up_to_gpus` GPUs.
+// nullopt where no such plan exists (a trace workload, several node groups,
+// uneven micro-batches per replica, a plan whose smaller variants are all
+// refused, or a shrunk graph still larger than the counting budget): the
+// caller keeps its formula.
+std::optional<double> counted_iteration_records(const Scenario& scenario, int whole_up_to_gpus = 64);
+
+}  // namespace trainsim::scenario

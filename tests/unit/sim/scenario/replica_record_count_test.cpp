@@ -1,0 +1,91 @@
+// The size guard counts a plan's timeline records on its task graph built
+// with fewer data-parallel replicas (sim/scenario/replica_record_count.hpp)
+// instead of guessing them from a formula that missed split ops 5-10x.
+#include "sim/scenario/replica_record_count.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "sim/scenario/run_size.hpp"
+
+namespace trainsim::scenario {
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024 * 1024;
+constexpr int kWhole = 1 << 20;  // count on the plan itself
+
+Scenario shipped(const std::string& file, const std::vector<std::string>& overrides = {}) {
+  return load_scenario(std::string(TRAINSIM_SOURCE_DIR) + "/" + file, overrides,
+                       LoadOptions{.check_memory = false});
+}
+
+// Megatron-LM's weak-scaling rows (tests/fixtures/megatron_lm_weak_scaling.csv):
+// interleaved with one layer per chunk, sequence parallel with TP overlap.
+std::vector<std::string> megatron_row(int nodes, int layers, int hidden, int heads, int pp, int chunks,
+                                      int batch) {
+  return {"cluster.nodes=" + std::to_string(nodes),
+          "model.layers=" + std::to_string(layers),
+          "model.hidden=" + std::to_string(hidden),
+          "model.heads=" + std::to_string(heads),
+          "plan.tp=8",
+          "plan.dp=48",
+          "plan.pp=" + std::to_string(pp),
+          "plan.schedule=interleaved_1f1b",
+          "plan.virtual_stages=" + std::to_string(chunks),
+          "plan.global_batch_size=" + std::to_string(batch)};
+}
+const std::string kMegatron = "scenarios/validation/megatron-lm-h100-weak-scaling.yaml";
+
+TEST(ReplicaRecordCount, CountingOnTwoReplicasGivesTheWholeGraphsRecords) {
+  for (const auto& overrides : std::vector<std::vector<std::string>>{
+           {}, {"plan.zero_stage=3"}, {"plan.schedule=interleaved_1f1b", "plan.virtual_stages=3"}}) {
+    const Scenario s = shipped("scenarios/scale-512.yaml", overrides);
+    const auto shrunk = counted_iteration_records(s, 0);
+    const auto whole = counted_iteration_records(s, kWhole);
+    ASSERT_TRUE(shrunk && whole);
+    EXPECT_DOUBLE_EQ(*shrunk, *whole) << testing::PrintToString(overrides);
+  }
+}
+
+TEST(ReplicaRecordCount, HybridShardingKeepsTwoShardGroupsAndCountsExactly) {
+  // HSDP: shard groups of 2 replicas; one group would lose the all-reduce
+  // across groups.
+  const Scenario s = shipped("scenarios/scale-16k-hsdp-70b.yaml",
+                             {"cluster.nodes=16", "plan.dp=16", "plan.dp_shard=2", "model.layers=4",
+                              "plan.global_batch_size=16", "cluster.fabric.nodes_per_leaf=2"});
+  const auto shrunk = counted_iteration_records(s, 0);
+  const auto whole = counted_iteration_records(s, kWhole);
+  ASSERT_TRUE(shrunk && whole);
+  EXPECT_DOUBLE_EQ(*shrunk, *whole);
+}
+
+TEST(ReplicaRecordCount, MatchesTheTimelineRowsScale512Writes) {
+  // docs/reliability.md "Size guard": scale-512's timeline.csv has 95k rows,
+  // 1.04M with ZeRO-3 (the formula said 1.5e5 and 1.1e6).
+  EXPECT_NEAR(*counted_iteration_records(shipped("scenarios/scale-512.yaml")), 95e3, 3e3);
+  EXPECT_NEAR(*counted_iteration_records(shipped("scenarios/scale-512.yaml", {"plan.zero_stage=3"})), 1.04e6,
+              0.03e6);
+}
+
+TEST(ReplicaRecordCount, TheInterleavedTpOverlapRowsAreEstimatedAboveWhatTheyTook) {
+  // Megatron-LM's 70B row ran unfolded in 2.79 GiB and 119B's passed 4 GiB
+  // (its graph alone ~6 GiB); the formula said 323 MiB and 552 MiB, so
+  // `--max-memory 4GiB` let them start (docs/calibration.md, 2026-12-06).
+  const RunSize r70 = estimate_run_size(shipped(kMegatron, megatron_row(96, 84, 8192, 64, 2, 42, 384)));
+  const RunSize r119 = estimate_run_size(shipped(kMegatron, megatron_row(192, 92, 10240, 80, 4, 23, 768)));
+  EXPECT_TRUE(r70.records_counted);
+  EXPECT_GT(r70.memory_bytes / kGiB, 2.79);
+  EXPECT_LT(r70.memory_bytes / kGiB, 3 * 2.79);
+  EXPECT_GT(r119.memory_bytes / kGiB, 6);
+}
+
+TEST(ReplicaRecordCount, SeveralNodeGroupsKeepTheFormula) {
+  const Scenario s = shipped("scenarios/hetero-a100-h100.yaml");
+  EXPECT_FALSE(counted_iteration_records(s, 0));
+  EXPECT_FALSE(estimate_run_size(s).records_counted);
+}
+
+}  // namespace
+}  // namespace trainsim::scenario
