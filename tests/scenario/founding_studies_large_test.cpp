@@ -5,12 +5,14 @@
 // networks through `trainsim run`. About 70 CPU-seconds (2-3 minutes of wall
 // time on 2 shared cores), so labelled slow. Holds each point to the
 // write-up's figures, so that a change to the MoE, FP8 or network models
-// shows here, and to what the write-up concludes from them.
+// shows here, to what the write-up concludes from them, and its plots to
+// the points they draw.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -31,6 +33,18 @@ double figure(const json& row, const std::string& name) {
 double all_to_all_s(const json& row) {
   return figure(row, "utilization.exposed_comm_by_op_fraction.ep_all_to_all") *
          figure(row, "iteration_time_s");
+}
+
+// The points a study plot draws, as its SVG names them in each marker's
+// title ("fp8: cluster.name = dgx-b200, tokens/s per GPU = 1587.71"): line
+// label + "|" + x category -> y in the plot's unit.
+std::map<std::string, double> plotted_points(const fs::path& svg) {
+  const std::string text = read_file(svg);
+  static const std::regex marker("<title>([^:<]+): cluster\\.name = ([^,<]+), [^=<]+ = ([-+0-9.e]+)</title>");
+  std::map<std::string, double> points;
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), marker); it != std::sregex_iterator(); ++it)
+    points[(*it)[1].str() + "|" + (*it)[2].str()] = std::stod((*it)[3].str());
+  return points;
 }
 
 struct Reported {
@@ -67,6 +81,30 @@ TEST(FoundingStudiesLarge, HardwareGenerationsDeepSeekV3PointsKeepTheirReportedF
     EXPECT_NEAR(all_to_all_s(row), want.all_to_all_s, 0.01 + 0.01 * want.all_to_all_s) << variant;
     EXPECT_EQ(row["fits_in_memory"], true) << variant;
   }
+
+  // The write-up's DeepSeek-V3 plots (docs/founding/hardware-generations/
+  // dsv3-*.svg, this sweep's plots/): one line per precision, one point per
+  // cluster, each the point's figure (MFU in percent); the Llamas' MFU plot
+  // (their 8,192-token points) draws none of them.
+  const std::map<std::string, std::pair<std::string, double>> dsv3_plots = {
+      {"dsv3-tokens-per-gpu.svg", {"tokens_per_s_per_gpu", 1.0}},
+      {"dsv3-tokens-per-joule.svg", {"energy.tokens_per_J", 1.0}},
+      {"dsv3-mfu-bf16-peak.svg", {"mfu", 100.0}},
+  };
+  const std::map<std::string, std::string> cluster_of = {
+      {"h100", "dgx-h100-ndr"}, {"b200", "dgx-b200"}, {"gb200", "gb200-nvl72"}};
+  for (const auto& [file, column] : dsv3_plots) {
+    const auto points = plotted_points(dir / "plots" / file);
+    EXPECT_EQ(points.size(), 6u) << file;
+    for (const auto& [gpu, cluster] : cluster_of)
+      for (const std::string precision : {"bf16", "fp8"}) {
+        const auto at = points.find(precision + "|" + cluster);
+        ASSERT_NE(at, points.end()) << file << ": no " << precision << " point at " << cluster;
+        const double want = column.second * figure(rows["dsv3-" + gpu + "-" + precision], column.first);
+        EXPECT_NEAR(at->second, want, 1e-5 * want) << file << " " << precision << " " << cluster;
+      }
+  }
+  EXPECT_TRUE(plotted_points(dir / "plots" / "mfu-bf16-peak.svg").empty());
 
   const std::string per_gpu = "tokens_per_s_per_gpu";
   for (const std::string precision : {"bf16", "fp8"}) {
