@@ -5,12 +5,14 @@
 // networks through `trainsim run`. About 70 CPU-seconds (2-3 minutes of wall
 // time on 2 shared cores), so labelled slow. Holds each point to the
 // write-up's figures, so that a change to the MoE, FP8 or network models
-// shows here, and to what the write-up concludes from them.
+// shows here, to what the write-up concludes from them, and its plots to
+// the points they draw.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -31,6 +33,18 @@ double figure(const json& row, const std::string& name) {
 double all_to_all_s(const json& row) {
   return figure(row, "utilization.exposed_comm_by_op_fraction.ep_all_to_all") *
          figure(row, "iteration_time_s");
+}
+
+// The points a study plot draws, as its SVG names them in each marker's
+// title ("fp8: cluster.name = dgx-b200, tokens/s per GPU = 1587.71"): line
+// label + "|" + x category -> y in the plot's unit.
+std::map<std::string, double> plotted_points(const fs::path& svg) {
+  const std::string text = read_file(svg);
+  static const std::regex marker("<title>([^:<]+): cluster\\.name = ([^,<]+), [^=<]+ = ([-+0-9.e]+)</title>");
+  std::map<std::string, double> points;
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), marker); it != std::sregex_iterator(); ++it)
+    points[(*it)[1].str() + "|" + (*it)[2].str()] = std::stod((*it)[3].str());
+  return points;
 }
 
 struct Reported {
@@ -68,17 +82,41 @@ TEST(FoundingStudiesLarge, HardwareGenerationsDeepSeekV3PointsKeepTheirReportedF
     EXPECT_EQ(row["fits_in_memory"], true) << variant;
   }
 
+  // The write-up's DeepSeek-V3 plots (docs/founding/hardware-generations/
+  // dsv3-*.svg, this sweep's plots/): one line per precision, one point per
+  // cluster, each the point's figure (MFU in percent); the Llamas' MFU plot
+  // (their 8,192-token points) draws none of them.
+  const std::map<std::string, std::pair<std::string, double>> dsv3_plots = {
+      {"dsv3-tokens-per-gpu.svg", {"tokens_per_s_per_gpu", 1.0}},
+      {"dsv3-tokens-per-joule.svg", {"energy.tokens_per_J", 1.0}},
+      {"dsv3-mfu-bf16-peak.svg", {"mfu", 100.0}},
+  };
+  const std::map<std::string, std::string> cluster_of = {
+      {"h100", "dgx-h100-ndr"}, {"b200", "dgx-b200"}, {"gb200", "gb200-nvl72"}};
+  for (const auto& [file, column] : dsv3_plots) {
+    const auto points = plotted_points(dir / "plots" / file);
+    EXPECT_EQ(points.size(), 6u) << file;
+    for (const auto& [gpu, cluster] : cluster_of)
+      for (const std::string precision : {"bf16", "fp8"}) {
+        const auto at = points.find(precision + "|" + cluster);
+        ASSERT_NE(at, points.end()) << file << ": no " << precision << " point at " << cluster;
+        const double want = column.second * figure(rows["dsv3-" + gpu + "-" + precision], column.first);
+        EXPECT_NEAR(at->second, want, 1e-5 * want) << file << " " << precision << " " << cluster;
+      }
+  }
+  EXPECT_TRUE(plotted_points(dir / "plots" / "mfu-bf16-peak.svg").empty());
+
   const std::string per_gpu = "tokens_per_s_per_gpu";
   for (const std::string precision : {"bf16", "fp8"}) {
     const auto& h100 = rows["dsv3-h100-" + precision];
     const auto& b200 = rows["dsv3-b200-" + precision];
     const auto& gb200 = rows["dsv3-gb200-" + precision];
     // GB200 NVL72 per GPU against DGX B200: 1.58x (BF16) and 1.78x (FP8) for
-    // DeepSeek-V3, against 1.06-1.13x for the dense Llamas of the same study:
+    // DeepSeek-V3, against 1.06-1.09x for the dense Llamas of the same study:
     // its EP groups of 64 dispatch over NVLink inside a domain.
     EXPECT_GT(figure(gb200, per_gpu), 1.5 * figure(b200, per_gpu)) << precision;
     EXPECT_LT(all_to_all_s(gb200), 0.3 * all_to_all_s(b200)) << precision;
-    // B200 against H100: 1.83x (BF16), 1.70x (FP8), below the 2.2-2.3x of
+    // B200 against H100: 1.83x (BF16), 1.70x (FP8), below the 2.29-2.34x of
     // the dense Llamas: the same 400 Gb/s per GPU carries the dispatch.
     EXPECT_GT(figure(b200, per_gpu), 1.6 * figure(h100, per_gpu)) << precision;
     EXPECT_LT(figure(b200, per_gpu), 2.0 * figure(h100, per_gpu)) << precision;
@@ -143,6 +181,48 @@ TEST(FoundingStudiesLarge, HardwareGenerationsDeepSeekV3PointsKeepTheirReportedF
                                 "--quiet", "--set", "cluster.nvlink_domain=72"});
   EXPECT_EQ(refused.status, 1) << refused.out;
   EXPECT_NE(refused.err.find("deepep"), std::string::npos) << refused.err;
+  fs::remove_all(dir);
+}
+
+// Llama-3.1 70B on 72 DGX B200 nodes, BF16 and FP8: the winners of their
+// CP 2 searches (2026-12-06; docs/founding_studies.md, "3. Hardware
+// generations"), TP 2 x PP 2 x VP 8 x CP 2 x DP 72, MBS 2, in both
+// precisions, at full size (80 layers, 1,152 sequences of 8,192 tokens):
+// about 130 CPU-seconds each.
+TEST(FoundingStudiesLarge, HardwareGenerations70bOnB200RunsItsCp2PlanAtTheReportedFigures) {
+  const auto dir = fresh_dir("study-generations-70b-b200-full");
+  const auto r =
+      run_cli({"sweep", "scenarios/study-hardware-generations.yaml", "--out", dir.string(), "-j", "2",
+               "--quiet", "--keep", "summary", "--only", "variant=70b-b200-bf16,70b-b200-fp8"});
+  ASSERT_EQ(r.status, 0) << r.err << r.out;
+  const auto results = json::parse(read_file(dir / "results.json"));
+  ASSERT_EQ(results["rows"].size(), 2u);
+  std::map<std::string, json> rows;
+  for (const auto& row : results["rows"])
+    rows[row["variant"].get<std::string>()] = row;
+  // docs/founding_studies.md's table (scripts/founding_tables generations):
+  // step, tokens/s per GPU, MFU against the BF16 peak.
+  const std::map<std::string, std::vector<double>> reported = {
+      {"70b-b200-bf16", {5.871, 2791, 0.597}},
+      {"70b-b200-fp8", {4.273, 3834, 0.820}},
+  };
+  for (const auto& [variant, want] : reported) {
+    const auto& row = rows[variant];
+    EXPECT_EQ(row["plan.tp"], 2) << variant;
+    EXPECT_EQ(row["plan.pp"], 2) << variant;
+    EXPECT_EQ(row["plan.context_parallel"], 2) << variant;
+    EXPECT_EQ(row["plan.dp"], 72) << variant;
+    EXPECT_NEAR(figure(row, "iteration_time_s"), want[0], 0.002) << variant;
+    EXPECT_NEAR(figure(row, "tokens_per_s_per_gpu"), want[1], 1.0) << variant;
+    EXPECT_NEAR(figure(row, "mfu"), want[2], 0.0015) << variant;
+    EXPECT_EQ(row["fits_in_memory"], true) << variant;
+  }
+  // The same plan in both precisions: FP8 buys 1.37x per GPU (the linear
+  // GEMMs at twice the peak; attention, the casts and the communication do
+  // not shrink).
+  const double fp8_over_bf16 = figure(rows["70b-b200-fp8"], "tokens_per_s_per_gpu") /
+                               figure(rows["70b-b200-bf16"], "tokens_per_s_per_gpu");
+  EXPECT_NEAR(fp8_over_bf16, 1.37, 0.01);
   fs::remove_all(dir);
 }
 
