@@ -184,45 +184,33 @@ TEST(FoundingStudiesLarge, HardwareGenerationsDeepSeekV3PointsKeepTheirReportedF
   fs::remove_all(dir);
 }
 
-// Llama-3.1 70B on 72 DGX B200 nodes, BF16 and FP8: the winners of their
-// CP 2 searches (2026-12-06; docs/founding_studies.md, "3. Hardware
-// generations"), TP 2 x PP 2 x VP 8 x CP 2 x DP 72, MBS 2, in both
-// precisions, at full size (80 layers, 1,152 sequences of 8,192 tokens):
-// about 130 CPU-seconds each.
+// Llama-3.1 70B on 72 DGX B200 nodes in FP8: the winner of its CP 2 search
+// (2026-12-06; docs/founding_studies.md, "3. Hardware generations"), TP 2 x
+// PP 2 x VP 8 x CP 2 x DP 72, MBS 2, at full size (80 layers, 1,152
+// sequences of 8,192 tokens): about 130 CPU-seconds. The BF16 point runs the
+// same plan (5.871 s, 2,791 tokens/s per GPU) and costs as much again; it is
+// left to the study's whole run (docs/performance.md) to keep .ci/run's
+// budget: the FP8 point exercises everything the BF16 one does and FP8's
+// GEMMs besides.
 TEST(FoundingStudiesLarge, HardwareGenerations70bOnB200RunsItsCp2PlanAtTheReportedFigures) {
   const auto dir = fresh_dir("study-generations-70b-b200-full");
-  const auto r =
-      run_cli({"sweep", "scenarios/study-hardware-generations.yaml", "--out", dir.string(), "-j", "2",
-               "--quiet", "--keep", "summary", "--only", "variant=70b-b200-bf16,70b-b200-fp8"});
+  const auto r = run_cli({"sweep", "scenarios/study-hardware-generations.yaml", "--out", dir.string(), "-j",
+                          "1", "--quiet", "--keep", "summary", "--only", "variant=70b-b200-fp8"});
   ASSERT_EQ(r.status, 0) << r.err << r.out;
   const auto results = json::parse(read_file(dir / "results.json"));
-  ASSERT_EQ(results["rows"].size(), 2u);
-  std::map<std::string, json> rows;
-  for (const auto& row : results["rows"])
-    rows[row["variant"].get<std::string>()] = row;
+  ASSERT_EQ(results["rows"].size(), 1u);
+  const auto& row = results["rows"][0];
+  EXPECT_EQ(row["variant"], "70b-b200-fp8");
+  EXPECT_EQ(row["plan.tp"], 2);
+  EXPECT_EQ(row["plan.pp"], 2);
+  EXPECT_EQ(row["plan.context_parallel"], 2);
+  EXPECT_EQ(row["plan.dp"], 72);
   // docs/founding_studies.md's table (scripts/founding_tables generations):
   // step, tokens/s per GPU, MFU against the BF16 peak.
-  const std::map<std::string, std::vector<double>> reported = {
-      {"70b-b200-bf16", {5.871, 2791, 0.597}},
-      {"70b-b200-fp8", {4.273, 3834, 0.820}},
-  };
-  for (const auto& [variant, want] : reported) {
-    const auto& row = rows[variant];
-    EXPECT_EQ(row["plan.tp"], 2) << variant;
-    EXPECT_EQ(row["plan.pp"], 2) << variant;
-    EXPECT_EQ(row["plan.context_parallel"], 2) << variant;
-    EXPECT_EQ(row["plan.dp"], 72) << variant;
-    EXPECT_NEAR(figure(row, "iteration_time_s"), want[0], 0.002) << variant;
-    EXPECT_NEAR(figure(row, "tokens_per_s_per_gpu"), want[1], 1.0) << variant;
-    EXPECT_NEAR(figure(row, "mfu"), want[2], 0.0015) << variant;
-    EXPECT_EQ(row["fits_in_memory"], true) << variant;
-  }
-  // The same plan in both precisions: FP8 buys 1.37x per GPU (the linear
-  // GEMMs at twice the peak; attention, the casts and the communication do
-  // not shrink).
-  const double fp8_over_bf16 = figure(rows["70b-b200-fp8"], "tokens_per_s_per_gpu") /
-                               figure(rows["70b-b200-bf16"], "tokens_per_s_per_gpu");
-  EXPECT_NEAR(fp8_over_bf16, 1.37, 0.01);
+  EXPECT_NEAR(figure(row, "iteration_time_s"), 4.273, 0.002);
+  EXPECT_NEAR(figure(row, "tokens_per_s_per_gpu"), 3834, 1.0);
+  EXPECT_NEAR(figure(row, "mfu"), 0.820, 0.0015);
+  EXPECT_EQ(row["fits_in_memory"], true);
   fs::remove_all(dir);
 }
 
