@@ -1,5 +1,6 @@
 #include "sim/scenario/replica_record_count.hpp"
 
+#include <algorithm>
 #include <exception>
 
 #include "sim/scenario/cost_model_choice.hpp"
@@ -10,8 +11,19 @@ namespace trainsim::scenario {
 namespace {
 
 // A shrunk graph larger than this is not built to be counted: the count would
-// cost what the guard is there to prevent (~0.5 KB a task).
+// cost what the guard is there to prevent (~0.5 KB a task). Bounded before
+// building, in GPUs and in (GPU x micro-batch x layer or chunk of a stage)
+// units, of which plans build up to ~15 records each (interleaved chunks
+// with TP overlap's pieces): 2e5 units stay under ~1.5 GB while the graph is
+// counted; a plan beyond either (a billion-sequence batch) keeps the formula.
 constexpr double kMaxCountedGpus = 4096;
+constexpr double kMaxCountedUnits = 2e5;
+
+double units_of(const workloads::ParallelPlan& plan, int layers) {
+  const double per_stage = std::max(1.0, double(layers) / std::max(1, plan.pp));
+  return double(plan.gpu_count()) * std::max(1, plan.micro_batches()) *
+         std::max(per_stage, double(std::max(1, plan.virtual_stages)));
+}
 
 double records_of(const workloads::TaskGraph& graph) {
   double records = 0;
@@ -45,6 +57,11 @@ std::optional<Scenario> with_replicas(const Scenario& scenario, int replicas) {
   return shrunk;
 }
 
+bool affordable(const Scenario& scenario) {
+  return scenario.plan.gpu_count() <= kMaxCountedGpus &&
+         units_of(scenario.plan, scenario.model.layers) <= kMaxCountedUnits;
+}
+
 std::optional<double> count(const Scenario& scenario) {
   try {
     const auto cost = make_cost_model(scenario);
@@ -61,17 +78,17 @@ std::optional<double> counted_iteration_records(const Scenario& scenario, int wh
   if (scenario.workload || scenario.cluster.groups.size() != 1 || !plan.dp_micro_batches.empty() ||
       plan.gpu_count() != scenario.cluster.gpu_count())
     return std::nullopt;
-  if (plan.gpu_count() <= whole_up_to_gpus || (plan.dp == 1 && plan.gpu_count() <= kMaxCountedGpus))
-    return count(scenario);
+  if (plan.gpu_count() <= whole_up_to_gpus || plan.dp == 1)
+    return affordable(scenario) ? count(scenario) : std::nullopt;
   // From two replicas: one would have no data-parallel collectives.
   for (int d = 2; d < plan.dp; ++d) {
     if (plan.dp % d != 0)
       continue;
-    if (double(d) * plan.tp * plan.pp * plan.cp > kMaxCountedGpus)
-      return std::nullopt;
     const auto shrunk = with_replicas(scenario, d);
     if (!shrunk)
       continue;
+    if (!affordable(*shrunk))
+      return std::nullopt;  // larger still with more replicas
     if (const auto records = count(*shrunk))
       return *records * plan.dp / d;
   }

@@ -25,8 +25,9 @@ namespace trainsim::scenario {
 // dp / d; on the plan itself when it has at most `whole_up_to_gpus` GPUs.
 // nullopt where no such plan exists (a trace workload, several node groups,
 // uneven micro-batches per replica, a plan whose smaller variants are all
-// refused, or a shrunk graph still larger than the counting budget): the
-// caller keeps its formula.
+// refused, or a shrunk graph beyond the counting budget of 4,096 GPUs and
+// 2e5 GPU x micro-batch x stage-layer units, checked before it is built):
+// the caller keeps its formula.
 std::optional<double> counted_iteration_records(const Scenario& scenario, int whole_up_to_gpus = 64);
 
 }  // namespace trainsim::scenario

@@ -48,7 +48,7 @@ TEST(MemoryLimits, AnAllocationThatFailsIsExitOneWithTheEstimateAndTheLimit) {
   expect_no_internal_error(r);
   EXPECT_NE(
       r.err.find("error: out of memory: the run needed more than the 80MiB the process may use (ulimit -v); "
-                 "estimate: about 1.5e+05 records"),
+                 "estimate: about 9.5e+04 records"),
       std::string::npos)
       << r.err;
   EXPECT_FALSE(fs::exists(out / "run.complete"));

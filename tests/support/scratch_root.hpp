@@ -51,7 +51,16 @@ inline void remove_orphaned_scratch_roots(const std::filesystem::path& temp) {
     std::error_code ignored;
     if (!fs::is_directory(it->path(), ignored) || fs::exists(it->path() / "KEEP", ignored))
       continue;
-    fs::remove_all(it->path(), ignored);
+    // Claimed by an atomic rename before it is removed: test processes that
+    // start together (ctest -j) all find the same orphans, and two
+    // remove_all walking one tree while it vanishes crashed one of them
+    // (a SEGFAULT in kineto_cli_tests after a killed run left its roots).
+    // Only the process whose rename succeeds removes the folder; the new
+    // name does not match the pattern above.
+    const fs::path claimed = temp / ("trainsim-reaped-" + std::to_string(::getpid()) + "-" + digits);
+    fs::rename(it->path(), claimed, ignored);
+    if (!ignored)
+      fs::remove_all(claimed, ignored);
   }
 }
 
