@@ -4,6 +4,7 @@
 #include <tuple>
 
 #include "sim/collectives/collectives.hpp"
+#include "sim/scenario/replica_record_count.hpp"
 #include "sim/scenario/run_size.hpp"
 
 namespace trainsim::sim {
@@ -138,7 +139,10 @@ ReplayCost estimate_replay_cost(const workloads::TaskGraph& graph, const Cluster
 ReplayCost estimate_replay_cost(const workloads::TaskGraph& graph, const ClusterZone& zone, int iterations,
                                 const ReplicaFold& fold, const scenario::Scenario& scenario) {
   ReplayCost cost = count_replay(graph, zone, iterations, &fold);
-  cost.memory_bytes = scenario::estimate_folded_run_size(scenario, iterations).memory_bytes;
+  // The graph is built: its records are counted here, not on a shrunk one again.
+  cost.memory_bytes =
+      scenario::estimate_folded_run_size(scenario, iterations, scenario::timeline_records(graph))
+          .memory_bytes;
   return cost;
 }
 

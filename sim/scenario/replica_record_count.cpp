@@ -25,7 +25,9 @@ double units_of(const workloads::ParallelPlan& plan, int layers) {
          std::max(per_stage, double(std::max(1, plan.virtual_stages)));
 }
 
-double records_of(const workloads::TaskGraph& graph) {
+}  // namespace
+
+double timeline_records(const workloads::TaskGraph& graph) {
   double records = 0;
   for (const auto id : boost::make_iterator_range(boost::vertices(graph.graph))) {
     const auto& task = graph[id];
@@ -35,6 +37,8 @@ double records_of(const workloads::TaskGraph& graph) {
   }
   return records;
 }
+
+namespace {
 
 // The scenario's plan with `replicas` data-parallel replicas, on as many of
 // the group's nodes as it needs; nullopt when that is no valid plan.
@@ -65,7 +69,8 @@ bool affordable(const Scenario& scenario) {
 std::optional<double> count(const Scenario& scenario) {
   try {
     const auto cost = make_cost_model(scenario);
-    return records_of(workloads::build_iteration(scenario.model, scenario.plan, scenario.cluster, *cost));
+    return timeline_records(
+        workloads::build_iteration(scenario.model, scenario.plan, scenario.cluster, *cost));
   } catch (const std::exception&) {
     return std::nullopt;  // a precondition the loader's other checks would name
   }

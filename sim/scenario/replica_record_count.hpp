@@ -16,6 +16,7 @@
 #include <optional>
 
 #include "sim/scenario/scenario.hpp"
+#include "workloads/task_graph.hpp"
 
 namespace trainsim::scenario {
 
@@ -28,6 +29,10 @@ namespace trainsim::scenario {
 // refused, or a shrunk graph beyond the counting budget of 4,096 GPUs and
 // 2e5 GPU x micro-batch x stage-layer units, checked before it is built):
 // the caller keeps its formula.
+// The records of one iteration of a built graph: compute ops and sends once,
+// a collective once per member (what the timeline writes).
+double timeline_records(const workloads::TaskGraph& graph);
+
 std::optional<double> counted_iteration_records(const Scenario& scenario, int whole_up_to_gpus = 64);
 
 }  // namespace trainsim::scenario

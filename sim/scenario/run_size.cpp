@@ -60,8 +60,10 @@ constexpr double kRunSecondsPerFlow = 1e-6;
 constexpr double kRunSecondsPerTreeFlowAndFlowInFlight = 3e-8;
 constexpr double kTreeFlowsInFlight = 1.0;
 
-// `known_folded`: the fold was found (estimate_folded_run_size).
-RunSize estimate(const Scenario& scenario, int iterations, int fold_from_gpus, bool known_folded) {
+// `known_folded`: the fold was found (estimate_folded_run_size);
+// `known_records`: one iteration's records, counted on the graph already built.
+RunSize estimate(const Scenario& scenario, int iterations, int fold_from_gpus, bool known_folded,
+                 std::optional<double> known_records = std::nullopt) {
   const auto& plan = scenario.plan;
   const double gpus = scenario.cluster.gpu_count();
   const double micro_batches = std::max(1, plan.micro_batches());
@@ -71,7 +73,7 @@ RunSize estimate(const Scenario& scenario, int iterations, int fold_from_gpus, b
   const double per_unit = kRecordsPerUnit + (plan.zero_stage == 3 ? kFsdpRecordsPerUnit : 0.0);
   // Counted on the plan's graph with fewer replicas where that can be built
   // (replica_record_count.hpp), else the formula.
-  const auto counted = counted_iteration_records(scenario);
+  const auto counted = known_records ? known_records : counted_iteration_records(scenario);
   s.records_counted = counted.has_value();
   s.records =
       iterations * counted.value_or(per_unit * gpus * micro_batches * layers_per_stage + gpus * layers);
@@ -117,8 +119,9 @@ RunSize estimate_run_size(const Scenario& scenario, int iterations, int fold_fro
   return estimate(scenario, iterations, fold_from_gpus, false);
 }
 
-RunSize estimate_folded_run_size(const Scenario& scenario, int iterations) {
-  return estimate(scenario, iterations, 0, true);
+RunSize estimate_folded_run_size(const Scenario& scenario, int iterations,
+                                 std::optional<double> iteration_records) {
+  return estimate(scenario, iterations, 0, true, iteration_records);
 }
 
 RunSize estimate_collective_size(int ranks, std::size_t sizes, platforms::Fidelity fidelity) {

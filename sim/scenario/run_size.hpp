@@ -13,6 +13,7 @@
 // constants in run_size.cpp, nothing else. It aims at the right order of
 // magnitude (within ~3x either way), which is what a guard needs.
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -45,7 +46,10 @@ struct RunSize {
 RunSize estimate_run_size(const Scenario& scenario, int iterations = 1, int fold_from_gpus = 0);
 // The same for a run known to fold (the replay found the fold): its records
 // and flows held per class whatever the simple conditions above predict.
-RunSize estimate_folded_run_size(const Scenario& scenario, int iterations = 1);
+// `iteration_records`: one iteration's records when the graph is built
+// (replica_record_count.hpp's timeline_records), else counted as above.
+RunSize estimate_folded_run_size(const Scenario& scenario, int iterations = 1,
+                                 std::optional<double> iteration_records = std::nullopt);
 
 // `trainsim collective`: `sizes` collectives over `ranks` ranks, one after
 // the other. Detailed fidelity moves up to 2 (ranks - 1) steps of one flow
