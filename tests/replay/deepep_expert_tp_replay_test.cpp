@@ -7,13 +7,9 @@
 // simulation per TEST.
 #include <gtest/gtest.h>
 
-#include "analysis/summary.hpp"
-#include "sim/platform/cluster_zone.hpp"
-#include "sim/platform/engine_setup.hpp"
-#include "sim/replay/replay.hpp"
+#include "support/replayed_summary.hpp"
 #include "support/test_cluster.hpp"
 #include "workloads/expert_parallel.hpp"
-#include "workloads/graph_builder/iteration_builder.hpp"
 #include "workloads/planning/plan_estimate.hpp"
 
 namespace trainsim::sim {
@@ -35,11 +31,7 @@ TEST(DeepepExpertTpReplay, TheBlocksExchangeReplaysAsTheEstimateCountsIt) {
   auto cluster = testing::uniform_cluster(4, 8, 200e9, 1e-6);
   cluster.groups.front().nic = {5e9, 2e-6};
   const workloads::AnalyticCostModel cost(model, plan, 0.5);
-  const auto graph = workloads::build_iteration(model, plan, cluster, cost);
-  auto engine = make_engine();
-  auto* zone = new ClusterZone(cluster);
-  const auto timeline = replay(graph, *zone);
-  const auto summary = analysis::summarize(graph, timeline, model, plan, cluster);
+  const auto summary = testing::replayed_summary(model, plan, cluster, cost);
   const auto estimate = workloads::estimate_plan(model, plan, cluster, cost);
   EXPECT_GT(estimate.ep_comm_s, 0.05 * estimate.iteration_s)  // the exchange matters here
       << estimate.ep_comm_s << " s of " << estimate.iteration_s << " s";

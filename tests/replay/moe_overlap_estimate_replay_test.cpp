@@ -8,12 +8,8 @@
 
 #include <cmath>
 
-#include "analysis/summary.hpp"
-#include "sim/platform/cluster_zone.hpp"
-#include "sim/platform/engine_setup.hpp"
-#include "sim/replay/replay.hpp"
+#include "support/replayed_summary.hpp"
 #include "support/test_cluster.hpp"
-#include "workloads/graph_builder/iteration_builder.hpp"
 #include "workloads/planning/merged_step_estimate.hpp"
 #include "workloads/planning/plan_estimate.hpp"
 
@@ -95,11 +91,7 @@ OverlapCase overlap_case() {
 TEST(MoeOverlapEstimateReplay, TheMergedStepEstimateTracksTheReplayWithin2Percent) {
   const OverlapCase c = overlap_case();
   const workloads::AnalyticCostModel cost(c.model, c.plan, 0.5);
-  const auto graph = workloads::build_iteration(c.model, c.plan, c.cluster, cost);
-  auto engine = make_engine();
-  auto* zone = new ClusterZone(c.cluster);
-  const auto timeline = replay(graph, *zone);
-  const auto summary = analysis::summarize(graph, timeline, c.model, c.plan, c.cluster);
+  const auto summary = testing::replayed_summary(c.model, c.plan, c.cluster, cost);
   const auto estimate = workloads::estimate_plan(c.model, c.plan, c.cluster, cost);
   const double replayed = summary.iteration_time_s;
   EXPECT_NEAR(estimate.iteration_s, replayed, 0.02 * replayed)
@@ -122,11 +114,7 @@ TEST(MoeOverlapEstimateReplay, TheEstimateFollowsTheComputeInterferenceOfTheMerg
   OverlapCase c = overlap_case();
   c.cluster.collectives.compute_interference = 0.16;
   const workloads::AnalyticCostModel cost(c.model, c.plan, 0.5);
-  const auto graph = workloads::build_iteration(c.model, c.plan, c.cluster, cost);
-  auto engine = make_engine();
-  auto* zone = new ClusterZone(c.cluster);
-  const auto timeline = replay(graph, *zone);
-  const auto summary = analysis::summarize(graph, timeline, c.model, c.plan, c.cluster);
+  const auto summary = testing::replayed_summary(c.model, c.plan, c.cluster, cost);
   const double replayed = summary.iteration_time_s;
   const auto estimate = workloads::estimate_plan(c.model, c.plan, c.cluster, cost);
   EXPECT_NEAR(estimate.iteration_s, replayed, 0.02 * replayed)

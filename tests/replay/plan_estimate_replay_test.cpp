@@ -4,12 +4,8 @@
 // ranks plans by what the simulation would find. One simulation per test.
 #include <gtest/gtest.h>
 
-#include "analysis/summary.hpp"
-#include "sim/platform/cluster_zone.hpp"
-#include "sim/platform/engine_setup.hpp"
-#include "sim/replay/replay.hpp"
+#include "support/replayed_summary.hpp"
 #include "support/test_cluster.hpp"
-#include "workloads/graph_builder/iteration_builder.hpp"
 #include "workloads/planning/plan_estimate.hpp"
 
 namespace trainsim::sim {
@@ -25,11 +21,7 @@ void expect_estimate_matches_replay(ScheduleKind kind, int p, int m, int v) {
   plan.virtual_stages = v;
   const auto cluster = testing::free_network_cluster(p);
   const testing::FixedCostModel cost(1e-3, 1.2e-3, 0.8e-3);
-  const auto graph = workloads::build_iteration(model, plan, cluster, cost);
-  auto engine = make_engine();
-  auto* zone = new ClusterZone(cluster);
-  const auto timeline = replay(graph, *zone);
-  const auto summary = analysis::summarize(graph, timeline, model, plan, cluster);
+  const auto summary = testing::replayed_summary(model, plan, cluster, cost);
   const auto estimate = workloads::estimate_plan(model, plan, cluster, cost);
   EXPECT_NEAR(estimate.iteration_s, summary.iteration_time_s, 1e-6 * summary.iteration_time_s);
 }
