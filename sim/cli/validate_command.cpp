@@ -81,6 +81,13 @@ CLI::App* add_validate_command(CLI::App& app, ValidateOptions& options) {
                   "(trainsim's), mfu_6n, mfu_palm, mfu_nvidia (docs/outputs.md, \"MFU definitions\"), "
                   "against the dataset's `MFU (%)` column")
       ->check(CLI::IsMember(metric_names()));
+  // As `run`'s: a row of thousands of GPUs (Megatron-LM's weak-scaling rows)
+  // otherwise needs the full replay's memory to be checked at all.
+  auto* fold = cmd->add_flag("--fold", options.fold,
+                             "Replay each row folded where a rotation of its replicas is a symmetry (as "
+                             "`run --fold`; the default from 4,096 GPUs on)");
+  cmd->add_flag("--no-fold", options.no_fold, "Replay every row whole (the default below 4,096 GPUs)")
+      ->excludes(fold);
   cmd->add_flag("--progress", options.progress,
                 "Show the progress line on stderr even when it is not a terminal (one line every 10 s)");
   return cmd;
@@ -119,13 +126,24 @@ std::vector<std::string> row_overrides(const ValidationRow& row, int template_gp
   return overrides;
 }
 
+sim::FoldMode fold_mode(const ValidateOptions& options) {
+  return options.fold ? sim::FoldMode::on : options.no_fold ? sim::FoldMode::off : sim::FoldMode::automatic;
+}
+
+// The size guard's expectation of the fold, as `run`'s (scenario::LoadOptions::fold_from_gpus).
+int fold_from_gpus(const ValidateOptions& options) {
+  return options.fold ? 1 : options.no_fold ? 0 : sim::kFoldByDefaultGpus;
+}
+
 struct RowResult {
   const ValidationRow* row = nullptr;
   double predicted_ms = 0;
   // The summary's MFUs, as fractions: mfu, then mfu_definitions()' order.
   std::vector<double> predicted_mfu;
   bool ok = false;
-  std::string error;  // what the child said when it failed
+  std::string error;        // what the child said when it failed
+  int folded_replayed = 0;  // replicas replayed when the row folded (0: replayed whole)
+  int replicas = 0;         // the row's data-parallel replicas
 };
 
 // A row's simulation in a child process: its pid, and the pipe on which it
@@ -144,7 +162,7 @@ constexpr std::size_t kMaxChildText = 60000;
 // every child gets a fresh engine; the child skips the timeline and trace
 // files that `trainsim run` writes. No file: a signal stops the children
 // with the parent and leaves nothing behind (platforms/interruption.hpp).
-pid_t spawn_row(const scenario::Scenario& scenario, int& read_fd) {
+pid_t spawn_row(const scenario::Scenario& scenario, sim::FoldMode fold, int& read_fd) {
   int fds[2];
   if (::pipe(fds) != 0)
     throw std::runtime_error(fmt::format("pipe failed: {}", std::strerror(errno)));
@@ -162,10 +180,12 @@ pid_t spawn_row(const scenario::Scenario& scenario, int& read_fd) {
   int status = 0;
   std::string text;
   try {
-    const auto result = sim::simulate(scenario);
+    const auto result =
+        sim::simulate(scenario, {.fold = fold, .iterations = 1, .more_failure_seeds = {}, .observer = {}});
     const auto& s = result.summary;
-    text = fmt::format("{:.17g} {:.17g} {:.17g} {:.17g} {:.17g}\n", s.iteration_time_s, s.mfu, s.mfu_6n,
-                       s.mfu_palm, s.mfu_nvidia);
+    // The replicas replayed (one per class) when the row folded, else 0.
+    text = fmt::format("{:.17g} {:.17g} {:.17g} {:.17g} {:.17g} {} {}\n", s.iteration_time_s, s.mfu, s.mfu_6n,
+                       s.mfu_palm, s.mfu_nvidia, s.fold.folded ? s.fold.simulated : 0, s.fold.replicas);
   } catch (const std::bad_alloc&) {
     text = fmt::format("error: {}\n", scenario::out_of_memory_message("the row's run", nullptr));
     status = 1;
@@ -207,6 +227,7 @@ void collect(RowResult& result, int status, std::string text) {
     in >> time_s;
     for (double& mfu : result.predicted_mfu)
       in >> mfu;
+    in >> result.folded_replayed >> result.replicas;
     if (in && in.peek() == std::char_traits<char>::eof()) {
       result.predicted_ms = time_s * 1e3;
       result.ok = true;
@@ -305,9 +326,10 @@ int validate_command(const ValidateOptions& options) {
       std::vector<std::string> overrides = options.overrides;
       for (auto& o : row_overrides(*row, gpus_per_node))
         overrides.push_back(std::move(o));
-      scenarios.push_back(
-          scenario::parse_scenario_text(template_text, template_label, overrides,
-                                        scenario::with_size_guard({.check_memory = !options.allow_oom})));
+      scenarios.push_back(scenario::parse_scenario_text(
+          template_text, template_label, overrides,
+          scenario::with_size_guard(
+              {.check_memory = !options.allow_oom, .fold_from_gpus = fold_from_gpus(options)})));
     } catch (const platforms::InputError& e) {
       for (const auto& p : e.problems())
         problems.add(fmt::format("{}:{}: this row gives a bad scenario: {}", options.dataset, row->line, p));
@@ -355,7 +377,7 @@ int validate_command(const ValidateOptions& options) {
     while (next < order.size() && static_cast<int>(running.size()) < jobs) {
       const std::size_t i = order[next++];
       RowChild child{.row = i, .fd = -1};
-      const pid_t pid = spawn_row(scenarios[i], child.fd);
+      const pid_t pid = spawn_row(scenarios[i], fold_mode(options), child.fd);
       running[pid] = child;
     }
     int status = 0;
@@ -415,6 +437,16 @@ int validate_command(const ValidateOptions& options) {
   }
   if (!options.csv_out.empty())
     analysis::write_file_atomically(options.csv_out, [&](std::ostream& out) { out << csv.str(); });
+  // Which rows the fold replayed in part (docs/performance.md, "The fold"):
+  // exact, but a reader comparing with a full replay should know.
+  bool said_fold = false;
+  for (const auto& r : results)
+    if (r.ok && r.folded_replayed > 0) {
+      std::cout << fmt::format(
+          "{}line {}: folded, {} of {} data-parallel replicas replayed (one per class)\n",
+          said_fold ? "" : "\n", r.row->line, r.folded_replayed, r.replicas);
+      said_fold = true;
+    }
   std::cout << '\n';
   for (const std::string set : {"fit", "check"})
     if (count(results, set) > 0)

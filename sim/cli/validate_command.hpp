@@ -23,6 +23,8 @@ struct ValidateOptions {
   bool allow_oom = false;                 // replay rows whose plan the memory model says does not fit
   std::vector<std::string> overrides;     // --set KEY=VALUE on the template (the row's own keys win)
   std::string metric = "iteration_time";  // or an MFU of summary.json: mfu, mfu_6n, mfu_palm, mfu_nvidia
+  bool fold = false;                      // --fold: every row folded where it can be
+  bool no_fold = false;                   // --no-fold: every row replayed whole
 };
 
 CLI::App* add_validate_command(CLI::App& app, ValidateOptions& options);

@@ -215,5 +215,34 @@ TEST(ValidateCli, TemplateFileReplacesTheBuiltInCluster) {
   EXPECT_EQ(builtin.out.substr(builtin.out.find('\n')), file.out.substr(file.out.find('\n')));
 }
 
+// --fold replays a row folded as `run --fold` does (exact: the same
+// prediction as the full replay) and says which rows it folded; --no-fold
+// and the default below 4,096 GPUs replay every row whole.
+TEST(ValidateCli, FoldReplaysARowFoldedWithTheFullReplaysPrediction) {
+  const auto csv = write_temp_file(
+      "rows.csv", std::string(kHeader) + "3.6,64,512,8,3072,32,30,2048,2,32,1,3975.2,check\n");
+  auto run = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args{"validate", csv.string(), "-j", "1"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const auto r = run_cli(args);
+    EXPECT_EQ(r.status, 0) << r.err << r.out;
+    return r.out;
+  };
+  const auto row_line = [](const std::string& out) {
+    const auto at = out.find("3975.2");
+    return out.substr(at, out.find('\n', at) - at);
+  };
+  const auto folded = run({"--fold"});
+  const auto whole = run({"--no-fold"});
+  const auto plain = run({});
+  EXPECT_NE(folded.find("line 2: folded, "), std::string::npos) << folded;
+  EXPECT_NE(folded.find(" of 32 data-parallel replicas replayed"), std::string::npos) << folded;
+  EXPECT_EQ(whole.find("folded"), std::string::npos) << whole;
+  EXPECT_EQ(plain, whole);
+  EXPECT_EQ(row_line(folded), row_line(whole));
+  const auto both = run_cli({"validate", csv.string(), "--fold", "--no-fold"});
+  EXPECT_EQ(both.status, 1) << both.out;
+}
+
 }  // namespace
 }  // namespace trainsim::testing
