@@ -23,7 +23,7 @@ std::string words(std::string text) {
 }
 
 // The columns people look at most, by name.
-constexpr std::array<std::pair<std::string_view, std::string_view>, 30> kLabels{{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 34> kLabels{{
     {"iteration_time_s", "iteration time"},
     {"tokens_per_s", "throughput"},
     {"tokens_per_s_per_gpu", "tokens/s per GPU"},
@@ -39,10 +39,13 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 30> kLabels{
     {"exposed_comm_fraction", "exposed communication"},
     {"peak_memory_bytes", "peak memory"},
     {"energy_per_token_J", "energy per token"},
+    {"tokens_per_J", "tokens per joule"},
     {"cluster.gpus", "GPUs"},
     {"cluster.nodes", "nodes"},
     {"cluster.preset", "cluster"},
+    {"cluster.name", "cluster"},
     {"model.preset", "model"},
+    {"model.name", "model"},
     {"plan.tp", "tensor parallel (tp)"},
     {"plan.pp", "pipeline parallel (pp)"},
     {"plan.dp", "data parallel (dp)"},
@@ -51,6 +54,7 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 30> kLabels{
     {"plan.micro_batch_size", "micro-batch size"},
     {"plan.global_batch_size", "global batch"},
     {"plan.schedule", "schedule"},
+    {"plan.precision", "precision"},
     {"plan.zero_stage", "ZeRO stage"},
     {"plan.recompute", "recomputation"},
     {"plan.virtual_stages", "virtual stages"},

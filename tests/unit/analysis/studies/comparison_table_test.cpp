@@ -122,6 +122,17 @@ TEST(ComparisonTable, FiguresReadByTheirUnit) {
   EXPECT_EQ(format_figure("peak_memory_bytes", 1 << 30), "1GiB");
 }
 
+// A plot's axes read in words, its unit beside: not the column's dotted name.
+TEST(ComparisonTable, AxesOfTheStudiesFiguresReadInWords) {
+  EXPECT_EQ(axis_unit("energy.tokens_per_J", 34.5).label, "tokens per joule (tokens/J)");
+  EXPECT_EQ(axis_unit("cluster.name", 0).label, "cluster");
+  EXPECT_EQ(axis_unit("plan.precision", 0).label, "precision");
+  EXPECT_EQ(axis_unit("model.name", 0).label, "model");
+  EXPECT_EQ(axis_unit("tokens_per_s_per_gpu", 3456).label, "tokens/s per GPU");
+  EXPECT_EQ(axis_unit("lost_time.by_cause.p2p_wait.gpu_seconds", 1).label,
+            "lost_time.by_cause.p2p_wait.gpu_seconds");
+}
+
 // A GPU number is not a quantity: no ratio. Figures whose ratios all read
 // 1.00x are counted, not listed.
 TEST(ComparisonTable, IdentifiersGetNoRatioAndNegligibleDifferencesAreCounted) {
