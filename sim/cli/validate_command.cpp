@@ -25,6 +25,7 @@
 #include "platforms/input_file.hpp"
 #include "platforms/interruption.hpp"
 #include "platforms/number_format.hpp"
+#include "platforms/presets.hpp"
 #include "platforms/yaml_document.hpp"
 #include "sim/cli/embedded_templates.hpp"
 #include "sim/cli/finite_option.hpp"
@@ -307,9 +308,21 @@ int validate_command(const ValidateOptions& options) {
     // too, which here would divide by zero).
     try {
       const YAML::Node root = platforms::load_yaml_document(template_text, template_label);
-      const YAML::Node per_node =
-          root.IsMap() && root["cluster"].IsMap() ? root["cluster"]["gpus_per_node"] : YAML::Node();
-      const int n = per_node && per_node.IsScalar() ? per_node.as<int>() : 8;
+      const YAML::Node cluster = root.IsMap() && root["cluster"].IsMap() ? root["cluster"] : YAML::Node();
+      auto per_node_of = [](const YAML::Node& c) {
+        return c.IsMap() && c["gpus_per_node"] && c["gpus_per_node"].IsScalar() ? c["gpus_per_node"].as<int>()
+                                                                                : 0;
+      };
+      int n = per_node_of(cluster);
+      // A preset's node shape is the template's when it does not say its own
+      // (GB200 NVL72: trays of 4; 8 would put two trays' GPUs on one node).
+      if (n == 0 && cluster.IsMap() && cluster["preset"] && cluster["preset"].IsScalar())
+        if (const auto* preset = platforms::find_cluster_preset(cluster["preset"].Scalar())) {
+          const YAML::Node preset_root =
+              platforms::load_yaml_document(std::string(preset->text), std::string(preset->file));
+          if (preset_root.IsMap())
+            n = per_node_of(preset_root["cluster"]);
+        }
       return n > 0 ? n : 8;
     } catch (const YAML::Exception&) {
       return 8;

@@ -2,6 +2,7 @@
 // lines, the CSV output, the --max-mape exit status and bad input.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <sstream>
 
 #include "support/cli.hpp"
@@ -242,6 +243,30 @@ TEST(ValidateCli, FoldReplaysARowFoldedWithTheFullReplaysPrediction) {
   EXPECT_EQ(row_line(folded), row_line(whole));
   const auto both = run_cli({"validate", csv.string(), "--fold", "--no-fold"});
   EXPECT_EQ(both.status, 1) << both.out;
+}
+
+// A template on a preset without its own gpus_per_node gets the preset's node
+// shape: GB200 NVL72's trays of 4 GPUs with their own NICs, not nodes of 8
+// (which halve each GPU's NIC bandwidth across NVLink domains).
+TEST(ValidateCli, ATemplateOnAPresetKeepsThePresetsGpusPerNode) {
+  auto predicted = [&](const std::string& per_node) {
+    const auto dir = fresh_dir("validate-preset");
+    std::ofstream(dir / "rows.csv") << kHeader << "0.1,16,16,1,1024,8,2,2048,1,16,1,100,check\n";
+    std::ofstream(dir / "template.yaml")
+        << "name: t\ncluster: {preset: gb200-nvl72, "
+        << (per_node.empty() ? "" : "gpus_per_node: " + per_node + ", ")
+        << "nvlink_domain: 8, nodes: 4}\nmodel: {preset: llama3-8b, seq_len: 2048}\n"
+           "plan: {tp: 1, pp: 1, dp: 16, micro_batch_size: 1, "
+           "global_batch_size: 16}\n";
+    const auto r = run_cli(
+        {"validate", (dir / "rows.csv").string(), "--template", (dir / "template.yaml").string(), "-j", "1"});
+    EXPECT_EQ(r.status, 0) << r.err << r.out;
+    const auto at = r.out.find("100.0");
+    return at == std::string::npos ? r.out : r.out.substr(at, r.out.find('\n', at) - at);
+  };
+  const auto preset = predicted("");
+  EXPECT_EQ(preset, predicted("4"));
+  EXPECT_NE(preset, predicted("8"));
 }
 
 }  // namespace
