@@ -212,7 +212,16 @@ BubbleReport analyze_bubbles(const workloads::TaskGraph& graph, const Timeline& 
 
 BubbleReport analyze_bubbles(const workloads::TaskGraph& graph, const Timeline& timeline,
                              const workloads::ParallelPlan& plan, const ExecutionIndex& index) {
+  return analyze_bubbles(graph, timeline, plan, index,
+                         GpuClasses::of(graph, timeline, static_cast<std::size_t>(graph.gpu_count)));
+}
+
+BubbleReport analyze_bubbles(const workloads::TaskGraph& graph, const Timeline& timeline,
+                             const workloads::ParallelPlan& plan, const ExecutionIndex& index,
+                             const GpuClasses& classes) {
   const auto gpus = static_cast<std::size_t>(graph.gpu_count);
+  if (classes.size() != gpus)
+    return analyze_bubbles(graph, timeline, plan, index);
   const double t = timeline.end_s;
   BubbleReport report;
   report.iteration_time_s = t;
@@ -220,7 +229,6 @@ BubbleReport analyze_bubbles(const workloads::TaskGraph& graph, const Timeline& 
   // Communication busy intervals per GPU (a send counts for both ends),
   // merged; per GPU orbit (analysis/fold_classes.hpp): an image GPU's are its
   // representative's.
-  const auto classes = GpuClasses::of(graph, timeline, gpus);
   std::vector<std::vector<Interval>> comm(gpus);
   classes.for_each_record([&](const TaskRecord& r) {
     if (r.stream == Stream::compute)

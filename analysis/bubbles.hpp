@@ -45,6 +45,7 @@
 #include <vector>
 
 #include "analysis/execution_index.hpp"
+#include "analysis/fold_classes.hpp"
 #include "analysis/timeline.hpp"
 #include "workloads/parallel_plan.hpp"
 #include "workloads/task_graph.hpp"
@@ -124,5 +125,10 @@ BubbleReport analyze_bubbles(const workloads::TaskGraph& graph, const Timeline& 
 // builds one for every analysis).
 BubbleReport analyze_bubbles(const workloads::TaskGraph& graph, const Timeline& timeline,
                              const workloads::ParallelPlan& plan, const ExecutionIndex& index);
+// The same, on the GPU orbits already built (GpuClasses::of(graph, timeline,
+// graph.gpu_count)).
+BubbleReport analyze_bubbles(const workloads::TaskGraph& graph, const Timeline& timeline,
+                             const workloads::ParallelPlan& plan, const ExecutionIndex& index,
+                             const GpuClasses& classes);
 
 }  // namespace trainsim::analysis

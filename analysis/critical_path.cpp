@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <utility>
 
 #include "analysis/execution_index.hpp"
 
@@ -26,9 +27,11 @@ std::string blame_kind(const Task& task) {
   }
 }
 
-LinkLoadIndex::LinkLoadIndex(const Timeline& timeline)
+LinkLoadIndex::LinkLoadIndex(const Timeline& timeline) : LinkLoadIndex(timeline, LinkClasses::of(timeline)) {}
+
+LinkLoadIndex::LinkLoadIndex(const Timeline& timeline, LinkClasses links)
     : timeline_(timeline),
-      links_(LinkClasses::of(timeline)),
+      links_(std::move(links)),
       longest_flow_s_(timeline.links.size(), 0.0),
       flows_by_task_(links_.folded() ? FlowIndex::by_recorded_task(timeline) : FlowIndex::by_task(timeline)) {
   for (std::size_t l = 0; l < timeline.links.size(); ++l) {
@@ -130,9 +133,14 @@ CriticalPath critical_path(const workloads::TaskGraph& graph, const Timeline& ti
 
 CriticalPath critical_path(const workloads::TaskGraph& graph, const Timeline& timeline,
                            const ExecutionIndex& index) {
+  return critical_path(graph, timeline, index, LinkClasses::of(timeline));
+}
+
+CriticalPath critical_path(const workloads::TaskGraph& graph, const Timeline& timeline,
+                           const ExecutionIndex& index, LinkClasses link_classes) {
   CriticalPath path;
   path.length_s = timeline.end_s;
-  const LinkLoadIndex links(timeline);
+  const LinkLoadIndex links(timeline, std::move(link_classes));
 
   double hi = timeline.end_s;
   TaskId p = index.last_task();

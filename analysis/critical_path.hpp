@@ -55,12 +55,20 @@ CriticalPath critical_path(const workloads::TaskGraph& graph, const Timeline& ti
 // The same, on an index already built for the timeline.
 CriticalPath critical_path(const workloads::TaskGraph& graph, const Timeline& timeline,
                            const ExecutionIndex& index);
+// The same, on the link orbits already built for the timeline
+// (LinkClasses::of), which it takes over: it sorts each orbit's flows by
+// start, so an analysis that reads them in the timeline's order (link
+// utilisation) reads them before.
+CriticalPath critical_path(const workloads::TaskGraph& graph, const Timeline& timeline,
+                           const ExecutionIndex& index, LinkClasses links);
 
 // For a communication task: the link its flows loaded most (bytes it carried
 // from any flow while the task ran, over its bandwidth), or -1 without flows.
 class LinkLoadIndex {
  public:
   explicit LinkLoadIndex(const Timeline& timeline);
+  // On the link orbits already built for the timeline (LinkClasses::of).
+  LinkLoadIndex(const Timeline& timeline, LinkClasses links);
   int busiest_link(workloads::TaskId task, double start_s, double end_s) const;
   // Flow indices of a task.
   std::vector<std::size_t> flows_of(workloads::TaskId task) const;

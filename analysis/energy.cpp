@@ -8,6 +8,13 @@ namespace trainsim::analysis {
 EnergyReport analyze_energy(const workloads::TaskGraph& graph, const Timeline& timeline,
                             const Summary& summary, const BubbleReport& bubbles,
                             const platforms::ClusterSpec& cluster) {
+  return analyze_energy(graph, timeline, summary, bubbles, cluster,
+                        GpuClasses::of(graph, timeline, static_cast<std::size_t>(cluster.gpu_count())));
+}
+
+EnergyReport analyze_energy(const workloads::TaskGraph& graph, const Timeline& timeline,
+                            const Summary& summary, const BubbleReport& bubbles,
+                            const platforms::ClusterSpec& cluster, const GpuClasses& classes) {
   EnergyReport e;
   const double t = summary.iteration_time_s;
   const std::size_t gpus = summary.gpus.size();
@@ -15,7 +22,7 @@ EnergyReport analyze_energy(const workloads::TaskGraph& graph, const Timeline& t
   if (!e.measured)
     return e;
   e.gpus.resize(gpus);
-  const auto activity = gpu_activity(graph, timeline, cluster);
+  const auto activity = gpu_activity(graph, timeline, cluster, classes);
   for (std::size_t g = 0; g < gpus; ++g) {
     auto& out = e.gpus[g];
     out.gpu = static_cast<int>(g);

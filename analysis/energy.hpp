@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "analysis/bubbles.hpp"
+#include "analysis/fold_classes.hpp"
 #include "analysis/summary.hpp"
 #include "analysis/timeline.hpp"
 #include "platforms/cluster_spec.hpp"
@@ -45,5 +46,9 @@ struct EnergyReport {
 EnergyReport analyze_energy(const workloads::TaskGraph& graph, const Timeline& timeline,
                             const Summary& summary, const BubbleReport& bubbles,
                             const platforms::ClusterSpec& cluster);
+// The same, on GPU orbits already built for this graph and timeline.
+EnergyReport analyze_energy(const workloads::TaskGraph& graph, const Timeline& timeline,
+                            const Summary& summary, const BubbleReport& bubbles,
+                            const platforms::ClusterSpec& cluster, const GpuClasses& classes);
 
 }  // namespace trainsim::analysis

@@ -35,6 +35,8 @@ class GpuClasses {
   static GpuClasses of(const workloads::TaskGraph& graph, const Timeline& timeline, std::size_t gpus);
 
   bool folded() const { return images_ != nullptr; }
+  // The GPUs it was built for (`gpus` of of()).
+  std::size_t size() const { return rep_.size(); }
   std::size_t representative(std::size_t gpu) const { return rep_[gpu]; }
   bool is_representative(std::size_t gpu) const { return rep_[gpu] == gpu; }
 

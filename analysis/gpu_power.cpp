@@ -113,9 +113,17 @@ void for_each_span(const workloads::TaskGraph& graph, const Timeline& timeline, 
 
 std::vector<GpuActivity> gpu_activity(const workloads::TaskGraph& graph, const Timeline& timeline,
                                       const platforms::ClusterSpec& cluster) {
+  return gpu_activity(graph, timeline, cluster,
+                      GpuClasses::of(graph, timeline, static_cast<std::size_t>(cluster.gpu_count())));
+}
+
+std::vector<GpuActivity> gpu_activity(const workloads::TaskGraph& graph, const Timeline& timeline,
+                                      const platforms::ClusterSpec& cluster, const GpuClasses& given) {
   const auto gpus = static_cast<std::size_t>(cluster.gpu_count());
+  if (given.size() != gpus)
+    return gpu_activity(graph, timeline, cluster);
+  const GpuClasses& classes = given;
   std::vector<GpuActivity> out(gpus);
-  const auto classes = GpuClasses::of(graph, timeline, gpus);
   for_each_span(
       graph, timeline, classes, gpus,
       [&](int gpu, const workloads::Task& task) {

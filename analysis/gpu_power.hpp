@@ -33,6 +33,10 @@ struct GpuActivity {
 // Per GPU rank, over [0, timeline.end_s] (the first iteration's records).
 std::vector<GpuActivity> gpu_activity(const workloads::TaskGraph& graph, const Timeline& timeline,
                                       const platforms::ClusterSpec& cluster);
+// The same, on GPU orbits already built for this graph and timeline (built
+// again if they are not of the cluster's GPU count).
+std::vector<GpuActivity> gpu_activity(const workloads::TaskGraph& graph, const Timeline& timeline,
+                                      const platforms::ClusterSpec& cluster, const GpuClasses& classes);
 
 // Per GPU rank, the spans GpuActivity::waiting_s counts, in time order.
 std::vector<std::vector<Interval>> nccl_wait_spans(const workloads::TaskGraph& graph,

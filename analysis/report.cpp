@@ -7,13 +7,19 @@ namespace trainsim::analysis {
 Report build_report(const RunContext& run, const Timeline& timeline, const Summary* summary,
                     std::optional<RepeatedRuns> repeats) {
   Report r;
-  r.summary = summary ? *summary : summarize(run.graph, timeline, run.model, run.plan, run.cluster);
+  // The GPU and link orbits of a folded run (analysis/fold_classes.hpp),
+  // built once for every analysis.
+  const auto gpus = GpuClasses::of(run.graph, timeline, static_cast<std::size_t>(run.graph.gpu_count));
+  auto links = LinkClasses::of(timeline);
+  r.summary = summary ? *summary : summarize(run.graph, timeline, run.model, run.plan, run.cluster, gpus);
   const ExecutionIndex index(run.graph, timeline);
-  r.bubbles = analyze_bubbles(run.graph, timeline, run.plan, index);
-  r.critical_path = critical_path(run.graph, timeline, index);
-  r.utilization = analyze_utilization(run.graph, timeline);
+  r.bubbles = analyze_bubbles(run.graph, timeline, run.plan, index, gpus);
+  // Utilisation reads each link orbit's flows in the timeline's order before
+  // the critical path sorts them by start.
+  r.utilization = analyze_utilization(run.graph, timeline, gpus, links);
+  r.critical_path = critical_path(run.graph, timeline, index, std::move(links));
   r.memory = memory_over_time(run.graph, timeline, run.cluster);
-  r.energy = analyze_energy(run.graph, timeline, r.summary, r.bubbles, run.cluster);
+  r.energy = analyze_energy(run.graph, timeline, r.summary, r.bubbles, run.cluster, gpus);
   r.collectives = collective_usage(run.graph, timeline);
   r.repeats = std::move(repeats);
   return r;

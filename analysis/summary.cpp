@@ -10,8 +10,17 @@ namespace trainsim::analysis {
 Summary summarize(const workloads::TaskGraph& graph, const Timeline& timeline,
                   const workloads::ModelSpec& model, const workloads::ParallelPlan& plan,
                   const platforms::ClusterSpec& cluster) {
-  Summary s;
+  return summarize(graph, timeline, model, plan, cluster,
+                   GpuClasses::of(graph, timeline, static_cast<std::size_t>(graph.gpu_count)));
+}
+
+Summary summarize(const workloads::TaskGraph& graph, const Timeline& timeline,
+                  const workloads::ModelSpec& model, const workloads::ParallelPlan& plan,
+                  const platforms::ClusterSpec& cluster, const GpuClasses& classes) {
   const auto gpus = static_cast<std::size_t>(graph.gpu_count);
+  if (classes.size() != gpus)
+    return summarize(graph, timeline, model, plan, cluster);
+  Summary s;
   s.iteration_time_s = timeline.end_s;
   s.task_count = graph.size();
   s.record_count = timeline.records.size();
@@ -22,7 +31,6 @@ Summary summarize(const workloads::TaskGraph& graph, const Timeline& timeline,
   s.gpus.resize(gpus);
   // Per GPU orbit (analysis/fold_classes.hpp): an image GPU's figures are
   // its representative's.
-  const auto classes = GpuClasses::of(graph, timeline, gpus);
   classes.for_each_record([&](const TaskRecord& r) {
     const auto& task = graph[r.task];
     const auto g = static_cast<std::size_t>(r.gpu);

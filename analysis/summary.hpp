@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/fold_classes.hpp"
 #include "analysis/timeline.hpp"
 #include "platforms/cluster_spec.hpp"
 #include "workloads/model_spec.hpp"
@@ -96,5 +97,10 @@ struct Summary {
 Summary summarize(const workloads::TaskGraph& graph, const Timeline& timeline,
                   const workloads::ModelSpec& model, const workloads::ParallelPlan& plan,
                   const platforms::ClusterSpec& cluster);
+// The same, on the GPU orbits already built for this graph and timeline
+// (GpuClasses::of(graph, timeline, graph.gpu_count); analysis/fold_classes.hpp).
+Summary summarize(const workloads::TaskGraph& graph, const Timeline& timeline,
+                  const workloads::ModelSpec& model, const workloads::ParallelPlan& plan,
+                  const platforms::ClusterSpec& cluster, const GpuClasses& classes);
 
 }  // namespace trainsim::analysis

@@ -72,6 +72,15 @@ std::vector<double> exposed_split(const std::vector<Interval>& compute, const Li
 }  // namespace
 
 Utilization analyze_utilization(const workloads::TaskGraph& graph, const Timeline& timeline) {
+  return analyze_utilization(graph, timeline,
+                             GpuClasses::of(graph, timeline, static_cast<std::size_t>(graph.gpu_count)),
+                             LinkClasses::of(timeline));
+}
+
+Utilization analyze_utilization(const workloads::TaskGraph& graph, const Timeline& timeline,
+                                const GpuClasses& classes, const LinkClasses& link_classes) {
+  if (classes.size() != static_cast<std::size_t>(graph.gpu_count))
+    return analyze_utilization(graph, timeline);
   Utilization u;
   const double t = timeline.end_s;
   u.iteration_time_s = t;
@@ -112,7 +121,6 @@ Utilization analyze_utilization(const workloads::TaskGraph& graph, const Timelin
     lists[label].emplace_back(a, b);
   };
   // Per GPU orbit (analysis/fold_classes.hpp): the representatives' records.
-  const auto classes = GpuClasses::of(graph, timeline, gpus);
   const auto on_rep = [&](int gpu) { return classes.is_representative(static_cast<std::size_t>(gpu)); };
   classes.for_each_record([&](const TaskRecord& r) {
     const auto& task = graph[r.task];
@@ -185,7 +193,6 @@ Utilization analyze_utilization(const workloads::TaskGraph& graph, const Timelin
   // large run's memory).
   // Per link orbit (analysis/fold_classes.hpp): an image link carries the
   // images of its representative's flows.
-  const auto link_classes = LinkClasses::of(timeline);
   u.links.resize(timeline.links.size());
   std::vector<std::pair<double, int>> ev;
   for (std::size_t l = 0; l < u.links.size(); ++l) {

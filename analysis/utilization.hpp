@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/fold_classes.hpp"
 #include "analysis/timeline.hpp"
 #include "workloads/task_graph.hpp"
 
@@ -65,5 +66,9 @@ struct Utilization {
 std::string comm_op_label(const workloads::Task& task);
 
 Utilization analyze_utilization(const workloads::TaskGraph& graph, const Timeline& timeline);
+// The same, on the GPU and link orbits already built for this graph and
+// timeline (GpuClasses::of(graph, timeline, graph.gpu_count), LinkClasses::of).
+Utilization analyze_utilization(const workloads::TaskGraph& graph, const Timeline& timeline,
+                                const GpuClasses& classes, const LinkClasses& link_classes);
 
 }  // namespace trainsim::analysis

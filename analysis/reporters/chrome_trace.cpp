@@ -25,6 +25,7 @@
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <set>
+#include <span>
 #include <vector>
 
 #include "analysis/reporters/reporters.hpp"
@@ -117,6 +118,44 @@ bool has_replicas(const RunContext& run) {
   return p.dp > 1 && p.tp * p.cp * p.dp * p.pp == run.graph.gpu_count;
 }
 
+// Which images of a record land on a GPU the trace shows, read class by
+// class: a record on endpoint g stands for its images k = 0 .. n-1 on the
+// endpoints power(g, k) (analysis/record_list.hpp), and of these only the
+// ones on a shown GPU are written. So the writer computes only those images
+// (replica 0 of 2,048 replicas: 1 in 2,048), in the order the full list
+// reads them, instead of every image.
+class ShownImages {
+ public:
+  ShownImages(const std::vector<char>& shown, const FoldImages* images) {
+    const auto on_shown = [&](std::size_t gpu) { return gpu < shown.size() && shown[gpu] != 0; };
+    const std::size_t endpoints = images != nullptr ? images->endpoints.size() : shown.size();
+    first_.reserve(endpoints + 1);
+    for (std::size_t g = 0; g < endpoints; ++g) {
+      first_.push_back(static_cast<std::uint32_t>(ks_.size()));
+      if (images == nullptr) {
+        if (on_shown(g))
+          ks_.push_back(0);
+        continue;
+      }
+      for (int k = 0; k < images->order; ++k)
+        if (on_shown(images->endpoints.power(g, k)))
+          ks_.push_back(static_cast<std::uint16_t>(k));
+    }
+    first_.push_back(static_cast<std::uint32_t>(ks_.size()));
+  }
+  // The k, ascending, for which image k of a record on `gpu` is on a shown GPU.
+  std::span<const std::uint16_t> of(int gpu) const {
+    const auto g = static_cast<std::size_t>(gpu);
+    if (gpu < 0 || g + 1 >= first_.size())
+      return {};
+    return {ks_.data() + first_[g], ks_.data() + first_[g + 1]};
+  }
+
+ private:
+  std::vector<std::uint32_t> first_;  // each endpoint's first entry in ks_
+  std::vector<std::uint16_t> ks_;
+};
+
 class EventWriter {
  public:
   explicit EventWriter(std::ostream& out) : out_(out) {}
@@ -178,12 +217,19 @@ void write_chrome_trace(std::ostream& out, const RunContext& run, const Timeline
     }
   }
   const auto is_shown = [&](int gpu) { return shown[static_cast<std::size_t>(gpu)] != 0; };
+  // Records and flows are read class by class, only their images on shown
+  // GPUs (ShownImages): the same records, in the same order, as reading
+  // every image of the timeline and skipping the ones not shown.
+  const ShownImages shown_records(shown, timeline.records.fold_images());
+  const ShownImages shown_flows(shown, timeline.flows.fold_images());
   std::size_t collective_steps = 0;
   for (const auto& first : timeline.flows.recorded()) {
     if (run.graph[first.task].kind != workloads::TaskKind::collective)
       continue;
     const int n = timeline.flows.images_of(first);
-    for (int k = 0; k < n; ++k) {
+    for (const int k : shown_flows.of(first.src_gpu)) {
+      if (k >= n)
+        break;
       const FlowRecord f = timeline.flows.image(first, k);
       collective_steps += run.graph[f.task].kind == workloads::TaskKind::collective && is_shown(f.src_gpu) &&
                           is_shown(f.dst_gpu);
@@ -214,14 +260,24 @@ void write_chrome_trace(std::ostream& out, const RunContext& run, const Timeline
   for (int gpu = 0; gpu < run.graph.gpu_count; ++gpu)
     if (is_shown(gpu))
       used.emplace(gpu, Stream::compute);
-  for (const auto& r : timeline.records) {
+  const auto for_each_shown_record = [&](const auto& on) {
+    for (const auto& first : timeline.records.recorded()) {
+      const int n = timeline.records.images_of(first);
+      for (const int k : shown_records.of(first.gpu)) {
+        if (k >= n)
+          break;
+        on(timeline.records.image(first, k));
+      }
+    }
+  };
+  for_each_shown_record([&](const TaskRecord& r) {
     if (!is_shown(r.gpu))
-      continue;
+      return;
     used.emplace(r.gpu, r.stream);
     const auto& task = run.graph[r.task];
     if (task.kind == workloads::TaskKind::send && is_shown(task.peer))
       used.emplace(task.peer, r.stream);
-  }
+  });
   std::set<int> used_nodes;
   for (const auto& [gpu, stream] : used)
     used_nodes.insert(cluster.locate(gpu).node);
@@ -250,9 +306,9 @@ void write_chrome_trace(std::ostream& out, const RunContext& run, const Timeline
   }
 
   long flow_id = 0;
-  for (const auto& r : timeline.records) {
+  for_each_shown_record([&](const TaskRecord& r) {
     if (!is_shown(r.gpu))
-      continue;
+      return;
     const auto& task = run.graph[r.task];
     const auto t = thread_of(cluster, r.gpu, r.stream);
     const std::string label = workloads::task_label(run.graph, r.task);
@@ -268,7 +324,7 @@ void write_chrome_trace(std::ostream& out, const RunContext& run, const Timeline
                label, to_string(task.kind), t.pid, t.tid, us(r.start_s), dur(r.start_s, r.end_s),
                task.micro_batch, task.stage, task.bytes, on_path, collective_args);
     if (task.kind != workloads::TaskKind::send || !is_shown(task.peer))
-      continue;
+      return;
     // The receive side of a send, and an arrow from the start of the send to
     // the arrival. Chrome DevTools binds a flow event to the event with the
     // same (ts, pid, tid, cat): the send slice, and an "arrived" instant;
@@ -291,18 +347,18 @@ void write_chrome_trace(std::ostream& out, const RunContext& run, const Timeline
                "{{\"ph\":\"i\",\"s\":\"t\",\"name\":\"arrived mb{}\",\"cat\":\"send\",\"pid\":{},\"tid\":{},"
                "\"ts\":{}}}",
                task.micro_batch, d.pid, d.tid, us(r.end_s));
-  }
+  });
 
   // Collective steps: an arrow per flow, from the sender's stream at the
   // flow's start to the receiver's at its end, each end on an instant event
   // (what DevTools binds it to; the others bind to the collective's slice).
   std::size_t arrows = 0;
-  for (const auto& f : timeline.flows) {
+  const auto write_arrow = [&](const FlowRecord& f) {
     const auto& task = run.graph[f.task];
     if (task.kind != workloads::TaskKind::collective || !is_shown(f.src_gpu) || !is_shown(f.dst_gpu))
-      continue;
+      return true;
     if (++arrows > kMaxCollectiveArrows)
-      break;
+      return false;
     const auto stream = stream_of(task);
     const auto a = thread_of(cluster, f.src_gpu, stream);
     const auto b = thread_of(cluster, f.dst_gpu, stream);
@@ -326,6 +382,16 @@ void write_chrome_trace(std::ostream& out, const RunContext& run, const Timeline
         "{{\"ph\":\"f\",\"bp\":\"e\",\"name\":\"{}\",\"cat\":\"collective\",\"id\":{},\"pid\":{},\"tid\":{},"
         "\"ts\":{}}}",
         name, flow_id, b.pid, b.tid, us(f.end_s));
+    return true;
+  };
+  for (bool more = true; const auto& first : timeline.flows.recorded()) {
+    const int n = timeline.flows.images_of(first);
+    for (const int k : shown_flows.of(first.src_gpu)) {
+      if (k >= n || !(more = write_arrow(timeline.flows.image(first, k))))
+        break;
+    }
+    if (!more)
+      break;
   }
 
   // Memory counters, one track per GPU in its node's process.
@@ -384,18 +450,37 @@ void write_chrome_trace(std::ostream& out, const RunContext& run, const Timeline
     for (auto& [link, ev] : events)
       if (link < events_of.size())
         events_of[link] = &ev;
+    // Whether a route (by its first link) crosses a hot link: most cross
+    // none, and a route is shared by many flows and images.
+    std::vector<std::int8_t> route_hot(timeline.flow_links.size() + 1, -1);
+    const auto crosses_hot = [&](std::uint32_t first_link, std::uint32_t link_count) {
+      auto& hot = route_hot[first_link];
+      if (hot < 0) {
+        hot = 0;
+        for (std::uint32_t k = 0; k < link_count; ++k) {
+          const std::uint32_t link = timeline.flow_links[first_link + k];
+          hot = static_cast<std::int8_t>(hot || (link < events_of.size() && events_of[link] != nullptr));
+        }
+      }
+      return hot != 0;
+    };
+    const FoldImages* flow_images = timeline.flows.fold_images();
     for (const auto& first : timeline.flows.recorded()) {
       const double rate = first.end_s > first.start_s ? first.bytes / (first.end_s - first.start_s) : 0;
       const int n = timeline.flows.images_of(first);
       for (int j = 0; j < n; ++j) {
-        const FlowRecord f = timeline.flows.image(first, j);
-        for (std::uint32_t k = 0; k < f.link_count; ++k) {
-          const std::uint32_t link = timeline.flow_links[f.first_link + k];
+        // Image j's route (its times are the record's).
+        const std::uint32_t first_link =
+            j == 0 ? first.first_link : flow_images->route_image(first.first_link, j);
+        if (!crosses_hot(first_link, first.link_count))
+          continue;
+        for (std::uint32_t k = 0; k < first.link_count; ++k) {
+          const std::uint32_t link = timeline.flow_links[first_link + k];
           Events* ev = link < events_of.size() ? events_of[link] : nullptr;
           if (ev == nullptr)
             continue;
-          ev->push_back({f.start_s, {+1, rate}});
-          ev->push_back({f.end_s, {-1, -rate}});
+          ev->push_back({first.start_s, {+1, rate}});
+          ev->push_back({first.end_s, {-1, -rate}});
         }
       }
     }

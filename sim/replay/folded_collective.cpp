@@ -23,12 +23,11 @@ void FoldedCollective::start(std::vector<FlowRequest>& out) {
 
 void FoldedCollective::on_flow_done(int tag, std::vector<FlowRequest>& out) {
   const auto it = handed_.find(tag);
-  if (it == handed_.end())
+  if (it == handed_.end() || it->second.second == 0)
     throw std::logic_error("fold: a spanning collective's flow ended that it did not hand on");
   int src = static_cast<int>(it->second.first >> 32);
   int dst = static_cast<int>(it->second.first & 0xffffffffU);
-  if (--it->second.second == 0)
-    handed_.erase(it);
+  --it->second.second;
   released_.clear();
   machine_->on_flow_done(tag, released_);
   // Its m - 1 images end at the same instant.
@@ -36,13 +35,15 @@ void FoldedCollective::on_flow_done(int tag, std::vector<FlowRequest>& out) {
     src = fold_->endpoint_image[static_cast<std::size_t>(src)];
     dst = fold_->endpoint_image[static_cast<std::size_t>(dst)];
     const auto w = waiting_.find(pair_key(src, dst));
-    if (w == waiting_.end() || w->second.empty())
+    if (w == waiting_.end() || w->second.head == w->second.tags.size())
       throw std::logic_error("fold: the image of a spanning collective's flow was never released (" +
                              std::to_string(src) + " -> " + std::to_string(dst) + ")");
-    const int image_tag = w->second.front();
-    w->second.pop_front();
-    if (w->second.empty())
-      waiting_.erase(w);
+    Waiting& waiting = w->second;
+    const int image_tag = waiting.tags[waiting.head++];
+    if (waiting.head == waiting.tags.size()) {
+      waiting.tags.clear();
+      waiting.head = 0;
+    }
     machine_->on_flow_done(image_tag, released_);
   }
   sort_out(out);
@@ -58,7 +59,7 @@ void FoldedCollective::sort_out(std::vector<FlowRequest>& out) {
       ++count;
       out.push_back(flow);
     } else {
-      waiting_[pair_key(flow.src, flow.dst)].push_back(flow.tag);
+      waiting_[pair_key(flow.src, flow.dst)].tags.push_back(flow.tag);
     }
   }
   released_.clear();

@@ -7,7 +7,7 @@
 // the same instant (docs/performance.md, "The fold", says why). The flows
 // released in return come in whole orbits, of which the representative's
 // is handed on and the others wait for their representative to end.
-#include <deque>
+#include <cstdint>
 #include <memory>
 #include <unordered_map>
 #include <utility>
@@ -39,11 +39,20 @@ class FoldedCollective final : public Collective {
   std::unique_ptr<Collective> machine_;
   const ReplicaFold* fold_;
   std::vector<FlowRequest> released_;
+  // The other flows released and not yet ended between two endpoints, oldest
+  // first: tags[head ..]. An entry stays when it empties (its storage is
+  // reused: a ring releases and ends a flow between the same endpoints at
+  // every step, m - 1 images for each flow the replay runs).
+  struct Waiting {
+    std::vector<int> tags;
+    std::size_t head = 0;
+  };
+
   // The representatives' flows in flight: endpoints and count by tag (a
-  // ring rank may have several sends in flight under a protocol).
+  // ring rank may have several sends in flight under a protocol); an entry
+  // whose count is 0 has none.
   std::unordered_map<int, std::pair<std::uint64_t, int>> handed_;
-  // The other flows released and not yet ended: tags by endpoints, oldest first.
-  std::unordered_map<std::uint64_t, std::deque<int>> waiting_;
+  std::unordered_map<std::uint64_t, Waiting> waiting_;
 };
 
 }  // namespace trainsim::sim

@@ -60,15 +60,18 @@ SimulationResult simulate(const scenario::Scenario& scenario, const SimulationOp
   }
   auto replayed = replay(result.graph, *zone, replay_options);
   result.timeline = std::move(replayed.timeline);
+  // The GPU orbits of a folded run, for the energy and the summary.
+  const auto classes = analysis::GpuClasses::of(result.graph, result.timeline,
+                                                static_cast<std::size_t>(result.graph.gpu_count));
   // Energy of the first iteration (the one the timeline records).
-  for (const auto& gpu : analysis::gpu_activity(result.graph, result.timeline, scenario.cluster))
+  for (const auto& gpu : analysis::gpu_activity(result.graph, result.timeline, scenario.cluster, classes))
     result.timeline.gpu_energy_J.push_back(gpu.energy_J);
   for (std::size_t i = 0; i < replayed.iteration_end_s.size(); ++i)
     result.iteration_times_s.push_back(replayed.iteration_end_s[i] - replayed.iteration_start_s[i]);
   if (driver)
     result.perturbations = driver->stats();
-  result.summary =
-      analysis::summarize(result.graph, result.timeline, scenario.model, scenario.plan, scenario.cluster);
+  result.summary = analysis::summarize(result.graph, result.timeline, scenario.model, scenario.plan,
+                                       scenario.cluster, classes);
   result.summary.fold = std::move(fold.summary);
   if (perturbations.failures.enabled) {
     const auto job_run = [&](std::uint64_t seed) {

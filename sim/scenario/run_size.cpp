@@ -30,18 +30,22 @@ constexpr double kBytesPerRecord = 500;  // graph task, timeline record, outputs
 constexpr double kBytesPerFlow = 200;    // flow record, SimGrid activity while it runs
 constexpr double kBaseBytes = 40.0 * (1 << 20);
 // A folded run holds one class's records and flows and reads the others as
-// their images (analysis/record_list.hpp); what stays per record and flow
-// of the whole run is the task graph and the analyses' per-GPU and per-link
-// working sets (the flow indexes by link and by task, the intervals).
-// Fitted 2026-12-05 on folded peak RSS: scale-16k 1.04 GiB (3.1e6 records,
-// 9.8e6 flows), scale-16k-hsdp-70b with 2 and 8 layers 0.29 and 0.83 GiB
-// (2.1e5 / 8.5e5 records, 2.1e6 / 8.4e6 flows): 79 B per record and 84 B
-// per flow fit the three. A record is taken at 250 B: scale-131k (2.5e7
-// records, fewer flows per record) was not measured folded, and its peak
-// unfolded (6.9 GB) should not be estimated below; the flows at 70 B. The
-// three measured runs are then estimated at 0.78-1.35x.
-constexpr double kFoldedBytesPerRecord = 250;
-constexpr double kFoldedBytesPerFlow = 70;
+// their images (analysis/record_list.hpp), and its analyses and writers work
+// per GPU and link orbit (analysis/fold_classes.hpp): what stays per record
+// of the whole run is the task graph (built whole) and the per-GPU
+// intervals; the flows are held once per class and indexed per link orbit,
+// so the whole run's flow count adds little. Refitted 2026-12-06 on folded
+// peak RSS (docs/performance.md, "Where the folded HSDP run spends its
+// time"): scale-512 with --fold 94 MiB (9.5e4 records, 3.4e5 flows), the
+// same with ZeRO-3 573 MiB (1.0e6, 2.9e6; m = 2, the most flows held per
+// record), scale-16k 0.905 GiB (2.1e6, 7.3e6), scale-16k-hsdp-70b 2.66 GiB
+// (7.9e6, 8.3e7). 160 MiB, 470 B per record and 2 B per flow estimate them
+// at 2.2x, 1.06x, 1.19x and 1.42x: never below (the ZeRO-3 run bounds the
+// record's cost, the smallest run the base). A folded run is estimated at no
+// more than the same run unfolded: scale-512 with --fold at 150 MiB, 1.6x.
+constexpr double kFoldedBaseBytes = 160.0 * (1 << 20);
+constexpr double kFoldedBytesPerRecord = 470;
+constexpr double kFoldedBytesPerFlow = 2;
 // `trainsim collective` (one collective's flows, step by step):
 constexpr double kSecondsPerRecord = 30e-6;
 constexpr double kSecondsPerFlow = 40e-6;
@@ -105,8 +109,12 @@ RunSize estimate(const Scenario& scenario, int iterations, int fold_from_gpus, b
   s.folded = known_folded ||
              (fold_from_gpus > 0 && gpus >= fold_from_gpus && !scenario.perturbations.touches_gpus() &&
               scenario.perturbations.links.empty() && !scenario.workload && plan.dp >= 2 && !tree.tree);
-  s.memory_bytes = s.folded ? kBaseBytes + kFoldedBytesPerRecord * s.records + kFoldedBytesPerFlow * s.flows
-                            : kBaseBytes + kBytesPerRecord * s.records + kBytesPerFlow * s.flows;
+  // A folded run holds no more than the full replay would (a small one is
+  // mostly the folded base).
+  const double whole_bytes = kBaseBytes + kBytesPerRecord * s.records + kBytesPerFlow * s.flows;
+  s.memory_bytes = s.folded ? std::min(whole_bytes, kFoldedBaseBytes + kFoldedBytesPerRecord * s.records +
+                                                        kFoldedBytesPerFlow * s.flows)
+                            : whole_bytes;
   s.replay_s = (kRunSecondsPerRecord + kRunSecondsPerRecordAndGpu * gpus) * s.records +
                kRunSecondsPerFlow * s.flows +
                kRunSecondsPerTreeFlowAndFlowInFlight * tree_flows * tree_in_flight;

@@ -117,7 +117,9 @@ TEST(ReplayCost, AFoldedRunIsCountedWholeFromItsRepresentativesAndEstimatedAtWha
   const auto held = scenario::estimate_folded_run_size(s, 1);
   EXPECT_TRUE(held.folded);
   EXPECT_DOUBLE_EQ(folded.memory_bytes, held.memory_bytes);
-  EXPECT_LT(folded.memory_bytes, scenario::estimate_run_size(s, 1, 0).memory_bytes);  // unfolded
+  // Never above the run unfolded (equal here: a run this small is mostly
+  // the folded estimate's base).
+  EXPECT_LE(folded.memory_bytes, scenario::estimate_run_size(s, 1, 0).memory_bytes);
 }
 
 }  // namespace
