@@ -112,7 +112,7 @@ TEST(FoundingStudiesLarge, HardwareGenerationsDeepSeekV3PointsKeepTheirReportedF
     const auto& b200 = rows["dsv3-b200-" + precision];
     const auto& gb200 = rows["dsv3-gb200-" + precision];
     // GB200 NVL72 per GPU against DGX B200: 1.58x (BF16) and 1.78x (FP8) for
-    // DeepSeek-V3, against 1.06-1.09x for the dense Llamas of the same study:
+    // DeepSeek-V3, against 1.06-1.10x for the dense Llamas of the same study:
     // its EP groups of 64 dispatch over NVLink inside a domain.
     EXPECT_GT(figure(gb200, per_gpu), 1.5 * figure(b200, per_gpu)) << precision;
     EXPECT_LT(all_to_all_s(gb200), 0.3 * all_to_all_s(b200)) << precision;
