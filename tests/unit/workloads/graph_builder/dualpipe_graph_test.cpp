@@ -8,7 +8,9 @@
 // all-reduce: ranks 0 and p - 1 each hold an embedding and an output layer.
 #include <gtest/gtest.h>
 
+#include <boost/graph/topological_sort.hpp>
 #include <boost/range/iterator_range.hpp>
+#include <iterator>
 #include <set>
 #include <vector>
 
@@ -126,6 +128,19 @@ TEST(DualPipeGraph, EachDirectionSendsItsHalfOfTheMicroBatchesItsOwnWay) {
   EXPECT_EQ(down, 4 * 3);
   EXPECT_EQ(up, 4 * 3);
   EXPECT_EQ(micro_batches, (std::set<int>{0, 1, 2, 3}));
+}
+
+// The graph has no cycle (the replay would stall) over pipelines of 2 to 6
+// ranks, with the fewest micro-batches and more.
+TEST(DualPipeGraph, IsAcyclicOverManyPipelines) {
+  auto model = *find_model_preset("gpt3-1.3b");
+  for (int p : {2, 4, 6})
+    for (int m : {2 * p, 2 * p + 2, 4 * p}) {
+      model.layers = 2 * p;
+      const auto g = build_for(model, dualpipe_plan(1, 1, p, m));
+      std::vector<TaskId> order;
+      EXPECT_NO_THROW(boost::topological_sort(g.graph, std::back_inserter(order))) << p << " " << m;
+    }
 }
 
 }  // namespace
