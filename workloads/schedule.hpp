@@ -143,7 +143,10 @@ enum class BubbleModel {
   flush,           // (p - 1) stage times: GPipe, 1F1B, BPipe
   interleaved,     // (p - 1) / v stage times
   zero_bubble_h1,  // the tail of F + B - W, once per stage boundary
-  zero_bubble_h2   // the tail of F + B - 2W
+  zero_bubble_h2,  // the tail of F + B - 2W
+  // DeepSeek-V3's Table 2 for DualPipe: (p/2 - 1)(F&B + B - 3W) per
+  // whole-stage chunk (B a full backward, F&B the pair's time)
+  dualpipe
 };
 
 // Everything the rest of trainsim needs to know about a schedule besides its

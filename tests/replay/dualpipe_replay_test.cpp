@@ -4,8 +4,14 @@
 // DualPipe-V's do (the same builder path, iteration_builder.cpp's
 // overlaps_previous). The small MoE plan of moe_overlap_estimate_replay_test
 // (DeepSeek-V2-Lite's MoE layers shrunk to 8 layers, EP groups across
-// nodes) with pp 2 under DualPipe. One simulation per TEST.
+// nodes) with pp 2 under DualPipe, 16 micro-batches per pipeline (8 each
+// way). Measured 2026-12-06: the serial pairs replay to 1.1786 s (the plan
+// estimate agrees to 1e-6: p = 2 leaves DualPipe no bubble, both ends
+// starting at once), the overlapped pairs to 1.0486 s (11% less; the
+// estimate's merged steps 1.0508 s). One simulation per TEST.
 #include <gtest/gtest.h>
+
+#include <string>
 
 #include "support/replayed_summary.hpp"
 #include "support/test_cluster.hpp"
@@ -50,9 +56,15 @@ TEST(DualPipeReplay, OverlappedPairsHideAllToAllsTheSerialRunShows) {
   const auto summary = testing::replayed_summary(c.model, c.plan, c.cluster, cost);
   const auto estimate = workloads::estimate_plan(c.model, c.plan, c.cluster, cost);
   const double replayed = summary.iteration_time_s;
-  EXPECT_NEAR(estimate.iteration_s, replayed, 0.05 * replayed)
+  RecordProperty("replay_s", std::to_string(replayed));
+  RecordProperty("estimate_s", std::to_string(estimate.iteration_s));
+  RecordProperty("exposed_ep_s", std::to_string(estimate.ep_comm_s));
+  EXPECT_NEAR(estimate.iteration_s, replayed, 0.01 * replayed)
       << "estimate " << estimate.iteration_s << " s, replay " << replayed << " s";
-  EXPECT_LT(replayed, serial_estimate_s()) << "replay " << replayed << " s, serial " << serial_estimate_s();
+  // The serial run (SerialPairsMatchTheEstimate pins the estimate to its
+  // replay) takes more than 8% longer.
+  EXPECT_LT(replayed, 0.92 * serial_estimate_s())
+      << "replay " << replayed << " s, serial " << serial_estimate_s();
 }
 
 TEST(DualPipeReplay, SerialPairsMatchTheEstimate) {
@@ -60,7 +72,9 @@ TEST(DualPipeReplay, SerialPairsMatchTheEstimate) {
   const workloads::AnalyticCostModel cost(c.model, c.plan, 0.5);
   const auto summary = testing::replayed_summary(c.model, c.plan, c.cluster, cost);
   const double replayed = summary.iteration_time_s;
-  EXPECT_NEAR(serial_estimate_s(), replayed, 0.05 * replayed)
+  RecordProperty("replay_s", std::to_string(replayed));
+  RecordProperty("estimate_s", std::to_string(serial_estimate_s()));
+  EXPECT_NEAR(serial_estimate_s(), replayed, 1e-3 * replayed)
       << "estimate " << serial_estimate_s() << " s, replay " << replayed << " s";
 }
 

@@ -154,7 +154,8 @@ PlanEstimate estimate_plan(const ModelSpec& model, const ParallelPlan& plan,
   }
 
   const BubbleModel bubble = traits_of(plan.schedule).bubble;
-  const bool split_backward = bubble == BubbleModel::zero_bubble_h1 || bubble == BubbleModel::zero_bubble_h2;
+  const bool split_backward = bubble == BubbleModel::zero_bubble_h1 || bubble == BubbleModel::zero_bubble_h2 ||
+                              bubble == BubbleModel::dualpipe;
 
   std::vector<RankCosts> ranks(static_cast<std::size_t>(p));
   std::vector<std::vector<int>> dp_groups(static_cast<std::size_t>(p));
@@ -320,7 +321,7 @@ PlanEstimate estimate_plan(const ModelSpec& model, const ParallelPlan& plan,
   }
 
   PlanEstimate e;
-  double slowest = 0, sum_ranks = 0, zb_full = 0, zb_h1_tail = 0, zb_h2_tail = 0;
+  double slowest = 0, sum_ranks = 0, zb_full = 0, zb_h1_tail = 0, zb_h2_tail = 0, dualpipe_tail = 0;
   std::size_t worst = 0;
   for (std::size_t r = 0; r < ranks.size(); ++r) {
     const auto& rc = ranks[r];
@@ -333,6 +334,10 @@ PlanEstimate estimate_plan(const ModelSpec& model, const ParallelPlan& plan,
     zb_full = std::max(zb_full, t);
     zb_h1_tail = std::max(zb_h1_tail, rc.forward_s + rc.backward_input_s - rc.backward_weight_s);
     zb_h2_tail = std::max(zb_h2_tail, rc.forward_s + rc.backward_input_s - 2 * rc.backward_weight_s);
+    // DualPipe: F&B + B - 3W of one chunk (the rank's sums over its two
+    // equal chunks, halved), F&B = F + B.
+    dualpipe_tail =
+        std::max(dualpipe_tail, (rc.forward_s + 2 * rc.backward_s - 3 * rc.backward_weight_s) / 2);
   }
   double pipeline_s = 0;
   switch (bubble) {
@@ -347,6 +352,9 @@ PlanEstimate estimate_plan(const ModelSpec& model, const ParallelPlan& plan,
       break;
     case BubbleModel::zero_bubble_h2:
       pipeline_s = m * zb_full + (p - 1) * std::max(0.0, zb_h2_tail);
+      break;
+    case BubbleModel::dualpipe:
+      pipeline_s = m * zb_full + (p / 2 - 1) * std::max(0.0, dualpipe_tail);
       break;
   }
   const auto& worst_rank = ranks[worst];

@@ -114,7 +114,7 @@ ScheduleTraits dualpipe_traits() {
           .placement = ChunkPlacement::bidirectional,
           .micro_batches_in_groups_of_pp = false,
           .min_micro_batches_per_stage = 2,
-          .bubble = BubbleModel::zero_bubble_h2,
+          .bubble = BubbleModel::dualpipe,
           .evicts_activations = false,
           .searched_by_default = false,
           .balances_measured_costs = false,
