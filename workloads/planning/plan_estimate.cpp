@@ -154,8 +154,8 @@ PlanEstimate estimate_plan(const ModelSpec& model, const ParallelPlan& plan,
   }
 
   const BubbleModel bubble = traits_of(plan.schedule).bubble;
-  const bool split_backward = bubble == BubbleModel::zero_bubble_h1 || bubble == BubbleModel::zero_bubble_h2 ||
-                              bubble == BubbleModel::dualpipe;
+  const bool split_backward = bubble == BubbleModel::zero_bubble_h1 ||
+                              bubble == BubbleModel::zero_bubble_h2 || bubble == BubbleModel::dualpipe;
 
   std::vector<RankCosts> ranks(static_cast<std::size_t>(p));
   std::vector<std::vector<int>> dp_groups(static_cast<std::size_t>(p));
