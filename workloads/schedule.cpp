@@ -219,14 +219,10 @@ std::vector<ScheduleProblem> schedule_problems(const ParallelPlan& plan, int lay
   }
   if (!plan.stage_layers.empty())
     return problems;  // an explicit partition need not be even
-  if (traits.placement == ChunkPlacement::bidirectional) {
-    if (p > 0 && layers % p != 0)
-      problems.push_back(
-          {"pp", fmt::format("model.layers = {} is not divisible by pp = {} with schedule {}, whose two "
-                             "chunks per GPU are two copies of the model's pp stages; expected each stage "
-                             "to get the same number of layers, or plan.stage_layers with {} entries",
-                             layers, p, name, p)});
-  } else if (v > 1 && p > 0 && layers % (p * v) != 0)
+  // DualPipe's two chunks per GPU are two copies of the model's pp stages:
+  // the layers need only divide by pp (plan_checks.cpp says so for every
+  // schedule).
+  if (traits.placement != ChunkPlacement::bidirectional && v > 1 && p > 0 && layers % (p * v) != 0)
     problems.push_back(
         {"virtual_stages",
          fmt::format("model.layers = {} is not divisible by pp x virtual_stages = {} x {} = {}; "

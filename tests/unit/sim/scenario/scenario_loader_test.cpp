@@ -206,9 +206,10 @@ TEST(ScenarioLoader, DualPipeNeedsAnEvenPipelineAndEvenMicroBatchesAtLeastTwiceP
   // m = 2 < 2 pp.
   EXPECT_NE(one({"plan.global_batch_size=8"}).find("needs at least 2 x pp = 4 micro-batches"),
             std::string::npos);
-  EXPECT_NE(
-      one({"model.layers=25"}).find("model.layers = 25 is not divisible by pp = 2 with schedule dualpipe"),
-      std::string::npos);
+  // The layers divide by pp, not by pp x 2: 26 runs, 25 does not.
+  EXPECT_TRUE(problems(kMinimal, {"plan.schedule=dualpipe", "model.layers=26"}).empty());
+  EXPECT_NE(one({"model.layers=25"}).find("plan.pp: model.layers = 25 is not divisible by pp = 2;"),
+            std::string::npos);
   // One layer count per stage of the model, not per chunk.
   EXPECT_TRUE(problems(kMinimal, {"plan.schedule=dualpipe", "plan.stage_layers=[10,14]"}).empty());
   EXPECT_NE(one({"plan.stage_layers=[6,6,6,6]"}).find("expected one layer count per stage (2 entries)"),
