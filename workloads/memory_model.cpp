@@ -53,17 +53,22 @@ double GpuMemoryModel::piece_parameters(int virtual_stage, int layer_in_chunk) c
   if (slice.embedding && layer_in_chunk == 0)
     parameters += model_.embedding_parameters();
   if (slice.logits && layer_in_chunk == pieces(virtual_stage) - 1) {
+    // The rank of the output layer also holds an embedding: the first stage
+    // (V shapes), or DualPipe's other direction's (ranks 0 and p - 1).
+    const int rank = layout_.rank_of(virtual_stage);
+    const bool holds_embedding =
+        rank == layout_.rank_of(0) || (layout_.bidirectional() && rank == layout_.rank_of(layout_.ranks));
     parameters += model_.logits_parameters();
     // Megatron keeps a copy of the tied word embeddings for the output
     // layer on the last stage when it is not the first one.
-    if (model_.tied_embeddings && layout_.rank_of(virtual_stage) != layout_.rank_of(0))
+    if (model_.tied_embeddings && !holds_embedding)
       parameters += double(model_.vocab) * model_.hidden;
     if (model_.mtp_depth > 0) {
       // The MTP modules, and the embedding they read the next tokens from:
       // Megatron builds one on the last stage too (GPTModel: pre_process or
       // mtp_process), unless the output head already is one (tied).
       parameters += mtp_parameters_per_gpu(model_, plan_, slice) * plan_.tp;
-      if (!model_.tied_embeddings && layout_.rank_of(virtual_stage) != layout_.rank_of(0))
+      if (!model_.tied_embeddings && !holds_embedding)
         parameters += double(model_.vocab) * model_.hidden;
     }
   }

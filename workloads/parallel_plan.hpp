@@ -18,6 +18,7 @@ enum class ScheduleKind {
   zb_v,                     // "zb_v" (zero bubble, V-shape, two chunks per rank)
   bpipe,                    // "bpipe" (1F1B plus activation eviction to the paired stage)
   dualpipe_v,               // "dualpipe_v" (DeepSeek, bidirectional V-shape)
+  dualpipe,                 // "dualpipe" (DeepSeek-V3, bidirectional, parameters held twice)
 };
 std::string_view to_string(ScheduleKind kind);
 
@@ -133,9 +134,10 @@ struct ParallelPlan {
   int global_batch_size = 1;
   ScheduleKind schedule = ScheduleKind::one_f_one_b;
   // Model chunks per GPU (v): interleaved_1f1b's virtual stages, 2 for the
-  // V-shaped schedules (zb_v, dualpipe_v), 1 otherwise. The pipeline has
-  // pp x v virtual stages of layers / (pp x v) layers each, unless
-  // stage_layers says otherwise.
+  // V-shaped schedules (zb_v, dualpipe_v) and for dualpipe, 1 otherwise. The
+  // pipeline has pp x v virtual stages of layers / (pp x v) layers each,
+  // unless stage_layers says otherwise. DualPipe's two chunks are two copies
+  // of the model's pp stages (model_stages()), one per direction.
   int virtual_stages = 1;
   // Layers of each virtual stage in model order (pp x virtual_stages
   // entries, each >= 1, summing to the model's layers): an uneven partition
@@ -261,15 +263,25 @@ struct ParallelPlan {
     return dp_micro_batches.empty() ? global_batch_size / (micro_batch_size * dp)
                                     : dp_micro_batches[static_cast<std::size_t>(dp_rank)];
   }
+  // The distinct slices of layers the model is cut into: pp x
+  // virtual_stages, except under dualpipe, whose 2 pp virtual stages are
+  // the pp stages of the model twice over (virtual stage vs of the down
+  // direction and pp + vs of the up direction hold the same layers;
+  // workloads/schedules/dualpipe.cpp). stage_layers has one entry per model
+  // stage.
+  int model_stages() const { return schedule == ScheduleKind::dualpipe ? pp : pp * virtual_stages; }
+  int model_stage_of(int virtual_stage) const {
+    return schedule == ScheduleKind::dualpipe ? virtual_stage % pp : virtual_stage;
+  }
   // Layers of virtual stage `virtual_stage` (of pp x virtual_stages) and the
   // index of its first layer, for a model of `layers` layers.
   int layers_of(int virtual_stage, int layers) const {
-    return stage_layers.empty() ? layers / (pp * virtual_stages)
-                                : stage_layers[static_cast<std::size_t>(virtual_stage)];
+    return stage_layers.empty() ? layers / model_stages()
+                                : stage_layers[static_cast<std::size_t>(model_stage_of(virtual_stage))];
   }
   int first_layer_of(int virtual_stage, int layers) const {
     int first = 0;
-    for (int vs = 0; vs < virtual_stage; ++vs)
+    for (int vs = 0; vs < model_stage_of(virtual_stage); ++vs)
       first += layers_of(vs, layers);
     return first;
   }

@@ -56,17 +56,18 @@ std::string zero_entries(const std::vector<int>& values, const char* what) {
 // when right.
 bool check_stage_layers(const ModelSpec& model, const ParallelPlan& plan, Problems& problems) {
   const auto& layers = plan.stage_layers;
-  const int stages = plan.pp * plan.virtual_stages;
-  const std::string stages_text = plan.virtual_stages > 1 ? fmt::format("pp x virtual_stages = {} x {} = {}",
-                                                                        plan.pp, plan.virtual_stages, stages)
-                                                          : fmt::format("pp = {}", plan.pp);
+  // DualPipe's two chunks are copies of the same pp stages: one entry each.
+  const int stages = plan.model_stages();
+  const std::string stages_text = stages > plan.pp ? fmt::format("pp x virtual_stages = {} x {} = {}",
+                                                                 plan.pp, plan.virtual_stages, stages)
+                                                   : fmt::format("pp = {}", plan.pp);
   const std::size_t before = problems.size();
   if (static_cast<int>(layers.size()) != stages)
     problems.add("stage_layers",
                  fmt::format("{} has {} entr{}, but the pipeline has {} stages; expected one layer count per "
                              "{}stage ({} entries) in model order",
                              list_text(layers), layers.size(), layers.size() == 1 ? "y" : "ies", stages_text,
-                             plan.virtual_stages > 1 ? "virtual " : "", stages));
+                             stages > plan.pp ? "virtual " : "", stages));
   if (std::any_of(layers.begin(), layers.end(), [](int l) { return l < 0; }))
     problems.add("stage_layers",
                  fmt::format("{} has a negative entry; expected layer counts >= 0", list_text(layers)));
@@ -230,12 +231,13 @@ void check_moe_dispatcher(const ModelSpec& model, const ParallelPlan& plan, Prob
                     "expected moe_a2a_overlap: false, or a model with model.moe",
                     model.name));
   if (plan.moe_a2a_overlap && plan.schedule != ScheduleKind::one_f_one_b &&
-      plan.schedule != ScheduleKind::interleaved_one_f_one_b && plan.schedule != ScheduleKind::dualpipe_v)
+      plan.schedule != ScheduleKind::interleaved_one_f_one_b && plan.schedule != ScheduleKind::dualpipe_v &&
+      plan.schedule != ScheduleKind::dualpipe)
     problems.add(
         "moe_a2a_overlap",
         fmt::format("true with schedule {}: the all-to-alls overlap inside Megatron's merged F&B steps "
-                    "of 1F1B (interleaved or not) and DualPipe-V's F&B pairs; expected schedule 1f1b, "
-                    "interleaved_1f1b or dualpipe_v, or moe_a2a_overlap: false",
+                    "of 1F1B (interleaved or not) and DualPipe's and DualPipe-V's F&B pairs; expected "
+                    "schedule 1f1b, interleaved_1f1b, dualpipe_v or dualpipe, or moe_a2a_overlap: false",
                     to_string(plan.schedule)));
   if (plan.moe_fp8_dispatch.value_or(false) && !plan.fp8_dispatch())
     problems.add("moe_fp8_dispatch",

@@ -38,7 +38,7 @@ const std::vector<ScheduleTraits>& schedule_table() {
   static const std::vector<ScheduleTraits> table = [] {
     std::vector<ScheduleTraits> t{gpipe_traits(), one_f_one_b_traits(), interleaved_one_f_one_b_traits(),
                                   zb_h1_traits(), zb_h2_traits(),       zb_v_traits(),
-                                  bpipe_traits(), dualpipe_v_traits()};
+                                  bpipe_traits(), dualpipe_v_traits(),  dualpipe_traits()};
     for (std::size_t i = 0; i < t.size(); ++i)
       if (static_cast<std::size_t>(t[i].kind) != i)
         throw std::logic_error("schedule_table: entries out of ScheduleKind order");
@@ -173,6 +173,29 @@ std::vector<ScheduleProblem> schedule_problems(const ParallelPlan& plan, int lay
                     : fmt::format("schedule {} needs at least {} x pp = {} micro-batches per pipeline "
                                   "(DualPipe's rule), but {}; expected global_batch_size >= {}",
                                   name, k, k * p, share.text, k * p * per_pipeline)});
+  // DualPipe (dualpipe.py, DualPipe.step): "assert num_ranks % 2 == 0" and
+  // "num_chunks % 2 == 0": the two directions split the ranks and the
+  // micro-batches in halves.
+  if (traits.placement == ChunkPlacement::bidirectional) {
+    if (p % 2 != 0)
+      problems.push_back(
+          {"pp", fmt::format("{} with schedule {}, which runs two pipelines in opposite directions over "
+                             "halves of the ranks; expected an even pp (DualPipe's rule; dualpipe_v runs on "
+                             "any pp)",
+                             p, name)});
+    for (const Share& share : shares)
+      if (share.m > 0 && share.m % 2 != 0)
+        problems.push_back(
+            {batch_key,
+             uneven
+                 ? fmt::format("schedule {} feeds half of the micro-batches from each end of the pipeline, "
+                               "but {}, which is odd; expected every entry even",
+                               name, share.text)
+                 : fmt::format("schedule {} feeds half of the micro-batches from each end of the pipeline, "
+                               "but {}, which is odd; expected global_batch_size a multiple of 2 x "
+                               "micro_batch_size x dp = {}",
+                               name, share.text, 2 * per_pipeline)});
+  }
   if (plan.p2p == P2pMode::sync && !traits.sync_p2p) {
     std::string sync;
     for (const auto& t : schedule_table())
@@ -196,7 +219,10 @@ std::vector<ScheduleProblem> schedule_problems(const ParallelPlan& plan, int lay
   }
   if (!plan.stage_layers.empty())
     return problems;  // an explicit partition need not be even
-  if (v > 1 && p > 0 && layers % (p * v) != 0)
+  // DualPipe's two chunks per GPU are two copies of the model's pp stages:
+  // the layers need only divide by pp (plan_checks.cpp says so for every
+  // schedule).
+  if (traits.placement != ChunkPlacement::bidirectional && v > 1 && p > 0 && layers % (p * v) != 0)
     problems.push_back(
         {"virtual_stages",
          fmt::format("model.layers = {} is not divisible by pp x virtual_stages = {} x {} = {}; "

@@ -9,7 +9,11 @@
 //  - W(mb, vs) after B(mb, vs) (weight gradient after input gradient);
 //  - on one rank, its own list order.
 // A virtual stage is one contiguous slice of the model's layers; with one
-// chunk per rank the virtual stage is the rank.
+// chunk per rank the virtual stage is the rank. Under the bidirectional
+// placement (DualPipe) a micro-batch runs only the virtual stages of its
+// direction: chunk 0's micro-batches 0 .. m/2 - 1 virtual stages 0 .. p - 1,
+// chunk 1's micro-batches 0 .. m/2 - 1 virtual stages p .. 2p - 1; the last
+// of each direction turns its micro-batches around.
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -40,8 +44,13 @@ struct PipeOp {
 
 // Where the chunks of a rank sit in the model.
 enum class ChunkPlacement {
-  looped,  // rank r holds virtual stages r, r + p, r + 2p, ... (Megatron interleaving)
-  v_shape  // rank r holds virtual stages r and 2p - 1 - r (ZB-V, DualPipe-V)
+  looped,   // rank r holds virtual stages r, r + p, r + 2p, ... (Megatron interleaving)
+  v_shape,  // rank r holds virtual stages r and 2p - 1 - r (ZB-V, DualPipe-V)
+  // DualPipe: two pipelines of the model's p stages in opposite directions,
+  // rank r holding stage r of the down one (chunk 0, virtual stage r) and
+  // stage p - 1 - r of the up one (chunk 1, virtual stage 2p - 1 - r): the
+  // ranks of V-shape, but each direction is a whole model.
+  bidirectional
 };
 
 // BPipe: the activations of one forward leave the evictor rank for its
@@ -67,16 +76,27 @@ struct PipelineSchedule {
 
   int virtual_stages() const { return ranks * chunks; }
   int virtual_stage(int rank, int chunk) const {
-    if (placement == ChunkPlacement::v_shape && chunk % 2 == 1)
+    if (placement != ChunkPlacement::looped && chunk % 2 == 1)
       return (chunk + 1) * ranks - 1 - rank;
     return chunk * ranks + rank;
   }
   int rank_of(int virtual_stage) const {
     const int chunk = virtual_stage / ranks;
     const int offset = virtual_stage % ranks;
-    return placement == ChunkPlacement::v_shape && chunk % 2 == 1 ? ranks - 1 - offset : offset;
+    return placement != ChunkPlacement::looped && chunk % 2 == 1 ? ranks - 1 - offset : offset;
   }
   int chunk_of(int virtual_stage) const { return virtual_stage / ranks; }
+  bool bidirectional() const { return placement == ChunkPlacement::bidirectional; }
+  // Micro-batches each chunk runs: m, or m / 2 per direction (DualPipe).
+  int micro_batches_of_chunk() const { return bidirectional() ? micro_batches / 2 : micro_batches; }
+  // Whether a micro-batch's forward enters at / leaves from `virtual_stage`:
+  // the first and last virtual stages, or each direction's ends.
+  bool is_first_stage(int virtual_stage) const {
+    return bidirectional() ? virtual_stage % ranks == 0 : virtual_stage == 0;
+  }
+  bool is_last_stage(int virtual_stage) const {
+    return bidirectional() ? virtual_stage % ranks == ranks - 1 : virtual_stage == virtual_stages() - 1;
+  }
 };
 
 // What ZB-V's greedy balances (zbv.py's PipelineGraph inputs): per-chunk
@@ -113,7 +133,7 @@ struct ScheduleOptions {
 // Model chunks a schedule puts on each rank.
 enum class ChunksPerRank {
   one,     // v = 1
-  two,     // v = 2, V-shaped (ZB-V, DualPipe-V)
+  two,     // v = 2: V-shaped (ZB-V, DualPipe-V) or bidirectional (DualPipe)
   several  // v >= 2, given by the scenario (interleaved 1F1B)
 };
 
@@ -123,7 +143,10 @@ enum class BubbleModel {
   flush,           // (p - 1) stage times: GPipe, 1F1B, BPipe
   interleaved,     // (p - 1) / v stage times
   zero_bubble_h1,  // the tail of F + B - W, once per stage boundary
-  zero_bubble_h2   // the tail of F + B - 2W
+  zero_bubble_h2,  // the tail of F + B - 2W
+  // DeepSeek-V3's Table 2 for DualPipe: (p/2 - 1)(F&B + B - 3W) per
+  // whole-stage chunk (B a full backward, F&B the pair's time)
+  dualpipe
 };
 
 // Everything the rest of trainsim needs to know about a schedule besides its
@@ -158,6 +181,11 @@ struct ScheduleTraits {
   // pairing: Megatron-core refuses it without virtual stages, and its waits
   // follow the interleaved loop's order of ops.
   bool overlap_p2p;
+  // The generator marks which backwards run overlapped with the forward
+  // before them (PipeOp::paired: DualPipe's F&B chunk pairs); false: under
+  // plan.moe_a2a_overlap every forward-then-backward of the list is merged
+  // (Megatron-core's 1F1B A2A overlap).
+  bool marks_pairs;
   PipelineSchedule (*make)(int ranks, int micro_batches, const ScheduleOptions& options);
 };
 
@@ -185,6 +213,7 @@ PipelineSchedule make_zb_h2(int ranks, int micro_batches);
 PipelineSchedule make_zb_v(int ranks, int micro_batches, const ZbvInputs& inputs = {});
 PipelineSchedule make_bpipe(int ranks, int micro_batches);
 PipelineSchedule make_dualpipe_v(int ranks, int micro_batches);
+PipelineSchedule make_dualpipe(int ranks, int micro_batches);
 // Their traits, defined next to each generator.
 ScheduleTraits gpipe_traits();
 ScheduleTraits one_f_one_b_traits();
@@ -194,6 +223,7 @@ ScheduleTraits zb_h2_traits();
 ScheduleTraits zb_v_traits();
 ScheduleTraits bpipe_traits();
 ScheduleTraits dualpipe_v_traits();
+ScheduleTraits dualpipe_traits();
 PipelineSchedule make_schedule(ScheduleKind kind, int ranks, int micro_batches,
                                const ScheduleOptions& options = {});
 

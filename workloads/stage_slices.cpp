@@ -59,11 +59,12 @@ double mla_sequence_parallel_pass_bytes(const ModelSpec& model, const ParallelPl
 }
 
 StageSlice virtual_stage_slice(const ModelSpec& model, const ParallelPlan& plan, int virtual_stage) {
-  const int stages = plan.pp * plan.virtual_stages;
+  // DualPipe: each direction's stage k is model stage k (model_stage_of).
+  const int stage = plan.model_stage_of(virtual_stage);
   return {.layers = plan.layers_of(virtual_stage, model.layers),
           .first_layer = plan.first_layer_of(virtual_stage, model.layers),
-          .embedding = virtual_stage == 0,
-          .logits = virtual_stage == stages - 1};
+          .embedding = stage == 0,
+          .logits = stage == plan.model_stages() - 1};
 }
 
 int transformer_layers_of(const ModelSpec& model, const StageSlice& slice) {

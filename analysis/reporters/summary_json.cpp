@@ -242,7 +242,7 @@ void write_summary_json(std::ostream& out, const RunContext& run, const Report& 
   // replica's micro-batches, given (uneven) or derived (even).
   {
     std::vector<int> stage_layers, dp_micro_batches;
-    for (int vs = 0; vs < run.plan.pp * run.plan.virtual_stages; ++vs)
+    for (int vs = 0; vs < run.plan.model_stages(); ++vs)
       stage_layers.push_back(run.plan.layers_of(vs, run.model.layers));
     for (int d = 0; d < run.plan.dp; ++d)
       dp_micro_batches.push_back(run.plan.micro_batches_of(d));

@@ -164,6 +164,12 @@ int run_balanced(const RunOptions& options) {
         "(it may leave the first and last virtual stages with the embedding or the loss alone); expected "
         "those keys left out, with layers that pp x virtual_stages divides (or run without --balance)",
         even.file)});
+  if (even.plan.schedule == workloads::ScheduleKind::dualpipe)
+    throw platforms::InputError({fmt::format(
+        "{}: plan.schedule: dualpipe with --balance auto, whose search moves layers between the virtual "
+        "stages of one pipeline, while DualPipe's two directions hold the same stages twice; expected "
+        "schedule dualpipe_v (or run without --balance)",
+        even.file)});
   if (!even.plan.stage_layers.empty() || !even.plan.dp_micro_batches.empty())
     throw platforms::InputError({fmt::format(
         "{}: plan.{}: given with --balance auto, which searches the layer partition and the DP micro-batch "

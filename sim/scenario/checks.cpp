@@ -52,7 +52,7 @@ std::vector<platforms::Problem> resolve_plan(Scenario& scenario) {
     plan.virtual_stages = workloads::default_virtual_stages(plan.schedule);
   if (split.given()) {
     auto [layers, problems] =
-        workloads::split_layers(split, scenario.model.layers, plan.pp, plan.virtual_stages);
+        workloads::split_layers(split, scenario.model.layers, plan.pp, plan.model_stages() / plan.pp);
     if (!problems.empty())
       return problems;
     plan.stage_layers = std::move(layers);

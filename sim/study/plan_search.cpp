@@ -456,7 +456,8 @@ PlanSearch prepare_plan_search(const PlanSearchRequest& request) {
     candidate.plan.moe_a2a_overlap =
         base_plan.moe_a2a_overlap && plan.ep > 1 &&
         (plan.schedule == ScheduleKind::one_f_one_b ||
-         plan.schedule == ScheduleKind::interleaved_one_f_one_b || plan.schedule == ScheduleKind::dualpipe_v);
+         plan.schedule == ScheduleKind::interleaved_one_f_one_b ||
+         plan.schedule == ScheduleKind::dualpipe_v || plan.schedule == ScheduleKind::dualpipe);
     // The base plan's overlapped parameter gather, on every candidate with a
     // distributed optimizer (ZeRO-1 / ZeRO-2).
     candidate.plan.overlap_param_gather = base_plan.overlap_param_gather &&

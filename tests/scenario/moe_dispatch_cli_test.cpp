@@ -106,7 +106,7 @@ void expect_refused(const CliResult& r, const std::string& key, const std::strin
 TEST(MoeDispatchCli, BadCombinationsAreOneErrorEach) {
   expect_refused(run_text(with(kMoe, "  global_batch_size: 64\n",
                                "  global_batch_size: 64\n  moe_a2a_overlap: true\n  schedule: gpipe\n")),
-                 "moe_a2a_overlap", "expected schedule 1f1b, interleaved_1f1b or dualpipe_v");
+                 "moe_a2a_overlap", "expected schedule 1f1b, interleaved_1f1b, dualpipe_v or dualpipe");
   expect_refused(
       run_text(with(kMoe, "  seq_len: 2048\n", "  seq_len: 2048\n  moe:\n    max_nodes_per_token: 3\n")),
       "max_nodes_per_token", "an EP group spans 2 nodes");

@@ -21,11 +21,12 @@ inline std::vector<std::string> rank_texts(const workloads::PipelineSchedule& s)
 // either one B or one I and one W; else what is wrong.
 inline std::string op_count_problem(const workloads::PipelineSchedule& s) {
   using workloads::PipeOpKind;
+  const int m = s.micro_batches_of_chunk();  // DualPipe: m / 2 per direction
   for (int r = 0; r < s.ranks; ++r) {
-    std::vector<int> f(s.chunks * s.micro_batches), b(f.size()), i(f.size()), w(f.size());
+    std::vector<int> f(s.chunks * m), b(f.size()), i(f.size()), w(f.size());
     for (const auto& op : s.per_rank[r]) {
-      const int k = op.chunk * s.micro_batches + op.micro_batch;
-      if (op.chunk < 0 || op.chunk >= s.chunks || op.micro_batch < 0 || op.micro_batch >= s.micro_batches)
+      const int k = op.chunk * m + op.micro_batch;
+      if (op.chunk < 0 || op.chunk >= s.chunks || op.micro_batch < 0 || op.micro_batch >= m)
         return "rank " + std::to_string(r) + ": op out of range";
       (op.kind == PipeOpKind::forward          ? f
        : op.kind == PipeOpKind::backward       ? b
@@ -34,19 +35,20 @@ inline std::string op_count_problem(const workloads::PipelineSchedule& s) {
     }
     for (std::size_t k = 0; k < f.size(); ++k)
       if (f[k] != 1 || !((b[k] == 1 && i[k] == 0 && w[k] == 0) || (b[k] == 0 && i[k] == 1 && w[k] == 1)))
-        return "rank " + std::to_string(r) + ": chunk " + std::to_string(k / s.micro_batches) +
-               " micro-batch " + std::to_string(k % s.micro_batches) + " does not run exactly once each way";
+        return "rank " + std::to_string(r) + ": chunk " + std::to_string(k / m) + " micro-batch " +
+               std::to_string(k % m) + " does not run exactly once each way";
   }
   return "";
 }
 
 // Runs the lists in order, each op as soon as its inputs exist (F after the
 // previous virtual stage's F, B or I after the next virtual stage's B or I,
-// or after its own F on the last virtual stage; W after its I). True when
+// or after its own F on the last virtual stage; W after its I). DualPipe's
+// directions each have their own first and last virtual stage. True when
 // every op ran.
 inline bool runs_to_completion(const workloads::PipelineSchedule& s) {
   using workloads::PipeOpKind;
-  const int stages = s.virtual_stages(), m = s.micro_batches;
+  const int stages = s.virtual_stages(), m = s.micro_batches_of_chunk();
   std::vector<char> f(stages * m, 0), b(stages * m, 0);
   std::vector<std::size_t> next(s.ranks, 0);
   for (bool progress = true; progress;) {
@@ -59,11 +61,11 @@ inline bool runs_to_completion(const workloads::PipelineSchedule& s) {
         bool ready = false;
         switch (op.kind) {
           case PipeOpKind::forward:
-            ready = vs == 0 || f[at - m];
+            ready = s.is_first_stage(vs) || f[at - m];
             break;
           case PipeOpKind::backward:
           case PipeOpKind::backward_input:
-            ready = f[at] && (vs == stages - 1 || b[at + m]);
+            ready = f[at] && (s.is_last_stage(vs) || b[at + m]);
             break;
           case PipeOpKind::backward_weight:
             ready = b[at];

@@ -288,7 +288,8 @@ void IterationBuilder::add_expert_parallel_sync_and_step(int rank, int tp) {
               .duration_s = cost.duration_s,
               .memory_bound_fraction = cost.memory_bound_fraction};
     const TaskId id = graph_.add(step);
-    ready[i] = add_tied_embedding_sync(rank, gpu, ready[i]);  // tied_embedding_sync.cpp
+    ready[i] = add_tied_embedding_sync(rank, gpu, ready[i]);         // tied_embedding_sync.cpp
+    ready[i] = add_parameter_copy_sync(rank, gpu, ready[i], local);  // dualpipe_copy_sync.cpp
     graph_.depend(ready[i], id);
     if (last_[idx(gpu)] != kNone && last_[idx(gpu)] != ready[i])
       graph_.depend(last_[idx(gpu)], id);

@@ -72,7 +72,8 @@ void IterationBuilder::add_folded_expert_sync_and_step(int rank) {
                                       .duration_s = cost.duration_s,
                                       .memory_bound_fraction = cost.memory_bound_fraction});
     TaskId& before = ready[static_cast<std::size_t>(i)];
-    before = add_tied_embedding_sync(rank, gpu, before);  // tied_embedding_sync.cpp
+    before = add_tied_embedding_sync(rank, gpu, before);         // tied_embedding_sync.cpp
+    before = add_parameter_copy_sync(rank, gpu, before, local);  // dualpipe_copy_sync.cpp
     graph_.depend(before, id);
     if (last_[idx(gpu)] != kNone && last_[idx(gpu)] != before)
       graph_.depend(last_[idx(gpu)], id);

@@ -208,8 +208,8 @@ bool IterationBuilder::overlaps_previous(int dp, int rank, std::size_t op_index)
   if (forward.kind != PipeOpKind::forward ||
       (backward.kind != PipeOpKind::backward && backward.kind != PipeOpKind::backward_input))
     return false;
-  // DualPipe-V says which of its F-then-B are pairs.
-  if (plan_.schedule == ScheduleKind::dualpipe_v && !backward.paired)
+  // DualPipe and DualPipe-V say which of their F-then-B are pairs.
+  if (traits_of(plan_.schedule).marks_pairs && !backward.paired)
     return false;
   const auto moe_layers = [&](const PipeOp& op) {
     return moe_layers_of(model_,
@@ -662,10 +662,12 @@ void IterationBuilder::add_pipeline_sends(int dp, int cp) {
   const P2pMode p2p = resolved_p2p(plan_);
   const bool sync = p2p == P2pMode::sync, overlap = p2p == P2pMode::overlap;
   const PipelineSchedule& sched = schedule(dp);
-  const int m = plan_.micro_batches_of(dp);
+  const int m = sched.micro_batches_of_chunk();
   const int stages = sched.virtual_stages();
   for (int tp = 0; tp < plan_.tp; ++tp) {
     for (int vs = 0; vs + 1 < stages; ++vs) {
+      if (sched.is_last_stage(vs))
+        continue;  // DualPipe: the down direction ends, the up one starts afresh
       const int r0 = sched.rank_of(vs), r1 = sched.rank_of(vs + 1);
       const int c0 = sched.chunk_of(vs), c1 = sched.chunk_of(vs + 1);
       const int g0 = plan_.gpu_of(r0, dp, tp, cp), g1 = plan_.gpu_of(r1, dp, tp, cp);
@@ -717,16 +719,20 @@ void IterationBuilder::add_pipeline_sends(int dp, int cp) {
     }
     // The last virtual stage turns the forward around: its backward starts
     // from its own forward's loss, and so does the forward it is paired with
-    // when they run overlapped (DualPipe's F&B).
-    const int last = stages - 1;
-    const int g = plan_.gpu_of(sched.rank_of(last), dp, tp, cp);
-    for (int mb = 0; mb < m; ++mb) {
-      const std::size_t s = slot(sched.chunk_of(last), mb);
-      const TaskId loss = ops_[idx(g)][forward_op_[idx(g)][s]].done;
-      const std::size_t b = backward_op_[idx(g)][s];
-      gate(loss, g, b);
-      if (ops_[idx(g)][b].op.paired)
-        gate(loss, g, b - 1);
+    // when they run overlapped (DualPipe's F&B). DualPipe has one per
+    // direction.
+    for (int last = 0; last < stages; ++last) {
+      if (!sched.is_last_stage(last))
+        continue;
+      const int g = plan_.gpu_of(sched.rank_of(last), dp, tp, cp);
+      for (int mb = 0; mb < m; ++mb) {
+        const std::size_t s = slot(sched.chunk_of(last), mb);
+        const TaskId loss = ops_[idx(g)][forward_op_[idx(g)][s]].done;
+        const std::size_t b = backward_op_[idx(g)][s];
+        gate(loss, g, b);
+        if (ops_[idx(g)][b].op.paired)
+          gate(loss, g, b - 1);
+      }
     }
   }
 }
@@ -819,7 +825,8 @@ std::vector<TaskId> IterationBuilder::add_optimizer_steps(int rank, const std::v
               .memory_bound_fraction = cost.memory_bound_fraction};
     const TaskId id = graph_.add(step);
     // A tied embedding's copies are summed first (tied_embedding_sync.cpp).
-    const TaskId ready = add_tied_embedding_sync(rank, gpu, after != kNone ? after : last_[idx(gpu)]);
+    const TaskId ready = add_parameter_copy_sync(
+        rank, gpu, add_tied_embedding_sync(rank, gpu, after != kNone ? after : last_[idx(gpu)]), parameters);
     graph_.depend(ready, id);
     if (after != kNone && last_[idx(gpu)] != kNone)
       graph_.depend(last_[idx(gpu)], id);

@@ -19,6 +19,8 @@
 //   tied_embedding_sync.cpp  the all-reduce of a tied embedding's gradient
 //                            between the first and the last pipeline stage
 //                            (Megatron's embedding group), before the step
+//   dualpipe_copy_sync.cpp   DualPipe: the all-reduce of the gradients of
+//                            the two copies of each stage, before the step
 #include <map>
 #include <optional>
 #include <tuple>
@@ -192,6 +194,13 @@ class IterationBuilder {
   // `after`.
   TaskId add_tied_embedding_sync(int rank, int gpu, TaskId after);
 
+  // dualpipe_copy_sync.cpp: DualPipe's two copies of every stage (pipeline
+  // ranks r and p - 1 - r) sum their gradients: the pair's all-reduce of
+  // the `parameters` `gpu` steps on, after `after` and the GPU's last task,
+  // the task its optimizer step must wait for. Otherwise `after`.
+  bool syncs_parameter_copies() const;
+  TaskId add_parameter_copy_sync(int rank, int gpu, TaskId after, double parameters);
+
   // data_parallel_sync.cpp (ZeRO 0-2) and fsdp.cpp (ZeRO 3): gradient
   // synchronisation of the GPUs holding (rank, tp rank), then the optimizer.
   void add_gradient_sync_and_step(int rank, int tp);
@@ -282,6 +291,8 @@ class IterationBuilder {
   std::map<int, int> expert_tp_group_of_;
   // First-stage GPU -> its embedding group's all-reduce.
   std::map<int, TaskId> tied_embedding_sync_;
+  // GPU of the lower rank of a DualPipe pair -> the pair's all-reduce.
+  std::map<int, TaskId> parameter_copy_sync_;
 };
 
 }  // namespace trainsim::workloads::detail

@@ -24,7 +24,9 @@
 // collective is made when the first of its two GPUs reaches its step; the
 // second adds its own dependencies to it. DualPipe-V's V shape ends the
 // model on rank 0: the embedding and the output layer share the GPU and the
-// weight, nothing to reduce.
+// weight, nothing to reduce. So does DualPipe's up direction (its ranks 0
+// and p - 1 each hold an embedding and an output layer), whose copies the
+// all-reduce of dualpipe_copy_sync.cpp keeps equal with everything else.
 #include "workloads/graph_builder/iteration_builder.hpp"
 #include "workloads/graph_builder/iteration_builder_state.hpp"
 

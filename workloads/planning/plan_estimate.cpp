@@ -103,7 +103,10 @@ PlanEstimate estimate_plan(const ModelSpec& model, const ParallelPlan& plan,
   const PipelineSchedule& layout = memory.layout();
   const int p = plan.pp;
   const int v = layout.chunks;
-  const int m = plan.micro_batches();
+  // DualPipe: each of a rank's two chunks (two whole stages) runs half of
+  // the micro-batches, so the per-rank sums over chunks count m / 2 times.
+  const bool bidirectional = layout.bidirectional();
+  const int m = bidirectional ? plan.micro_batches() / 2 : plan.micro_batches();
   const int d = plan.data_parallel_size();
   const double g = plan.grad_bytes;
   const bool fsdp = plan.zero_stage == 3;
@@ -151,7 +154,8 @@ PlanEstimate estimate_plan(const ModelSpec& model, const ParallelPlan& plan,
   }
 
   const BubbleModel bubble = traits_of(plan.schedule).bubble;
-  const bool split_backward = bubble == BubbleModel::zero_bubble_h1 || bubble == BubbleModel::zero_bubble_h2;
+  const bool split_backward = bubble == BubbleModel::zero_bubble_h1 ||
+                              bubble == BubbleModel::zero_bubble_h2 || bubble == BubbleModel::dualpipe;
 
   std::vector<RankCosts> ranks(static_cast<std::size_t>(p));
   std::vector<std::vector<int>> dp_groups(static_cast<std::size_t>(p));
@@ -174,6 +178,14 @@ PlanEstimate estimate_plan(const ModelSpec& model, const ParallelPlan& plan,
       } else if (plan.schedule == ScheduleKind::dualpipe_v) {
         warm = 2 * (p - r) - 1;
         ops = 2.0 * m;
+      } else if (bidirectional) {
+        // DualPipe's pairs (dualpipe.cpp, steps 4 and 5) of its 2 (m / 2)
+        // forwards: 2 (m/2 - p + h + 1) + p/2 - h - 1, one fewer on the
+        // middle ranks.
+        const int h = std::min(r, p - 1 - r);
+        const bool middle = r == p / 2 - 1 || r == p / 2;
+        ops = 2.0 * m;
+        warm = ops - (2.0 * (m - p + h + 1) + (p / 2 - h - 1) - (middle ? 1 : 0));
       }
       merged_share = std::max(0.0, 1 - std::min(1.0, warm / ops));
     }
@@ -278,7 +290,7 @@ PlanEstimate estimate_plan(const ModelSpec& model, const ParallelPlan& plan,
     // backward of the same chunk (exact for equal chunks), DualPipe-V chunk
     // 0's forward with chunk 1's backward and chunk 1's with chunk 0's.
     for (std::size_t c = 0; c < chunk_ops.size(); ++c) {
-      const std::size_t pair = plan.schedule == ScheduleKind::dualpipe_v ? chunk_ops.size() - 1 - c : c;
+      const std::size_t pair = traits_of(plan.schedule).marks_pairs ? chunk_ops.size() - 1 - c : c;
       const ChunkOps& fo = chunk_ops[c];
       const ChunkOps& bo = chunk_ops[pair];
       if (!fo.moe || !bo.moe)
@@ -309,7 +321,7 @@ PlanEstimate estimate_plan(const ModelSpec& model, const ParallelPlan& plan,
   }
 
   PlanEstimate e;
-  double slowest = 0, sum_ranks = 0, zb_full = 0, zb_h1_tail = 0, zb_h2_tail = 0;
+  double slowest = 0, sum_ranks = 0, zb_full = 0, zb_h1_tail = 0, zb_h2_tail = 0, dualpipe_tail = 0;
   std::size_t worst = 0;
   for (std::size_t r = 0; r < ranks.size(); ++r) {
     const auto& rc = ranks[r];
@@ -322,6 +334,10 @@ PlanEstimate estimate_plan(const ModelSpec& model, const ParallelPlan& plan,
     zb_full = std::max(zb_full, t);
     zb_h1_tail = std::max(zb_h1_tail, rc.forward_s + rc.backward_input_s - rc.backward_weight_s);
     zb_h2_tail = std::max(zb_h2_tail, rc.forward_s + rc.backward_input_s - 2 * rc.backward_weight_s);
+    // DualPipe: F&B + B - 3W of one chunk (the rank's sums over its two
+    // equal chunks, halved), F&B = F + B.
+    dualpipe_tail =
+        std::max(dualpipe_tail, (rc.forward_s + 2 * rc.backward_s - 3 * rc.backward_weight_s) / 2);
   }
   double pipeline_s = 0;
   switch (bubble) {
@@ -336,6 +352,9 @@ PlanEstimate estimate_plan(const ModelSpec& model, const ParallelPlan& plan,
       break;
     case BubbleModel::zero_bubble_h2:
       pipeline_s = m * zb_full + (p - 1) * std::max(0.0, zb_h2_tail);
+      break;
+    case BubbleModel::dualpipe:
+      pipeline_s = m * zb_full + (p / 2 - 1) * std::max(0.0, dualpipe_tail);
       break;
   }
   const auto& worst_rank = ranks[worst];
@@ -354,7 +373,8 @@ PlanEstimate estimate_plan(const ModelSpec& model, const ParallelPlan& plan,
       const GroupPath path = group_path(cluster, pair);
       send = std::max(send, path.hop_latency_s + bytes / path.bandwidth_Bps);
     }
-    e.pp_comm_s = 2.0 * (p * v - 1) * send;
+    // DualPipe's micro-batches cross p - 1 boundaries each way.
+    e.pp_comm_s = 2.0 * (bidirectional ? p - 1 : p * v - 1) * send;
     if (traits_of(plan.schedule).evicts_activations) {
       // Evicted activations travel to the paired stage and back on the
       // pipeline stream; what one F + B cannot cover shows, once per
@@ -369,7 +389,7 @@ PlanEstimate estimate_plan(const ModelSpec& model, const ParallelPlan& plan,
   }
 
   // Data parallelism, on the rank whose pipeline finishes last.
-  double dp_exposed = 0, dp_busy = 0, optimizer = 0;
+  double dp_exposed = 0, dp_busy = 0, optimizer = 0, copy_sync = 0;
   for (int r = 0; r < p; ++r) {
     const auto& rc = ranks[static_cast<std::size_t>(r)];
     const auto& group = dp_groups[static_cast<std::size_t>(r)];
@@ -395,6 +415,13 @@ PlanEstimate estimate_plan(const ModelSpec& model, const ParallelPlan& plan,
                              ? dense / plan.zero_shard_size() + experts / expert_shard
                              : params;
     optimizer = std::max(optimizer, cost.optimizer(local, gpu).duration_s);
+    // DualPipe: the all-reduce of the two copies' gradients (ranks r and
+    // p - 1 - r) before the step, all of it exposed
+    // (graph_builder/dualpipe_copy_sync.cpp).
+    if (bidirectional && p > 1)
+      copy_sync =
+          std::max(copy_sync, collective_s(cluster, CollectiveOp::all_reduce, local * g,
+                                           {plan.gpu_of(r, 0, 0, 0), plan.gpu_of(p - 1 - r, 0, 0, 0)}));
     if (d < 2 && expert_group.size() < 2)
       continue;
     double busy = 0, exposed = 0;
@@ -470,8 +497,11 @@ PlanEstimate estimate_plan(const ModelSpec& model, const ParallelPlan& plan,
   // Tied embeddings (or MTP's embedding copy) with a pipeline: the embedding
   // group's all-reduce of the TP shard's gradient between the first and the
   // last stage, between the DP reduction and the step, all of it exposed
-  // (graph_builder/tied_embedding_sync.cpp). DualPipe-V ends on rank 0.
-  if ((model.tied_embeddings || model.mtp_depth > 0) && p > 1 && plan.schedule != ScheduleKind::dualpipe_v) {
+  // (graph_builder/tied_embedding_sync.cpp). DualPipe-V ends on rank 0,
+  // DualPipe's ranks 0 and p - 1 each hold an embedding and an output layer.
+  e.pp_comm_s += copy_sync;
+  if ((model.tied_embeddings || model.mtp_depth > 0) && p > 1 && plan.schedule != ScheduleKind::dualpipe_v &&
+      !bidirectional) {
     const std::vector<int> pair{plan.gpu_of(0, 0, 0, 0), plan.gpu_of(p - 1, 0, 0, 0)};
     e.pp_comm_s += collective_s(cluster, CollectiveOp::all_reduce,
                                 double(model.vocab) * model.hidden / plan.tp * g, pair);

@@ -23,6 +23,10 @@
 //   zb_h1                m max_r(F+Bi+W) + (p - 1) max_r(F + Bi - W)
 //   zb_h2, zb_v,
 //   dualpipe_v           m max_r(F+Bi+W) + (p - 1) max(0, max_r(F + Bi - 2W))
+//   dualpipe             m/2 max_r(F+Bi+W) + (p/2 - 1) max(0, max_r(F + 2B - 3W) / 2)
+//                        (each rank's two whole-stage chunks run m/2 micro-batches each;
+//                        DeepSeek-V3's Table 2 with F&B = F + B, an upper bound of the
+//                        replay: docs/schedules.md)
 //
 // plus the pipeline transfers of the fill and the drain (2 (p v - 1) sends),
 // the exposed data-parallel communication (ZeRO 0/1: the gradient reduction

@@ -276,7 +276,8 @@ PlanSpace enumerate_plans(const ModelSpec& model, const PlanSpaceOptions& option
                     plan.recompute = recompute;
                     plan.zero_stage = zero;
                     plan.sequence_parallel = sp;
-                    const auto stage_layers = layers_of_candidate(model.layers, pp, v);
+                    // DualPipe's chunks are the pp stages held twice.
+                    const auto stage_layers = layers_of_candidate(model.layers, pp, plan.model_stages() / pp);
                     if (stage_layers)
                       plan.stage_layers = *stage_layers;
                     for (const ParallelPlan& layout : expert_layouts(model, plan, options)) {

@@ -87,6 +87,7 @@ ScheduleTraits bpipe_traits() {
           .p2p = P2pMode::sync,
           .sync_p2p = true,
           .overlap_p2p = false,
+          .marks_pairs = false,
           .make = [](int ranks, int micro_batches, const ScheduleOptions&) {
             return make_bpipe(ranks, micro_batches);
           }};

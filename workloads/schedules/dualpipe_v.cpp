@@ -15,16 +15,18 @@
 //   7 nWB0      p - r - 1 times W, I0
 //   8 nW        r + 1 times W
 // Micro-batch ids count up per chunk and kind; W pops the oldest pending
-// weight gradient (WeightGradStore is a FIFO). An overlapped pair "F&B" runs
-// here as F then B on the compute stream: DualPipe overlaps the pair's
-// communication (expert all-to-all) with the other's computation, and the
-// builder already overlaps pipeline transfers with compute.
+// weight gradient (WeightGradStore is a FIFO); dualpipe_op_list.hpp, shared
+// with DualPipe (dualpipe.cpp), keeps that bookkeeping. An overlapped pair
+// "F&B" runs here as F then B on the compute stream: DualPipe overlaps the
+// pair's communication (expert all-to-all) with the other's computation
+// (plan.moe_a2a_overlap), and the builder already overlaps pipeline
+// transfers with compute.
 // Needs m >= 2p (the reference asserts it).
-#include <deque>
 #include <stdexcept>
 #include <string>
 
 #include "workloads/schedule.hpp"
+#include "workloads/schedules/dualpipe_op_list.hpp"
 
 namespace trainsim::workloads {
 
@@ -42,71 +44,48 @@ PipelineSchedule make_dualpipe_v(int ranks, int micro_batches) {
   schedule.per_rank.resize(static_cast<std::size_t>(p));
   for (int r = 0; r < p; ++r) {
     auto& ops = schedule.per_rank[static_cast<std::size_t>(r)];
-    int next_forward[2] = {0, 0}, next_backward[2] = {0, 0};
-    std::deque<PipeOp> pending_weights;
-    auto forward = [&](int phase) { ops.push_back({PipeOpKind::forward, next_forward[phase]++, phase}); };
-    auto backward = [&](int phase, bool zero_bubble = false, bool paired = false) {
-      const int mb = next_backward[phase]++;
-      if (zero_bubble) {
-        ops.push_back({PipeOpKind::backward_input, mb, phase, paired});
-        pending_weights.push_back({PipeOpKind::backward_weight, mb, phase});
-      } else {
-        ops.push_back({PipeOpKind::backward, mb, phase, paired});
-      }
-    };
-    auto weight = [&] {
-      if (pending_weights.empty())
-        throw std::logic_error("DualPipe-V: weight pass with no pending weight gradient");
-      ops.push_back(pending_weights.front());
-      pending_weights.pop_front();
-    };
-    auto forward_backward = [&](int forward_phase, int backward_phase) {
-      forward(forward_phase);
-      backward(backward_phase, false, true);
-    };
-
+    detail::DualPipeOpList list(ops, "DualPipe-V");
     for (int i = 0; i < 2 * (p - r - 1); ++i)  // step 1
-      forward(0);
+      list.forward(0);
     for (int i = 0; i < r + 1; ++i) {  // step 2
-      forward(0);
-      forward(1);
+      list.forward(0);
+      list.forward(1);
     }
     for (int i = 0; i < p - r - 1; ++i) {  // step 3
-      backward(1, true);
-      weight();
-      forward(1);
+      list.backward(1, true);
+      list.weight();
+      list.forward(1);
     }
     for (int i = 0; i < m - 2 * p + r + 1; ++i) {  // step 4
       if (i == 0 && r == p - 1) {                  // "not overlapped to further reduce bubble size"
-        forward(0);
-        backward(1);
+        list.forward(0);
+        list.backward(1);
       } else {
-        forward_backward(0, 1);
+        list.forward_backward(0, 1);
       }
-      forward_backward(1, 0);
+      list.forward_backward(1, 0);
     }
     for (int i = 0; i < p - r - 1; ++i) {  // step 5
-      backward(1);
-      forward_backward(1, 0);
+      list.backward(1);
+      list.forward_backward(1, 0);
     }
     const int step_6 = r + 1;  // step 6
     bool zero_bubble = false;
     for (int i = 0; i < step_6; ++i) {
       if (i == step_6 / 2 && r % 2 == 1)
         zero_bubble = true;
-      backward(1, zero_bubble);
+      list.backward(1, zero_bubble);
       if (i == step_6 / 2 && r % 2 == 0)
         zero_bubble = true;
-      backward(0, zero_bubble);
+      list.backward(0, zero_bubble);
     }
     for (int i = 0; i < p - r - 1; ++i) {  // step 7
-      weight();
-      backward(0, true);
+      list.weight();
+      list.backward(0, true);
     }
     for (int i = 0; i < r + 1; ++i)  // step 8
-      weight();
-    if (!pending_weights.empty())
-      throw std::logic_error("DualPipe-V: weight gradients left pending");
+      list.weight();
+    list.finish();
   }
   return schedule;
 }
@@ -125,6 +104,7 @@ ScheduleTraits dualpipe_v_traits() {
           .p2p = P2pMode::async,
           .sync_p2p = false,
           .overlap_p2p = false,
+          .marks_pairs = true,
           .make = [](int ranks, int micro_batches, const ScheduleOptions&) {
             return make_dualpipe_v(ranks, micro_batches);
           }};

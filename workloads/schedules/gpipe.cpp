@@ -31,6 +31,7 @@ ScheduleTraits gpipe_traits() {
           .p2p = P2pMode::async,
           .sync_p2p = true,
           .overlap_p2p = false,
+          .marks_pairs = false,
           .make = [](int ranks, int micro_batches, const ScheduleOptions&) {
             return make_gpipe(ranks, micro_batches);
           }};

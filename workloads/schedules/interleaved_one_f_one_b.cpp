@@ -102,6 +102,7 @@ ScheduleTraits interleaved_one_f_one_b_traits() {
           .p2p = P2pMode::overlap,
           .sync_p2p = false,
           .overlap_p2p = true,
+          .marks_pairs = false,
           .make = [](int ranks, int micro_batches, const ScheduleOptions& options) {
             return make_interleaved_one_f_one_b(ranks, micro_batches, options.virtual_stages,
                                                 options.microbatch_group, options.extra_warmup);

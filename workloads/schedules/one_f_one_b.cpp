@@ -42,6 +42,7 @@ ScheduleTraits one_f_one_b_traits() {
           .p2p = P2pMode::sync,
           .sync_p2p = true,
           .overlap_p2p = false,
+          .marks_pairs = false,
           .make = [](int ranks, int micro_batches, const ScheduleOptions& options) {
             return make_one_f_one_b(ranks, micro_batches, options.extra_warmup);
           }};

@@ -67,6 +67,7 @@ ScheduleTraits zb_h2_traits() {
           .p2p = P2pMode::async,
           .sync_p2p = true,
           .overlap_p2p = false,
+          .marks_pairs = false,
           .make = [](int ranks, int micro_batches, const ScheduleOptions&) {
             return make_zb_h2(ranks, micro_batches);
           }};

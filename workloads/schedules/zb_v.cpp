@@ -320,6 +320,7 @@ ScheduleTraits zb_v_traits() {
           .p2p = P2pMode::async,
           .sync_p2p = false,
           .overlap_p2p = false,
+          .marks_pairs = false,
           .make = [](int ranks, int micro_batches, const ScheduleOptions& options) {
             return make_zb_v(ranks, micro_batches, options.zbv);
           }};

@@ -153,6 +153,52 @@ TEST(MemoryModel, VShapedSchedulesHoldAboutPMicroBatches) {
   }
 }
 
+// DualPipe (deepseek-ai/DualPipe README, "Activation Per Device": PP + 1):
+// every rank holds at most p + 1 forwards of its whole-stage chunks, where
+// 1F1B's first stage holds p.
+TEST(MemoryModel, DualPipeHoldsPPlusOneStageForwardsOnEveryRank) {
+  for (int p : {2, 4, 6, 8})
+    for (int m : {2 * p, 4 * p})
+      EXPECT_EQ(held(estimate(ScheduleKind::dualpipe, p, m, 2)), std::vector<int>(p, p + 1)) << p << " " << m;
+}
+
+// "DualPipe requires keeping two copies of the model parameters" (DeepSeek-V3
+// report, 3.2.1): rank r holds stages r and p - 1 - r, twice 1F1B's layers
+// (and weights, gradients and optimizer state), where DualPipe-V's two
+// half-size chunks hold 1F1B's. The pair (r, p - 1 - r) holds the same
+// parameters; ranks 0 and p - 1 each hold the embedding and the output
+// layer, which share the tied weight (no extra copy).
+TEST(MemoryModel, DualPipeKeepsTwiceTheParametersAndOptimizerStateOfDualPipeV) {
+  const auto model = *find_model_preset("gpt3-2.7b");
+  ASSERT_TRUE(model.tied_embeddings);
+  ParallelPlan plan{.dp = 4, .tp = 2, .pp = 4, .micro_batch_size = 1, .global_batch_size = 32};
+  plan.zero_stage = 1;
+  const GpuMemoryModel one_f_one_b(model, plan);
+  plan.virtual_stages = 2;
+  plan.schedule = ScheduleKind::dualpipe_v;
+  const GpuMemoryModel dualpipe_v(model, plan);
+  plan.schedule = ScheduleKind::dualpipe;
+  const GpuMemoryModel dualpipe(model, plan);
+  const double p1 = 8 * model.layer_parameters() / 2;  // a middle stage's 8 layers over tp 2
+  for (int r : {1, 2}) {
+    EXPECT_DOUBLE_EQ(one_f_one_b.parameters(r), p1) << r;
+    EXPECT_DOUBLE_EQ(dualpipe_v.parameters(r), p1) << r;
+    EXPECT_DOUBLE_EQ(dualpipe.parameters(r), 2 * p1) << r;
+    for (const MemoryKind kind : {MemoryKind::weights, MemoryKind::gradients, MemoryKind::optimizer})
+      EXPECT_DOUBLE_EQ(dualpipe.resident(r)[kind], 2 * dualpipe_v.resident(r)[kind]) << r;
+    EXPECT_DOUBLE_EQ(dualpipe.parameters(r), stage_parameters_per_gpu(model, plan, r));
+  }
+  const double tied_copy = double(model.vocab) * model.hidden / 2;
+  for (int r : {0, 3})
+    EXPECT_DOUBLE_EQ(dualpipe.parameters(r), 2 * p1 + model.embedding_parameters() / 2) << r;
+  EXPECT_DOUBLE_EQ(dualpipe.parameters(0), one_f_one_b.parameters(0) + one_f_one_b.parameters(3) - tied_copy);
+  // Each stage's layers are held by exactly two ranks.
+  double layers_held = 0;
+  for (int r = 0; r < 4; ++r)
+    layers_held += dualpipe.layer_parameters_on(r);
+  EXPECT_DOUBLE_EQ(layers_held, 2 * 32 * model.layer_parameters() / 2);
+}
+
 // BPipe: an evictor keeps at most K + 1 (K = ceil((p + 1) / 2), plus the
 // micro-batch being reloaded) where 1F1B keeps p - s; its acceptor takes
 // what is away. The pair's most loaded GPU drops from 1F1B's p - s.

@@ -159,6 +159,7 @@ TEST(ScenarioLoader, EveryScheduleWordParsesWithItsChunkCount) {
       {"zb_v", workloads::ScheduleKind::zb_v, 2},
       {"bpipe", workloads::ScheduleKind::bpipe, 1},
       {"dualpipe_v", workloads::ScheduleKind::dualpipe_v, 2},
+      {"dualpipe", workloads::ScheduleKind::dualpipe, 2},
   };
   for (const auto& [word, kind, chunks] : words) {
     std::vector<std::string> set = {"plan.schedule=" + word};
@@ -176,9 +177,45 @@ TEST(ScenarioLoader, UnknownScheduleListsTheKnownOnes) {
   EXPECT_NE(
       p[0].find(
           "'chimera' is not a known value (expected 'gpipe', '1f1b', 'interleaved_1f1b', 'zb_h1', 'zb_h2', "
-          "'zb_v', 'bpipe' or 'dualpipe_v')"),
+          "'zb_v', 'bpipe', 'dualpipe_v' or 'dualpipe')"),
       std::string::npos)
       << p[0];
+}
+
+// DualPipe's rules (dualpipe.py asserts num_ranks % 2 == 0, num_chunks % 2
+// == 0 and num_chunks >= 2 num_ranks), and its layers cut into pp stages
+// held twice: one error each, naming the key.
+TEST(ScenarioLoader, DualPipeNeedsAnEvenPipelineAndEvenMicroBatchesAtLeastTwicePp) {
+  const auto one = [](const std::vector<std::string>& set) {
+    auto all = set;
+    all.insert(all.begin(), "plan.schedule=dualpipe");
+    const auto p = problems(kMinimal, all);
+    EXPECT_EQ(p.size(), 1u);
+    return p.empty() ? std::string() : p[0];
+  };
+  EXPECT_TRUE(problems(kMinimal, {"plan.schedule=dualpipe"}).empty());
+  EXPECT_NE(one({"plan.pp=1"}).find("plan.pp: 1 with schedule dualpipe"), std::string::npos);
+  EXPECT_NE(one({"plan.pp=1"}).find("expected an even pp"), std::string::npos);
+  // m = 36 / (1 x 4) = 9.
+  EXPECT_NE(one({"plan.global_batch_size=36"}).find("plan.global_batch_size: schedule dualpipe feeds half"),
+            std::string::npos);
+  EXPECT_NE(one({"plan.global_batch_size=36"})
+                .find("expected global_batch_size a multiple of 2 x "
+                      "micro_batch_size x dp = 8"),
+            std::string::npos);
+  // m = 2 < 2 pp.
+  EXPECT_NE(one({"plan.global_batch_size=8"}).find("needs at least 2 x pp = 4 micro-batches"),
+            std::string::npos);
+  // The layers divide by pp, not by pp x 2: 26 runs, 25 does not.
+  EXPECT_TRUE(problems(kMinimal, {"plan.schedule=dualpipe", "model.layers=26"}).empty());
+  EXPECT_NE(one({"model.layers=25"}).find("plan.pp: model.layers = 25 is not divisible by pp = 2;"),
+            std::string::npos);
+  // One layer count per stage of the model, not per chunk.
+  EXPECT_TRUE(problems(kMinimal, {"plan.schedule=dualpipe", "plan.stage_layers=[10,14]"}).empty());
+  EXPECT_NE(one({"plan.stage_layers=[6,6,6,6]"}).find("expected one layer count per stage (2 entries)"),
+            std::string::npos);
+  EXPECT_NE(one({"plan.virtual_stages=3"}).find("plan.virtual_stages: 3 with schedule dualpipe"),
+            std::string::npos);
 }
 
 TEST(ScenarioLoader, InterleavedScheduleNeedsItsVirtualStages) {

@@ -83,7 +83,7 @@ TEST(PipelineP2p, DefaultsFollowWhatMegatronCoreRunsForTheSchedule) {
   // evictions aside.
   EXPECT_EQ(resolved_p2p(pipeline_plan(ScheduleKind::bpipe, 4, 8, 1, P2pMode::automatic)), P2pMode::sync);
   for (ScheduleKind other : {ScheduleKind::gpipe, ScheduleKind::zb_h1, ScheduleKind::zb_h2,
-                             ScheduleKind::zb_v, ScheduleKind::dualpipe_v})
+                             ScheduleKind::zb_v, ScheduleKind::dualpipe_v, ScheduleKind::dualpipe})
     EXPECT_EQ(traits_of(other).p2p, P2pMode::async) << to_string(other);
   EXPECT_EQ(resolved_p2p(pipeline_plan(ScheduleKind::interleaved_one_f_one_b, 4, 8, 2, P2pMode::automatic)),
             P2pMode::overlap);
