@@ -26,7 +26,7 @@ TEST(MegatronBridgeMoeLargeValidation, DeepSeekV3OnGb200IsHeldToItsKnownError) {
        std::string(TRAINSIM_SOURCE_DIR) + "/scenarios/validation/mbridge-gb200-deepseek-v3.yaml",
        "--allow-oom"});
   ASSERT_EQ(r.status, 0) << r.err << r.out;
-  EXPECT_NEAR(first_row_error_percent(r.out), 33.8, 2.0) << r.out;
+  EXPECT_NEAR(first_row_error_percent(r.out), 32.1, 2.0) << r.out;
 }
 
 // The 25.09 row (1,297 tokens/s per GPU on 1,024 H100s, GBS 8192: 25.2645 s a
