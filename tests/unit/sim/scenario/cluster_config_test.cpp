@@ -173,6 +173,23 @@ TEST(ClusterConfig, TpAndExpertGroupsLandInsideAnNvlinkDomain) {
   EXPECT_EQ(c.locate(plan.gpu_of(0, 8, 0)).domain, 1);  // the second EP group, the second domain
 }
 
+// Megatron's rank order (tp, cp, dp, pp) keeps a TP x CP block of 4 x 4
+// consecutive: each block lies inside one NVLink domain of 64, so its context
+// ring runs over NVLink; the fifth block of a 64-GPU domain starts the next.
+TEST(ClusterConfig, ContextParallelGroupsLandInsideAnNvlinkDomain) {
+  const auto c = scenario::load_cluster("gb200-nvl72", {"cluster.nodes=32", "cluster.nvlink_domain=64"});
+  workloads::ParallelPlan plan;
+  plan.tp = 4;
+  plan.cp = 4;
+  plan.dp = c.gpu_count() / (plan.tp * plan.cp);
+  for (int d = 0; d < plan.dp; ++d)
+    for (int cp = 0; cp < plan.cp; ++cp)
+      for (int t = 0; t < plan.tp; ++t)
+        EXPECT_EQ(c.locate(plan.gpu_of(0, d, t, cp)).domain, c.locate(plan.gpu_of(0, d, 0, 0)).domain) << d;
+  EXPECT_EQ(c.locate(plan.gpu_of(0, 3, 3, 3)).domain, 0);
+  EXPECT_EQ(c.locate(plan.gpu_of(0, 4, 0, 0)).domain, 1);
+}
+
 TEST(ClusterConfig, FullMeshRules) {
   const auto mi300x = scenario::load_cluster("mi300x-roce");
   EXPECT_EQ(mi300x.groups[0].gpu.name, "MI300X");
