@@ -36,11 +36,11 @@ double all_to_all_s(const json& row) {
 }
 
 // The points a study plot draws, as its SVG names them in each marker's
-// title ("fp8: cluster.name = dgx-b200, tokens/s per GPU = 1587.71"): line
+// title ("fp8: cluster = dgx-b200, tokens/s per GPU = 1587.71"): line
 // label + "|" + x category -> y in the plot's unit.
 std::map<std::string, double> plotted_points(const fs::path& svg) {
   const std::string text = read_file(svg);
-  static const std::regex marker("<title>([^:<]+): cluster\\.name = ([^,<]+), [^=<]+ = ([-+0-9.e]+)</title>");
+  static const std::regex marker("<title>([^:<]+): cluster = ([^,<]+), [^=<]+ = ([-+0-9.e]+)</title>");
   std::map<std::string, double> points;
   for (auto it = std::sregex_iterator(text.begin(), text.end(), marker); it != std::sregex_iterator(); ++it)
     points[(*it)[1].str() + "|" + (*it)[2].str()] = std::stod((*it)[3].str());
