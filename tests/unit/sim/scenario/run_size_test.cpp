@@ -119,8 +119,8 @@ TEST(RunSize, AFoldedRunIsEstimatedAtWhatTheFoldHoldsNotAtEveryExpandedRecord) {
   // scenarios/scale-16k-hsdp-70b.yaml: 8.4e7 flows written; unfolded its
   // estimate (19.7 GiB) refused it on the 24 GiB machine. Folded, one class's
   // records are held and analysed per orbit: measured 2.66 GiB at full size
-  // (docs/performance.md, "The fold"), so a run with --max-memory 4GiB is
-  // not refused.
+  // (docs/performance.md, "The fold"). Its flows are estimated as if the fold
+  // had two classes (run_size.cpp), so 6.3 GiB: a 24 GiB machine runs it.
   const Scenario s = shipped("scenarios/scale-16k-hsdp-70b.yaml");
   const RunSize full = estimate_run_size(s, 1, 0);
   const RunSize folded = estimate_run_size(s, 1, kFoldFrom);
@@ -130,14 +130,15 @@ TEST(RunSize, AFoldedRunIsEstimatedAtWhatTheFoldHoldsNotAtEveryExpandedRecord) {
   EXPECT_EQ(folded.flows, full.flows);
   EXPECT_GT(full.memory_bytes / kGiB, 16);
   EXPECT_GT(folded.memory_bytes / kGiB, 2.66);
-  EXPECT_LT(folded.memory_bytes / kGiB, 4);
+  EXPECT_LT(folded.memory_bytes / kGiB, 8);
 }
 
 TEST(RunSize, AFoldedRunIsNotEstimatedBelowThePeakMeasuredOnTheShippedScenarios) {
   // Peak RSS of `trainsim run` folded, 2026-12-06 (docs/performance.md,
   // "Where the folded HSDP run spends its time"; KiB from /usr/bin/time),
-  // and at most twice as much estimated except for the smallest run, whose
-  // base dominates.
+  // and at most 1.5x as much estimated except for the smallest run, whose
+  // base dominates, and the HSDP run, whose 8.3e7 flows are held in 64
+  // classes where the estimate assumes two (run_size.cpp).
   struct Measured {
     std::string file;
     std::vector<std::string> overrides;
@@ -148,7 +149,7 @@ TEST(RunSize, AFoldedRunIsNotEstimatedBelowThePeakMeasuredOnTheShippedScenarios)
       {"scenarios/scale-512.yaml", {}, 96504, 2.5},
       {"scenarios/scale-512.yaml", {"plan.zero_stage=3"}, 586268, 1.5},
       {"scenarios/scale-16k.yaml", {}, 949176, 1.5},
-      {"scenarios/scale-16k-hsdp-70b.yaml", {}, 2784456, 1.5},
+      {"scenarios/scale-16k-hsdp-70b.yaml", {}, 2784456, 2.5},
   };
   for (const auto& run : runs) {
     const RunSize size = estimate_run_size(shipped(run.file, run.overrides), 1, 1);  // as --fold
