@@ -33,19 +33,9 @@ TaskId IterationBuilder::add_parameter_copy_sync(int rank, int gpu, TaskId after
     return after;
   const int dp = plan_.dp_rank_of(gpu), tp = plan_.tp_rank_of(gpu), cp = plan_.cp_rank_of(gpu);
   const int partner = plan_.pp - 1 - rank;
-  const int first = plan_.gpu_of(std::min(rank, partner), dp, tp, cp);
-  auto [it, made] = parameter_copy_sync_.try_emplace(first, kNone);
-  if (made) {
-    const int group = graph_.add_group({first, plan_.gpu_of(std::max(rank, partner), dp, tp, cp)});
-    it->second = graph_.add(
-        collective_task(CommKind::pp, CollectiveOp::all_reduce, group, rank, parameters * plan_.grad_bytes));
-  }
-  const TaskId id = it->second;
-  if (after != kNone)
-    graph_.depend(after, id);
-  if (last_[idx(gpu)] != kNone && last_[idx(gpu)] != after)
-    graph_.depend(last_[idx(gpu)], id);
-  return id;
+  return add_pair_all_reduce(parameter_copy_sync_, plan_.gpu_of(std::min(rank, partner), dp, tp, cp),
+                             plan_.gpu_of(std::max(rank, partner), dp, tp, cp), rank, gpu, after,
+                             parameters * plan_.grad_bytes);
 }
 
 }  // namespace trainsim::workloads::detail

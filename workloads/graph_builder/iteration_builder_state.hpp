@@ -201,6 +201,14 @@ class IterationBuilder {
   bool syncs_parameter_copies() const;
   TaskId add_parameter_copy_sync(int rank, int gpu, TaskId after, double parameters);
 
+  // pair_all_reduce.cpp: the all-reduce of two GPUs of one data-, context-
+  // and tensor-parallel position on two pipeline ranks (the tied embedding's,
+  // DualPipe's copies'), made once per pair (`made`, by its first GPU) with
+  // `bytes` and joined by `gpu` (of pipeline rank `rank`) after `after` and
+  // the GPU's last task. Returns the all-reduce.
+  TaskId add_pair_all_reduce(std::map<int, TaskId>& made, int first, int second, int rank, int gpu,
+                             TaskId after, double bytes);
+
   // data_parallel_sync.cpp (ZeRO 0-2) and fsdp.cpp (ZeRO 3): gradient
   // synchronisation of the GPUs holding (rank, tp rank), then the optimizer.
   void add_gradient_sync_and_step(int rank, int tp);

@@ -49,19 +49,9 @@ TaskId IterationBuilder::add_tied_embedding_sync(int rank, int gpu, TaskId after
   if (!syncs_tied_embedding() || (rank != 0 && rank != output_layer_rank()))
     return after;
   const int dp = plan_.dp_rank_of(gpu), tp = plan_.tp_rank_of(gpu), cp = plan_.cp_rank_of(gpu);
-  const int first = plan_.gpu_of(0, dp, tp, cp);
-  auto [it, made] = tied_embedding_sync_.try_emplace(first, kNone);
-  if (made) {
-    const int group = graph_.add_group({first, plan_.gpu_of(output_layer_rank(), dp, tp, cp)});
-    it->second = graph_.add(
-        collective_task(CommKind::pp, CollectiveOp::all_reduce, group, rank, tied_embedding_grad_bytes()));
-  }
-  const TaskId id = it->second;
-  if (after != kNone)
-    graph_.depend(after, id);
-  if (last_[idx(gpu)] != kNone && last_[idx(gpu)] != after)
-    graph_.depend(last_[idx(gpu)], id);
-  return id;
+  return add_pair_all_reduce(tied_embedding_sync_, plan_.gpu_of(0, dp, tp, cp),
+                             plan_.gpu_of(output_layer_rank(), dp, tp, cp), rank, gpu, after,
+                             tied_embedding_grad_bytes());
 }
 
 }  // namespace trainsim::workloads::detail
