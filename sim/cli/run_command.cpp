@@ -152,9 +152,8 @@ void print_scenario_warnings(const scenario::Scenario& scenario, bool allow_oom)
 }
 
 namespace {
-// The size guard's expectation of the fold (scenario::LoadOptions::fold_from_gpus).
 int fold_from_gpus(const RunOptions& options) {
-  return options.fold ? 1 : options.no_fold ? 0 : sim::kFoldByDefaultGpus;
+  return sim::fold_from_gpus(sim::fold_mode(options.fold, options.no_fold));
 }
 }  // namespace
 
@@ -237,9 +236,7 @@ int run_scenario(const RunOptions& given, std::optional<scenario::RunSize>& esti
   // replayed once, not K times).
   const bool one_replay =
       !scenario.perturbations.replay_depends_on_seed() && !scenario.graph_depends_on_seed();
-  sim::SimulationOptions simulation_options{.fold = options.fold      ? sim::FoldMode::on
-                                                    : options.no_fold ? sim::FoldMode::off
-                                                                      : sim::FoldMode::automatic,
+  sim::SimulationOptions simulation_options{.fold = sim::fold_mode(options.fold, options.no_fold),
                                             .iterations = options.iterations,
                                             .more_failure_seeds = {},
                                             .observer = {}};

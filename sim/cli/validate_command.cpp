@@ -127,15 +127,6 @@ std::vector<std::string> row_overrides(const ValidationRow& row, int template_gp
   return overrides;
 }
 
-sim::FoldMode fold_mode(const ValidateOptions& options) {
-  return options.fold ? sim::FoldMode::on : options.no_fold ? sim::FoldMode::off : sim::FoldMode::automatic;
-}
-
-// The size guard's expectation of the fold, as `run`'s (scenario::LoadOptions::fold_from_gpus).
-int fold_from_gpus(const ValidateOptions& options) {
-  return options.fold ? 1 : options.no_fold ? 0 : sim::kFoldByDefaultGpus;
-}
-
 struct RowResult {
   const ValidationRow* row = nullptr;
   double predicted_ms = 0;
@@ -333,6 +324,7 @@ int validate_command(const ValidateOptions& options) {
   // Each row's scenario through the size guard of `run` too: a row of a
   // billion sequences is refused with its estimate, not simulated.
   platforms::ErrorList problems;
+  const sim::FoldMode fold = sim::fold_mode(options.fold, options.no_fold);
   std::vector<scenario::Scenario> scenarios;
   for (const auto* row : selected) {
     try {
@@ -342,7 +334,7 @@ int validate_command(const ValidateOptions& options) {
       scenarios.push_back(scenario::parse_scenario_text(
           template_text, template_label, overrides,
           scenario::with_size_guard(
-              {.check_memory = !options.allow_oom, .fold_from_gpus = fold_from_gpus(options)})));
+              {.check_memory = !options.allow_oom, .fold_from_gpus = sim::fold_from_gpus(fold)})));
     } catch (const platforms::InputError& e) {
       for (const auto& p : e.problems())
         problems.add(fmt::format("{}:{}: this row gives a bad scenario: {}", options.dataset, row->line, p));
@@ -390,7 +382,7 @@ int validate_command(const ValidateOptions& options) {
     while (next < order.size() && static_cast<int>(running.size()) < jobs) {
       const std::size_t i = order[next++];
       RowChild child{.row = i, .fd = -1};
-      const pid_t pid = spawn_row(scenarios[i], fold_mode(options), child.fd);
+      const pid_t pid = spawn_row(scenarios[i], fold, child.fd);
       running[pid] = child;
     }
     int status = 0;

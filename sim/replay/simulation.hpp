@@ -27,6 +27,15 @@ namespace trainsim::sim {
 // bounded in docs/performance.md.
 inline constexpr int kFoldByDefaultGpus = 4096;
 enum class FoldMode : unsigned char { automatic, on, off };
+// The fold `--fold` / `--no-fold` ask for (neither: automatic).
+inline FoldMode fold_mode(bool fold, bool no_fold) {
+  return fold ? FoldMode::on : no_fold ? FoldMode::off : FoldMode::automatic;
+}
+// The size guard's expectation of it (scenario::LoadOptions::fold_from_gpus):
+// folded at any size, never, or from kFoldByDefaultGpus GPUs on.
+inline int fold_from_gpus(FoldMode mode) {
+  return mode == FoldMode::on ? 1 : mode == FoldMode::off ? 0 : kFoldByDefaultGpus;
+}
 
 struct SimulationOptions {
   FoldMode fold = FoldMode::automatic;
