@@ -40,6 +40,16 @@ struct FlowRequest {
   double delay_s = 0;
 };
 
+// A symmetry of the flows' endpoints (GPU ranks, then switch endpoints): the
+// fold's rotation (sim/replay/replica_fold.hpp). image[e] is e's image under
+// one step of it, representative[e] whether e is its orbit's representative;
+// every orbit has `order` endpoints, exactly one of them a representative.
+struct EndpointSymmetry {
+  const std::vector<int>* image = nullptr;
+  const std::vector<char>* representative = nullptr;
+  int order = 1;
+};
+
 class Collective {
  public:
   virtual ~Collective() = default;
@@ -52,6 +62,15 @@ class Collective {
   // (sim/replay/isolated_run.hpp) on a copy, keeping the original should
   // they not fit.
   virtual std::unique_ptr<Collective> clone() const = 0;
+  // This machine, not yet started, in the quotient by `symmetry`: it runs one
+  // state per orbit of its steps and hands on only the flows that leave a
+  // representative endpoint, each standing for itself and its order - 1
+  // images, which end at the same instant and are not handed on (what
+  // sim/replay/folded_collective.hpp does with a whole machine, in the same
+  // order and with the same tags). Null when the machine has no such form or
+  // the symmetry does not map its steps onto themselves; the caller then runs
+  // it whole.
+  virtual std::unique_ptr<Collective> quotient(const EndpointSymmetry& symmetry) const;
 };
 
 struct CollectiveRequest {

@@ -93,6 +93,17 @@ std::unique_ptr<Collective> make_ring_steps(std::vector<std::vector<int>> rings,
                                             std::vector<double> chunk_bytes, int in_flight = 1,
                                             std::vector<std::vector<double>> delays = {});
 
+// The same rings in the quotient by an endpoint symmetry (quotient_ring.cpp,
+// Collective::quotient): one state per orbit of ring positions. `delay_s`
+// holds one delay per position, ring after ring. Null when the symmetry does
+// not map the rings' steps onto themselves (an edge without an image edge of
+// equal bytes and delay, two positions on one edge, an orbit not of exactly
+// `order` positions with one representative sender).
+std::unique_ptr<Collective> make_quotient_ring_steps(const std::vector<std::vector<int>>& rings, int steps,
+                                                     const std::vector<double>& chunk_bytes, int in_flight,
+                                                     const std::vector<double>& delay_s,
+                                                     const EndpointSymmetry& symmetry);
+
 // Pipelined chains (broadcast): chain[0] holds the data; each edge forwards
 // `chunks` chunks of chunk_bytes[c], one at a time, each once received.
 std::unique_ptr<Collective> make_chain_pipeline(std::vector<std::vector<int>> chains, int chunks,

@@ -55,6 +55,11 @@ class RingSteps final : public Collective {
 
   bool finished() const override { return completed_ == static_cast<std::size_t>(steps_) * total_; }
   std::unique_ptr<Collective> clone() const override { return std::make_unique<RingSteps>(*this); }
+  std::unique_ptr<Collective> quotient(const EndpointSymmetry& symmetry) const override {
+    if (completed_ > 0 || std::any_of(posted_.begin(), posted_.end(), [](int p) { return p > 0; }))
+      return nullptr;  // started: its state is no longer the orbits'
+    return make_quotient_ring_steps(rings_, steps_, chunk_bytes_, in_flight_, delay_s_, symmetry);
+  }
 
  private:
   int size(std::size_t c) const { return static_cast<int>(rings_[c].size()); }

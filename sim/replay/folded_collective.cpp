@@ -5,6 +5,13 @@
 
 namespace trainsim::sim {
 
+std::unique_ptr<Collective> fold_spanning_collective(std::unique_ptr<Collective> machine,
+                                                     const ReplicaFold& fold) {
+  if (auto quotient = machine->quotient({&fold.endpoint_image, &fold.representative, fold.order}))
+    return quotient;
+  return std::make_unique<FoldedCollective>(std::move(machine), fold);
+}
+
 FoldedCollective::FoldedCollective(std::unique_ptr<Collective> machine, const ReplicaFold& fold)
     : machine_(std::move(machine)), fold_(&fold) {}
 

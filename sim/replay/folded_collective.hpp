@@ -18,6 +18,13 @@
 
 namespace trainsim::sim {
 
+// The machine of a spanning collective in the quotient: its own quotient form
+// when it has one for the fold's rotation (Collective::quotient: the quotient
+// ring, one state per orbit of ring positions), else the whole machine in a
+// FoldedCollective. Both hand on the same flows in the same order.
+std::unique_ptr<Collective> fold_spanning_collective(std::unique_ptr<Collective> machine,
+                                                     const ReplicaFold& fold);
+
 class FoldedCollective final : public Collective {
  public:
   FoldedCollective(std::unique_ptr<Collective> machine, const ReplicaFold& fold);

@@ -362,7 +362,7 @@ class Replayer {
          task.exchange >= 0 ? &graph_.exchanges[static_cast<std::size_t>(task.exchange)] : nullptr},
         zone_, fidelity);
     if (fold_ != nullptr && fold_->spanning[id])
-      plan.flows = std::make_unique<FoldedCollective>(std::move(plan.flows), *fold_);
+      plan.flows = fold_spanning_collective(std::move(plan.flows), *fold_);
     return plan;
   }
 

@@ -1,6 +1,7 @@
 #include "sim/replay/replay_cost.hpp"
 
 #include <map>
+#include <memory>
 #include <tuple>
 
 #include "sim/collectives/collectives.hpp"
@@ -102,7 +103,15 @@ ReplayCost count_replay(const workloads::TaskGraph& graph, const ClusterZone& zo
           task.exchange >= 0 ? &graph.exchanges[static_cast<std::size_t>(task.exchange)] : nullptr};
       const auto fidelity = zone.spec().collectives.fidelity;
       auto at = make_collective(request, zone);
-      std::size_t flows = count_flows(*at.flows);
+      // A spanning collective under the fold with a quotient form (the
+      // quotient ring) is counted on it: each of its flows stands for itself
+      // and its m - 1 images (an orbit of ring positions has m positions,
+      // each doing every step), without running the whole machine.
+      std::unique_ptr<Collective> quotient;
+      if (fold != nullptr && fold->spanning[v])
+        quotient = at.flows->quotient({&fold->endpoint_image, &fold->representative, fold->order});
+      std::size_t flows =
+          quotient ? count_flows(*quotient) * static_cast<std::size_t>(fold->order) : count_flows(*at.flows);
       const std::size_t recorded = flows;
       std::size_t fast = flows;
       if (fidelity != platforms::Fidelity::fast) {

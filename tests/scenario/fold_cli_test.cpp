@@ -231,6 +231,20 @@ TEST(Fold, ShippedScenariosShrunkAnswerAsTheFullReplay) {
        {"cluster.nodes=8", "plan.dp=4", "plan.pp=2", "model.layers=8", "plan.stage_layers=[4,4]",
         "plan.global_batch_size=32"},
        4},
+      // scale-131k's plan on rail groups of 2 nodes: 4 classes of 2
+      // replicas, each stage's data-parallel rings (8 ranks, NCCL's
+      // protocol steps in flight) span the 4 classes and run as quotient
+      // rings (one state per orbit of ring positions).
+      {"scenarios/scale-131k.yaml",
+       {"cluster.nodes=16", "plan.dp=8", "plan.pp=2", "model.layers=4", "plan.stage_layers=[2,2]",
+        "plan.global_batch_size=16", "cluster.fabric.nodes_per_leaf=2", "cluster.collectives.fidelity=auto"},
+       4},
+      // One class of 4 replicas: each ring closes within one orbit of its
+      // positions (rank i's successor is its image).
+      {"scenarios/scale-131k.yaml",
+       {"cluster.nodes=8", "plan.dp=4", "plan.pp=2", "model.layers=4", "plan.stage_layers=[2,2]",
+        "plan.global_batch_size=8", "cluster.collectives.fidelity=auto"},
+       4},
       {"scenarios/scale-512.yaml", {}, 2},
       // FSDP: per-layer gathers and reduce-scatters across the replicas,
       // displaced by pipeline sends (the case that kept the fold opt-in
