@@ -391,6 +391,47 @@ std::string rotation_problem(const TaskGraph& graph, const scenario::Scenario& s
   return {};
 }
 
+namespace {
+
+// How the fold's spanning collectives run in the quotient, for the summary:
+// "; N spanning collectives, as quotient rings" (one state per orbit of ring
+// positions, Collective::quotient) or how many run whole instead
+// (FoldedCollective). Empty without spanning collectives.
+std::string spanning_machines(const TaskGraph& graph, const ClusterZone& zone, const ReplicaFold& fold) {
+  const EndpointSymmetry symmetry{&fold.endpoint_image, &fold.representative, fold.order};
+  std::map<std::string, bool> quotient;  // by the check's signature
+  std::size_t spanning = 0, whole = 0;
+  for (TaskId id = 0; id < graph.size(); ++id) {
+    if (!fold.spanning[id])
+      continue;
+    const Task& t = graph[id];
+    const auto& gpus = graph.groups[static_cast<std::size_t>(t.group)];
+    if (gpus.size() < 2 || t.bytes <= 0)
+      continue;
+    const auto signature = fmt::format("{}/{}/{}/{}/{}", t.group, static_cast<int>(t.op), bits(t.bytes),
+                                       t.fold, static_cast<int>(t.algorithm));
+    auto it = quotient.find(signature);
+    if (it == quotient.end()) {
+      auto machine = make_collective({t.op, gpus, t.bytes, t.fold, t.algorithm}, zone);
+      it = quotient.emplace(signature, machine.flows->quotient(symmetry) != nullptr).first;
+    }
+    ++spanning;
+    whole += it->second ? 0 : 1;
+  }
+  if (spanning == 0)
+    return {};
+  if (whole == 0)
+    return fmt::format(
+        "; {} spanning collective{}, as quotient rings (one state per orbit of ring positions)", spanning,
+        spanning == 1 ? "" : "s");
+  return fmt::format(
+      "; {} spanning collective{}, {} as quotient rings, {} run whole (not ring steps the rotation maps onto "
+      "themselves position by position)",
+      spanning, spanning == 1 ? "" : "s", spanning - whole, whole);
+}
+
+}  // namespace
+
 FoldDecision plan_replica_fold(const TaskGraph& graph, const scenario::Scenario& scenario,
                                ClusterZone& zone) {
   FoldDecision decision;
@@ -426,6 +467,7 @@ FoldDecision plan_replica_fold(const TaskGraph& graph, const scenario::Scenario&
                       period, period == 1 ? "" : "s", problem);
       continue;
     }
+    const std::string rings = spanning_machines(graph, zone, fold);
     zone.fold_links(rotation(plan, period));
     summary.folded = true;
     summary.simulated = period;
@@ -433,8 +475,9 @@ FoldDecision plan_replica_fold(const TaskGraph& graph, const scenario::Scenario&
     summary.folded_why = fmt::format(
         "{} data-parallel replicas in {} classes of {}: the rotation by {} replica{} maps the cluster, the "
         "task "
-        "graph and the collectives across replicas onto themselves; {} of {} tasks replayed",
-        plan.dp, period, fold.order, period, period == 1 ? "" : "s", fold.simulated_count, graph.size());
+        "graph and the collectives across replicas onto themselves; {} of {} tasks replayed{}",
+        plan.dp, period, fold.order, period, period == 1 ? "" : "s", fold.simulated_count, graph.size(),
+        rings);
     decision.fold = std::move(fold);
     return decision;
   }

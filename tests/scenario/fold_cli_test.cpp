@@ -215,6 +215,9 @@ TEST(Fold, ShippedScenariosShrunkAnswerAsTheFullReplay) {
     std::string scenario;
     std::vector<std::string> sets;
     int class_size;  // the fold the scenario allows
+    // The summary's word on the spanning collectives: "as quotient rings"
+    // when every one has a quotient ring, "run whole" when some do not.
+    std::string spanning = "";
   };
   const std::vector<Case> cases{
       // scale-16k's plan on 4 rail groups of 4 nodes: replicas 0-3 and 4-7
@@ -230,21 +233,24 @@ TEST(Fold, ShippedScenariosShrunkAnswerAsTheFullReplay) {
       {"scenarios/scale-131k.yaml",
        {"cluster.nodes=8", "plan.dp=4", "plan.pp=2", "model.layers=8", "plan.stage_layers=[4,4]",
         "plan.global_batch_size=32"},
-       4},
-      // scale-131k's plan on rail groups of 2 nodes: 4 classes of 2
+       4,
+       "16 run whole"},  // `fast`: one flow per ring edge, no ring steps
+      // scale-131k's plan on rail groups of 2 nodes: 2 classes of 4
       // replicas, each stage's data-parallel rings (8 ranks, NCCL's
       // protocol steps in flight) span the 4 classes and run as quotient
       // rings (one state per orbit of ring positions).
       {"scenarios/scale-131k.yaml",
        {"cluster.nodes=16", "plan.dp=8", "plan.pp=2", "model.layers=4", "plan.stage_layers=[2,2]",
         "plan.global_batch_size=16", "cluster.fabric.nodes_per_leaf=2", "cluster.collectives.fidelity=auto"},
-       4},
+       4,
+       "16 spanning collectives, as quotient rings"},
       // One class of 4 replicas: each ring closes within one orbit of its
       // positions (rank i's successor is its image).
       {"scenarios/scale-131k.yaml",
        {"cluster.nodes=8", "plan.dp=4", "plan.pp=2", "model.layers=4", "plan.stage_layers=[2,2]",
         "plan.global_batch_size=8", "cluster.collectives.fidelity=auto"},
-       4},
+       4,
+       "16 spanning collectives, as quotient rings"},
       {"scenarios/scale-512.yaml", {}, 2},
       // FSDP: per-layer gathers and reduce-scatters across the replicas,
       // displaced by pipeline sends (the case that kept the fold opt-in
@@ -273,6 +279,9 @@ TEST(Fold, ShippedScenariosShrunkAnswerAsTheFullReplay) {
     ASSERT_TRUE(fold.is_object()) << cases[i].scenario;
     EXPECT_TRUE(fold["folded"].get<bool>()) << cases[i].scenario << ": " << fold.dump();
     EXPECT_EQ(fold["class_size"].get<int>(), cases[i].class_size) << cases[i].scenario;
+    if (!cases[i].spanning.empty())
+      EXPECT_NE(fold["why"].get<std::string>().find(cases[i].spanning), std::string::npos)
+          << cases[i].scenario << ": " << fold["why"];
   }
   g_tied_tp_ranks = false;
 }

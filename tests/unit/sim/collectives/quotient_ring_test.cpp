@@ -84,8 +84,8 @@ struct RingCase {
 TEST(QuotientRing, HandsOnTheFlowsOfTheWholeRingDrivenWithItsImages) {
   const std::vector<RingCase> cases{
       // Successor in another orbit (period 2 of 8: rank i's successor i + 1).
-      {"8 ranks, 4 classes of 2, one in flight", 8, 2, {{0, 1, 2, 3, 4, 5, 6, 7}}, 14, 1},
-      {"8 ranks, 4 classes of 2, NCCL_STEPS in flight", 8, 2, {{0, 1, 2, 3, 4, 5, 6, 7}}, 14, 8},
+      {"8 ranks, 2 classes of 4, one in flight", 8, 2, {{0, 1, 2, 3, 4, 5, 6, 7}}, 14, 1},
+      {"8 ranks, 2 classes of 4, NCCL_STEPS in flight", 8, 2, {{0, 1, 2, 3, 4, 5, 6, 7}}, 14, 8},
       // The ring closes within one orbit (period 1: every rank is an image
       // of rank 0, its successor the image by one step).
       {"4 ranks, one class", 4, 1, {{0, 1, 2, 3}}, 6, 1},
