@@ -1,8 +1,10 @@
 #include "analysis/fold_classes.hpp"
 
+#include <algorithm>
 #include <limits>
 #include <tuple>
-#include <unordered_map>
+#include <utility>
+#include <vector>
 
 namespace trainsim::analysis {
 
@@ -54,7 +56,10 @@ GpuClasses GpuClasses::of(const workloads::TaskGraph& graph, const Timeline& tim
   // Every record on a GPU of this run; no send within one orbit; each
   // spanning collective's record equal in times and stream to its image
   // GPU's record of the same task.
-  std::unordered_map<std::uint64_t, std::size_t> spanning;  // (task, gpu) -> recorded record
+  // (task, gpu) and the recorded record, sorted by (task, gpu) once all are
+  // in: a folded FSDP run has hundreds of thousands, one per member GPU of
+  // each data-parallel gather and reduce-scatter.
+  std::vector<std::pair<std::uint64_t, std::size_t>> spanning;
   const auto key = [&](workloads::TaskId task, std::size_t gpu) {
     return static_cast<std::uint64_t>(task) * gpus + gpu;
   };
@@ -69,15 +74,20 @@ GpuClasses GpuClasses::of(const workloads::TaskGraph& graph, const Timeline& tim
           c.rep_[static_cast<std::size_t>(task.peer)] == c.rep_[static_cast<std::size_t>(r.gpu)])
         return identity();
     }
-    if (images->tasks.fixed(r.task) &&
-        !spanning.emplace(key(r.task, static_cast<std::size_t>(r.gpu)), i).second)
-      return identity();  // two records of one task on one GPU
+    if (images->tasks.fixed(r.task))
+      spanning.emplace_back(key(r.task, static_cast<std::size_t>(r.gpu)), i);
   }
+  std::sort(spanning.begin(), spanning.end());
+  for (std::size_t j = 1; j < spanning.size(); ++j)
+    if (spanning[j].first == spanning[j - 1].first)
+      return identity();  // two records of one task on one GPU
   for (const auto& [k, i] : spanning) {
     const auto& r = recorded[i];
     const std::size_t image = images->endpoints.power(static_cast<std::size_t>(r.gpu), 1);
-    const auto it = spanning.find(key(r.task, image));
-    if (it == spanning.end())
+    const std::uint64_t wanted = key(r.task, image);
+    const auto it = std::lower_bound(spanning.begin(), spanning.end(), wanted,
+                                     [](const auto& entry, std::uint64_t x) { return entry.first < x; });
+    if (it == spanning.end() || it->first != wanted)
       return identity();
     const auto& s = recorded[it->second];
     if (std::tie(s.start_s, s.end_s, s.stream) != std::tie(r.start_s, r.end_s, r.stream))

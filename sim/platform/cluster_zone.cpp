@@ -220,15 +220,27 @@ void ClusterZone::get_local_route(const kr::NetPoint* src, const kr::NetPoint* d
                                   double* latency) {
   const int a = endpoint_of_netpoint_[src->id()];
   const int b = endpoint_of_netpoint_[dst->id()];
+  const std::uint64_t key =
+      (static_cast<std::uint64_t>(static_cast<std::uint32_t>(a)) << 32) | static_cast<std::uint32_t>(b);
+  auto [it, first_use] = kernel_routes_.try_emplace(key);
+  KernelRoute& route = it->second;
+  if (first_use) {
+    route.first = static_cast<std::uint32_t>(kernel_hops_.size());
+    route.latency_s = walk(a, b, [this](sg::Link* link) {
+      kernel_hops_.push_back({representative(link)->get_impl(), link});
+    });
+    route.count = static_cast<std::uint32_t>(kernel_hops_.size() - route.first);
+  }
   // Links carry no latency of their own (see duplex()) unless a perturbation
   // adds some to one (sim/perturbations/driver.hpp).
   double added_s = 0;
-  const double route_s = walk(a, b, [this, into, &added_s](sg::Link* link) {
-    into->link_list_.push_back(representative(link)->get_impl());
-    added_s += link->get_latency();
-  });
+  const auto* hop = kernel_hops_.data() + route.first;
+  for (const auto* end = hop + route.count; hop != end; ++hop) {
+    into->link_list_.push_back(hop->shared);
+    added_s += hop->own->get_latency();
+  }
   if (latency != nullptr)
-    *latency += route_s + added_s;
+    *latency += route.latency_s + added_s;
 }
 
 double ClusterZone::for_each_link(int src, int dst, const std::function<void(sg::Link*)>& visit) const {
@@ -326,8 +338,11 @@ std::vector<const sg::Link*> ClusterZone::short_orbits(const std::vector<int>& g
 }
 
 void ClusterZone::fold_links(const std::vector<int>& gpu_image) {
-  // Routes now cross orbit representatives: the tuner's loads change.
+  // Routes now cross orbit representatives: the tuner's loads change, and
+  // so do the links SimGrid shares.
   forget_tuner_choices();
+  kernel_routes_.clear();
+  kernel_hops_.clear();
   std::string problem;
   auto image = duplex_images(gpu_image, problem);
   if (!problem.empty())

@@ -134,9 +134,15 @@ class ClusterZone final : public simgrid::kernel::routing::NetZoneImpl {
   int domain_image(int domain) const { return domain_image_[static_cast<std::size_t>(domain)]; }
   double for_each_true_link(int src, int dst, const std::function<void(simgrid::s4u::Link*)>& visit) const;
 
+  // SimGrid asks for the route of every communication it starts. The walk
+  // (and the casts of Link::get_impl) run once per (src, dst) pair: the
+  // kernel's links and the route's own latency are remembered, and what
+  // perturbations add to the links' latencies is read at each call.
   void get_local_route(const simgrid::kernel::routing::NetPoint* src,
                        const simgrid::kernel::routing::NetPoint* dst, simgrid::kernel::routing::Route* into,
                        double* latency) override;
+  // Pairs whose route get_local_route remembers (tests).
+  std::size_t remembered_routes() const { return kernel_routes_.size(); }
 
  private:
   using Link = simgrid::s4u::Link;
@@ -193,6 +199,21 @@ class ClusterZone final : public simgrid::kernel::routing::NetZoneImpl {
   std::vector<std::uint32_t> duplex_image_;
   std::vector<std::uint32_t> duplex_rep_;
   std::vector<int> domain_image_;
+  // get_local_route's routes by (src, dst) endpoints: kernel_hops_[first,
+  // first + count), each the link SimGrid shares (the orbit representative
+  // under the fold) and the route's own link (whose latency a perturbation
+  // may raise), and the walk's latency. fold_links forgets them.
+  struct KernelHop {
+    simgrid::kernel::resource::StandardLinkImpl* shared;
+    const simgrid::s4u::Link* own;
+  };
+  struct KernelRoute {
+    std::uint32_t first = 0;
+    std::uint32_t count = 0;
+    double latency_s = 0;
+  };
+  std::unordered_map<std::uint64_t, KernelRoute> kernel_routes_;
+  std::vector<KernelHop> kernel_hops_;
 };
 
 }  // namespace trainsim::sim

@@ -25,6 +25,7 @@
 #include "sim/replay/folded_collective.hpp"
 #include "sim/replay/isolated_run.hpp"
 #include "sim/replay/link_claims.hpp"
+#include "sim/replay/plan_cache.hpp"
 #include "sim/replay/route_table.hpp"
 
 namespace trainsim::sim {
@@ -79,7 +80,8 @@ class Replayer {
         automatic_(zone.spec().collectives.fidelity == platforms::Fidelity::automatic &&
                    (driver_ == nullptr || !driver_->changes_links())),
         isolated_(automatic_ ? graph.size() : 0),
-        shared_(automatic_ ? graph.size() : 0) {
+        shared_(automatic_ ? graph.size() : 0),
+        plans_(driver_ == nullptr || !driver_->changes_links()) {
     // The records of the first iteration, allocated once (see
     // ReplayOptions::expected_flows): one per compute task or send, one per
     // member GPU of a collective.
@@ -354,13 +356,12 @@ class Replayer {
     comm->start();
   }
 
-  CollectivePlan plan_collective(TaskId id,
-                                 std::optional<platforms::Fidelity> fidelity = std::nullopt) const {
+  CollectivePlan plan_collective(TaskId id, std::optional<platforms::Fidelity> fidelity = std::nullopt) {
     const auto& task = graph_[id];
-    auto plan = make_collective(
+    auto plan = plans_.plan(
         {task.op, graph_.groups[static_cast<std::size_t>(task.group)], task.bytes, task.fold, task.algorithm,
          task.exchange >= 0 ? &graph_.exchanges[static_cast<std::size_t>(task.exchange)] : nullptr},
-        zone_, fidelity);
+        task.group, zone_, fidelity);
     if (fold_ != nullptr && fold_->spanning[id])
       plan.flows = fold_spanning_collective(std::move(plan.flows), *fold_);
     return plan;
@@ -827,6 +828,8 @@ class Replayer {
   bool automatic_;
   std::vector<std::unique_ptr<Isolated>> isolated_;  // by task
   std::vector<std::unique_ptr<Shared>> shared_;      // by task: running as flows under `auto`
+  // Each distinct collective planned once while the links stay as built.
+  PlanCache plans_;
   // The latency factor SimGrid applies to the communication being started
   // (below 1 only while a displaced collective's flow resumes).
   double latency_factor_ = 1.0;

@@ -22,8 +22,10 @@ struct Folded {
   workloads::TaskGraph graph;
   Timeline timeline;
 
+  // `all_reduce_gpus`: the GPUs the all-reduce has a record on, in order.
   explicit Folded(int send_peer = 1, double image_all_reduce_end_s = 3,
-                  std::vector<std::uint32_t> route = {0, 1}) {
+                  std::vector<std::uint32_t> route = {0, 1},
+                  std::vector<int> all_reduce_gpus = {0, 1, 2, 3}) {
     graph.gpu_count = 4;
     graph.add({.kind = TaskKind::forward, .gpu = 0});
     graph.add({.kind = TaskKind::forward, .gpu = 2});
@@ -31,12 +33,9 @@ struct Folded {
     graph.add({.kind = TaskKind::send, .comm = CommKind::pp, .gpu = 2, .peer = (send_peer + 2) % 4});
     graph.add({.kind = TaskKind::collective, .comm = CommKind::dp, .gpu = 0});
     timeline.end_s = 3;
-    timeline.records = {{0, 0, Stream::compute, 0, 1},
-                        {2, 0, Stream::pp_comm, 1, 2},
-                        {4, 0, Stream::dp_comm, 2, 3},
-                        {4, 1, Stream::dp_comm, 2, 3},
-                        {4, 2, Stream::dp_comm, 2, image_all_reduce_end_s},
-                        {4, 3, Stream::dp_comm, 2, 3}};
+    timeline.records = {{0, 0, Stream::compute, 0, 1}, {2, 0, Stream::pp_comm, 1, 2}};
+    for (const int gpu : all_reduce_gpus)
+      timeline.records.push_back({4, gpu, Stream::dp_comm, 2, gpu == 2 ? image_all_reduce_end_s : 3});
     for (const char* name : {"l0", "l1", "l2", "l3"})
       timeline.links.push_back({name, 1e9, 0});
     // The recorded routes at 0 (two links) and 4 (link 1 alone), their
@@ -87,6 +86,18 @@ TEST(GpuClasses, AreTheIdentityWhenASpanningRecordDiffersFromItsImageGpus) {
   std::size_t read = 0;
   classes.for_each_record([&](const TaskRecord&) { ++read; });
   EXPECT_EQ(read, f.timeline.records.size());  // every record of the full list
+}
+
+TEST(GpuClasses, AreTheIdentityWhenASpanningRecordsImageGpuHasNoRecord) {
+  const Folded f(1, 3, {0, 1}, {0, 1, 2});  // GPU 1's image, GPU 3, has none
+  EXPECT_FALSE(GpuClasses::of(f.graph, f.timeline, 4).folded());
+}
+
+TEST(GpuClasses, AreTheIdentityWhenASpanningCollectiveHasTwoRecordsOnOneGpu) {
+  const Folded shuffled(1, 3, {0, 1}, {3, 1, 2, 0});
+  EXPECT_TRUE(GpuClasses::of(shuffled.graph, shuffled.timeline, 4).folded());  // in any order
+  const Folded f(1, 3, {0, 1}, {0, 1, 2, 3, 1});
+  EXPECT_FALSE(GpuClasses::of(f.graph, f.timeline, 4).folded());
 }
 
 TEST(GpuClasses, AreTheIdentityWhenASendStaysInOneOrbit) {

@@ -1,0 +1,35 @@
+#include "sim/replay/plan_cache.hpp"
+
+#include <bit>
+
+namespace trainsim::sim {
+
+std::size_t PlanCache::KeyHash::operator()(const Key& k) const {
+  std::uint64_t h = k.bytes_bits * 0x9E3779B97F4A7C15ULL;
+  const auto mix = [&h](std::uint64_t v) { h = (h ^ v) * 0x100000001B3ULL + (h >> 29); };
+  mix(static_cast<std::uint32_t>(k.group));
+  mix(static_cast<std::uint32_t>(k.fold));
+  mix(static_cast<std::uint64_t>(k.op) << 16 | static_cast<std::uint64_t>(k.algorithm) << 8 |
+      static_cast<std::uint8_t>(k.fidelity));
+  return static_cast<std::size_t>(h);
+}
+
+CollectivePlan PlanCache::plan(const CollectiveRequest& request, int group, const ClusterZone& zone,
+                               std::optional<platforms::Fidelity> fidelity) {
+  if (!remember_ || request.exchange != nullptr)
+    return make_collective(request, zone, fidelity);
+  const Key key{group,      request.fold,      std::bit_cast<std::uint64_t>(request.bytes),
+                request.op, request.algorithm, fidelity ? static_cast<int>(*fidelity) : -1};
+  auto it = plans_.find(key);
+  if (it == plans_.end())
+    it = plans_.emplace(key, make_collective(request, zone, fidelity)).first;
+  const CollectivePlan& first = it->second;
+  CollectivePlan copy;
+  copy.flows = first.flows->clone();
+  copy.extra_latency_s = first.extra_latency_s;
+  copy.choice = first.choice;
+  copy.detailed_flows = first.detailed_flows;
+  return copy;
+}
+
+}  // namespace trainsim::sim

@@ -1,0 +1,54 @@
+#pragma once
+// The collectives a replay plans, remembered per distinct request. A replay
+// asks make_collective() for the same group's collective thousands of times
+// (scale-512 with ZeRO-3: 73,728 data-parallel gathers and reduce-scatters
+// over a few hundred distinct (group, bytes) pairs), and each call lays out
+// the group, builds its rings and costs their hops on the routes. The plan
+// depends only on the request and the platform's links, so while the links
+// keep their bandwidth and latency (no link perturbations) the first plan
+// of a request serves every later one: its figures as they were, and a
+// copy of its state machine as created (Collective::clone() of a machine
+// not yet started is a fresh one). Uneven exchanges (their bytes per
+// member pair) are planned anew each time.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <unordered_map>
+
+#include "sim/collectives/collectives.hpp"
+
+namespace trainsim::sim {
+
+class PlanCache {
+ public:
+  // `remember` false: every call plans anew (links that change during the
+  // run: their collectives' estimates and chunking read them).
+  explicit PlanCache(bool remember) : remember_(remember) {}
+
+  // make_collective(request, zone, fidelity), `group` naming request.gpus
+  // (TaskGraph::groups' index: one group, one list of GPUs).
+  CollectivePlan plan(const CollectiveRequest& request, int group, const ClusterZone& zone,
+                      std::optional<platforms::Fidelity> fidelity);
+
+  // Distinct requests planned and remembered so far.
+  std::size_t size() const { return plans_.size(); }
+
+ private:
+  struct Key {
+    int group;
+    int fold;
+    std::uint64_t bytes_bits;  // the double's bits: equal keys, equal bytes
+    workloads::CollectiveOp op;
+    platforms::CollectiveAlgorithm algorithm;
+    int fidelity;  // -1: the cluster's
+    bool operator==(const Key&) const = default;
+  };
+  struct KeyHash {
+    std::size_t operator()(const Key& k) const;
+  };
+
+  bool remember_;
+  std::unordered_map<Key, CollectivePlan, KeyHash> plans_;
+};
+
+}  // namespace trainsim::sim
