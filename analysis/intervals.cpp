@@ -25,6 +25,39 @@ double total_length(const std::vector<Interval>& merged) {
   return total;
 }
 
+EventSweep sweep_sorted_events(const std::vector<std::pair<double, int>>& events) {
+  EventSweep out;
+  int open = 0;
+  bool busy = false;     // inside a merged interval
+  bool pending = false;  // a merged interval [start, end] ended, not yet summed
+  double start = 0;
+  double end = 0;
+  for (const auto& [time, delta] : events) {
+    open += delta;
+    out.peak = std::max(out.peak, open);
+    if (open > 0 && !busy) {
+      busy = true;
+      if (pending && time <= end) {  // touching: merge_intervals joins them
+        pending = false;
+        continue;
+      }
+      if (pending)
+        out.busy_s += end - start;
+      pending = false;
+      start = time;
+    } else if (open <= 0 && busy) {
+      // A zero-length interval at an idle time takes `open` to -1 and back
+      // to 0 without opening one.
+      busy = false;
+      pending = true;
+      end = time;
+    }
+  }
+  if (pending)
+    out.busy_s += end - start;
+  return out;
+}
+
 double overlap_length(const std::vector<Interval>& a, const std::vector<Interval>& b) {
   double total = 0;
   std::size_t i = 0, j = 0;

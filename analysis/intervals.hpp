@@ -15,6 +15,19 @@ double total_length(const std::vector<Interval>& merged);
 // Length of the intersection of two merged interval lists.
 double overlap_length(const std::vector<Interval>& a, const std::vector<Interval>& b);
 
+// One pass over the sorted start (+1) and end (-1) events of intervals with
+// end >= start (ends before starts at equal times, as std::sort orders the
+// pairs): the union's length, equal bit for bit to
+// total_length(merge_intervals(the intervals)) (the same merged intervals,
+// summed in the same order: zero-length ones skipped, touching ones joined),
+// and the most intervals open at once. A link's figures without sorting its
+// flows twice.
+struct EventSweep {
+  double busy_s = 0;
+  int peak = 0;
+};
+EventSweep sweep_sorted_events(const std::vector<std::pair<double, int>>& events);
+
 }  // namespace trainsim::analysis
 
 namespace trainsim::analysis {

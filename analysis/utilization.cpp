@@ -206,31 +206,36 @@ Utilization analyze_utilization(const workloads::TaskGraph& graph, const Timelin
       continue;
     }
     const auto on_link = link_classes.flows_of(l);
-    std::vector<Interval> busy;
-    busy.reserve(on_link.size());
     ev.clear();
+    bool ordered = true;  // every flow ends at or after its start
     for (const std::uint32_t f : on_link) {
       const auto& flow = link_classes.record(f);  // bytes and times
       link.bytes += flow.bytes;
       ++link.flows;
-      busy.emplace_back(flow.start_s, flow.end_s);
+      ordered = ordered && flow.end_s >= flow.start_s;
       ev.emplace_back(flow.start_s, +1);
       ev.emplace_back(flow.end_s, -1);
     }
     link.link = static_cast<int>(l);
     link.name = timeline.links[l].name;
     link.bandwidth_Bps = timeline.links[l].bandwidth_Bps;
-    link.busy_s = total_length(merge_intervals(std::move(busy)));
+    // Ends sort before starts at the same time: back-to-back flows are not
+    // concurrent. One sort gives the busy time (the flows' union) and the
+    // peak (sweep_sorted_events).
+    std::sort(ev.begin(), ev.end());
+    const EventSweep sweep = sweep_sorted_events(ev);
+    link.peak_concurrent_flows = sweep.peak;
+    if (ordered) {
+      link.busy_s = sweep.busy_s;
+    } else {  // the sweep's premise does not hold: the intervals themselves
+      std::vector<Interval> busy;
+      busy.reserve(on_link.size());
+      for (const std::uint32_t f : on_link)
+        busy.emplace_back(link_classes.record(f).start_s, link_classes.record(f).end_s);
+      link.busy_s = total_length(merge_intervals(std::move(busy)));
+    }
     link.busy_fraction = t > 0 ? link.busy_s / t : 0;
     link.utilization = t > 0 && link.bandwidth_Bps > 0 ? link.bytes / (link.bandwidth_Bps * t) : 0;
-    // Ends sort before starts at the same time: back-to-back flows are not
-    // concurrent.
-    std::sort(ev.begin(), ev.end());
-    int current = 0;
-    for (const auto& [time, delta] : ev) {
-      current += delta;
-      link.peak_concurrent_flows = std::max(link.peak_concurrent_flows, current);
-    }
   }
   std::vector<int> order(u.links.size());
   for (std::size_t l = 0; l < order.size(); ++l)

@@ -70,6 +70,7 @@ class Replayer {
         collectives_(graph.size()),
         collective_delay_s_(graph.size(), 0.0),
         idle_execs_(static_cast<std::size_t>(graph.gpu_count)),
+        nominal_flops_(static_cast<std::size_t>(graph.gpu_count), 0.0),
         interference_share_(zone.spec().collectives.compute_interference),
         communicating_(static_cast<std::size_t>(graph.gpu_count), 0),
         interference_(static_cast<std::size_t>(graph.gpu_count)),
@@ -268,7 +269,12 @@ class Replayer {
       }
       // Durations are at nominal speed (pstate 0); a slowed host (another
       // pstate, sim/perturbations/driver.hpp) stretches them.
-      exec->set_flops_amount(task.duration_s * host->get_pstate_speed(0));
+      // (Pstate 0's speed is fixed once the platform is sealed: asked once
+      // per GPU.)
+      double& nominal = nominal_flops_[g];
+      if (nominal == 0)
+        nominal = host->get_pstate_speed(0);
+      exec->set_flops_amount(task.duration_s * nominal);
       exec->set_data(slot_for(id, -1, exec, &idle));
       exec->start();
     }
@@ -802,6 +808,7 @@ class Replayer {
   // executions by GPU, communications by (source, destination) endpoints
   // (SimGrid fixes a communication's endpoints once set).
   std::vector<std::vector<sg::ActivityPtr>> idle_execs_;
+  std::vector<double> nominal_flops_;  // per GPU, its host's pstate 0 speed (0: not asked yet)
   struct Retired {
     sg::ActivityPtr activity;
     std::vector<sg::ActivityPtr>* idle;
