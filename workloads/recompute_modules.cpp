@@ -19,7 +19,7 @@ bool in_module(const TransformerOp& op, RecomputeModule module) {
     case RecomputeModule::core_attn:
       return op.attention_core;
     case RecomputeModule::mla_up_proj:  // transformer_ops.cpp, mla_attention
-      return base == "q_up" || base == "kv_up" || base == "rope";
+      return base == "q_up" || base == "q_proj" || base == "kv_up" || base == "rope";
     case RecomputeModule::moe_act:
       return base == "experts_act";
     case RecomputeModule::mlp:  // a dense layer's (a MoE layer has none of these names)
@@ -62,10 +62,12 @@ double selective_recomputed_layer_flops(const ModelSpec& model, const ParallelPl
   if (recomputes_module(plan, RecomputeModule::core_attn))
     flops += model.attention_core_forward_flops(b);
   if (recomputes_module(plan, RecomputeModule::mla_up_proj) && model.is_mla()) {
+    // q_up from the query latent (q_proj from the hidden state without
+    // query compression), kv_up from the key/value latent.
     const auto& a = model.mla;
+    const double query_in = a.q_lora_rank > 0 ? double(a.q_lora_rank) : double(model.hidden);
     flops += 2 * tokens * model.heads *
-             (double(a.q_lora_rank) * a.qk_head_dim() +
-              double(a.kv_lora_rank) * (a.qk_nope_head_dim + a.v_head_dim));
+             (query_in * a.qk_head_dim() + double(a.kv_lora_rank) * (a.qk_nope_head_dim + a.v_head_dim));
   }
   if (recomputes_module(plan, RecomputeModule::mlp) && !moe_layer)
     flops += 2 * tokens * (model.swiglu ? 3.0 : 2.0) * model.hidden * model.ffn_hidden;

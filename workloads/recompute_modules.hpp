@@ -8,7 +8,8 @@
 //   core_attn     the attention core's forward (the fused   the scores, softmax and
 //                 FlashAttention kernel, or the unfused     dropout tensors (none
 //                 batched matmuls and softmax)              with FlashAttention)
-//   mla_up_proj   MLA's q_up and kv_up GEMMs (FP8 casts     the attention's Q, K, V
+//   mla_up_proj   MLA's q_up (q_proj without query         the attention's Q, K, V
+//                 compression) and kv_up GEMMs (FP8 casts
 //                 with them) and the fused RoPE             (2 n (2 d_qk + d_v) / t
 //                 (multi_latent_attention.py,               bytes a token): the
 //                 qkv_up_checkpoint, output-discarding)     latents stay

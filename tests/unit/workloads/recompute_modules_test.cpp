@@ -60,6 +60,11 @@ TEST(RecomputeModules, MlaUpProjRedoesTheUpProjectionsAndRopeNotTheAttentionCore
   const double closed = 2 * 4096.0 * 128 * (1536 * 192 + 512 * 256);
   EXPECT_DOUBLE_EQ(redone_flops(ops, plan), closed);
   EXPECT_DOUBLE_EQ(selective_recomputed_layer_flops(m, plan, true), closed);
+  // Without query compression (DeepSeek-V2-Lite) q_proj is redone instead.
+  const ModelSpec lite = *find_model_preset("deepseek-v2-lite");
+  const auto lite_ops = moe_layer_ops(lite, layer_setup(lite, 1, 1));
+  EXPECT_EQ(redone_names(lite_ops, plan), (std::set<std::string>{"q_proj", "kv_up", "rope"}));
+  EXPECT_DOUBLE_EQ(redone_flops(lite_ops, plan), selective_recomputed_layer_flops(lite, plan, true));
   // The default list (core_attn alone) is today's selective recomputation.
   const ParallelPlan core = selective({});
   EXPECT_EQ(redone_names(ops, core), (std::set<std::string>{"flash_attention"}));
