@@ -304,8 +304,9 @@ TEST(ExpertParallelGraph, OverlappedReductionBucketsDenseOverDpAndExpertsOverExp
       continue;
     for (auto e : boost::make_iterator_range(boost::in_edges(v, g.graph))) {
       const Task& before = g[boost::source(e, g.graph)];
-      if (before.kind == TaskKind::backward)
+      if (before.kind == TaskKind::backward) {
         EXPECT_NE(std::find(members.begin(), members.end(), before.gpu), members.end());
+      }
     }
   }
   // The reductions still precede every GPU's optimizer step, and the step
