@@ -5,6 +5,7 @@
 #include "workloads/mla_attention.hpp"
 #include "workloads/op_selective_recompute.hpp"
 #include "workloads/precision.hpp"
+#include "workloads/recompute_modules.hpp"
 
 namespace trainsim::workloads {
 namespace {
@@ -121,6 +122,27 @@ double scores(const Shape& x) {
   return x.flash ? 0.0 : x.sbh * 5 * x.a * x.s / (x.h * x.t);
 }
 
+// What Megatron's recompute modules other than core_attn leave unstored in
+// one layer (recompute_modules.hpp), bytes: MLA's Q, K, V (mla_up_proj), the
+// routed experts' activation output, the down projection's input, FP8 under
+// FP8 (moe_act), a dense layer's MLP intermediates (mlp). All TP-split.
+double module_saving(const Shape& x, const ModelSpec& model, const ParallelPlan& plan, bool moe_layer) {
+  if (x.h <= 0 || x.t <= 0)
+    return 0;
+  const double fp8_saving = 2 - saved_linear_input_bytes(plan);
+  double split = 0;  // per token, in units of h
+  if (recomputes_module(plan, RecomputeModule::mla_up_proj) && model.is_mla()) {
+    const MlaStoredElements e = mla_stored_elements(model);
+    split += 2 * (e.per_head_query_key + e.per_head_value) / x.h;
+  }
+  if (recomputes_module(plan, RecomputeModule::moe_act) && moe_layer)
+    split +=
+        (2 - fp8_saving) * model.moe.top_k * model.moe.capacity_factor * model.moe.expert_ffn_hidden / x.h;
+  if (recomputes_module(plan, RecomputeModule::mlp) && !moe_layer)
+    split += ((model.swiglu ? 6 : 4) - fp8_saving) * model.ffn_hidden / x.h;
+  return x.sbh * split / x.t;
+}
+
 }  // namespace
 
 double layer_activation_bytes(const ModelSpec& model, const ParallelPlan& plan, Recompute recompute,
@@ -133,7 +155,10 @@ double layer_activation_bytes(const ModelSpec& model, const ParallelPlan& plan, 
     case Recompute::none:
       return x.sbh * kept + scores(x);
     case Recompute::selective:
-      return x.sbh * kept;
+      if (plan.recompute_modules.empty())  // core_attn
+        return x.sbh * kept;
+      return x.sbh * kept + (recomputes_module(plan, RecomputeModule::core_attn) ? 0.0 : scores(x)) -
+             module_saving(x, model, plan, moe_layer);
     case Recompute::full:
       return 2 * x.sbh / (x.sp ? x.t : 1.0);
     case Recompute::selective_op:  // dense layers only (op_selective_recompute.hpp)
@@ -216,7 +241,12 @@ double recompute_workspace_bytes(const ModelSpec& model, const ParallelPlan& pla
     case Recompute::none:
       return 0;
     case Recompute::selective:
-      return scores(shape_of(model, plan));
+      if (plan.recompute_modules.empty())
+        return scores(shape_of(model, plan));
+      // One layer's recomputed tensors at a time: the larger kind of layer.
+      return (recomputes_module(plan, RecomputeModule::core_attn) ? scores(shape_of(model, plan)) : 0.0) +
+             std::max(module_saving(shape_of(model, plan), model, plan, false),
+                      model.is_moe() ? module_saving(shape_of(model, plan, true), model, plan, true) : 0.0);
     case Recompute::full:
       // One layer rebuilt at a time: the largest kind of layer.
       return std::max(layer_activation_bytes(model, plan, Recompute::none),

@@ -1,6 +1,7 @@
 #include "workloads/cost_model.hpp"
 
 #include "workloads/op_selective_recompute.hpp"
+#include "workloads/recompute_modules.hpp"
 
 namespace trainsim::workloads {
 
@@ -53,6 +54,14 @@ double AnalyticCostModel::recomputed_flops(const StageSlice& slice) const {
     case Recompute::none:
       return 0;
     case Recompute::selective:
+      if (!plan_.recompute_modules.empty()) {  // Megatron's modules (recompute_modules.hpp)
+        const int moe = model_.moe_layers_in(slice.first_layer, slice.layers);
+        const int mtp = slice.logits ? model_.mtp_depth : 0;
+        const bool mtp_moe = model_.mtp_layers_are_moe();
+        return (slice.layers - moe + (mtp_moe ? 0 : mtp)) *
+                   selective_recomputed_layer_flops(model_, plan_, false) +
+               (moe + (mtp_moe ? mtp : 0)) * selective_recomputed_layer_flops(model_, plan_, true);
+      }
       if (model_.mtp_depth > 0)
         return (slice.layers * model_.attention_core_forward_flops(b) + mtp_core_flops(slice)) / plan_.tp;
       return slice.layers * model_.attention_core_forward_flops(plan_.micro_batch_size) / plan_.tp;

@@ -6,6 +6,7 @@
 
 #include "workloads/op_selective_recompute.hpp"
 #include "workloads/precision.hpp"
+#include "workloads/recompute_modules.hpp"
 
 namespace trainsim::workloads {
 namespace {
@@ -207,9 +208,9 @@ LayerPassTimes PerOpCostModel::pass_times(const std::vector<TransformerOp>& ops,
   switch (plan_.recompute) {
     case Recompute::none:
       break;
-    case Recompute::selective:  // the attention core's forward (Korthikanti et al.)
-      l.recompute_s =
-          pass([](const TransformerOp& op) { return is(op, OpPass::forward) && op.attention_core; });
+    case Recompute::selective:  // the chosen modules' forward ops (recompute_modules.hpp): core_attn by
+                                // default
+      l.recompute_s = pass([this](const TransformerOp& op) { return selectively_recomputed(op, plan_); });
       break;
     case Recompute::full:
       l.recompute_s = l.forward_s;

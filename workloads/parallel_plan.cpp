@@ -16,6 +16,20 @@ std::string_view to_string(Recompute recompute) {
   return "?";
 }
 
+std::string_view to_string(RecomputeModule module) {
+  switch (module) {
+    case RecomputeModule::core_attn:
+      return "core_attn";
+    case RecomputeModule::mla_up_proj:
+      return "mla_up_proj";
+    case RecomputeModule::moe_act:
+      return "moe_act";
+    case RecomputeModule::mlp:
+      return "mlp";
+  }
+  return "?";
+}
+
 std::string_view to_string(Framework framework) {
   switch (framework) {
     case Framework::megatron:

@@ -30,6 +30,14 @@ std::string_view to_string(ScheduleKind kind);
 enum class Recompute { none, selective, full, selective_op };
 std::string_view to_string(Recompute recompute);
 
+// What recompute: selective redoes (Megatron-core's --recompute-modules,
+// transformer_config.py; workloads/recompute_modules.hpp): the attention
+// core (core_attn, Megatron's default and Korthikanti et al.'s), MLA's up
+// projections and RoPE (mla_up_proj), the routed experts' activation
+// (moe_act), a dense layer's whole MLP (mlp).
+enum class RecomputeModule { core_attn, mla_up_proj, moe_act, mlp };
+std::string_view to_string(RecomputeModule module);
+
 // The training framework the plan runs on, which sets the kernels a layer
 // launches and the data-parallel machinery around them (docs/parallelism.md,
 // "Frameworks"):
@@ -150,6 +158,9 @@ struct ParallelPlan {
   // micro_batches() each.
   std::vector<int> dp_micro_batches{};
   Recompute recompute = Recompute::none;
+  // With recompute selective: the modules it redoes, each once. Empty:
+  // core_attn alone (Megatron's default).
+  std::vector<RecomputeModule> recompute_modules{};
   // Pipeline transfers' pairing with compute; resolved_p2p(plan)
   // (workloads/schedule.hpp) says what `automatic` means for the schedule.
   P2pMode p2p = P2pMode::automatic;

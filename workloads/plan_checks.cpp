@@ -7,6 +7,7 @@
 #include <string>
 
 #include "workloads/op_selective_recompute.hpp"
+#include "workloads/recompute_modules.hpp"
 #include "workloads/schedule.hpp"
 
 namespace trainsim::workloads {
@@ -159,12 +160,18 @@ void check_expert_parallel(const ModelSpec& model, const ParallelPlan& plan, Pro
                              "data-parallel replicas, which must then run the same micro-batches; expected "
                              "no dp_micro_batches, or expert_parallel: 1",
                              plan.ep));
-  if (plan.overlap_grad_reduce)
-    problems.add(key,
-                 fmt::format("{} with overlap_grad_reduce: trainsim reduces MoE gradients (dense and expert "
-                             "groups) after the backward; expected overlap_grad_reduce: false, or "
-                             "expert_parallel: 1",
-                             plan.ep));
+  if (plan.overlap_grad_reduce && plan.expert_tp_folded())
+    problems.add(
+        key, fmt::format("{} with overlap_grad_reduce and expert_tensor_parallel {} below tp = {}: trainsim "
+                         "overlaps the dense and expert gradient reductions with expert_tensor_parallel = "
+                         "tp only; expected overlap_grad_reduce: false, or expert_tensor_parallel: {}",
+                         plan.ep, plan.expert_tp(), plan.tp, plan.tp));
+  if (plan.overlap_param_gather)
+    problems.add(
+        key, fmt::format("{} with overlap_param_gather: trainsim gathers a MoE model's updated parameters "
+                         "(dense and expert groups) after the optimizer step; expected "
+                         "overlap_param_gather: false, or expert_parallel: 1",
+                         plan.ep));
 }
 
 // plan.expert_tensor_parallel: Megatron's --expert-tensor-parallel-size.
@@ -414,6 +421,8 @@ std::vector<platforms::Problem> plan_problems(const ModelSpec& model, const Para
   check_parallelism_options(model, plan, problems);
   std::vector<platforms::Problem> out = problems.take();
   for (auto& problem : op_selective_recompute_problems(model, plan))
+    out.push_back(std::move(problem));
+  for (auto& problem : recompute_modules_problems(model, plan))
     out.push_back(std::move(problem));
   return out;
 }

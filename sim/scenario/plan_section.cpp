@@ -6,6 +6,7 @@
 
 #include "sim/scenario/key_aliases.hpp"
 #include "sim/scenario/sections.hpp"
+#include "workloads/recompute_modules.hpp"
 #include "workloads/schedule.hpp"
 
 namespace trainsim::scenario {
@@ -49,6 +50,33 @@ bool read_plan_section(platforms::MapReader& p, Scenario& scenario) {
                                                  {"full", Recompute::full},
                                                  {"selective_op", Recompute::selective_op}}))
     plan.recompute = *r;
+  // Megatron's --recompute-modules, as words separated by spaces or commas.
+  if (auto text = p.text("recompute_modules")) {
+    std::string word;
+    std::vector<std::string> words;
+    for (char c : *text + " ") {
+      if (c == ' ' || c == ',') {
+        if (!word.empty())
+          words.push_back(word);
+        word.clear();
+      } else {
+        word += c;
+      }
+    }
+    if (words.empty())
+      p.error("recompute_modules",
+              "is empty; expected Megatron's module names, e.g. \"mla_up_proj moe_act\"");
+    for (const auto& w : words) {
+      if (auto module = workloads::recompute_module_named(w))
+        plan.recompute_modules.push_back(*module);
+      else
+        p.error("recompute_modules",
+                fmt::format(
+                    "has \"{}\", which trainsim does not model; expected core_attn, mla_up_proj, moe_act or "
+                    "mlp (Megatron's layernorm, moe, shared_experts are not modelled)",
+                    w));
+    }
+  }
   read_parallelism_options(p, scenario);
   read_partition_options(p, scenario);
   p.finish();

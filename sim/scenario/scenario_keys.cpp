@@ -279,6 +279,9 @@ struct Tables {
                        "precision of the DP gradient all-reduce"),
                 choice("recompute", {"none", "selective", "full", "selective_op"},
                        "activation recomputation (selective_op: torchtitan's per-op policy)"),
+                key("recompute_modules", T::text,
+                    "with recompute selective, Megatron's modules it redoes, e.g. \"mla_up_proj moe_act\": "
+                    "core_attn (default), mla_up_proj, moe_act, mlp"),
                 key("sequence_parallel", T::boolean, "Megatron sequence parallelism (tp >= 2)"),
                 ranged("context_parallel", T::integer, 1, kCount, "ring attention over this many GPUs"),
                 ranged("expert_parallel", T::integer, 1, kCount, "experts spread over this many GPUs"),

@@ -55,6 +55,31 @@ TEST(FineGrainedMoeCli, MlaModelWithMtpRunsAndReportsItsShape) {
   fs::remove_all(out);
 }
 
+// Megatron's recompute modules and the overlapped gradient reduction with
+// EP, end to end: mla_up_proj and moe_act keep less than the attention core
+// alone (Q, K, V and the experts' activation outputs), at every GPU's peak.
+TEST(FineGrainedMoeCli, RecomputeModulesAndOverlappedReductionRunWithExpertParallelism) {
+  const std::string base = with(kMla, "  global_batch_size: 16\n",
+                                "  global_batch_size: 16\n  recompute: selective\n  zero_stage: 1\n");
+  const auto out = fresh_dir("mla-modules");
+  const auto r = run_text(
+      with(base, "  zero_stage: 1\n",
+           "  zero_stage: 1\n  recompute_modules: mla_up_proj moe_act\n  overlap_grad_reduce: true\n"),
+      out);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json modules = json::parse(read_file(out / "summary.json"));
+  const auto core_out = fresh_dir("mla-core");
+  ASSERT_EQ(run_text(base, core_out).status, 0);
+  const json core = json::parse(read_file(core_out / "summary.json"));
+  ASSERT_EQ(modules["gpus"].size(), core["gpus"].size());
+  for (std::size_t g = 0; g < core["gpus"].size(); ++g)
+    EXPECT_LT(modules["gpus"][g]["peak_memory_bytes"].get<double>(),
+              core["gpus"][g]["peak_memory_bytes"].get<double>())
+        << g;
+  fs::remove_all(out);
+  fs::remove_all(core_out);
+}
+
 TEST(FineGrainedMoeCli, MlaKeyOnAMultiHeadModelIsOneErrorAtItsLine) {
   expect_one_error(
       run_text(with(kMla, "  mtp_depth: 1\n", "  mtp_depth: 1\n  attention: mha\n  v_head_dim: 64\n")),

@@ -5,7 +5,10 @@
 // on scenarios/validation/mbridge-h100-deepseek-v3.yaml. Replays of minutes,
 // so labelled slow. Nothing was fitted to it; trainsim is
 // slow on it (docs/calibration.md, "MoE on H100" and below): the test holds
-// the row to its error so that a change to the MoE model shows here.
+// the row to its error so that a change to the MoE model shows here. Since
+// 2026-12-06 the templates follow the recipes' layouts, recompute modules
+// and (GB200) overlap_grad_reduce with EP: +32.1% became +23.4% on GB200,
+// +27.7% became +25.7% on H100.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -26,14 +29,15 @@ TEST(MegatronBridgeMoeLargeValidation, DeepSeekV3OnGb200IsHeldToItsKnownError) {
        std::string(TRAINSIM_SOURCE_DIR) + "/scenarios/validation/mbridge-gb200-deepseek-v3.yaml",
        "--allow-oom"});
   ASSERT_EQ(r.status, 0) << r.err << r.out;
-  EXPECT_NEAR(first_row_error_percent(r.out), 32.1, 2.0) << r.out;
+  EXPECT_NEAR(first_row_error_percent(r.out), 23.4, 2.0) << r.out;
 }
 
 // The 25.09 row (1,297 tokens/s per GPU on 1,024 H100s, GBS 8192: 25.2645 s a
 // step) replayed at DP 32 instead of 64 (512 GPUs, GBS 4096: the same 128
 // micro-batches per pipeline, the same EP 64 groups and pipelines; the full
-// run needs more memory than the build machine lends one test). --allow-oom:
-// the optimizer state shards over half the GPUs (81.6 GiB at the peak).
+// run needs more memory than the build machine lends one test). It fits
+// (64.1 GiB at the peak, the optimizer state sharded over half the GPUs);
+// --allow-oom kept for variants that do not.
 TEST(MegatronBridgeMoeLargeValidation, DeepSeekV3OnH100ShrunkToDp32IsHeldToItsKnownError) {
   const auto summary = run_summary(
       {"run", std::string(TRAINSIM_SOURCE_DIR) + "/scenarios/validation/mbridge-h100-deepseek-v3.yaml",
@@ -42,7 +46,7 @@ TEST(MegatronBridgeMoeLargeValidation, DeepSeekV3OnH100ShrunkToDp32IsHeldToItsKn
   ASSERT_TRUE(summary.contains("iteration_time_s"));
   const double published_s = 8192.0 * 4096 / (1297.0 * 1024);
   const double error = (summary["iteration_time_s"].get<double>() / published_s - 1) * 100;
-  EXPECT_NEAR(error, 27.7, 2.0);
+  EXPECT_NEAR(error, 25.7, 2.0);
 }
 
 }  // namespace

@@ -19,7 +19,9 @@
 // expert data-parallel group (dp x cp / ep GPUs, positions equal modulo
 // ep), one collective after the other on the DP stream, then each GPU's
 // optimizer step over its parameters (ZeRO 1: its shard of each part),
-// then with ZeRO 1 the all-gathers of the updated parameters.
+// then with ZeRO 1 the all-gathers of the updated parameters. With
+// plan.overlap_grad_reduce the reductions run in buckets during the
+// backward instead (expert_parallel_grad_overlap.cpp).
 #include <stdexcept>
 
 #include "workloads/expert_parallel.hpp"
@@ -218,9 +220,9 @@ void IterationBuilder::add_per_layer_all_to_alls(const PipeOp& op, std::size_t k
 }
 
 void IterationBuilder::add_expert_parallel_sync_and_step(int rank, int tp) {
-  if (plan_.zero_stage >= 2 || plan_.overlap_grad_reduce)
+  if (plan_.zero_stage >= 2 || plan_.overlap_param_gather)
     throw std::invalid_argument(
-        "expert parallelism supports ZeRO stages 0 and 1 without overlap_grad_reduce");
+        "expert parallelism supports ZeRO stages 0 and 1 without overlap_param_gather");
   const std::vector<int> members = data_parallel_members(rank, tp);  // position order (cp fastest)
   const int d = static_cast<int>(members.size());
   const int de = plan_.expert_data_parallel_size();
@@ -265,9 +267,11 @@ void IterationBuilder::add_expert_parallel_sync_and_step(int rank, int tp) {
       expert_group_ids.push_back(graph_.add_group(gpus_of(who)));
 
   TaskId dense_reduction = kNone;
-  if (d > 1)
+  if (plan_.overlap_grad_reduce)  // during the backward (expert_parallel_grad_overlap.cpp)
+    add_overlapped_expert_reductions(rank, members, dense_group, expert_groups, expert_group_ids, ready);
+  else if (d > 1)
     dense_reduction = collective(reduce, dense_group, g * dense, everyone, std::vector<TaskId>(ready));
-  if (de > 1)
+  if (de > 1 && !plan_.overlap_grad_reduce)
     for (std::size_t e = 0; e < expert_groups.size(); ++e) {
       std::vector<TaskId> after;
       for (std::size_t i : expert_groups[e])

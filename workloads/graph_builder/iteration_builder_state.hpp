@@ -252,6 +252,17 @@ class IterationBuilder {
   void add_per_layer_all_to_alls(const PipeOp& op, std::size_t k, const StageSlice& slice, int group,
                                  const std::vector<int>& members, const EpNodes& nodes);
   void add_expert_parallel_sync_and_step(int rank, int tp);
+  // expert_parallel_grad_overlap.cpp: with plan.overlap_grad_reduce, the
+  // dense buckets over `dense_group` (-1: none) and the expert buckets over
+  // each expert data-parallel group (member indices, group ids; none when
+  // empty) during the backward; sets each member's `ready` to its last.
+  void add_overlapped_expert_reductions(int rank, const std::vector<int>& members, int dense_group,
+                                        const std::vector<std::vector<std::size_t>>& expert_groups,
+                                        const std::vector<int>& expert_group_ids, std::vector<TaskId>& ready);
+  // The routed experts' parameters on one GPU of a built piece (an MTP
+  // module's with the last layer of the last stage), and of a slice.
+  double piece_expert_parameters(const BuiltOp& built, const Piece& piece) const;
+  double stage_expert_parameters_of_slice(const StageSlice& slice) const;
   // expert_tensor_parallel_sync.cpp: the same with expert_tp != tp, over a
   // whole stage: each TP rank's dense data-parallel group, then the expert
   // data-parallel groups that cross TP ranks.

@@ -7,6 +7,7 @@
 #include "workloads/cost_model_per_op.hpp"
 #include "workloads/op_selective_recompute.hpp"
 #include "workloads/precision.hpp"
+#include "workloads/recompute_modules.hpp"
 #include "workloads/stage_slices.hpp"
 
 namespace trainsim::kineto {
@@ -90,9 +91,14 @@ void TaskKernels::add_layer(TaskOps& out, int layer, TaskKind kind, bool attenti
     switch (plan_.recompute) {
       case workloads::Recompute::none:
         break;
-      case workloads::Recompute::selective:
-        add_pass(out, ops, OpPass::forward, true, gpu);
+      case workloads::Recompute::selective: {  // the chosen modules (recompute_modules.hpp)
+        std::vector<TransformerOp> redone;
+        for (const auto& op : ops)
+          if (workloads::selectively_recomputed(op, plan_))
+            redone.push_back(op);
+        add_pass(out, redone, OpPass::forward, attention_core_only, gpu);
         break;
+      }
       case workloads::Recompute::full:
         add_pass(out, ops, OpPass::forward, attention_core_only, gpu);
         break;

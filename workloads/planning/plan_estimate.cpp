@@ -447,9 +447,14 @@ PlanEstimate estimate_plan(const ModelSpec& model, const ParallelPlan& plan,
           // Buckets fire during the last backward; the parameter all-gather
           // of ZeRO-1 still follows the step.
           const double buckets = std::max(1.0, reduce_op_bytes / plan.grad_bucket_size_bytes());
-          const double reduce = plan.zero_stage == 0 ? busy
-                                                     : collective_s(cluster, CollectiveOp::reduce_scatter,
-                                                                    reduce_op_bytes, group);
+          // ZeRO-1: the reduce-scatters, with EP the dense and the experts' apart.
+          const auto scatter = [&](double share, const std::vector<int>& over) {
+            return collective_s(cluster, CollectiveOp::reduce_scatter, share * reduce_op_bytes, over);
+          };
+          const double reduce =
+              plan.zero_stage == 0 ? busy
+              : experts > 0        ? scatter(dense / params, group) + scatter(experts / params, expert_group)
+                            : collective_s(cluster, CollectiveOp::reduce_scatter, reduce_op_bytes, group);
           const double gather = busy - reduce;
           // plan.overlap_param_gather: bucket by bucket under the first
           // forward of the stage (a bucket ahead; the first one shows).

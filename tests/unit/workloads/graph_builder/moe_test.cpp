@@ -4,6 +4,7 @@
 // memory per GPU under expert parallelism.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <boost/graph/adjacency_list.hpp>
 #include <map>
 #include <set>
@@ -16,6 +17,7 @@
 #include "workloads/expert_parallel.hpp"
 #include "workloads/graph_builder/iteration_builder.hpp"
 #include "workloads/memory_model.hpp"
+#include "workloads/plan_checks.hpp"
 #include "workloads/stage_slices.hpp"
 #include "workloads/transformer_ops.hpp"
 
@@ -261,6 +263,89 @@ TEST(ExpertParallelGraph, ZeroOneShardsDenseAndExpertStateOverTheirOwnGroups) {
   }
   EXPECT_EQ(scatters, 3);
   EXPECT_EQ(gathers, 3);
+}
+
+TEST(ExpertParallelGraph, OverlappedReductionBucketsDenseOverDpAndExpertsOverExpertDpDuringTheBackward) {
+  const ModelSpec m = small_moe();
+  const int dp = 4, ep = 2;
+  ParallelPlan plan{.dp = dp, .ep = ep, .micro_batch_size = 1, .global_batch_size = 2 * dp, .zero_stage = 1};
+  plan.overlap_grad_reduce = true;
+  // Buckets of about two layers' experts: several of each kind per stage.
+  const double layer_experts = m.expert_parameters(0) / ep;
+  plan.grad_bucket_bytes = 2 * 2 * layer_experts;
+  const auto g = testing::iteration_on_one_node(m, plan);
+  const double experts = stage_expert_parameters_per_gpu(m, plan, 0);
+  const double all = stage_parameters_per_gpu(m, plan, 0);
+  std::map<std::size_t, double> bytes_by_group_size;
+  std::map<std::size_t, int> reductions_by_group_size;
+  int mid_op = 0;
+  for (const Task* t : tasks_of(g, CommKind::dp)) {
+    if (t->op != CollectiveOp::reduce_scatter)
+      continue;
+    const std::size_t size = g.groups[static_cast<std::size_t>(t->group)].size();
+    bytes_by_group_size[size] += t->bytes;
+    ++reductions_by_group_size[size];
+    mid_op += t->layer > 0;  // fired by a layer before the op's last (the backward ends at layer 0)
+  }
+  // The same bytes as after the backward, in more collectives.
+  EXPECT_NEAR(bytes_by_group_size[dp], 2 * (all - experts), 1.0);
+  EXPECT_NEAR(bytes_by_group_size[dp / ep], ep * 2 * experts, 1.0);
+  EXPECT_GE(reductions_by_group_size[dp / ep], ep * 4);  // 8 MoE layers, 2 a bucket, each expert group
+  EXPECT_GT(mid_op, 0);
+  // Each expert bucket waits for its own group's backward, not the other
+  // group's: no expert reduction depends on a GPU outside its group's
+  // compute (checked through the members' backward tasks it follows).
+  for (auto v : boost::make_iterator_range(boost::vertices(g.graph))) {
+    const Task& t = g[v];
+    if (t.kind != TaskKind::collective || t.comm != CommKind::dp || t.op != CollectiveOp::reduce_scatter)
+      continue;
+    const auto& members = g.groups[static_cast<std::size_t>(t.group)];
+    if (members.size() != static_cast<std::size_t>(dp / ep))
+      continue;
+    for (auto e : boost::make_iterator_range(boost::in_edges(v, g.graph))) {
+      const Task& before = g[boost::source(e, g.graph)];
+      if (before.kind == TaskKind::backward) {
+        EXPECT_NE(std::find(members.begin(), members.end(), before.gpu), members.end());
+      }
+    }
+  }
+  // The reductions still precede every GPU's optimizer step, and the step
+  // time of the replayed graph is not what this checks (the validation
+  // rows are): the overlap shows as reductions inside the backward.
+}
+
+TEST(ExpertParallelGraph, OverlapIsRefusedOnlyWithExpertTensorParallelBelowTpOrParameterGatherOverlap) {
+  const ModelSpec m = small_moe();
+  ParallelPlan plan{.dp = 4, .ep = 2, .micro_batch_size = 1, .global_batch_size = 8, .zero_stage = 1};
+  plan.overlap_grad_reduce = true;
+  EXPECT_TRUE(plan_problems(m, plan).empty());
+  auto has = [](const std::vector<platforms::Problem>& problems, const std::string& text) {
+    for (const auto& p : problems)
+      if (p.message.find(text) != std::string::npos)
+        return true;
+    return false;
+  };
+  ParallelPlan folded = plan;
+  folded.tp = 2;
+  folded.dp = 2;
+  folded.sequence_parallel = true;
+  folded.etp = 1;
+  folded.global_batch_size = 4;
+  EXPECT_TRUE(has(plan_problems(m, folded), "with expert_tensor_parallel = tp only"));
+  ParallelPlan gather = plan;
+  gather.overlap_param_gather = true;
+  EXPECT_TRUE(has(plan_problems(m, gather), "with overlap_param_gather"));
+}
+
+TEST(ExpertParallelMemory, OverlappedReductionAddsNoMemoryUnderZeroOne) {
+  const ModelSpec m = preset("mixtral-8x7b");
+  ParallelPlan plan{
+      .dp = 8, .pp = 4, .ep = 4, .micro_batch_size = 1, .global_batch_size = 64, .zero_stage = 1};
+  const GpuMemoryModel without(m, plan);
+  plan.overlap_grad_reduce = true;
+  const GpuMemoryModel with(m, plan);
+  for (int rank = 0; rank < 4; ++rank)
+    EXPECT_DOUBLE_EQ(with.resident(rank).total(), without.resident(rank).total()) << rank;
 }
 
 TEST(ExpertParallelMemory, ExpertWeightsAndOptimizerStateShrinkWithEp) {
