@@ -279,9 +279,10 @@ TEST(Fold, ShippedScenariosShrunkAnswerAsTheFullReplay) {
     ASSERT_TRUE(fold.is_object()) << cases[i].scenario;
     EXPECT_TRUE(fold["folded"].get<bool>()) << cases[i].scenario << ": " << fold.dump();
     EXPECT_EQ(fold["class_size"].get<int>(), cases[i].class_size) << cases[i].scenario;
-    if (!cases[i].spanning.empty())
+    if (!cases[i].spanning.empty()) {
       EXPECT_NE(fold["why"].get<std::string>().find(cases[i].spanning), std::string::npos)
           << cases[i].scenario << ": " << fold["why"];
+    }
   }
   g_tied_tp_ranks = false;
 }
