@@ -24,6 +24,16 @@ std::uint64_t bits(double x) {
   return b;
 }
 
+// What makes a spanning collective's expansion (group, op, bytes, fold,
+// algorithm): the key under which the checks below treat it once. Empty for
+// one that moves nothing (fewer than two members, or no bytes).
+std::string spanning_signature(const TaskGraph& graph, const Task& t) {
+  if (graph.groups[static_cast<std::size_t>(t.group)].size() < 2 || t.bytes <= 0)
+    return {};
+  return fmt::format("{}/{}/{}/{}/{}", t.group, static_cast<int>(t.op), bits(t.bytes), t.fold,
+                     static_cast<int>(t.algorithm));
+}
+
 // What a task and its image must share: every attribute the replay and the
 // analyses read, with its GPUs (mapped, for the task) and its group's
 // canonical index (the image group's, for the task).
@@ -308,11 +318,10 @@ std::string rotation_problem(const TaskGraph& graph, const scenario::Scenario& s
     if (!out.spanning[id])
       continue;
     const Task& t = graph[id];
-    const auto& gpus = graph.groups[static_cast<std::size_t>(t.group)];
-    if (gpus.size() < 2 || t.bytes <= 0)
+    const auto signature = spanning_signature(graph, t);
+    if (signature.empty())
       continue;
-    const auto signature = fmt::format("{}/{}/{}/{}/{}", t.group, static_cast<int>(t.op), bits(t.bytes),
-                                       t.fold, static_cast<int>(t.algorithm));
+    const auto& gpus = graph.groups[static_cast<std::size_t>(t.group)];
     if (!checked.insert(signature).second)
       continue;
     auto plan_flows = make_collective({t.op, gpus, t.bytes, t.fold, t.algorithm}, zone);
@@ -405,11 +414,10 @@ std::string spanning_machines(const TaskGraph& graph, const ClusterZone& zone, c
     if (!fold.spanning[id])
       continue;
     const Task& t = graph[id];
-    const auto& gpus = graph.groups[static_cast<std::size_t>(t.group)];
-    if (gpus.size() < 2 || t.bytes <= 0)
+    const auto signature = spanning_signature(graph, t);
+    if (signature.empty())
       continue;
-    const auto signature = fmt::format("{}/{}/{}/{}/{}", t.group, static_cast<int>(t.op), bits(t.bytes),
-                                       t.fold, static_cast<int>(t.algorithm));
+    const auto& gpus = graph.groups[static_cast<std::size_t>(t.group)];
     auto it = quotient.find(signature);
     if (it == quotient.end()) {
       auto machine = make_collective({t.op, gpus, t.bytes, t.fold, t.algorithm}, zone);
