@@ -95,9 +95,32 @@ Dims dims_of(const ModelSpec& model, const LayerSetup& setup) {
   return d;
 }
 
+// The attention core without FlashAttention (MHA / GQA with qk_dim = v_dim
+// = head_dim, MLA with its own): per-head GEMMs over the s x s scores of
+// `batch` = b x heads matrices, and the fused scale + causal mask + softmax
+// (and dropout) in place over them.
+void unfused_attention_core(OpList& ops, const LayerSetup& setup, OpPass pass, double batch, double s,
+                            double qk_dim, double v_dim) {
+  const double scores = batch * s * s;  // elements of the s x s score matrices
+  if (pass == OpPass::forward) {
+    ops.batched_matmul("scores", pass, batch, s, s, qk_dim);  // Q K^T
+    ops.elementwise("softmax", pass, scores, 2 + 2, 1, true);
+    if (setup.dropout)
+      ops.elementwise("attention_dropout", pass, scores, 2 + 2 + 1, 1, true);
+    ops.batched_matmul("context", pass, batch, s, v_dim, s);  // P V
+    return;
+  }
+  ops.batched_matmul("context.dgrad_probs", pass, batch, s, s, v_dim);   // dP = dO V^T
+  ops.batched_matmul("context.dgrad_values", pass, batch, s, v_dim, s);  // dV = P^T dO
+  if (setup.dropout)
+    ops.elementwise("attention_dropout.bwd", pass, scores, 2 + 1 + 2, 1, true);
+  ops.elementwise("softmax.bwd", pass, scores, 2 + 2 + 2, 1, true);
+  ops.batched_matmul("scores.dgrad_query", pass, batch, s, qk_dim, s);  // dQ = dS K
+  ops.batched_matmul("scores.dgrad_key", pass, batch, s, qk_dim, s);    // dK = dS^T Q
+}
+
 void attention_core(OpList& ops, const Dims& d, const LayerSetup& setup, OpPass pass) {
   const double batch = d.b * d.heads;
-  const double scores = batch * d.s * d.s;  // elements of the s x s score matrices
   if (setup.flash_attention) {
     // FlashAttention-2 with a causal mask skips the blocks above the
     // diagonal: half of the 4 b s^2 (a d) / t FLOPs of the forward, and of
@@ -127,22 +150,7 @@ void attention_core(OpList& ops, const Dims& d, const LayerSetup& setup, OpPass 
     }
     return;
   }
-  if (pass == OpPass::forward) {
-    ops.batched_matmul("scores", pass, batch, d.s, d.s, d.head_dim);  // Q K^T
-    // Fused scale + causal mask + softmax, in place.
-    ops.elementwise("softmax", pass, scores, 2 + 2, 1, true);
-    if (setup.dropout)
-      ops.elementwise("attention_dropout", pass, scores, 2 + 2 + 1, 1, true);
-    ops.batched_matmul("context", pass, batch, d.s, d.head_dim, d.s);  // P V
-    return;
-  }
-  ops.batched_matmul("context.dgrad_probs", pass, batch, d.s, d.s, d.head_dim);   // dP = dO V^T
-  ops.batched_matmul("context.dgrad_values", pass, batch, d.s, d.head_dim, d.s);  // dV = P^T dO
-  if (setup.dropout)
-    ops.elementwise("attention_dropout.bwd", pass, scores, 2 + 1 + 2, 1, true);
-  ops.elementwise("softmax.bwd", pass, scores, 2 + 2 + 2, 1, true);
-  ops.batched_matmul("scores.dgrad_query", pass, batch, d.s, d.head_dim, d.s);  // dQ = dS K
-  ops.batched_matmul("scores.dgrad_key", pass, batch, d.s, d.head_dim, d.s);    // dK = dS^T Q
+  unfused_attention_core(ops, setup, pass, batch, d.s, d.head_dim, d.head_dim);
 }
 
 // The MLP of a MoE layer, one pass, on one GPU of the TP group (expert
@@ -312,21 +320,7 @@ void mla_attention_core(OpList& ops, const Dims& d, const LayerSetup& setup, OpP
              .kernels = forward ? 1 : 2});
     return;
   }
-  if (pass == OpPass::forward) {
-    ops.batched_matmul("scores", pass, batch, d.s, d.s, d.qk_dim);
-    ops.elementwise("softmax", pass, scores, 2 + 2, 1, true);
-    if (setup.dropout)
-      ops.elementwise("attention_dropout", pass, scores, 2 + 2 + 1, 1, true);
-    ops.batched_matmul("context", pass, batch, d.s, d.v_dim, d.s);
-    return;
-  }
-  ops.batched_matmul("context.dgrad_probs", pass, batch, d.s, d.s, d.v_dim);   // dP = dO V^T
-  ops.batched_matmul("context.dgrad_values", pass, batch, d.s, d.v_dim, d.s);  // dV = P^T dO
-  if (setup.dropout)
-    ops.elementwise("attention_dropout.bwd", pass, scores, 2 + 1 + 2, 1, true);
-  ops.elementwise("softmax.bwd", pass, scores, 2 + 2 + 2, 1, true);
-  ops.batched_matmul("scores.dgrad_query", pass, batch, d.s, d.qk_dim, d.s);  // dQ = dS K
-  ops.batched_matmul("scores.dgrad_key", pass, batch, d.s, d.qk_dim, d.s);    // dK = dS^T Q
+  unfused_attention_core(ops, setup, pass, batch, d.s, d.qk_dim, d.v_dim);
 }
 
 // One pass of an MLA block after the layer's input norm and before its
