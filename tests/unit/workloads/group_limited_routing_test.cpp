@@ -108,12 +108,12 @@ TEST(GroupLimitedRouting, DeepepBytesPerRankPairOnTheB200Layout) {
 // With max_nodes_per_token M as well: the token's M nodes first, then G'
 // of their groups. B200, G' 2, M 3: 6 groups on the 3 nodes, 2 chosen, a
 // quota of 4 each. Node: 3/4 (1 - C(4, 2)/C(6, 2)) = 3/4 x 9/15. GPU: 3/4
-// x 2/6 x (1 - C(28, 4)/C(32, 4)) = 1/4 x (1 - 20475/35960).
+// x 2/6 x (1 - C(24, 4)/C(32, 4)) = 1/4 x (1 - 10626/35960).
 TEST(GroupLimitedRouting, WithANodeLimitTheNodesComeFirstThenTheGroups) {
   const MoeSpec moe = deepseek_v3_moe(8, 2, 3);
   ASSERT_TRUE(group_limit_binds(moe, kFourNodes));
   EXPECT_NEAR(node_touch_probability(moe, kB200Ep, kFourNodes), 0.75 * 9.0 / 15.0, 1e-15);
-  EXPECT_NEAR(rank_touch_probability(moe, kB200Ep, kFourNodes), 0.25 * (1 - 20475.0 / 35960.0), 1e-15);
+  EXPECT_NEAR(rank_touch_probability(moe, kB200Ep, kFourNodes), 0.25 * (1 - 10626.0 / 35960.0), 1e-15);
   // G' 4 with M 2: the 4 groups of the token's 2 nodes are all chosen, so
   // the node limit alone decides, exactly as without the group keys.
   const MoeSpec loose = deepseek_v3_moe(8, 4, 2);
