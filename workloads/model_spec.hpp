@@ -49,6 +49,14 @@ struct MoeSpec {
   // group; 0: no limit. What it bounds is the RDMA traffic of the deepep
   // dispatcher (workloads/moe_dispatch.hpp).
   int max_nodes_per_token = 0;
+  // Group-limited routing (Megatron's moe_router_num_groups /
+  // moe_router_group_topk; DeepSeek-V3: 8 and 4): the experts in
+  // router_num_groups equal groups, each token's top_k among the
+  // router_group_topk groups it scores best. 0: not set (both or neither).
+  // What it bounds is the deepep dispatcher's traffic
+  // (workloads/group_limited_routing.hpp).
+  int router_num_groups = 0;
+  int router_group_topk = 0;
 };
 
 // How a layer's attention projects its queries, keys and values

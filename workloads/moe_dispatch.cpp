@@ -3,13 +3,11 @@
 #include <algorithm>
 
 #include "workloads/expert_parallel.hpp"
+#include "workloads/group_limited_routing.hpp"
 
 namespace trainsim::workloads {
-namespace {
 
-// C(a - b, k) / C(a, k): the chance that k draws without replacement from a
-// items all miss a given set of b of them.
-double all_miss(int a, int b, int k) {
+double draws_all_miss(int a, int b, int k) {
   double p = 1;
   for (int i = 0; i < k; ++i) {
     if (a - b - i <= 0)
@@ -18,6 +16,8 @@ double all_miss(int a, int b, int k) {
   }
   return p;
 }
+
+namespace {
 
 // The experts a token's top_k come from (A = M x E_n) and the share of
 // nodes it reaches (M / N).
@@ -62,14 +62,18 @@ int nodes_per_token(const MoeSpec& moe, const EpNodes& nodes) {
 }
 
 double node_touch_probability(const MoeSpec& moe, int ep, const EpNodes& nodes) {
+  if (group_limit_binds(moe, nodes))
+    return group_limited_node_touch_probability(moe, ep, nodes);
   const TokenReach r = reach(moe, ep, nodes);
   const int per_node = moe.experts / ep * nodes.ranks_per_node;
-  return r.node_fraction * (1 - all_miss(r.experts, per_node, moe.top_k));
+  return r.node_fraction * (1 - draws_all_miss(r.experts, per_node, moe.top_k));
 }
 
 double rank_touch_probability(const MoeSpec& moe, int ep, const EpNodes& nodes) {
+  if (group_limit_binds(moe, nodes))
+    return group_limited_rank_touch_probability(moe, ep, nodes);
   const TokenReach r = reach(moe, ep, nodes);
-  return r.node_fraction * (1 - all_miss(r.experts, moe.experts / ep, moe.top_k));
+  return r.node_fraction * (1 - draws_all_miss(r.experts, moe.experts / ep, moe.top_k));
 }
 
 double ep_tokens_per_rank(const ModelSpec& model, const ParallelPlan& plan) {

@@ -29,6 +29,11 @@
 // M 4): 3.18 other nodes and 7.36 GPUs per token, against 7 copies to
 // other nodes and 8 in all for all_to_all.
 //
+// Group-limited routing (model.moe.router_num_groups, router_group_topk:
+// Megatron's) bounds the GPUs and nodes a token reaches in its own way:
+// workloads/group_limited_routing.hpp, which these touch probabilities
+// defer to when the keys are set.
+//
 // Imbalanced routing (model.moe.routing) scales what GPU j receives by its
 // load factor f_j (workloads/expert_routing.hpp); the touch probabilities
 // stay those of balanced routing (an approximation: a skewed router also
@@ -51,9 +56,15 @@ struct EpNodes {
 // From the NVLink domain of each member, in group order.
 EpNodes ep_nodes_of(const std::vector<int>& member_domains);
 
+// C(a - b, k) / C(a, k): the chance that k draws without replacement from a
+// items all miss a given set of b of them.
+double draws_all_miss(int a, int b, int k);
+
 // The nodes a token may reach: max_nodes_per_token, or every node of the group.
 int nodes_per_token(const MoeSpec& moe, const EpNodes& nodes);
-// P(a token has at least one expert on a given node / GPU of its group).
+// P(a token has at least one expert on a given node / GPU of its group);
+// under group-limited routing (model.moe.router_num_groups) the model of
+// workloads/group_limited_routing.hpp.
 double node_touch_probability(const MoeSpec& moe, int ep, const EpNodes& nodes);
 double rank_touch_probability(const MoeSpec& moe, int ep, const EpNodes& nodes);
 

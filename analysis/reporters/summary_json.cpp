@@ -3,6 +3,7 @@
 #include <map>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "analysis/reporters/json_numbers.hpp"
 #include "analysis/reporters/reporters.hpp"
@@ -157,6 +158,11 @@ void write_summary_json(std::ostream& out, const RunContext& run, const Report& 
     // Only under node-limited routing (other summaries keep their keys).
     if (moe.max_nodes_per_token > 0)
       j["model"]["moe"]["max_nodes_per_token"] = moe.max_nodes_per_token;
+    // Only under group-limited routing (other summaries keep their keys).
+    if (moe.router_num_groups > 0) {
+      j["model"]["moe"]["router_num_groups"] = moe.router_num_groups;
+      j["model"]["moe"]["router_group_topk"] = moe.router_group_topk;
+    }
     // Only when routing is not balanced (other summaries keep their keys).
     if (!moe.routing.balanced()) {
       const auto& r = moe.routing;
@@ -229,6 +235,14 @@ void write_summary_json(std::ostream& out, const RunContext& run, const Report& 
     j["plan"]["grad_reduce"] = "per_step";
   if (run.plan.overlap_param_gather)
     j["plan"]["overlap_param_gather"] = true;
+  // Only when the plan names them (others keep their keys; an empty list
+  // with recompute selective is core_attn).
+  if (!run.plan.recompute_modules.empty()) {
+    std::vector<std::string> modules;
+    for (auto module : run.plan.recompute_modules)
+      modules.emplace_back(to_string(module));
+    j["plan"]["recompute_modules"] = modules;
+  }
   // Only under hybrid sharding, so that other summaries keep their keys.
   if (run.plan.hybrid_sharded())
     j["plan"]["dp_shard"] = run.plan.zero_shard_size();

@@ -6,6 +6,7 @@
 
 #include "platforms/efficiency_profile.hpp"
 #include "workloads/expert_parallel.hpp"
+#include "workloads/group_limited_routing.hpp"
 #include "workloads/moe_dispatch.hpp"
 #include "workloads/plan_checks.hpp"
 #include "workloads/schedule.hpp"
@@ -143,6 +144,11 @@ std::vector<platforms::Problem> expert_node_problems(const Scenario& scenario) {
                      "expected an EP group of whole nodes or within one node (e.g. tp x expert_parallel a "
                      "multiple or a divisor of {}), or moe_dispatcher: all_to_all",
                      layout, gpus_per_node)});
+  // Group-limited routing changes deepep's bytes only; its groups must
+  // nest with the GPUs and nodes (workloads/group_limited_routing.hpp).
+  if (deepep && uniform && first)
+    for (auto& problem : workloads::group_layout_problems(moe, plan.ep, *first))
+      problems.push_back(std::move(problem));
   const int m = moe.max_nodes_per_token;
   if (m == 0 || !first)
     return problems;

@@ -26,6 +26,8 @@ inline const platforms::KeyAliases kMoeKeyAliases{
     {"num_experts", "experts"},
     {"moe_router_topk", "top_k"},
     {"moe_ffn_hidden_size", "expert_ffn_hidden"},
+    {"moe_router_num_groups", "router_num_groups"},
+    {"moe_router_group_topk", "router_group_topk"},
 };
 
 inline const platforms::KeyAliases kPlanKeyAliases{

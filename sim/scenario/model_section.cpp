@@ -7,12 +7,14 @@
 #include <algorithm>
 #include <filesystem>
 #include <limits>
+#include <string_view>
 
 #include "platforms/spelling.hpp"
 #include "sim/scenario/expert_loads_file.hpp"
 #include "sim/scenario/key_aliases.hpp"
 #include "sim/scenario/sections.hpp"
 #include "workloads/attention.hpp"
+#include "workloads/group_limited_routing.hpp"
 
 namespace trainsim::scenario {
 namespace {
@@ -60,6 +62,10 @@ void read_moe(platforms::MapReader& parent, workloads::ModelSpec& model, const S
   }
   if (auto v = m->integer("max_nodes_per_token", 1, kMaxCount))
     moe.max_nodes_per_token = static_cast<int>(*v);
+  if (auto v = m->integer("router_num_groups", 1, kMaxCount))
+    moe.router_num_groups = static_cast<int>(*v);
+  if (auto v = m->integer("router_group_topk", 1, kMaxCount))
+    moe.router_group_topk = static_cast<int>(*v);
   read_routing(*m, model, scenario);
   m->finish();
   if (m->error_count() == before && moe.experts > 0 && moe.top_k > 0 && model.layers > 0)
@@ -203,6 +209,8 @@ void validate_moe(platforms::MapReader& m, const workloads::ModelSpec& model) {
                         "0 to {}",
                         moe.layer_offset, moe.layer_freq, std::max(1, moe.layer_freq) - 1));
   validate_routing(m, model);
+  for (const auto& problem : workloads::group_routing_problems(moe))
+    m.error(problem.key.substr(std::string_view("model.moe.").size()), problem.message);
   const double most = double(moe.experts) / moe.top_k;
   if (moe.capacity_factor > most)
     m.error("capacity_factor",

@@ -222,6 +222,12 @@ struct Tables {
             ranged("max_nodes_per_token", T::integer, 1, kCount,
                    "node-limited routing: a token's experts on at most this many nodes of its EP group "
                    "(DeepSeek-V3: 4; default no limit)"),
+            ranged("router_num_groups", T::integer, 1, kCount,
+                   "group-limited routing: the experts in this many equal groups (Megatron's "
+                   "moe_router_num_groups; DeepSeek-V3: 8; default none)"),
+            ranged("router_group_topk", T::integer, 1, kCount,
+                   "group-limited routing: the groups each token's experts come from (Megatron's "
+                   "moe_router_group_topk; DeepSeek-V3: 4)"),
         }};
     KeySpec q_lora = ranged("q_lora_rank", T::integer, 0, kCount,
                             "mla: rank of the query compression, or none (0: queries projected directly)");

@@ -71,6 +71,9 @@ TEST(FineGrainedMoeCli, RecomputeModulesAndOverlappedReductionRunWithExpertParal
   const auto core_out = fresh_dir("mla-core");
   ASSERT_EQ(run_text(base, core_out).status, 0);
   const json core = json::parse(read_file(core_out / "summary.json"));
+  // summary.json names the modules only when the plan does.
+  EXPECT_EQ(modules["plan"]["recompute_modules"], json::array({"mla_up_proj", "moe_act"}));
+  EXPECT_FALSE(core["plan"].contains("recompute_modules"));
   ASSERT_EQ(modules["gpus"].size(), core["gpus"].size());
   for (std::size_t g = 0; g < core["gpus"].size(); ++g)
     EXPECT_LT(modules["gpus"][g]["peak_memory_bytes"].get<double>(),
