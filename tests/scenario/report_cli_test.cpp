@@ -197,9 +197,11 @@ TEST(ReportCli, AFoldedRunsArchiveHoldsEachClassOnceAndReportsTheRunsFiles) {
   const auto old_report = fresh_dir("folded-report-whole");
   const auto o = run_cli({"report", old_dir.string(), "--out", old_report.string(), "--quiet"});
   ASSERT_EQ(o.status, 0) << o.err;
-  for (const auto& f : kOutputs)
-    if (f != "summary.json")
+  for (const auto& f : kOutputs) {
+    if (f != "summary.json") {
       EXPECT_EQ(read_file(dir / f), read_file(old_report / f)) << f;
+    }
+  }
   auto with_fold = nlohmann::json::parse(read_file(dir / "summary.json"));
   with_fold.erase("fold");
   EXPECT_EQ(with_fold.dump(), nlohmann::json::parse(read_file(old_report / "summary.json")).dump());
