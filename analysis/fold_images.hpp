@@ -37,6 +37,12 @@ class PermutationPowers {
     return cycle_[where_[x] - p + q];
   }
   bool fixed(std::size_t x) const { return pos_[x] == kFixed; }
+  // The first element of x's cycle, its smallest (x when fixed): one element
+  // per cycle, e.g. the one an archive keeps a class's entry under.
+  std::uint32_t first(std::size_t x) const {
+    const std::uint32_t p = pos_[x];
+    return p == kFixed ? static_cast<std::uint32_t>(x) : cycle_[where_[x] - p];
+  }
   std::size_t size() const { return where_.size(); }
 
  private:

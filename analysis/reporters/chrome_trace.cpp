@@ -21,13 +21,17 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <ostream>
 #include <set>
 #include <span>
+#include <string_view>
 #include <vector>
 
+#include "analysis/reporters/image_rows.hpp"
 #include "analysis/reporters/reporters.hpp"
 #include "platforms/number_format.hpp"
 #include "trainsim_version.hpp"
@@ -156,17 +160,31 @@ class ShownImages {
   std::vector<std::uint16_t> ks_;
 };
 
+// Events are formatted into one buffer, handed to the stream a megabyte at
+// a time (fmt::print to the stream formatted each event into a buffer of
+// its own and wrote it through the stream's sentry: a third of the trace's
+// time at 16,384 GPUs).
 class EventWriter {
  public:
   explicit EventWriter(std::ostream& out) : out_(out) {}
-  std::ostream& next() {
-    out_ << (first_ ? "" : ",\n");
+  // Where the next event is formatted, after its separator.
+  fmt::appender next() {
+    if (buffer_.size() >= kFlushBytes)
+      flush();
+    if (!first_)
+      buffer_.append(std::string_view(",\n"));
     first_ = false;
-    return out_;
+    return fmt::appender(buffer_);
+  }
+  void flush() {
+    out_.write(buffer_.data(), static_cast<std::streamsize>(buffer_.size()));
+    buffer_.clear();
   }
 
  private:
+  static constexpr std::size_t kFlushBytes = 1 << 20;
   std::ostream& out_;
+  fmt::memory_buffer buffer_;
   bool first_ = true;
 };
 
@@ -222,11 +240,36 @@ void write_chrome_trace(std::ostream& out, const RunContext& run, const Timeline
   // every image of the timeline and skipping the ones not shown.
   const ShownImages shown_records(shown, timeline.records.fold_images());
   const ShownImages shown_flows(shown, timeline.flows.fold_images());
+  // The collective steps between shown GPUs. When every GPU is shown and the
+  // fold maps GPUs onto GPUs, each image of a flow is between shown GPUs, and
+  // it counts when its task (the image of the flow's task) is a collective:
+  // counted once per recorded task and read for each of its flows, instead
+  // of computing every image of every flow (34M at 16,384 GPUs, m = 32).
   std::size_t collective_steps = 0;
+  const FoldImages* flow_fold = timeline.flows.fold_images();
+  bool every_image_shown = !one_replica && flow_fold != nullptr;
+  for (int gpu = 0; every_image_shown && gpu < run.graph.gpu_count; ++gpu)
+    every_image_shown = flow_fold->endpoints.power(static_cast<std::size_t>(gpu), 1) <
+                        static_cast<std::uint32_t>(run.graph.gpu_count);
+  std::vector<std::int32_t>
+      collective_images;  // per task: of its images, the collectives (-1: not counted yet)
+  if (every_image_shown)
+    collective_images.assign(run.graph.size(), -1);
   for (const auto& first : timeline.flows.recorded()) {
     if (run.graph[first.task].kind != workloads::TaskKind::collective)
       continue;
     const int n = timeline.flows.images_of(first);
+    if (every_image_shown && first.src_gpu >= 0 && first.src_gpu < run.graph.gpu_count &&
+        first.dst_gpu >= 0 && first.dst_gpu < run.graph.gpu_count) {
+      auto& count = collective_images[first.task];
+      if (count < 0) {
+        count = 0;
+        for (int k = 0; k < n; ++k)
+          count += run.graph[flow_fold->tasks.power(first.task, k)].kind == workloads::TaskKind::collective;
+      }
+      collective_steps += static_cast<std::size_t>(count);
+      continue;
+    }
     for (const int k : shown_flows.of(first.src_gpu)) {
       if (k >= n)
         break;
@@ -255,11 +298,15 @@ void write_chrome_trace(std::ostream& out, const RunContext& run, const Timeline
     if (seg.is_task)
       critical.insert(seg.task);
 
-  // Name every node and every (GPU, stream) that appears.
-  std::set<std::pair<int, Stream>> used;
+  // Name every node and every (GPU, stream) that appears: a flag per GPU
+  // stream, read in (GPU, stream) order.
+  std::vector<char> used_streams(static_cast<std::size_t>(run.graph.gpu_count) * kStreamCount, 0);
+  const auto use = [&](int gpu, Stream stream) {
+    used_streams[static_cast<std::size_t>(gpu) * kStreamCount + static_cast<std::size_t>(stream)] = 1;
+  };
   for (int gpu = 0; gpu < run.graph.gpu_count; ++gpu)
     if (is_shown(gpu))
-      used.emplace(gpu, Stream::compute);
+      use(gpu, Stream::compute);
   const auto for_each_shown_record = [&](const auto& on) {
     for (const auto& first : timeline.records.recorded()) {
       const int n = timeline.records.images_of(first);
@@ -273,11 +320,15 @@ void write_chrome_trace(std::ostream& out, const RunContext& run, const Timeline
   for_each_shown_record([&](const TaskRecord& r) {
     if (!is_shown(r.gpu))
       return;
-    used.emplace(r.gpu, r.stream);
+    use(r.gpu, r.stream);
     const auto& task = run.graph[r.task];
     if (task.kind == workloads::TaskKind::send && is_shown(task.peer))
-      used.emplace(task.peer, r.stream);
+      use(task.peer, r.stream);
   });
+  std::vector<std::pair<int, Stream>> used;
+  for (std::size_t i = 0; i < used_streams.size(); ++i)
+    if (used_streams[i] != 0)
+      used.emplace_back(static_cast<int>(i / kStreamCount), static_cast<Stream>(i % kStreamCount));
   std::set<int> used_nodes;
   for (const auto& [gpu, stream] : used)
     used_nodes.insert(cluster.locate(gpu).node);
@@ -285,44 +336,84 @@ void write_chrome_trace(std::ostream& out, const RunContext& run, const Timeline
     int first_gpu = 0;
     while (cluster.locate(first_gpu).node != node)
       ++first_gpu;
-    fmt::print(w.next(), "{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{},\"args\":{{\"name\":{}}}}}",
-               node,
-               json_string(
-                   fmt::format("{}: node {} ({})", run.scenario_name, node, cluster.gpu_of(first_gpu).name)));
-    fmt::print(w.next(),
-               "{{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":{},\"args\":{{\"sort_index\":{}}}}}",
-               node, node + 1);
+    fmt::format_to(w.next(), "{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{},\"args\":{{\"name\":{}}}}}",
+                   node,
+                   json_string(fmt::format("{}: node {} ({})", run.scenario_name, node,
+                                           cluster.gpu_of(first_gpu).name)));
+    fmt::format_to(
+        w.next(),
+        "{{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":{},\"args\":{{\"sort_index\":{}}}}}", node,
+        node + 1);
   }
   for (const auto& [gpu, stream] : used) {
     const auto t = thread_of(cluster, gpu, stream);
-    fmt::print(w.next(),
-               "{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{},\"tid\":{},\"args\":{{\"name\":\"GPU {} "
-               "stream {} {} (stage {})\"}}}}",
-               t.pid, t.tid, gpu, kineto_stream_id(stream), stream_role(stream), run.plan.pp_rank_of(gpu));
-    fmt::print(w.next(),
-               "{{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":{},\"tid\":{},\"args\":{{\"sort_"
-               "index\":{}}}}}",
-               t.pid, t.tid, t.tid);
+    fmt::format_to(
+        w.next(),
+        "{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{},\"tid\":{},\"args\":{{\"name\":\"GPU {} "
+        "stream {} {} (stage {})\"}}}}",
+        t.pid, t.tid, gpu, kineto_stream_id(stream), stream_role(stream), run.plan.pp_rank_of(gpu));
+    fmt::format_to(w.next(),
+                   "{{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":{},\"tid\":{},\"args\":{{\"sort_"
+                   "index\":{}}}}}",
+                   t.pid, t.tid, t.tid);
   }
 
   long flow_id = 0;
+  // A class's images are read one after the other and share their record's
+  // times; the ones whose tasks write the same row fields (image_rows.hpp)
+  // and make the same collective choice share its label and arguments too:
+  // what they share is formatted once, checked for each image, not assumed.
+  struct Shared {
+    bool times = false, row = false;
+    double start_s = 0, end_s = 0;
+    std::string ts, dur, arrival;  // us(start), dur(start, end), us(end)
+    workloads::TaskId task = 0;
+    std::optional<CollectiveChoice> choice;
+    std::string label, collective_args;
+    std::string middle;  // "ts" .. "bytes": the times and the row's fields
+  } c;
+  const auto same_choice = [](const std::optional<CollectiveChoice>& a, const CollectiveChoice* b) {
+    return a.has_value() == (b != nullptr) &&
+           (b == nullptr || (a->algorithm == b->algorithm && a->channels == b->channels &&
+                             a->fidelity == b->fidelity && a->representation == b->representation));
+  };
   for_each_shown_record([&](const TaskRecord& r) {
     if (!is_shown(r.gpu))
       return;
     const auto& task = run.graph[r.task];
     const auto t = thread_of(cluster, r.gpu, r.stream);
-    const std::string label = workloads::task_label(run.graph, r.task);
     const bool on_path = critical.count(r.task) > 0;
-    std::string collective_args;
-    if (const auto* choice = timeline.collective_choice(r.task))
-      collective_args =
-          fmt::format(",\"algorithm\":\"{}\",\"channels\":{},\"fidelity\":\"{}\"",
-                      to_string(choice->algorithm), choice->channels, to_string(choice->fidelity));
-    fmt::print(w.next(),
-               "{{\"ph\":\"X\",\"name\":\"{}\",\"cat\":\"{}\",\"pid\":{},\"tid\":{},\"ts\":{},\"dur\":{},"
-               "\"args\":{{\"micro_batch\":{},\"stage\":{},\"bytes\":{:.0f},\"critical\":{}{}}}}}",
-               label, to_string(task.kind), t.pid, t.tid, us(r.start_s), dur(r.start_s, r.end_s),
-               task.micro_batch, task.stage, task.bytes, on_path, collective_args);
+    const bool new_times = !c.times || !(r.start_s == c.start_s && r.end_s == c.end_s);
+    if (new_times) {
+      c.times = true;
+      c.start_s = r.start_s;
+      c.end_s = r.end_s;
+      c.ts = us(r.start_s);
+      c.dur = dur(r.start_s, r.end_s);
+      c.arrival = us(r.end_s);
+    }
+    const auto* choice = timeline.collective_choice(r.task);
+    const bool new_row = !c.row || !same_choice(c.choice, choice) ||
+                         !(r.task == c.task || same_row_fields(run.graph, c.task, r.task));
+    if (new_row) {
+      c.row = true;
+      c.task = r.task;
+      c.label = workloads::task_label(run.graph, r.task);
+      c.choice = choice != nullptr ? std::optional<CollectiveChoice>(*choice) : std::nullopt;
+      c.collective_args.clear();
+      if (choice != nullptr)
+        c.collective_args =
+            fmt::format(",\"algorithm\":\"{}\",\"channels\":{},\"fidelity\":\"{}\"",
+                        to_string(choice->algorithm), choice->channels, to_string(choice->fidelity));
+    }
+    if (new_times || new_row)
+      c.middle =
+          fmt::format("\"ts\":{},\"dur\":{},\"args\":{{\"micro_batch\":{},\"stage\":{},\"bytes\":{:.0f}",
+                      c.ts, c.dur, task.micro_batch, task.stage, task.bytes);
+    fmt::format_to(
+        w.next(),
+        "{{\"ph\":\"X\",\"name\":\"{}\",\"cat\":\"{}\",\"pid\":{},\"tid\":{},{},\"critical\":{}{}}}}}",
+        c.label, to_string(task.kind), t.pid, t.tid, c.middle, on_path, c.collective_args);
     if (task.kind != workloads::TaskKind::send || !is_shown(task.peer))
       return;
     // The receive side of a send, and an arrow from the start of the send to
@@ -330,23 +421,25 @@ void write_chrome_trace(std::ostream& out, const RunContext& run, const Timeline
     // same (ts, pid, tid, cat): the send slice, and an "arrived" instant;
     // Perfetto and chrome://tracing bind to the enclosing slice.
     const auto d = thread_of(cluster, task.peer, r.stream);
-    fmt::print(w.next(),
-               "{{\"ph\":\"X\",\"name\":\"recv mb{}\",\"cat\":\"send\",\"pid\":{},\"tid\":{},\"ts\":{},"
-               "\"dur\":{},\"args\":{{\"from_gpu\":{},\"critical\":{}}}}}",
-               task.micro_batch, d.pid, d.tid, us(r.start_s), dur(r.start_s, r.end_s), r.gpu, on_path);
+    fmt::format_to(w.next(),
+                   "{{\"ph\":\"X\",\"name\":\"recv mb{}\",\"cat\":\"send\",\"pid\":{},\"tid\":{},\"ts\":{},"
+                   "\"dur\":{},\"args\":{{\"from_gpu\":{},\"critical\":{}}}}}",
+                   task.micro_batch, d.pid, d.tid, c.ts, c.dur, r.gpu, on_path);
     ++flow_id;
-    fmt::print(w.next(),
-               "{{\"ph\":\"s\",\"name\":\"p2p\",\"cat\":\"send\",\"id\":{},\"pid\":{},\"tid\":{},\"ts\":{}}}",
-               flow_id, t.pid, t.tid, us(r.start_s));
-    fmt::print(
+    fmt::format_to(
+        w.next(),
+        "{{\"ph\":\"s\",\"name\":\"p2p\",\"cat\":\"send\",\"id\":{},\"pid\":{},\"tid\":{},\"ts\":{}}}",
+        flow_id, t.pid, t.tid, c.ts);
+    fmt::format_to(
         w.next(),
         "{{\"ph\":\"f\",\"bp\":\"e\",\"name\":\"p2p\",\"cat\":\"send\",\"id\":{},\"pid\":{},\"tid\":{},"
         "\"ts\":{}}}",
-        flow_id, d.pid, d.tid, us(r.end_s));
-    fmt::print(w.next(),
-               "{{\"ph\":\"i\",\"s\":\"t\",\"name\":\"arrived mb{}\",\"cat\":\"send\",\"pid\":{},\"tid\":{},"
-               "\"ts\":{}}}",
-               task.micro_batch, d.pid, d.tid, us(r.end_s));
+        flow_id, d.pid, d.tid, c.arrival);
+    fmt::format_to(
+        w.next(),
+        "{{\"ph\":\"i\",\"s\":\"t\",\"name\":\"arrived mb{}\",\"cat\":\"send\",\"pid\":{},\"tid\":{},"
+        "\"ts\":{}}}",
+        task.micro_batch, d.pid, d.tid, c.arrival);
   });
 
   // Collective steps: an arrow per flow, from the sender's stream at the
@@ -365,19 +458,22 @@ void write_chrome_trace(std::ostream& out, const RunContext& run, const Timeline
     const std::string name =
         fmt::format("{} {} step", workloads::to_string(task.comm), workloads::to_string(task.op));
     ++flow_id;
-    fmt::print(w.next(),
-               "{{\"ph\":\"i\",\"s\":\"t\",\"name\":\"{} send\",\"cat\":\"collective\",\"pid\":{},\"tid\":{},"
-               "\"ts\":{},\"args\":{{\"to_gpu\":{},\"bytes\":{:.0f}}}}}",
-               name, a.pid, a.tid, us(f.start_s), f.dst_gpu, f.bytes);
-    fmt::print(w.next(),
-               "{{\"ph\":\"i\",\"s\":\"t\",\"name\":\"{} recv\",\"cat\":\"collective\",\"pid\":{},\"tid\":{},"
-               "\"ts\":{},\"args\":{{\"from_gpu\":{}}}}}",
-               name, b.pid, b.tid, us(f.end_s), f.src_gpu);
-    fmt::print(w.next(),
-               "{{\"ph\":\"s\",\"name\":\"{}\",\"cat\":\"collective\",\"id\":{},\"pid\":{},\"tid\":{},\"ts\":"
-               "{}}}",
-               name, flow_id, a.pid, a.tid, us(f.start_s));
-    fmt::print(
+    fmt::format_to(
+        w.next(),
+        "{{\"ph\":\"i\",\"s\":\"t\",\"name\":\"{} send\",\"cat\":\"collective\",\"pid\":{},\"tid\":{},"
+        "\"ts\":{},\"args\":{{\"to_gpu\":{},\"bytes\":{:.0f}}}}}",
+        name, a.pid, a.tid, us(f.start_s), f.dst_gpu, f.bytes);
+    fmt::format_to(
+        w.next(),
+        "{{\"ph\":\"i\",\"s\":\"t\",\"name\":\"{} recv\",\"cat\":\"collective\",\"pid\":{},\"tid\":{},"
+        "\"ts\":{},\"args\":{{\"from_gpu\":{}}}}}",
+        name, b.pid, b.tid, us(f.end_s), f.src_gpu);
+    fmt::format_to(
+        w.next(),
+        "{{\"ph\":\"s\",\"name\":\"{}\",\"cat\":\"collective\",\"id\":{},\"pid\":{},\"tid\":{},\"ts\":"
+        "{}}}",
+        name, flow_id, a.pid, a.tid, us(f.start_s));
+    fmt::format_to(
         w.next(),
         "{{\"ph\":\"f\",\"bp\":\"e\",\"name\":\"{}\",\"cat\":\"collective\",\"id\":{},\"pid\":{},\"tid\":{},"
         "\"ts\":{}}}",
@@ -400,7 +496,7 @@ void write_chrome_trace(std::ostream& out, const RunContext& run, const Timeline
       continue;
     const int pid = cluster.locate(m.gpu).node;
     for (const auto& sample : m.samples)
-      fmt::print(
+      fmt::format_to(
           w.next(),
           "{{\"ph\":\"C\",\"name\":\"memory GPU {}\",\"cat\":\"memory\",\"pid\":{},\"ts\":{},\"args\":{{"
           "\"GiB\":{:.6f}}}}}",
@@ -408,15 +504,16 @@ void write_chrome_trace(std::ostream& out, const RunContext& run, const Timeline
   }
 
   // The critical path.
-  fmt::print(w.next(), "{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{},\"args\":{{\"name\":{}}}}}",
-             critical_pid, json_string(fmt::format("{}: critical path", run.scenario_name)));
-  fmt::print(w.next(),
-             "{{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":{},\"args\":{{\"sort_index\":0}}}}",
-             critical_pid);
-  fmt::print(w.next(),
-             "{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{},\"tid\":0,\"args\":{{\"name\":\"critical "
-             "path\"}}}}",
-             critical_pid);
+  fmt::format_to(w.next(), "{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{},\"args\":{{\"name\":{}}}}}",
+                 critical_pid, json_string(fmt::format("{}: critical path", run.scenario_name)));
+  fmt::format_to(w.next(),
+                 "{{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":{},\"args\":{{\"sort_index\":0}}}}",
+                 critical_pid);
+  fmt::format_to(
+      w.next(),
+      "{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{},\"tid\":0,\"args\":{{\"name\":\"critical "
+      "path\"}}}}",
+      critical_pid);
   for (const auto& seg : report.critical_path.segments) {
     const std::string label = seg.is_task ? workloads::task_label(run.graph, seg.task) : "wait";
     std::string where;
@@ -424,22 +521,23 @@ void write_chrome_trace(std::ostream& out, const RunContext& run, const Timeline
       where = fmt::format("GPU {}", seg.gpu);
     else if (seg.link >= 0)
       where = timeline.links[static_cast<std::size_t>(seg.link)].name;
-    fmt::print(w.next(),
-               "{{\"ph\":\"X\",\"name\":{},\"cat\":\"critical_path\",\"pid\":{},\"tid\":0,\"ts\":{},"
-               "\"dur\":{},"
-               "\"args\":{{\"blame\":{},\"where\":{}}}}}",
-               json_string(label), critical_pid, us(seg.start_s), dur(seg.start_s, seg.end_s),
-               json_string(seg.blame_kind), json_string(where));
+    fmt::format_to(w.next(),
+                   "{{\"ph\":\"X\",\"name\":{},\"cat\":\"critical_path\",\"pid\":{},\"tid\":0,\"ts\":{},"
+                   "\"dur\":{},"
+                   "\"args\":{{\"blame\":{},\"where\":{}}}}}",
+                   json_string(label), critical_pid, us(seg.start_s), dur(seg.start_s, seg.end_s),
+                   json_string(seg.blame_kind), json_string(where));
   }
 
   // The hottest links: active flows and throughput over time.
   const auto& ut = report.utilization;
   if (!ut.hottest.empty()) {
-    fmt::print(w.next(), "{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{},\"args\":{{\"name\":{}}}}}",
-               links_pid, json_string(fmt::format("{}: hottest links", run.scenario_name)));
-    fmt::print(w.next(),
-               "{{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":{},\"args\":{{\"sort_index\":{}}}}}",
-               links_pid, nodes + 2);
+    fmt::format_to(w.next(), "{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{},\"args\":{{\"name\":{}}}}}",
+                   links_pid, json_string(fmt::format("{}: hottest links", run.scenario_name)));
+    fmt::format_to(
+        w.next(),
+        "{{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":{},\"args\":{{\"sort_index\":{}}}}}",
+        links_pid, nodes + 2);
     // Each hot link's events, found by link index; a flow's images share
     // its times and rate and cross the images of its route.
     using Events = std::vector<std::pair<double, std::pair<int, double>>>;
@@ -497,13 +595,15 @@ void write_chrome_trace(std::ostream& out, const RunContext& run, const Timeline
           flows += ev[i].second.first;
           rate += ev[i].second.second;
         }
-        fmt::print(w.next(),
-                   "{{\"ph\":\"C\",\"name\":{},\"cat\":\"link\",\"pid\":{},\"ts\":{},\"args\":{{\"flows\":{},"
-                   "\"GBps\":{:.6f}}}}}",
-                   name, links_pid, us(time), flows, flows > 0 ? std::max(0.0, rate) / 1e9 : 0.0);
+        fmt::format_to(
+            w.next(),
+            "{{\"ph\":\"C\",\"name\":{},\"cat\":\"link\",\"pid\":{},\"ts\":{},\"args\":{{\"flows\":{},"
+            "\"GBps\":{:.6f}}}}}",
+            name, links_pid, us(time), flows, flows > 0 ? std::max(0.0, rate) / 1e9 : 0.0);
       }
     }
   }
+  w.flush();
   out << "\n]}\n";
 }
 

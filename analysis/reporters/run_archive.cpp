@@ -10,6 +10,7 @@
 #include <iterator>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <ostream>
 #include <sstream>
 #include <stdexcept>
@@ -23,11 +24,20 @@ namespace {
 
 constexpr char kMagic[8] = {'T', 'S', 'R', 'U', 'N', '\0', '\0', '\1'};
 // 3: graph fingerprint instead of the graph; 4: a checksum at the end; 5:
-// each collective's representation; 6: the body zstd-compressed.
-constexpr std::uint32_t kVersion = 6;
-// zstd level 3 (its default): about 20x smaller than the raw body at some
-// 200 MB/s on one core; higher levels gain little on these numbers.
-constexpr int kZstdLevel = 3;
+// each collective's representation; 6: the body zstd-compressed; 7: a folded
+// run's summary of the fold, and its classes stored once with the fold's
+// images (version 6 is still written for every run the fold did not consider).
+static_assert(kRunArchiveWholeVersion == 6 && kRunArchiveFoldVersion == 7);
+// zstd level 3 (its default) for version 6: about 20x smaller than the raw
+// body at some 200 MB/s on one core; higher levels gain little on these
+// numbers, and level 1 took as long on a folded run's whole body (1.67 GB,
+// 2.9 s either way) for 11% more bytes. Level 1 for version 7: on a folded
+// run's classes (56.6 MB, mostly ring steps with distinct times) it is
+// twice as fast as level 3 (0.09 s against 0.17 s) for 0.01% more bytes
+// (docs/performance.md, "The archive per class").
+int zstd_level(std::uint32_t version) {
+  return version == kRunArchiveWholeVersion ? 3 : 1;
+}
 // A body at most this many times its compressed frame: real archives
 // compress about 20x, so a larger claim is damage (or a decompression bomb).
 constexpr std::uint64_t kMaxCompressionRatio = 1024;
@@ -61,10 +71,11 @@ using DecompressionContext = std::unique_ptr<ZSTD_DCtx, FreeZstd>;
 // content checksum), adding every compressed byte to `sum`.
 class CompressedStream {
  public:
-  CompressedStream(std::ostream& out, Checksum& sum) : out_(out), sum_(sum), ctx_(ZSTD_createCCtx()) {
+  CompressedStream(std::ostream& out, Checksum& sum, int level)
+      : out_(out), sum_(sum), ctx_(ZSTD_createCCtx()) {
     if (!ctx_)
       throw std::runtime_error("cannot compress the run archive: out of memory");
-    ZSTD_CCtx_setParameter(ctx_.get(), ZSTD_c_compressionLevel, kZstdLevel);
+    ZSTD_CCtx_setParameter(ctx_.get(), ZSTD_c_compressionLevel, level);
     ZSTD_CCtx_setParameter(ctx_.get(), ZSTD_c_checksumFlag, 1);
     output_.resize(ZSTD_CStreamOutSize());
     input_.reserve(kChunk);
@@ -230,19 +241,127 @@ void check(bool ok, const char* what) {
 // The file around a body: header, the body compressed by `write_body`,
 // the body's size and the checksum.
 template <typename WriteBody>
-void write_sealed(std::ostream& out, WriteBody&& write_body) {
+void write_sealed(std::ostream& out, std::uint32_t version, WriteBody&& write_body) {
   Checksum sum;
   sum.add(kMagic, sizeof(kMagic));
   out.write(kMagic, sizeof(kMagic));
-  put_raw(out, &sum, kVersion);
-  CompressedStream compressed(out, sum);
+  put_raw(out, &sum, version);
+  CompressedStream compressed(out, sum, zstd_level(version));
   write_body(compressed);
   put_raw(out, &sum, compressed.finish());
   put_raw(out, nullptr, sum.value());
 }
 
-void write_body(CompressedStream& compressed, const std::string& metadata_json,
-                const workloads::TaskGraph& graph, const Timeline& timeline) {
+bool same_choice(const CollectiveChoice& a, const CollectiveChoice& b) {
+  return a.algorithm == b.algorithm && a.channels == b.channels && a.fidelity == b.fidelity &&
+         a.representation == b.representation;
+}
+
+// What the body holds of a timeline: with `images`, each class once (the
+// recorded records and flows, one collective choice per class) and the
+// fold's images; without, every record, flow and choice.
+struct Classes {
+  const FoldImages* images = nullptr;
+  std::vector<std::pair<workloads::TaskId, CollectiveChoice>> choices;  // by task id
+};
+
+// The collective choices, by task id (the map's own order is not stable).
+std::vector<std::pair<workloads::TaskId, CollectiveChoice>> every_choice(const Timeline& timeline) {
+  std::vector<std::pair<workloads::TaskId, CollectiveChoice>> choices(timeline.collectives.begin(),
+                                                                      timeline.collectives.end());
+  std::sort(choices.begin(), choices.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+  return choices;
+}
+
+// A folded timeline is stored by class when the reader can rebuild it as it
+// reads: records and flows read through the same images, of every task of
+// the graph, GPU ranks mapped onto GPU ranks; each route's images numbered
+// in the order of its first recorded flow (as the reader numbers them), with
+// one link count; every collective choice its class's (the choice of the
+// class's first task). Otherwise it is stored whole.
+Classes classes_of(const workloads::TaskGraph& graph, const Timeline& timeline) {
+  const FoldImages* images = timeline.records.fold_images();
+  const auto whole = [&] { return Classes{nullptr, every_choice(timeline)}; };
+  if (images == nullptr || images->order <= 1 || timeline.flows.fold_images() != images ||
+      images->tasks.size() != graph.size() ||
+      images->endpoints.size() < static_cast<std::size_t>(graph.gpu_count))
+    return whole();
+  const auto m = static_cast<std::size_t>(images->order);
+  for (std::size_t g = 0; g < static_cast<std::size_t>(graph.gpu_count); ++g)
+    if (images->endpoints.power(g, 1) >= static_cast<std::uint32_t>(graph.gpu_count))
+      return whole();
+  std::vector<std::uint32_t> slot_links;
+  std::vector<char> seen(images->route_slot.size(), 0);
+  for (const FlowRecord& f : timeline.flows.recorded()) {
+    if (f.first_link >= images->route_slot.size())
+      return whole();
+    const std::uint32_t slot = images->route_slot[f.first_link];
+    if (seen[f.first_link]) {
+      if (slot_links[slot] != f.link_count)
+        return whole();
+      continue;
+    }
+    seen[f.first_link] = 1;
+    if (slot != slot_links.size() || (slot + 1) * m > images->route_images.size() ||
+        images->route_images[slot * m] != f.first_link)
+      return whole();
+    slot_links.push_back(f.link_count);
+  }
+  if (slot_links.size() * m != images->route_images.size())
+    return whole();
+  Classes c{images, {}};
+  std::size_t firsts = 0, others = 0;
+  for (const auto& [task, choice] : timeline.collectives) {
+    if (task >= images->tasks.size())
+      return whole();
+    const std::uint32_t first = images->tasks.first(task);
+    if (first == task) {
+      c.choices.emplace_back(task, choice);
+      firsts += images->tasks.fixed(task) ? 0 : 1;
+      continue;
+    }
+    const auto* of_first = timeline.collective_choice(first);
+    if (of_first == nullptr || !same_choice(*of_first, choice))
+      return whole();
+    ++others;
+  }
+  // Each class's first task has its choice and its m - 1 other tasks the same.
+  if (others != firsts * (m - 1))
+    return whole();
+  std::sort(c.choices.begin(), c.choices.end(),
+            [](const auto& x, const auto& y) { return x.first < y.first; });
+  return c;
+}
+
+void put_fold_summary(Writer& w, const FoldSummary& fold) {
+  w.put<std::uint8_t>(fold.considered ? 1 : 0);
+  w.put<std::uint8_t>(fold.folded ? 1 : 0);
+  w.put<std::int32_t>(fold.replicas);
+  w.put<std::int32_t>(fold.simulated);
+  w.put<std::int32_t>(fold.class_size);
+  w.put_string(fold.folded_why);
+  w.put_string(fold.stopped);
+}
+
+// A permutation as each element's image minus the element (mod 2^32): a
+// rotation of replicas moves long runs of tasks by the same amount, which
+// zstd then stores in a few bytes.
+void put_images(Writer& w, const PermutationPowers& p) {
+  w.put<std::uint64_t>(p.size());
+  std::vector<std::uint32_t> block;
+  block.reserve(1 << 14);
+  for (std::size_t x = 0; x < p.size(); ++x) {
+    block.push_back(p.power(x, 1) - static_cast<std::uint32_t>(x));
+    if (block.size() == block.capacity() || x + 1 == p.size()) {
+      w.bytes(reinterpret_cast<const char*>(block.data()), block.size() * sizeof(std::uint32_t));
+      block.clear();
+    }
+  }
+}
+
+void write_body(CompressedStream& compressed, std::uint32_t version, const std::string& metadata_json,
+                const workloads::TaskGraph& graph, const Timeline& timeline, const FoldSummary& fold,
+                const Classes& classes) {
   Writer w(compressed);
   w.put_string(metadata_json);
 
@@ -250,9 +369,23 @@ void write_body(CompressedStream& compressed, const std::string& metadata_json,
   w.put<std::uint64_t>(graph.size());
   w.put<std::uint64_t>(workloads::graph_fingerprint(graph));
 
+  const FoldImages* images = classes.images;
+  if (version == kRunArchiveFoldVersion) {
+    put_fold_summary(w, fold);
+    w.put<std::int32_t>(images != nullptr ? images->order : 1);
+    if (images != nullptr) {
+      put_images(w, images->tasks);
+      put_images(w, images->endpoints);
+      w.put<std::uint64_t>(images->route_images.size());
+      for (const auto r : images->route_images)
+        w.put<std::uint32_t>(r);
+    }
+  }
+
   // Records and flows are encoded whole, once per class of a folded
   // timeline: an image differs from its record only in the fields patched.
-  w.put<std::uint64_t>(timeline.records.size());
+  // Stored by class, only the recorded ones.
+  w.put<std::uint64_t>(images != nullptr ? timeline.records.recorded().size() : timeline.records.size());
   for (const TaskRecord& first : timeline.records.recorded()) {
     Packed p;
     p.put<std::uint64_t>(first.task);
@@ -260,7 +393,7 @@ void write_body(CompressedStream& compressed, const std::string& metadata_json,
     p.put<std::uint8_t>(static_cast<std::uint8_t>(first.stream));
     p.put<double>(first.start_s);
     p.put<double>(first.end_s);
-    const int n = timeline.records.images_of(first);
+    const int n = images != nullptr ? 1 : timeline.records.images_of(first);
     for (int k = 0; k < n; ++k) {
       if (k > 0) {
         const TaskRecord r = timeline.records.image(first, k);
@@ -280,7 +413,7 @@ void write_body(CompressedStream& compressed, const std::string& metadata_json,
     w.put<double>(l.bandwidth_Bps);
     w.put<double>(l.latency_s);
   }
-  w.put<std::uint64_t>(timeline.flows.size());
+  w.put<std::uint64_t>(images != nullptr ? timeline.flows.recorded().size() : timeline.flows.size());
   for (const FlowRecord& first : timeline.flows.recorded()) {
     Packed p;
     p.put<std::uint64_t>(first.task);
@@ -291,7 +424,7 @@ void write_body(CompressedStream& compressed, const std::string& metadata_json,
     p.put<double>(first.end_s);
     p.put<std::uint32_t>(first.first_link);
     p.put<std::uint32_t>(first.link_count);
-    const int n = timeline.flows.images_of(first);
+    const int n = images != nullptr ? 1 : timeline.flows.images_of(first);
     for (int k = 0; k < n; ++k) {
       if (k > 0) {
         const FlowRecord f = timeline.flows.image(first, k);
@@ -313,12 +446,9 @@ void write_body(CompressedStream& compressed, const std::string& metadata_json,
   w.put<std::uint64_t>(timeline.gpu_energy_J.size());
   for (double j : timeline.gpu_energy_J)
     w.put<double>(j);
-  // Collective choices, by task id (the map's own order is not stable).
-  std::vector<std::pair<workloads::TaskId, CollectiveChoice>> choices(timeline.collectives.begin(),
-                                                                      timeline.collectives.end());
-  std::sort(choices.begin(), choices.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
-  w.put<std::uint64_t>(choices.size());
-  for (const auto& [task, c] : choices) {
+  // Collective choices, by task id; stored by class, each class's first task's.
+  w.put<std::uint64_t>(classes.choices.size());
+  for (const auto& [task, c] : classes.choices) {
     w.put<std::uint64_t>(task);
     w.put<std::uint8_t>(static_cast<std::uint8_t>(c.algorithm));
     w.put<std::int32_t>(c.channels);
@@ -331,9 +461,13 @@ void write_body(CompressedStream& compressed, const std::string& metadata_json,
 }  // namespace
 
 void write_run_archive(std::ostream& out, const std::string& metadata_json, const workloads::TaskGraph& graph,
-                       const Timeline& timeline) {
-  write_sealed(out,
-               [&](CompressedStream& compressed) { write_body(compressed, metadata_json, graph, timeline); });
+                       const Timeline& timeline, const FoldSummary& fold) {
+  const Classes classes = classes_of(graph, timeline);
+  const std::uint32_t version =
+      classes.images != nullptr || fold.considered ? kRunArchiveFoldVersion : kRunArchiveWholeVersion;
+  write_sealed(out, version, [&](CompressedStream& compressed) {
+    write_body(compressed, version, metadata_json, graph, timeline, fold, classes);
+  });
 }
 
 void reseal_run_archive(std::string& bytes) {
@@ -352,19 +486,21 @@ RunArchive read_run_archive(std::istream& in) {
 }
 
 RunArchive parse_run_archive(std::string_view bytes) {
-  return decode_run_archive_body(run_archive_body(bytes));
+  std::uint32_t version = 0;
+  const std::string body = run_archive_body(bytes, &version);
+  return decode_run_archive_body(body, version);
 }
 
-std::string run_archive_body(std::string_view bytes) {
+std::string run_archive_body(std::string_view bytes, std::uint32_t* version_read) {
   if (bytes.size() < sizeof(kMagic) || std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) != 0)
     throw std::runtime_error("not a trainsim run archive (wrong magic bytes)");
   Reader r(bytes.substr(sizeof(kMagic)));
   const auto version = r.get<std::uint32_t>();
-  if (version != kVersion)
-    throw std::runtime_error("run archive format version " + std::to_string(version) +
-                             ", this trainsim reads " + std::to_string(kVersion) +
-                             ": run the scenario again");
-  constexpr std::size_t kHeader = sizeof(kMagic) + sizeof(kVersion);
+  if (version != kRunArchiveWholeVersion && version != kRunArchiveFoldVersion)
+    throw std::runtime_error(
+        fmt::format("run archive format version {}, this trainsim reads {} and {}: run the scenario again",
+                    version, kRunArchiveWholeVersion, kRunArchiveFoldVersion));
+  constexpr std::size_t kHeader = sizeof(kMagic) + sizeof(std::uint32_t);
   constexpr std::size_t kTrailer = 2 * sizeof(std::uint64_t);  // body size, checksum
   if (bytes.size() < kHeader + kTrailer)
     throw std::runtime_error("the run archive is truncated");
@@ -378,16 +514,77 @@ std::string run_archive_body(std::string_view bytes) {
         "the run archive is corrupt or truncated: its checksum does not match its contents (run the scenario "
         "again)");
   std::memcpy(&raw_bytes, bytes.data() + bytes.size() - kTrailer, sizeof raw_bytes);
+  if (version_read != nullptr)
+    *version_read = version;
   return decompress_body(bytes.substr(kHeader, bytes.size() - kHeader - kTrailer), raw_bytes);
 }
 
-std::string seal_run_archive(std::string_view body) {
+std::string seal_run_archive(std::string_view body, std::uint32_t version) {
   std::ostringstream out;
-  write_sealed(out, [&](CompressedStream& compressed) { compressed.write(body.data(), body.size()); });
+  write_sealed(out, version,
+               [&](CompressedStream& compressed) { compressed.write(body.data(), body.size()); });
   return std::move(out).str();
 }
 
-RunArchive decode_run_archive_body(std::string_view body) {
+namespace {
+
+FoldSummary get_fold_summary(Reader& r) {
+  FoldSummary f;
+  const auto considered = r.get<std::uint8_t>();
+  const auto folded = r.get<std::uint8_t>();
+  check(considered <= 1 && folded <= 1, "fold summary out of range");
+  f.considered = considered != 0;
+  f.folded = folded != 0;
+  f.replicas = r.get<std::int32_t>();
+  f.simulated = r.get<std::int32_t>();
+  f.class_size = r.get<std::int32_t>();
+  f.folded_why = r.get_string();
+  f.stopped = r.get_string();
+  return f;
+}
+
+// A permutation stored by put_images, whose cycles must all have length m or 1.
+PermutationPowers get_images(Reader& r, const char* what, int m) {
+  std::vector<std::size_t> image(r.count(what, sizeof(std::uint32_t)));
+  for (std::size_t x = 0; x < image.size(); ++x)
+    image[x] = static_cast<std::uint32_t>(static_cast<std::uint32_t>(x) + r.get<std::uint32_t>());
+  auto powers = PermutationPowers::of(image, m);
+  if (!powers)
+    throw std::runtime_error(
+        fmt::format("the run archive is corrupt: its {} are not a rotation of order {}", what, m));
+  return std::move(*powers);
+}
+
+// The fold's images as the run had them: each recorded route's images,
+// slotted in the order of the route's first recorded flow (as the fold's
+// expansion made them), every image route inside flow_links.
+void check_and_slot_routes(FoldImages& images, const Timeline& tl) {
+  const auto m = static_cast<std::size_t>(images.order);
+  images.route_slot.assign(tl.flow_links.size() + 1, FoldImages::kNoRoute);
+  std::vector<std::uint32_t> slot_links;
+  for (const FlowRecord& f : tl.flows.recorded()) {
+    auto& slot = images.route_slot[f.first_link];
+    if (slot != FoldImages::kNoRoute) {
+      check(slot_links[slot] == f.link_count, "two link counts for one route");
+      continue;
+    }
+    slot = static_cast<std::uint32_t>(slot_links.size());
+    slot_links.push_back(f.link_count);
+    check(
+        slot_links.size() * m <= images.route_images.size() && images.route_images[slot * m] == f.first_link,
+        "route images out of order");
+    for (std::size_t k = 0; k < m; ++k)
+      check(std::uint64_t(images.route_images[slot * m + k]) + f.link_count <= tl.flow_links.size(),
+            "route image out of range");
+  }
+  check(slot_links.size() * m == images.route_images.size(), "route images without a flow");
+}
+
+}  // namespace
+
+RunArchive decode_run_archive_body(std::string_view body, std::uint32_t version) {
+  if (version != kRunArchiveWholeVersion && version != kRunArchiveFoldVersion)
+    throw std::runtime_error(fmt::format("run archive format version {} is not read", version));
   Reader r(body);
   RunArchive a;
   a.metadata_json = r.get_string();
@@ -398,6 +595,27 @@ RunArchive decode_run_archive_body(std::string_view body) {
   a.graph_fingerprint = r.get<std::uint64_t>();
   const std::uint64_t tasks = a.task_count;
   const int gpus = a.gpu_count;
+
+  // Version 7: the fold's summary, then its images when stored by class.
+  std::optional<FoldImages> images;
+  if (version == kRunArchiveFoldVersion) {
+    a.fold = get_fold_summary(r);
+    const auto m = r.get<std::int32_t>();
+    check(m >= 1 && m < 0xffff, "fold order out of range");
+    if (m > 1) {
+      images.emplace();
+      images->order = m;
+      images->tasks = get_images(r, "task images", m);
+      check(images->tasks.size() == tasks, "task images of another graph");
+      images->endpoints = get_images(r, "endpoint images", m);
+      check(images->endpoints.size() >= static_cast<std::size_t>(gpus), "too few endpoint images");
+      for (std::size_t g = 0; g < static_cast<std::size_t>(gpus); ++g)
+        check(images->endpoints.power(g, 1) < static_cast<std::uint32_t>(gpus), "a GPU's image is no GPU");
+      images->route_images.resize(r.count("route images", sizeof(std::uint32_t)));
+      for (auto& route : images->route_images)
+        route = r.get<std::uint32_t>();
+    }
+  }
 
   auto& tl = a.timeline;
   tl.records.recorded().resize(r.count("records", 29));
@@ -436,14 +654,20 @@ RunArchive decode_run_archive_body(std::string_view body) {
     l = r.get<std::uint32_t>();
     check(l < tl.links.size(), "route names an unknown link");
   }
-  for (const auto& f : tl.flows)
+  for (const auto& f : tl.flows.recorded())
     check(std::uint64_t(f.first_link) + f.link_count <= tl.flow_links.size(), "flow route out of range");
   tl.gpu_energy_J.resize(r.count("energy figures", 8));
   for (auto& j : tl.gpu_energy_J)
     j = r.get<double>();
   const std::size_t choices = r.count("collective choices", 14);
+  if (images)
+    tl.collectives.reserve(std::min(choices * static_cast<std::size_t>(images->order), images->tasks.size()));
+  std::uint64_t previous = 0;
   for (std::size_t i = 0; i < choices; ++i) {
     const auto task = r.get<std::uint64_t>();
+    // By class, each class once: in increasing task order, as written.
+    check(!images || i == 0 || task > previous, "collective choices out of order");
+    previous = task;
     CollectiveChoice c;
     const auto algorithm = r.get<std::uint8_t>();
     c.channels = r.get<std::int32_t>();
@@ -457,9 +681,21 @@ RunArchive decode_run_archive_body(std::string_view body) {
     c.fidelity = static_cast<platforms::Fidelity>(fidelity);
     c.representation = static_cast<Representation>(representation);
     tl.collectives.emplace(task, c);
+    // By class: the class's first task stands for its images.
+    if (images && !images->tasks.fixed(task)) {
+      check(images->tasks.first(task) == task, "a collective choice of a class stored under another task");
+      for (int k = 1; k < images->order; ++k)
+        tl.collectives.emplace(images->tasks.power(task, k), c);
+    }
   }
   check(r.get<std::uint32_t>() == kEndMark, "missing end mark");
   check(r.left() == 0, "bytes after the end mark");
+  if (images) {
+    check_and_slot_routes(*images, tl);
+    auto shared = std::make_shared<const FoldImages>(std::move(*images));
+    tl.records.expand(shared);
+    tl.flows.expand(shared);
+  }
   return a;
 }
 

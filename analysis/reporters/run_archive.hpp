@@ -11,7 +11,18 @@
 // about 20x smaller; the 16,384-GPU run's 642 MB became ~30 MB):
 //
 //   magic (8) | version (u32) | zstd frame of the body | body size (u64) | FNV-1a 64 of all before
-//   body = metadata | graph size | timeline | "END!"
+//   version 6: body = metadata | graph size | timeline | "END!"
+//   version 7: body = metadata | graph size | fold summary | fold | timeline | "END!"
+//
+// Version 7 is a run the fold considered (docs/performance.md, "The fold"):
+// its summary (summary.json's `fold`), and, when the replay folded and the
+// timeline reads its records as images, the fold's images (the rotation's
+// order m, its image of every task and flow endpoint, each recorded route's
+// m images) with the records, flows and collective choices of each class
+// once: the reader expands them as the run did (RecordList::expand), so the
+// timeline reads as the run's, record for record, at 1/m of the bytes. Every
+// other run writes version 6 (as before version 7 existed, byte for byte);
+// both are read.
 //
 // The reader checks the checksum before it decodes anything, refuses a body
 // size over 1024 times the frame's (damage, or a decompression bomb), lets
@@ -27,12 +38,16 @@
 
 #include "analysis/balance_outcome.hpp"
 #include "analysis/repeated_runs.hpp"
+#include "analysis/summary.hpp"
 #include "analysis/timeline.hpp"
 #include "workloads/task_graph.hpp"
 
 namespace trainsim::analysis {
 
 inline constexpr const char* kRunArchiveFile = "run.trainsim";
+// The format versions written and read (above).
+inline constexpr std::uint32_t kRunArchiveWholeVersion = 6;
+inline constexpr std::uint32_t kRunArchiveFoldVersion = 7;
 
 struct RunArchive {
   std::string metadata_json;
@@ -40,22 +55,25 @@ struct RunArchive {
   std::uint64_t graph_fingerprint = 0;  // workloads::graph_fingerprint
   int gpu_count = 0;
   Timeline timeline;
+  FoldSummary fold;  // not considered in a version 6 archive
 };
 
+// `fold`: the run's summary of the fold (Summary::fold).
 void write_run_archive(std::ostream& out, const std::string& metadata_json, const workloads::TaskGraph& graph,
-                       const Timeline& timeline);
+                       const Timeline& timeline, const FoldSummary& fold = {});
 // Throws std::runtime_error saying what is wrong with a file that is not a
-// complete, intact archive of this format version.
+// complete, intact archive of a version this trainsim reads.
 RunArchive read_run_archive(std::istream& in);
 RunArchive parse_run_archive(std::string_view bytes);
-// The steps of parse_run_archive: the checked, decompressed body of a file,
-// then its decoder (the fuzz target calls the decoder alone: mutations of
-// the compressed file rarely survive zstd's own checks).
-std::string run_archive_body(std::string_view bytes);
-RunArchive decode_run_archive_body(std::string_view body);
-// A complete archive around `body` (for the tests: a body edited as a
-// trainsim with another graph would write it).
-std::string seal_run_archive(std::string_view body);
+// The steps of parse_run_archive: the checked, decompressed body of a file
+// (and its format version), then its decoder (the fuzz target calls the
+// decoder alone: mutations of the compressed file rarely survive zstd's own
+// checks).
+std::string run_archive_body(std::string_view bytes, std::uint32_t* version = nullptr);
+RunArchive decode_run_archive_body(std::string_view body, std::uint32_t version);
+// A complete archive of format `version` around `body` (for the tests: a
+// body edited as a trainsim with another graph would write it).
+std::string seal_run_archive(std::string_view body, std::uint32_t version);
 // Rewrites the checksum at the end of `bytes` (8 bytes or more) to match what
 // precedes it. For the fuzz target and the tests only: a mutated body then
 // reaches the decoder, whose own checks (counts against the bytes left,

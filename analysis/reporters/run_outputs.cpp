@@ -10,6 +10,8 @@ WrittenRun write_run_outputs(RunFolder& folder, const RunOutputs& outputs) {
   const RunContext& run = outputs.run;
   const Timeline& timeline = outputs.timeline;
   WrittenRun written{.report = build_report(run, timeline, outputs.summary, outputs.repeats), .files = {}};
+  if (outputs.summary == nullptr && outputs.fold != nullptr)
+    written.report.summary.fold = *outputs.fold;
   const Report& report = written.report;
   auto file = [&](const std::string& name, const std::function<void(std::ostream&)>& write) {
     folder.write(name, write);
@@ -30,7 +32,8 @@ WrittenRun write_run_outputs(RunFolder& folder, const RunOutputs& outputs) {
     file("report.html", [&](std::ostream& o) { write_html_report(o, run, timeline, report, "trace.json"); });
   if (outputs.archive) {
     const std::string metadata = run_metadata_json(*outputs.archive);
-    file(kRunArchiveFile, [&](std::ostream& o) { write_run_archive(o, metadata, run.graph, timeline); });
+    file(kRunArchiveFile,
+         [&](std::ostream& o) { write_run_archive(o, metadata, run.graph, timeline, report.summary.fold); });
   } else if (outputs.keep_archive) {
     folder.keep(kRunArchiveFile);
   }

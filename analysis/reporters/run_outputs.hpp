@@ -23,6 +23,9 @@ struct RunOutputs {
   const Timeline& timeline;
   // The summary the replay already computed for `timeline` (null: computed here).
   const Summary* summary = nullptr;
+  // The fold's summary when the summary is computed here (`trainsim report`:
+  // the archive's; null: the fold was not considered).
+  const FoldSummary* fold = nullptr;
   // Several iterations or seeds, perturbations, failures (summary.json's last blocks).
   std::optional<RepeatedRuns> repeats;
   // run.trainsim's metadata: written when given; `trainsim report` keeps the

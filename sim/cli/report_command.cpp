@@ -58,6 +58,7 @@ void write_run(analysis::RunFolder& folder, const RunToWrite& r, bool html, bool
   const auto written = analysis::write_run_outputs(folder, {.run = run,
                                                             .timeline = r.timeline,
                                                             .summary = r.summary,
+                                                            .fold = r.fold,
                                                             .repeats = r.repeats,
                                                             .archive = r.archive,
                                                             .keep_archive = r.keep_archive,
@@ -119,6 +120,7 @@ int report_command(const ReportOptions& options) {
             {.scenario = scenario,
              .graph = graph,
              .timeline = archive.timeline,
+             .fold = archive.fold.considered ? &archive.fold : nullptr,
              .repeats = meta.repeats,
              .balance = meta.balance ? &*meta.balance : nullptr,
              // Another folder becomes a run folder too (`trainsim report OUT` works on it).

@@ -40,7 +40,8 @@ struct RunToWrite {
   const scenario::Scenario& scenario;
   const workloads::TaskGraph& graph;
   const analysis::Timeline& timeline;
-  const analysis::Summary* summary = nullptr;  // the replay's, when it has one
+  const analysis::Summary* summary = nullptr;   // the replay's, when it has one
+  const analysis::FoldSummary* fold = nullptr;  // without it: the archive's, when the fold was considered
   std::optional<analysis::RepeatedRuns> repeats{};
   const analysis::BalanceOutcome* balance = nullptr;
   // run.trainsim to write (null: `report` keeps the one it read, when it

@@ -28,11 +28,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     (void)trainsim::analysis::run_metadata_from_json(archive.metadata_json);
   } catch (const std::runtime_error&) {
   }
-  // The body decoder on its own: its counts and ranges must hold on any bytes.
-  try {
-    const auto archive = trainsim::analysis::decode_run_archive_body(bytes);
-    (void)trainsim::analysis::run_metadata_from_json(archive.metadata_json);
-  } catch (const std::runtime_error&) {
+  // The body decoder on its own, as each format version: its counts and
+  // ranges must hold on any bytes.
+  for (const auto version :
+       {trainsim::analysis::kRunArchiveWholeVersion, trainsim::analysis::kRunArchiveFoldVersion}) {
+    try {
+      const auto archive = trainsim::analysis::decode_run_archive_body(bytes, version);
+      (void)trainsim::analysis::run_metadata_from_json(archive.metadata_json);
+    } catch (const std::runtime_error&) {
+    }
   }
   // The metadata reader on its own.
   try {

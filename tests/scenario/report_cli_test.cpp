@@ -5,9 +5,13 @@
 
 #include <cstdint>
 #include <cstring>
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "analysis/reporters/run_archive.hpp"
+#include "sim/replay/simulation.hpp"
+#include "sim/scenario/scenario.hpp"
 #include "support/cli.hpp"
 
 namespace trainsim::testing {
@@ -133,6 +137,87 @@ TEST(ReportCli, ReportRegeneratesByteIdenticalOutputsAndTheHtmlPage) {
   fs::remove_all(third);
 }
 
+// A folded run's archive (format version 7) holds each class once with the
+// fold's images; `report` expands them as the run did: every file is the
+// run's, summary.json's fold included, and the archive written again is the
+// same bytes. The same timeline saved whole (version 6, as trainsim saved a
+// folded run before version 7) still reports the same files, summary.json
+// without its fold (version 6 has no place for it).
+TEST(ReportCli, AFoldedRunsArchiveHoldsEachClassOnceAndReportsTheRunsFiles) {
+  // scale-131k's plan on rail groups of 2 nodes: 2 classes of 4 replicas,
+  // the data-parallel rings spanning them as quotient rings.
+  const auto dir = fresh_dir("folded-run");
+  std::vector<std::string> args{"run", "scenarios/scale-131k.yaml", "-q", "--out", dir.string(), "--fold"};
+  for (const char* set :
+       {"cluster.nodes=16", "plan.dp=8", "plan.pp=2", "model.layers=4", "plan.stage_layers=[2,2]",
+        "plan.global_batch_size=16", "cluster.fabric.nodes_per_leaf=2", "cluster.collectives.fidelity=auto"})
+    args.insert(args.end(), {"--set", set});
+  const auto run = run_cli(args);
+  ASSERT_EQ(run.status, 0) << run.err;
+  const std::string archive = read_file(dir / "run.trainsim");
+  std::uint32_t version = 0;
+  (void)analysis::run_archive_body(archive, &version);
+  EXPECT_EQ(version, analysis::kRunArchiveFoldVersion);
+  const auto saved = analysis::parse_run_archive(archive);
+  ASSERT_TRUE(saved.timeline.records.expanded());
+  EXPECT_TRUE(saved.fold.considered && saved.fold.folded);
+  EXPECT_EQ(saved.fold.class_size, 4);
+  EXPECT_EQ(saved.timeline.flows.size(), 4 * saved.timeline.flows.recorded().size());
+
+  const auto again = fresh_dir("folded-report");
+  const auto r = run_cli({"report", dir.string(), "--out", again.string(), "--quiet"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  for (const auto& f : kOutputs)
+    EXPECT_EQ(read_file(dir / f), read_file(again / f)) << f;
+  EXPECT_EQ(read_file(dir / "run.trainsim"), read_file(again / "run.trainsim"));
+  EXPECT_TRUE(nlohmann::json::parse(read_file(again / "summary.json")).contains("fold"));
+
+  // The same timeline saved whole: every record, flow and choice.
+  const auto meta = analysis::run_metadata_from_json(saved.metadata_json);
+  const auto scenario = scenario::parse_scenario_text(meta.scenario_yaml, meta.scenario_file, meta.overrides,
+                                                      {.check_memory = false});
+  const auto graph = sim::build_task_graph(scenario);
+  analysis::Timeline whole;
+  for (const auto& record : saved.timeline.records)
+    whole.records.push_back(record);
+  for (const auto& flow : saved.timeline.flows)
+    whole.flows.push_back(flow);
+  whole.end_s = saved.timeline.end_s;
+  whole.collectives = saved.timeline.collectives;
+  whole.links = saved.timeline.links;
+  whole.flow_links = saved.timeline.flow_links;
+  whole.gpu_energy_J = saved.timeline.gpu_energy_J;
+  std::ostringstream old_archive;
+  analysis::write_run_archive(old_archive, saved.metadata_json, graph, whole);
+  (void)analysis::run_archive_body(old_archive.str(), &version);
+  EXPECT_EQ(version, analysis::kRunArchiveWholeVersion);
+  EXPECT_LT(archive.size(), old_archive.str().size());
+  const auto old_dir = fresh_dir("folded-run-whole");
+  std::ofstream(old_dir / "run.trainsim", std::ios::binary) << old_archive.str();
+  const auto old_report = fresh_dir("folded-report-whole");
+  const auto o = run_cli({"report", old_dir.string(), "--out", old_report.string(), "--quiet"});
+  ASSERT_EQ(o.status, 0) << o.err;
+  for (const auto& f : kOutputs) {
+    if (f != "summary.json") {
+      EXPECT_EQ(read_file(dir / f), read_file(old_report / f)) << f;
+    }
+  }
+  auto with_fold = nlohmann::json::parse(read_file(dir / "summary.json"));
+  with_fold.erase("fold");
+  EXPECT_EQ(with_fold.dump(), nlohmann::json::parse(read_file(old_report / "summary.json")).dump());
+  for (const auto& d : {dir, again, old_dir, old_report})
+    fs::remove_all(d);
+}
+
+// Every run the fold did not consider is saved as before version 7.
+TEST(ReportCli, AnUnfoldedRunIsSavedInFormatVersion6) {
+  const auto dir = quickstart_run("unfolded-version");
+  std::uint32_t version = 0;
+  (void)analysis::run_archive_body(read_file(dir / "run.trainsim"), &version);
+  EXPECT_EQ(version, analysis::kRunArchiveWholeVersion);
+  fs::remove_all(dir);
+}
+
 TEST(ReportCli, ReportOfARunWhoseTaskGraphNoLongerMatchesIsBadInput) {
   const auto dir = quickstart_run("stale");
   // The body's layout: metadata length (8) and text, GPU count (4), task
@@ -142,7 +227,7 @@ TEST(ReportCli, ReportOfARunWhoseTaskGraphNoLongerMatchesIsBadInput) {
   std::uint64_t metadata_length = 0;
   std::memcpy(&metadata_length, body.data(), sizeof(metadata_length));
   body[8 + metadata_length + 4 + 8] ^= 0x5a;
-  const std::string bytes = analysis::seal_run_archive(body);
+  const std::string bytes = analysis::seal_run_archive(body, analysis::kRunArchiveWholeVersion);
   std::ofstream(dir / "run.trainsim", std::ios::binary) << bytes;
   const auto r = run_cli({"report", dir.string(), "--quiet"});
   EXPECT_EQ(r.status, 1);

@@ -4,8 +4,10 @@
 // where an image's task does not share its record's row fields.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <memory>
 #include <sstream>
+#include <stdexcept>
 
 #include "analysis/reporters/reporters.hpp"
 #include "analysis/reporters/run_archive.hpp"
@@ -99,19 +101,150 @@ TEST(FoldedWriters, TimelineCsvOfAFoldedTimelineIsTheMaterialisedOnesBytes) {
       << full.str();
 }
 
-TEST(FoldedWriters, TheArchiveOfAFoldedTimelineIsTheMaterialisedOnesBytes) {
-  const FoldedPair p;
+// Every record, flow, link, route and collective choice, field by field, in order.
+void expect_same_timeline(const Timeline& a, const Timeline& b) {
+  ASSERT_EQ(a.records.size(), b.records.size());
+  for (std::size_t i = 0; i < a.records.size(); ++i) {
+    const TaskRecord x = a.records[i], y = b.records[i];
+    EXPECT_TRUE(x.task == y.task && x.gpu == y.gpu && x.stream == y.stream && x.start_s == y.start_s &&
+                x.end_s == y.end_s)
+        << "record " << i;
+  }
+  ASSERT_EQ(a.flows.size(), b.flows.size());
+  for (std::size_t i = 0; i < a.flows.size(); ++i) {
+    const FlowRecord x = a.flows[i], y = b.flows[i];
+    EXPECT_TRUE(x.task == y.task && x.src_gpu == y.src_gpu && x.dst_gpu == y.dst_gpu && x.bytes == y.bytes &&
+                x.start_s == y.start_s && x.end_s == y.end_s && x.first_link == y.first_link &&
+                x.link_count == y.link_count)
+        << "flow " << i;
+  }
+  ASSERT_EQ(a.links.size(), b.links.size());
+  for (std::size_t i = 0; i < a.links.size(); ++i)
+    EXPECT_EQ(a.links[i].name, b.links[i].name);
+  EXPECT_EQ(a.flow_links, b.flow_links);
+  EXPECT_EQ(a.gpu_energy_J, b.gpu_energy_J);
+  EXPECT_EQ(a.end_s, b.end_s);
+  ASSERT_EQ(a.collectives.size(), b.collectives.size());
+  for (const auto& [task, c] : b.collectives) {
+    const auto* other = a.collective_choice(task);
+    ASSERT_NE(other, nullptr) << "task " << task;
+    EXPECT_TRUE(other->algorithm == c.algorithm && other->channels == c.channels &&
+                other->fidelity == c.fidelity && other->representation == c.representation)
+        << "task " << task;
+  }
+}
+
+// The pair with a collective choice on a class of tasks (2 and its image 3),
+// expanded on the folded timeline as the fold's expansion does.
+FoldedPair with_class_choices() {
+  FoldedPair p;
+  const CollectiveChoice tree{platforms::CollectiveAlgorithm::tree, 4, platforms::Fidelity::detailed,
+                              Representation::isolated};
+  for (Timeline* t : {&p.folded, &p.full})
+    t->collectives[2] = t->collectives[3] = tree;
+  return p;
+}
+
+std::uint32_t version_of(const std::string& archive) {
+  std::uint32_t version = 0;
+  (void)run_archive_body(archive, &version);
+  return version;
+}
+
+TEST(FoldedWriters, TheArchiveOfAFoldedTimelineHoldsEachClassOnceAndReadsAsTheMaterialisedOne) {
+  const FoldedPair p = with_class_choices();
   std::ostringstream folded, full;
   write_run_archive(folded, "{}", p.graph, p.folded);
   write_run_archive(full, "{}", p.graph, p.full);
-  EXPECT_EQ(folded.str(), full.str());
+  EXPECT_EQ(version_of(folded.str()), kRunArchiveFoldVersion);
+  EXPECT_EQ(version_of(full.str()), kRunArchiveWholeVersion);
   const auto back = parse_run_archive(folded.str());
-  ASSERT_EQ(back.timeline.records.size(), 8u);
-  EXPECT_EQ(back.timeline.records[7].task, 6u);
-  EXPECT_EQ(back.timeline.records[7].gpu, 1);
-  ASSERT_EQ(back.timeline.flows.size(), 2u);
-  EXPECT_EQ(back.timeline.flows[1].src_gpu, 1);
-  EXPECT_EQ(back.timeline.flows[1].first_link, 1u);
+  EXPECT_TRUE(back.timeline.records.expanded());
+  EXPECT_EQ(back.timeline.records.recorded().size(), 5u);  // the classes, not their 8 records
+  EXPECT_EQ(back.timeline.flows.recorded().size(), 1u);
+  expect_same_timeline(back.timeline, p.full);
+  expect_same_timeline(parse_run_archive(full.str()).timeline, p.full);
+  EXPECT_FALSE(back.fold.considered);
+  // Written again from what was read: the same bytes.
+  std::ostringstream again;
+  write_run_archive(again, "{}", p.graph, back.timeline);
+  EXPECT_EQ(again.str(), folded.str());
+  // The writers read it as the records materialised.
+  std::ostringstream csv_back, csv_full;
+  write_timeline_csv(csv_back, p.run(), back.timeline);
+  write_timeline_csv(csv_full, p.run(), p.full);
+  EXPECT_EQ(csv_back.str(), csv_full.str());
+}
+
+TEST(FoldedWriters, AFoldedTimelineWhoseClassChoicesDifferIsArchivedWhole) {
+  FoldedPair p = with_class_choices();
+  for (Timeline* t : {&p.folded, &p.full})
+    t->collectives[3].channels = 8;
+  std::ostringstream folded;
+  write_run_archive(folded, "{}", p.graph, p.folded);
+  EXPECT_EQ(version_of(folded.str()), kRunArchiveWholeVersion);
+  const auto back = parse_run_archive(folded.str());
+  EXPECT_FALSE(back.timeline.records.expanded());
+  expect_same_timeline(back.timeline, p.full);
+}
+
+TEST(FoldedWriters, TheFoldsSummaryIsArchivedWithAFoldedOrWholeTimeline) {
+  const FoldedPair p = with_class_choices();
+  const FoldSummary fold{.considered = true,
+                         .folded = true,
+                         .replicas = 2,
+                         .simulated = 1,
+                         .class_size = 2,
+                         .folded_why = "2 replicas in 1 class of 2",
+                         .stopped = "nothing"};
+  for (const Timeline* t : {&p.folded, &p.full}) {
+    std::ostringstream out;
+    write_run_archive(out, "{}", p.graph, *t, fold);
+    EXPECT_EQ(version_of(out.str()), kRunArchiveFoldVersion);
+    const auto back = parse_run_archive(out.str());
+    EXPECT_EQ(back.timeline.records.expanded(), t == &p.folded);
+    EXPECT_TRUE(back.fold.considered && back.fold.folded);
+    EXPECT_EQ(back.fold.replicas, 2);
+    EXPECT_EQ(back.fold.simulated, 1);
+    EXPECT_EQ(back.fold.class_size, 2);
+    EXPECT_EQ(back.fold.folded_why, fold.folded_why);
+    EXPECT_EQ(back.fold.stopped, fold.stopped);
+    expect_same_timeline(back.timeline, p.full);
+  }
+}
+
+// A folded archive's body edited at `at` (4 bytes) and sealed again, as
+// damage the checksum would not catch: the decoder must refuse it, saying why.
+void expect_refused(const std::string& archive, std::size_t at, std::uint32_t value, const std::string& why) {
+  std::string body = run_archive_body(archive);
+  ASSERT_LE(at + 4, body.size());
+  std::memcpy(body.data() + at, &value, sizeof value);
+  try {
+    (void)parse_run_archive(seal_run_archive(body, kRunArchiveFoldVersion));
+    ADD_FAILURE() << "read: " << why;
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+  }
+}
+
+TEST(FoldedWriters, AFoldedArchiveWithDamagedImagesIsRefused) {
+  const FoldedPair p = with_class_choices();
+  std::ostringstream out;
+  write_run_archive(out, "{}", p.graph, p.folded);
+  const std::string archive = out.str();
+  // Body: metadata "{}" (8 + 2), GPU count (4), task count (8), fingerprint
+  // (8), the fold's summary (1 + 1 + 3 x 4 + two empty strings, 8 each), the
+  // order (4), the task images' count (8) and the 7 tasks' images (4 each),
+  // the 2 endpoints' (8 + 2 x 4), the 2 route images (8 + 2 x 4), ...
+  const std::size_t tasks_at = 10 + 4 + 8 + 8 + 30 + 4 + 8;
+  const std::size_t routes_at = tasks_at + 7 * 4 + 8 + 2 * 4 + 8;
+  expect_refused(archive, tasks_at, 0, "task images are not a rotation of order 2");  // task 0 fixed, 1 not
+  expect_refused(archive, routes_at + 4, 5, "route image out of range");
+  expect_refused(archive, routes_at, 1, "route images out of order");
+  // The choices, last before the end mark (15 bytes each, by task: 2, then
+  // the spanning 4): task 2's class stored under its image 3.
+  const std::size_t choices_end = run_archive_body(archive).size() - 4;
+  expect_refused(archive, choices_end - 30, 3, "stored under another task");
 }
 
 }  // namespace

@@ -81,11 +81,31 @@ TEST(RunArchive, ACorruptCountIsRefusedBeforeAnyAllocation) {
   std::string body(64, '\0');
   const std::uint64_t huge = 1ull << 40;
   std::memcpy(body.data(), &huge, sizeof huge);
+  for (const auto version : {kRunArchiveWholeVersion, kRunArchiveFoldVersion}) {
+    try {
+      decode_run_archive_body(body, version);
+      ADD_FAILURE() << "accepted a corrupt length, version " << version;
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find("do not fit"), std::string::npos) << e.what();
+    }
+  }
+}
+
+// Versions 6 and 7 are read; another is refused, saying which are read.
+TEST(RunArchive, AnArchiveOfAnotherVersionIsRefusedNamingTheVersionsRead) {
+  testing::TwoStagePipeline h;
+  std::stringstream buffer;
+  write_run_archive(buffer, "{}", h.graph, h.timeline);
+  std::string bytes = buffer.str();
+  const std::uint32_t five = 5;
+  std::memcpy(bytes.data() + 8, &five, sizeof five);
+  reseal_run_archive(bytes);
   try {
-    decode_run_archive_body(body);
-    FAIL() << "accepted a corrupt length";
+    parse_run_archive(bytes);
+    FAIL() << "accepted version 5";
   } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find("do not fit"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("format version 5, this trainsim reads 6 and 7"), std::string::npos)
+        << e.what();
   }
 }
 
@@ -138,7 +158,7 @@ TEST(RunArchive, TheBodyIsCompressed) {
 TEST(RunArchive, TheFuzzSeedsAreIntactArchivesOfThisVersion) {
   const std::filesystem::path seeds =
       std::filesystem::path(TRAINSIM_SOURCE_DIR) / "tests/fuzz/seeds/run_archive";
-  int archives = 0;
+  int archives = 0, folded = 0, fold_considered = 0;
   for (const auto& entry : std::filesystem::directory_iterator(seeds)) {
     if (entry.path().extension() != ".trainsim")
       continue;
@@ -148,12 +168,16 @@ TEST(RunArchive, TheFuzzSeedsAreIntactArchivesOfThisVersion) {
     try {
       const auto archive = read_run_archive(in);
       EXPECT_GT(archive.timeline.records.size(), 0u) << entry.path();
+      folded += archive.timeline.records.expanded();
+      fold_considered += archive.fold.considered;
       (void)run_metadata_from_json(archive.metadata_json);
     } catch (const std::exception& e) {
       ADD_FAILURE() << entry.path() << ": " << e.what();
     }
   }
-  EXPECT_EQ(archives, 3);
+  EXPECT_EQ(archives, 5);
+  EXPECT_EQ(fold_considered, 2);  // version 7
+  EXPECT_EQ(folded, 1);           // of them, stored by class
 }
 
 TEST(RunMetadata, RoundTripsAndRefusesWrongTypes) {
