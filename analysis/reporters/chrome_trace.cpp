@@ -23,6 +23,7 @@
 #include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <ostream>
 #include <set>
 #include <span>
@@ -306,18 +307,30 @@ void write_chrome_trace(std::ostream& out, const RunContext& run, const Timeline
   }
 
   long flow_id = 0;
+  // A task's label, place on the critical path and collective arguments,
+  // made once for the records that follow one another with it (a
+  // collective's members).
+  std::optional<workloads::TaskId> described;
+  std::string label, collective_args;
+  bool on_path = false;
   for_each_shown_record([&](const TaskRecord& r) {
     if (!is_shown(r.gpu))
       return;
     const auto& task = run.graph[r.task];
     const auto t = thread_of(cluster, r.gpu, r.stream);
-    const std::string label = workloads::task_label(run.graph, r.task);
-    const bool on_path = critical.count(r.task) > 0;
-    std::string collective_args;
-    if (const auto* choice = timeline.collective_choice(r.task))
-      collective_args =
-          fmt::format(",\"algorithm\":\"{}\",\"channels\":{},\"fidelity\":\"{}\"",
-                      to_string(choice->algorithm), choice->channels, to_string(choice->fidelity));
+    if (described != r.task) {
+      described = r.task;
+      label = workloads::task_label(run.graph, r.task);
+      on_path = critical.count(r.task) > 0;
+      collective_args.clear();
+      // Only collective tasks have a choice (Timeline::collectives).
+      const auto* choice =
+          task.kind == workloads::TaskKind::collective ? timeline.collective_choice(r.task) : nullptr;
+      if (choice != nullptr)
+        collective_args =
+            fmt::format(",\"algorithm\":\"{}\",\"channels\":{},\"fidelity\":\"{}\"",
+                        to_string(choice->algorithm), choice->channels, to_string(choice->fidelity));
+    }
     fmt::print(w.next(),
                "{{\"ph\":\"X\",\"name\":\"{}\",\"cat\":\"{}\",\"pid\":{},\"tid\":{},\"ts\":{},\"dur\":{},"
                "\"args\":{{\"micro_batch\":{},\"stage\":{},\"bytes\":{:.0f},\"critical\":{}{}}}}}",

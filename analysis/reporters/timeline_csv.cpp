@@ -73,7 +73,10 @@ void write_timeline_csv(std::ostream& out, const RunContext& run, const Timeline
   for (const TaskRecord& first : records.recorded()) {
     const int n = records.images_of(first);
     if (previous == nullptr || previous->task != first.task) {
-      const auto* choice = timeline.collective_choice(first.task);
+      // Only collective tasks have a choice (Timeline::collectives).
+      const auto* choice = run.graph[first.task].kind == workloads::TaskKind::collective
+                               ? timeline.collective_choice(first.task)
+                               : nullptr;
       algorithm = choice ? to_string(choice->algorithm) : std::string_view();
     }
     if (previous == nullptr || !same_shared_fields(*previous, first)) {
