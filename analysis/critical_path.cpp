@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <utility>
+#include <vector>
 
 #include "analysis/execution_index.hpp"
 
@@ -34,15 +36,27 @@ LinkLoadIndex::LinkLoadIndex(const Timeline& timeline, LinkClasses links)
       links_(std::move(links)),
       longest_flow_s_(timeline.links.size(), 0.0),
       flows_by_task_(links_.folded() ? FlowIndex::by_recorded_task(timeline) : FlowIndex::by_task(timeline)) {
+  // Each link's flows in order of start, ties in list order: sorted on
+  // (start, place in the list), which is that stable order, with the starts
+  // read once rather than at every comparison.
+  std::vector<std::pair<double, std::uint32_t>> keyed;
+  std::vector<std::uint32_t> listed;
   for (std::size_t l = 0; l < timeline.links.size(); ++l) {
     if (!links_.is_representative(l))
       continue;
     auto list = links_.flows_of(l);
-    for (const std::uint32_t f : list)
-      longest_flow_s_[l] = std::max(longest_flow_s_[l], links_.record(f).end_s - links_.record(f).start_s);
-    std::stable_sort(list.begin(), list.end(), [&](std::uint32_t a, std::uint32_t b) {
-      return links_.record(a).start_s < links_.record(b).start_s;
-    });
+    keyed.clear();
+    for (std::uint32_t k = 0; k < list.size(); ++k) {
+      const auto& flow = links_.record(list[k]);
+      longest_flow_s_[l] = std::max(longest_flow_s_[l], flow.end_s - flow.start_s);
+      keyed.emplace_back(flow.start_s, k);
+    }
+    if (std::is_sorted(keyed.begin(), keyed.end()))
+      continue;
+    std::sort(keyed.begin(), keyed.end());
+    listed.assign(list.begin(), list.end());
+    for (std::size_t k = 0; k < keyed.size(); ++k)
+      list[k] = listed[keyed[k].second];
   }
 }
 

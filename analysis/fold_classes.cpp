@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -77,6 +78,16 @@ GpuClasses GpuClasses::of(const workloads::TaskGraph& graph, const Timeline& tim
     if (images->tasks.fixed(r.task))
       spanning.emplace_back(key(r.task, static_cast<std::size_t>(r.gpu)), i);
   }
+  // The replay records a collective's members one after the other: when
+  // each spanning task's records are one run of consecutive entries, the
+  // check runs per run (sorted by GPU), which is the whole check, as no
+  // record of the task lies outside its run.
+  if (const auto grouped = check_spanning_runs(spanning, recorded, graph.size(), *images)) {
+    if (!*grouped)
+      return identity();
+    c.images_ = images;
+    return c;
+  }
   std::sort(spanning.begin(), spanning.end());
   for (std::size_t j = 1; j < spanning.size(); ++j)
     if (spanning[j].first == spanning[j - 1].first)
@@ -95,6 +106,45 @@ GpuClasses GpuClasses::of(const workloads::TaskGraph& graph, const Timeline& tim
   }
   c.images_ = images;
   return c;
+}
+
+std::optional<bool> GpuClasses::check_spanning_runs(
+    const std::vector<std::pair<std::uint64_t, std::size_t>>& spanning,
+    const std::vector<TaskRecord>& recorded, std::size_t tasks, const FoldImages& images) {
+  const auto task_of = [&](std::size_t j) { return recorded[spanning[j].second].task; };
+  // Runs: [a, b) of one task each; none of a task seen before.
+  std::vector<char> seen(tasks, 0);
+  for (std::size_t a = 0, b = 0; a < spanning.size(); a = b) {
+    const auto task = task_of(a);
+    if (seen[task])
+      return std::nullopt;
+    seen[task] = 1;
+    for (b = a + 1; b < spanning.size() && task_of(b) == task;)
+      ++b;
+  }
+  // (GPU, record) of a run, sorted by GPU.
+  std::vector<std::pair<std::size_t, std::size_t>> run;
+  for (std::size_t a = 0, b = 0; a < spanning.size(); a = b) {
+    run.clear();
+    for (b = a; b < spanning.size() && task_of(b) == task_of(a); ++b)
+      run.emplace_back(static_cast<std::size_t>(recorded[spanning[b].second].gpu), spanning[b].second);
+    std::sort(run.begin(), run.end());
+    for (std::size_t j = 1; j < run.size(); ++j)
+      if (run[j].first == run[j - 1].first)
+        return false;  // two records of one task on one GPU
+    for (const auto& [gpu, i] : run) {
+      const auto& r = recorded[i];
+      const std::size_t image = images.endpoints.power(gpu, 1);
+      const auto it = std::lower_bound(run.begin(), run.end(), image,
+                                       [](const auto& entry, std::size_t x) { return entry.first < x; });
+      if (it == run.end() || it->first != image)
+        return false;
+      const auto& s = recorded[it->second];
+      if (std::tie(s.start_s, s.end_s, s.stream) != std::tie(r.start_s, r.end_s, r.stream))
+        return false;
+    }
+  }
+  return true;
 }
 
 LinkClasses LinkClasses::of(const Timeline& timeline) {

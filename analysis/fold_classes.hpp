@@ -15,6 +15,7 @@
 // representatives' (checked below), the classes are the identity: every GPU
 // and link its own representative, every record read as the full list has it.
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <utility>
 #include <vector>
@@ -73,6 +74,14 @@ class GpuClasses {
   }
 
  private:
+  // of()'s check of the spanning collectives' records ((task, GPU) key,
+  // index in `recorded`, in recorded order) when each task's are one run of
+  // consecutive entries: whether they pass; nullopt when some task's records
+  // are apart (of() then checks them all sorted).
+  static std::optional<bool> check_spanning_runs(
+      const std::vector<std::pair<std::uint64_t, std::size_t>>& spanning,
+      const std::vector<TaskRecord>& recorded, std::size_t tasks, const FoldImages& images);
+
   // The image of a record on `gpu`'s orbit that lands on the representative.
   int landing(std::size_t gpu) const { return step_[gpu] == 0 ? 0 : images_->order - step_[gpu]; }
 

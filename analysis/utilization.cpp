@@ -206,23 +206,30 @@ Utilization analyze_utilization(const workloads::TaskGraph& graph, const Timelin
       continue;
     }
     const auto on_link = link_classes.flows_of(l);
-    ev.clear();
+    ev.resize(2 * on_link.size());
     bool ordered = true;  // every flow ends at or after its start
-    for (const std::uint32_t f : on_link) {
-      const auto& flow = link_classes.record(f);  // bytes and times
+    for (std::size_t k = 0; k < on_link.size(); ++k) {
+      const auto& flow = link_classes.record(on_link[k]);  // bytes and times
       link.bytes += flow.bytes;
       ++link.flows;
       ordered = ordered && flow.end_s >= flow.start_s;
-      ev.emplace_back(flow.start_s, +1);
-      ev.emplace_back(flow.end_s, -1);
+      ev[k] = {flow.end_s, -1};
+      ev[on_link.size() + k] = {flow.start_s, +1};
     }
     link.link = static_cast<int>(l);
     link.name = timeline.links[l].name;
     link.bandwidth_Bps = timeline.links[l].bandwidth_Bps;
     // Ends sort before starts at the same time: back-to-back flows are not
     // concurrent. One sort gives the busy time (the flows' union) and the
-    // peak (sweep_sorted_events).
-    std::sort(ev.begin(), ev.end());
+    // peak (sweep_sorted_events). The ends (flows are listed as they end,
+    // Timeline::flows) and the starts sorted apart and merged: the same
+    // sequence as one sort of both, as equal events are equal pairs.
+    const auto middle = ev.begin() + static_cast<std::ptrdiff_t>(on_link.size());
+    if (!std::is_sorted(ev.begin(), middle))
+      std::sort(ev.begin(), middle);
+    if (!std::is_sorted(middle, ev.end()))
+      std::sort(middle, ev.end());
+    std::inplace_merge(ev.begin(), middle, ev.end());
     const EventSweep sweep = sweep_sorted_events(ev);
     link.peak_concurrent_flows = sweep.peak;
     if (ordered) {

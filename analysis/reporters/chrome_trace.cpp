@@ -56,22 +56,37 @@ ThreadId thread_of(const platforms::ClusterSpec& cluster, int gpu, Stream stream
 // decimals (what the trace format takes). A slice's start and end are each
 // rounded once and its duration is their difference, so a flow that ends
 // when its slice ends lands exactly on it, never a nanosecond after.
+// (A time is a value that formats itself into the event being written:
+// no string of its own for each of the trace's millions of times.)
 struct Ns {
   long long ns;
 };
 Ns ns(double seconds) {
   return {std::llround(seconds * 1e9)};
 }
-std::string us(Ns t) {
-  const long long whole = t.ns / 1000, part = t.ns % 1000;
-  return part < 0 ? fmt::format("-{}.{:03}", -whole, -part) : fmt::format("{}.{:03}", whole, part);
+Ns us(double seconds) {
+  return ns(seconds);
 }
-std::string us(double seconds) {
-  return us(ns(seconds));
+Ns dur(double start_s, double end_s) {
+  return Ns{ns(end_s).ns - ns(start_s).ns};
 }
-std::string dur(double start_s, double end_s) {
-  return us(Ns{ns(end_s).ns - ns(start_s).ns});
-}
+
+}  // namespace
+}  // namespace trainsim::analysis
+
+template <>
+struct fmt::formatter<trainsim::analysis::Ns> {
+  constexpr auto parse(format_parse_context& ctx) { return ctx.begin(); }
+  template <class Context>
+  auto format(const trainsim::analysis::Ns& t, Context& ctx) const {
+    const long long whole = t.ns / 1000, part = t.ns % 1000;
+    return part < 0 ? fmt::format_to(ctx.out(), "-{}.{:03}", -whole, -part)
+                    : fmt::format_to(ctx.out(), "{}.{:03}", whole, part);
+  }
+};
+
+namespace trainsim::analysis {
+namespace {
 
 // Kineto's names for a GPU's streams ("stream 7" is PyTorch's default
 // compute stream in its traces); the communication streams are numbered
@@ -366,7 +381,7 @@ void write_chrome_trace(std::ostream& out, const RunContext& run, const Timeline
   struct Shared {
     bool times = false, row = false;
     double start_s = 0, end_s = 0;
-    std::string ts, dur, arrival;  // us(start), dur(start, end), us(end)
+    Ns ts{}, dur{}, arrival{};  // us(start), dur(start, end), us(end)
     workloads::TaskId task = 0;
     std::optional<CollectiveChoice> choice;
     std::string label, collective_args;
@@ -392,7 +407,9 @@ void write_chrome_trace(std::ostream& out, const RunContext& run, const Timeline
       c.dur = dur(r.start_s, r.end_s);
       c.arrival = us(r.end_s);
     }
-    const auto* choice = timeline.collective_choice(r.task);
+    // Only collective tasks have a choice (Timeline::collectives).
+    const auto* choice =
+        task.kind == workloads::TaskKind::collective ? timeline.collective_choice(r.task) : nullptr;
     const bool new_row = !c.row || !same_choice(c.choice, choice) ||
                          !(r.task == c.task || same_row_fields(run.graph, c.task, r.task));
     if (new_row) {

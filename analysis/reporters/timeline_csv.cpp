@@ -1,6 +1,8 @@
 #include <fmt/format.h>
 
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <iterator>
 #include <ostream>
 
@@ -43,6 +45,14 @@ void append_shared_fields(fmt::memory_buffer& out, const RunContext& run, const 
   out.push_back(',');
 }
 
+// Whether two records' shared fields (append_shared_fields) are the same
+// text: the same task, stream and times.
+bool same_shared_fields(const TaskRecord& a, const TaskRecord& b) {
+  return a.task == b.task && a.stream == b.stream &&
+         std::bit_cast<std::uint64_t>(a.start_s) == std::bit_cast<std::uint64_t>(b.start_s) &&
+         std::bit_cast<std::uint64_t>(a.end_s) == std::bit_cast<std::uint64_t>(b.end_s);
+}
+
 }  // namespace
 
 void write_timeline_csv(std::ostream& out, const RunContext& run, const Timeline& timeline) {
@@ -54,13 +64,26 @@ void write_timeline_csv(std::ostream& out, const RunContext& run, const Timeline
   // stream, times, bytes, name and collective choice (the expansion gives
   // every image its representative's, sim/replay/fold_expansion.cpp), which
   // are formatted once; each image writes its GPU and peer.
+  // A collective's members follow one another with the same task, stream
+  // and times (the replay records them together): their fields, and the
+  // collective's algorithm, are formatted once for the run of them.
   const auto& records = timeline.records;
+  const TaskRecord* previous = nullptr;
+  std::string_view algorithm;
   for (const TaskRecord& first : records.recorded()) {
     const int n = records.images_of(first);
-    const auto* choice = timeline.collective_choice(first.task);
-    const std::string_view algorithm = choice ? to_string(choice->algorithm) : std::string_view();
-    shared.clear();
-    append_shared_fields(shared, run, first);
+    if (previous == nullptr || previous->task != first.task) {
+      // Only collective tasks have a choice (Timeline::collectives).
+      const auto* choice = run.graph[first.task].kind == workloads::TaskKind::collective
+                               ? timeline.collective_choice(first.task)
+                               : nullptr;
+      algorithm = choice ? to_string(choice->algorithm) : std::string_view();
+    }
+    if (previous == nullptr || !same_shared_fields(*previous, first)) {
+      shared.clear();
+      append_shared_fields(shared, run, first);
+    }
+    previous = &first;
     for (int k = 0; k < n; ++k) {
       const TaskRecord r = records.image(first, k);
       append_int(buffer, r.gpu);

@@ -23,6 +23,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstdint>
+#include <memory>
 #include <unordered_map>
 
 #include "sim/collectives/flows.hpp"
@@ -46,57 +47,65 @@ class QuotientRingSteps final : public Collective {
     double delay_s;
   };
 
+  // The ring's shape, shared by the clones of a machine (a replay clones a
+  // remembered plan for every collective it runs, sim/replay/plan_cache.hpp):
+  // the representative positions, in the full machine's order, and each full
+  // position's index among them (-1: not a representative).
+  struct Shape {
+    std::vector<Position> positions;
+    std::vector<int> index_of_tag;
+  };
+
   QuotientRingSteps(std::vector<Position> positions, std::vector<int> index_of_tag, int steps, int in_flight)
-      : positions_(std::move(positions)),
-        index_of_tag_(std::move(index_of_tag)),
+      : shape_(std::make_shared<const Shape>(Shape{std::move(positions), std::move(index_of_tag)})),
         steps_(steps),
-        in_flight_(in_flight) {
-    sent_.assign(positions_.size(), 0);
-    received_.assign(positions_.size(), 0);
-    posted_.assign(positions_.size(), 0);
-  }
+        in_flight_(in_flight),
+        counts_(shape_->positions.size()) {}
 
   void start(std::vector<FlowRequest>& out) override {
-    for (std::size_t a = 0; a < positions_.size(); ++a)
+    for (std::size_t a = 0; a < counts_.size(); ++a)
       try_send(a, out);
   }
 
   void on_flow_done(int tag, std::vector<FlowRequest>& out) override {
-    const auto a = static_cast<std::size_t>(index_of_tag_[static_cast<std::size_t>(tag)]);
-    const Position& p = positions_[a];
+    const auto a = static_cast<std::size_t>(shape_->index_of_tag[static_cast<std::size_t>(tag)]);
+    const Position& p = shape_->positions[a];
     ++completed_;
-    ++sent_[a];
+    ++counts_[a].sent;
     if (p.closes) {
       try_send(a, out);
-      ++received_[a];
+      ++counts_[a].received;
       try_send(a, out);
       return;
     }
     const auto b = static_cast<std::size_t>(p.next);
-    ++received_[b];
+    ++counts_[b].received;
     try_send(a, out);
     try_send(b, out);
   }
 
-  bool finished() const override {
-    return completed_ == static_cast<std::size_t>(steps_) * positions_.size();
-  }
+  bool finished() const override { return completed_ == static_cast<std::size_t>(steps_) * counts_.size(); }
   std::unique_ptr<Collective> clone() const override { return std::make_unique<QuotientRingSteps>(*this); }
 
  private:
   void try_send(std::size_t a, std::vector<FlowRequest>& out) {
-    if (posted_[a] >= steps_ || received_[a] < posted_[a] || posted_[a] - sent_[a] >= in_flight_)
+    Counts& c = counts_[a];
+    if (c.posted >= steps_ || c.received < c.posted || c.posted - c.sent >= in_flight_)
       return;
-    ++posted_[a];
-    const Position& p = positions_[a];
+    ++c.posted;
+    const Position& p = shape_->positions[a];
     out.push_back({p.src, p.dst, p.bytes, p.tag, p.delay_s});
   }
 
-  std::vector<Position> positions_;  // the representative positions, in the full machine's order
-  std::vector<int> index_of_tag_;    // full position -> index here (-1: not a representative)
+  // A representative position's steps sent (ended), received and posted.
+  struct Counts {
+    int sent = 0, received = 0, posted = 0;
+  };
+
+  std::shared_ptr<const Shape> shape_;
   int steps_;
   int in_flight_;
-  std::vector<int> sent_, received_, posted_;
+  std::vector<Counts> counts_;
   std::size_t completed_ = 0;
 };
 

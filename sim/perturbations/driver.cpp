@@ -283,6 +283,7 @@ void PerturbationDriver::apply_link(LinkState& state) {
     else if (f.down)
       down = true;
   }
+  zone_.note_link_latency_change();
   for (sg::Link* l : {state.link->get_link_up(), state.link->get_link_down()}) {
     l->set_bandwidth(state.nominal_Bps * factor);
     l->set_latency(latency_s);

@@ -233,11 +233,18 @@ void ClusterZone::get_local_route(const kr::NetPoint* src, const kr::NetPoint* d
   }
   // Links carry no latency of their own (see duplex()) unless a perturbation
   // adds some to one (sim/perturbations/driver.hpp).
+  // (Until a perturbation changes one, every link's latency is 0: not read.)
   double added_s = 0;
   const auto* hop = kernel_hops_.data() + route.first;
-  for (const auto* end = hop + route.count; hop != end; ++hop) {
-    into->link_list_.push_back(hop->shared);
-    added_s += hop->own->get_latency();
+  const auto* end = hop + route.count;
+  if (!link_latency_changed_) {
+    for (; hop != end; ++hop)
+      into->link_list_.push_back(hop->shared);
+  } else {
+    for (; hop != end; ++hop) {
+      into->link_list_.push_back(hop->shared);
+      added_s += hop->own->get_latency();
+    }
   }
   if (latency != nullptr)
     *latency += route.latency_s + added_s;

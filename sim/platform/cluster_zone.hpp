@@ -127,6 +127,9 @@ class ClusterZone final : public simgrid::kernel::routing::NetZoneImpl {
     return tuner_choices_;
   }
   void forget_tuner_choices() const { tuner_choices_.clear(); }
+  // Before a perturbation sets a link's latency (links are built without:
+  // routes carry theirs, walk()): get_local_route then adds the hops'.
+  void note_link_latency_change() const { link_latency_changed_ = true; }
   // The image of a link direction under one step of the folding
   // automorphism (the link itself when not folded).
   simgrid::s4u::Link* link_image(const simgrid::s4u::Link* link) const;
@@ -214,6 +217,9 @@ class ClusterZone final : public simgrid::kernel::routing::NetZoneImpl {
   };
   std::unordered_map<std::uint64_t, KernelRoute> kernel_routes_;
   std::vector<KernelHop> kernel_hops_;
+  // A perturbation has set a link's latency (note_link_latency_change):
+  // get_local_route reads each hop's from then on.
+  mutable bool link_latency_changed_ = false;
 };
 
 }  // namespace trainsim::sim

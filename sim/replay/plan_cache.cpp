@@ -2,6 +2,8 @@
 
 #include <bit>
 
+#include "sim/replay/folded_collective.hpp"
+
 namespace trainsim::sim {
 
 std::size_t PlanCache::KeyHash::operator()(const Key& k) const {
@@ -9,20 +11,31 @@ std::size_t PlanCache::KeyHash::operator()(const Key& k) const {
   const auto mix = [&h](std::uint64_t v) { h = (h ^ v) * 0x100000001B3ULL + (h >> 29); };
   mix(static_cast<std::uint32_t>(k.group));
   mix(static_cast<std::uint32_t>(k.fold));
-  mix(static_cast<std::uint64_t>(k.op) << 16 | static_cast<std::uint64_t>(k.algorithm) << 8 |
-      static_cast<std::uint8_t>(k.fidelity));
+  mix(static_cast<std::uint64_t>(k.spanning) << 24 | static_cast<std::uint64_t>(k.op) << 16 |
+      static_cast<std::uint64_t>(k.algorithm) << 8 | static_cast<std::uint8_t>(k.fidelity));
   return static_cast<std::size_t>(h);
 }
 
 CollectivePlan PlanCache::plan(const CollectiveRequest& request, int group, const ClusterZone& zone,
-                               std::optional<platforms::Fidelity> fidelity) {
+                               std::optional<platforms::Fidelity> fidelity, const ReplicaFold* spanning) {
+  const auto planned = [&] {
+    CollectivePlan plan = make_collective(request, zone, fidelity);
+    if (spanning != nullptr)
+      plan.flows = fold_spanning_collective(std::move(plan.flows), *spanning);
+    return plan;
+  };
   if (!remember_ || request.exchange != nullptr)
-    return make_collective(request, zone, fidelity);
-  const Key key{group,      request.fold,      std::bit_cast<std::uint64_t>(request.bytes),
-                request.op, request.algorithm, fidelity ? static_cast<int>(*fidelity) : -1};
+    return planned();
+  const Key key{group,
+                request.fold,
+                std::bit_cast<std::uint64_t>(request.bytes),
+                request.op,
+                request.algorithm,
+                fidelity ? static_cast<int>(*fidelity) : -1,
+                spanning != nullptr};
   auto it = plans_.find(key);
   if (it == plans_.end())
-    it = plans_.emplace(key, make_collective(request, zone, fidelity)).first;
+    it = plans_.emplace(key, planned()).first;
   const CollectivePlan& first = it->second;
   CollectivePlan copy;
   copy.flows = first.flows->clone();

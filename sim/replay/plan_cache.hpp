@@ -9,13 +9,16 @@
 // of a request serves every later one: its figures as they were, and a
 // copy of its state machine as created (Collective::clone() of a machine
 // not yet started is a fresh one). Uneven exchanges (their bytes per
-// member pair) are planned anew each time.
+// member pair) are planned anew each time. Under the fold, a spanning
+// collective's quotient machine (fold_spanning_collective) is remembered
+// too: its checks and orbits are computed once per distinct request.
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <unordered_map>
 
 #include "sim/collectives/collectives.hpp"
+#include "sim/replay/replica_fold.hpp"
 
 namespace trainsim::sim {
 
@@ -26,9 +29,12 @@ class PlanCache {
   explicit PlanCache(bool remember) : remember_(remember) {}
 
   // make_collective(request, zone, fidelity), `group` naming request.gpus
-  // (TaskGraph::groups' index: one group, one list of GPUs).
+  // (TaskGraph::groups' index: one group, one list of GPUs). `spanning`: a
+  // collective that spans the classes of this fold, whose machine is the
+  // quotient fold_spanning_collective() makes of the plan's (remembered
+  // folded: the quotient ring's checks and orbits are the plan's alone).
   CollectivePlan plan(const CollectiveRequest& request, int group, const ClusterZone& zone,
-                      std::optional<platforms::Fidelity> fidelity);
+                      std::optional<platforms::Fidelity> fidelity, const ReplicaFold* spanning = nullptr);
 
   // Distinct requests planned and remembered so far.
   std::size_t size() const { return plans_.size(); }
@@ -40,7 +46,8 @@ class PlanCache {
     std::uint64_t bytes_bits;  // the double's bits: equal keys, equal bytes
     workloads::CollectiveOp op;
     platforms::CollectiveAlgorithm algorithm;
-    int fidelity;  // -1: the cluster's
+    int fidelity;   // -1: the cluster's
+    bool spanning;  // folded (the fold is the run's: one per cache)
     bool operator==(const Key&) const = default;
   };
   struct KeyHash {

@@ -364,13 +364,10 @@ class Replayer {
 
   CollectivePlan plan_collective(TaskId id, std::optional<platforms::Fidelity> fidelity = std::nullopt) {
     const auto& task = graph_[id];
-    auto plan = plans_.plan(
+    return plans_.plan(
         {task.op, graph_.groups[static_cast<std::size_t>(task.group)], task.bytes, task.fold, task.algorithm,
          task.exchange >= 0 ? &graph_.exchanges[static_cast<std::size_t>(task.exchange)] : nullptr},
-        task.group, zone_, fidelity);
-    if (fold_ != nullptr && fold_->spanning[id])
-      plan.flows = fold_spanning_collective(std::move(plan.flows), *fold_);
-    return plan;
+        task.group, zone_, fidelity, fold_ != nullptr && fold_->spanning[id] ? fold_ : nullptr);
   }
 
   void start_collective(TaskId id) {

@@ -22,10 +22,12 @@ struct Folded {
   workloads::TaskGraph graph;
   Timeline timeline;
 
-  // `all_reduce_gpus`: the GPUs the all-reduce has a record on, in order.
+  // `all_reduce_gpus`: the GPUs the all-reduce has a record on, in order;
+  // `send_after`: how many of them come before the send's record (-1: the
+  // send's record comes before them all).
   explicit Folded(int send_peer = 1, double image_all_reduce_end_s = 3,
-                  std::vector<std::uint32_t> route = {0, 1},
-                  std::vector<int> all_reduce_gpus = {0, 1, 2, 3}) {
+                  std::vector<std::uint32_t> route = {0, 1}, std::vector<int> all_reduce_gpus = {0, 1, 2, 3},
+                  int send_after = -1) {
     graph.gpu_count = 4;
     graph.add({.kind = TaskKind::forward, .gpu = 0});
     graph.add({.kind = TaskKind::forward, .gpu = 2});
@@ -33,9 +35,16 @@ struct Folded {
     graph.add({.kind = TaskKind::send, .comm = CommKind::pp, .gpu = 2, .peer = (send_peer + 2) % 4});
     graph.add({.kind = TaskKind::collective, .comm = CommKind::dp, .gpu = 0});
     timeline.end_s = 3;
-    timeline.records = {{0, 0, Stream::compute, 0, 1}, {2, 0, Stream::pp_comm, 1, 2}};
-    for (const int gpu : all_reduce_gpus)
+    timeline.records = {{0, 0, Stream::compute, 0, 1}};
+    const TaskRecord send{2, 0, Stream::pp_comm, 1, 2};
+    if (send_after < 0)
+      timeline.records.push_back(send);
+    for (std::size_t k = 0; k < all_reduce_gpus.size(); ++k) {
+      if (static_cast<int>(k) == send_after)
+        timeline.records.push_back(send);
+      const int gpu = all_reduce_gpus[k];
       timeline.records.push_back({4, gpu, Stream::dp_comm, 2, gpu == 2 ? image_all_reduce_end_s : 3});
+    }
     for (const char* name : {"l0", "l1", "l2", "l3"})
       timeline.links.push_back({name, 1e9, 0});
     // The recorded routes at 0 (two links) and 4 (link 1 alone), their
@@ -98,6 +107,20 @@ TEST(GpuClasses, AreTheIdentityWhenASpanningCollectiveHasTwoRecordsOnOneGpu) {
   EXPECT_TRUE(GpuClasses::of(shuffled.graph, shuffled.timeline, 4).folded());  // in any order
   const Folded f(1, 3, {0, 1}, {0, 1, 2, 3, 1});
   EXPECT_FALSE(GpuClasses::of(f.graph, f.timeline, 4).folded());
+}
+
+// The replay records a collective's members in a row, which of() checks
+// run by run; records of one task apart are checked as a whole (here GPU 0's
+// image, GPU 2, has its record after the send's).
+TEST(GpuClasses, CheckASpanningCollectivesRecordsApartAsTheyCheckThemInARow) {
+  const Folded apart(1, 3, {0, 1}, {0, 1, 2, 3}, 2);
+  EXPECT_TRUE(GpuClasses::of(apart.graph, apart.timeline, 4).folded());
+  const Folded differs(1, 2.5, {0, 1}, {0, 1, 2, 3}, 2);
+  EXPECT_FALSE(GpuClasses::of(differs.graph, differs.timeline, 4).folded());
+  const Folded missing(1, 3, {0, 1}, {0, 1, 2}, 1);
+  EXPECT_FALSE(GpuClasses::of(missing.graph, missing.timeline, 4).folded());
+  const Folded twice(1, 3, {0, 1}, {0, 1, 2, 3, 1}, 3);
+  EXPECT_FALSE(GpuClasses::of(twice.graph, twice.timeline, 4).folded());
 }
 
 TEST(GpuClasses, AreTheIdentityWhenASendStaysInOneOrbit) {
