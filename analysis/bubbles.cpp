@@ -246,13 +246,17 @@ BubbleReport analyze_bubbles(const workloads::TaskGraph& graph, const Timeline& 
 
   // Reference durations under balanced routing, and with each task's
   // expert imbalance put back (the same when the run has none).
+  // (A copy over every task only when some task has an imbalance.)
   const std::vector<double> balanced = reference_durations(graph, index);
-  std::vector<double> reference = balanced;
+  std::vector<double> imbalanced;
   for (TaskId v = 0; v < graph.size(); ++v)
     if (graph[v].imbalance_s != 0 && index.ran(v)) {
+      if (!report.expert_imbalance_modelled)
+        imbalanced = balanced;
       report.expert_imbalance_modelled = true;
-      reference[v] = std::max(0.0, balanced[v] + graph[v].imbalance_s);
+      imbalanced[v] = std::max(0.0, balanced[v] + graph[v].imbalance_s);
     }
+  const std::vector<double>& reference = report.expert_imbalance_modelled ? imbalanced : balanced;
   report.reference_iteration_time_s = retimed_iteration_s(graph, index, reference);
   report.balanced_routing_iteration_time_s = report.expert_imbalance_modelled
                                                  ? retimed_iteration_s(graph, index, balanced)

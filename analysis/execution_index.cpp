@@ -12,8 +12,10 @@ ExecutionIndex::ExecutionIndex(const workloads::TaskGraph& graph, const Timeline
       start_s_(graph.size(), 0.0),
       end_s_(graph.size(), 0.0),
       compute_order_(static_cast<std::size_t>(std::max(graph.gpu_count, 0))),
-      stream_pred_(graph.size(), kNone),
-      releaser_(graph.size(), kNone) {
+      stream_pred_(graph.size(), kNone32),
+      releaser_(graph.size(), kNone32) {
+  if (graph.size() >= kNone32)
+    throw std::length_error("the execution index numbers tasks in 32 bits: the graph has more");
   double last_end = -1;
   for (const auto& r : timeline.records) {
     if (r.task >= graph.size())
@@ -25,7 +27,7 @@ ExecutionIndex::ExecutionIndex(const workloads::TaskGraph& graph, const Timeline
       if (r.stream == Stream::compute) {
         if (r.gpu < 0 || r.gpu >= graph.gpu_count)
           throw std::invalid_argument("timeline record names a GPU the graph does not have");
-        compute_order_[static_cast<std::size_t>(r.gpu)].push_back(r.task);
+        compute_order_[static_cast<std::size_t>(r.gpu)].push_back(static_cast<std::uint32_t>(r.task));
       }
     }
     if (r.end_s >= last_end) {
@@ -34,7 +36,7 @@ ExecutionIndex::ExecutionIndex(const workloads::TaskGraph& graph, const Timeline
     }
   }
   for (auto& order : compute_order_) {
-    std::stable_sort(order.begin(), order.end(), [&](TaskId a, TaskId b) {
+    std::stable_sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
       if (start_s_[a] != start_s_[b])
         return start_s_[a] < start_s_[b];
       return end_s_[a] < end_s_[b];
@@ -49,7 +51,7 @@ ExecutionIndex::ExecutionIndex(const workloads::TaskGraph& graph, const Timeline
   for (TaskId v = 0; v < graph.size(); ++v) {
     if (!ran_[v])
       continue;
-    TaskId best = stream_pred_[v];
+    TaskId best = widen(stream_pred_[v]);
     for (auto [e, e_end] = boost::in_edges(v, graph.graph); e != e_end; ++e) {
       const TaskId u = boost::source(*e, graph.graph);
       if (!ran_[u])
@@ -58,30 +60,30 @@ ExecutionIndex::ExecutionIndex(const workloads::TaskGraph& graph, const Timeline
       if (best == kNone || end_s_[u] > end_s_[best] || (end_s_[u] == end_s_[best] && u < best))
         best = u;
     }
-    if (stream_pred_[v] != kNone)
+    if (stream_pred_[v] != kNone32)
       ++waiting[v];
-    releaser_[v] = best;
+    releaser_[v] = best == kNone ? kNone32 : static_cast<std::uint32_t>(best);
   }
   std::vector<TaskId> ready;
   for (TaskId v = 0; v < graph.size(); ++v)
     if (ran_[v] && waiting[v] == 0)
       ready.push_back(v);
   topo_.reserve(graph.size());
-  std::vector<TaskId> next_of(graph.size(), kNone);  // stream successor
+  std::vector<std::uint32_t> next_of(graph.size(), kNone32);  // stream successor
   for (const auto& order : compute_order_)
     for (std::size_t i = 1; i < order.size(); ++i)
       next_of[order[i - 1]] = order[i];
   while (!ready.empty()) {
     const TaskId v = ready.back();
     ready.pop_back();
-    topo_.push_back(v);
+    topo_.push_back(static_cast<std::uint32_t>(v));
     auto release = [&](TaskId w) {
       if (w != kNone && ran_[w] && --waiting[w] == 0)
         ready.push_back(w);
     };
     for (auto [e, e_end] = boost::out_edges(v, graph.graph); e != e_end; ++e)
       release(boost::target(*e, graph.graph));
-    release(next_of[v]);
+    release(widen(next_of[v]));
   }
 }
 

@@ -8,6 +8,7 @@
 // ran just before it on the same GPU. Following releasers backwards from the
 // end of the iteration gives the chain of work that set the iteration time.
 #include <cstddef>
+#include <cstdint>
 #include <limits>
 #include <vector>
 
@@ -26,24 +27,31 @@ class ExecutionIndex {
   double start_s(workloads::TaskId task) const { return start_s_[task]; }
   double end_s(workloads::TaskId task) const { return end_s_[task]; }
   // Compute tasks of `gpu` in execution order.
-  const std::vector<workloads::TaskId>& compute_order(int gpu) const {
+  const std::vector<std::uint32_t>& compute_order(int gpu) const {
     return compute_order_[static_cast<std::size_t>(gpu)];
   }
   // The compute task that ran just before `task` on its GPU (kNone if none).
-  workloads::TaskId stream_predecessor(workloads::TaskId task) const { return stream_pred_[task]; }
+  workloads::TaskId stream_predecessor(workloads::TaskId task) const { return widen(stream_pred_[task]); }
   // What finished last before `task` could start (kNone for a first task).
-  workloads::TaskId releaser(workloads::TaskId task) const { return releaser_[task]; }
+  workloads::TaskId releaser(workloads::TaskId task) const { return widen(releaser_[task]); }
   // The task that finished last in the iteration (ties: the last recorded).
   workloads::TaskId last_task() const { return last_task_; }
   // Tasks in an order where every releaser, graph predecessor and stream
   // predecessor of a task comes before it.
-  const std::vector<workloads::TaskId>& topological_order() const { return topo_; }
+  const std::vector<std::uint32_t>& topological_order() const { return topo_; }
 
  private:
+  // Task ids are held in 32 bits (the constructor refuses a larger graph):
+  // these arrays span every task of the graph, the whole machine's under the
+  // fold, and are held while the causal reports run (docs/performance.md,
+  // "Where the folded run's memory goes").
+  static constexpr std::uint32_t kNone32 = std::numeric_limits<std::uint32_t>::max();
+  static workloads::TaskId widen(std::uint32_t task) { return task == kNone32 ? kNone : task; }
+
   std::vector<bool> ran_;
   std::vector<double> start_s_, end_s_;
-  std::vector<std::vector<workloads::TaskId>> compute_order_;
-  std::vector<workloads::TaskId> stream_pred_, releaser_, topo_;
+  std::vector<std::vector<std::uint32_t>> compute_order_;
+  std::vector<std::uint32_t> stream_pred_, releaser_, topo_;
   workloads::TaskId last_task_ = kNone;
 };
 

@@ -59,17 +59,25 @@ std::string_view to_string(TransferKind kind);
 
 using TaskId = std::size_t;
 
+// Fields are ordered for the least padding their 98 bytes allow (104 bytes;
+// 112 in declaration order by meaning): a run holds the whole machine's
+// tasks (docs/performance.md, "Where the folded run's memory goes").
+// Designated initializers follow this order.
 struct Task {
   TaskKind kind = TaskKind::forward;
   CommKind comm = CommKind::none;
   CollectiveOp op = CollectiveOp::all_reduce;
+  TransferKind transfer = TransferKind::none;  // send: what it carries
   int gpu = -1;                                // compute: the GPU; send: the sender
   int peer = -1;                               // send: the receiver
   int group = -1;                              // collective: index into TaskGraph::groups
   int stage = -1;                              // pipeline rank of the GPU(s) (a send: of the sender)
   int chunk = 0;                               // model chunk on that rank (virtual stages)
-  TransferKind transfer = TransferKind::none;  // send: what it carries
   int micro_batch = -1;
+  // Collective: an uneven exchange (an all-to-all under imbalanced expert
+  // routing): index into TaskGraph::exchanges; -1: every member sends every
+  // other the same share of `bytes`.
+  int exchange = -1;
   // Compute: time at the GPU's nominal speed, and the share of it spent in
   // HBM-bound kernels (what the power model reads).
   double duration_s = 0;
@@ -82,33 +90,31 @@ struct Task {
   // in the ring formulas): each rank's input for all-reduce, reduce-scatter,
   // broadcast and all-to-all, each rank's output for all-gather.
   double bytes = 0;
-  // collective: the algorithm asked for; `automatic` defers to the cluster's
-  // collectives.algorithm, and that one's `auto` to NCCL-style tuning. The
-  // one actually used is recorded in the timeline.
-  platforms::CollectiveAlgorithm algorithm = platforms::CollectiveAlgorithm::automatic;
-  // collective: this many identical back-to-back collectives folded into one
-  // (a stage's per-layer TP all-reduces); replayed as one pass carrying
-  // `fold` times the bytes plus fold - 1 extra latency terms.
-  int fold = 1;
-  // Compute split into pieces (FSDP units, gradient buckets, ring
-  // attention): the model layer this piece runs (-1: the whole op), and
-  // whether it is the attention core that overlaps the context-parallel
-  // key/value exchange.
-  int layer = -1;
-  bool attention = false;
-  // Collective: an uneven exchange (an all-to-all under imbalanced expert
-  // routing): index into TaskGraph::exchanges; -1: every member sends every
-  // other the same share of `bytes`.
-  int exchange = -1;
   // Compute: the part of duration_s that imbalanced expert routing adds on
   // this GPU (negative where its experts get less than the balanced share;
   // workloads/expert_routing.hpp). What the bubble analysis blames on
   // expert imbalance.
   double imbalance_s = 0;
+  // collective: the algorithm asked for; `automatic` defers to the cluster's
+  // collectives.algorithm, and that one's `auto` to NCCL-style tuning. The
+  // one actually used is recorded in the timeline.
+  platforms::CollectiveAlgorithm algorithm = platforms::CollectiveAlgorithm::automatic;
+  // Compute split into pieces (FSDP units, gradient buckets, ring
+  // attention): whether it is the attention core that overlaps the
+  // context-parallel key/value exchange (its layer: `layer` below).
+  bool attention = false;
+  // collective: this many identical back-to-back collectives folded into one
+  // (a stage's per-layer TP all-reduces); replayed as one pass carrying
+  // `fold` times the bytes plus fold - 1 extra latency terms.
+  int fold = 1;
+  // Compute split into pieces: the model layer this piece runs (-1: the
+  // whole op).
+  int layer = -1;
   // This task's memory events: TaskGraph::memory[memory_begin, memory_end).
   std::uint32_t memory_begin = 0;
   std::uint32_t memory_end = 0;
 };
+static_assert(sizeof(Task) == 104, "Task changed size: order its fields for the least padding, then update");
 
 // What a GPU's memory holds, by kind (workloads/memory_model.hpp says what
 // each kind counts).

@@ -63,44 +63,50 @@ class Replayer {
         options_(options),
         driver_(options.perturbations),
         fold_(options.fold),
-        remaining_(graph.size()),
-        start_s_(graph.size(), 0.0),
+        local_(fold_index(graph, options.fold)),
+        replayed_count_(options.fold == nullptr ? graph.size() : options.fold->simulated_count),
+        remaining_(replayed_count_),
+        start_s_(replayed_count_, 0.0),
         compute_queue_(static_cast<std::size_t>(graph.gpu_count)),
         compute_busy_(static_cast<std::size_t>(graph.gpu_count), false),
-        collectives_(graph.size()),
-        collective_delay_s_(graph.size(), 0.0),
+        collectives_(replayed_count_),
+        collective_delay_s_(replayed_count_, 0.0),
         idle_execs_(static_cast<std::size_t>(graph.gpu_count)),
         nominal_flops_(static_cast<std::size_t>(graph.gpu_count), 0.0),
         interference_share_(zone.spec().collectives.compute_interference),
         communicating_(static_cast<std::size_t>(graph.gpu_count), 0),
         interference_(static_cast<std::size_t>(graph.gpu_count)),
-        interfering_(interference_share_ > 0 ? graph.size() : 0, false),
+        interfering_(interference_share_ > 0 ? replayed_count_ : 0, false),
         routes_(zone),
         flow_recorder_(timeline_, routes_),
         claims_(routes_),
         automatic_(zone.spec().collectives.fidelity == platforms::Fidelity::automatic &&
                    (driver_ == nullptr || !driver_->changes_links())),
-        isolated_(automatic_ ? graph.size() : 0),
-        shared_(automatic_ ? graph.size() : 0),
+        isolated_(automatic_ ? replayed_count_ : 0),
+        shared_(automatic_ ? replayed_count_ : 0),
         plans_(driver_ == nullptr || !driver_->changes_links()) {
     // The records of the first iteration, allocated once (see
     // ReplayOptions::expected_flows): one per compute task or send, one per
     // member GPU of a collective.
+    // Under the fold, the replayed tasks' records only: the others are read
+    // as their images.
     std::size_t records = 0;
     for (TaskId id = 0; id < graph.size(); ++id)
-      records += graph[id].kind == workloads::TaskKind::collective
-                     ? graph.groups[static_cast<std::size_t>(graph[id].group)].size()
-                     : 1;
+      if (replayed(id))
+        records += graph[id].kind == workloads::TaskKind::collective
+                       ? graph.groups[static_cast<std::size_t>(graph[id].group)].size()
+                       : 1;
     timeline_.records.reserve(records);
     timeline_.flows.reserve(options.expected_flows);
     if (fold_ != nullptr) {
       // A replayed task waits only for its replayed predecessors: the others
       // are images of replayed ones and end with them.
-      in_degree_.assign(graph.size(), 0);
+      in_degree_.assign(replayed_count_, 0);
       for (TaskId v = 0; v < graph.size(); ++v)
         if (fold_->simulated[v])
           for (auto [e, end] = boost::out_edges(v, graph.graph); e != end; ++e)
-            ++in_degree_[boost::target(*e, graph.graph)];
+            if (const TaskId next = boost::target(*e, graph.graph); fold_->simulated[next])
+              ++in_degree_[at(next)];
     }
   }
 
@@ -180,11 +186,13 @@ class Replayer {
     iteration_start_s_.push_back(now());
     completed_ = 0;
     for (TaskId v = 0; v < graph_.size(); ++v)
-      remaining_[v] = fold_ != nullptr ? in_degree_[v] : static_cast<int>(boost::in_degree(v, graph_.graph));
+      if (replayed(v))
+        remaining_[at(v)] =
+            fold_ != nullptr ? in_degree_[at(v)] : static_cast<int>(boost::in_degree(v, graph_.graph));
     if (driver_ != nullptr)
       driver_->begin_iteration(iteration_);
     for (TaskId v = 0; v < graph_.size(); ++v)
-      if (remaining_[v] == 0 && replayed(v))
+      if (replayed(v) && remaining_[at(v)] == 0)
         ready_.push_back(v);
     drain();
   }
@@ -212,7 +220,22 @@ class Replayer {
   bool replayed_gpu(int gpu) const {
     return fold_ == nullptr || fold_->representative[static_cast<std::size_t>(gpu)];
   }
-  std::size_t replayed_count() const { return fold_ == nullptr ? graph_.size() : fold_->simulated_count; }
+  std::size_t replayed_count() const { return replayed_count_; }
+  // A replayed task's index into the per-task arrays below: under the fold
+  // its rank among the replayed tasks (the arrays hold those only), else its
+  // id.
+  std::size_t at(TaskId id) const { return local_.empty() ? id : local_[id]; }
+  static std::vector<std::uint32_t> fold_index(const TaskGraph& graph, const ReplicaFold* fold) {
+    std::vector<std::uint32_t> index;
+    if (fold == nullptr)
+      return index;
+    index.assign(graph.size(), static_cast<std::uint32_t>(-1));
+    std::uint32_t next = 0;
+    for (TaskId id = 0; id < graph.size(); ++id)
+      if (fold->simulated[id])
+        index[id] = next++;
+    return index;
+  }
 
   // Handles every task that became ready, including the chains of zero-cost
   // tasks that complete on the spot, without recursion.
@@ -228,7 +251,7 @@ class Replayer {
     const auto& task = graph_[id];
     switch (task.kind) {
       case TaskKind::send:
-        start_s_[id] = now();
+        start_s_[at(id)] = now();
         if (task.bytes <= 0)
           return complete(id);
         communication_starts(id, {task.gpu, task.peer});
@@ -249,7 +272,7 @@ class Replayer {
     while (!compute_busy_[g] && !compute_queue_[g].empty()) {
       const TaskId id = compute_queue_[g].front();
       compute_queue_[g].pop_front();
-      start_s_[id] = now();
+      start_s_[at(id)] = now();
       const auto& task = graph_[id];
       if (task.duration_s <= 0) {
         complete(id);
@@ -332,9 +355,9 @@ class Replayer {
     const auto index = reinterpret_cast<std::size_t>(data) - 1;
     slots_[index].start_s = start_s;
     slots_[index].delay_s = delay_s;
-    if (automatic_ && shared_[id] != nullptr) {
-      slots_[index].in_flight_at = shared_[id]->in_flight.size();
-      shared_[id]->in_flight.push_back(index);
+    if (automatic_ && shared_[at(id)] != nullptr) {
+      slots_[index].in_flight_at = shared_[at(id)]->in_flight.size();
+      shared_[at(id)]->in_flight.push_back(index);
     }
     if (latency_s >= 0 && route.latency_s > 0) {
       // SimGrid charges the route's latency to every communication it starts;
@@ -372,14 +395,14 @@ class Replayer {
 
   void start_collective(TaskId id) {
     const auto& task = graph_[id];
-    start_s_[id] = now();
+    start_s_[at(id)] = now();
     const auto& gpus = graph_.groups[static_cast<std::size_t>(task.group)];
     if (gpus.size() < 2 || task.bytes <= 0)
       return complete(id);
     communication_starts(id, gpus);
     CollectivePlan plan = plan_collective(id);
     auto& choice = timeline_.collectives[id] = plan.choice;
-    collective_delay_s_[id] = plan.extra_latency_s;
+    collective_delay_s_[at(id)] = plan.extra_latency_s;
     if (!automatic_ && plan.choice.fidelity == platforms::Fidelity::automatic)
       choice.representation = analysis::Representation::shared;  // links change: flows throughout
     if (automatic_ && plan.choice.fidelity == platforms::Fidelity::automatic) {
@@ -396,17 +419,17 @@ class Replayer {
         // its fast form, one flow per edge, as flows to its end.
         plan = plan_collective(id, platforms::Fidelity::fast);
         choice.fidelity = plan.choice.fidelity;
-        collective_delay_s_[id] = plan.extra_latency_s;
+        collective_delay_s_[at(id)] = plan.extra_latency_s;
       } else {
         // Its links carry other flows: detailed flows (the run spent the
         // plan), computed alone again once its links are free (try_isolate).
         plan = plan_collective(id);
-        shared_[id] = std::make_unique<Shared>();
+        shared_[at(id)] = std::make_unique<Shared>();
       }
     }
-    collectives_[id] = std::move(plan.flows);
+    collectives_[at(id)] = std::move(plan.flows);
     flows_.clear();
-    collectives_[id]->start(flows_);
+    collectives_[at(id)]->start(flows_);
     start_flows(id);
   }
 
@@ -424,7 +447,7 @@ class Replayer {
 
   // An isolated collective's last flow ends.
   void end_isolated(TaskId id) {
-    const auto isolated = std::move(isolated_[id]);
+    const auto isolated = std::move(isolated_[at(id)]);
     claims_.remove_isolated(id, isolated->run.claims);
     // Flows left in flight by try_isolate are SimGrid's: recorded and counted
     // as they end.
@@ -449,7 +472,7 @@ class Replayer {
   // same NIC as a data-parallel ring's first step), and the doubling bounds
   // the cost of the tries to a few per collective.
   void try_isolate(TaskId id) {
-    Shared& shared = *shared_[id];
+    Shared& shared = *shared_[at(id)];
     const double t = now();
     std::vector<ScheduledFlow> in_flight;
     in_flight.reserve(shared.in_flight.size());
@@ -462,7 +485,7 @@ class Replayer {
           {FlowRequest{route.src, route.dst, 0.0, slot.rank, slot.delay_s}, &route, slot.start_s, end_s});
       claims_.remove_flow(route);  // the run claims them with the rest
     }
-    auto machine = collectives_[id]->clone();
+    auto machine = collectives_[at(id)]->clone();
     auto isolated = std::make_unique<Isolated>();
     if (!runner_.resume(*machine, in_flight, t, routes_, claims_, isolated->run)) {
       std::vector<TaskId> displaced;  // stays empty: these claims were there a moment ago
@@ -474,10 +497,10 @@ class Replayer {
       Slot& slot = slots_[shared.in_flight[k]];
       slot.orphan = static_cast<int>(k);
     }
-    isolated->base = std::move(collectives_[id]);
+    isolated->base = std::move(collectives_[at(id)]);
     isolated->orphan_slots = std::move(shared.in_flight);
     isolated->orphan_done.assign(isolated->orphans(), 0);
-    shared_[id].reset();
+    shared_[at(id)].reset();
     timeline_.collectives[id].representation = analysis::Representation::shared_then_isolated;
     go_isolated(id, std::move(isolated));
   }
@@ -491,15 +514,15 @@ class Replayer {
         flow_recorder_.number_links(*flow.route);
     isolated->timer =
         simgrid::kernel::timer::Timer::set(isolated->run.end_s, [this, id]() { end_isolated(id); });
-    isolated_[id] = std::move(isolated);
+    isolated_[at(id)] = std::move(isolated);
   }
 
   // Another flow needs an isolated collective's links: its flows become
   // SimGrid flows from now on, those in flight resumed where they are.
   void displace(TaskId id) {
-    if (isolated_[id] == nullptr)
+    if (isolated_[at(id)] == nullptr)
       return;  // displaced already, by another link of the same flow
-    const auto isolated = std::move(isolated_[id]);
+    const auto isolated = std::move(isolated_[at(id)]);
     isolated->timer->remove();
     claims_.remove_isolated(id, isolated->run.claims);
     timeline_.collectives[id].representation = analysis::Representation::isolated_then_shared;
@@ -541,7 +564,7 @@ class Replayer {
         record_isolated(id, flows[f]);
     }
     const bool finished = machine->finished();
-    collectives_[id] = std::move(machine);
+    collectives_[at(id)] = std::move(machine);
     if (finished)
       return finish_collective(id);
     for (std::size_t f = 0; f < flows.size() && flows[f].start_s <= t; ++f) {
@@ -632,7 +655,7 @@ class Replayer {
     if (slot.orphan >= 0) {
       // Its collective went isolated while it was in flight (try_isolate),
       // which dated this end already.
-      const auto& isolated = isolated_[id];
+      const auto& isolated = isolated_[at(id)];
       const auto k = static_cast<std::size_t>(slot.orphan);
       if (isolated != nullptr && k < isolated->orphans() && isolated->orphan_slots[k] == index)
         isolated->orphan_done[k] = 1;
@@ -640,14 +663,14 @@ class Replayer {
       return;
     }
     if (task.kind == TaskKind::collective) {
-      Shared* shared = automatic_ ? shared_[id].get() : nullptr;
+      Shared* shared = automatic_ ? shared_[at(id)].get() : nullptr;
       if (shared != nullptr) {
         leave_in_flight(*shared, index);
         // Under the fold a spanning collective's flow ends with its images:
         // the tries come after as many ended flows as in the full replay.
         shared->done += fold_ != nullptr && fold_->spanning[id] ? static_cast<std::size_t>(fold_->order) : 1;
       }
-      auto& collective = *collectives_[id];
+      auto& collective = *collectives_[at(id)];
       collective.on_flow_done(slot.rank, flows_);
       start_flows(id);
       if (collective.finished()) {
@@ -671,10 +694,10 @@ class Replayer {
   // carry (NCCL's launch latency, a fast expansion's latency terms, the
   // extra passes of a folded collective: see make_collective).
   void finish_collective(TaskId id) {
-    collectives_[id].reset();
+    collectives_[at(id)].reset();
     if (automatic_)
-      shared_[id].reset();
-    const double delay = collective_delay_s_[id];
+      shared_[at(id)].reset();
+    const double delay = collective_delay_s_[at(id)];
     if (delay <= 0)
       return complete(id);
     simgrid::kernel::timer::Timer::set(now() + delay, [this, id]() {
@@ -719,7 +742,7 @@ class Replayer {
   void communication_starts(TaskId id, const std::vector<int>& gpus) {
     if (interference_share_ <= 0)
       return;
-    interfering_[id] = true;
+    interfering_[at(id)] = true;
     for (int gpu : gpus) {
       const auto g = static_cast<std::size_t>(gpu);
       if (gpu < 0 || g >= communicating_.size() || !replayed_gpu(gpu) || communicating_[g]++ > 0)
@@ -738,9 +761,9 @@ class Replayer {
   }
 
   void communication_ends(TaskId id) {
-    if (interference_share_ <= 0 || !interfering_[id])
+    if (interference_share_ <= 0 || !interfering_[at(id)])
       return;
-    interfering_[id] = false;
+    interfering_[at(id)] = false;
     const auto& task = graph_[id];
     const auto end = [this](int gpu) {
       const auto g = static_cast<std::size_t>(gpu);
@@ -764,9 +787,9 @@ class Replayer {
       const auto stream = analysis::stream_of(task);
       if (task.kind == TaskKind::collective) {
         for (int gpu : graph_.groups[static_cast<std::size_t>(task.group)])
-          timeline_.records.push_back({id, gpu, stream, start_s_[id], end});
+          timeline_.records.push_back({id, gpu, stream, start_s_[at(id)], end});
       } else {
-        timeline_.records.push_back({id, task.gpu, stream, start_s_[id], end});
+        timeline_.records.push_back({id, task.gpu, stream, start_s_[at(id)], end});
       }
       timeline_.end_s = std::max(timeline_.end_s, end);
     }
@@ -775,7 +798,7 @@ class Replayer {
       report_progress();
     for (auto [e, e_end] = boost::out_edges(id, graph_.graph); e != e_end; ++e) {
       const TaskId next = boost::target(*e, graph_.graph);
-      if (replayed(next) && --remaining_[next] == 0)
+      if (replayed(next) && --remaining_[at(next)] == 0)
         ready_.push_back(next);
     }
     if (completed_ == replayed_count())
@@ -787,6 +810,9 @@ class Replayer {
   const ReplayOptions& options_;
   PerturbationDriver* driver_;
   const ReplicaFold* fold_;
+  // Per-task arrays hold the replayed tasks only (at(id)).
+  std::vector<std::uint32_t> local_;  // under the fold: each replayed task's index
+  std::size_t replayed_count_;
   std::vector<int> in_degree_;  // under the fold: replayed predecessors
   int iteration_ = 0;
   std::vector<double> iteration_start_s_;

@@ -60,6 +60,10 @@ SimulationResult simulate(const scenario::Scenario& scenario, const SimulationOp
   }
   auto replayed = replay(result.graph, *zone, replay_options);
   result.timeline = std::move(replayed.timeline);
+  // The fold's per-task arrays serve the replay and its expansion only (the
+  // timeline now holds the images' maps): freed before the analyses, which
+  // hold the whole graph's arrays of their own.
+  fold.fold.reset();
   // The GPU orbits of a folded run, for the energy and the summary.
   const auto classes = analysis::GpuClasses::of(result.graph, result.timeline,
                                                 static_cast<std::size_t>(result.graph.gpu_count));

@@ -792,11 +792,11 @@ void IterationBuilder::hold_sender(TaskId send, int gpu, std::size_t producer) {
 TaskId IterationBuilder::add_send(const Transfer& t, const std::vector<TaskId>& after) {
   Task send{.kind = TaskKind::send,
             .comm = CommKind::pp,
+            .transfer = t.transfer,
             .gpu = t.from,
             .peer = t.to,
             .stage = t.stage,
             .chunk = t.chunk,
-            .transfer = t.transfer,
             .micro_batch = t.mb,
             .bytes = t.bytes};
   const TaskId id = graph_.add(send);

@@ -112,9 +112,9 @@ TEST(Utilization, ExposedCommunicationIsSplitByOperationAndAddsUp) {
                              .group = group});
   const auto evict = graph.add({.kind = TaskKind::send,
                                 .comm = CommKind::pp,
+                                .transfer = workloads::TransferKind::evict,
                                 .gpu = 0,
-                                .peer = 1,
-                                .transfer = workloads::TransferKind::evict});
+                                .peer = 1});
   Timeline t;
   t.end_s = 4;
   t.records = {{f, 0, Stream::compute, 0, 1},
