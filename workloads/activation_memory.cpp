@@ -61,7 +61,10 @@ AttentionTerms attention_terms(const ModelSpec& model, double fp8_saving) {
   return t;
 }
 
-Shape shape_of(const ModelSpec& model, const ParallelPlan& plan, bool moe_layer = false) {
+// routed_load: the GPU's load factor in a MoE layer (1 balanced), which
+// scales the routed copies its experts receive.
+Shape shape_of(const ModelSpec& model, const ParallelPlan& plan, bool moe_layer = false,
+               double routed_load = 1) {
   Shape x;
   x.s = model.seq_len;
   x.h = model.hidden;
@@ -95,7 +98,7 @@ Shape shape_of(const ModelSpec& model, const ParallelPlan& plan, bool moe_layer 
   const double routed_share = plan.expert_tp_folded() ? double(plan.expert_tp()) / plan.tp : 1.0;
   if (moe_layer && model.hidden > 0 && att.general) {
     const auto& m = model.moe;
-    const double copies = m.top_k * m.capacity_factor;
+    const double copies = m.top_k * m.capacity_factor * routed_load;
     const double fe = static_cast<double>(m.expert_ffn_hidden) / model.hidden;
     x.split = att.split - fp8_saving * att.output +
               ((model.swiglu ? 6 : 4) - fp8_saving) * fe * (copies + m.shared_experts);
@@ -107,7 +110,7 @@ Shape shape_of(const ModelSpec& model, const ParallelPlan& plan, bool moe_layer 
     // expert outputs that unpermute weights (2 + 2 per copy), which TP does
     // not split (each TP rank runs every local expert on all its tokens).
     const auto& m = model.moe;
-    const double copies = m.top_k * m.capacity_factor;
+    const double copies = m.top_k * m.capacity_factor * routed_load;
     const double fe = static_cast<double>(m.expert_ffn_hidden) / model.hidden;
     x.split =
         4 + 4 * kv - fp8_saving + ((model.swiglu ? 6 : 4) - fp8_saving) * fe * (copies + m.shared_experts);
@@ -126,7 +129,8 @@ double scores(const Shape& x) {
 // one layer (recompute_modules.hpp), bytes: MLA's Q, K, V (mla_up_proj), the
 // routed experts' activation output, the down projection's input, FP8 under
 // FP8 (moe_act), a dense layer's MLP intermediates (mlp). All TP-split.
-double module_saving(const Shape& x, const ModelSpec& model, const ParallelPlan& plan, bool moe_layer) {
+double module_saving(const Shape& x, const ModelSpec& model, const ParallelPlan& plan, bool moe_layer,
+                     double routed_load = 1) {
   if (x.h <= 0 || x.t <= 0)
     return 0;
   const double fp8_saving = 2 - saved_linear_input_bytes(plan);
@@ -136,8 +140,8 @@ double module_saving(const Shape& x, const ModelSpec& model, const ParallelPlan&
     split += 2 * (e.per_head_query_key + e.per_head_value) / x.h;
   }
   if (recomputes_module(plan, RecomputeModule::moe_act) && moe_layer)
-    split +=
-        (2 - fp8_saving) * model.moe.top_k * model.moe.capacity_factor * model.moe.expert_ffn_hidden / x.h;
+    split += (2 - fp8_saving) * model.moe.top_k * model.moe.capacity_factor * routed_load *
+             model.moe.expert_ffn_hidden / x.h;
   if (recomputes_module(plan, RecomputeModule::mlp) && !moe_layer)
     split += ((model.swiglu ? 6 : 4) - fp8_saving) * model.ffn_hidden / x.h;
   return x.sbh * split / x.t;
@@ -146,8 +150,8 @@ double module_saving(const Shape& x, const ModelSpec& model, const ParallelPlan&
 }  // namespace
 
 double layer_activation_bytes(const ModelSpec& model, const ParallelPlan& plan, Recompute recompute,
-                              bool moe_layer) {
-  const Shape x = shape_of(model, plan, moe_layer);
+                              bool moe_layer, double routed_load) {
+  const Shape x = shape_of(model, plan, moe_layer, routed_load);
   if (x.h <= 0 || x.t <= 0)
     return 0;
   const double kept = x.sp ? (x.unsplit + x.split) / x.t : x.unsplit + x.split / x.t;
@@ -158,7 +162,7 @@ double layer_activation_bytes(const ModelSpec& model, const ParallelPlan& plan, 
       if (plan.recompute_modules.empty())  // core_attn
         return x.sbh * kept;
       return x.sbh * kept + (recomputes_module(plan, RecomputeModule::core_attn) ? 0.0 : scores(x)) -
-             module_saving(x, model, plan, moe_layer);
+             module_saving(x, model, plan, moe_layer, routed_load);
     case Recompute::full:
       return 2 * x.sbh / (x.sp ? x.t : 1.0);
     case Recompute::selective_op:  // dense layers only (op_selective_recompute.hpp)
@@ -193,8 +197,9 @@ double logits_activation_bytes(const ModelSpec& model, const ParallelPlan& plan)
   return 4 * x.sbh / (x.sp ? x.t : 1.0) + 4 * x.sbh * x.v / (x.h * x.t);
 }
 
-double layer_weight_gradient_hold_bytes(const ModelSpec& model, const ParallelPlan& plan, bool moe_layer) {
-  const Shape x = shape_of(model, plan, moe_layer);
+double layer_weight_gradient_hold_bytes(const ModelSpec& model, const ParallelPlan& plan, bool moe_layer,
+                                        double routed_load) {
+  const Shape x = shape_of(model, plan, moe_layer, routed_load);
   if (x.h <= 0 || x.t <= 0)
     return 0;
   // Replicated without SP: the QKV and first MLP matmul inputs and the
@@ -215,28 +220,49 @@ double logits_weight_gradient_hold_bytes(const ModelSpec& model, const ParallelP
   return 2 * x.sbh / (x.sp ? x.t : 1.0) + 2 * x.sbh * x.v / (x.h * x.t);
 }
 
-double mtp_activation_bytes(const ModelSpec& model, const ParallelPlan& plan) {
+double mtp_activation_bytes(const ModelSpec& model, const ParallelPlan& plan,
+                            const std::vector<double>& routed_loads) {
   if (model.mtp_depth <= 0)
     return 0;
   const Shape x = shape_of(model, plan);
   const double fp8_saving = 2 - saved_linear_input_bytes(plan);
   const double own = x.sbh * (2 + 2 + (4 - 2 * fp8_saving)) / (x.sp ? x.t : 1.0);
-  const double layer = layer_activation_bytes(model, plan, plan.recompute, model.mtp_layers_are_moe());
-  return model.mtp_depth * (own + layer + logits_activation_bytes(model, plan));
+  const bool moe = model.mtp_layers_are_moe();
+  if (!moe || routed_loads.empty()) {
+    const double layer = layer_activation_bytes(model, plan, plan.recompute, moe);
+    return model.mtp_depth * (own + layer + logits_activation_bytes(model, plan));
+  }
+  double bytes = 0;
+  for (int k = 0; k < model.mtp_depth; ++k)
+    bytes +=
+        own +
+        layer_activation_bytes(model, plan, plan.recompute, true, routed_loads[static_cast<std::size_t>(k)]) +
+        logits_activation_bytes(model, plan);
+  return bytes;
 }
 
-double mtp_weight_gradient_hold_bytes(const ModelSpec& model, const ParallelPlan& plan) {
+double mtp_weight_gradient_hold_bytes(const ModelSpec& model, const ParallelPlan& plan,
+                                      const std::vector<double>& routed_loads) {
   if (model.mtp_depth <= 0)
     return 0;
   const Shape x = shape_of(model, plan);
   const double fp8_saving = 2 - saved_linear_input_bytes(plan);
   const double projection_input = x.sbh * (4 - 2 * fp8_saving) / (x.sp ? x.t : 1.0);
+  if (model.mtp_layers_are_moe() && !routed_loads.empty()) {
+    double bytes = 0;
+    for (int k = 0; k < model.mtp_depth; ++k)
+      bytes +=
+          projection_input +
+          layer_weight_gradient_hold_bytes(model, plan, true, routed_loads[static_cast<std::size_t>(k)]) +
+          logits_weight_gradient_hold_bytes(model, plan);
+    return bytes;
+  }
   return model.mtp_depth *
          (projection_input + layer_weight_gradient_hold_bytes(model, plan, model.mtp_layers_are_moe()) +
           logits_weight_gradient_hold_bytes(model, plan));
 }
 
-double recompute_workspace_bytes(const ModelSpec& model, const ParallelPlan& plan) {
+double recompute_workspace_bytes(const ModelSpec& model, const ParallelPlan& plan, double routed_load) {
   switch (plan.recompute) {
     case Recompute::none:
       return 0;
@@ -246,11 +272,14 @@ double recompute_workspace_bytes(const ModelSpec& model, const ParallelPlan& pla
       // One layer's recomputed tensors at a time: the larger kind of layer.
       return (recomputes_module(plan, RecomputeModule::core_attn) ? scores(shape_of(model, plan)) : 0.0) +
              std::max(module_saving(shape_of(model, plan), model, plan, false),
-                      model.is_moe() ? module_saving(shape_of(model, plan, true), model, plan, true) : 0.0);
+                      model.is_moe() ? module_saving(shape_of(model, plan, true, routed_load), model, plan,
+                                                     true, routed_load)
+                                     : 0.0);
     case Recompute::full:
       // One layer rebuilt at a time: the largest kind of layer.
-      return std::max(layer_activation_bytes(model, plan, Recompute::none),
-                      model.is_moe() ? layer_activation_bytes(model, plan, Recompute::none, true) : 0.0);
+      return std::max(
+          layer_activation_bytes(model, plan, Recompute::none),
+          model.is_moe() ? layer_activation_bytes(model, plan, Recompute::none, true, routed_load) : 0.0);
     case Recompute::selective_op:
       // One layer's recomputed tensors at a time: what it would keep
       // without recomputation less what the policy stored.

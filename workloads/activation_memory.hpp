@@ -27,6 +27,8 @@
 // parallelism splits the rest too. FlashAttention never stores the scores.
 // Context parallelism (cp GPUs per sequence) keeps s / cp tokens per GPU,
 // so every term divides by cp.
+#include <vector>
+
 #include "workloads/model_spec.hpp"
 #include "workloads/parallel_plan.hpp"
 
@@ -40,9 +42,14 @@ double layer_activation_bytes(const ModelSpec& model, const ParallelPlan& plan, 
 // A MoE layer's (moe_layer true): the MLP intermediates at expert_ffn_hidden
 // for top_k x capacity_factor routed copies plus the shared experts of each
 // token, and 4 bytes x h per routed copy that TP does not split (the
-// permuted expert inputs and the expert outputs unpermute weights).
+// permuted expert inputs and the expert outputs unpermute weights: the
+// dispatch's receive buffer and the combine's send buffer). routed_load: the
+// GPU's load factor in the layer under imbalanced dropless routing
+// (workloads/expert_routing.hpp; 1 balanced, and always 1 under a capacity
+// factor, which pads or cuts every expert to it), which scales every routed
+// copy term: the GPU hosting the hot experts keeps f x top_k copies a token.
 double layer_activation_bytes(const ModelSpec& model, const ParallelPlan& plan, Recompute recompute,
-                              bool moe_layer);
+                              bool moe_layer, double routed_load = 1);
 
 // A pipeline stage (or model chunk) of `layers` layers: what one micro-batch
 // leaves behind on each GPU in its layers, and what BPipe moves to the
@@ -65,8 +72,10 @@ double logits_activation_bytes(const ModelSpec& model, const ParallelPlan& plan)
 // the gradients of their outputs. For a GPT layer s b h (8 + 24/t), 32 s b h
 // / t with SP: the 32h per token that zbv.py frees at W.
 double layer_weight_gradient_hold_bytes(const ModelSpec& model, const ParallelPlan& plan);
-// A MoE layer's adds the permuted inputs and expert outputs (4 h per copy).
-double layer_weight_gradient_hold_bytes(const ModelSpec& model, const ParallelPlan& plan, bool moe_layer);
+// A MoE layer's adds the permuted inputs and expert outputs (4 h per copy),
+// its routed copies scaled by routed_load as above.
+double layer_weight_gradient_hold_bytes(const ModelSpec& model, const ParallelPlan& plan, bool moe_layer,
+                                        double routed_load = 1);
 // The logit layer's: the output projection's input (2 s b h, / t with SP)
 // and the logits' gradient (2 s b V / t).
 double logits_weight_gradient_hold_bytes(const ModelSpec& model, const ParallelPlan& plan);
@@ -77,10 +86,13 @@ double logits_weight_gradient_hold_bytes(const ModelSpec& model, const ParallelP
 // projection (the hidden state and the next token's embedding, 2 s b h
 // each, and their concatenation, 4 s b h; / t with SP; the projection's
 // input FP8 under FP8) and its output head's (logits_activation_bytes).
-double mtp_activation_bytes(const ModelSpec& model, const ParallelPlan& plan);
+// routed_loads: the GPU's load factor in each module's MoE layer (empty: 1).
+double mtp_activation_bytes(const ModelSpec& model, const ParallelPlan& plan,
+                            const std::vector<double>& routed_loads = {});
 // What they hold from the input gradient to the weight gradient: the
 // layer's, the projection's input and the output head's.
-double mtp_weight_gradient_hold_bytes(const ModelSpec& model, const ParallelPlan& plan);
+double mtp_weight_gradient_hold_bytes(const ModelSpec& model, const ParallelPlan& plan,
+                                      const std::vector<double>& routed_loads = {});
 
 // Working memory of a backward on top of what its forward stored: full
 // recomputation rebuilds one layer at a time (one layer's activations
@@ -88,6 +100,8 @@ double mtp_weight_gradient_hold_bytes(const ModelSpec& model, const ParallelPlan
 // scores (5 a s^2 b / t; none with FlashAttention); selective_op one layer's
 // recomputed tensors (its activations without recomputation less what the
 // policy stored); none without.
-double recompute_workspace_bytes(const ModelSpec& model, const ParallelPlan& plan);
+// routed_load: the largest load factor of the GPU's MoE layers rebuilt
+// (1 balanced).
+double recompute_workspace_bytes(const ModelSpec& model, const ParallelPlan& plan, double routed_load = 1);
 
 }  // namespace trainsim::workloads

@@ -48,8 +48,8 @@
 // nothing: the touch probabilities are then max_nodes_per_token's alone
 // (workloads/moe_dispatch.hpp), byte-identical to leaving the keys out.
 //
-// Imbalanced routing (model.moe.routing) scales what GPU j receives by its
-// load factor, as without groups (deepep_traffic).
+// Imbalanced routing (model.moe.routing): the same rule drawn in proportion
+// to the experts' shares (workloads/skewed_touch.hpp; deepep_traffic).
 #include <vector>
 
 #include "platforms/problem.hpp"

@@ -5,6 +5,7 @@
 #include "workloads/activation_memory.hpp"
 #include "workloads/attention.hpp"
 #include "workloads/expert_parallel.hpp"
+#include "workloads/expert_routing.hpp"
 #include "workloads/precision.hpp"
 #include "workloads/stage_slices.hpp"
 
@@ -32,7 +33,43 @@ GpuMemoryModel::GpuMemoryModel(const ModelSpec& model, const ParallelPlan& plan)
               .chunks = plan.virtual_stages,
               .placement = placement_of(plan.schedule),
               .per_rank = {},
-              .evictions = {}} {}
+              .evictions = {}} {
+  // A capacity factor pads or cuts every expert to it: no GPU keeps more.
+  if (!model_.is_moe() || plan_.ep <= 1 || !model_.moe.dropless || model_.moe.routing.balanced())
+    return;
+  const ExpertLoads loads = expert_loads(model_);
+  rank_loads_.assign(static_cast<std::size_t>(plan_.ep), std::vector<double>(loads.share.size(), 1.0));
+  for (std::size_t l = 0; l < loads.share.size(); ++l) {
+    if (loads.share[l].empty())
+      continue;
+    const std::vector<double> f = rank_load_factors(loads.share[l], plan_.ep);
+    for (std::size_t r = 0; r < f.size(); ++r)
+      rank_loads_[r][l] = f[r];
+  }
+}
+
+double GpuMemoryModel::routed_load(int ep_rank, int layer) const {
+  if (rank_loads_.empty() || ep_rank < 0)
+    return 1;
+  return rank_loads_[static_cast<std::size_t>(ep_rank)][static_cast<std::size_t>(layer)];
+}
+
+double GpuMemoryModel::largest_routed_load(int virtual_stage, int ep_rank) const {
+  const StageSlice slice = virtual_stage_slice(model_, plan_, virtual_stage);
+  double largest = 0;
+  bool any = false;
+  for (int l = slice.first_layer; l < slice.first_layer + slice.layers; ++l)
+    if (model_.is_moe_layer(l)) {
+      largest = std::max(largest, routed_load(ep_rank, l));
+      any = true;
+    }
+  if (slice.logits && model_.mtp_layers_are_moe())
+    for (int k = 0; k < model_.mtp_depth; ++k) {
+      largest = std::max(largest, routed_load(ep_rank, model_.layers + k));
+      any = true;
+    }
+  return any ? largest : 1.0;
+}
 
 double GpuMemoryModel::layer_parameters() const {
   return model_.layer_parameters() / plan_.tp;
@@ -134,34 +171,64 @@ double GpuMemoryModel::layer_parameters_on(int rank) const {
   return parameters;
 }
 
-double GpuMemoryModel::stored_activations(int virtual_stage) const {
+double GpuMemoryModel::stored_activations(int virtual_stage, int ep_rank) const {
   const StageSlice slice = virtual_stage_slice(model_, plan_, virtual_stage);
-  double bytes = stage_activation_bytes(model_, plan_, slice.layers, slice.first_layer);
+  const bool own_loads = imbalanced() && ep_rank >= 0;
+  double bytes = 0;
+  if (!own_loads) {
+    bytes = stage_activation_bytes(model_, plan_, slice.layers, slice.first_layer);
+  } else {
+    // Each MoE layer at this EP rank's load factor in it.
+    for (int l = slice.first_layer; l < slice.first_layer + slice.layers; ++l)
+      bytes += model_.is_moe_layer(l)
+                   ? layer_activation_bytes(model_, plan_, plan_.recompute, true, routed_load(ep_rank, l))
+                   : layer_activation_bytes(model_, plan_);
+  }
   if (slice.embedding)
     bytes += embedding_activation_bytes(model_, plan_);
   if (slice.logits)
     bytes += logits_activation_bytes(model_, plan_);
   if (slice.logits && model_.mtp_depth > 0)
-    bytes += mtp_activation_bytes(model_, plan_);
+    bytes += mtp_activation_bytes(model_, plan_, own_loads ? mtp_loads(ep_rank) : std::vector<double>{});
   return bytes;
 }
 
-double GpuMemoryModel::weight_gradient_hold(int virtual_stage) const {
+std::vector<double> GpuMemoryModel::mtp_loads(int ep_rank) const {
+  std::vector<double> loads;
+  for (int k = 0; k < model_.mtp_depth; ++k)
+    loads.push_back(routed_load(ep_rank, model_.layers + k));
+  return loads;
+}
+
+double GpuMemoryModel::weight_gradient_hold(int virtual_stage, int ep_rank) const {
   const StageSlice slice = virtual_stage_slice(model_, plan_, virtual_stage);
-  const int moe = model_.moe_layers_in(slice.first_layer, slice.layers);
-  double bytes = (slice.layers - moe) * layer_weight_gradient_hold_bytes(model_, plan_) +
-                 (moe > 0 ? moe * layer_weight_gradient_hold_bytes(model_, plan_, true) : 0.0);
+  const bool own_loads = imbalanced() && ep_rank >= 0;
+  double bytes = 0;
+  if (!own_loads) {
+    const int moe = model_.moe_layers_in(slice.first_layer, slice.layers);
+    bytes = (slice.layers - moe) * layer_weight_gradient_hold_bytes(model_, plan_) +
+            (moe > 0 ? moe * layer_weight_gradient_hold_bytes(model_, plan_, true) : 0.0);
+  } else {
+    for (int l = slice.first_layer; l < slice.first_layer + slice.layers; ++l)
+      bytes += model_.is_moe_layer(l)
+                   ? layer_weight_gradient_hold_bytes(model_, plan_, true, routed_load(ep_rank, l))
+                   : layer_weight_gradient_hold_bytes(model_, plan_);
+  }
   if (slice.logits)
     bytes += logits_weight_gradient_hold_bytes(model_, plan_);
   if (slice.logits && model_.mtp_depth > 0)
-    bytes += mtp_weight_gradient_hold_bytes(model_, plan_);
+    bytes +=
+        mtp_weight_gradient_hold_bytes(model_, plan_, own_loads ? mtp_loads(ep_rank) : std::vector<double>{});
   return bytes;
 }
 
-OpMemory GpuMemoryModel::op_memory(PipeOpKind kind, int virtual_stage) const {
+OpMemory GpuMemoryModel::op_memory(PipeOpKind kind, int virtual_stage, int ep_rank) const {
   OpMemory m;
-  const double stored = stored_activations(virtual_stage);
-  const double workspace = recompute_workspace_bytes(model_, plan_);
+  const double stored = stored_activations(virtual_stage, ep_rank);
+  const double workspace =
+      imbalanced() && ep_rank >= 0
+          ? recompute_workspace_bytes(model_, plan_, largest_routed_load(virtual_stage, ep_rank))
+          : recompute_workspace_bytes(model_, plan_);
   auto& start = m.at_start[MemoryKind::activations];
   auto& end = m.at_end[MemoryKind::activations];
   switch (kind) {
@@ -178,10 +245,10 @@ OpMemory GpuMemoryModel::op_memory(PipeOpKind kind, int virtual_stage) const {
       break;
     case PipeOpKind::backward_input:
       start = workspace;
-      end = -workspace - (stored - weight_gradient_hold(virtual_stage));
+      end = -workspace - (stored - weight_gradient_hold(virtual_stage, ep_rank));
       break;
     case PipeOpKind::backward_weight:
-      end = -weight_gradient_hold(virtual_stage);
+      end = -weight_gradient_hold(virtual_stage, ep_rank);
       break;
   }
   return m;
@@ -215,10 +282,11 @@ bool needs_weights(PipeOpKind kind) {
 // Walks one rank's op list.
 class RankWalk {
  public:
-  RankWalk(const GpuMemoryModel& memory, const PipelineSchedule& schedule, int rank)
-      : memory_(memory), schedule_(schedule), rank_(rank), plan_(memory.plan()) {
+  RankWalk(const GpuMemoryModel& memory, const PipelineSchedule& schedule, int rank, int ep_rank)
+      : memory_(memory), schedule_(schedule), rank_(rank), ep_rank_(ep_rank), plan_(memory.plan()) {
     current_ = memory.resident(rank);
     result_.stage = rank;
+    result_.ep_rank = ep_rank;
     result_.peak_bytes = current_.total();
     result_.at_peak = current_;
   }
@@ -248,7 +316,7 @@ class RankWalk {
     for (std::size_t k = 0; k < ops.size(); ++k) {
       const PipeOp& op = ops[k];
       const int vs = schedule_.virtual_stage(rank_, op.chunk);
-      const OpMemory m = memory_.op_memory(op.kind, vs);
+      const OpMemory m = memory_.op_memory(op.kind, vs, ep_rank_);
       MemoryBreakdown during;  // buffers released at the op's end
       if (op.kind == PipeOpKind::forward)
         ++held_;
@@ -360,6 +428,7 @@ class RankWalk {
   const GpuMemoryModel& memory_;
   const PipelineSchedule& schedule_;
   int rank_;
+  int ep_rank_;
   const ParallelPlan& plan_;
   MemoryBreakdown current_;
   StageMemoryEstimate result_;
@@ -376,9 +445,19 @@ MemoryEstimate estimate_memory(const ModelSpec& model, const ParallelPlan& plan,
   MemoryEstimate estimate;
   std::vector<int> away(static_cast<std::size_t>(schedule.ranks), 0);
   for (int rank = 0; rank < schedule.ranks; ++rank) {
-    RankWalk walk(memory, schedule, rank);
-    estimate.stages.push_back(walk.run());
-    away[static_cast<std::size_t>(rank)] = walk.max_away();
+    // Under imbalanced routing each EP rank's GPUs walk with their own
+    // loads; the stage reports the first with the highest peak.
+    const int ep_ranks = memory.imbalanced() ? plan.ep : 1;
+    for (int e = 0; e < ep_ranks; ++e) {
+      RankWalk walk(memory, schedule, rank, memory.imbalanced() ? e : -1);
+      StageMemoryEstimate stage = walk.run();
+      if (e == 0) {
+        estimate.stages.push_back(std::move(stage));
+        away[static_cast<std::size_t>(rank)] = walk.max_away();
+      } else if (stage.peak_bytes > estimate.stages.back().peak_bytes) {
+        estimate.stages.back() = std::move(stage);
+      }
+    }
   }
   for (const ActivationEviction& e : schedule.evictions) {
     auto& done = away[static_cast<std::size_t>(e.rank)];

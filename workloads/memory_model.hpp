@@ -21,6 +21,13 @@
 //  - buffers for collectives: FSDP's gathered parameters (the unit running
 //    and the one prefetched) and unsharded gradients waiting for their
 //    reduce-scatter (ZeRO-2 and FSDP), ring attention's key/value blocks.
+//  - imbalanced routing (model.moe.routing skewed, dropless, ep > 1;
+//    workloads/expert_routing.hpp): a GPU keeps its own EP rank's load
+//    factor f_l times the routed-copy activations of each MoE layer l (the
+//    dispatch's receive buffer, the expert MLP intermediates, the combine's
+//    buffer), so the GPUs of one pipeline rank differ; the estimate reports
+//    each stage's busiest EP rank. Under a capacity factor every expert is
+//    padded or cut to it: memory stays the balanced one.
 // Not counted: the CUDA context and NCCL's own buffers, allocator
 // fragmentation, activation gradients in flight inside a backward.
 #include <string>
@@ -76,13 +83,22 @@ class GpuMemoryModel {
   // Weights, gradients and optimizer state held all iteration.
   MemoryBreakdown resident(int rank) const;
 
+  // Imbalanced routing changes what each GPU of an EP group keeps (dropless,
+  // ep > 1, routing not balanced); false: every GPU of a pipeline rank the same.
+  bool imbalanced() const { return !rank_loads_.empty(); }
+  // EP rank `ep_rank`'s load factor in model layer `layer` (an MTP module's:
+  // layers + k); 1 when not imbalanced, or for a dense layer.
+  double routed_load(int ep_rank, int layer) const;
+
   // Activations one micro-batch leaves on a GPU after the forward of
-  // `virtual_stage`: its layers plus the embedding / logits extras.
-  double stored_activations(int virtual_stage) const;
+  // `virtual_stage`: its layers plus the embedding / logits extras. ep_rank:
+  // the GPU's EP rank, whose load factors scale the MoE layers' routed
+  // copies under imbalanced routing (< 0: balanced loads).
+  double stored_activations(int virtual_stage, int ep_rank = -1) const;
   // Of those, what a zero-bubble W still needs after B.
-  double weight_gradient_hold(int virtual_stage) const;
+  double weight_gradient_hold(int virtual_stage, int ep_rank = -1) const;
   // The forward, backward, B or W of one micro-batch on `virtual_stage`.
-  OpMemory op_memory(PipeOpKind kind, int virtual_stage) const;
+  OpMemory op_memory(PipeOpKind kind, int virtual_stage, int ep_rank = -1) const;
 
   // Of those, the transformer layers' (what FP8 training casts to FP8).
   double layer_parameters_on(int rank) const;
@@ -99,9 +115,17 @@ class GpuMemoryModel {
   const PipelineSchedule& layout() const { return layout_; }
 
  private:
+  // The largest load factor of the MoE layers of `virtual_stage` (1 without
+  // any, or balanced): the layer a recomputing backward rebuilds at worst.
+  double largest_routed_load(int virtual_stage, int ep_rank) const;
+  // EP rank `ep_rank`'s load factors in the MTP modules' layers.
+  std::vector<double> mtp_loads(int ep_rank) const;
+
   ModelSpec model_;
   ParallelPlan plan_;
   PipelineSchedule layout_;
+  // [EP rank][layer] load factors under imbalanced routing; empty otherwise.
+  std::vector<std::vector<double>> rank_loads_;
 };
 
 // The static estimate: each pipeline rank's op list walked in order (no
@@ -127,6 +151,9 @@ struct StageMemoryEstimate {
   // (a zero-bubble W's leftovers are in the bytes, not in this count).
   // BPipe's accepted ones included, evicted ones not.
   int max_forwards_held = 0;
+  // Under imbalanced routing the EP rank whose GPUs reach this peak (the
+  // stage's busiest); -1 when every GPU of the stage is the same.
+  int ep_rank = -1;
 };
 
 struct MemoryEstimate {

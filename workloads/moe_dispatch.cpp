@@ -4,6 +4,7 @@
 
 #include "workloads/expert_parallel.hpp"
 #include "workloads/group_limited_routing.hpp"
+#include "workloads/skewed_touch.hpp"
 
 namespace trainsim::workloads {
 
@@ -86,7 +87,7 @@ double dispatch_element_bytes(const ParallelPlan& plan) {
 }
 
 DeepepTraffic deepep_traffic(const ModelSpec& model, const ParallelPlan& plan, const EpNodes& nodes,
-                             const std::vector<std::vector<double>>& load_factors, int pass_pairs) {
+                             const std::vector<DeepepLayer>& layers, int pass_pairs) {
   // With the dispatch over expert-TP x EP blocks, member m holds shards of
   // EP rank m / etp's experts; a token reaches it when it reaches that
   // expert set, and a node holds ranks_per_node / etp of the sets.
@@ -99,17 +100,42 @@ DeepepTraffic deepep_traffic(const ModelSpec& model, const ParallelPlan& plan, c
   const double rho = rank_touch_probability(model.moe, plan.ep, sets);
   const double nu = node_touch_probability(model.moe, plan.ep, sets);
   t.node_share = rho > 0 ? nu / (nodes.ranks_per_node * rho) : 1.0;
-  const double row = ep_tokens_per_rank(model, plan) * model.hidden * rho * pass_pairs;
+  const double tokens = ep_tokens_per_rank(model, plan) * model.hidden;
+  const double row = tokens * rho * pass_pairs;
   const double dispatch_row = row * dispatch_element_bytes(plan);
   const double combine_row = row * kCombineElementBytes;
   const auto e = static_cast<std::size_t>(etp);
-  for (const auto& f : load_factors)
+  // Totals over the layers for a skewed exchange's node share.
+  double node_sum = 0, set_sum = 0;
+  bool skewed = false;
+  for (const auto& layer : layers) {
+    if (layer.expert_share.empty()) {
+      for (std::size_t i = 0; i < n; ++i)
+        for (std::size_t j = 0; j < n; ++j)
+          if (i != j) {
+            t.dispatch[i * n + j] += dispatch_row;
+            t.combine[i * n + j] += combine_row;
+          }
+      node_sum += nu * nodes.nodes;
+      set_sum += rho * plan.ep;
+      continue;
+    }
+    skewed = true;
+    const TouchProbabilities p = skewed_touch_probabilities(model.moe, plan.ep, sets, layer.expert_share);
     for (std::size_t i = 0; i < n; ++i)
       for (std::size_t j = 0; j < n; ++j)
         if (i != j) {
-          t.dispatch[i * n + j] += dispatch_row * f[j / e];
-          t.combine[i * n + j] += combine_row * f[j / e];
+          const double bytes = tokens * p.rank[j / e] * pass_pairs;
+          t.dispatch[i * n + j] += bytes * dispatch_element_bytes(plan);
+          t.combine[i * n + j] += bytes * kCombineElementBytes;
         }
+    for (double x : p.node)
+      node_sum += x;
+    for (double x : p.rank)
+      set_sum += x;
+  }
+  if (skewed)
+    t.node_share = set_sum > 0 ? node_sum / (etp * set_sum) : 1.0;
   return t;
 }
 

@@ -34,10 +34,12 @@
 // workloads/group_limited_routing.hpp, which these touch probabilities
 // defer to when the keys are set.
 //
-// Imbalanced routing (model.moe.routing) scales what GPU j receives by its
-// load factor f_j (workloads/expert_routing.hpp); the touch probabilities
-// stay those of balanced routing (an approximation: a skewed router also
-// changes how often a token's experts share a GPU).
+// Imbalanced routing (model.moe.routing): a skewed layer's touch
+// probabilities are those of a top_k router drawing without replacement in
+// proportion to the experts' shares, per GPU j (rho_j) and per node (nu_n),
+// with the node and group limits as above (workloads/skewed_touch.hpp,
+// estimated by a seeded Monte Carlo); GPU j then receives T h rho_j per
+// pass from each sender. Balanced layers keep the closed forms.
 #include <vector>
 
 #include "workloads/model_spec.hpp"
@@ -89,17 +91,26 @@ struct DeepepTraffic {
   // P(node touched) / (ranks_per_node x P(GPU touched)), <= 1.
   double node_share = 1;
 };
-// `load_factors[l]` are the EP ranks' load factors of each MoE layer of the
-// op (1 everywhere when balanced); `pass_pairs` the pass pairs per layer.
+// One MoE layer of the op: its experts' shares of the token copies
+// (workloads/expert_routing.hpp, experts entries), empty when balanced.
+struct DeepepLayer {
+  std::vector<double> expert_share;
+};
+// `layers` the MoE layers of the op; `pass_pairs` the pass pairs per layer.
+// A skewed layer's rows use its own touch probabilities (row bytes i -> j =
+// tokens_i x h x rho_j x element bytes), and the exchange's node_share is
+// then the ratio of the totals over its layers: sum of nu_n over nodes /
+// (members per set x sum of rho_j over sets), one figure for every node
+// (the RDMA bytes to a node follow what its GPUs receive).
 // With 1 < expert_tp < tp (dispatch_spans_expert_tp, workloads/expert_parallel.hpp)
 // the exchange is over the etp x ep GPUs of a block (`nodes` their spread):
 // member m holds shards of EP rank m / etp's experts, and every token goes
 // to each of the etp members of each expert set it touches, so
-//   row bytes i -> j   = tokens_i x h x P(set touched) x element bytes x f_{j / etp}
+//   row bytes i -> j   = tokens_i x h x P(set j / etp touched) x element bytes
 //   node_share         = P(node touched) / (members per node x P(set touched))
 // with the touch probabilities of ep sets over the nodes, members per node
 // / etp sets on each.
 DeepepTraffic deepep_traffic(const ModelSpec& model, const ParallelPlan& plan, const EpNodes& nodes,
-                             const std::vector<std::vector<double>>& load_factors, int pass_pairs);
+                             const std::vector<DeepepLayer>& layers, int pass_pairs);
 
 }  // namespace trainsim::workloads

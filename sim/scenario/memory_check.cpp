@@ -6,6 +6,7 @@
 
 #include "platforms/units.hpp"
 #include "sim/scenario/cost_model_choice.hpp"
+#include "workloads/expert_parallel.hpp"
 #include "workloads/stage_slices.hpp"
 
 namespace trainsim::scenario {
@@ -48,6 +49,9 @@ std::vector<std::string> memory_problems(const Scenario& scenario) {
       int gpu = -1, count = 0;
       for (int g = 0; g < plan.gpu_count(); ++g) {
         if (plan.pp_rank_of(g) != stage.stage || plan.micro_batches_of(plan.dp_rank_of(g)) != m)
+          continue;
+        // Imbalanced routing: the GPUs of the stage's busiest EP rank.
+        if (stage.ep_rank >= 0 && workloads::expert_parallel_rank_of(plan, g) != stage.ep_rank)
           continue;
         ++count;
         if (gpu < 0 || scenario.cluster.gpu_of(g).hbm_bytes < scenario.cluster.gpu_of(gpu).hbm_bytes)

@@ -74,13 +74,13 @@ Exchange IterationBuilder::exchange_of(PipeOpKind kind, const StageSlice& slice,
   const int pairs = ep_all_to_alls(plan_, kind, 1) / 2;
   Exchange x;
   x.send_bytes.assign(n * n, 0.0);
-  std::vector<std::vector<double>> factors;
-  // Loads exist only under imbalanced routing; otherwise every rank's is 1.
-  for (int l : moe_layer_indices(slice))
-    factors.push_back(imbalanced_ ? rank_load_factors(loads_.of_layer(l), plan_.ep)
-                                  : std::vector<double>(static_cast<std::size_t>(plan_.ep), 1.0));
   if (plan_.moe_dispatcher == MoeDispatcher::deepep) {
-    DeepepTraffic t = deepep_traffic(model_, plan_, nodes, factors, pairs);
+    // Loads exist only under imbalanced routing; a balanced layer's shares
+    // stay empty (the closed forms).
+    std::vector<DeepepLayer> layers;
+    for (int l : moe_layer_indices(slice))
+      layers.push_back({.expert_share = imbalanced_ ? loads_.of_layer(l) : std::vector<double>{}});
+    DeepepTraffic t = deepep_traffic(model_, plan_, nodes, layers, pairs);
     for (std::size_t i = 0; i < n; ++i)
       for (std::size_t j = 0; j < n; ++j)
         x.send_bytes[i * n + j] = t.dispatch[i * n + j] + t.combine[j * n + i];
@@ -89,6 +89,11 @@ Exchange IterationBuilder::exchange_of(PipeOpKind kind, const StageSlice& slice,
     x.node_share = t.node_share;
     return x;
   }
+  std::vector<std::vector<double>> factors;
+  // Loads exist only under imbalanced routing; otherwise every rank's is 1.
+  for (int l : moe_layer_indices(slice))
+    factors.push_back(imbalanced_ ? rank_load_factors(loads_.of_layer(l), plan_.ep)
+                                  : std::vector<double>(static_cast<std::size_t>(plan_.ep), 1.0));
   const double bytes = ep_all_to_all_bytes(model_, plan_);
   for (const auto& f : factors)
     for (std::size_t i = 0; i < n; ++i)

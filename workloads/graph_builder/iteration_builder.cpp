@@ -595,9 +595,14 @@ void IterationBuilder::add_overlapped_tp_collectives(const PipeOp& op, int rank,
 void IterationBuilder::record_op(const PipeOp& op, int vs, const std::vector<int>& gpus,
                                  std::vector<BuiltOp>& built) {
   const std::size_t s = slot(op.chunk, op.micro_batch);
-  const OpMemory memory = memory_.op_memory(op.kind, vs);
+  const OpMemory balanced_memory = memory_.op_memory(op.kind, vs);
   for (std::size_t g = 0; g < gpus.size(); ++g) {
     const int gpu = gpus[g];
+    // Imbalanced routing: each GPU keeps its own EP rank's share of the
+    // routed copies (GpuMemoryModel).
+    const OpMemory memory = memory_.imbalanced()
+                                ? memory_.op_memory(op.kind, vs, expert_parallel_rank_of(plan_, gpu))
+                                : balanced_memory;
     auto& list = ops_[idx(gpu)];
     switch (op.kind) {
       case PipeOpKind::forward:

@@ -44,8 +44,7 @@ ExpertExchangeEstimate expert_exchange_estimate(const ModelSpec& model, const Pa
 
   if (plan.moe_dispatcher == MoeDispatcher::deepep) {
     const EpNodes nodes = ep_nodes_of(domains);
-    const std::vector<std::vector<double>> balanced{std::vector<double>(static_cast<std::size_t>(n), 1.0)};
-    const DeepepTraffic t = deepep_traffic(model, plan, nodes, balanced, 1);
+    const DeepepTraffic t = deepep_traffic(model, plan, nodes, {DeepepLayer{}}, 1);
     const auto at = [n](const std::vector<double>& m, int i, int j) {
       return m[static_cast<std::size_t>(i) * static_cast<std::size_t>(n) + static_cast<std::size_t>(j)];
     };

@@ -20,6 +20,7 @@
 #include "workloads/cost_model.hpp"
 #include "workloads/graph_builder/iteration_builder.hpp"
 #include "workloads/moe_dispatch.hpp"
+#include "workloads/skewed_touch.hpp"
 #include "workloads/task_graph_fingerprint.hpp"
 
 namespace trainsim::workloads {
@@ -90,19 +91,22 @@ TEST(GroupLimitedRouting, DeepepBytesPerRankPairOnTheB200Layout) {
   plan.pp = 8;
   plan.micro_batch_size = 1;
   plan.moe_dispatcher = MoeDispatcher::deepep;
-  const std::vector<std::vector<double>> balanced(1, std::vector<double>(kB200Ep, 1.0));
-  const auto t = deepep_traffic(model, plan, kFourNodes, balanced, 1);
+  const auto t = deepep_traffic(model, plan, kFourNodes, {DeepepLayer{}}, 1);
   EXPECT_NEAR(t.dispatch[0 * kB200Ep + 9], 13022637.41935484, 1e-4);
   EXPECT_NEAR(t.combine[0 * kB200Ep + 9], 13022637.41935484, 1e-4);
   EXPECT_EQ(t.dispatch[3 * kB200Ep + 3], 0.0);
   EXPECT_NEAR(t.node_share, 31.0 / 70.0, 1e-15);
   const double rdma_to_other_nodes = 3 * 8 * t.dispatch[0 * kB200Ep + 9] * t.node_share;
   EXPECT_NEAR(rdma_to_other_nodes, 138412032.0, 1e-3);
-  // A skewed layer scales what a GPU receives by its load factor, as without groups.
-  std::vector<std::vector<double>> skewed(1, std::vector<double>(kB200Ep, 1.0));
-  skewed[0][9] = 2.5;
-  const auto s = deepep_traffic(model, plan, kFourNodes, skewed, 1);
-  EXPECT_DOUBLE_EQ(s.dispatch[0 * kB200Ep + 9], 2.5 * s.dispatch[0 * kB200Ep + 10]);
+  // A skewed layer: each GPU receives by its touch probability under the
+  // skewed group-limited router (workloads/skewed_touch.hpp).
+  std::vector<double> share(256, 1.0 / 268);
+  for (int e = 72; e < 80; ++e)  // GPU 9's 8 experts
+    share[static_cast<std::size_t>(e)] = 2.5 / 268;
+  const auto s = deepep_traffic(model, plan, kFourNodes, {DeepepLayer{share}}, 1);
+  const TouchProbabilities p = skewed_touch_probabilities(model.moe, kB200Ep, kFourNodes, share);
+  EXPECT_DOUBLE_EQ(s.dispatch[0 * kB200Ep + 9] / s.dispatch[0 * kB200Ep + 10], p.rank[9] / p.rank[10]);
+  EXPECT_GT(p.rank[9], p.rank[10]);
 }
 
 // With max_nodes_per_token M as well: the token's M nodes first, then G'

@@ -13,6 +13,7 @@
 #include <set>
 
 #include "workloads/expert_parallel.hpp"
+#include "workloads/skewed_touch.hpp"
 
 namespace trainsim::workloads {
 namespace {
@@ -107,8 +108,8 @@ TEST(DeepepTraffic, DispatchInFp8WithScalesCombineInBf16OncePerGpuTouched) {
   plan.micro_batch_size = 1;
   plan.moe_dispatcher = MoeDispatcher::deepep;
   plan.precision = Precision::fp8;
-  const std::vector<std::vector<double>> balanced(2, std::vector<double>(kEp, 1.0));  // two MoE layers
-  const auto t = deepep_traffic(model, plan, kEightNodes, balanced, 2);               // 2 pass pairs
+  const std::vector<DeepepLayer> balanced(2);                            // two MoE layers
+  const auto t = deepep_traffic(model, plan, kEightNodes, balanced, 2);  // 2 pass pairs
   const double rho = rank_touch_probability(model.moe, kEp, kEightNodes);
   const double tokens = 4096, h = 7168;
   // Per pair: layers x pass pairs x tokens x rho x h x (1 + 4/128) bytes out, 2 bytes back.
@@ -123,11 +124,24 @@ TEST(DeepepTraffic, DispatchInFp8WithScalesCombineInBf16OncePerGpuTouched) {
   // BF16 plans dispatch in BF16.
   plan.precision = Precision::bf16;
   EXPECT_DOUBLE_EQ(deepep_traffic(model, plan, kEightNodes, balanced, 2).dispatch[9], t.combine[9]);
-  // A skewed layer scales what each GPU receives by its load factor.
-  std::vector<std::vector<double>> skewed(1, std::vector<double>(kEp, 1.0));
-  skewed[0][9] = 3;
-  const auto s = deepep_traffic(model, plan, kEightNodes, skewed, 1);
-  EXPECT_DOUBLE_EQ(s.dispatch[9], 3 * s.dispatch[10]);
+  // A skewed layer (GPU 9's 4 experts three times as likely as the others):
+  // each GPU receives by its own touch probability under the skewed router
+  // (workloads/skewed_touch.hpp), which saturates: less than 3 x GPU 10's.
+  std::vector<double> share(256, 1.0 / 264);
+  for (int e = 36; e < 40; ++e)
+    share[static_cast<std::size_t>(e)] = 3.0 / 264;
+  const auto s = deepep_traffic(model, plan, kEightNodes, {DeepepLayer{share}}, 1);
+  const TouchProbabilities p = skewed_touch_probabilities(model.moe, kEp, kEightNodes, share);
+  EXPECT_DOUBLE_EQ(s.dispatch[9], tokens * h * p.rank[9] * 2);
+  EXPECT_DOUBLE_EQ(s.combine[10], tokens * h * p.rank[10] * 2);
+  EXPECT_GT(s.dispatch[9], 2 * s.dispatch[10]);
+  EXPECT_LT(s.dispatch[9], 3 * s.dispatch[10]);
+  double nodes = 0, ranks = 0;
+  for (double x : p.node)
+    nodes += x;
+  for (double x : p.rank)
+    ranks += x;
+  EXPECT_DOUBLE_EQ(s.node_share, nodes / ranks);
 }
 
 // DeepEP with expert TP 2 below tp 4 (Megatron's flex dispatcher): ep 8 x
@@ -152,20 +166,30 @@ TEST(DeepepTraffic, WithExpertTpBelowTpEveryShardGpuOfATouchedSetReceivesTheToke
   plan.moe_dispatcher = MoeDispatcher::deepep;
   ASSERT_TRUE(dispatch_spans_expert_tp(model, plan));
   const EpNodes block{2, 8};
-  std::vector<std::vector<double>> loads(1, std::vector<double>(8, 1.0));  // per EP rank (expert set)
-  loads[0][1] = 3;
-  const auto t = deepep_traffic(model, plan, block, loads, 1);
+  const auto t = deepep_traffic(model, plan, block, {DeepepLayer{}}, 1);
   ASSERT_EQ(t.dispatch.size(), 16u * 16u);
   const double rho = 819.0 / 1820.0, nu = 1750.0 / 1820.0;
   const double tokens = 2048.0 / 4;  // the sequence-parallel share of a TP rank
-  // GPUs 2 and 3 hold set 1's shards (load 3), GPUs 4 and 5 set 2's.
+  // GPUs 4 and 5 hold set 2's shards.
   EXPECT_NEAR(t.dispatch[0 * 16 + 4], tokens * 1024 * rho * 2, 1e-6);
   EXPECT_NEAR(t.dispatch[0 * 16 + 5], t.dispatch[0 * 16 + 4], 1e-6);
-  EXPECT_NEAR(t.dispatch[0 * 16 + 2], 3 * t.dispatch[0 * 16 + 4], 1e-6);
-  EXPECT_NEAR(t.dispatch[0 * 16 + 3], 3 * t.dispatch[0 * 16 + 4], 1e-6);
   EXPECT_EQ(t.dispatch[7 * 16 + 7], 0.0);
   EXPECT_NEAR(t.node_share, nu / (8 * rho), 1e-15);
   EXPECT_NEAR(t.node_share, 1750.0 / (8 * 819.0), 1e-15);
+  // Skewed (set 1's experts 2 and 3 three times as likely): both shard GPUs
+  // of a set receive its touch probability's bytes; the node share is the
+  // ratio of the totals, each set counted on its 2 members.
+  std::vector<double> share(16, 1.0 / 20);
+  share[2] = share[3] = 3.0 / 20;
+  const auto s = deepep_traffic(model, plan, block, {DeepepLayer{share}}, 1);
+  const EpNodes sets{2, 4};
+  const TouchProbabilities p = skewed_touch_probabilities(model.moe, 8, sets, share);
+  EXPECT_DOUBLE_EQ(s.dispatch[0 * 16 + 2], tokens * 1024 * p.rank[1] * 2);
+  EXPECT_DOUBLE_EQ(s.dispatch[0 * 16 + 3], s.dispatch[0 * 16 + 2]);
+  EXPECT_DOUBLE_EQ(s.dispatch[0 * 16 + 4], tokens * 1024 * p.rank[2] * 2);
+  EXPECT_GT(p.rank[1], p.rank[2]);
+  EXPECT_DOUBLE_EQ(s.node_share,
+                   (p.node[0] + p.node[1]) / (2 * std::accumulate(p.rank.begin(), p.rank.end(), 0.0)));
   // The all_to_all dispatcher keeps its EP groups and expert-TP collectives.
   plan.moe_dispatcher = MoeDispatcher::all_to_all;
   EXPECT_FALSE(dispatch_spans_expert_tp(model, plan));
