@@ -2,7 +2,9 @@
 
 #include "platforms/input_error.hpp"
 #include "sim/scenario/infeasible_plan.hpp"
+#include "sim/scenario/memory_check.hpp"
 #include "sim/scenario/scenario.hpp"
+#include "workloads/expert_parallel.hpp"
 
 #include <tuple>
 
@@ -443,6 +445,52 @@ TEST(ScenarioLoader, PlanThatDoesNotFitInMemoryIsInfeasibleWithTheBreakdown) {
   fits.insert(fits.end(), {"plan.zero_stage=3", "plan.recompute=selective", "plan.micro_batch_size=1",
                            "plan.global_batch_size=32"});
   EXPECT_NO_THROW(scenario::parse_scenario_text(kMinimal, "t.yaml", fits));
+}
+
+// Imbalanced routing: the fit check takes each GPU's own load of routed
+// copies. Mixtral's shape cut to 4 layers on 16 H100s, ep 8 (one expert a
+// GPU), 8 sequences a micro-batch: balanced it needs 46.5 GiB; under Zipf
+// s = 2 (seed 3) the GPUs of EP rank 7 peak highest, at 96 GiB, so the
+// plan is refused naming GPU 7 (the rank's other GPU is
+// 15); a capacity factor caps every expert at 1.25 x the balanced load and
+// the plan fits again.
+TEST(ScenarioLoader, SkewedRoutingIsRefusedOnTheBusiestExpertGpusMemory) {
+  const std::string yaml = R"(name: skew
+cluster:
+  preset: dgx-h100-ndr
+  nodes: 2
+model:
+  preset: mixtral-8x7b
+  layers: 4
+plan:
+  tp: 1
+  pp: 1
+  dp: 16
+  expert_parallel: 8
+  micro_batch_size: 8
+  global_batch_size: 128
+  zero_stage: 1
+)";
+  EXPECT_NO_THROW(scenario::parse_scenario_text(yaml, "t.yaml"));
+  const std::vector<std::string> skew = {"model.moe.routing=zipf", "model.moe.routing_skew=2",
+                                         "model.moe.routing_seed=3"};
+  try {
+    scenario::parse_scenario_text(yaml, "t.yaml", skew);
+    FAIL() << "expected scenario::InfeasiblePlan";
+  } catch (const scenario::InfeasiblePlan& e) {
+    EXPECT_EQ(e.reason(), scenario::Infeasibility::does_not_fit_in_memory);
+    ASSERT_FALSE(e.problems().empty());
+    EXPECT_NE(e.problems()[0].find("GPU 7 (pipeline stage 0, node 0, like the stage's other 1 GPU) needs"),
+              std::string::npos)
+        << e.problems()[0];
+  }
+  const auto unchecked = scenario::parse_scenario_text(yaml, "t.yaml", skew, {.check_memory = false});
+  const auto estimate = scenario::estimate_scenario_memory(unchecked);
+  EXPECT_EQ(estimate.stages[0].ep_rank, 7);
+  EXPECT_EQ(workloads::expert_parallel_rank_of(unchecked.plan, 15), 7);
+  auto capped = skew;
+  capped.push_back("model.moe.capacity_factor=1.25");
+  EXPECT_NO_THROW(scenario::parse_scenario_text(yaml, "t.yaml", capped));
 }
 
 // Megatron-LM users write its argument names: they read as trainsim's keys,
