@@ -86,6 +86,11 @@ double dispatch_element_bytes(const ParallelPlan& plan) {
   return plan.fp8_dispatch() ? 1.0 + 4.0 / 128.0 : 2.0;
 }
 
+EpNodes deepep_expert_sets(const ModelSpec& model, const ParallelPlan& plan, const EpNodes& nodes) {
+  const int etp = dispatch_spans_expert_tp(model, plan) ? plan.expert_tp() : 1;
+  return {.nodes = nodes.nodes, .ranks_per_node = nodes.ranks_per_node / etp};
+}
+
 DeepepTraffic deepep_traffic(const ModelSpec& model, const ParallelPlan& plan, const EpNodes& nodes,
                              const std::vector<DeepepLayer>& layers, int pass_pairs) {
   // With the dispatch over expert-TP x EP blocks, member m holds shards of
@@ -93,7 +98,7 @@ DeepepTraffic deepep_traffic(const ModelSpec& model, const ParallelPlan& plan, c
   // expert set, and a node holds ranks_per_node / etp of the sets.
   const int etp = dispatch_spans_expert_tp(model, plan) ? plan.expert_tp() : 1;
   const auto n = static_cast<std::size_t>(plan.ep * etp);
-  const EpNodes sets{.nodes = nodes.nodes, .ranks_per_node = nodes.ranks_per_node / etp};
+  const EpNodes sets = deepep_expert_sets(model, plan, nodes);
   DeepepTraffic t;
   t.dispatch.assign(n * n, 0.0);
   t.combine.assign(n * n, 0.0);
@@ -121,7 +126,9 @@ DeepepTraffic deepep_traffic(const ModelSpec& model, const ParallelPlan& plan, c
       continue;
     }
     skewed = true;
-    const TouchProbabilities p = skewed_touch_probabilities(model.moe, plan.ep, sets, layer.expert_share);
+    const TouchProbabilities p =
+        layer.touch.rank.empty() ? skewed_touch_probabilities(model.moe, plan.ep, sets, layer.expert_share)
+                                 : layer.touch;
     for (std::size_t i = 0; i < n; ++i)
       for (std::size_t j = 0; j < n; ++j)
         if (i != j) {

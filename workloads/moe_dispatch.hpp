@@ -91,10 +91,24 @@ struct DeepepTraffic {
   // P(node touched) / (ranks_per_node x P(GPU touched)), <= 1.
   double node_share = 1;
 };
+// Under skewed routing, per EP rank (expert set of E / ep experts) and per
+// node: P(a token touches it) (workloads/skewed_touch.hpp).
+struct TouchProbabilities {
+  std::vector<double> rank;
+  std::vector<double> node;
+};
+// The expert sets a deepep exchange's touch probabilities are over: the EP
+// ranks, ranks_per_node / expert_tp of them a node when the dispatch spans
+// expert TP (dispatch_spans_expert_tp).
+EpNodes deepep_expert_sets(const ModelSpec& model, const ParallelPlan& plan, const EpNodes& nodes);
+
 // One MoE layer of the op: its experts' shares of the token copies
-// (workloads/expert_routing.hpp, experts entries), empty when balanced.
+// (workloads/expert_routing.hpp, experts entries), empty when balanced;
+// `touch` its touch probabilities over deepep_expert_sets when the caller
+// has them already (empty: computed from the shares).
 struct DeepepLayer {
   std::vector<double> expert_share;
+  TouchProbabilities touch;
 };
 // `layers` the MoE layers of the op; `pass_pairs` the pass pairs per layer.
 // A skewed layer's rows use its own touch probabilities (row bytes i -> j =

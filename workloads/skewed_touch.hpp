@@ -40,11 +40,7 @@ namespace trainsim::workloads {
 
 inline constexpr int kSkewedTouchSamples = 32768;
 
-struct TouchProbabilities {
-  std::vector<double> rank;  // per EP rank (expert set of E / ep experts): P(touched)
-  std::vector<double> node;  // per node of `nodes`: P(touched)
-};
-
+// TouchProbabilities: workloads/moe_dispatch.hpp.
 // `share`: the layer's expert shares (experts entries). `nodes` as the EP
 // ranks lie: nodes.nodes x nodes.ranks_per_node = ep.
 TouchProbabilities skewed_touch_probabilities(const MoeSpec& moe, int ep, const EpNodes& nodes,

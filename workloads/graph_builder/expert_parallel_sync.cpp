@@ -27,6 +27,7 @@
 #include "workloads/expert_parallel.hpp"
 #include "workloads/graph_builder/iteration_builder.hpp"
 #include "workloads/graph_builder/iteration_builder_state.hpp"
+#include "workloads/skewed_touch.hpp"
 #include "workloads/stage_slices.hpp"
 
 namespace trainsim::workloads::detail {
@@ -78,8 +79,22 @@ Exchange IterationBuilder::exchange_of(PipeOpKind kind, const StageSlice& slice,
     // Loads exist only under imbalanced routing; a balanced layer's shares
     // stay empty (the closed forms).
     std::vector<DeepepLayer> layers;
-    for (int l : moe_layer_indices(slice))
-      layers.push_back({.expert_share = imbalanced_ ? loads_.of_layer(l) : std::vector<double>{}});
+    const EpNodes sets = deepep_expert_sets(model_, plan_, nodes);
+    for (int l : moe_layer_indices(slice)) {
+      DeepepLayer layer;
+      if (imbalanced_) {
+        // One Monte Carlo per layer and layout, shared by the forward's and
+        // the backward's exchanges.
+        auto known = touch_of_.find({l, sets.nodes, sets.ranks_per_node});
+        if (known == touch_of_.end())
+          known = touch_of_
+                      .emplace(std::make_tuple(l, sets.nodes, sets.ranks_per_node),
+                               skewed_touch_probabilities(model_.moe, plan_.ep, sets, loads_.of_layer(l)))
+                      .first;
+        layer = {.expert_share = loads_.of_layer(l), .touch = known->second};
+      }
+      layers.push_back(std::move(layer));
+    }
     DeepepTraffic t = deepep_traffic(model_, plan_, nodes, layers, pairs);
     for (std::size_t i = 0; i < n; ++i)
       for (std::size_t j = 0; j < n; ++j)

@@ -306,6 +306,9 @@ class IterationBuilder {
   // (passes per layer, MoE layers, nodes, GPUs per node) -> its
   // TaskGraph::exchanges entry.
   std::map<std::tuple<int, std::vector<int>, int, int>, int> exchange_of_;
+  // Imbalanced routing with deepep: (layer, nodes, expert sets per node) ->
+  // its touch probabilities (a cache of skewed_touch_probabilities).
+  mutable std::map<std::tuple<int, int, int>, TouchProbabilities> touch_of_;
   // Expert-TP groups by their first GPU: one group per set of GPUs.
   std::map<int, int> expert_tp_group_of_;
   // First-stage GPU -> its embedding group's all-reduce.

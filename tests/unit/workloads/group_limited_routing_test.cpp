@@ -103,7 +103,8 @@ TEST(GroupLimitedRouting, DeepepBytesPerRankPairOnTheB200Layout) {
   std::vector<double> share(256, 1.0 / 268);
   for (int e = 72; e < 80; ++e)  // GPU 9's 8 experts
     share[static_cast<std::size_t>(e)] = 2.5 / 268;
-  const auto s = deepep_traffic(model, plan, kFourNodes, {DeepepLayer{share}}, 1);
+  const auto s =
+      deepep_traffic(model, plan, kFourNodes, {DeepepLayer{.expert_share = share, .touch = {}}}, 1);
   const TouchProbabilities p = skewed_touch_probabilities(model.moe, kB200Ep, kFourNodes, share);
   EXPECT_DOUBLE_EQ(s.dispatch[0 * kB200Ep + 9] / s.dispatch[0 * kB200Ep + 10], p.rank[9] / p.rank[10]);
   EXPECT_GT(p.rank[9], p.rank[10]);

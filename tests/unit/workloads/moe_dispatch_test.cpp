@@ -130,7 +130,8 @@ TEST(DeepepTraffic, DispatchInFp8WithScalesCombineInBf16OncePerGpuTouched) {
   std::vector<double> share(256, 1.0 / 264);
   for (int e = 36; e < 40; ++e)
     share[static_cast<std::size_t>(e)] = 3.0 / 264;
-  const auto s = deepep_traffic(model, plan, kEightNodes, {DeepepLayer{share}}, 1);
+  const auto s =
+      deepep_traffic(model, plan, kEightNodes, {DeepepLayer{.expert_share = share, .touch = {}}}, 1);
   const TouchProbabilities p = skewed_touch_probabilities(model.moe, kEp, kEightNodes, share);
   EXPECT_DOUBLE_EQ(s.dispatch[9], tokens * h * p.rank[9] * 2);
   EXPECT_DOUBLE_EQ(s.combine[10], tokens * h * p.rank[10] * 2);
@@ -181,7 +182,7 @@ TEST(DeepepTraffic, WithExpertTpBelowTpEveryShardGpuOfATouchedSetReceivesTheToke
   // ratio of the totals, each set counted on its 2 members.
   std::vector<double> share(16, 1.0 / 20);
   share[2] = share[3] = 3.0 / 20;
-  const auto s = deepep_traffic(model, plan, block, {DeepepLayer{share}}, 1);
+  const auto s = deepep_traffic(model, plan, block, {DeepepLayer{.expert_share = share, .touch = {}}}, 1);
   const EpNodes sets{2, 4};
   const TouchProbabilities p = skewed_touch_probabilities(model.moe, 8, sets, share);
   EXPECT_DOUBLE_EQ(s.dispatch[0 * 16 + 2], tokens * 1024 * p.rank[1] * 2);
