@@ -1,6 +1,8 @@
 #include "workloads/memory_model.hpp"
 
 #include <algorithm>
+#include <map>
+#include <utility>
 
 #include "workloads/activation_memory.hpp"
 #include "workloads/attention.hpp"
@@ -316,7 +318,7 @@ class RankWalk {
     for (std::size_t k = 0; k < ops.size(); ++k) {
       const PipeOp& op = ops[k];
       const int vs = schedule_.virtual_stage(rank_, op.chunk);
-      const OpMemory m = memory_.op_memory(op.kind, vs, ep_rank_);
+      const OpMemory& m = op_memory(op.kind, vs);
       MemoryBreakdown during;  // buffers released at the op's end
       if (op.kind == PipeOpKind::forward)
         ++held_;
@@ -384,6 +386,16 @@ class RankWalk {
   int max_away() const { return max_away_; }
 
  private:
+  // An op's memory depends on its kind and virtual stage only: computed once
+  // per walk (under imbalanced routing each EP rank walks every stage).
+  const OpMemory& op_memory(PipeOpKind kind, int vs) {
+    const auto key = std::make_pair(static_cast<int>(kind), vs);
+    auto known = op_memory_.find(key);
+    if (known == op_memory_.end())
+      known = op_memory_.emplace(key, memory_.op_memory(kind, vs, ep_rank_)).first;
+    return known->second;
+  }
+
   double largest_piece_parameters(int vs) const {
     double largest = 0;
     for (int l = 0; l < memory_.pieces(vs); ++l)
@@ -429,6 +441,7 @@ class RankWalk {
   const PipelineSchedule& schedule_;
   int rank_;
   int ep_rank_;
+  std::map<std::pair<int, int>, OpMemory> op_memory_;
   const ParallelPlan& plan_;
   MemoryBreakdown current_;
   StageMemoryEstimate result_;
