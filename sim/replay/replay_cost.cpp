@@ -43,6 +43,19 @@ double estimated_replay_time_s(std::size_t tasks, std::size_t flows, int gpus) {
   return static_cast<double>(tasks) * (17e-6 + 2.4e-10 * gpus) + static_cast<double>(flows) * 2e-6;
 }
 
+double estimated_folded_replay_time_s(std::size_t replayed_tasks, std::size_t replayed_flows,
+                                      int quotient_gpus, std::size_t tasks) {
+  // The quotient's replay as above, plus what every task of the whole run
+  // costs: the task graph built and checked whole, each record expanded
+  // into its images for the analyses and files. Fitted 2026-12-06 on
+  // scale-16k's plan folded at 16,384 to 131,072 GPUs (docs/performance.md,
+  // "Towards 1,048,576 GPUs"): the same quotient (4,096 GPUs, 291k tasks)
+  // at every size, 1.16M to 9.31M tasks, 9.5 s to ~46 s idle: ~4.5 us per
+  // task of the whole run. Estimated whole, scale-131k was ~8 min.
+  return estimated_replay_time_s(replayed_tasks, replayed_flows, quotient_gpus) +
+         static_cast<double>(tasks) * 4.5e-6;
+}
+
 double estimated_replay_memory_bytes(std::size_t tasks, std::size_t recorded_flows) {
   // Refitted 2026-12-02 once flow records were allocated once and the link
   // analyses read one compressed index (docs/performance.md, "Memory"):
@@ -132,8 +145,19 @@ ReplayCost count_replay(const workloads::TaskGraph& graph, const ClusterZone& zo
     cost.recorded_flows += images * it->second.recorded;
   }
   const auto n = static_cast<std::size_t>(std::max(iterations, 1));
-  cost.time_s = estimated_replay_time_s(cost.tasks * n, cost.flows * n, cost.gpus);
-  cost.fast_time_s = estimated_replay_time_s(cost.tasks * n, cost.fast_flows * n, cost.gpus);
+  if (fold != nullptr) {
+    // The quotient replays the representatives' tasks on 1/m of the GPUs and
+    // starts 1/m of the flows (an image ends with its representative).
+    const auto m = static_cast<std::size_t>(fold->order);
+    const int quotient_gpus = cost.gpus / fold->order;
+    cost.time_s = estimated_folded_replay_time_s(fold->simulated_count * n, cost.flows / m * n, quotient_gpus,
+                                                 cost.tasks * n);
+    cost.fast_time_s = estimated_folded_replay_time_s(fold->simulated_count * n, cost.fast_flows / m * n,
+                                                      quotient_gpus, cost.tasks * n);
+  } else {
+    cost.time_s = estimated_replay_time_s(cost.tasks * n, cost.flows * n, cost.gpus);
+    cost.fast_time_s = estimated_replay_time_s(cost.tasks * n, cost.fast_flows * n, cost.gpus);
+  }
   // The flows of the first iteration are recorded; later ones only replayed.
   cost.memory_bytes = estimated_replay_memory_bytes(cost.tasks, cost.recorded_flows);
   return cost;

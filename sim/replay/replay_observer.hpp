@@ -43,6 +43,12 @@ struct ReplayObserver {
 // measurements of docs/performance.md: each flow costs more as the cluster
 // (and so the number of activities SimGrid walks at each completion) grows.
 double estimated_replay_time_s(std::size_t tasks, std::size_t flows, int gpus);
+// A folded run (docs/performance.md, "The fold"): the quotient's replay
+// (`replayed_tasks`, the SimGrid flows it starts, on `quotient_gpus`) and
+// the per-task cost of building, checking and expanding the whole run's
+// `tasks`.
+double estimated_folded_replay_time_s(std::size_t replayed_tasks, std::size_t replayed_flows,
+                                      int quotient_gpus, std::size_t tasks);
 double estimated_replay_memory_bytes(std::size_t tasks, std::size_t recorded_flows);
 
 }  // namespace trainsim::sim

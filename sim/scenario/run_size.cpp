@@ -64,6 +64,19 @@ constexpr double kSecondsPerFlow = 40e-6;
 constexpr double kRunSecondsPerRecord = 2.5e-6;
 constexpr double kRunSecondsPerRecordAndGpu = 4.3e-10;
 constexpr double kRunSecondsPerFlow = 1e-6;
+// A folded run replays one class (the quotient: 4,096 GPUs for scale-16k's
+// plan at 16,384, 131,072 and 1,048,576 GPUs), so the per-GPU term above,
+// SimGrid's and the analyses' view of the whole cluster, does not apply to
+// it; what grows with the machine is building and checking the whole task
+// graph and expanding every record into the analyses and the files, linear
+// in the records. Fitted 2026-12-06 on folded runs of scale-16k's plan
+// (docs/performance.md, "Towards 1,048,576 GPUs"): scale-16k 9.0-10.1 s
+// wall idle (2.1e6 records), scale-131k 45-47 s user idle (1.7e7 records);
+// scale-16k-hsdp-70b (7.9e6 records, 8.3e7 flows, m = 64) 18.0 s user. The
+// old formula said 27 s, 17 min and 1.3 h for them. The class size m is not
+// known before the replay finds the fold: a fold of few classes of a large
+// cluster (m = 2 at 100k GPUs) replays a larger quotient than this counts.
+constexpr double kFoldedRunSecondsPerRecord = 3e-6;
 // Tree all-reduces that contend (tree_all_reduce_load.hpp): each of their
 // flows costs SimGrid's max-min solver in proportion to the flows in flight
 // with it, those of every group sharing the fabric (kTreeFlowsInFlight of a
@@ -122,9 +135,11 @@ RunSize estimate(const Scenario& scenario, int iterations, int fold_from_gpus, b
   s.memory_bytes = s.folded ? std::min(whole_bytes, kFoldedBaseBytes + kFoldedBytesPerRecord * s.records +
                                                         kFoldedBytesPerFlow * s.flows)
                             : whole_bytes;
-  s.replay_s = (kRunSecondsPerRecord + kRunSecondsPerRecordAndGpu * gpus) * s.records +
-               kRunSecondsPerFlow * s.flows +
-               kRunSecondsPerTreeFlowAndFlowInFlight * tree_flows * tree_in_flight;
+  const double whole_s = (kRunSecondsPerRecord + kRunSecondsPerRecordAndGpu * gpus) * s.records +
+                         kRunSecondsPerFlow * s.flows +
+                         kRunSecondsPerTreeFlowAndFlowInFlight * tree_flows * tree_in_flight;
+  // No longer than the full replay (a small run with --fold).
+  s.replay_s = s.folded ? std::min(whole_s, kFoldedRunSecondsPerRecord * s.records) : whole_s;
   return s;
 }
 

@@ -161,6 +161,48 @@ TEST(RunSize, AFoldedRunIsNotEstimatedBelowThePeakMeasuredOnTheShippedScenarios)
   }
 }
 
+TEST(RunSize, AFoldedRunsTimeIsEstimatedWithinAFactorOfTwoOfMeasuredFoldedRuns) {
+  // User time of `trainsim run` folded, 2026-12-06 (docs/performance.md,
+  // "Towards 1,048,576 GPUs"). The whole-replay formula's per-GPU term
+  // estimated scale-131k at 17 min: the fold replays a 4,096-GPU quotient at
+  // every size, and what grows is linear in the records.
+  struct Measured {
+    std::string file;
+    double user_s;
+  };
+  const std::vector<Measured> runs{
+      {"scenarios/scale-16k.yaml", 8.22},            // idle, at the merge of 11:11
+      {"scenarios/scale-131k.yaml", 49.57},          // fast, load 9
+      {"scenarios/scale-16k-hsdp-70b.yaml", 17.99},  // idle, 11:13
+  };
+  for (const auto& run : runs) {
+    const RunSize size = estimate_run_size(shipped(run.file), 1, kFoldFrom);
+    ASSERT_TRUE(size.folded) << run.file;
+    EXPECT_GT(size.replay_s, run.user_s / 2) << run.file;
+    EXPECT_LT(size.replay_s, run.user_s * 2) << run.file;
+  }
+  // Unfolded, the same runs are estimated as the full replay, far longer.
+  EXPECT_GT(estimate_run_size(shipped("scenarios/scale-131k.yaml"), 1, 0).replay_s, 600);
+}
+
+TEST(RunSize, TheMillionGpuScenarioIsEightTimesScale131kAndFolds) {
+  // scenarios/scale-1m.yaml: scale-131k's plan with 8x the replicas. Its
+  // records are counted on a shrunk graph and scaled (no 32-bit overflow on
+  // the way), and it is expected to fold.
+  const LoadOptions counted{.check_memory = false};
+  const Scenario big =
+      load_scenario(std::string(TRAINSIM_SOURCE_DIR) + "/scenarios/scale-1m.yaml", {}, counted);
+  const Scenario small =
+      load_scenario(std::string(TRAINSIM_SOURCE_DIR) + "/scenarios/scale-131k.yaml", {}, counted);
+  EXPECT_EQ(big.cluster.gpu_count(), 1048576);
+  EXPECT_EQ(big.plan.micro_batches(), small.plan.micro_batches());
+  const RunSize b = estimate_run_size(big, 1, kFoldFrom), s = estimate_run_size(small, 1, kFoldFrom);
+  ASSERT_TRUE(b.records_counted);
+  EXPECT_TRUE(b.folded);
+  EXPECT_DOUBLE_EQ(b.records, 8 * s.records);
+  EXPECT_DOUBLE_EQ(b.replay_s, 8 * s.replay_s);
+}
+
 TEST(RunSize, TheFoldIsNotExpectedBelowItsThresholdNorWithAPerturbedGpu) {
   const Scenario small = shipped("scenarios/scale-512.yaml");
   EXPECT_FALSE(estimate_run_size(small, 1, kFoldFrom).folded);  // 512 GPUs
