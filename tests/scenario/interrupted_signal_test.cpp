@@ -15,9 +15,9 @@
 // phases as these twelve, what the tally prints: for `run`, before the run
 // folder is opened ("nothing was written": loader, graph, SimGrid's replay,
 // the analyses) and while its files are written ("OUT is unfinished"); for
-// `plan` and `sweep`, before any simulation ended, with k of n points kept,
-// once every point finished and while the tables are written, and after
-// the end; at a quarter of the cost (docs/performance.md, "CI's time").
+// `plan` and `sweep`, before any simulation ended and with k of n points
+// kept, for `plan` also once every plan finished (before its tables); a few
+// finish first. At a quarter of the cost (docs/performance.md, "CI's time").
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <signal.h>
