@@ -40,6 +40,12 @@ class GpuClasses {
   std::size_t size() const { return rep_.size(); }
   std::size_t representative(std::size_t gpu) const { return rep_[gpu]; }
   bool is_representative(std::size_t gpu) const { return rep_[gpu] == gpu; }
+  // Folded: the images it reads through, and the power of the rotation
+  // that takes `gpu`'s representative to `gpu` (a task on the
+  // representative has its image on `gpu` under the same power). Not
+  // folded: null and 0.
+  const FoldImages* images() const { return images_; }
+  int step(std::size_t gpu) const { return step_[gpu]; }
 
   // Every record of the timeline (as the full list reads) that lands on a
   // representative GPU, on its GPU or, for a send, on its peer; in the full

@@ -1,12 +1,24 @@
 #include "analysis/memory.hpp"
 
+#include "analysis/fold_classes.hpp"
 #include "analysis/memory_curve.hpp"
 
 namespace trainsim::analysis {
 
+const std::vector<MemorySample>& GpuMemory::samples() const {
+  static const std::vector<MemorySample> kNone;
+  return curve ? *curve : kNone;
+}
+
 MemoryReport memory_over_time(const workloads::TaskGraph& graph, const Timeline& timeline,
                               const platforms::ClusterSpec& cluster) {
-  const MemoryCurves curves = memory_curves(graph, timeline);
+  return memory_over_time(graph, timeline, cluster,
+                          GpuClasses::of(graph, timeline, static_cast<std::size_t>(graph.gpu_count)));
+}
+
+MemoryReport memory_over_time(const workloads::TaskGraph& graph, const Timeline& timeline,
+                              const platforms::ClusterSpec& cluster, const GpuClasses& classes) {
+  MemoryCurves curves = memory_curves(graph, timeline, classes);
   MemoryReport report;
   report.model =
       "trainsim memory model: weights, gradients and optimizer state (by ZeRO stage), activations (by "
@@ -19,16 +31,14 @@ MemoryReport memory_over_time(const workloads::TaskGraph& graph, const Timeline&
     if (resident_any.bytes[k] > 0)
       report.components.emplace_back(workloads::to_string(static_cast<workloads::MemoryKind>(k)));
   report.gpus.reserve(curves.gpus.size());
-  for (const auto& c : curves.gpus) {
+  for (auto& c : curves.gpus) {
     GpuMemory m;
     m.gpu = c.gpu;
     m.resident_bytes = c.resident.total();
     m.peak_bytes = c.peak_bytes;
     m.peak_time_s = c.peak_time_s;
     m.capacity_bytes = cluster.gpu_of(c.gpu).hbm_bytes;
-    m.samples.reserve(c.points.size());
-    for (const auto& p : c.points)
-      m.samples.push_back({p.time_s, p.bytes});
+    m.curve = std::move(c.curve);  // the curve's points, not a copy
     report.gpus.push_back(std::move(m));
   }
   report.peak_bytes = curves.peak_bytes;

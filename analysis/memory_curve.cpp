@@ -1,26 +1,84 @@
 #include "analysis/memory_curve.hpp"
 
 #include <algorithm>
+#include <bit>
+#include <cstdint>
 #include <limits>
+#include <optional>
+
+#include "analysis/fold_classes.hpp"
 
 namespace trainsim::analysis {
 
-MemoryCurves memory_curves(const workloads::TaskGraph& graph, const Timeline& timeline) {
-  using workloads::MemoryEvent;
+namespace {
+
+using workloads::MemoryEvent;
+
+constexpr double kNever = std::numeric_limits<double>::quiet_NaN();
+
+struct Change {
+  double time_s;
+  double bytes;
+  workloads::MemoryKind kind;
+};
+
+bool same_bits(double a, double b) {
+  return std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b);
+}
+
+bool same_bits(const workloads::MemoryBreakdown& a, const workloads::MemoryBreakdown& b) {
+  for (int k = 0; k < workloads::kMemoryKindCount; ++k)
+    if (!same_bits(a.bytes[k], b.bytes[k]))
+      return false;
+  return true;
+}
+
+// One GPU's curve from its changes, in the graph's order (sorted here by
+// time, frees first at one instant, the graph's order otherwise).
+void fill_curve(GpuMemoryCurve& c, std::vector<Change>& list) {
+  std::stable_sort(list.begin(), list.end(), [](const Change& a, const Change& b) {
+    if (a.time_s != b.time_s)
+      return a.time_s < b.time_s;
+    return a.bytes < 0 && b.bytes >= 0;
+  });
+  auto points = std::make_shared<std::vector<MemoryCurvePoint>>();
+  workloads::MemoryBreakdown current = c.resident;
+  c.peak_bytes = current.total();
+  c.at_peak = current;
+  points->push_back({0, c.peak_bytes});
+  for (const Change& change : list) {
+    current[change.kind] += change.bytes;
+    const double total = current.total();
+    if (total > c.peak_bytes) {
+      c.peak_bytes = total;
+      c.peak_time_s = change.time_s;
+      c.at_peak = current;
+    }
+    if (points->back().time_s == change.time_s)
+      points->back().bytes = total;
+    else
+      points->push_back({change.time_s, total});
+  }
+  points->shrink_to_fit();
+  c.curve = std::move(points);
+}
+
+void track_peak(MemoryCurves& curves, const GpuMemoryCurve& c) {
+  if (curves.peak_gpu < 0 || c.peak_bytes > curves.peak_bytes) {
+    curves.peak_bytes = c.peak_bytes;
+    curves.peak_gpu = c.gpu;
+  }
+}
+
+// Every GPU on its own.
+MemoryCurves every_gpu(const workloads::TaskGraph& graph, const Timeline& timeline) {
   const auto gpus = static_cast<std::size_t>(graph.gpu_count);
   // When each task ran (a collective's records share one start and end).
-  constexpr double kNever = std::numeric_limits<double>::quiet_NaN();
   std::vector<double> start(graph.size(), kNever), end(graph.size(), kNever);
   for (const auto& r : timeline.records) {
     start[r.task] = r.start_s;
     end[r.task] = r.end_s;
   }
-
-  struct Change {
-    double time_s;
-    double bytes;
-    workloads::MemoryKind kind;
-  };
   std::vector<std::vector<Change>> changes(gpus);
   for (const MemoryEvent& e : graph.memory) {
     const double t = e.at == MemoryEvent::At::start ? start[e.task] : end[e.task];
@@ -28,7 +86,6 @@ MemoryCurves memory_curves(const workloads::TaskGraph& graph, const Timeline& ti
       continue;  // a task that did not run (a partial timeline)
     changes[static_cast<std::size_t>(e.gpu)].push_back({t, e.bytes, e.kind});
   }
-
   MemoryCurves curves;
   curves.gpus.resize(gpus);
   for (std::size_t g = 0; g < gpus; ++g) {
@@ -36,35 +93,141 @@ MemoryCurves memory_curves(const workloads::TaskGraph& graph, const Timeline& ti
     c.gpu = static_cast<int>(g);
     if (g < graph.resident_memory.size())
       c.resident = graph.resident_memory[g];
-    auto& list = changes[g];
-    std::stable_sort(list.begin(), list.end(), [](const Change& a, const Change& b) {
-      if (a.time_s != b.time_s)
-        return a.time_s < b.time_s;
-      return a.bytes < 0 && b.bytes >= 0;
-    });
-    workloads::MemoryBreakdown current = c.resident;
-    c.peak_bytes = current.total();
-    c.at_peak = current;
-    c.points.push_back({0, c.peak_bytes});
-    for (const Change& change : list) {
-      current[change.kind] += change.bytes;
-      const double total = current.total();
-      if (total > c.peak_bytes) {
-        c.peak_bytes = total;
-        c.peak_time_s = change.time_s;
-        c.at_peak = current;
-      }
-      if (c.points.back().time_s == change.time_s)
-        c.points.back().bytes = total;
-      else
-        c.points.push_back({change.time_s, total});
-    }
-    if (curves.peak_gpu < 0 || c.peak_bytes > curves.peak_bytes) {
-      curves.peak_bytes = c.peak_bytes;
-      curves.peak_gpu = c.gpu;
-    }
+    fill_curve(c, changes[g]);
+    std::vector<Change>().swap(changes[g]);
+    track_peak(curves, c);
   }
   return curves;
+}
+
+// Once per GPU orbit of a folded run; nullopt when an image GPU's events or
+// resident memory are not its representative's under the rotation.
+std::optional<MemoryCurves> per_orbit(const workloads::TaskGraph& graph, const Timeline& timeline,
+                                      const GpuClasses& classes) {
+  const FoldImages* images = classes.images();
+  const auto gpus = classes.size();
+  const auto& events = graph.memory;
+  if (images == nullptr || events.size() >= std::numeric_limits<std::uint32_t>::max() ||
+      images->tasks.size() < graph.size())
+    return std::nullopt;
+  const auto gpu_of = [&](const MemoryEvent& e) {
+    return e.gpu >= 0 && static_cast<std::size_t>(e.gpu) < gpus ? static_cast<std::size_t>(e.gpu) : gpus;
+  };
+  // Each representative's events, as positions in graph.memory, in order.
+  std::vector<std::vector<std::uint32_t>> mine(gpus);
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    if (events[i].task >= graph.size())
+      return std::nullopt;
+    const auto g = gpu_of(events[i]);
+    if (g < gpus && classes.is_representative(g))
+      mine[g].push_back(static_cast<std::uint32_t>(i));
+  }
+  // An image GPU's events are its representative's, in the same order, each
+  // on the image (under the GPU's power of the rotation) of the
+  // representative's task, at the same end of it, of the same kind and bytes.
+  std::vector<std::uint32_t> seen(gpus, 0);
+  for (const MemoryEvent& e : events) {
+    const auto g = gpu_of(e);
+    if (g >= gpus || classes.is_representative(g))
+      continue;
+    const auto& list = mine[classes.representative(g)];
+    auto& j = seen[g];
+    if (j >= list.size())
+      return std::nullopt;
+    const MemoryEvent& r = events[list[j++]];
+    if (r.at != e.at || r.kind != e.kind || !same_bits(r.bytes, e.bytes) ||
+        images->tasks.power(r.task, classes.step(g)) != e.task)
+      return std::nullopt;
+  }
+  const auto resident = [&](std::size_t g) -> const workloads::MemoryBreakdown* {
+    return g < graph.resident_memory.size() ? &graph.resident_memory[g] : nullptr;
+  };
+  for (std::size_t g = 0; g < gpus; ++g) {
+    const auto rep = classes.representative(g);
+    if (rep == g)
+      continue;
+    if (seen[g] != mine[rep].size())
+      return std::nullopt;
+    const auto *a = resident(g), *b = resident(rep);
+    if ((a == nullptr) != (b == nullptr) || (a != nullptr && !same_bits(*a, *b)))
+      return std::nullopt;
+  }
+  std::vector<std::uint32_t>().swap(seen);
+
+  // When the representatives' events' tasks ran. The full list reads each
+  // recorded record followed by its images (analysis/record_list.hpp), at
+  // its times, on the tasks of its task's cycle under the rotation (a fixed
+  // task, a spanning collective: its own records only); so every task of a
+  // cycle has the times of the last recorded record in the cycle, as a walk
+  // over the full list leaves them. Keyed by the cycle's first task.
+  std::vector<std::uint32_t> keys;
+  for (const auto& list : mine)
+    for (const std::uint32_t i : list)
+      keys.push_back(images->tasks.first(events[i].task));
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  std::vector<double> start(keys.size(), kNever), end(keys.size(), kNever);
+  const auto slot = [&](std::uint32_t key) {
+    const auto it = std::lower_bound(keys.begin(), keys.end(), key);
+    return it != keys.end() && *it == key ? static_cast<std::size_t>(it - keys.begin()) : keys.size();
+  };
+  for (const auto& r : timeline.records.recorded()) {
+    if (r.task >= graph.size())
+      return std::nullopt;
+    if (const auto s = slot(images->tasks.first(r.task)); s < keys.size()) {
+      start[s] = r.start_s;
+      end[s] = r.end_s;
+    }
+  }
+
+  MemoryCurves curves;
+  curves.gpus.resize(gpus);
+  std::vector<Change> list;
+  for (std::size_t g = 0; g < gpus; ++g) {
+    auto& c = curves.gpus[g];
+    if (const auto rep = classes.representative(g); rep != g) {
+      c = curves.gpus[rep];  // the same curve, shared
+      c.gpu = static_cast<int>(g);
+      track_peak(curves, c);
+      continue;
+    }
+    c.gpu = static_cast<int>(g);
+    if (const auto* r = resident(g))
+      c.resident = *r;
+    list.clear();
+    for (const std::uint32_t i : mine[g]) {
+      const MemoryEvent& e = events[i];
+      const auto s = slot(images->tasks.first(e.task));
+      const double t = e.at == MemoryEvent::At::start ? start[s] : end[s];
+      if (t != t)
+        continue;  // a task that did not run (a partial timeline)
+      list.push_back({t, e.bytes, e.kind});
+    }
+    std::vector<std::uint32_t>().swap(mine[g]);
+    fill_curve(c, list);
+    track_peak(curves, c);
+  }
+  return curves;
+}
+
+}  // namespace
+
+const std::vector<MemoryCurvePoint>& GpuMemoryCurve::points() const {
+  static const std::vector<MemoryCurvePoint> kNone;
+  return curve ? *curve : kNone;
+}
+
+MemoryCurves memory_curves(const workloads::TaskGraph& graph, const Timeline& timeline) {
+  return memory_curves(graph, timeline,
+                       GpuClasses::of(graph, timeline, static_cast<std::size_t>(graph.gpu_count)));
+}
+
+MemoryCurves memory_curves(const workloads::TaskGraph& graph, const Timeline& timeline,
+                           const GpuClasses& classes) {
+  if (classes.folded() && classes.size() == static_cast<std::size_t>(graph.gpu_count))
+    if (auto curves = per_orbit(graph, timeline, classes))
+      return std::move(*curves);
+  return every_gpu(graph, timeline);
 }
 
 }  // namespace trainsim::analysis

@@ -18,7 +18,7 @@ Report build_report(const RunContext& run, const Timeline& timeline, const Summa
   // the critical path sorts them by start.
   r.utilization = analyze_utilization(run.graph, timeline, gpus, links);
   r.critical_path = critical_path(run.graph, timeline, index, std::move(links));
-  r.memory = memory_over_time(run.graph, timeline, run.cluster);
+  r.memory = memory_over_time(run.graph, timeline, run.cluster, gpus);
   r.energy = analyze_energy(run.graph, timeline, r.summary, r.bubbles, run.cluster, gpus);
   r.collectives = collective_usage(run.graph, timeline);
   r.repeats = std::move(repeats);

@@ -84,7 +84,7 @@ Summary summarize(const workloads::TaskGraph& graph, const Timeline& timeline,
       st.bubble_fraction += u.idle_s / t;
     }
   }
-  const MemoryCurves memory = memory_curves(graph, timeline);
+  const MemoryCurves memory = memory_curves(graph, timeline, classes);
   for (std::size_t g = 0; g < gpus; ++g) {
     auto& u = s.gpus[g];
     const auto& curve = memory.gpus[g];

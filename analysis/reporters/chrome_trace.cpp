@@ -216,7 +216,7 @@ double estimated_full_trace_bytes(const RunContext& run, const Timeline& timelin
       events += 4 * static_cast<std::size_t>(timeline.records.images_of(r));
   events += 4 * std::min(collective_flows(run, timeline), kMaxCollectiveArrows);
   for (const auto& m : report.memory.gpus)
-    events += m.samples.size();
+    events += m.samples().size();
   events += 2 * static_cast<std::size_t>(run.graph.gpu_count) * 3;
   events += report.critical_path.segments.size();
   return kBytesPerEvent * static_cast<double>(events);
@@ -512,7 +512,7 @@ void write_chrome_trace(std::ostream& out, const RunContext& run, const Timeline
     if (!is_shown(m.gpu))
       continue;
     const int pid = cluster.locate(m.gpu).node;
-    for (const auto& sample : m.samples)
+    for (const auto& sample : m.samples())
       fmt::format_to(
           w.next(),
           "{{\"ph\":\"C\",\"name\":\"memory GPU {}\",\"cat\":\"memory\",\"pid\":{},\"ts\":{},\"args\":{{"

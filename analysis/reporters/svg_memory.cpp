@@ -85,8 +85,8 @@ void write_memory_svg(std::ostream& out, const RunContext& run, const Report& re
     const auto& m = mem.gpus[static_cast<std::size_t>(shown[i])];
     const char* colour = kPalette[i % kPalette.size()];
     std::string points;
-    double prev = m.samples.empty() ? 0 : m.samples.front().bytes;
-    for (const auto& sample : m.samples) {
+    double prev = m.samples().empty() ? 0 : m.samples().front().bytes;
+    for (const auto& sample : m.samples()) {
       points += fmt::format("{:.2f},{:.2f} {:.2f},{:.2f} ", x(sample.time_s), y(prev), x(sample.time_s),
                             y(sample.bytes));
       prev = sample.bytes;

@@ -153,7 +153,7 @@ TEST(AnalysisEndToEnd, PeakActivationsFollowTheScheduleInFlightCount) {
     SCOPED_TRACE(s);
     const auto& g = mem.gpus[static_cast<std::size_t>(s)];
     EXPECT_DOUBLE_EQ(g.resident_bytes, r.graph.resident_memory[static_cast<std::size_t>(s)].total());
-    EXPECT_DOUBLE_EQ(g.samples.back().bytes, g.resident_bytes);  // all freed by the end
+    EXPECT_DOUBLE_EQ(g.samples().back().bytes, g.resident_bytes);  // all freed by the end
     if (s > 0 && s < p - 1)
       EXPECT_NEAR(g.peak_bytes, g.resident_bytes + std::min(p - s, m) * per_micro_batch, 1.0);
     else

@@ -10,6 +10,7 @@
 
 #include "analysis/fold_classes.hpp"
 #include "analysis/gpu_power.hpp"
+#include "analysis/memory_curve.hpp"
 #include "analysis/report.hpp"
 #include "analysis/summary.hpp"
 #include "sim/replay/simulation.hpp"
@@ -104,6 +105,35 @@ void expect_same(const CriticalPath& a, const CriticalPath& b) {
   EXPECT_GT(links, 0) << "the critical path crosses no link: the link-load index is not exercised";
 }
 
+// Every GPU's memory curve, peak and breakdown, bit for bit; `shared`: the
+// GPUs of one orbit hold their representative's curve (one copy of its
+// points), else every GPU its own.
+void expect_same(const MemoryCurves& a, const MemoryCurves& b, const GpuClasses& classes, bool shared) {
+  ASSERT_EQ(a.gpus.size(), b.gpus.size());
+  std::size_t images = 0;
+  for (std::size_t g = 0; g < a.gpus.size(); ++g) {
+    const auto &x = a.gpus[g], &y = b.gpus[g];
+    EXPECT_EQ(x.gpu, y.gpu);
+    ASSERT_EQ(x.points().size(), y.points().size()) << "gpu " << g;
+    for (std::size_t i = 0; i < x.points().size(); ++i) {
+      EXPECT_EQ(x.points()[i].time_s, y.points()[i].time_s) << "gpu " << g << " point " << i;
+      EXPECT_EQ(x.points()[i].bytes, y.points()[i].bytes) << "gpu " << g << " point " << i;
+    }
+    EXPECT_EQ(x.peak_bytes, y.peak_bytes) << "gpu " << g;
+    EXPECT_EQ(x.peak_time_s, y.peak_time_s) << "gpu " << g;
+    for (int k = 0; k < workloads::kMemoryKindCount; ++k) {
+      EXPECT_EQ(x.resident.bytes[k], y.resident.bytes[k]) << "gpu " << g;
+      EXPECT_EQ(x.at_peak.bytes[k], y.at_peak.bytes[k]) << "gpu " << g;
+    }
+    const auto rep = classes.representative(g);
+    EXPECT_EQ(x.curve == a.gpus[rep].curve, shared || rep == g) << "gpu " << g;
+    images += rep != g;
+  }
+  EXPECT_EQ(images > 0, shared);
+  EXPECT_EQ(a.peak_bytes, b.peak_bytes);
+  EXPECT_EQ(a.peak_gpu, b.peak_gpu);
+}
+
 // Simulates `file` folded (with `overrides`), then holds every analysis per
 // class to the same analysis over the materialised records.
 void expect_per_class_equals_full(const std::string& file, const std::vector<std::string>& overrides,
@@ -164,6 +194,34 @@ void expect_per_class_equals_full(const std::string& file, const std::vector<std
     EXPECT_EQ(pa[g].idle_s, pb[g].idle_s) << "gpu " << g;
   }
   EXPECT_EQ(nccl_wait_spans(result.graph, folded), nccl_wait_spans(result.graph, full));
+
+  // The memory curves once per GPU orbit against every GPU's own, and the
+  // report's and summary's figures read from them.
+  const auto classes = GpuClasses::of(result.graph, folded, gpus);
+  expect_same(memory_curves(result.graph, folded), memory_curves(result.graph, full), classes, true);
+  ASSERT_EQ(a.memory.gpus.size(), b.memory.gpus.size());
+  for (std::size_t g = 0; g < a.memory.gpus.size(); ++g) {
+    const auto &x = a.memory.gpus[g], &y = b.memory.gpus[g];
+    EXPECT_EQ(x.resident_bytes, y.resident_bytes) << "gpu " << g;
+    EXPECT_EQ(x.peak_bytes, y.peak_bytes) << "gpu " << g;
+    EXPECT_EQ(x.peak_time_s, y.peak_time_s) << "gpu " << g;
+    ASSERT_EQ(x.samples().size(), y.samples().size()) << "gpu " << g;
+    for (std::size_t i = 0; i < x.samples().size(); ++i) {
+      EXPECT_EQ(x.samples()[i].time_s, y.samples()[i].time_s) << "gpu " << g;
+      EXPECT_EQ(x.samples()[i].bytes, y.samples()[i].bytes) << "gpu " << g;
+    }
+    EXPECT_EQ(x.curve, a.memory.gpus[classes.representative(g)].curve) << "gpu " << g;
+  }
+  EXPECT_EQ(a.memory.peak_bytes, b.memory.peak_bytes);
+  EXPECT_EQ(a.memory.peak_gpu, b.memory.peak_gpu);
+  EXPECT_EQ(a.memory.components, b.memory.components);
+  for (std::size_t g = 0; g < sa.gpus.size(); ++g) {
+    EXPECT_EQ(sa.gpus[g].peak_memory_bytes, sb.gpus[g].peak_memory_bytes) << "gpu " << g;
+    EXPECT_EQ(sa.gpus[g].peak_memory_time_s, sb.gpus[g].peak_memory_time_s) << "gpu " << g;
+  }
+  EXPECT_EQ(sa.peak_memory_bytes, sb.peak_memory_bytes);
+  EXPECT_EQ(sa.peak_memory_gpu, sb.peak_memory_gpu);
+  EXPECT_EQ(sa.fits_in_memory, sb.fits_in_memory);
 }
 
 // scale-16k's plan on 4 rail groups of 4 nodes (m = 2): rings and pipeline

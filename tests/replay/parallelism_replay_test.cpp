@@ -115,7 +115,7 @@ TEST(MemoryCurveReplay, OneFOneBTimedPeakIsTheStaticEstimate) {
     for (int k = 0; k < workloads::kMemoryKindCount; ++k)
       EXPECT_NEAR(c.at_peak.bytes[k], stage.at_peak.bytes[k], 1e-9 * stage.peak_bytes) << c.gpu << " " << k;
     // Back to the resident bytes at the end.
-    EXPECT_NEAR(c.points.back().bytes, c.resident.total(), 1e-9 * c.resident.total());
+    EXPECT_NEAR(c.points().back().bytes, c.resident.total(), 1e-9 * c.resident.total());
   }
   double f3_end = -1;
   for (const auto& r : run.timeline.records)

@@ -40,11 +40,11 @@ TEST(Memory, StepFunctionAndPeakFollowAllocationsAndFrees) {
   EXPECT_DOUBLE_EQ(g.resident_bytes, 100);
   EXPECT_DOUBLE_EQ(g.peak_bytes, 120);
   EXPECT_DOUBLE_EQ(g.peak_time_s, 1);
-  ASSERT_EQ(g.samples.size(), 4u);
-  EXPECT_DOUBLE_EQ(g.samples[0].bytes, 110);  // F0 allocates at time 0
-  EXPECT_DOUBLE_EQ(g.samples[1].bytes, 120);
-  EXPECT_DOUBLE_EQ(g.samples[2].time_s, 4);
-  EXPECT_DOUBLE_EQ(g.samples[3].bytes, 100);
+  ASSERT_EQ(g.samples().size(), 4u);
+  EXPECT_DOUBLE_EQ(g.samples()[0].bytes, 110);  // F0 allocates at time 0
+  EXPECT_DOUBLE_EQ(g.samples()[1].bytes, 120);
+  EXPECT_DOUBLE_EQ(g.samples()[2].time_s, 4);
+  EXPECT_DOUBLE_EQ(g.samples()[3].bytes, 100);
   EXPECT_DOUBLE_EQ(g.capacity_bytes, 80.0 * 1024 * 1024 * 1024);
   EXPECT_EQ(m.peak_gpu, 0);
 }
