@@ -237,7 +237,6 @@ struct TaskGraph {
       throw std::logic_error("the task graph's dependencies read before seal()");
     return dependencies_;
   }
-  std::size_t dependency_count() const { return sealed_ ? boost::num_edges(dependencies_) : added_.size(); }
   // Calls f(before, after) for every dependency in the order depend()
   // added it (boost::edges() walks the compressed rows by source). Walks
   // the rows once per window of positions, at least `min_window` wide and
