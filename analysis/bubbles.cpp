@@ -145,8 +145,8 @@ double retimed_iteration_s(const workloads::TaskGraph& graph, const ExecutionInd
       ready = std::max(ready, end[u]);
       actual_ready = std::max(actual_ready, index.end_s(u));
     };
-    for (auto [e, e_end] = boost::in_edges(v, graph.graph); e != e_end; ++e)
-      consider(boost::source(*e, graph.graph));
+    for (auto [e, e_end] = boost::in_edges(workloads::task_vertex(v), graph.dependencies()); e != e_end; ++e)
+      consider(boost::source(*e, graph.dependencies()));
     consider(index.stream_predecessor(v));
     double start = index.start_s(v);
     if (ready >= 0)

@@ -52,8 +52,9 @@ ExecutionIndex::ExecutionIndex(const workloads::TaskGraph& graph, const Timeline
     if (!ran_[v])
       continue;
     TaskId best = widen(stream_pred_[v]);
-    for (auto [e, e_end] = boost::in_edges(v, graph.graph); e != e_end; ++e) {
-      const TaskId u = boost::source(*e, graph.graph);
+    for (auto [e, e_end] = boost::in_edges(workloads::task_vertex(v), graph.dependencies()); e != e_end;
+         ++e) {
+      const TaskId u = boost::source(*e, graph.dependencies());
       if (!ran_[u])
         continue;
       ++waiting[v];
@@ -81,8 +82,8 @@ ExecutionIndex::ExecutionIndex(const workloads::TaskGraph& graph, const Timeline
       if (w != kNone && ran_[w] && --waiting[w] == 0)
         ready.push_back(w);
     };
-    for (auto [e, e_end] = boost::out_edges(v, graph.graph); e != e_end; ++e)
-      release(boost::target(*e, graph.graph));
+    for (auto [e, e_end] = boost::out_edges(workloads::task_vertex(v), graph.dependencies()); e != e_end; ++e)
+      release(boost::target(*e, graph.dependencies()));
     release(widen(next_of[v]));
   }
 }

@@ -40,7 +40,7 @@ struct Plan512 {
 analysis::Timeline fake_timeline(const workloads::TaskGraph& graph) {
   analysis::Timeline t;
   std::vector<double> clock(static_cast<std::size_t>(graph.gpu_count), 0.0);
-  for (auto v : boost::make_iterator_range(boost::vertices(graph.graph))) {
+  for (auto v : boost::make_iterator_range(boost::vertices(graph.dependencies()))) {
     const auto& task = graph[v];
     if (task.kind == workloads::TaskKind::collective) {
       for (int gpu : graph.groups[static_cast<std::size_t>(task.group)]) {

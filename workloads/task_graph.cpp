@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
+#include <stdexcept>
 
 namespace trainsim::workloads {
 
@@ -109,12 +111,83 @@ MemoryBreakdown& MemoryBreakdown::operator+=(const MemoryBreakdown& other) {
   return *this;
 }
 
+TaskId TaskGraph::add(const Task& task) {
+  if (sealed_)
+    throw std::logic_error("a task added to a sealed task graph");
+  if (tasks_.size() >= std::numeric_limits<std::uint32_t>::max())
+    throw std::length_error("a task graph of 2^32 - 1 tasks or more (task ids are 32-bit)");
+  tasks_.push_back(task);
+  return tasks_.size() - 1;
+}
+
+void TaskGraph::depend(TaskId before, TaskId after) {
+  if (sealed_)
+    throw std::logic_error("a dependency added to a sealed task graph");
+  if (before >= tasks_.size() || after >= tasks_.size())
+    throw std::logic_error("a dependency on a task not added");
+  if (added_.size() >= std::numeric_limits<std::uint32_t>::max())
+    throw std::length_error("a task graph of 2^32 - 1 dependencies or more (edge indices are 32-bit)");
+  added_.emplace_back(static_cast<std::uint32_t>(before), static_cast<std::uint32_t>(after));
+}
+
+void TaskGraph::seal() {
+  if (sealed_)
+    throw std::logic_error("a task graph sealed twice");
+  seal_memory();
+  // Boost counts each source's edges and places them in the order given
+  // (a stable histogram sort): each task's out-edges in the order added,
+  // each edge's property its position in added_.
+  dependencies_ = GraphStorage(boost::edges_are_unsorted_multi_pass, added_.begin(), added_.end(),
+                               boost::counting_iterator<DependencyPosition>(0),
+                               static_cast<std::uint32_t>(tasks_.size()));
+  std::vector<std::pair<std::uint32_t, std::uint32_t>>().swap(added_);
+  // Its in-edges are filled walking the out-edges source by source, so
+  // each task's in-edges come by source: put them back in the order added
+  // (what the replay's ready order, the analyses and the Chakra export's
+  // dependency lists saw on the adjacency_list). The backward rows hold
+  // each in-edge's source and its forward edge index.
+  auto& backward = dependencies_.m_backward;
+  const auto& position = dependencies_.m_forward.m_edge_properties;
+  struct InEdge {
+    DependencyPosition position;
+    std::uint32_t edge;
+    std::uint32_t source;
+  };
+  std::vector<InEdge> row;
+  for (std::size_t v = 0; v + 1 < backward.m_rowstart.size(); ++v) {
+    const std::size_t begin = backward.m_rowstart[v], end = backward.m_rowstart[v + 1];
+    if (end - begin < 2)
+      continue;
+    row.clear();
+    for (std::size_t k = begin; k < end; ++k)
+      row.push_back(
+          {position[backward.m_edge_properties[k]], backward.m_edge_properties[k], backward.m_column[k]});
+    const auto by_position = [](const InEdge& a, const InEdge& b) { return a.position < b.position; };
+    if (std::is_sorted(row.begin(), row.end(), by_position))
+      continue;
+    std::sort(row.begin(), row.end(), by_position);
+    for (std::size_t k = begin; k < end; ++k) {
+      backward.m_edge_properties[k] = row[k - begin].edge;
+      backward.m_column[k] = row[k - begin].source;
+    }
+  }
+  sealed_ = true;
+}
+
+std::size_t TaskGraph::structure_bytes() const {
+  const auto bytes = [](const auto& v) { return v.capacity() * sizeof(v[0]); };
+  const auto& g = dependencies_;
+  return bytes(tasks_) + bytes(added_) + bytes(g.m_forward.m_rowstart) + bytes(g.m_forward.m_column) +
+         bytes(g.m_forward.m_edge_properties) + bytes(g.m_backward.m_rowstart) +
+         bytes(g.m_backward.m_column) + bytes(g.m_backward.m_edge_properties);
+}
+
 void TaskGraph::seal_memory() {
   std::stable_sort(memory.begin(), memory.end(),
                    [](const MemoryEvent& a, const MemoryEvent& b) { return a.task < b.task; });
   for (std::size_t i = 0; i < memory.size();) {
     const TaskId task = memory[i].task;
-    Task& t = graph[task];
+    Task& t = tasks_[task];
     t.memory_begin = static_cast<std::uint32_t>(i);
     while (i < memory.size() && memory[i].task == task)
       ++i;

@@ -4,11 +4,14 @@
 // of GPUs. Edges are dependencies: a task starts when all its predecessors
 // have finished. The graph holds no SimGrid objects: sim/ replays it,
 // analysis/ reads it back next to the timeline.
-#include <boost/graph/adjacency_list.hpp>
+#include <algorithm>
+#include <boost/graph/compressed_sparse_row_graph.hpp>
+#include <boost/range/iterator_range.hpp>
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <string_view>
-#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "platforms/collective_config.hpp"
@@ -141,35 +144,20 @@ struct MemoryEvent {
   double bytes = 0;
 };
 
-using GraphStorage = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, Task>;
-
-// Boost 1.74's adjacency_list (Debian 12) has no move constructor or move
-// assignment, and its swap() makes three deep copies: every std::move of a
-// TaskGraph copied every vertex and edge (twice per run; at 16,384 GPUs
-// millions of allocations). A move here swaps the storage: the vertex vector,
-// the edge list (std::list: the out- and in-edge iterators into it stay
-// valid) and the graph property. Those are public members of Boost's
-// implementation (marked "would be protected"); a Boost that renames them
-// fails to compile here rather than misbehave.
-struct Graph : GraphStorage {
-  Graph() = default;
-  Graph(const Graph&) = default;
-  Graph& operator=(const Graph&) = default;
-  Graph(Graph&& other) noexcept { take(other); }
-  Graph& operator=(Graph&& other) noexcept {
-    take(other);
-    return *this;
-  }
-  ~Graph() = default;
-
- private:
-  void take(Graph& other) noexcept {
-    m_vertices.swap(other.m_vertices);
-    m_edges.swap(other.m_edges);
-    m_property.swap(other.m_property);
-  }
-};
-static_assert(std::is_same_v<Graph::vertex_descriptor, TaskId>);
+// The dependencies once sealed (TaskGraph::seal): Boost's compressed sparse
+// rows, bidirectional, with 32-bit task and edge indices. Out-edges and
+// in-edges as two offset arrays over 32-bit ids; each edge's property is
+// its position in the order depend() added it (what boost::edges() walked
+// on the adjacency_list this replaced, and what the graph fingerprint and
+// the Chakra export follow). Each task's out-edges and in-edges keep that
+// order too. The tasks themselves stay in TaskGraph's vector, outside the
+// structure: ~104 + 8 + 16 x (edges per task) bytes per task instead of
+// ~385 for the adjacency_list (docs/performance.md, "The task graph in
+// compressed rows").
+using DependencyPosition = std::uint32_t;
+using GraphStorage =
+    boost::compressed_sparse_row_graph<boost::bidirectionalS, boost::no_property, DependencyPosition,
+                                       boost::no_property, std::uint32_t, std::uint32_t>;
 
 // An exchange whose bytes are not `bytes` spread evenly (Task::exchange):
 // an all-to-all under imbalanced expert routing, or a DeepEP dispatch.
@@ -190,13 +178,23 @@ struct Exchange {
   double node_share = 1;
 };
 
+// A task's vertex in GraphStorage. Boost's functions on it deduce the
+// vertex type from both arguments: boost::out_edges(task_vertex(id), g).
+inline GraphStorage::vertex_descriptor task_vertex(TaskId id) {
+  return static_cast<GraphStorage::vertex_descriptor>(id);
+}
+
+// Built, then sealed, then read: builders add() tasks and depend() them;
+// seal() groups the memory events and packs the dependencies into
+// GraphStorage. Reading the dependencies before seal(), or adding to them
+// after, is an internal error (std::logic_error). Tasks' fields stay
+// writable (builders adjust a task after adding it).
 struct TaskGraph {
-  Graph graph;
   std::vector<std::vector<int>> groups;  // GPU ranks of each collective group, in ring order
   int gpu_count = 0;
   // Memory: what each GPU holds all iteration (weights, gradients,
   // optimizer state), and the allocations and frees of its tasks, grouped
-  // by task once seal_memory() has run (each task's range in
+  // by task once seal() has run (each task's range in
   // memory_begin / memory_end).
   std::vector<MemoryBreakdown> resident_memory;
   std::vector<MemoryEvent> memory;
@@ -207,25 +205,76 @@ struct TaskGraph {
   // Uneven exchanges (Task::exchange; workloads::Exchange above).
   std::vector<Exchange> exchanges;
 
-  TaskId add(const Task& task) { return boost::add_vertex(task, graph); }
+  // Task ids are 32-bit in the sealed structure: a graph of 2^32 - 1
+  // tasks or dependencies is refused.
+  TaskId add(const Task& task);
   int add_exchange(Exchange exchange) {
     exchanges.push_back(std::move(exchange));
     return static_cast<int>(exchanges.size()) - 1;
   }
-  void depend(TaskId before, TaskId after) { boost::add_edge(before, after, graph); }
+  void depend(TaskId before, TaskId after);
   int add_group(std::vector<int> gpus) {
     groups.push_back(std::move(gpus));
     return static_cast<int>(groups.size()) - 1;
   }
-  std::size_t size() const { return boost::num_vertices(graph); }
-  const Task& operator[](TaskId id) const { return graph[id]; }
+  std::size_t size() const { return tasks_.size(); }
+  const Task& operator[](TaskId id) const { return tasks_[id]; }
+  Task& operator[](TaskId id) { return tasks_[id]; }
   void add_memory(TaskId task, int gpu, MemoryEvent::At at, MemoryKind kind, double bytes) {
     if (bytes != 0)
       memory.push_back({task, gpu, at, kind, bytes});
   }
-  // Groups the memory events by task (stable) and records each task's range.
+  // Groups the memory events by task (stable) and records each task's
+  // range, then packs the dependencies into compressed rows (the edges as
+  // added are dropped). Once only.
+  void seal();
+  bool sealed() const { return sealed_; }
+  // The sealed dependencies, for Boost.Graph's out_edges, in_edges,
+  // in_degree, source, target, edges and the algorithms; vertex k is
+  // task k, `dependencies()[e]` an edge's position in the order added.
+  const GraphStorage& dependencies() const {
+    if (!sealed_)
+      throw std::logic_error("the task graph's dependencies read before seal()");
+    return dependencies_;
+  }
+  // Calls f(before, after) for every dependency in the order depend()
+  // added it (boost::edges() walks the compressed rows by source). Walks
+  // the rows once per window of positions, at least `min_window` wide and
+  // at most 8 windows: 8 bytes per dependency of a window held meanwhile.
+  template <typename F>
+  void for_each_dependency_in_order(F&& f, std::size_t min_window = std::size_t{1} << 22) const;
+  // Heap bytes the sealed graph holds for its tasks and dependencies (the
+  // vectors' capacities; not groups, memory events, labels or exchanges).
+  std::size_t structure_bytes() const;
+
+ private:
   void seal_memory();
+
+  std::vector<Task> tasks_;
+  // Until seal(): the dependencies as added (before, after).
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> added_;
+  GraphStorage dependencies_;
+  bool sealed_ = false;
 };
+
+template <typename F>
+void TaskGraph::for_each_dependency_in_order(F&& f, std::size_t min_window) const {
+  const GraphStorage& g = dependencies();
+  const std::size_t count = boost::num_edges(g);
+  min_window = std::max<std::size_t>(1, min_window);
+  const std::size_t windows = std::min<std::size_t>(8, (count + min_window - 1) / min_window);
+  const std::size_t window = windows == 0 ? 0 : (count + windows - 1) / windows;
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> edges(window);
+  for (std::size_t begin = 0; begin < count; begin += window) {
+    const std::size_t end = std::min(count, begin + window);
+    for (std::uint32_t v = 0; v < boost::num_vertices(g); ++v)
+      for (auto [e, e_end] = boost::out_edges(v, g); e != e_end; ++e)
+        if (const std::size_t at = g[*e]; at >= begin && at < end)
+          edges[at - begin] = {v, boost::target(*e, g)};
+    for (std::size_t k = 0; k < end - begin; ++k)
+      f(TaskId{edges[k].first}, TaskId{edges[k].second});
+  }
+}
 
 // What a task does to one GPU's memory: the net bytes allocated when it
 // starts and when it ends (negative: freed). The analysis helper's

@@ -76,11 +76,11 @@ std::uint64_t graph_fingerprint(const TaskGraph& graph) {
       }
     }
   }
-  h.add(boost::num_edges(graph.graph));
-  for (auto [e, end] = boost::edges(graph.graph); e != end; ++e) {
-    h.add(boost::source(*e, graph.graph));
-    h.add(boost::target(*e, graph.graph));
-  }
+  h.add(boost::num_edges(graph.dependencies()));
+  graph.for_each_dependency_in_order([&](TaskId before, TaskId after) {
+    h.add(before);
+    h.add(after);
+  });
   h.add(graph.resident_memory.size());
   for (const auto& m : graph.resident_memory)
     for (double bytes : m.bytes)

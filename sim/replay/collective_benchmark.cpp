@@ -58,6 +58,7 @@ CollectiveBenchmark run_collective_benchmark(const platforms::ClusterSpec& clust
       graph.depend(tasks.back(), id);
     tasks.push_back(id);
   }
+  graph.seal();
 
   auto engine = make_engine();
   // The engine owns its root netzone and frees it on destruction.

@@ -104,8 +104,9 @@ class Replayer {
       in_degree_.assign(replayed_count_, 0);
       for (TaskId v = 0; v < graph.size(); ++v)
         if (fold_->simulated[v])
-          for (auto [e, end] = boost::out_edges(v, graph.graph); e != end; ++e)
-            if (const TaskId next = boost::target(*e, graph.graph); fold_->simulated[next])
+          for (auto [e, end] = boost::out_edges(workloads::task_vertex(v), graph.dependencies()); e != end;
+               ++e)
+            if (const TaskId next = boost::target(*e, graph.dependencies()); fold_->simulated[next])
               ++in_degree_[at(next)];
     }
   }
@@ -188,7 +189,9 @@ class Replayer {
     for (TaskId v = 0; v < graph_.size(); ++v)
       if (replayed(v))
         remaining_[at(v)] =
-            fold_ != nullptr ? in_degree_[at(v)] : static_cast<int>(boost::in_degree(v, graph_.graph));
+            fold_ != nullptr
+                ? in_degree_[at(v)]
+                : static_cast<int>(boost::in_degree(workloads::task_vertex(v), graph_.dependencies()));
     if (driver_ != nullptr)
       driver_->begin_iteration(iteration_);
     for (TaskId v = 0; v < graph_.size(); ++v)
@@ -796,8 +799,9 @@ class Replayer {
     ++completed_;
     if ((++tasks_done_ & 255) == 0)
       report_progress();
-    for (auto [e, e_end] = boost::out_edges(id, graph_.graph); e != e_end; ++e) {
-      const TaskId next = boost::target(*e, graph_.graph);
+    for (auto [e, e_end] = boost::out_edges(workloads::task_vertex(id), graph_.dependencies()); e != e_end;
+         ++e) {
+      const TaskId next = boost::target(*e, graph_.dependencies());
       if (replayed(next) && --remaining_[at(next)] == 0)
         ready_.push_back(next);
     }

@@ -298,15 +298,16 @@ std::string rotation_problem(const TaskGraph& graph, const scenario::Scenario& s
   for (TaskId id = 0; id < n; ++id) {
     mapped.clear();
     expected.clear();
-    for (auto [e, end] = boost::out_edges(id, graph.graph); e != end; ++e) {
-      const TaskId next = boost::target(*e, graph.graph);
+    for (auto [e, end] = boost::out_edges(workloads::task_vertex(id), graph.dependencies()); e != end; ++e) {
+      const TaskId next = boost::target(*e, graph.dependencies());
       mapped.push_back(out.task_image[next]);
       if (!out.spanning[id] && !out.spanning[next] && window[id] != window[next])
         return fmt::format("{} waits for {}, of another class of replicas", task_name(graph, next),
                            task_name(graph, id));
     }
-    for (auto [e, end] = boost::out_edges(out.task_image[id], graph.graph); e != end; ++e)
-      expected.push_back(boost::target(*e, graph.graph));
+    for (auto [e, end] = boost::out_edges(workloads::task_vertex(out.task_image[id]), graph.dependencies());
+         e != end; ++e)
+      expected.push_back(boost::target(*e, graph.dependencies()));
     std::sort(mapped.begin(), mapped.end());
     std::sort(expected.begin(), expected.end());
     if (mapped != expected)

@@ -29,7 +29,7 @@ double units_of(const workloads::ParallelPlan& plan, int layers) {
 
 double timeline_records(const workloads::TaskGraph& graph) {
   double records = 0;
-  for (const auto id : boost::make_iterator_range(boost::vertices(graph.graph))) {
+  for (const auto id : boost::make_iterator_range(boost::vertices(graph.dependencies()))) {
     const auto& task = graph[id];
     records += task.kind == workloads::TaskKind::collective
                    ? static_cast<double>(graph.groups.at(static_cast<std::size_t>(task.group)).size())

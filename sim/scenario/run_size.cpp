@@ -34,24 +34,27 @@ constexpr double kBaseBytes = 40.0 * (1 << 20);
 // per GPU and link orbit (analysis/fold_classes.hpp): what stays per record
 // of the whole run is the task graph (built whole) and the per-GPU
 // intervals; the flows are held once per class and indexed per link orbit,
-// so the whole run's flow count adds little. Refitted 2026-12-06 on folded
-// peak RSS (docs/performance.md, "Where the folded HSDP run spends its
-// time"): scale-512 with --fold 94 MiB (9.5e4 records, 3.4e5 flows), the
-// same with ZeRO-3 573 MiB (1.0e6, 2.9e6; m = 2, the most flows held per
-// record), scale-16k 0.905 GiB (2.1e6, 7.3e6), scale-16k-hsdp-70b 2.66 GiB
-// (7.9e6, 8.3e7). 160 MiB, 470 B per record and 2 B per flow estimate them
-// at 2.2x, 1.06x, 1.19x and 1.42x: never below (the ZeRO-3 run bounds the
-// record's cost, the smallest run the base). A folded run is estimated at no
-// more than the same run unfolded: scale-512 with --fold at 150 MiB, 1.6x.
-// The flows' share is not fitted on these four: the class size m is not
+// so the whole run's flow count adds little. Refitted 2026-12-06 (13:00) on
+// folded peak RSS once the task graph was sealed into compressed rows
+// (~145 B per task instead of ~385; docs/performance.md, "The task graph in
+// compressed rows"): scale-512 with --fold 75 MiB (9.5e4 records, 3.4e5
+// flows), the same with ZeRO-3 379 MiB (1.0e6, 2.9e6; m = 2, the most flows
+// held per record), scale-16k 582 MiB (2.1e6, 7.3e6), scale-16k-hsdp-70b
+// 1.45 GiB (7.9e6, 8.3e7), the 16,384-GPU proxy of scale-131k 443 MiB
+// (1.9e6, 6.8e6), scale-131k under `auto` 3.31 GiB (1.7e7, 5.8e7). With
+// 160 MiB, 200 B per record and 35 B per flow they read 2.5x, 1.2x, 1.4x,
+// 3.1x, 1.7x and 1.6x: never below (the ZeRO-3 run bounds the record's cost,
+// the smallest run the base; 470 B per record before the graph shrank). A
+// folded run is estimated at no more than the same run unfolded.
+// The flows' share is not fitted on these: the class size m is not
 // known before the replay finds the fold, and a run's flows are held once
 // per class, so a flow of the whole run costs its record (~70 B) / m; the
 // estimate takes m = 2, the smallest fold, so that a run of few classes and
 // many flows is not let through (scale-16k with detailed collectives, m = 4:
 // 2.7e8 flows, ~4 GiB of flow records; at 2 B per flow it was estimated at
-// 1.6 GiB). The four runs above then read 1.1-2.6x.
+// 1.6 GiB), and overestimates runs of many classes (the HSDP run, m = 64).
 constexpr double kFoldedBaseBytes = 160.0 * (1 << 20);
-constexpr double kFoldedBytesPerRecord = 470;
+constexpr double kFoldedBytesPerRecord = 200;
 constexpr double kFoldedBytesPerFlow = 35;
 // `trainsim collective` (one collective's flows, step by step):
 constexpr double kSecondsPerRecord = 30e-6;

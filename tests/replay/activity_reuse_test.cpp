@@ -51,6 +51,7 @@ TEST(ActivityReuse, BackToBackSendsOnOnePairEachTakeTheTimeOfTheFirst) {
     if (i > 0)
       graph.depend(chain[i - 1], chain[i]);
   }
+  graph.seal();
   const auto end = end_times(graph, two_nodes());
   const double first = end[chain[0]];
   EXPECT_GT(first, S / B);
@@ -71,6 +72,7 @@ TEST(ActivityReuse, WavesOfConcurrentSendsOnOnePairRepeatTheFirstWave) {
         for (TaskId before : waves[w - 1])
           graph.depend(before, waves[w].back());
     }
+  graph.seal();
   const auto end = end_times(graph, two_nodes());
   const double wave = end[waves[0].back()];
   for (std::size_t w = 1; w < waves.size(); ++w)
@@ -91,6 +93,7 @@ TEST(ActivityReuse, BackToBackKernelsOnOneGpuAddUp) {
     if (i > 0)
       graph.depend(chain[i - 1], chain[i]);
   }
+  graph.seal();
   const auto end = end_times(graph, two_nodes());
   EXPECT_NEAR(end[chain.back()], sum, 1e-12);
 }

@@ -69,6 +69,7 @@ Ends replay_ring(Fidelity fidelity, bool second_send, std::int64_t flow_limit = 
   }
   auto engine = make_engine();
   auto* zone = new ClusterZone(cluster);
+  graph.seal();
   const auto timeline = replay(graph, *zone);
   Ends ends;
   for (const auto& r : timeline.records) {

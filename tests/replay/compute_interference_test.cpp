@@ -52,6 +52,7 @@ struct Overlap {
     graph.depend(send, compute1);
     reference_send =
         graph.add({.kind = TaskKind::send, .comm = workloads::CommKind::pp, .gpu = 2, .peer = 3, .bytes = S});
+    graph.seal();
   }
 };
 
@@ -83,6 +84,7 @@ TEST(ComputeInterference, ComputeAfterAGpusSecondCommunicationRunsAtFullSpeed) {
   const TaskId compute = graph.add({.kind = TaskKind::forward, .gpu = 0, .duration_s = kCompute_s});
   graph.depend(first, second);
   graph.depend(second, compute);
+  graph.seal();
   const auto r = replay_with(graph, 0.3);
   ASSERT_GT(r.start[compute], 0);
   EXPECT_NEAR(r.end[compute] - r.start[compute], kCompute_s, 1e-9);
@@ -107,6 +109,7 @@ TEST(ComputeInterference, ACollectiveSlowsTheComputeOfEveryMember) {
   for (int gpu = 0; gpu < 2; ++gpu)
     computes.push_back(graph.add({.kind = TaskKind::forward, .gpu = gpu, .duration_s = kCompute_s}));
   const double share = 0.2;
+  graph.seal();
   const auto r = replay_with(graph, share);
   const double collective_s = r.end[all_reduce];
   ASSERT_LT(collective_s, kCompute_s);

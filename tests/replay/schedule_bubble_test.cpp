@@ -217,7 +217,7 @@ TEST(BPipeBubble, FreeNetworkGivesOneFOneBsIterationTime) {
   const Costs c{1e-3, 1e-3, 1e-3};
   const auto run = replay_schedule(ScheduleKind::bpipe, p, m, 1, c);
   int transfers = 0;
-  for (auto v : boost::make_iterator_range(boost::vertices(run.graph.graph)))
+  for (auto v : boost::make_iterator_range(boost::vertices(run.graph.dependencies())))
     transfers += run.graph[v].transfer == workloads::TransferKind::evict;
   EXPECT_EQ(transfers, 2);
   expect_time(run, (m + p - 1) * (c.f + c.i + c.w));

@@ -69,7 +69,7 @@ struct TwoStagePipeline {
       graph.add_memory(f, gpu, At::start, workloads::MemoryKind::activations, 10);
       graph.add_memory(b, gpu, At::end, workloads::MemoryKind::activations, -10);
     }
-    graph.seal_memory();
+    graph.seal();
     timeline.records = {{f0, 0, Stream::compute, 0, 1},     {s0, 0, Stream::pp_comm, 1, 2},
                         {f1, 1, Stream::compute, 2, 3},     {b1, 1, Stream::compute, 3, 5},
                         {opt1, 1, Stream::compute, 5, 5.5}, {s1, 1, Stream::pp_comm, 5, 6},
@@ -111,6 +111,7 @@ struct SlowReplica {
     graph.depend(b1, all_reduce);
     graph.depend(all_reduce, opt0);
     graph.depend(all_reduce, opt1);
+    graph.seal();
     timeline.records = {{f0, 0, Stream::compute, 0, 1},         {b0, 0, Stream::compute, 1, 3},
                         {f1, 1, Stream::compute, 0, 2},         {b1, 1, Stream::compute, 2, 6},
                         {all_reduce, 0, Stream::dp_comm, 6, 7}, {all_reduce, 1, Stream::dp_comm, 6, 7},

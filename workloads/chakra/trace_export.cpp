@@ -6,7 +6,6 @@
 #include <fstream>
 #include <functional>
 #include <queue>
-#include <unordered_map>
 
 #include <nlohmann/json.hpp>
 
@@ -51,16 +50,17 @@ std::vector<TaskId> topological_order(const TaskGraph& graph) {
   std::vector<int> remaining(graph.size());
   std::priority_queue<TaskId, std::vector<TaskId>, std::greater<>> ready;
   for (TaskId v = 0; v < graph.size(); ++v)
-    if ((remaining[v] = static_cast<int>(boost::in_degree(v, graph.graph))) == 0)
+    if ((remaining[v] =
+             static_cast<int>(boost::in_degree(workloads::task_vertex(v), graph.dependencies()))) == 0)
       ready.push(v);
   std::vector<TaskId> order;
   while (!ready.empty()) {
     const TaskId v = ready.top();
     ready.pop();
     order.push_back(v);
-    for (auto [e, end] = boost::out_edges(v, graph.graph); e != end; ++e)
-      if (--remaining[boost::target(*e, graph.graph)] == 0)
-        ready.push(boost::target(*e, graph.graph));
+    for (auto [e, end] = boost::out_edges(workloads::task_vertex(v), graph.dependencies()); e != end; ++e)
+      if (--remaining[boost::target(*e, graph.dependencies())] == 0)
+        ready.push(boost::target(*e, graph.dependencies()));
   }
   if (order.size() != graph.size())
     throw std::logic_error("exporting a task graph with a cycle");
@@ -75,11 +75,6 @@ class Exporter {
       rank.version = "0.0.4";
       rank.metadata.push_back(Attribute::string("producer", std::string(producer)));
     }
-    // edges() of a bidirectional adjacency_list walks its one edge list, in
-    // the order the edges were added; an edge's property object names it.
-    std::int64_t position = 0;
-    for (auto [e, end] = boost::edges(graph.graph); e != end; ++e, ++position)
-      edge_position_.emplace(e->get_property(), position);
     for (std::size_t g = 0; g < graph.groups.size(); ++g)
       result_.comm_groups[static_cast<int>(g) + 1] = graph.groups[g];
   }
@@ -193,8 +188,9 @@ class Exporter {
         faces_[id].push_back(add_node(t.gpu, std::move(node)));
       }
     }
-    for (auto [e, end] = boost::in_edges(id, graph_.graph); e != end; ++e)
-      depend(boost::source(*e, graph_.graph), id, edge_position_.at(e->get_property()));
+    // In the order added; an edge's property is its position in that order.
+    for (auto [e, end] = boost::in_edges(workloads::task_vertex(id), graph_.dependencies()); e != end; ++e)
+      depend(boost::source(*e, graph_.dependencies()), id, graph_.dependencies()[*e]);
   }
 
   void add_dep(const Face& to, const Face& from, std::int64_t position) {
@@ -247,7 +243,6 @@ class Exporter {
   const TaskGraph& graph_;
   ExportedTrace result_;
   std::vector<std::vector<Face>> faces_;
-  std::unordered_map<const void*, std::int64_t> edge_position_;
   std::map<std::pair<int, std::size_t>, std::vector<std::int64_t>> positions_;
 };
 

@@ -560,11 +560,11 @@ class Importer {
       if (added.insert({id_of[e.from], id_of[e.to], e.position}).second)
         graph.depend(id_of[e.from], id_of[e.to]);
     graph.resident_memory.assign(ranks_.size(), workloads::MemoryBreakdown{});
-    graph.seal_memory();
+    graph.seal();
 
     try {
       std::vector<workloads::TaskId> sorted;
-      boost::topological_sort(graph.graph, std::back_inserter(sorted));
+      boost::topological_sort(graph.dependencies(), std::back_inserter(sorted));
     } catch (const boost::not_a_dag&) {
       throw platforms::InputError({fmt::format(
           "{} and the other ranks: the dependencies, with the collectives and send / receive pairs that join "

@@ -76,7 +76,7 @@ void IterationBuilder::add_fsdp_sync_and_step(int rank, int tp) {
   // compute task `id` of that GPU: it lengthens the task.
   const auto framework = plan_.framework;
   auto add_kernel = [&](TaskId id, int gpu, double bytes) {
-    auto& task = graph_.graph[id];
+    auto& task = graph_[id];
     const double added_s = cost_.memory_kernel_s(bytes, cluster_.gpu_of(gpu));
     const double total_s = task.duration_s + added_s;
     task.memory_bound_fraction =
@@ -212,7 +212,7 @@ void IterationBuilder::add_hybrid_all_reduces(int rank, const std::vector<int>& 
   std::vector<TaskId> previous(s, kNone);
   for (std::size_t u = 0; u < units; ++u) {
     // Copied: adding tasks may move the graph's task storage.
-    const Task scatter = graph_.graph[reduces[0][u]];
+    const Task scatter = graph_[reduces[0][u]];
     const CollectiveAt at{.chunk = scatter.chunk, .micro_batch = scatter.micro_batch, .layer = scatter.layer};
     std::vector<TaskId> current(s);
     for (std::size_t j = 0; j < s; ++j) {

@@ -187,7 +187,7 @@ TaskGraph IterationBuilder::build() {
         add_gradient_sync_and_step(rank, tp);
     }
   }
-  graph_.seal_memory();
+  graph_.seal();
   return std::move(graph_);
 }
 

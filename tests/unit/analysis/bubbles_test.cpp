@@ -123,6 +123,7 @@ TEST(Bubbles, PiecesOfOneOpKeepTheirOwnReferenceDurations) {
   timeline.end_s = 4.5;
   const workloads::ParallelPlan plan{
       .dp = 2, .tp = 1, .pp = 1, .micro_batch_size = 1, .global_batch_size = 2};
+  graph.seal();
   const auto b = analyze_bubbles(graph, timeline, plan);
   EXPECT_DOUBLE_EQ(b.reference_iteration_time_s, 4.5);
   for (const auto& g : b.gpus)

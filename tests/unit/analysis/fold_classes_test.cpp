@@ -34,6 +34,7 @@ struct Folded {
     graph.add({.kind = TaskKind::send, .comm = CommKind::pp, .gpu = 0, .peer = send_peer});
     graph.add({.kind = TaskKind::send, .comm = CommKind::pp, .gpu = 2, .peer = (send_peer + 2) % 4});
     graph.add({.kind = TaskKind::collective, .comm = CommKind::dp, .gpu = 0});
+    graph.seal();
     timeline.end_s = 3;
     timeline.records = {{0, 0, Stream::compute, 0, 1}};
     const TaskRecord send{2, 0, Stream::pp_comm, 1, 2};
@@ -134,6 +135,7 @@ TEST(GpuClasses, AreTheIdentityOnATimelineThatIsNotFolded) {
   workloads::TaskGraph g;
   g.gpu_count = 2;
   g.add({.kind = TaskKind::forward, .gpu = 0});
+  g.seal();
   EXPECT_FALSE(GpuClasses::of(g, t, 2).folded());
 }
 

@@ -32,7 +32,7 @@ TEST(Memory, StepFunctionAndPeakFollowAllocationsAndFrees) {
     graph.add_memory(f, 0, At::start, workloads::MemoryKind::activations, 10);
     graph.add_memory(b, 0, At::end, workloads::MemoryKind::activations, -10);
   }
-  graph.seal_memory();
+  graph.seal();
   const auto cluster = testing::uniform_cluster(1, 1, 1e9, 0);
   const auto m = memory_over_time(graph, t, cluster);
   ASSERT_EQ(m.gpus.size(), 1u);
@@ -58,8 +58,8 @@ TEST(Memory, StepFunctionAndPeakFollowAllocationsAndFrees) {
 // ends. The optimizer steps are HBM-bound.
 TEST(GpuPower, EachSpanDrawsThePowerOfWhatTheGpuRuns) {
   testing::TwoStagePipeline h;
-  h.graph.graph[h.opt0].memory_bound_fraction = 1;
-  h.graph.graph[h.opt1].memory_bound_fraction = 1;
+  h.graph[h.opt0].memory_bound_fraction = 1;
+  h.graph[h.opt1].memory_bound_fraction = 1;
   const auto a = gpu_activity(h.graph, h.timeline, h.cluster);
   ASSERT_EQ(a.size(), 2u);
   const auto& gpu = h.cluster.gpu_of(0);

@@ -33,6 +33,7 @@ struct HandMade {
         {.kind = TaskKind::backward, .gpu = 1, .stage = 1, .model_flops = 200, .hardware_flops = 300});
     auto b0 = graph.add(
         {.kind = TaskKind::backward, .gpu = 0, .stage = 0, .model_flops = 200, .hardware_flops = 300});
+    graph.seal();
     timeline.records = {{f0, 0, Stream::compute, 0, 1},
                         {s0, 0, Stream::pp_comm, 1, 2},
                         {f1, 1, Stream::compute, 2, 3},

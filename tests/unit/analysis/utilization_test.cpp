@@ -28,6 +28,7 @@ TEST(Utilization, LinkBusyFractionBytesAndPeakConcurrency) {
              {send, 0, 1, 50, 5, 6, 0, 1},
              {send, 0, 1, 10, 0, 1, 1, 1},
              {send, 0, 1, 10, 1, 2, 1, 1}};
+  graph.seal();
   const auto u = analyze_utilization(graph, t);
   ASSERT_EQ(u.links.size(), 2u);
   EXPECT_EQ(u.flow_count, 5u);
@@ -82,6 +83,7 @@ TEST(Utilization, ExposedCommunicationIsSplitByKindAndAddsUp) {
   t.end_s = 4;
   t.records = {
       {f, 0, Stream::compute, 0, 1}, {tp, 0, Stream::tp_comm, 0.5, 2}, {dp, 0, Stream::dp_comm, 1.5, 3}};
+  graph.seal();
   const auto u = analyze_utilization(graph, t);
   const auto& g = u.gpus[0];
   EXPECT_DOUBLE_EQ(g.compute_busy_s, 1);
@@ -121,6 +123,7 @@ TEST(Utilization, ExposedCommunicationIsSplitByOperationAndAddsUp) {
                {ag, 0, Stream::dp_comm, 0.5, 2},
                {rs, 0, Stream::dp_comm, 1.5, 3},
                {evict, 0, Stream::pp_comm, 3, 4}};
+  graph.seal();
   const auto u = analyze_utilization(graph, t);
   EXPECT_EQ(comm_op_label(graph[ag]), "dp_all_gather");
   EXPECT_EQ(comm_op_label(graph[evict]), "pp_evict");

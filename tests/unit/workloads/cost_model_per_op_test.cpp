@@ -196,7 +196,7 @@ TEST(PerOpCostModel, TaskGraphModelFlopsStillSumToTheIterationTotal) {
   const auto cluster = testing::uniform_cluster(2, 8, 100e9, 1e-6);
   const auto graph = build_iteration(m, plan, cluster, PerOpCostModel(m, plan));
   double model = 0;
-  for (auto v : boost::make_iterator_range(boost::vertices(graph.graph)))
+  for (auto v : boost::make_iterator_range(boost::vertices(graph.dependencies())))
     model += graph[v].model_flops;
   EXPECT_NEAR(model / m.iteration_model_flops(32), 1.0, 1e-9);
 }

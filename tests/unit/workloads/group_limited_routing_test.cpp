@@ -230,7 +230,7 @@ TEST(GroupLimitedRouting, DeepepExchangesCarryTheGroupLimitedBytesAllToAllIsUnto
             graph_fingerprint(build(plain, MoeDispatcher::all_to_all)));
   const auto g = build(grouped, MoeDispatcher::deepep);
   int seen = 0;
-  for (auto v : boost::make_iterator_range(boost::vertices(g.graph))) {
+  for (auto v : boost::make_iterator_range(boost::vertices(g.dependencies()))) {
     const Task& t = g[v];
     if (t.comm != CommKind::ep)
       continue;

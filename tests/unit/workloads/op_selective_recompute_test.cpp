@@ -174,7 +174,7 @@ TEST(OpSelectiveRecompute, TensorParallelBackwardRepeatsTheTwoAllGathers) {
     plan.recompute = r;
     const TaskGraph g = build_iteration(model, plan, cluster, testing::FixedCostModel(1, 2));
     std::map<CollectiveOp, int> out;
-    for (auto v : boost::make_iterator_range(boost::vertices(g.graph))) {
+    for (auto v : boost::make_iterator_range(boost::vertices(g.dependencies()))) {
       const Task& t = g[v];
       if (t.kind == TaskKind::collective && t.comm == CommKind::tp)
         out[t.op] += t.fold;

@@ -1,11 +1,16 @@
-// TaskGraph's own behaviour: moving one keeps every task and dependency
-// (both directions) without copying them (workloads/task_graph.hpp: Boost
-// 1.74's adjacency_list has no move of its own).
+// TaskGraph's own behaviour: sealed into compressed rows, it keeps every
+// task's out- and in-edges and the walk over all of them in the order they
+// were added (what the adjacency_list it replaced gave the replay, the
+// graph fingerprint and the Chakra export); reading before seal() or
+// adding after is an internal error; moving one keeps every task and
+// dependency without copying them.
 #include "workloads/task_graph.hpp"
 
 #include <gtest/gtest.h>
 
+#include <stdexcept>
 #include <utility>
+#include <vector>
 
 namespace trainsim::workloads {
 namespace {
@@ -24,16 +29,18 @@ TaskGraph three_tasks() {
   g.depend(ia, ic);
   g.depend(ib, ic);
   g.add_group({0, 1});
+  g.seal();
   return g;
 }
 
 void expect_three_tasks(const TaskGraph& g) {
   ASSERT_EQ(g.size(), 3u);
-  EXPECT_EQ(boost::num_edges(g.graph), 2u);
-  EXPECT_EQ(boost::in_degree(2, g.graph), 2u);
-  EXPECT_EQ(boost::out_degree(0, g.graph), 1u);
-  for (const auto e : boost::make_iterator_range(boost::in_edges(2, g.graph)))
-    EXPECT_EQ(boost::target(e, g.graph), 2u);
+  EXPECT_EQ(boost::num_edges(g.dependencies()), 2u);
+  EXPECT_EQ(boost::in_degree(workloads::task_vertex(2), g.dependencies()), 2u);
+  EXPECT_EQ(boost::out_degree(workloads::task_vertex(0), g.dependencies()), 1u);
+  for (const auto e :
+       boost::make_iterator_range(boost::in_edges(workloads::task_vertex(2), g.dependencies())))
+    EXPECT_EQ(boost::target(e, g.dependencies()), 2u);
   EXPECT_DOUBLE_EQ(g[1].duration_s, 2);
   EXPECT_EQ(g.groups.size(), 1u);
 }
@@ -43,7 +50,7 @@ TEST(TaskGraph, AMoveKeepsTasksAndDependenciesWithoutCopyingThem) {
   const Task* storage = &source[0];
   TaskGraph moved(std::move(source));
   expect_three_tasks(moved);
-  EXPECT_EQ(&moved[0], storage);  // the same vertex storage, not a copy
+  EXPECT_EQ(&moved[0], storage);  // the same task storage, not a copy
 
   TaskGraph assigned;
   assigned.add(Task{});
@@ -55,6 +62,107 @@ TEST(TaskGraph, AMoveKeepsTasksAndDependenciesWithoutCopyingThem) {
   const TaskGraph copy = assigned;
   expect_three_tasks(copy);
   EXPECT_NE(&copy[0], storage);
+}
+
+using Pair = std::pair<TaskId, TaskId>;
+
+// Five tasks, dependencies added in an order that is not by source or by
+// target (the compressed rows' own order).
+const std::vector<Pair> kAdded = {{3, 1}, {0, 1}, {4, 2}, {2, 1}, {0, 3}, {0, 2}, {3, 2}, {0, 1}};
+
+TaskGraph five_tasks() {
+  TaskGraph g;
+  g.gpu_count = 1;
+  for (int k = 0; k < 5; ++k)
+    g.add({.gpu = 0, .duration_s = k + 1.0});
+  for (const auto& [before, after] : kAdded)
+    g.depend(before, after);
+  g.seal();
+  return g;
+}
+
+std::vector<TaskId> in_sources(const TaskGraph& g, TaskId v) {
+  std::vector<TaskId> out;
+  for (const auto e : boost::make_iterator_range(boost::in_edges(task_vertex(v), g.dependencies())))
+    out.push_back(boost::source(e, g.dependencies()));
+  return out;
+}
+
+std::vector<TaskId> out_targets(const TaskGraph& g, TaskId v) {
+  std::vector<TaskId> out;
+  for (const auto e : boost::make_iterator_range(boost::out_edges(task_vertex(v), g.dependencies())))
+    out.push_back(boost::target(e, g.dependencies()));
+  return out;
+}
+
+TEST(TaskGraph, SealedKeepsEachTasksOutAndInEdgesInTheOrderAdded) {
+  const TaskGraph g = five_tasks();
+  EXPECT_EQ(boost::num_edges(g.dependencies()), kAdded.size());
+  EXPECT_EQ(out_targets(g, 0), (std::vector<TaskId>{1, 3, 2, 1}));  // a repeated edge kept twice
+  EXPECT_EQ(out_targets(g, 3), (std::vector<TaskId>{1, 2}));
+  EXPECT_EQ(out_targets(g, 1), (std::vector<TaskId>{}));
+  // By source these would read {0, 0, 2, 3} and {0, 3, 4}.
+  EXPECT_EQ(in_sources(g, 1), (std::vector<TaskId>{3, 0, 2, 0}));
+  EXPECT_EQ(in_sources(g, 2), (std::vector<TaskId>{4, 0, 3}));
+  EXPECT_EQ(boost::in_degree(task_vertex(1), g.dependencies()), 4u);
+  EXPECT_EQ(boost::in_degree(task_vertex(0), g.dependencies()), 0u);
+  // An edge's property is its position in the order added, from either end.
+  for (TaskId v = 0; v < g.size(); ++v) {
+    for (const auto e : boost::make_iterator_range(boost::in_edges(task_vertex(v), g.dependencies()))) {
+      const Pair added = kAdded.at(g.dependencies()[e]);
+      EXPECT_EQ(added, Pair(boost::source(e, g.dependencies()), v));
+    }
+    for (const auto e : boost::make_iterator_range(boost::out_edges(task_vertex(v), g.dependencies()))) {
+      const Pair added = kAdded.at(g.dependencies()[e]);
+      EXPECT_EQ(added, Pair(v, boost::target(e, g.dependencies())));
+    }
+  }
+  EXPECT_DOUBLE_EQ(g[4].duration_s, 5);
+}
+
+TEST(TaskGraph, WalksEveryDependencyInTheOrderAddedInAnyWindowSize) {
+  const TaskGraph g = five_tasks();
+  for (std::size_t window :
+       {std::size_t{1}, std::size_t{2}, std::size_t{3}, std::size_t{8}, std::size_t{1} << 22}) {
+    std::vector<Pair> walked;
+    g.for_each_dependency_in_order([&](TaskId a, TaskId b) { walked.emplace_back(a, b); }, window);
+    EXPECT_EQ(walked, kAdded) << "window " << window;
+  }
+}
+
+TEST(TaskGraph, ReadingBeforeSealOrAddingAfterIsAnInternalError) {
+  TaskGraph g;
+  const TaskId a = g.add({}), b = g.add({});
+  g.depend(a, b);
+  EXPECT_THROW(g.dependencies(), std::logic_error);
+  EXPECT_THROW(g.depend(a, 2), std::logic_error);  // no task 2
+  g.seal();
+  EXPECT_TRUE(g.sealed());
+  EXPECT_THROW(g.add({}), std::logic_error);
+  EXPECT_THROW(g.depend(b, a), std::logic_error);
+  EXPECT_THROW(g.seal(), std::logic_error);
+  g[a].duration_s = 2;  // tasks' fields stay writable
+  EXPECT_DOUBLE_EQ(g[a].duration_s, 2);
+  EXPECT_EQ(boost::num_edges(g.dependencies()), 1u);
+}
+
+TEST(TaskGraph, SealedHoldsTheTasksAndSixteenBytesPerDependency) {
+  // Tasks in one vector (104 B each), two offset arrays of 4 B per task,
+  // and per dependency its target, its source, the forward edge index of
+  // the in-edge and its position (4 B each): what docs/performance.md
+  // counts per task.
+  TaskGraph g;
+  constexpr std::size_t kTasks = 1000;
+  for (std::size_t k = 0; k < kTasks; ++k)
+    g.add({});
+  for (std::size_t k = 0; k + 1 < kTasks; ++k) {
+    g.depend(k, k + 1);
+    g.depend(0, k + 1);
+  }
+  g.seal();
+  const std::size_t edges = 2 * (kTasks - 1);
+  const std::size_t tasks_capacity = 1024;  // the vector's doublings
+  EXPECT_EQ(g.structure_bytes(), tasks_capacity * sizeof(Task) + 2 * 4 * (kTasks + 1) + 16 * edges);
 }
 
 }  // namespace

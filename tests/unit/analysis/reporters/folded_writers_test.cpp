@@ -49,6 +49,7 @@ struct FoldedPair {
     for (int mb : {1, 2})
       graph.add({.kind = TaskKind::forward, .gpu = mb - 1, .stage = 0, .micro_batch = mb, .duration_s = 1});
     graph.resident_memory.resize(2);
+    graph.seal();
 
     const CollectiveChoice ring{platforms::CollectiveAlgorithm::ring, 2, platforms::Fidelity::automatic};
     for (Timeline* t : {&folded, &full}) {

@@ -233,6 +233,7 @@ TEST(Reporters, GanttFoldsIdenticalReplicasIntoOneRowPerStage) {
     timeline.records.push_back({f, g, Stream::compute, 0, 1});
   }
   timeline.end_s = 1;
+  graph.seal();
   const RunContext run{"large", "large.yaml", cluster, model, plan, graph, nullptr};
   const auto report = build_report(run, timeline);
   std::ostringstream out;
@@ -269,6 +270,7 @@ TEST(Reporters, GanttKeepsDistinctTimelinesAndMergesThinBoxes) {
     }
   }
   timeline.end_s = 1.0;
+  graph.seal();
   const RunContext run{"distinct", "distinct.yaml", cluster, model, plan, graph, nullptr};
   const auto report = build_report(run, timeline);
   std::ostringstream out;

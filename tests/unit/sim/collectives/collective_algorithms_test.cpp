@@ -36,6 +36,7 @@ Outcome run(const platforms::ClusterSpec& cluster, CollectiveOp op, std::vector<
                              .algorithm = algorithm});
   auto engine = make_engine();
   auto* zone = new ClusterZone(cluster);
+  graph.seal();
   const auto timeline = replay(graph, *zone);
   return {timeline.end_s, *timeline.collective_choice(id)};
 }

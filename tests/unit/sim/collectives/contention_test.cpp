@@ -42,6 +42,7 @@ std::pair<double, double> run_both(const platforms::ClusterSpec& cluster) {
                              .bytes = S});
   auto engine = make_engine();
   auto* zone = new ClusterZone(cluster);
+  graph.seal();
   const auto timeline = replay(graph, *zone);
   double end0 = 0, end1 = 0;
   for (const auto& r : timeline.records) {

@@ -105,6 +105,7 @@ TEST(DeepepDispatch, ReplayTakesTheBusierOfTheNicAndNvlinkLoads) {
   auto engine = make_engine();
   const auto spec = cluster();  // the zone keeps a reference to it
   auto* zone = new ClusterZone(spec);
+  graph.seal();
   const auto timeline = replay(graph, *zone);
   EXPECT_EQ(timeline.collective_choice(id)->algorithm, CollectiveAlgorithm::deepep);
   const double nic_s = (kNodes - 1) * kShare * kPerNode * (kOut + kBack) / kNic;

@@ -156,6 +156,7 @@ workloads::TaskGraph two_sends(const platforms::ClusterSpec& cluster, workloads:
   graph.gpu_count = cluster.gpu_count();
   first = graph.add({.kind = workloads::TaskKind::send, .gpu = 0, .peer = 1, .bytes = kS});
   second = graph.add({.kind = workloads::TaskKind::send, .gpu = 2, .peer = 3, .bytes = kS});
+  graph.seal();
   return graph;
 }
 
@@ -231,6 +232,7 @@ TEST(LinkFaults, AFatTreeUplinkDownLosesOneOfItsUplinksInsteadOfStalling) {
   fault.down = true;
   fault.uplinks = 4;
   perturbations.links.push_back(fault);
+  graph.seal();
   const auto run = replay_with(graph, cluster, perturbations);
   EXPECT_NEAR(end_of(run.result.timeline, t), kA + kS / kB, 1e-9);
   EXPECT_EQ(run.stats.stalled_flows, 0);
@@ -255,6 +257,7 @@ TEST(LinkFaults, AFlappingLinkIsDegradedForItsDutyOfEveryPeriod) {
   fault.period_s = 2e-3;
   fault.duty = 0.5;
   perturbations.links.push_back(fault);
+  graph.seal();
   const auto run = replay_with(graph, cluster, perturbations);
   // The latency kA delays the flow's start: at 13 ms kA worth is left, in a
   // degraded half period: 2 kA more.

@@ -68,6 +68,7 @@ std::vector<double> run(const platforms::ClusterSpec& cluster, const std::vector
                                .bytes = S}));
   auto engine = make_engine();
   auto* zone = new ClusterZone(cluster);
+  graph.seal();
   const auto timeline = replay(graph, *zone);
   std::vector<double> ends(tasks.size(), 0.0);
   for (const auto& r : timeline.records)

@@ -26,6 +26,7 @@ TEST(NetworkModel, OneFlowTakesLatencyPlusSizeOverBandwidth) {
   const auto cluster = testing::uniform_cluster(1, 2, 50e9, 1e-6);
   workloads::TaskGraph g;
   g.add({.kind = TaskKind::send, .comm = CommKind::pp, .gpu = 0, .peer = 1, .bytes = 1e9});
+  g.seal();
   EXPECT_NEAR(run(cluster, std::move(g)), 1e-6 + 1e9 / 50e9, 1e-12);
 }
 
@@ -35,6 +36,7 @@ TEST(NetworkModel, FlowsSharingALinkSplitItsBandwidth) {
   g.add({.kind = TaskKind::send, .comm = CommKind::pp, .gpu = 0, .peer = 2, .bytes = 1e9});
   g.add({.kind = TaskKind::send, .comm = CommKind::pp, .gpu = 1, .peer = 2, .bytes = 1e9});
   // Both cross GPU 2's incoming NVLink direction.
+  g.seal();
   EXPECT_NEAR(run(cluster, std::move(g)), 2e9 / 50e9, 1e-9);
 }
 
@@ -57,6 +59,7 @@ TEST(NetworkModel, RingAllReduceMatchesClosedFormWithinTwoPercent) {
          .group = group,
          .bytes = bytes});
   const double expected = ring_all_reduce(n, bytes, bw, lat);
+  g.seal();
   EXPECT_NEAR(run(cluster, std::move(g)) / expected, 1.0, 0.02);
 }
 
@@ -72,6 +75,7 @@ TEST(NetworkModel, RingAllReduceAcrossNodesIsLimitedByTheNics) {
          .op = CollectiveOp::all_reduce,
          .group = group,
          .bytes = bytes});
+  g.seal();
   EXPECT_NEAR(run(cluster, std::move(g)) / ring_all_reduce(n, bytes, bw, lat), 1.0, 0.02);
 }
 
@@ -87,6 +91,7 @@ TEST(NetworkModel, FoldedCollectivesCostTheirLatencyTermsToo) {
          .group = group,
          .bytes = bytes,
          .fold = 6});
+  g.seal();
   EXPECT_NEAR(run(cluster, std::move(g)) / (6 * ring_all_reduce(n, bytes, bw, lat)), 1.0, 1e-6);
 }
 

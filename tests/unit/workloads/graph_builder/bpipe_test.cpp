@@ -131,7 +131,7 @@ TEST(BPipe, EvictionsBecomePipelineTransfersTheBackwardWaitsFor) {
   const auto schedule = make_bpipe(4, 8);
   const double bytes = stage_activation_bytes(b.model, b.plan, b.model.layers / 4);
   int evicts = 0, reloads = 0;
-  for (auto v : boost::make_iterator_range(boost::vertices(b.graph.graph))) {
+  for (auto v : boost::make_iterator_range(boost::vertices(b.graph.dependencies()))) {
     const auto& t = b.graph[v];
     if (t.kind != TaskKind::send || (t.transfer != TransferKind::evict && t.transfer != TransferKind::reload))
       continue;
@@ -148,8 +148,9 @@ TEST(BPipe, EvictionsBecomePipelineTransfersTheBackwardWaitsFor) {
       EXPECT_EQ(b.plan.pp_rank_of(t.gpu), 3);
       // The reload feeds the evictor's backward of the same micro-batch.
       bool feeds_backward = false;
-      for (auto e : boost::make_iterator_range(boost::out_edges(v, b.graph.graph))) {
-        const auto& next = b.graph[boost::target(e, b.graph.graph)];
+      for (auto e :
+           boost::make_iterator_range(boost::out_edges(workloads::task_vertex(v), b.graph.dependencies()))) {
+        const auto& next = b.graph[boost::target(e, b.graph.dependencies())];
         feeds_backward |=
             next.kind == TaskKind::backward && next.gpu == t.peer && next.micro_batch == t.micro_batch;
       }
@@ -160,7 +161,7 @@ TEST(BPipe, EvictionsBecomePipelineTransfersTheBackwardWaitsFor) {
   EXPECT_EQ(evicts, per_schedule * 2 * 2);  // x dp x tp
   EXPECT_EQ(reloads, evicts);
   std::vector<TaskId> order;
-  EXPECT_NO_THROW(boost::topological_sort(b.graph.graph, std::back_inserter(order)));
+  EXPECT_NO_THROW(boost::topological_sort(b.graph.dependencies(), std::back_inserter(order)));
 }
 
 }  // namespace

@@ -43,7 +43,7 @@ TEST(DeepepDispatchGraph, EveryAllToAllAsksForDeepepWithItsRelayBytes) {
   const double rho = rank_touch_probability(m.moe, 8, nodes);
   const double nu = node_touch_probability(m.moe, 8, nodes);
   int seen = 0;
-  for (auto v : boost::make_iterator_range(boost::vertices(g.graph))) {
+  for (auto v : boost::make_iterator_range(boost::vertices(g.dependencies()))) {
     const Task& t = g[v];
     if (t.comm != CommKind::ep)
       continue;
@@ -81,7 +81,7 @@ TEST(DeepepDispatchGraph, WithExpertTpBelowTpTheExchangeSpansTheExpertTpTimesEpB
   const double rho = 1325.0 / 1820.0;
   int seen = 0;
   std::set<std::vector<int>> groups;
-  for (auto v : boost::make_iterator_range(boost::vertices(g.graph))) {
+  for (auto v : boost::make_iterator_range(boost::vertices(g.dependencies()))) {
     const Task& t = g[v];
     if (t.kind == TaskKind::collective && t.comm == CommKind::tp) {
       EXPECT_EQ(g.groups[static_cast<std::size_t>(t.group)].size(), 4u);  // dense TP only

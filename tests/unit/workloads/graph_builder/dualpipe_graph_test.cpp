@@ -39,7 +39,7 @@ TaskGraph build_for(const ModelSpec& model, const ParallelPlan& plan) {
 
 std::vector<TaskId> pipeline_collectives(const TaskGraph& g) {
   std::vector<TaskId> out;
-  for (auto v : boost::make_iterator_range(boost::vertices(g.graph)))
+  for (auto v : boost::make_iterator_range(boost::vertices(g.dependencies())))
     if (g[v].kind == TaskKind::collective && g[v].comm == CommKind::pp)
       out.push_back(v);
   return out;
@@ -73,15 +73,15 @@ TEST(DualPipeGraph, EachStagePairAllReducesTheGradientsOfItsTwoCopies) {
                        stage_parameters_per_gpu(model, plan, 3 - r));
       // After both stages' DP reductions, before both optimizer steps.
       std::set<int> reduced_stages;
-      for (auto [e, end] = boost::in_edges(id, g.graph); e != end; ++e) {
-        const Task& before = g[boost::source(*e, g.graph)];
+      for (auto [e, end] = boost::in_edges(workloads::task_vertex(id), g.dependencies()); e != end; ++e) {
+        const Task& before = g[boost::source(*e, g.dependencies())];
         if (before.kind == TaskKind::collective && before.comm == CommKind::dp)
           reduced_stages.insert(before.stage);
       }
       EXPECT_EQ(reduced_stages, (std::set<int>{r, 3 - r}));
       std::set<int> stepped;
-      for (auto [e, end] = boost::out_edges(id, g.graph); e != end; ++e) {
-        const Task& after = g[boost::target(*e, g.graph)];
+      for (auto [e, end] = boost::out_edges(workloads::task_vertex(id), g.dependencies()); e != end; ++e) {
+        const Task& after = g[boost::target(*e, g.dependencies())];
         EXPECT_EQ(after.kind, TaskKind::optimizer);
         stepped.insert(after.gpu);
       }
@@ -112,7 +112,7 @@ TEST(DualPipeGraph, EachDirectionSendsItsHalfOfTheMicroBatchesItsOwnWay) {
   const auto g = build_for(model, plan);
   int down = 0, up = 0;
   std::set<int> micro_batches;
-  for (auto v : boost::make_iterator_range(boost::vertices(g.graph))) {
+  for (auto v : boost::make_iterator_range(boost::vertices(g.dependencies()))) {
     const Task& t = g[v];
     if (t.kind != TaskKind::send || t.transfer != TransferKind::activation)
       continue;
@@ -139,7 +139,7 @@ TEST(DualPipeGraph, IsAcyclicOverManyPipelines) {
       model.layers = 2 * p;
       const auto g = build_for(model, dualpipe_plan(1, 1, p, m));
       std::vector<TaskId> order;
-      EXPECT_NO_THROW(boost::topological_sort(g.graph, std::back_inserter(order))) << p << " " << m;
+      EXPECT_NO_THROW(boost::topological_sort(g.dependencies(), std::back_inserter(order))) << p << " " << m;
     }
 }
 

@@ -38,7 +38,7 @@ TaskGraph build(const ModelSpec& m, const ParallelPlan& plan) {
 
 std::vector<const Task*> tasks_of(const TaskGraph& g, CommKind comm) {
   std::vector<const Task*> out;
-  for (auto v : boost::make_iterator_range(boost::vertices(g.graph)))
+  for (auto v : boost::make_iterator_range(boost::vertices(g.dependencies())))
     if (g[v].comm == comm)
       out.push_back(&g[v]);
   return out;
@@ -92,7 +92,7 @@ TEST(ExpertImbalanceGraph, EachGpusMoePiecesCarryWhatItsExpertsLoadAdds) {
   const AnalyticCostModel cost(m, plan, 0.5);
   const auto gpu = testing::uniform_cluster(1, 4, 100e9, 1e-6).gpu_of(0);
   const std::vector<double> f{3, 1, 0, 0};
-  for (auto v : boost::make_iterator_range(boost::vertices(g.graph))) {
+  for (auto v : boost::make_iterator_range(boost::vertices(g.dependencies()))) {
     const Task& t = g[v];
     if (t.kind != TaskKind::forward)
       continue;
@@ -113,7 +113,7 @@ TEST(ExpertImbalanceGraph, ModelFlopsStillSumToTheAnalyticTotal) {
   const ParallelPlan plan = plan_of(4, 4, 2);
   const auto g = build(m, plan);
   double flops = 0;
-  for (auto v : boost::make_iterator_range(boost::vertices(g.graph)))
+  for (auto v : boost::make_iterator_range(boost::vertices(g.dependencies())))
     flops += g[v].model_flops;
   EXPECT_NEAR(flops / m.iteration_model_flops(plan.global_batch_size), 1.0, 1e-12);
 }

@@ -43,7 +43,7 @@ ParallelPlan between_plan(int etp = 2, int micro_batches = 1, int zero_stage = 0
 
 std::vector<const Task*> collective_tasks_of(const TaskGraph& g, CommKind comm) {
   std::vector<const Task*> out;
-  for (auto v : boost::make_iterator_range(boost::vertices(g.graph)))
+  for (auto v : boost::make_iterator_range(boost::vertices(g.dependencies())))
     if (g[v].comm == comm && g[v].kind == TaskKind::collective)
       out.push_back(&g[v]);
   return out;
@@ -104,12 +104,12 @@ TEST(ExpertTensorParallelBetween, ExpertTpGroupsGatherAndScatterTheDispatchedTok
 
 TEST(ExpertTensorParallelBetween, TheAllToAllWaitsForTheExpertTpReduceScatter) {
   const TaskGraph g = testing::iteration_on_one_node(between_moe_model(), between_plan());
-  for (auto v : boost::make_iterator_range(boost::vertices(g.graph))) {
+  for (auto v : boost::make_iterator_range(boost::vertices(g.dependencies()))) {
     if (g[v].comm != CommKind::ep)
       continue;
     bool after_scatter = false;
-    for (auto e : boost::make_iterator_range(boost::in_edges(v, g.graph))) {
-      const Task& before = g[boost::source(e, g.graph)];
+    for (auto e : boost::make_iterator_range(boost::in_edges(workloads::task_vertex(v), g.dependencies()))) {
+      const Task& before = g[boost::source(e, g.dependencies())];
       after_scatter |= before.comm == CommKind::tp && before.op == CollectiveOp::reduce_scatter &&
                        g.groups[static_cast<std::size_t>(before.group)].size() == 2;
     }
@@ -211,7 +211,7 @@ TEST(ExpertTensorParallelBetween, TaskGraphModelFlopsSumToTheAnalyticTotal) {
   const ParallelPlan plan = between_plan(2, 4);
   double flops = 0;
   const TaskGraph g = testing::iteration_on_one_node(m, plan);
-  for (auto v : boost::make_iterator_range(boost::vertices(g.graph)))
+  for (auto v : boost::make_iterator_range(boost::vertices(g.dependencies())))
     flops += g[v].model_flops;
   EXPECT_NEAR(flops / m.iteration_model_flops(plan.global_batch_size), 1.0, 1e-12);
 }

@@ -45,7 +45,7 @@ TaskGraph build(const ModelSpec& m, const ParallelPlan& plan) {
 
 std::vector<const Task*> tasks_of(const TaskGraph& g, CommKind comm) {
   std::vector<const Task*> out;
-  for (auto v : boost::make_iterator_range(boost::vertices(g.graph)))
+  for (auto v : boost::make_iterator_range(boost::vertices(g.dependencies())))
     if (g[v].comm == comm && g[v].kind == TaskKind::collective)
       out.push_back(&g[v]);
   return out;
@@ -174,7 +174,7 @@ TEST(ExpertTensorParallelGraph, FoldedTaskGraphModelFlopsSumToTheAnalyticTotal) 
     const ParallelPlan plan = folded_plan(2, 4, 2, 4, etp, 4);
     double flops = 0;
     const TaskGraph g = build(m, plan);
-    for (auto v : boost::make_iterator_range(boost::vertices(g.graph)))
+    for (auto v : boost::make_iterator_range(boost::vertices(g.dependencies())))
       flops += g[v].model_flops;
     EXPECT_NEAR(flops / m.iteration_model_flops(plan.global_batch_size), 1.0, 1e-12) << "etp " << etp;
   }

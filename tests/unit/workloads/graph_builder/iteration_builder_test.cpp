@@ -29,7 +29,7 @@ Built build(int dp, int tp, int pp, int m, ScheduleKind schedule = ScheduleKind:
 TEST(IterationBuilder, CreatesEveryTaskOfThePlanOnce) {
   const auto b = build(2, 2, 2, 4);
   std::map<TaskKind, int> count;
-  for (auto v : boost::make_iterator_range(boost::vertices(b.graph.graph)))
+  for (auto v : boost::make_iterator_range(boost::vertices(b.graph.dependencies())))
     count[b.graph[v].kind]++;
   EXPECT_EQ(count[TaskKind::forward], 8 * 4);  // every GPU, every micro-batch
   EXPECT_EQ(count[TaskKind::backward], 8 * 4);
@@ -43,7 +43,7 @@ TEST(IterationBuilder, CreatesEveryTaskOfThePlanOnce) {
 TEST(IterationBuilder, GraphIsAcyclic) {
   const auto b = build(2, 2, 4, 8);
   std::vector<TaskId> order;
-  EXPECT_NO_THROW(boost::topological_sort(b.graph.graph, std::back_inserter(order)));
+  EXPECT_NO_THROW(boost::topological_sort(b.graph.dependencies(), std::back_inserter(order)));
 }
 
 TEST(IterationBuilder, RanksFollowMegatronOrderTensorFastestThenDataThenPipeline) {
@@ -58,7 +58,7 @@ TEST(IterationBuilder, RanksFollowMegatronOrderTensorFastestThenDataThenPipeline
 
 TEST(IterationBuilder, DataParallelAllReduceCarriesTheStageGradients) {
   const auto b = build(2, 1, 2, 2);
-  for (auto v : boost::make_iterator_range(boost::vertices(b.graph.graph))) {
+  for (auto v : boost::make_iterator_range(boost::vertices(b.graph.dependencies()))) {
     const auto& t = b.graph[v];
     // The other collectives: the tied embedding's all-reduce between the
     // stages (TiedEmbeddingSync.*).
@@ -72,7 +72,7 @@ TEST(IterationBuilder, DataParallelAllReduceCarriesTheStageGradients) {
 
 std::map<TaskKind, int> count_kinds(const TaskGraph& g) {
   std::map<TaskKind, int> count;
-  for (auto v : boost::make_iterator_range(boost::vertices(g.graph)))
+  for (auto v : boost::make_iterator_range(boost::vertices(g.dependencies())))
     count[g[v].kind]++;
   return count;
 }
@@ -84,7 +84,7 @@ TEST(IterationBuilder, InterleavedChunksSendAtEveryVirtualStageBoundary) {
   const auto count = count_kinds(b.graph);
   EXPECT_EQ(count.at(TaskKind::forward), 4 * 2 * 8);
   EXPECT_EQ(count.at(TaskKind::send), 7 * 2 * 8);
-  for (auto v : boost::make_iterator_range(boost::vertices(b.graph.graph))) {
+  for (auto v : boost::make_iterator_range(boost::vertices(b.graph.dependencies()))) {
     const auto& t = b.graph[v];
     if (t.kind == TaskKind::send) {
       EXPECT_EQ(t.peer, (t.gpu + (t.transfer == TransferKind::activation ? 1 : 3)) % 4);
@@ -98,7 +98,7 @@ TEST(IterationBuilder, VShapeTurnOnOneRankNeedsNoTransfer) {
   const auto b = build(1, 1, 4, 8, ScheduleKind::zb_v, 2);
   EXPECT_EQ(count_kinds(b.graph).at(TaskKind::send), 6 * 2 * 8);
   std::vector<TaskId> order;
-  EXPECT_NO_THROW(boost::topological_sort(b.graph.graph, std::back_inserter(order)));
+  EXPECT_NO_THROW(boost::topological_sort(b.graph.dependencies(), std::back_inserter(order)));
 }
 
 TEST(IterationBuilder, EmbeddingOnTheFirstVirtualStageLogitsOnTheLast) {
@@ -127,17 +127,19 @@ TEST(IterationBuilder, SplitBackwardKeepsTpAllReducesOnTheInputGradient) {
   const auto count = count_kinds(b.graph);
   const int layers = b.model.layers / 4;
   int tp_collectives = 0;
-  for (auto v : boost::make_iterator_range(boost::vertices(b.graph.graph))) {
+  for (auto v : boost::make_iterator_range(boost::vertices(b.graph.dependencies()))) {
     const auto& t = b.graph[v];
     if (t.kind == TaskKind::collective && t.comm == CommKind::tp) {
       ++tp_collectives;
       EXPECT_EQ(t.fold, 2 * layers);
-      for (auto e : boost::make_iterator_range(boost::in_edges(v, b.graph.graph)))
-        EXPECT_NE(b.graph[boost::source(e, b.graph.graph)].kind, TaskKind::backward_weight);
+      for (auto e :
+           boost::make_iterator_range(boost::in_edges(workloads::task_vertex(v), b.graph.dependencies())))
+        EXPECT_NE(b.graph[boost::source(e, b.graph.dependencies())].kind, TaskKind::backward_weight);
     }
     if (t.kind == TaskKind::collective && t.comm == CommKind::dp && t.stage > 0)
-      for (auto e : boost::make_iterator_range(boost::in_edges(v, b.graph.graph))) {
-        const auto& before = b.graph[boost::source(e, b.graph.graph)];
+      for (auto e :
+           boost::make_iterator_range(boost::in_edges(workloads::task_vertex(v), b.graph.dependencies()))) {
+        const auto& before = b.graph[boost::source(e, b.graph.dependencies())];
         EXPECT_EQ(before.kind, TaskKind::backward_weight);
         EXPECT_EQ(before.micro_batch, 7);
       }

@@ -50,7 +50,7 @@ TEST(ModelFlops, TaskGraphModelFlopsSumToTheIterationTotal) {
   const AnalyticCostModel cost(m, plan);
   const auto graph = build_iteration(m, plan, cluster, cost);
   double model = 0, hardware = 0;
-  for (auto v : boost::make_iterator_range(boost::vertices(graph.graph))) {
+  for (auto v : boost::make_iterator_range(boost::vertices(graph.dependencies()))) {
     model += graph[v].model_flops;
     hardware += graph[v].hardware_flops;
   }

@@ -51,8 +51,8 @@ ModelSpec small_moe() {
 }
 
 bool depends_on(const TaskGraph& g, TaskId after, TaskId before) {
-  for (auto [e, end] = boost::in_edges(after, g.graph); e != end; ++e)
-    if (boost::source(*e, g.graph) == before)
+  for (auto [e, end] = boost::in_edges(workloads::task_vertex(after), g.dependencies()); e != end; ++e)
+    if (boost::source(*e, g.dependencies()) == before)
       return true;
   return false;
 }
@@ -70,7 +70,7 @@ TEST(MoeA2aOverlap, AMergedBackwardFollowsTheForwardsFirstLayerAndEndsAfterIt) {
   const int gpu = plan.gpu_of(1, 0, 0);
   TaskId f_first = 0, f_last = 0, b_first = 0, b_last = 0;
   bool found[4] = {};
-  for (auto v : boost::make_iterator_range(boost::vertices(g.graph))) {
+  for (auto v : boost::make_iterator_range(boost::vertices(g.dependencies()))) {
     const Task& t = g[v];
     if (t.gpu != gpu)
       continue;
@@ -88,9 +88,9 @@ TEST(MoeA2aOverlap, AMergedBackwardFollowsTheForwardsFirstLayerAndEndsAfterIt) {
   // The forward's last layer's all-to-all: the EP task right after it.
   TaskId f_a2a_last = 0;
   bool has_a2a = false;
-  for (auto [e, end] = boost::out_edges(f_last, g.graph); e != end; ++e)
-    if (g[boost::target(*e, g.graph)].comm == CommKind::ep)
-      f_a2a_last = boost::target(*e, g.graph), has_a2a = true;
+  for (auto [e, end] = boost::out_edges(workloads::task_vertex(f_last), g.dependencies()); e != end; ++e)
+    if (g[boost::target(*e, g.dependencies())].comm == CommKind::ep)
+      f_a2a_last = boost::target(*e, g.dependencies()), has_a2a = true;
   ASSERT_TRUE(has_a2a);
   EXPECT_TRUE(depends_on(g, b_first, f_first));
   // The forward's last all-to-all gates the backward's last piece; its

@@ -150,7 +150,7 @@ Built build(const ModelSpec& m, int dp, int pp, int ep, int micro_batches, int z
 
 std::vector<const Task*> tasks_of(const TaskGraph& g, CommKind comm) {
   std::vector<const Task*> out;
-  for (auto v : boost::make_iterator_range(boost::vertices(g.graph)))
+  for (auto v : boost::make_iterator_range(boost::vertices(g.dependencies())))
     if (g[v].comm == comm)
       out.push_back(&g[v]);
   return out;
@@ -159,7 +159,7 @@ std::vector<const Task*> tasks_of(const TaskGraph& g, CommKind comm) {
 TEST(ExpertParallelGraph, WithoutExpertParallelismThereIsNoAllToAll) {
   const auto b = build(small_moe(), 4, 2, 1, 4);
   EXPECT_TRUE(tasks_of(b.graph, CommKind::ep).empty());
-  for (auto v : boost::make_iterator_range(boost::vertices(b.graph.graph)))
+  for (auto v : boost::make_iterator_range(boost::vertices(b.graph.dependencies())))
     EXPECT_FALSE(b.graph[v].kind == TaskKind::collective && b.graph[v].op == CollectiveOp::all_to_all);
 }
 
@@ -221,7 +221,7 @@ TEST(ExpertParallelGraph, TaskGraphModelFlopsSumToTheAnalyticTotal) {
   for (int ep : {1, 4}) {
     const auto b = build(m, 4, 2, ep, 4);
     double flops = 0;
-    for (auto v : boost::make_iterator_range(boost::vertices(b.graph.graph)))
+    for (auto v : boost::make_iterator_range(boost::vertices(b.graph.dependencies())))
       flops += b.graph[v].model_flops;
     EXPECT_NEAR(flops / m.iteration_model_flops(b.plan.global_batch_size), 1.0, 1e-12) << "ep " << ep;
   }
@@ -295,15 +295,15 @@ TEST(ExpertParallelGraph, OverlappedReductionBucketsDenseOverDpAndExpertsOverExp
   // Each expert bucket waits for its own group's backward, not the other
   // group's: no expert reduction depends on a GPU outside its group's
   // compute (checked through the members' backward tasks it follows).
-  for (auto v : boost::make_iterator_range(boost::vertices(g.graph))) {
+  for (auto v : boost::make_iterator_range(boost::vertices(g.dependencies()))) {
     const Task& t = g[v];
     if (t.kind != TaskKind::collective || t.comm != CommKind::dp || t.op != CollectiveOp::reduce_scatter)
       continue;
     const auto& members = g.groups[static_cast<std::size_t>(t.group)];
     if (members.size() != static_cast<std::size_t>(dp / ep))
       continue;
-    for (auto e : boost::make_iterator_range(boost::in_edges(v, g.graph))) {
-      const Task& before = g[boost::source(e, g.graph)];
+    for (auto e : boost::make_iterator_range(boost::in_edges(workloads::task_vertex(v), g.dependencies()))) {
+      const Task& before = g[boost::source(e, g.dependencies())];
       if (before.kind == TaskKind::backward) {
         EXPECT_NE(std::find(members.begin(), members.end(), before.gpu), members.end());
       }

@@ -49,7 +49,7 @@ TaskGraph build(const ModelSpec& m, const ParallelPlan& plan) {
 
 double graph_model_flops(const TaskGraph& g) {
   double flops = 0;
-  for (auto v : boost::make_iterator_range(boost::vertices(g.graph)))
+  for (auto v : boost::make_iterator_range(boost::vertices(g.dependencies())))
     flops += g[v].model_flops;
   return flops;
 }
@@ -91,7 +91,7 @@ TEST(MultiTokenPrediction, LastStageRunsTheModulesAllToAllsAndTpCollectives) {
   const ParallelPlan plan = plan_of(4, 2, 4, 2);
   const TaskGraph g = build(m, plan);
   int first_passes = 0, last_passes = 0;
-  for (auto v : boost::make_iterator_range(boost::vertices(g.graph))) {
+  for (auto v : boost::make_iterator_range(boost::vertices(g.dependencies()))) {
     const Task& t = g[v];
     if (t.comm != CommKind::ep)
       continue;
@@ -191,7 +191,7 @@ TEST(MlaGraph, SequenceParallelGathersTheLatentsBeforeAttentionNotTheHiddenState
   // One micro-batch: the forward's folded all-gather and reduce-scatter,
   // then the backward's, in the order the builder adds them.
   std::vector<double> gathers, scatters;
-  for (auto v : boost::make_iterator_range(boost::vertices(g.graph))) {
+  for (auto v : boost::make_iterator_range(boost::vertices(g.dependencies()))) {
     const Task& t = g[v];
     if (t.comm == CommKind::tp)
       (t.op == CollectiveOp::all_gather ? gathers : scatters).push_back(t.bytes * t.fold);

@@ -50,7 +50,7 @@ struct Volume {
 
 std::map<Key, Volume> collectives(const TaskGraph& g) {
   std::map<Key, Volume> out;
-  for (auto v : boost::make_iterator_range(boost::vertices(g.graph))) {
+  for (auto v : boost::make_iterator_range(boost::vertices(g.dependencies()))) {
     const Task& t = g[v];
     if (t.kind != TaskKind::collective)
       continue;
@@ -65,14 +65,14 @@ std::map<Key, Volume> collectives(const TaskGraph& g) {
 
 int count_kind(const TaskGraph& g, TaskKind kind) {
   int n = 0;
-  for (auto v : boost::make_iterator_range(boost::vertices(g.graph)))
+  for (auto v : boost::make_iterator_range(boost::vertices(g.dependencies())))
     n += g[v].kind == kind;
   return n;
 }
 
 void expect_acyclic(const TaskGraph& g) {
   std::vector<TaskId> order;
-  EXPECT_NO_THROW(boost::topological_sort(g.graph, std::back_inserter(order)));
+  EXPECT_NO_THROW(boost::topological_sort(g.dependencies(), std::back_inserter(order)));
 }
 
 TEST(SequenceParallel, EachTpAllReduceBecomesAReduceScatterAndAnAllGatherOfTheSameVolume) {
@@ -112,7 +112,7 @@ TEST(TpCommOverlap, SplitsEachOpsCollectivesAndGemmsWithoutChangingVolumeTimeOrF
   }
   auto totals = [](const TaskGraph& g) {
     std::array<double, 4> t{};  // compute tasks, seconds, model and hardware FLOPs
-    for (auto v : boost::make_iterator_range(boost::vertices(g.graph)))
+    for (auto v : boost::make_iterator_range(boost::vertices(g.dependencies())))
       if (is_compute(g[v].kind)) {
         t[0] += 1;
         t[1] += g[v].duration_s;
@@ -132,7 +132,7 @@ TEST(TpCommOverlap, SplitsEachOpsCollectivesAndGemmsWithoutChangingVolumeTimeOrF
   // them. GPU 0's first forward is its rest, then the segments (stage 0 has
   // no logits and its embedding lookup costs no FLOPs).
   std::vector<double> forward;
-  for (auto v : boost::make_iterator_range(boost::vertices(overlapped.graph)))
+  for (auto v : boost::make_iterator_range(boost::vertices(overlapped.dependencies())))
     if (overlapped[v].kind == TaskKind::forward && overlapped[v].gpu == 0 && overlapped[v].micro_batch == 0)
       forward.push_back(overlapped[v].duration_s);
   ASSERT_EQ(forward.size(), 4u);
@@ -152,7 +152,7 @@ TEST(ContextParallel, RingExchangePerOpOverTheCpGroupAndDpSpansDpTimesCp) {
   const auto g = build(plan);
   EXPECT_EQ(g.gpu_count, 16);
   int exchanges = 0, attention_parts = 0;
-  for (auto v : boost::make_iterator_range(boost::vertices(g.graph))) {
+  for (auto v : boost::make_iterator_range(boost::vertices(g.dependencies()))) {
     const Task& t = g[v];
     if (t.comm == CommKind::cp) {
       ++exchanges;
@@ -166,7 +166,8 @@ TEST(ContextParallel, RingExchangePerOpOverTheCpGroupAndDpSpansDpTimesCp) {
       EXPECT_DOUBLE_EQ(t.bytes, 4.0 * 2048 * 2048 / 2);
       // Forward: one ring pass per layer; backward: keys and values again
       // and their gradients back.
-      const Task& rest = g[boost::target(*boost::out_edges(v, g.graph).first, g.graph)];
+      const Task& rest = g[boost::target(*boost::out_edges(workloads::task_vertex(v), g.dependencies()).first,
+                                         g.dependencies())];
       EXPECT_EQ(t.fold, (rest.kind == TaskKind::forward ? 1 : 2) * 12);
     }
     if (is_compute(t.kind) && t.attention)
@@ -191,7 +192,7 @@ TEST(ContextParallel, SplitsTheWorkNotTheFlops) {
     const AnalyticCostModel cost(model, p, 0.5);
     const auto g = build(p, &cost);
     double total = 0, attention = 0;
-    for (auto v : boost::make_iterator_range(boost::vertices(g.graph))) {
+    for (auto v : boost::make_iterator_range(boost::vertices(g.dependencies()))) {
       total += g[v].model_flops;
       if (g[v].attention)
         attention += g[v].model_flops;
@@ -233,7 +234,7 @@ TEST(Zero, StageOneStepsOnlyItsOptimizerShard) {
   const AnalyticCostModel cost(model, plan, 0.5);
   const auto g = build(plan, &cost);
   const auto& gpu = testing::uniform_cluster(1, 4, 1e9, 0).gpu_of(0);
-  for (auto v : boost::make_iterator_range(boost::vertices(g.graph)))
+  for (auto v : boost::make_iterator_range(boost::vertices(g.dependencies())))
     if (g[v].kind == TaskKind::optimizer) {
       EXPECT_DOUBLE_EQ(g[v].duration_s,
                        cost.optimizer(stage_parameters_per_gpu(model, plan, 0) / 4, gpu).duration_s);
@@ -295,12 +296,12 @@ TEST(Fsdp, GatherOfTheNextLayerDoesNotWaitForTheCurrentOne) {
   plan.zero_stage = 3;
   const auto g = build(plan);
   int checked = 0;
-  for (auto v : boost::make_iterator_range(boost::vertices(g.graph))) {
+  for (auto v : boost::make_iterator_range(boost::vertices(g.dependencies()))) {
     const Task& t = g[v];
     if (t.comm != CommKind::dp || t.op != CollectiveOp::all_gather || t.layer != 5)
       continue;
-    for (auto [e, end] = boost::in_edges(v, g.graph); e != end; ++e) {
-      const Task& before = g[boost::source(*e, g.graph)];
+    for (auto [e, end] = boost::in_edges(workloads::task_vertex(v), g.dependencies()); e != end; ++e) {
+      const Task& before = g[boost::source(*e, g.dependencies())];
       if (is_compute(before.kind)) {
         // Forward: layer 3 (gathers 4 and 5 in flight); backward: layer 7.
         EXPECT_EQ(std::abs(before.layer - t.layer), 2);
@@ -334,7 +335,7 @@ TEST(Fsdp, HybridShardingGathersInEachShardGroupAndAllReducesTheShardsAcrossThem
   EXPECT_NEAR(rs.bytes, 2 * full.at({CommKind::dp, CollectiveOp::reduce_scatter}).bytes, 1e-6 * rs.bytes);
   EXPECT_NEAR(ar.bytes, rs.bytes / 2, 1e-6 * ar.bytes);  // 4 positions x 1/4 of 2 groups' bytes
   const auto& gpu = testing::uniform_cluster(1, 8, 1e9, 0).gpu_of(0);
-  for (auto v : boost::make_iterator_range(boost::vertices(g.graph))) {
+  for (auto v : boost::make_iterator_range(boost::vertices(g.dependencies()))) {
     const Task& t = g[v];
     if (t.kind == TaskKind::optimizer) {
       EXPECT_DOUBLE_EQ(t.duration_s,
@@ -364,13 +365,13 @@ TEST(Fsdp, HybridShardingChainsEachUnitsAllReduceBetweenItsReduceScatterAndTheNe
   plan.dp_shard = 2;
   const auto g = build(plan);
   int reduce_scatters_after_all_reduces = 0, all_reduces = 0;
-  for (auto v : boost::make_iterator_range(boost::vertices(g.graph))) {
+  for (auto v : boost::make_iterator_range(boost::vertices(g.dependencies()))) {
     const Task& t = g[v];
     if (t.kind != TaskKind::collective || t.op == CollectiveOp::all_gather)
       continue;
     int scatters_before = 0, reduces_before = 0;
-    for (auto [e, end] = boost::in_edges(v, g.graph); e != end; ++e) {
-      const Task& before = g[boost::source(*e, g.graph)];
+    for (auto [e, end] = boost::in_edges(workloads::task_vertex(v), g.dependencies()); e != end; ++e) {
+      const Task& before = g[boost::source(*e, g.dependencies())];
       scatters_before += before.kind == TaskKind::collective && before.op == CollectiveOp::reduce_scatter;
       reduces_before += before.kind == TaskKind::collective && before.op == CollectiveOp::all_reduce;
     }
@@ -407,7 +408,7 @@ TEST(GradientBuckets, FireAsTheLastBackwardCompletesThem) {
   plan.grad_bucket_bytes = 200e6;
   const auto g = build(plan);
   std::map<int, std::pair<int, double>> per_stage;  // stage -> (buckets, bytes)
-  for (auto v : boost::make_iterator_range(boost::vertices(g.graph))) {
+  for (auto v : boost::make_iterator_range(boost::vertices(g.dependencies()))) {
     const Task& t = g[v];
     if (t.comm != CommKind::dp)
       continue;
@@ -416,8 +417,8 @@ TEST(GradientBuckets, FireAsTheLastBackwardCompletesThem) {
     per_stage[t.stage].second += t.bytes;
     EXPECT_LE(t.bytes, 200e6 + 2 * model.layer_parameters() + 2 * model.embedding_parameters());
     // Each bucket waits for backward pieces of the last micro-batch only.
-    for (auto [e, end] = boost::in_edges(v, g.graph); e != end; ++e) {
-      const Task& before = g[boost::source(*e, g.graph)];
+    for (auto [e, end] = boost::in_edges(workloads::task_vertex(v), g.dependencies()); e != end; ++e) {
+      const Task& before = g[boost::source(*e, g.dependencies())];
       if (is_compute(before.kind)) {
         EXPECT_EQ(before.kind, TaskKind::backward);
         EXPECT_EQ(before.micro_batch, 3);
@@ -506,7 +507,7 @@ TEST(MemoryEvents, BalanceOnEveryGpuForEveryOption) {
       EXPECT_GT(allocated[gpu], 0) << option.name;
     }
     // Each task's events sit in its range after sealing.
-    for (auto v : boost::make_iterator_range(boost::vertices(g.graph)))
+    for (auto v : boost::make_iterator_range(boost::vertices(g.dependencies())))
       for (auto i = g[v].memory_begin; i < g[v].memory_end; ++i)
         EXPECT_EQ(g.memory[i].task, v);
     expect_acyclic(g);
@@ -536,7 +537,7 @@ TEST(Fsdp, GatheredOnceAndReducedOncePerStepWithPipelineStages) {
   EXPECT_NEAR(per_layer(CollectiveOp::reduce_scatter).bytes, 2 * per_layer(CollectiveOp::all_gather).bytes,
               1e-9 * per_layer(CollectiveOp::reduce_scatter).bytes);
   // Each reduce-scatter follows the last micro-batch's backward of its layer.
-  for (auto v : boost::make_iterator_range(boost::vertices(g.graph))) {
+  for (auto v : boost::make_iterator_range(boost::vertices(g.dependencies()))) {
     if (g[v].kind == TaskKind::collective && g[v].op == CollectiveOp::reduce_scatter) {
       EXPECT_EQ(g[v].micro_batch, 2) << task_label(g[v]);
     }
@@ -606,12 +607,12 @@ TEST(ParamGatherOverlap, GathersEveryBucketBeforeItsFirstForwardInsteadOfAfterTh
   plan.overlap_param_gather = true;
   const auto g = build(plan);
   std::map<int, std::pair<int, double>> per_stage, serial_stage;  // stage -> (gathers, bytes)
-  for (auto v : boost::make_iterator_range(boost::vertices(serial.graph)))
+  for (auto v : boost::make_iterator_range(boost::vertices(serial.dependencies())))
     if (serial[v].comm == CommKind::dp && serial[v].op == CollectiveOp::all_gather) {
       serial_stage[serial[v].stage].first++;
       serial_stage[serial[v].stage].second += serial[v].bytes;
     }
-  for (auto v : boost::make_iterator_range(boost::vertices(g.graph))) {
+  for (auto v : boost::make_iterator_range(boost::vertices(g.dependencies()))) {
     const Task& t = g[v];
     if (t.comm != CommKind::dp || t.op != CollectiveOp::all_gather)
       continue;
@@ -619,8 +620,8 @@ TEST(ParamGatherOverlap, GathersEveryBucketBeforeItsFirstForwardInsteadOfAfterTh
     per_stage[t.stage].second += t.bytes;
     // After nothing but the previous gather and forward pieces of the first
     // micro-batch; before forward pieces of the first micro-batch.
-    for (auto [e, end] = boost::in_edges(v, g.graph); e != end; ++e) {
-      const Task& before = g[boost::source(*e, g.graph)];
+    for (auto [e, end] = boost::in_edges(workloads::task_vertex(v), g.dependencies()); e != end; ++e) {
+      const Task& before = g[boost::source(*e, g.dependencies())];
       EXPECT_NE(before.kind, TaskKind::optimizer);
       if (is_compute(before.kind)) {
         EXPECT_EQ(before.kind, TaskKind::forward);
@@ -628,8 +629,8 @@ TEST(ParamGatherOverlap, GathersEveryBucketBeforeItsFirstForwardInsteadOfAfterTh
       }
     }
     int gated = 0;
-    for (auto [e, end] = boost::out_edges(v, g.graph); e != end; ++e) {
-      const Task& after = g[boost::target(*e, g.graph)];
+    for (auto [e, end] = boost::out_edges(workloads::task_vertex(v), g.dependencies()); e != end; ++e) {
+      const Task& after = g[boost::target(*e, g.dependencies())];
       if (is_compute(after.kind)) {
         EXPECT_EQ(after.kind, TaskKind::forward);
         EXPECT_EQ(after.micro_batch, 0);

@@ -49,7 +49,7 @@ bool p2p_refused(const ScheduleTraits& traits, P2pMode mode, const std::string& 
 bool acyclic(const TaskGraph& graph) {
   std::vector<TaskId> order;
   try {
-    boost::topological_sort(graph.graph, std::back_inserter(order));
+    boost::topological_sort(graph.dependencies(), std::back_inserter(order));
   } catch (const boost::not_a_dag&) {
     return false;
   }
@@ -67,8 +67,8 @@ std::vector<TaskId> compute_of(const TaskGraph& graph, int gpu) {
 
 std::set<TaskId> predecessors(const TaskGraph& graph, TaskId id) {
   std::set<TaskId> before;
-  for (auto [e, end] = boost::in_edges(id, graph.graph); e != end; ++e)
-    before.insert(boost::source(*e, graph.graph));
+  for (auto [e, end] = boost::in_edges(workloads::task_vertex(id), graph.dependencies()); e != end; ++e)
+    before.insert(boost::source(*e, graph.dependencies()));
   return before;
 }
 
@@ -122,9 +122,9 @@ TEST(PipelineP2p, SyncSendsWaitForTheReceiverAndHoldTheSender) {
       for (TaskId p : predecessors(graph, id))
         if (graph[p].gpu == send.gpu)
           producer = position(send.gpu, p);
-      for (auto [e, end] = boost::out_edges(id, graph.graph); e != end; ++e)
-        if (graph[boost::target(*e, graph.graph)].gpu == send.peer)
-          consumer = position(send.peer, boost::target(*e, graph.graph));
+      for (auto [e, end] = boost::out_edges(workloads::task_vertex(id), graph.dependencies()); e != end; ++e)
+        if (graph[boost::target(*e, graph.dependencies())].gpu == send.peer)
+          consumer = position(send.peer, boost::target(*e, graph.dependencies()));
       ASSERT_LT(producer, from.size());
       ASSERT_LT(consumer, to.size());
       const bool waits_for_receiver = consumer > 0 && predecessors(graph, id).contains(to[consumer - 1]);
@@ -211,8 +211,8 @@ TEST(PipelineP2p, OverlapSendsWaitForThePostedReceiveAndHoldTheNextOpOfTheirKind
         posted = position(send.peer, before);
     }
     std::vector<std::size_t> held_ops;
-    for (auto [e, end] = boost::out_edges(id, graph.graph); e != end; ++e) {
-      const TaskId after = boost::target(*e, graph.graph);
+    for (auto [e, end] = boost::out_edges(workloads::task_vertex(id), graph.dependencies()); e != end; ++e) {
+      const TaskId after = boost::target(*e, graph.dependencies());
       if (graph[after].gpu == send.peer)
         consumer = position(send.peer, after);
       else if (graph[after].gpu == send.gpu && position(send.gpu, after) < from.size())

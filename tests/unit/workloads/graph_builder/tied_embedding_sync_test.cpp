@@ -28,7 +28,7 @@ TaskGraph build_for(const ModelSpec& model, const ParallelPlan& plan) {
 
 std::vector<TaskId> tied_syncs(const TaskGraph& g) {
   std::vector<TaskId> out;
-  for (auto v : boost::make_iterator_range(boost::vertices(g.graph)))
+  for (auto v : boost::make_iterator_range(boost::vertices(g.dependencies())))
     if (g[v].kind == TaskKind::collective && g[v].comm == CommKind::pp)
       out.push_back(v);
   return out;
@@ -67,15 +67,15 @@ TEST(TiedEmbeddingSync, AllReducesTheTpShardOfTheEmbeddingGradientBetweenTheFirs
       // After the gradient reduction of both GPUs' DP groups (a DP
       // collective of stage 0 and of stage 3), before both optimizer steps.
       std::set<int> reduced_stages;
-      for (auto [e, end] = boost::in_edges(id, g.graph); e != end; ++e) {
-        const Task& before = g[boost::source(*e, g.graph)];
+      for (auto [e, end] = boost::in_edges(workloads::task_vertex(id), g.dependencies()); e != end; ++e) {
+        const Task& before = g[boost::source(*e, g.dependencies())];
         if (before.kind == TaskKind::collective && before.comm == CommKind::dp)
           reduced_stages.insert(before.stage);
       }
       EXPECT_EQ(reduced_stages, (std::set<int>{0, 3}));
       std::set<int> stepped;
-      for (auto [e, end] = boost::out_edges(id, g.graph); e != end; ++e) {
-        const Task& after = g[boost::target(*e, g.graph)];
+      for (auto [e, end] = boost::out_edges(workloads::task_vertex(id), g.dependencies()); e != end; ++e) {
+        const Task& after = g[boost::target(*e, g.dependencies())];
         EXPECT_EQ(after.kind, TaskKind::optimizer);
         stepped.insert(after.gpu);
       }
@@ -96,8 +96,8 @@ TEST(TiedEmbeddingSync, HoldsUnderFsdpAndWithoutDataParallelism) {
   // Without a DP reduction it follows each GPU's last task (its last
   // backward, or the blocking send that holds it).
   std::set<int> after_tasks_of;
-  for (auto [e, end] = boost::in_edges(syncs[0], g.graph); e != end; ++e)
-    after_tasks_of.insert(g[boost::source(*e, g.graph)].gpu);
+  for (auto [e, end] = boost::in_edges(workloads::task_vertex(syncs[0]), g.dependencies()); e != end; ++e)
+    after_tasks_of.insert(g[boost::source(*e, g.dependencies())].gpu);
   EXPECT_EQ(after_tasks_of, (std::set<int>{0, 1}));
 }
 

@@ -41,7 +41,7 @@ platforms::ClusterSpec mixed_cluster(int a100, int h100) {
 // First forward of every stage (dp 0, micro-batch 0) by stage.
 std::map<int, double> forward_by_stage(const TaskGraph& graph) {
   std::map<int, double> out;
-  for (auto v : boost::make_iterator_range(boost::vertices(graph.graph))) {
+  for (auto v : boost::make_iterator_range(boost::vertices(graph.dependencies()))) {
     const Task& t = graph[v];
     if (t.kind == TaskKind::forward && t.micro_batch == 0 && !out.contains(t.stage))
       out[t.stage] = t.duration_s;
@@ -88,7 +88,7 @@ TEST(StageLayers, ModelFlopsAndLayerIndicesAddUpToTheWholeModel) {
   auto flops = [&](const ParallelPlan& plan, std::map<int, int>& layers_seen) {
     double total = 0;
     const auto graph = build_iteration(model, plan, cluster, cost);
-    for (auto v : boost::make_iterator_range(boost::vertices(graph.graph))) {
+    for (auto v : boost::make_iterator_range(boost::vertices(graph.dependencies()))) {
       const Task& t = graph[v];
       total += t.model_flops;
       if (t.kind == TaskKind::forward && t.micro_batch == 0 && t.gpu < 8 && plan.dp_rank_of(t.gpu) == 0)
@@ -120,7 +120,7 @@ TEST(DpMicroBatches, EachReplicaRunsItsOwnShare) {
       build_iteration(model, plan, testing::free_network_cluster(4), testing::FixedCostModel(1e-3, 2e-3));
   std::map<int, int> forwards_per_gpu;
   int all_reduces = 0;
-  for (auto v : boost::make_iterator_range(boost::vertices(graph.graph))) {
+  for (auto v : boost::make_iterator_range(boost::vertices(graph.dependencies()))) {
     const Task& t = graph[v];
     if (t.kind == TaskKind::forward)
       ++forwards_per_gpu[t.gpu];
