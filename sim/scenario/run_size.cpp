@@ -25,10 +25,21 @@ constexpr double kFlowsPerRecord = 2.5;  // p2p and TP flows per record
 // ring: 8 flows, not 56): scale-16k's plan at 16,384 and 65,536 GPUs records
 // 1.56M and 6.2M flows under `fast`, 12M and 98M under `auto`.
 constexpr double kFastFlowsPerRecord = kFlowsPerRecord / 7;
-constexpr double kFlowsPerDpStep = 8;    // flows per DP ring step, GPU and layer (ZeRO-3: x3)
-constexpr double kBytesPerRecord = 500;  // graph task, timeline record, outputs' share
+constexpr double kFlowsPerDpStep = 8;  // flows per DP ring step, GPU and layer (ZeRO-3: x3)
+// Memory of a run replayed whole. Refitted 2026-12-06 (14:00) on unfolded
+// peak RSS once the task graph was sealed into compressed rows
+// (docs/reliability.md, "Size guard"): quickstart 41 MiB, zero-fsdp 54 MiB,
+// moe-mixtral 43 MiB, scale-512 91 MiB (with ZeRO-3 509 MiB),
+// perturb-falcon-stragglers 76 MiB, perturb-mtbf-checkpoints 572 MiB,
+// scale-16k --no-fold 1.17 GiB: with 56 MiB, 250 B per record and 200 per
+// flow they read 1.16-1.69x (500 B per record and 40 MiB read 0.87x on
+// zero-fsdp, whose recorded ring steps are 6x the flows counted here, and
+// 2.2x on scale-512 with ZeRO-3). Not counted: the flows of an expert-
+// parallel all-to-all across nodes (moe-deepseek-v3, EP 64 over 8 nodes,
+// with 16 micro-batches per replica: estimated 222 MiB, peak 866 MiB).
+constexpr double kBytesPerRecord = 250;  // graph task, timeline record, outputs' share
 constexpr double kBytesPerFlow = 200;    // flow record, SimGrid activity while it runs
-constexpr double kBaseBytes = 40.0 * (1 << 20);
+constexpr double kBaseBytes = 56.0 * (1 << 20);
 // A folded run holds one class's records and flows and reads the others as
 // their images (analysis/record_list.hpp), and its analyses and writers work
 // per GPU and link orbit (analysis/fold_classes.hpp): what stays per record
