@@ -62,7 +62,8 @@ double estimated_replay_memory_bytes(std::size_t tasks, std::size_t recorded_flo
   // "Size guard"): quickstart, zero-fsdp, moe-mixtral, scale-512 with and
   // without ZeRO-3, perturb-falcon-stragglers, perturb-mtbf-checkpoints
   // (1.10M tasks, 1.0M recorded flows, 572 MiB), scale-16k (1.16M, 12.0M,
-  // 1.17 GiB) and moe-deepseek-v3 with 16 micro-batches per replica (132k
+  // 1.17 GiB), scale-16k-hsdp-70b with 8 layers (301k, 29.2M, 2.18 GiB;
+  // 1.53x) and moe-deepseek-v3 with 16 micro-batches per replica (132k
   // tasks, 8.4M recorded flows, 866 MiB): about 550 bytes per task (the
   // graph, the replay's per-task state, the analyses) and 115 per recorded
   // flow (its 48-byte record, 4 bytes per link it crosses in the link index,

@@ -31,14 +31,16 @@ constexpr double kFlowsPerDpStep = 8;  // flows per DP ring step, GPU and layer 
 // (docs/reliability.md, "Size guard"): quickstart 41 MiB, zero-fsdp 54 MiB,
 // moe-mixtral 43 MiB, scale-512 91 MiB (with ZeRO-3 509 MiB),
 // perturb-falcon-stragglers 76 MiB, perturb-mtbf-checkpoints 572 MiB,
-// scale-16k --no-fold 1.17 GiB: with 56 MiB, 250 B per record and 200 per
-// flow they read 1.16-1.69x (500 B per record and 40 MiB read 0.87x on
-// zero-fsdp, whose recorded ring steps are 6x the flows counted here, and
-// 2.2x on scale-512 with ZeRO-3). Not counted: the flows of an expert-
-// parallel all-to-all across nodes (moe-deepseek-v3, EP 64 over 8 nodes,
-// with 16 micro-batches per replica: estimated 222 MiB, peak 866 MiB).
+// scale-16k --no-fold 1.17 GiB, scale-16k-hsdp-70b with 8 layers --no-fold
+// 2.18 GiB: with 56 MiB, 250 B per record and 250 per flow they read
+// 1.03-1.94x (500 B per record, 200 per flow and 40 MiB read 0.87x on
+// zero-fsdp and 0.93x on the HSDP run, whose recorded ring steps are 6x
+// and 3.4x the flows counted here, and 2.2x on scale-512 with ZeRO-3).
+// Not counted: the flows of an expert-parallel all-to-all across nodes
+// (moe-deepseek-v3, EP 64 over 8 nodes, with 16 micro-batches per replica:
+// estimated 0.24 GiB, peak 0.85 GiB).
 constexpr double kBytesPerRecord = 250;  // graph task, timeline record, outputs' share
-constexpr double kBytesPerFlow = 200;    // flow record, SimGrid activity while it runs
+constexpr double kBytesPerFlow = 250;    // flow record, SimGrid activity while it runs
 constexpr double kBaseBytes = 56.0 * (1 << 20);
 // A folded run holds one class's records and flows and reads the others as
 // their images (analysis/record_list.hpp), and its analyses and writers work

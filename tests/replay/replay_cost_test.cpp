@@ -152,6 +152,7 @@ TEST(ReplayCost, TheMemoryNoteIsOneAndAFifthToTwoTimesThePeakMeasuredUnfolded) {
       {"scale-512 with ZeRO-3", 500288, 4616448, 521568},
       {"perturb-mtbf-checkpoints", 1098880, 1034240, 585888},
       {"scale-16k", 1163392, 11993088, 1231576},
+      {"scale-16k-hsdp-70b with 8 layers", 301056, 29163520, 2285864},
       {"moe-deepseek-v3 with 16 micro-batches per replica", 132256, 8356352, 886920},
   };
   for (const auto& r : runs) {

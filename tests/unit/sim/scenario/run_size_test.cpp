@@ -165,10 +165,10 @@ TEST(RunSize, AFoldedRunIsNotEstimatedBelowThePeakMeasuredOnTheShippedScenarios)
 TEST(RunSize, AnUnfoldedRunIsEstimatedAtOneToTwoTimesThePeakMeasuredOnShippedScenarios) {
   // Peak RSS of `trainsim run` unfolded (--no-fold where the run would
   // fold), 2026-12-06 13:38-14:00 with the task graph in compressed rows
-  // (KiB from /usr/bin/time; docs/reliability.md, "Size guard"): 1.16x
-  // (zero-fsdp) to 1.69x (scale-512 with ZeRO-3). Before the refit (500 B
-  // per record, 40 MiB) the smallest runs read 0.87-1.02x and the largest
-  // 2.0-2.2x. An expert-parallel all-to-all across nodes is not counted
+  // (KiB from /usr/bin/time; docs/reliability.md, "Size guard"): 1.03x
+  // (the HSDP run) to 1.94x (scale-512 with ZeRO-3). Before the refit (500
+  // B per record, 200 per flow, 40 MiB) zero-fsdp and the HSDP run read
+  // 0.87x and 0.93x, scale-512 with ZeRO-3 2.2x. An expert-parallel all-to-all across nodes is not counted
   // (run_size.cpp): moe-deepseek-v3 is left out.
   struct Measured {
     std::string file;
@@ -184,13 +184,14 @@ TEST(RunSize, AnUnfoldedRunIsEstimatedAtOneToTwoTimesThePeakMeasuredOnShippedSce
       {"scenarios/scale-512.yaml", {"plan.zero_stage=3"}, 521568},
       {"scenarios/perturb-mtbf-checkpoints.yaml", {}, 585888},
       {"scenarios/scale-16k.yaml", {}, 1231576},
+      {"scenarios/scale-16k-hsdp-70b.yaml", {"model.layers=8"}, 2285864},
   };
   for (const auto& run : runs) {
     const RunSize size = estimate_run_size(shipped(run.file, run.overrides), 1, 0);  // as --no-fold
     ASSERT_FALSE(size.folded) << run.file;
     const double ratio = size.memory_bytes / (run.peak_KiB * 1024);
     const std::string what = run.file + (run.overrides.empty() ? "" : " " + run.overrides.front());
-    EXPECT_GE(ratio, 1.1) << what;
+    EXPECT_GE(ratio, 1.0) << what;
     EXPECT_LE(ratio, 2.0) << what;
   }
 }
