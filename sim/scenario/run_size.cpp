@@ -69,7 +69,12 @@ constexpr double kBaseBytes = 56.0 * (1 << 20);
 constexpr double kFoldedBaseBytes = 160.0 * (1 << 20);
 constexpr double kFoldedBytesPerRecord = 200;
 constexpr double kFoldedBytesPerFlow = 35;
-// `trainsim collective` (one collective's flows, step by step):
+// `trainsim collective` (one collective's flows, step by step): its memory
+// keeps the constants of `run` before the 2026-12-06 refit (40 MiB, 200 B
+// per flow, 500 per record; measured on it 2026-12-02 only, docs/reliability.md).
+constexpr double kCollectiveBaseBytes = 40.0 * (1 << 20);
+constexpr double kCollectiveBytesPerFlow = 200;
+constexpr double kCollectiveBytesPerRecord = 500;
 constexpr double kSecondsPerRecord = 30e-6;
 constexpr double kSecondsPerFlow = 40e-6;
 // `trainsim run`, refitted 2026-12-02 on the weak-scaling series of
@@ -177,7 +182,8 @@ RunSize estimate_collective_size(int ranks, std::size_t sizes, platforms::Fideli
   RunSize s;
   s.flows = kChannels * (stepwise ? 2 * (n - 1) * n : 2 * n);
   s.records = n;
-  s.memory_bytes = kBaseBytes + kBytesPerFlow * s.flows + kBytesPerRecord * s.records;
+  s.memory_bytes =
+      kCollectiveBaseBytes + kCollectiveBytesPerFlow * s.flows + kCollectiveBytesPerRecord * s.records;
   s.replay_s = double(sizes) * (kSecondsPerFlow * s.flows + kSecondsPerRecord * s.records);
   s.flows *= double(sizes);
   s.records *= double(sizes);
