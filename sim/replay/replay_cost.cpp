@@ -57,15 +57,21 @@ double estimated_folded_replay_time_s(std::size_t replayed_tasks, std::size_t re
 }
 
 double estimated_replay_memory_bytes(std::size_t tasks, std::size_t recorded_flows) {
-  // Refitted 2026-12-02 once flow records were allocated once and the link
-  // analyses read one compressed index (docs/performance.md, "Memory"):
-  // scale-16k's plan at 16,384, 32,768 and 65,536 GPUs peaked at 1.44, 3.42
-  // and 8.78 GB with 1.16M / 2.33M / 4.65M tasks and 12M / 32M / 98M
-  // recorded flows: about 710 bytes per task (the graph, its records, the
-  // replay's per-task state, the analyses) and 56 per recorded flow (its
-  // 48-byte record and its share of the link index). Every detailed step of
-  // an automatic collective is recorded, computed alone or not.
-  return 60e6 + 710.0 * static_cast<double>(tasks) + 56.0 * static_cast<double>(recorded_flows);
+  // Refitted 2026-12-06 (14:00) on unfolded peak RSS once the task graph
+  // was sealed into compressed rows (~240 B per task fewer; docs/reliability.md,
+  // "Size guard"): quickstart, zero-fsdp, moe-mixtral, scale-512 with and
+  // without ZeRO-3, perturb-falcon-stragglers, perturb-mtbf-checkpoints
+  // (1.10M tasks, 1.0M recorded flows, 572 MiB), scale-16k (1.16M, 12.0M,
+  // 1.17 GiB), scale-16k-hsdp-70b with 8 layers (301k, 29.2M, 2.18 GiB;
+  // 1.53x) and moe-deepseek-v3 with 16 micro-batches per replica (132k
+  // tasks, 8.4M recorded flows, 866 MiB): about 550 bytes per task (the
+  // graph, the replay's per-task state, the analyses) and 115 per recorded
+  // flow (its 48-byte record, 4 bytes per link it crosses in the link index,
+  // the vectors' slack): 1.20-1.65x. The 2026-12-02 fit (710 and 56) read
+  // 1.24-1.50x on the others but 0.68x on DeepSeek-V3, whose all-to-all
+  // flows across nodes cross more links than a ring's. Every detailed step
+  // of an automatic collective is recorded, computed alone or not.
+  return 60e6 + 550.0 * static_cast<double>(tasks) + 115.0 * static_cast<double>(recorded_flows);
 }
 
 namespace {

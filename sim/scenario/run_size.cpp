@@ -25,10 +25,23 @@ constexpr double kFlowsPerRecord = 2.5;  // p2p and TP flows per record
 // ring: 8 flows, not 56): scale-16k's plan at 16,384 and 65,536 GPUs records
 // 1.56M and 6.2M flows under `fast`, 12M and 98M under `auto`.
 constexpr double kFastFlowsPerRecord = kFlowsPerRecord / 7;
-constexpr double kFlowsPerDpStep = 8;    // flows per DP ring step, GPU and layer (ZeRO-3: x3)
-constexpr double kBytesPerRecord = 500;  // graph task, timeline record, outputs' share
-constexpr double kBytesPerFlow = 200;    // flow record, SimGrid activity while it runs
-constexpr double kBaseBytes = 40.0 * (1 << 20);
+constexpr double kFlowsPerDpStep = 8;  // flows per DP ring step, GPU and layer (ZeRO-3: x3)
+// Memory of a run replayed whole. Refitted 2026-12-06 (14:00) on unfolded
+// peak RSS once the task graph was sealed into compressed rows
+// (docs/reliability.md, "Size guard"): quickstart 41 MiB, zero-fsdp 54 MiB,
+// moe-mixtral 43 MiB, scale-512 91 MiB (with ZeRO-3 509 MiB),
+// perturb-falcon-stragglers 76 MiB, perturb-mtbf-checkpoints 572 MiB,
+// scale-16k --no-fold 1.17 GiB, scale-16k-hsdp-70b with 8 layers --no-fold
+// 2.18 GiB: with 56 MiB, 250 B per record and 250 per flow they read
+// 1.03-1.94x (500 B per record, 200 per flow and 40 MiB read 0.87x on
+// zero-fsdp and 0.93x on the HSDP run, whose recorded ring steps are 6x
+// and 3.4x the flows counted here, and 2.2x on scale-512 with ZeRO-3).
+// Not counted: the flows of an expert-parallel all-to-all across nodes
+// (moe-deepseek-v3, EP 64 over 8 nodes, with 16 micro-batches per replica:
+// estimated 0.24 GiB, peak 0.85 GiB).
+constexpr double kBytesPerRecord = 250;  // graph task, timeline record, outputs' share
+constexpr double kBytesPerFlow = 250;    // flow record, SimGrid activity while it runs
+constexpr double kBaseBytes = 56.0 * (1 << 20);
 // A folded run holds one class's records and flows and reads the others as
 // their images (analysis/record_list.hpp), and its analyses and writers work
 // per GPU and link orbit (analysis/fold_classes.hpp): what stays per record
@@ -56,7 +69,12 @@ constexpr double kBaseBytes = 40.0 * (1 << 20);
 constexpr double kFoldedBaseBytes = 160.0 * (1 << 20);
 constexpr double kFoldedBytesPerRecord = 200;
 constexpr double kFoldedBytesPerFlow = 35;
-// `trainsim collective` (one collective's flows, step by step):
+// `trainsim collective` (one collective's flows, step by step): its memory
+// keeps the constants of `run` before the 2026-12-06 refit (40 MiB, 200 B
+// per flow, 500 per record; measured on it 2026-12-02 only, docs/reliability.md).
+constexpr double kCollectiveBaseBytes = 40.0 * (1 << 20);
+constexpr double kCollectiveBytesPerFlow = 200;
+constexpr double kCollectiveBytesPerRecord = 500;
 constexpr double kSecondsPerRecord = 30e-6;
 constexpr double kSecondsPerFlow = 40e-6;
 // `trainsim run`, refitted 2026-12-02 on the weak-scaling series of
@@ -164,7 +182,8 @@ RunSize estimate_collective_size(int ranks, std::size_t sizes, platforms::Fideli
   RunSize s;
   s.flows = kChannels * (stepwise ? 2 * (n - 1) * n : 2 * n);
   s.records = n;
-  s.memory_bytes = kBaseBytes + kBytesPerFlow * s.flows + kBytesPerRecord * s.records;
+  s.memory_bytes =
+      kCollectiveBaseBytes + kCollectiveBytesPerFlow * s.flows + kCollectiveBytesPerRecord * s.records;
   s.replay_s = double(sizes) * (kSecondsPerFlow * s.flows + kSecondsPerRecord * s.records);
   s.flows *= double(sizes);
   s.records *= double(sizes);
