@@ -5,16 +5,13 @@
 #include <random>
 #include <stdexcept>
 
+#include "platforms/uniform_draw.hpp"
 #include "workloads/model_spec.hpp"
 
 namespace trainsim::workloads {
 namespace {
 
-// The top 53 bits as a double in [0, 1): the same on every platform (as
-// sim/perturbations' draws).
-double uniform01(std::mt19937_64& rng) {
-  return static_cast<double>(rng() >> 11) * 0x1.0p-53;
-}
+using platforms::uniform01;
 
 // A standard normal by Box-Muller (1 - u avoids log 0).
 double standard_normal(std::mt19937_64& rng) {

@@ -4,18 +4,16 @@
 #include <cstdint>
 #include <random>
 
+#include "platforms/uniform_draw.hpp"
 #include "workloads/group_limited_routing.hpp"
 
 namespace trainsim::workloads {
 namespace {
 
-// The top 53 bits as a double in [0, 1) (as expert_routing's draws).
-double touch_draw01(std::mt19937_64& rng) {
-  return static_cast<double>(rng() >> 11) * 0x1.0p-53;
-}
+using platforms::uniform01;
 
 int touch_draw_index(int n, std::mt19937_64& rng) {
-  return std::min(n - 1, static_cast<int>(touch_draw01(rng) * n));
+  return std::min(n - 1, static_cast<int>(uniform01(rng) * n));
 }
 
 // One item among `candidates` (those with ok(i)), in proportion to
@@ -32,7 +30,7 @@ int touch_pick_linear(const std::vector<double>& weight, int count, Ok ok, std::
   if (open == 0)
     return -1;
   if (total > 0) {
-    double u = touch_draw01(rng) * total;
+    double u = uniform01(rng) * total;
     int last = -1;
     for (int i = 0; i < count; ++i)
       if (ok(i) && weight[static_cast<std::size_t>(i)] > 0) {
@@ -127,7 +125,7 @@ class TouchSampler {
     const double total = cumulative_[static_cast<std::size_t>(hi - 1)] - base;
     if (total > 0)
       for (int attempt = 0; attempt < 64; ++attempt) {
-        const double u = base + touch_draw01(rng_) * total;
+        const double u = base + uniform01(rng_) * total;
         const auto it = std::upper_bound(first, last, u);
         if (it == last)
           continue;

@@ -12,11 +12,6 @@
 namespace trainsim::sim {
 namespace sg = simgrid::s4u;
 
-double uniform01(std::mt19937_64& rng) {
-  // The top 53 bits as a double in [0, 1): the same on every platform.
-  return static_cast<double>(rng() >> 11) * 0x1.0p-53;
-}
-
 double draw(const scenario::Distribution& d, std::mt19937_64& rng) {
   double v = d.a;
   switch (d.kind) {

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "analysis/repeated_runs.hpp"
+#include "platforms/uniform_draw.hpp"
 #include "sim/scenario/perturbations.hpp"
 
 namespace trainsim::sim {
@@ -39,7 +40,7 @@ namespace trainsim::sim {
 class ClusterZone;
 
 // Portable draws (the standard distributions differ between libraries).
-double uniform01(std::mt19937_64& rng);
+using platforms::uniform01;
 double draw(const scenario::Distribution& d, std::mt19937_64& rng);
 
 struct StragglerDraw {
