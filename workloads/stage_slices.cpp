@@ -76,6 +76,17 @@ int moe_layers_of(const ModelSpec& model, const StageSlice& slice) {
   return model.moe_layers_in(slice.first_layer, slice.layers) + mtp;
 }
 
+std::vector<int> moe_layer_indices(const ModelSpec& model, const StageSlice& slice) {
+  std::vector<int> layers;
+  for (int l = slice.first_layer; l < slice.first_layer + slice.layers; ++l)
+    if (model.is_moe_layer(l))
+      layers.push_back(l);
+  if (slice.logits && model.mtp_depth > 0 && model.mtp_layers_are_moe())
+    for (int k = 0; k < model.mtp_depth; ++k)
+      layers.push_back(model.layers + k);
+  return layers;
+}
+
 double mtp_expert_parameters_per_gpu(const ModelSpec& model, const ParallelPlan& plan,
                                      const StageSlice& slice) {
   if (!slice.logits || model.mtp_depth <= 0)

@@ -4,6 +4,7 @@
 // stage holds, how many parameters a GPU of a stage holds, the bytes of a
 // pipeline message and of a TP all-reduce, and the schedule a plan replays.
 #include <string>
+#include <vector>
 
 #include "platforms/cluster_spec.hpp"
 #include "workloads/cost_model.hpp"
@@ -61,6 +62,9 @@ int transformer_layers_of(const ModelSpec& model, const StageSlice& slice);
 // Its MoE layers, the MTP modules' included (when the model's last layer
 // is a MoE layer): the EP all-to-alls of an op over it.
 int moe_layers_of(const ModelSpec& model, const StageSlice& slice);
+// The same MoE layers by index, in order: the model's, then MTP module k as
+// layers + k (the indices expert_loads and the memory model use).
+std::vector<int> moe_layer_indices(const ModelSpec& model, const StageSlice& slice);
 // The MTP modules' parameters on one GPU of the last stage (experts / ep,
 // everything / tp); 0 for a slice without the logits.
 double mtp_parameters_per_gpu(const ModelSpec& model, const ParallelPlan& plan, const StageSlice& slice);

@@ -3,7 +3,8 @@
 // then the whole estimate against the SimGrid replay of a small MoE plan
 // whose all-to-alls cross nodes and take about a forward piece each, where
 // hiding them under the other op's whole compute (the estimate before the
-// merged step) is more than 10% optimistic. One simulation per TEST.
+// merged step) is more than 10% optimistic; and the same plan under skewed
+// routing. One simulation per case.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -119,6 +120,35 @@ TEST(MoeOverlapEstimateReplay, TheEstimateFollowsTheComputeInterferenceOfTheMerg
   const auto estimate = workloads::estimate_plan(c.model, c.plan, c.cluster, cost);
   EXPECT_NEAR(estimate.iteration_s, replayed, 0.02 * replayed)
       << "estimate " << estimate.iteration_s << " s, replay " << replayed << " s";
+}
+
+// The same plan under Zipf-skewed routing (s = 0.8, seed 7), each MoE
+// layer at the pace of its busiest EP rank in the replay: the estimate
+// takes the busiest rank's expert GEMMs and its share of the all-to-all's
+// bytes per layer (routing_skew_estimate.hpp), serial (no overlap) and in
+// the merged steps; before, it read the balanced plan's time.
+void expect_skewed_estimate_tracks_the_replay(bool overlap) {
+  OverlapCase c = overlap_case();
+  c.plan.moe_a2a_overlap = overlap;
+  const workloads::AnalyticCostModel cost(c.model, c.plan, 0.5);
+  const double balanced = workloads::estimate_plan(c.model, c.plan, c.cluster, cost).iteration_s;
+  c.model.moe.routing.kind = workloads::RoutingKind::zipf;
+  c.model.moe.routing.skew = 0.8;
+  c.model.moe.routing.seed = 7;
+  const double replayed = testing::replayed_summary(c.model, c.plan, c.cluster, cost).iteration_time_s;
+  const double estimate = workloads::estimate_plan(c.model, c.plan, c.cluster, cost).iteration_s;
+  EXPECT_NEAR(estimate, replayed, 0.02 * replayed)
+      << "estimate " << estimate << " s, replay " << replayed << " s";
+  EXPECT_LT(balanced, 0.9 * replayed)
+      << "balanced estimate " << balanced << " s, replay " << replayed << " s";
+}
+
+TEST(MoeOverlapEstimateReplay, UnderSkewedRoutingTheSerialEstimateTracksTheBusiestRanksReplay) {
+  expect_skewed_estimate_tracks_the_replay(false);
+}
+
+TEST(MoeOverlapEstimateReplay, UnderSkewedRoutingTheMergedStepEstimateTracksTheBusiestRanksReplay) {
+  expect_skewed_estimate_tracks_the_replay(true);
 }
 
 }  // namespace

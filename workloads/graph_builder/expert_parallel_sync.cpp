@@ -33,14 +33,7 @@
 namespace trainsim::workloads::detail {
 
 std::vector<int> IterationBuilder::moe_layer_indices(const StageSlice& slice) const {
-  std::vector<int> layers;
-  for (int l = slice.first_layer; l < slice.first_layer + slice.layers; ++l)
-    if (model_.is_moe_layer(l))
-      layers.push_back(l);
-  if (slice.logits && model_.mtp_depth > 0 && model_.mtp_layers_are_moe())
-    for (int k = 0; k < model_.mtp_depth; ++k)
-      layers.push_back(model_.layers + k);
-  return layers;
+  return workloads::moe_layer_indices(model_, slice);
 }
 
 double IterationBuilder::load_factor(int layer, int gpu) const {

@@ -69,6 +69,7 @@ ExpertExchangeEstimate expert_exchange_estimate(const ModelSpec& model, const Pa
   const double latency =
       crosses ? group.nic.latency_s + cluster.fabric.spine_latency_s : group.nvlink.latency_s;
   const double links = std::max(crosses ? e.remote_bytes / nic_Bps : 0.0, e.nvlink_bytes / nvlink_Bps);
+  e.transfer_s = links;
   e.pass_pair_s = links + 2 * (latency + cluster.collectives.launch_latency_s);
   return e;
 }

@@ -25,6 +25,7 @@ namespace trainsim::workloads {
 
 struct ExpertExchangeEstimate {
   double pass_pair_s = 0;   // one MoE layer's dispatch + combine (or their gradients)
+  double transfer_s = 0;    // of it, the bytes' time on the busier of NIC and NVLink
   double remote_bytes = 0;  // sent by one rank over its NIC per pass pair
   double nvlink_bytes = 0;  // sent by one rank over NVLink per pass pair
 };

@@ -147,26 +147,33 @@ double merged_step_s(const MergedOp& forward, const MergedOp& backward, double c
 
 MergedOp merged_op(const ModelSpec& model, const ParallelPlan& plan, const CostModel& cost,
                    const platforms::GpuSpec& gpu, const StageSlice& slice, PipeOpKind kind,
-                   double pass_pair_s, double tail_s) {
+                   const ExpertExchangeEstimate& exchange, const RoutingSkewEstimate& skew, double tail_s) {
   MergedOp op;
   op.tail_s = tail_s;
   const double whole = op_cost(cost, kind, slice, gpu).duration_s / plan.cp;
+  const auto a2a_s = [&](const StageSlice& piece) {
+    return skew.pass_pair_s(exchange, piece) * ep_all_to_alls(plan, kind, moe_layers_of(model, piece)) / 2.0;
+  };
   if (slice.layers == 0) {
-    op.pieces.push_back({whole, pass_pair_s * ep_all_to_alls(plan, kind, moe_layers_of(model, slice)) / 2.0});
+    op.pieces.push_back({whole + skew.extra_compute_s(kind, slice, cost, gpu) / plan.cp, a2a_s(slice)});
     return op;
   }
   double sum = 0;
+  std::vector<double> extra;
   for (int l = 0; l < slice.layers; ++l) {
     const StageSlice piece{.layers = 1,
                            .first_layer = slice.first_layer + l,
                            .embedding = slice.embedding && l == 0,
                            .logits = slice.logits && l == slice.layers - 1};
     const double share = op_cost(cost, kind, piece, gpu).duration_s;
-    op.pieces.push_back({share, pass_pair_s * ep_all_to_alls(plan, kind, moe_layers_of(model, piece)) / 2.0});
+    op.pieces.push_back({share, a2a_s(piece)});
+    extra.push_back(skew.extra_compute_s(kind, piece, cost, gpu) / plan.cp);
     sum += share;
   }
-  for (auto& p : op.pieces)
-    p.compute_s = sum > 0 ? whole * p.compute_s / sum : 0;
+  for (std::size_t i = 0; i < op.pieces.size(); ++i) {
+    auto& p = op.pieces[i];
+    p.compute_s = (sum > 0 ? whole * p.compute_s / sum : 0) + extra[i];
+  }
   if (kind != PipeOpKind::forward)
     std::reverse(op.pieces.begin(), op.pieces.end());
   return op;

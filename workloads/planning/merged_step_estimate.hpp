@@ -42,6 +42,8 @@
 #include "workloads/cost_model.hpp"
 #include "workloads/model_spec.hpp"
 #include "workloads/parallel_plan.hpp"
+#include "workloads/planning/expert_estimate.hpp"
+#include "workloads/planning/routing_skew_estimate.hpp"
 #include "workloads/schedule.hpp"
 #include "workloads/task_graph.hpp"
 
@@ -67,9 +69,12 @@ double merged_step_s(const MergedOp& forward, const MergedOp& backward, double c
 // modules with the last; a backward last layer first), each piece's share
 // of the whole op's cost-model time (divided by cp) in proportion to the
 // cost model's per-layer answers, the all-to-all after each MoE piece
-// `pass_pair_s` x its pass pairs (ep_all_to_alls / 2), and `tail_s`.
+// `exchange`'s pass pair x its pass pairs (ep_all_to_alls / 2), and
+// `tail_s`. Under skewed routing each MoE piece also takes its busiest
+// rank's extra expert GEMMs and its all-to-all that layer's exchange factor
+// (routing_skew_estimate.hpp).
 MergedOp merged_op(const ModelSpec& model, const ParallelPlan& plan, const CostModel& cost,
                    const platforms::GpuSpec& gpu, const StageSlice& slice, PipeOpKind kind,
-                   double pass_pair_s, double tail_s);
+                   const ExpertExchangeEstimate& exchange, const RoutingSkewEstimate& skew, double tail_s);
 
 }  // namespace trainsim::workloads

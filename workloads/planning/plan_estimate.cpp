@@ -10,6 +10,7 @@
 #include "workloads/op_selective_recompute.hpp"
 #include "workloads/planning/expert_estimate.hpp"
 #include "workloads/planning/merged_step_estimate.hpp"
+#include "workloads/planning/routing_skew_estimate.hpp"
 #include "workloads/precision.hpp"
 #include "workloads/stage_slices.hpp"
 
@@ -157,13 +158,17 @@ PlanEstimate estimate_plan(const ModelSpec& model, const ParallelPlan& plan,
   const bool split_backward = bubble == BubbleModel::zero_bubble_h1 ||
                               bubble == BubbleModel::zero_bubble_h2 || bubble == BubbleModel::dualpipe;
 
+  // Skewed routing: each MoE layer at its busiest EP rank's pace.
+  const RoutingSkewEstimate skew(model, plan);
+
   std::vector<RankCosts> ranks(static_cast<std::size_t>(p));
   std::vector<std::vector<int>> dp_groups(static_cast<std::size_t>(p));
   for (int r = 0; r < p; ++r) {
     auto& rc = ranks[static_cast<std::size_t>(r)];
     const auto& gpu = cluster.gpu_of(plan.gpu_of(r, 0, 0, 0));
-    // One MoE layer's dispatch and combine on this stage's EP groups.
-    const double ep_pair_s = expert_exchange_estimate(model, plan, cluster, r).pass_pair_s;
+    // One MoE layer's dispatch and combine on this stage's EP groups
+    // (balanced; each chunk scales it for skewed routing).
+    const ExpertExchangeEstimate exchange = expert_exchange_estimate(model, plan, cluster, r);
     // moe_a2a_overlap merges the steady state's forward-backward pairs; the
     // warm-up forwards and cool-down backwards have no partner (1F1B: p - r
     // of each, one more than without the overlap; interleaved: Megatron's
@@ -213,9 +218,13 @@ PlanEstimate estimate_plan(const ModelSpec& model, const ParallelPlan& plan,
       const StageSlice slice = virtual_stage_slice(model, plan, layout.virtual_stage(r, chunk));
       const OpCost forward = cost.forward(slice, gpu), input = cost.backward_input(slice, gpu),
                    weight = cost.backward_weight(slice, gpu);
-      const double f = forward.duration_s / plan.cp;
-      const double bi = input.duration_s / plan.cp;
-      const double w = weight.duration_s / plan.cp;
+      const double f =
+          (forward.duration_s + skew.extra_compute_s(PipeOpKind::forward, slice, cost, gpu)) / plan.cp;
+      const double bi =
+          (input.duration_s + skew.extra_compute_s(PipeOpKind::backward_input, slice, cost, gpu)) / plan.cp;
+      const double w =
+          (weight.duration_s + skew.extra_compute_s(PipeOpKind::backward_weight, slice, cost, gpu)) / plan.cp;
+      const double ep_pair_s = skew.pass_pair_s(exchange, slice);
       // A zero-bubble B hides its collectives under its own GEMMs only.
       const double backward_linear_s =
           (input.tp_overlap_s + (split_backward ? 0.0 : weight.tp_overlap_s)) / plan.cp;
@@ -270,8 +279,8 @@ PlanEstimate estimate_plan(const ModelSpec& model, const ParallelPlan& plan,
       }
       if (merged_share > 0)
         chunk_ops.push_back(
-            {.forward = merged_op(model, plan, cost, gpu, slice, PipeOpKind::forward, ep_pair_s, tp_f),
-             .backward = merged_op(model, plan, cost, gpu, slice, PipeOpKind::backward, ep_pair_s, tp_b),
+            {.forward = merged_op(model, plan, cost, gpu, slice, PipeOpKind::forward, exchange, skew, tp_f),
+             .backward = merged_op(model, plan, cost, gpu, slice, PipeOpKind::backward, exchange, skew, tp_b),
              .moe = moe_layers > 0,
              .ep_f = ep_f,
              .ep_b = ep_b});

@@ -14,6 +14,7 @@
 #include "workloads/planning/merged_step_estimate.hpp"
 #include "workloads/planning/plan_estimate.hpp"
 #include "workloads/planning/plan_space.hpp"
+#include "workloads/planning/routing_skew_estimate.hpp"
 
 namespace trainsim::workloads {
 namespace {
@@ -221,6 +222,91 @@ TEST(ExpertEstimate, ExpertAllToAllsAddTheirPassPairsToTheIteration) {
   const double beyond = merged_step_s(forward, backward) - 0.030;
   EXPECT_GT(beyond, 2 * a);  // more than two pairs: the links are shared
   EXPECT_NEAR(estimate_plan(model, plan, slow, cost).ep_comm_s, 2 * (0.5 * beyond + 0.5 * 4 * a), 1e-12);
+}
+
+// FixedCostModel's ops with expert GEMMs that take `load` times the
+// balanced ones: 4 ms more per unit of load in the forward, 3 + 5 ms in the
+// backward's input and weight halves.
+class LoadedCostModel final : public CostModel {
+ public:
+  OpCost forward(const StageSlice& s, const platforms::GpuSpec& g) const override {
+    return fixed_.forward(s, g);
+  }
+  OpCost backward(const StageSlice& s, const platforms::GpuSpec& g) const override {
+    return fixed_.backward(s, g);
+  }
+  OpCost backward_input(const StageSlice& s, const platforms::GpuSpec& g) const override {
+    return fixed_.backward_input(s, g);
+  }
+  OpCost backward_weight(const StageSlice& s, const platforms::GpuSpec& g) const override {
+    return fixed_.backward_weight(s, g);
+  }
+  OpCost optimizer(double p, const platforms::GpuSpec& g) const override { return fixed_.optimizer(p, g); }
+  double moe_load_extra_s(PipeOpKind kind, double load, const platforms::GpuSpec&) const override {
+    const double per = kind == PipeOpKind::forward           ? 0.004
+                       : kind == PipeOpKind::backward_input  ? 0.003
+                       : kind == PipeOpKind::backward_weight ? 0.005
+                                                             : 0.008;
+    return per * (load - 1);
+  }
+
+ private:
+  testing::FixedCostModel fixed_{0.010, 0.020};
+};
+
+// Measured routing on 8 experts, 3 : 1 : 1 : 1 : 1 : 1 : 0 : 0 in both MoE
+// layers: at ep 8 the busiest rank's load factor is 3, so each MoE layer's
+// forward takes 2 x 4 ms more and its backward 2 x (3 + 5) ms more on it,
+// and its all-to-all moves ((n - 2) f + n) / (2 (n - 1)) = 26 / 14 of the
+// balanced bytes (rank i sends j B (f_i + f_j) / n). m = 2 micro-batches,
+// pp 1: the iteration grows by m (F + B) of each.
+TEST(ExpertEstimate, SkewedRoutingRunsEachMoeLayerAtItsBusiestRanksPace) {
+  ModelSpec model = small_moe_model(2, 8, 2, 1024);
+  const auto cluster = testing::uniform_cluster(2, 4, 100e9, 0);
+  ParallelPlan plan;
+  plan.dp = 8;
+  plan.ep = 8;
+  plan.micro_batch_size = 1;
+  plan.global_batch_size = 16;
+  const LoadedCostModel cost;
+  const PlanEstimate balanced = estimate_plan(model, plan, cluster, cost);
+  const ExpertExchangeEstimate exchange = expert_exchange_estimate(model, plan, cluster, 0);
+  ASSERT_GT(exchange.transfer_s, 0);
+  ASSERT_LE(exchange.transfer_s, exchange.pass_pair_s);
+
+  model.moe.routing.kind = RoutingKind::measured;
+  model.moe.routing.measured = {{.layer = -1, .tokens = {3, 1, 1, 1, 1, 1, 0, 0}}};
+  const RoutingSkewEstimate skew(model, plan);
+  ASSERT_TRUE(skew.active());
+  EXPECT_DOUBLE_EQ(skew.busiest(0), 3);
+  EXPECT_DOUBLE_EQ(skew.busiest(1), 3);
+  const double factor = 26.0 / 14.0;
+  const PlanEstimate skewed = estimate_plan(model, plan, cluster, cost);
+  EXPECT_NEAR(skewed.compute_s - balanced.compute_s, 2 * 2 * (2 * 0.004 + 2 * 0.003 + 2 * 0.005), 1e-12);
+  EXPECT_NEAR(skewed.ep_comm_s - balanced.ep_comm_s, 2 * 2 * 2 * exchange.transfer_s * (factor - 1), 1e-12);
+  EXPECT_NEAR((skewed.iteration_s - skewed.dp_exposed_s - skewed.optimizer_s) -
+                  (balanced.iteration_s - balanced.dp_exposed_s - balanced.optimizer_s),
+              2 * 2 * 0.024 + 8 * exchange.transfer_s * (factor - 1), 1e-12);
+
+  // Merged F&B steps (moe_a2a_overlap) run the same per piece: a forward
+  // piece of 5 ms + 2 x 4 ms, its all-to-all one skewed pass pair.
+  const MergedOp merged = merged_op(model, plan, cost, cluster.gpu_of(0), {.layers = 2, .first_layer = 0},
+                                    PipeOpKind::forward, exchange, skew, 0);
+  ASSERT_EQ(merged.pieces.size(), 2u);
+  for (const MergedPiece& piece : merged.pieces) {
+    EXPECT_NEAR(piece.compute_s, 0.005 + 0.008, 1e-12);
+    EXPECT_NEAR(piece.a2a_s, exchange.pass_pair_s + exchange.transfer_s * (factor - 1), 1e-12);
+  }
+
+  // deepep: the busiest GPU receives at most f times the balanced bytes.
+  plan.moe_dispatcher = MoeDispatcher::deepep;
+  EXPECT_DOUBLE_EQ(RoutingSkewEstimate(model, plan).exchange_factor({.layers = 2, .first_layer = 0}), 3);
+  // A capacity factor pads every expert to one load: nothing changes.
+  plan.moe_dispatcher = MoeDispatcher::all_to_all;
+  model.moe.dropless = false;
+  model.moe.capacity_factor = 1.25;
+  EXPECT_FALSE(RoutingSkewEstimate(model, plan).active());
+  EXPECT_EQ(estimate_plan(model, plan, cluster, cost).compute_s, balanced.compute_s);
 }
 
 // tp 4 x dp 4 on one node of 16 GPUs (100 GB/s links, no hop latency), 2
