@@ -173,19 +173,23 @@ double GpuMemoryModel::layer_parameters_on(int rank) const {
   return parameters;
 }
 
+double GpuMemoryModel::layer_activations(int virtual_stage, int ep_rank) const {
+  const StageSlice slice = virtual_stage_slice(model_, plan_, virtual_stage);
+  if (!imbalanced() || ep_rank < 0)
+    return stage_activation_bytes(model_, plan_, slice.layers, slice.first_layer);
+  // Each MoE layer at this EP rank's load factor in it.
+  double bytes = 0;
+  for (int l = slice.first_layer; l < slice.first_layer + slice.layers; ++l)
+    bytes += model_.is_moe_layer(l)
+                 ? layer_activation_bytes(model_, plan_, plan_.recompute, true, routed_load(ep_rank, l))
+                 : layer_activation_bytes(model_, plan_);
+  return bytes;
+}
+
 double GpuMemoryModel::stored_activations(int virtual_stage, int ep_rank) const {
   const StageSlice slice = virtual_stage_slice(model_, plan_, virtual_stage);
   const bool own_loads = imbalanced() && ep_rank >= 0;
-  double bytes = 0;
-  if (!own_loads) {
-    bytes = stage_activation_bytes(model_, plan_, slice.layers, slice.first_layer);
-  } else {
-    // Each MoE layer at this EP rank's load factor in it.
-    for (int l = slice.first_layer; l < slice.first_layer + slice.layers; ++l)
-      bytes += model_.is_moe_layer(l)
-                   ? layer_activation_bytes(model_, plan_, plan_.recompute, true, routed_load(ep_rank, l))
-                   : layer_activation_bytes(model_, plan_);
-  }
+  double bytes = layer_activations(virtual_stage, ep_rank);
   if (slice.embedding)
     bytes += embedding_activation_bytes(model_, plan_);
   if (slice.logits)
@@ -404,9 +408,7 @@ class RankWalk {
   }
 
   double evicted_bytes(const ActivationEviction& e) const {
-    const int vs = schedule_.virtual_stage(e.rank, e.chunk);
-    const StageSlice slice = virtual_stage_slice(memory_.model(), plan_, vs);
-    return stage_activation_bytes(memory_.model(), plan_, slice.layers, slice.first_layer);
+    return memory_.layer_activations(schedule_.virtual_stage(e.rank, e.chunk), ep_rank_);
   }
 
   void reload(int k) {
@@ -455,21 +457,18 @@ class RankWalk {
 MemoryEstimate estimate_memory(const ModelSpec& model, const ParallelPlan& plan,
                                const PipelineSchedule& schedule) {
   const GpuMemoryModel memory(model, plan);
-  MemoryEstimate estimate;
+  // Under imbalanced routing each EP rank's GPUs walk with their own
+  // loads (and a BPipe acceptor holds its own EP rank's evictor's
+  // activations); each stage reports the first with the highest peak.
+  const int ep_ranks = memory.imbalanced() ? plan.ep : 1;
+  std::vector<std::vector<StageMemoryEstimate>> walks(static_cast<std::size_t>(schedule.ranks));
   std::vector<int> away(static_cast<std::size_t>(schedule.ranks), 0);
   for (int rank = 0; rank < schedule.ranks; ++rank) {
-    // Under imbalanced routing each EP rank's GPUs walk with their own
-    // loads; the stage reports the first with the highest peak.
-    const int ep_ranks = memory.imbalanced() ? plan.ep : 1;
     for (int e = 0; e < ep_ranks; ++e) {
       RankWalk walk(memory, schedule, rank, memory.imbalanced() ? e : -1);
-      StageMemoryEstimate stage = walk.run();
-      if (e == 0) {
-        estimate.stages.push_back(std::move(stage));
+      walks[static_cast<std::size_t>(rank)].push_back(walk.run());
+      if (e == 0)
         away[static_cast<std::size_t>(rank)] = walk.max_away();
-      } else if (stage.peak_bytes > estimate.stages.back().peak_bytes) {
-        estimate.stages.back() = std::move(stage);
-      }
     }
   }
   for (const ActivationEviction& e : schedule.evictions) {
@@ -477,13 +476,22 @@ MemoryEstimate estimate_memory(const ModelSpec& model, const ParallelPlan& plan,
     if (done <= 0)
       continue;  // one charge per evictor
     const int vs = schedule.virtual_stage(e.rank, e.chunk);
-    const StageSlice slice = virtual_stage_slice(model, plan, vs);
-    const double bytes = stage_activation_bytes(model, plan, slice.layers, slice.first_layer);
-    auto& acceptor = estimate.stages[static_cast<std::size_t>(e.acceptor)];
-    acceptor.peak_bytes += done * bytes;
-    acceptor.at_peak[MemoryKind::activations] += done * bytes;
-    acceptor.max_forwards_held += done;
+    for (int k = 0; k < ep_ranks; ++k) {
+      const double bytes = memory.layer_activations(vs, memory.imbalanced() ? k : -1);
+      auto& acceptor = walks[static_cast<std::size_t>(e.acceptor)][static_cast<std::size_t>(k)];
+      acceptor.peak_bytes += done * bytes;
+      acceptor.at_peak[MemoryKind::activations] += done * bytes;
+      acceptor.max_forwards_held += done;
+    }
     done = 0;
+  }
+  MemoryEstimate estimate;
+  for (auto& stage : walks) {
+    std::size_t busiest = 0;
+    for (std::size_t k = 1; k < stage.size(); ++k)
+      if (stage[k].peak_bytes > stage[busiest].peak_bytes)
+        busiest = k;
+    estimate.stages.push_back(std::move(stage[busiest]));
   }
   return estimate;
 }

@@ -95,6 +95,9 @@ class GpuMemoryModel {
   // the GPU's EP rank, whose load factors scale the MoE layers' routed
   // copies under imbalanced routing (< 0: balanced loads).
   double stored_activations(int virtual_stage, int ep_rank = -1) const;
+  // Of those, the transformer layers' alone: what a BPipe evictor sends
+  // its acceptor (and gets back), at the same EP rank's loads.
+  double layer_activations(int virtual_stage, int ep_rank = -1) const;
   // Of those, what a zero-bubble W still needs after B.
   double weight_gradient_hold(int virtual_stage, int ep_rank = -1) const;
   // The forward, backward, B or W of one micro-batch on `virtual_stage`.

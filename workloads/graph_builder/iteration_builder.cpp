@@ -751,10 +751,13 @@ void IterationBuilder::add_pipeline_sends(int dp, int cp) {
 void IterationBuilder::add_evictions(int dp, int cp) {
   const PipelineSchedule& sched = schedule(dp);
   for (const ActivationEviction& e : sched.evictions) {
-    const StageSlice slice = virtual_stage_slice(model_, plan_, sched.virtual_stage(e.rank, e.chunk));
-    const double bytes = stage_activation_bytes(model_, plan_, slice.layers, slice.first_layer);
+    const int vs = sched.virtual_stage(e.rank, e.chunk);
     for (int tp = 0; tp < plan_.tp; ++tp) {
       const int evictor = plan_.gpu_of(e.rank, dp, tp, cp), acceptor = plan_.gpu_of(e.acceptor, dp, tp, cp);
+      // The evictor's layers' activations, at its EP rank's loads under
+      // imbalanced routing (what its forward stored).
+      const double bytes =
+          memory_.layer_activations(vs, memory_.imbalanced() ? expert_parallel_rank_of(plan_, evictor) : -1);
       const auto& ops = ops_[idx(evictor)];
       const TaskId evicted = add_send({.from = evictor,
                                        .to = acceptor,

@@ -133,5 +133,42 @@ TEST(ExpertImbalanceMemory, EachGpusMemoryEventsCarryItsOwnEpRanksLoad) {
   }
 }
 
+// BPipe (pp 4, one MoE layer a stage, 8 micro-batches): an evictor sends
+// what its forward stored, its own EP rank's copies, and its acceptor
+// holds them: the transfers carry (f - 1) x 16 MiB more than the balanced
+// layer at load factor f, and the acceptor's busiest GPU (EP rank 0, f =
+// 3) peaks 2 x 16 MiB above the balanced one per forward it holds, its
+// own and the evicted ones alike.
+TEST(ExpertImbalanceMemory, BPipeEvictsAndHoldsTheEvictorsOwnEpRanksActivations) {
+  ParallelPlan plan{.dp = 4, .pp = 4, .ep = 4, .micro_batch_size = 1, .global_batch_size = 32};
+  plan.schedule = ScheduleKind::bpipe;
+  const ModelSpec skewed = moe_with(RoutingKind::measured);
+  const ModelSpec balanced = moe_with(RoutingKind::balanced);
+  const double layer = layer_activation_bytes(balanced, plan, Recompute::none, true);
+  const double load[] = {3, 1, 0, 0};
+  const TaskGraph g = testing::iteration_on_one_node(skewed, plan);
+  int evicts = 0;
+  for (TaskId id = 0; id < g.size(); ++id) {
+    const Task& t = g[id];
+    if (t.kind != TaskKind::send || (t.transfer != TransferKind::evict && t.transfer != TransferKind::reload))
+      continue;
+    const int evictor = t.transfer == TransferKind::evict ? t.gpu : t.peer;
+    evicts += t.transfer == TransferKind::evict;
+    EXPECT_DOUBLE_EQ(t.bytes,
+                     layer + (load[expert_parallel_rank_of(plan, evictor)] - 1) * kPerLayerPerUnitLoad)
+        << "GPU " << evictor;
+  }
+  EXPECT_GT(evicts, 0);
+
+  const auto schedule = make_bpipe(4, 8);
+  const MemoryEstimate a = estimate_memory(skewed, plan, schedule);
+  const MemoryEstimate b = estimate_memory(balanced, plan, schedule);
+  const StageMemoryEstimate& acceptor = a.stages[3];
+  ASSERT_GT(acceptor.max_forwards_held, 1);
+  EXPECT_EQ(acceptor.ep_rank, 0);
+  EXPECT_DOUBLE_EQ(acceptor.peak_bytes - b.stages[3].peak_bytes,
+                   acceptor.max_forwards_held * 2 * kPerLayerPerUnitLoad);
+}
+
 }  // namespace
 }  // namespace trainsim::workloads
