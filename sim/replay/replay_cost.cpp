@@ -179,9 +179,11 @@ ReplayCost estimate_replay_cost(const workloads::TaskGraph& graph, const Cluster
                                 const ReplicaFold& fold, const scenario::Scenario& scenario) {
   ReplayCost cost = count_replay(graph, zone, iterations, &fold);
   // The graph is built: its records are counted here, not on a shrunk one again.
-  cost.memory_bytes =
-      scenario::estimate_folded_run_size(scenario, iterations, scenario::timeline_records(graph))
-          .memory_bytes;
+  cost.memory_bytes = scenario::estimate_folded_run_size(
+                          scenario, iterations,
+                          scenario::IterationCount{scenario::timeline_records(graph),
+                                                   scenario::exchange_flows(graph, scenario.cluster)})
+                          .memory_bytes;
   return cost;
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <set>
 
 #include "sim/scenario/cost_model_choice.hpp"
 #include "workloads/graph_builder/iteration_builder.hpp"
@@ -38,6 +39,27 @@ double timeline_records(const workloads::TaskGraph& graph) {
   return records;
 }
 
+double exchange_flows(const workloads::TaskGraph& graph, const platforms::ClusterSpec& cluster) {
+  double flows = 0;
+  for (const auto id : boost::make_iterator_range(boost::vertices(graph.dependencies()))) {
+    const auto& task = graph[id];
+    if (task.kind != workloads::TaskKind::collective || task.comm != workloads::CommKind::ep)
+      continue;
+    const auto& members = graph.groups.at(static_cast<std::size_t>(task.group));
+    const double n = static_cast<double>(members.size());
+    if (task.algorithm != platforms::CollectiveAlgorithm::deepep) {
+      flows += n * (n - 1);
+      continue;
+    }
+    std::set<int> domains;
+    for (int gpu : members)
+      domains.insert(cluster.locate(gpu).domain);
+    const double nodes = static_cast<double>(domains.size());
+    flows += n * (nodes - 1) + n * (n / nodes - 1);
+  }
+  return flows;
+}
+
 namespace {
 
 // The scenario's plan with `replicas` data-parallel replicas, on as many of
@@ -66,25 +88,51 @@ bool affordable(const Scenario& scenario) {
          units_of(scenario.plan, scenario.model.layers) <= kMaxCountedUnits;
 }
 
-std::optional<double> count(const Scenario& scenario) {
+std::optional<IterationCount> count(const Scenario& scenario) {
   try {
     const auto cost = make_cost_model(scenario);
-    return timeline_records(
-        workloads::build_iteration(scenario.model, scenario.plan, scenario.cluster, *cost));
+    const auto graph = workloads::build_iteration(scenario.model, scenario.plan, scenario.cluster, *cost);
+    return IterationCount{timeline_records(graph), exchange_flows(graph, scenario.cluster)};
   } catch (const std::exception&) {
     return std::nullopt;  // a precondition the loader's other checks would name
   }
 }
 
+// `scenario` counted on its own graph when that is affordable, else on the
+// same plan with fewer micro-batches per replica (the largest divisor of
+// its count that is affordable and valid), scaled by the ratio: what a
+// micro-batch records is the same in each, so only the per-iteration part
+// (gradient collectives, the optimizer) is overcounted, by that ratio.
+std::optional<IterationCount> count_affordable(const Scenario& scenario) {
+  if (affordable(scenario))
+    return count(scenario);
+  const auto& plan = scenario.plan;
+  const int m = plan.micro_batches();
+  for (int fewer = m - 1; fewer >= 1; --fewer) {
+    if (m % fewer != 0)
+      continue;
+    Scenario shrunk = scenario;
+    shrunk.plan.global_batch_size = plan.global_batch_size / m * fewer;
+    if (!affordable(shrunk) || !workloads::plan_problems(shrunk.model, shrunk.plan).empty())
+      continue;
+    const auto counted = count(shrunk);
+    if (!counted)
+      return std::nullopt;
+    const double scale = double(m) / fewer;
+    return IterationCount{counted->records * scale, counted->exchange_flows * scale};
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
-std::optional<double> counted_iteration_records(const Scenario& scenario, int whole_up_to_gpus) {
+std::optional<IterationCount> counted_iteration(const Scenario& scenario, int whole_up_to_gpus) {
   const auto& plan = scenario.plan;
   if (scenario.workload || scenario.cluster.groups.size() != 1 || !plan.dp_micro_batches.empty() ||
       plan.gpu_count() != scenario.cluster.gpu_count())
     return std::nullopt;
   if (plan.gpu_count() <= whole_up_to_gpus || plan.dp == 1)
-    return affordable(scenario) ? count(scenario) : std::nullopt;
+    return count_affordable(scenario);
   // From two replicas: one would have no data-parallel collectives.
   for (int d = 2; d < plan.dp; ++d) {
     if (plan.dp % d != 0)
@@ -92,12 +140,21 @@ std::optional<double> counted_iteration_records(const Scenario& scenario, int wh
     const auto shrunk = with_replicas(scenario, d);
     if (!shrunk)
       continue;
-    if (!affordable(*shrunk))
+    if (plan.gpu_count() / plan.dp * d > kMaxCountedGpus)
       return std::nullopt;  // larger still with more replicas
-    if (const auto records = count(*shrunk))
-      return *records * plan.dp / d;
+    if (const auto counted = count_affordable(*shrunk)) {
+      const double scale = double(plan.dp) / d;
+      return IterationCount{counted->records * scale, counted->exchange_flows * scale};
+    }
   }
   return std::nullopt;
+}
+
+std::optional<double> counted_iteration_records(const Scenario& scenario, int whole_up_to_gpus) {
+  const auto counted = counted_iteration(scenario, whole_up_to_gpus);
+  if (!counted)
+    return std::nullopt;
+  return counted->records;
 }
 
 }  // namespace trainsim::scenario

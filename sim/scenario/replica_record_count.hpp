@@ -24,15 +24,32 @@ namespace trainsim::scenario {
 // one iteration of `scenario`, counted on a plan of d < dp replicas (the
 // smallest divisor of dp that keeps the plan valid and whole nodes) times
 // dp / d; on the plan itself when it has at most `whole_up_to_gpus` GPUs.
-// nullopt where no such plan exists (a trace workload, several node groups,
-// uneven micro-batches per replica, a plan whose smaller variants are all
-// refused, or a shrunk graph beyond the counting budget of 4,096 GPUs and
-// 2e5 GPU x micro-batch x stage-layer units, checked before it is built):
-// the caller keeps its formula.
+// A graph beyond the counting budget of 2e5 GPU x micro-batch x
+// stage-layer units (checked before it is built) is counted with fewer
+// micro-batches per replica (the largest divisor of their count within
+// the budget) times the ratio. nullopt where no such plan exists (a trace
+// workload, several node groups, uneven micro-batches per replica, a plan
+// whose smaller variants are all refused, more than 4,096 GPUs in the
+// smallest): the caller keeps its formula.
 // The records of one iteration of a built graph: compute ops and sends once,
 // a collective once per member (what the timeline writes).
 double timeline_records(const workloads::TaskGraph& graph);
 
+// The flows of one iteration's expert-parallel exchanges (the MoE dispatch
+// and combine), which the per-record flow count of run_size.cpp does not
+// see: every pair of an all_to_all group, n (n - 1) flows per exchange
+// (recorded per pair whatever the fidelity, and a folded exchange's passes
+// as one set); a deepep exchange's distinct relayed edges, n (nodes - 1)
+// over RDMA (to and from the same local rank of every other node) and
+// n (members per node - 1) over NVLink. `cluster` places the members.
+double exchange_flows(const workloads::TaskGraph& graph, const platforms::ClusterSpec& cluster);
+
+struct IterationCount {
+  double records = 0;
+  double exchange_flows = 0;
+};
+std::optional<IterationCount> counted_iteration(const Scenario& scenario, int whole_up_to_gpus = 64);
+// Its records alone.
 std::optional<double> counted_iteration_records(const Scenario& scenario, int whole_up_to_gpus = 64);
 
 }  // namespace trainsim::scenario

@@ -36,11 +36,19 @@ constexpr double kFlowsPerDpStep = 8;  // flows per DP ring step, GPU and layer 
 // 1.03-1.94x (500 B per record, 200 per flow and 40 MiB read 0.87x on
 // zero-fsdp and 0.93x on the HSDP run, whose recorded ring steps are 6x
 // and 3.4x the flows counted here, and 2.2x on scale-512 with ZeRO-3).
-// Not counted: the flows of an expert-parallel all-to-all across nodes
-// (moe-deepseek-v3, EP 64 over 8 nodes, with 16 micro-batches per replica:
-// estimated 0.24 GiB, peak 0.85 GiB).
 constexpr double kBytesPerRecord = 250;  // graph task, timeline record, outputs' share
 constexpr double kBytesPerFlow = 250;    // flow record, SimGrid activity while it runs
+// Expert-parallel exchanges (replica_record_count.hpp, exchange_flows): many
+// short flows per record, every pair of an EP group's all_to_all, which the
+// per-record count above does not see. Fitted 2026-12-06 on
+// `moe-deepseek-v3.yaml --no-fold --set plan.global_batch_size=2048` (EP 64
+// over 8 nodes; docs/reliability.md "Size guard"): 4.18M exchange flows
+// counted beside 2.0e5 records (the replay recorded 8.36M flows in all,
+// about twice the count: the constants are per counted flow); peak 836 MiB
+// against the 252 MiB estimated without them, ~146 B a counted flow; 81.5-
+// 114.5 s of CPU against 0.9 s, ~19-27 us a counted flow.
+constexpr double kBytesPerExchangeFlow = 200;
+constexpr double kRunSecondsPerExchangeFlow = 2e-5;
 constexpr double kBaseBytes = 56.0 * (1 << 20);
 // A folded run holds one class's records and flows and reads the others as
 // their images (analysis/record_list.hpp), and its analyses and writers work
@@ -106,9 +114,10 @@ constexpr double kRunSecondsPerTreeFlowAndFlowInFlight = 3e-8;
 constexpr double kTreeFlowsInFlight = 1.0;
 
 // `known_folded`: the fold was found (estimate_folded_run_size);
-// `known_records`: one iteration's records, counted on the graph already built.
+// `known`: one iteration's records and exchange flows, counted on the graph
+// already built.
 RunSize estimate(const Scenario& scenario, int iterations, int fold_from_gpus, bool known_folded,
-                 std::optional<double> known_records = std::nullopt) {
+                 std::optional<IterationCount> known = std::nullopt) {
   const auto& plan = scenario.plan;
   const double gpus = scenario.cluster.gpu_count();
   const double micro_batches = std::max(1, plan.micro_batches());
@@ -118,10 +127,13 @@ RunSize estimate(const Scenario& scenario, int iterations, int fold_from_gpus, b
   const double per_unit = kRecordsPerUnit + (plan.zero_stage == 3 ? kFsdpRecordsPerUnit : 0.0);
   // Counted on the plan's graph with fewer replicas where that can be built
   // (replica_record_count.hpp), else the formula.
-  const auto counted = known_records ? known_records : counted_iteration_records(scenario);
+  const auto counted = known ? known : counted_iteration(scenario);
   s.records_counted = counted.has_value();
-  s.records =
-      iterations * counted.value_or(per_unit * gpus * micro_batches * layers_per_stage + gpus * layers);
+  s.records = iterations * (counted ? counted->records
+                                    : per_unit * gpus * micro_batches * layers_per_stage + gpus * layers);
+  // Where the graph could not be counted a MoE plan's exchanges stay
+  // uncounted (the formula's case: several node groups, a trace, ...).
+  const double exchange = iterations * (counted ? counted->exchange_flows : 0.0);
   // Detailed collectives are replayed step by step: one flow per ring step,
   // GPU and channel. Fast and automatic ones are one flow per ring edge (fast)
   // or computed without flows unless a contending flow displaces them
@@ -135,6 +147,8 @@ RunSize estimate(const Scenario& scenario, int iterations, int fold_from_gpus, b
   s.flows =
       iterations * ((fast ? kFastFlowsPerRecord : kFlowsPerRecord) * s.records / iterations +
                     kFlowsPerDpStep * gpus * dp_steps * layers_per_stage * (plan.zero_stage == 3 ? 3 : 1));
+  const double other_flows = s.flows;
+  s.flows += exchange;
   // Gradient all-reduces the tuner runs as trees across nodes and that
   // contend: every flow of the tree pipeline is a SimGrid flow, solved
   // against every other in flight.
@@ -152,12 +166,13 @@ RunSize estimate(const Scenario& scenario, int iterations, int fold_from_gpus, b
               scenario.perturbations.links.empty() && !scenario.workload && plan.dp >= 2 && !tree.tree);
   // A folded run holds no more than the full replay would (a small one is
   // mostly the folded base).
-  const double whole_bytes = kBaseBytes + kBytesPerRecord * s.records + kBytesPerFlow * s.flows;
+  const double whole_bytes = kBaseBytes + kBytesPerRecord * s.records + kBytesPerFlow * other_flows +
+                             kBytesPerExchangeFlow * exchange;
   s.memory_bytes = s.folded ? std::min(whole_bytes, kFoldedBaseBytes + kFoldedBytesPerRecord * s.records +
                                                         kFoldedBytesPerFlow * s.flows)
                             : whole_bytes;
   const double whole_s = (kRunSecondsPerRecord + kRunSecondsPerRecordAndGpu * gpus) * s.records +
-                         kRunSecondsPerFlow * s.flows +
+                         kRunSecondsPerFlow * other_flows + kRunSecondsPerExchangeFlow * exchange +
                          kRunSecondsPerTreeFlowAndFlowInFlight * tree_flows * tree_in_flight;
   // No longer than the full replay (a small run with --fold).
   s.replay_s = s.folded ? std::min(whole_s, kFoldedRunSecondsPerRecord * s.records) : whole_s;
@@ -171,8 +186,8 @@ RunSize estimate_run_size(const Scenario& scenario, int iterations, int fold_fro
 }
 
 RunSize estimate_folded_run_size(const Scenario& scenario, int iterations,
-                                 std::optional<double> iteration_records) {
-  return estimate(scenario, iterations, 0, true, iteration_records);
+                                 std::optional<IterationCount> iteration) {
+  return estimate(scenario, iterations, 0, true, iteration);
 }
 
 RunSize estimate_collective_size(int ranks, std::size_t sizes, platforms::Fidelity fidelity) {

@@ -18,6 +18,7 @@
 #include <string_view>
 
 #include "sim/scenario/memory_limits.hpp"
+#include "sim/scenario/replica_record_count.hpp"
 #include "sim/scenario/scenario.hpp"
 
 namespace trainsim::scenario {
@@ -46,10 +47,11 @@ struct RunSize {
 RunSize estimate_run_size(const Scenario& scenario, int iterations = 1, int fold_from_gpus = 0);
 // The same for a run known to fold (the replay found the fold): its records
 // and flows held per class whatever the simple conditions above predict.
-// `iteration_records`: one iteration's records when the graph is built
-// (replica_record_count.hpp's timeline_records), else counted as above.
+// `iteration`: one iteration's records and exchange flows when the graph
+// is built (replica_record_count.hpp's timeline_records and
+// exchange_flows), else counted as above.
 RunSize estimate_folded_run_size(const Scenario& scenario, int iterations = 1,
-                                 std::optional<double> iteration_records = std::nullopt);
+                                 std::optional<IterationCount> iteration = std::nullopt);
 
 // `trainsim collective`: `sizes` collectives over `ranks` ranks, one after
 // the other. Detailed fidelity moves up to 2 (ranks - 1) steps of one flow

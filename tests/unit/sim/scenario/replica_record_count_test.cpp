@@ -87,5 +87,42 @@ TEST(ReplicaRecordCount, SeveralNodeGroupsKeepTheFormula) {
   EXPECT_FALSE(estimate_run_size(s).records_counted);
 }
 
+// DeepSeek-V3's layout (moe-deepseek-v3.yaml: PP 16, DP 128, EP 64 over 8
+// nodes of 8) with 16 micro-batches per replica: every stage holds MoE
+// layers, so each of its 2 EP groups runs one exchange per forward and one
+// per backward of each micro-batch, 16 x 2 x 16 x 2 = 1,024 exchanges; an
+// all_to_all moves one flow per ordered pair, 64 x 63; deepep's relay 64 x 7
+// over RDMA and 64 x 7 over NVLink.
+TEST(ReplicaRecordCount, ExpertExchangesCountEveryPairOfAnAllToAllAndDeepepsRelayedEdges) {
+  const auto a2a =
+      counted_iteration(shipped("scenarios/moe-deepseek-v3.yaml", {"plan.global_batch_size=2048"}));
+  ASSERT_TRUE(a2a);
+  EXPECT_DOUBLE_EQ(a2a->exchange_flows, 1024.0 * 64 * 63);
+  const auto deepep = counted_iteration(shipped(
+      "scenarios/moe-deepseek-v3.yaml", {"plan.global_batch_size=2048", "plan.moe_dispatcher=deepep"}));
+  ASSERT_TRUE(deepep);
+  EXPECT_DOUBLE_EQ(deepep->exchange_flows, 1024.0 * (64 * 7 + 64 * 7));
+  EXPECT_EQ(counted_iteration(shipped("scenarios/scale-512.yaml"))->exchange_flows, 0);
+}
+
+// The shipped layout's 120 micro-batches per replica on 1,024 GPUs (the
+// smallest valid replica count, DP 64) are beyond the counting budget: the
+// graph is counted with 40 and scaled by 3, where the formula said 5.9e5
+// records and no exchange flow (a run that passed 1.26 GiB after 248 s of
+// CPU was estimated at 581 MiB and 4 s). Per micro-batch the count is the
+// 16-micro-batch layout's.
+TEST(ReplicaRecordCount, APlanBeyondTheBudgetIsCountedOnFewerMicroBatches) {
+  const auto full = counted_iteration(shipped("scenarios/moe-deepseek-v3.yaml"));
+  const auto small =
+      counted_iteration(shipped("scenarios/moe-deepseek-v3.yaml", {"plan.global_batch_size=2048"}));
+  ASSERT_TRUE(full && small);
+  EXPECT_DOUBLE_EQ(full->exchange_flows, small->exchange_flows * 120 / 16);
+  EXPECT_NEAR(full->records, small->records * 120 / 16, 0.02 * full->records);
+  const RunSize size = estimate_run_size(shipped("scenarios/moe-deepseek-v3.yaml"), 1, 0);
+  EXPECT_TRUE(size.records_counted);
+  EXPECT_GT(size.memory_bytes / kGiB, 1.26);
+  EXPECT_GT(size.replay_s, 248);
+}
+
 }  // namespace
 }  // namespace trainsim::scenario
