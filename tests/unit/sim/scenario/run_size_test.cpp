@@ -169,7 +169,7 @@ TEST(RunSize, AnUnfoldedRunIsEstimatedAtOneToTwoTimesThePeakMeasuredOnShippedSce
   // (the HSDP run) to 1.94x (scale-512 with ZeRO-3). Before the refit (500
   // B per record, 200 per flow, 40 MiB) zero-fsdp and the HSDP run read
   // 0.87x and 0.93x, scale-512 with ZeRO-3 2.2x. DeepSeek-V3's layout
-  // with 16 micro-batches per replica (2026-12-06 15:45, load 4-6): its
+  // with 16 micro-batches per replica (2026-12-06 15:35, load 4-6): its
   // expert-parallel exchanges across nodes counted since (0.29x before).
   struct Measured {
     std::string file;
