@@ -110,8 +110,12 @@ DeepepTraffic deepep_traffic(const ModelSpec& model, const ParallelPlan& plan, c
   const double dispatch_row = row * dispatch_element_bytes(plan);
   const double combine_row = row * kCombineElementBytes;
   const auto e = static_cast<std::size_t>(etp);
-  // Totals over the layers for a skewed exchange's node share.
+  // Totals over the layers for a skewed exchange's node shares, per node
+  // and over all of them.
   double node_sum = 0, set_sum = 0;
+  const auto node_count = static_cast<std::size_t>(sets.nodes);
+  const auto sets_per_node = static_cast<std::size_t>(sets.ranks_per_node);
+  std::vector<double> node_of(node_count, 0.0), sets_of(node_count, 0.0);
   bool skewed = false;
   for (const auto& layer : layers) {
     if (layer.expert_share.empty()) {
@@ -123,6 +127,10 @@ DeepepTraffic deepep_traffic(const ModelSpec& model, const ParallelPlan& plan, c
           }
       node_sum += nu * nodes.nodes;
       set_sum += rho * plan.ep;
+      for (std::size_t k = 0; k < node_count; ++k) {
+        node_of[k] += nu;
+        sets_of[k] += rho * static_cast<double>(sets_per_node);
+      }
       continue;
     }
     skewed = true;
@@ -140,9 +148,17 @@ DeepepTraffic deepep_traffic(const ModelSpec& model, const ParallelPlan& plan, c
       node_sum += x;
     for (double x : p.rank)
       set_sum += x;
+    for (std::size_t k = 0; k < node_count; ++k) {
+      node_of[k] += p.node[k];
+      for (std::size_t s = k * sets_per_node; s < (k + 1) * sets_per_node; ++s)
+        sets_of[k] += p.rank[s];
+    }
   }
-  if (skewed)
+  if (skewed) {
     t.node_share = set_sum > 0 ? node_sum / (etp * set_sum) : 1.0;
+    for (std::size_t k = 0; k < node_count; ++k)
+      t.node_shares.push_back(sets_of[k] > 0 ? node_of[k] / (etp * sets_of[k]) : 1.0);
+  }
   return t;
 }
 

@@ -90,6 +90,9 @@ struct DeepepTraffic {
   // RDMA bytes to a node per byte delivered to that node's GPUs:
   // P(node touched) / (ranks_per_node x P(GPU touched)), <= 1.
   double node_share = 1;
+  // With a skewed layer: the same per node (in EP-rank order), each
+  // node's own touch probabilities summed over the layers; empty otherwise.
+  std::vector<double> node_shares;
 };
 // Under skewed routing, per EP rank (expert set of E / ep experts) and per
 // node: P(a token touches it) (workloads/skewed_touch.hpp).
@@ -112,10 +115,11 @@ struct DeepepLayer {
 };
 // `layers` the MoE layers of the op; `pass_pairs` the pass pairs per layer.
 // A skewed layer's rows use its own touch probabilities (row bytes i -> j =
-// tokens_i x h x rho_j x element bytes), and the exchange's node_share is
-// then the ratio of the totals over its layers: sum of nu_n over nodes /
-// (members per set x sum of rho_j over sets), one figure for every node
-// (the RDMA bytes to a node follow what its GPUs receive).
+// tokens_i x h x rho_j x element bytes), and the exchange's node_shares are
+// per node n the ratio of its totals over the layers: sum of nu_n /
+// (members per set x sum of rho_j over the sets on n), so that the RDMA
+// bytes into n are tokens x nu_n whatever its GPUs receive (node_share
+// keeps the ratio of the totals over every node).
 // With 1 < expert_tp < tp (dispatch_spans_expert_tp, workloads/expert_parallel.hpp)
 // the exchange is over the etp x ep GPUs of a block (`nodes` their spread):
 // member m holds shards of EP rank m / etp's experts, and every token goes

@@ -176,6 +176,10 @@ struct Exchange {
   // RDMA bytes into a node per byte delivered to its GPUs (a token crosses
   // once per node however many of the node's GPUs it goes to).
   double node_share = 1;
+  // Under skewed routing, the same per node of the group (its members in
+  // order, members per node consecutive): a hot node's share differs from a
+  // cold one's. Empty: node_share for every node.
+  std::vector<double> node_shares;
 };
 
 // A task's vertex in GraphStorage. Boost's functions on it deduce the

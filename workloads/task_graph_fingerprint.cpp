@@ -73,6 +73,9 @@ std::uint64_t graph_fingerprint(const TaskGraph& graph) {
         for (double bytes : m.combine_bytes)
           h.add(bytes);
         h.add(m.node_share);
+        // Only under skewed routing (balanced exchanges keep their fingerprints).
+        for (double share : m.node_shares)
+          h.add(share);
       }
     }
   }

@@ -125,7 +125,8 @@ bool same_exchange(const workloads::Exchange& a, const workloads::Exchange& b) {
            std::equal(x.begin(), x.end(), y.begin(), [](double p, double q) { return bits(p) == bits(q); });
   };
   return same(a.send_bytes, b.send_bytes) && same(a.dispatch_bytes, b.dispatch_bytes) &&
-         same(a.combine_bytes, b.combine_bytes) && bits(a.node_share) == bits(b.node_share);
+         same(a.combine_bytes, b.combine_bytes) && bits(a.node_share) == bits(b.node_share) &&
+         same(a.node_shares, b.node_shares);
 }
 
 }  // namespace

@@ -95,6 +95,7 @@ Exchange IterationBuilder::exchange_of(PipeOpKind kind, const StageSlice& slice,
     x.dispatch_bytes = std::move(t.dispatch);
     x.combine_bytes = std::move(t.combine);
     x.node_share = t.node_share;
+    x.node_shares = std::move(t.node_shares);
     return x;
   }
   std::vector<std::vector<double>> factors;

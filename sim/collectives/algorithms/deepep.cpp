@@ -48,8 +48,11 @@ bool deepep_considered(const GroupLayout& /*layout*/) {
 
 // The relayed flows of one exchange; dispatch and combine n x n in group
 // order (combine[i n + j]: what j returns to i).
+// node_shares: per node of the group (members in order, consecutive per
+// node), empty for node_share on every node.
 Expansion relayed_expansion(const GroupLayout& layout, const std::vector<double>& dispatch,
-                            const std::vector<double>& combine, double node_share, const ClusterZone& zone) {
+                            const std::vector<double>& combine, double node_share,
+                            const std::vector<double>& node_shares, const ClusterZone& zone) {
   const std::size_t n = layout.gpus.size();
   if (layout.uniform_members() < 1)
     throw std::logic_error("deepep on a group with unequal ranks per node (the loader refuses it)");
@@ -58,6 +61,7 @@ Expansion relayed_expansion(const GroupLayout& layout, const std::vector<double>
   for (std::size_t d = 0; d < layout.members.size(); ++d)
     for (std::size_t l = 0; l < layout.members[d].size(); ++l)
       where[layout.members[d][l]] = {d, l};
+  const std::size_t per_node = n / layout.members.size();
   std::map<std::pair<int, int>, double> rdma;
   std::map<std::pair<int, int>, double> nvlink;
   auto add = [](std::map<std::pair<int, int>, double>& edges, int src, int dst, double bytes) {
@@ -80,10 +84,12 @@ Expansion relayed_expansion(const GroupLayout& layout, const std::vector<double>
         continue;
       }
       const int relay = layout.members[dj][li];
-      add(rdma, gi, relay, node_share * out);
+      // The destination's node in group order (consecutive members a node).
+      const double share = node_shares.empty() ? node_share : node_shares.at(j / per_node);
+      add(rdma, gi, relay, share * out);
       add(nvlink, relay, gj, out);
       add(nvlink, gj, relay, back);
-      add(rdma, relay, gi, node_share * back);
+      add(rdma, relay, gi, share * back);
     }
   }
   Expansion x;
@@ -114,15 +120,15 @@ Expansion deepep_expansion(CollectiveOp /*op*/, const GroupLayout& layout, doubl
   std::vector<double> even(n * n, bytes / static_cast<double>(n));
   for (std::size_t i = 0; i < n; ++i)
     even[i * n + i] = 0;
-  return relayed_expansion(layout, even, {}, 1.0, zone);
+  return relayed_expansion(layout, even, {}, 1.0, {}, zone);
 }
 
 Expansion deepep_uneven_expansion(const GroupLayout& layout, const workloads::Exchange& exchange,
                                   const ClusterZone& zone) {
   if (exchange.dispatch_bytes.empty())  // a plain uneven exchange: all of it one way
-    return relayed_expansion(layout, exchange.send_bytes, {}, 1.0, zone);
+    return relayed_expansion(layout, exchange.send_bytes, {}, 1.0, {}, zone);
   return relayed_expansion(layout, exchange.dispatch_bytes, exchange.combine_bytes, exchange.node_share,
-                           zone);
+                           exchange.node_shares, zone);
 }
 
 }  // namespace

@@ -143,6 +143,23 @@ TEST(DeepepTraffic, DispatchInFp8WithScalesCombineInBf16OncePerGpuTouched) {
   for (double x : p.rank)
     ranks += x;
   EXPECT_DOUBLE_EQ(s.node_share, nodes / ranks);
+  // Per node: the RDMA bytes into node k are a token's chance of touching
+  // k, whatever its GPUs receive; the hot node (GPU 9's, node 1) has a
+  // share of its own. Balanced exchanges keep the one figure.
+  EXPECT_TRUE(t.node_shares.empty());
+  ASSERT_EQ(s.node_shares.size(), 8u);
+  for (std::size_t k = 0; k < 8; ++k) {
+    const std::size_t from = k == 0 ? 8 : 0;  // a GPU of another node
+    double delivered = 0;
+    for (std::size_t j = 8 * k; j < 8 * k + 8; ++j)
+      delivered += s.dispatch[from * kEp + j];
+    EXPECT_NEAR(s.node_shares[k] * delivered, tokens * h * p.node[k] * 2, 1e-9 * delivered) << "node " << k;
+  }
+  // The hot node's GPUs share more of its tokens: 0.458 against the cold
+  // nodes' 0.502 (equal within the Monte Carlo's error), where the one
+  // figure of every node (0.495) charged it 8.1% more RDMA bytes.
+  EXPECT_LT(s.node_shares[1], s.node_shares[0] - 0.03);
+  EXPECT_NEAR(s.node_shares[2], s.node_shares[0], 0.005);
 }
 
 // DeepEP with expert TP 2 below tp 4 (Megatron's flex dispatcher): ep 8 x
