@@ -25,9 +25,11 @@ TEST(ReplayedIndex, EachReplayedTaskGetsItsRankAmongTheReplayedTasks) {
     const ReplayedIndex index(replayed);
     EXPECT_EQ(index.empty(), n == 0);
     std::size_t rank = 0;
-    for (std::size_t id = 0; id < n; ++id)
-      if (replayed[id])
+    for (std::size_t id = 0; id < n; ++id) {
+      if (replayed[id]) {
         EXPECT_EQ(index[id], rank++) << "task " << id << " of " << n;
+      }
+    }
   }
 }
 
