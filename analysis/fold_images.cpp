@@ -45,6 +45,10 @@ std::optional<PermutationPowers> PermutationPowers::of(const std::vector<std::si
   return build(image, m);
 }
 
+std::optional<PermutationPowers> PermutationPowers::of(const std::vector<std::uint32_t>& image, int m) {
+  return build(image, m);
+}
+
 std::optional<PermutationPowers> PermutationPowers::of(const std::vector<int>& image, int m) {
   for (const int x : image)
     if (x < 0)

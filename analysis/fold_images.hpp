@@ -25,6 +25,7 @@ class PermutationPowers {
   // nullopt when a cycle of `image` has a length other than m or 1.
   static std::optional<PermutationPowers> of(const std::vector<std::size_t>& image, int m);
   static std::optional<PermutationPowers> of(const std::vector<int>& image, int m);
+  static std::optional<PermutationPowers> of(const std::vector<std::uint32_t>& image, int m);
 
   // 0 <= k < m.
   std::uint32_t power(std::size_t x, int k) const {

@@ -130,6 +130,18 @@ void TaskGraph::depend(TaskId before, TaskId after) {
   added_.emplace_back(static_cast<std::uint32_t>(before), static_cast<std::uint32_t>(after));
 }
 
+void TaskGraph::reserve(const GraphCounts& counts) {
+  if (sealed_)
+    throw std::logic_error("a sealed task graph reserved");
+  tasks_.reserve(counts.tasks);
+  added_.reserve(counts.dependencies);
+  memory.reserve(counts.memory_events);
+}
+
+GraphCounts TaskGraph::counts() const {
+  return {tasks_.size(), sealed_ ? boost::num_edges(dependencies_) : added_.size(), memory.size()};
+}
+
 void TaskGraph::seal() {
   if (sealed_)
     throw std::logic_error("a task graph sealed twice");

@@ -188,6 +188,18 @@ inline GraphStorage::vertex_descriptor task_vertex(TaskId id) {
   return static_cast<GraphStorage::vertex_descriptor>(id);
 }
 
+// How many tasks, dependencies and memory events a graph holds (or will:
+// TaskGraph::reserve takes one before building, so that the vectors never
+// grow by doubling, which holds the old and the new copy at once and leaves
+// up to half of the last one unused; docs/performance.md, "Towards
+// 1,048,576 GPUs: the builder's and the fold's arrays").
+struct GraphCounts {
+  std::size_t tasks = 0;
+  std::size_t dependencies = 0;
+  std::size_t memory_events = 0;
+  bool operator==(const GraphCounts&) const = default;
+};
+
 // Built, then sealed, then read: builders add() tasks and depend() them;
 // seal() groups the memory events and packs the dependencies into
 // GraphStorage. Reading the dependencies before seal(), or adding to them
@@ -222,6 +234,9 @@ struct TaskGraph {
     return static_cast<int>(groups.size()) - 1;
   }
   std::size_t size() const { return tasks_.size(); }
+  // Before building: room for `counts` without reallocating.
+  void reserve(const GraphCounts& counts);
+  GraphCounts counts() const;
   const Task& operator[](TaskId id) const { return tasks_[id]; }
   Task& operator[](TaskId id) { return tasks_[id]; }
   void add_memory(TaskId task, int gpu, MemoryEvent::At at, MemoryKind kind, double bytes) {

@@ -26,7 +26,9 @@
 #include "sim/replay/isolated_run.hpp"
 #include "sim/replay/link_claims.hpp"
 #include "sim/replay/plan_cache.hpp"
+#include "sim/replay/replayed_index.hpp"
 #include "sim/replay/route_table.hpp"
+#include "sim/replay/task_fifo.hpp"
 
 namespace trainsim::sim {
 namespace sg = simgrid::s4u;
@@ -63,7 +65,7 @@ class Replayer {
         options_(options),
         driver_(options.perturbations),
         fold_(options.fold),
-        local_(fold_index(graph, options.fold)),
+        local_(fold_index(options.fold)),
         replayed_count_(options.fold == nullptr ? graph.size() : options.fold->simulated_count),
         remaining_(replayed_count_),
         start_s_(replayed_count_, 0.0),
@@ -228,16 +230,8 @@ class Replayer {
   // its rank among the replayed tasks (the arrays hold those only), else its
   // id.
   std::size_t at(TaskId id) const { return local_.empty() ? id : local_[id]; }
-  static std::vector<std::uint32_t> fold_index(const TaskGraph& graph, const ReplicaFold* fold) {
-    std::vector<std::uint32_t> index;
-    if (fold == nullptr)
-      return index;
-    index.assign(graph.size(), static_cast<std::uint32_t>(-1));
-    std::uint32_t next = 0;
-    for (TaskId id = 0; id < graph.size(); ++id)
-      if (fold->simulated[id])
-        index[id] = next++;
-    return index;
+  static ReplayedIndex fold_index(const ReplicaFold* fold) {
+    return fold == nullptr ? ReplayedIndex() : ReplayedIndex(fold->simulated);
   }
 
   // Handles every task that became ready, including the chains of zero-cost
@@ -815,7 +809,7 @@ class Replayer {
   PerturbationDriver* driver_;
   const ReplicaFold* fold_;
   // Per-task arrays hold the replayed tasks only (at(id)).
-  std::vector<std::uint32_t> local_;  // under the fold: each replayed task's index
+  ReplayedIndex local_;  // under the fold: each replayed task's index
   std::size_t replayed_count_;
   std::vector<int> in_degree_;  // under the fold: replayed predecessors
   int iteration_ = 0;
@@ -824,7 +818,7 @@ class Replayer {
   std::vector<int> remaining_;
   std::vector<double> start_s_;
   std::deque<TaskId> ready_;
-  std::vector<std::deque<TaskId>> compute_queue_;
+  std::vector<TaskFifo> compute_queue_;
   std::vector<bool> compute_busy_;
   std::vector<std::unique_ptr<Collective>> collectives_;
   std::vector<double> collective_delay_s_;

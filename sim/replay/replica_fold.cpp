@@ -188,14 +188,15 @@ std::string rotation_problem(const TaskGraph& graph, const scenario::Scenario& s
   // image, and must be alike in every attribute, its GPUs mapped: any
   // bijection that keeps attributes and dependencies is an automorphism, and
   // the dependencies are checked below.
-  std::vector<std::vector<TaskId>> by_gpu(gpu_image.size());
-  std::vector<std::vector<TaskId>> by_group(groups.size());
+  std::vector<std::vector<std::uint32_t>> by_gpu(gpu_image.size());
+  std::vector<std::vector<std::uint32_t>> by_group(groups.size());
   for (TaskId id = 0; id < n; ++id) {
     const Task& t = graph[id];
+    const auto id32 = static_cast<std::uint32_t>(id);  // the sealed graph's ids are 32-bit
     if (t.kind == TaskKind::collective)
-      by_group[static_cast<std::size_t>(canonical[static_cast<std::size_t>(t.group)])].push_back(id);
+      by_group[static_cast<std::size_t>(canonical[static_cast<std::size_t>(t.group)])].push_back(id32);
     else if (t.gpu >= 0 && static_cast<std::size_t>(t.gpu) < by_gpu.size())
-      by_gpu[static_cast<std::size_t>(t.gpu)].push_back(id);
+      by_gpu[static_cast<std::size_t>(t.gpu)].push_back(id32);
     else
       return fmt::format("{} runs on no GPU of the plan", task_name(graph, id));
   }
@@ -209,7 +210,8 @@ std::string rotation_problem(const TaskGraph& graph, const scenario::Scenario& s
     return image ? group_image[static_cast<std::size_t>(c)] : c;
   };
   std::vector<MemoryEvent> events_from, events_to;
-  const auto match = [&](const std::vector<TaskId>& from, const std::vector<TaskId>& to) -> std::string {
+  const auto match = [&](const std::vector<std::uint32_t>& from,
+                         const std::vector<std::uint32_t>& to) -> std::string {
     if (from.size() != to.size())
       return fmt::format("{} has no image (the replicas' tasks differ)", task_name(graph, from.front()));
     for (std::size_t k = 0; k < from.size(); ++k) {
@@ -251,13 +253,13 @@ std::string rotation_problem(const TaskGraph& graph, const scenario::Scenario& s
         !problem.empty())
       return problem;
     if (group_image[i] == static_cast<int>(i))
-      for (const TaskId id : by_group[i])
+      for (const std::uint32_t id : by_group[i])
         out.spanning[id] = 1;
   }
   // A bijection on tasks.
   {
     std::vector<char> hit(n, 0);
-    for (const TaskId image : out.task_image) {
+    for (const std::uint32_t image : out.task_image) {
       if (hit[image])
         return fmt::format("two tasks map onto {}", task_name(graph, image));
       hit[image] = 1;

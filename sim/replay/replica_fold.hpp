@@ -32,8 +32,9 @@ struct ReplicaFold {
   // belongs to the representatives.
   std::vector<int> endpoint_image;
   std::vector<char> representative;
-  // One step of sigma_q on tasks (a spanning collective is its own image).
-  std::vector<workloads::TaskId> task_image;
+  // One step of sigma_q on tasks (a spanning collective is its own image);
+  // 32-bit, as the sealed graph's task ids.
+  std::vector<std::uint32_t> task_image;
   // Per task: replayed (a representative's task or a spanning collective),
   // and a collective whose group sigma_q maps onto itself.
   std::vector<char> simulated;

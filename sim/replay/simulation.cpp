@@ -9,16 +9,27 @@
 #include "sim/replay/replay_cost.hpp"
 #include "sim/replay/replica_fold.hpp"
 #include "sim/scenario/cost_model_choice.hpp"
+#include "sim/scenario/replica_record_count.hpp"
 #include "sim/scenario/trace_workload.hpp"
 #include "workloads/graph_builder/iteration_builder.hpp"
 
 namespace trainsim::sim {
+namespace {
+constexpr int kReserveGraphFromGpus = 32768;
+}  // namespace
 
 workloads::TaskGraph build_task_graph(const scenario::Scenario& scenario) {
   if (scenario.workload)
     return scenario::import_trace_workload(scenario).graph;
   const auto cost = scenario::make_cost_model(scenario);
-  return workloads::build_iteration(scenario.model, scenario.plan, scenario.cluster, *cost);
+  // From 32,768 GPUs the graph is counted first on two shrunk plans (well
+  // under a second) and built into vectors of exactly its size: growing by
+  // doubling held the old and the new tasks at once (~15 GB at 1,048,576
+  // GPUs) and left up to half of the last allocation unused.
+  workloads::GraphCounts reserve;
+  if (scenario.cluster.gpu_count() >= kReserveGraphFromGpus)
+    reserve = scenario::counted_graph_counts(scenario).value_or(workloads::GraphCounts{});
+  return workloads::build_iteration(scenario.model, scenario.plan, scenario.cluster, *cost, reserve);
 }
 
 SimulationResult simulate(const scenario::Scenario& scenario, const SimulationOptions& options) {

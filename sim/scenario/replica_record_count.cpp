@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <exception>
 #include <set>
+#include <utility>
+#include <vector>
 
 #include "sim/scenario/cost_model_choice.hpp"
 #include "workloads/graph_builder/iteration_builder.hpp"
@@ -88,6 +90,15 @@ bool affordable(const Scenario& scenario) {
          units_of(scenario.plan, scenario.model.layers) <= kMaxCountedUnits;
 }
 
+std::optional<workloads::GraphCounts> graph_counts(const Scenario& scenario) {
+  try {
+    const auto cost = make_cost_model(scenario);
+    return workloads::build_iteration(scenario.model, scenario.plan, scenario.cluster, *cost).counts();
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
 std::optional<IterationCount> count(const Scenario& scenario) {
   try {
     const auto cost = make_cost_model(scenario);
@@ -155,6 +166,45 @@ std::optional<double> counted_iteration_records(const Scenario& scenario, int wh
   if (!counted)
     return std::nullopt;
   return counted->records;
+}
+
+std::optional<workloads::GraphCounts> counted_graph_counts(const Scenario& scenario) {
+  const auto& plan = scenario.plan;
+  if (scenario.workload || scenario.cluster.groups.size() != 1 || !plan.dp_micro_batches.empty() ||
+      plan.gpu_count() != scenario.cluster.gpu_count())
+    return std::nullopt;
+  std::vector<std::pair<int, workloads::GraphCounts>> points;
+  for (int d = 2; d < plan.dp && points.size() < 2; ++d) {
+    if (plan.dp % d != 0)
+      continue;
+    const auto shrunk = with_replicas(scenario, d);
+    if (!shrunk)
+      continue;
+    if (!affordable(*shrunk))
+      return std::nullopt;
+    const auto counts = graph_counts(*shrunk);
+    if (!counts)
+      return std::nullopt;
+    points.emplace_back(d, *counts);
+  }
+  if (points.size() < 2)
+    return std::nullopt;
+  const auto [d1, c1] = points[0];
+  const auto [d2, c2] = points[1];
+  // a + b x replicas through both points, in integers: nullopt unless b is
+  // whole and no count falls with the replicas.
+  const auto line = [&](std::size_t y1, std::size_t y2) -> std::optional<std::size_t> {
+    const auto span = static_cast<std::size_t>(d2 - d1);
+    if (y2 < y1 || (y2 - y1) % span != 0)
+      return std::nullopt;
+    return y1 + (y2 - y1) / span * static_cast<std::size_t>(plan.dp - d1);
+  };
+  const auto tasks = line(c1.tasks, c2.tasks);
+  const auto dependencies = line(c1.dependencies, c2.dependencies);
+  const auto events = line(c1.memory_events, c2.memory_events);
+  if (!tasks || !dependencies || !events)
+    return std::nullopt;
+  return workloads::GraphCounts{*tasks, *dependencies, *events};
 }
 
 }  // namespace trainsim::scenario

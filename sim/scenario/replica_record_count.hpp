@@ -52,4 +52,15 @@ std::optional<IterationCount> counted_iteration(const Scenario& scenario, int wh
 // Its records alone.
 std::optional<double> counted_iteration_records(const Scenario& scenario, int whole_up_to_gpus = 64);
 
+// The task graph's counts (tasks, dependencies, memory events) for the
+// plan's dp replicas, from the graphs of the two smallest valid shrunk plans
+// (d1 < d2 replicas): each count is a + b x replicas (a replica's tasks,
+// dependencies and events per GPU, plus the data-parallel collectives, one
+// per group and bucket whatever the replicas, their dependencies and events
+// one per member), so the line through the two is the plan's count. What
+// the builder reserves before building at scale (workloads::GraphCounts);
+// nullopt where counted_iteration_records has no shrunk plan, or where the
+// two counts are not on a line with the plan's replicas.
+std::optional<workloads::GraphCounts> counted_graph_counts(const Scenario& scenario);
+
 }  // namespace trainsim::scenario

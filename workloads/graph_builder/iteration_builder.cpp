@@ -105,7 +105,8 @@ OpCost IterationBuilder::op_cost(PipeOpKind kind, const StageSlice& slice,
   return {};
 }
 
-TaskGraph IterationBuilder::build() {
+TaskGraph IterationBuilder::build(const GraphCounts& reserve) {
+  graph_.reserve(reserve);
   graph_.gpu_count = plan_.gpu_count();
   // One schedule per replica; replicas with the same micro-batch count share
   // the generator's answer.
@@ -187,6 +188,9 @@ TaskGraph IterationBuilder::build() {
         add_gradient_sync_and_step(rank, tp);
     }
   }
+  // The per-GPU op lists (~120 B per op and GPU) are not needed to seal:
+  // freed before the compressed rows are built beside the edges.
+  std::vector<std::vector<BuiltOp>>().swap(ops_);
   graph_.seal();
   return std::move(graph_);
 }
@@ -847,7 +851,8 @@ std::vector<TaskId> IterationBuilder::add_optimizer_steps(int rank, const std::v
 }  // namespace detail
 
 TaskGraph build_iteration(const ModelSpec& model, const ParallelPlan& plan,
-                          const platforms::ClusterSpec& cluster, const CostModel& cost) {
+                          const platforms::ClusterSpec& cluster, const CostModel& cost,
+                          const GraphCounts& reserve) {
   if (plan.gpu_count() != cluster.gpu_count())
     throw std::invalid_argument("plan and cluster GPU counts differ");
   if (plan.cp < 1 || plan.zero_stage < 0 || plan.zero_stage > 3)
@@ -861,9 +866,9 @@ TaskGraph build_iteration(const ModelSpec& model, const ParallelPlan& plan,
   }
   if (plan.cp > 1) {
     const ContextParallelCost per_gpu(cost, plan.cp);
-    return detail::IterationBuilder(model, plan, cluster, per_gpu).build();
+    return detail::IterationBuilder(model, plan, cluster, per_gpu).build(reserve);
   }
-  return detail::IterationBuilder(model, plan, cluster, cost).build();
+  return detail::IterationBuilder(model, plan, cluster, cost).build(reserve);
 }
 
 }  // namespace trainsim::workloads

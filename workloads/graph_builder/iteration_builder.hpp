@@ -26,8 +26,11 @@ namespace trainsim::workloads {
 // Preconditions (the scenario loader checks them with clear messages;
 // here they throw std::invalid_argument): plan.gpu_count() ==
 // cluster.gpu_count(), workloads::plan_problems(model, plan) empty
-// (workloads/plan_checks.hpp), cp >= 1 and zero_stage in 0..3.
+// (workloads/plan_checks.hpp), cp >= 1 and zero_stage in 0..3. `reserve`:
+// the graph's counts when the caller knows them (room made before
+// building; the graph is the same whatever it says).
 TaskGraph build_iteration(const ModelSpec& model, const ParallelPlan& plan,
-                          const platforms::ClusterSpec& cluster, const CostModel& cost);
+                          const platforms::ClusterSpec& cluster, const CostModel& cost,
+                          const GraphCounts& reserve = {});
 
 }  // namespace trainsim::workloads

@@ -99,7 +99,7 @@ class IterationBuilder {
  public:
   IterationBuilder(const ModelSpec& model, const ParallelPlan& plan, const platforms::ClusterSpec& cluster,
                    const CostModel& cost);
-  TaskGraph build();
+  TaskGraph build(const GraphCounts& reserve);
 
  private:
   std::size_t idx(int gpu) const { return static_cast<std::size_t>(gpu); }

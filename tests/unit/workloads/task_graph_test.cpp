@@ -165,5 +165,25 @@ TEST(TaskGraph, SealedHoldsTheTasksAndSixteenBytesPerDependency) {
   EXPECT_EQ(g.structure_bytes(), tasks_capacity * sizeof(Task) + 2 * 4 * (kTasks + 1) + 16 * edges);
 }
 
+TEST(TaskGraph, ReservedCountsAreHeldExactlyAndCountedBack) {
+  // What the builder reserves at scale (workloads::GraphCounts): the tasks'
+  // vector then holds exactly the tasks, not the next power of two.
+  constexpr std::size_t kTasks = 1000;
+  TaskGraph g;
+  g.reserve({.tasks = kTasks, .dependencies = kTasks - 1, .memory_events = kTasks});
+  for (std::size_t k = 0; k < kTasks; ++k) {
+    g.add({});
+    g.add_memory(k, 0, MemoryEvent::At::start, MemoryKind::activations, 1.0);
+  }
+  for (std::size_t k = 0; k + 1 < kTasks; ++k)
+    g.depend(k, k + 1);
+  EXPECT_EQ(g.counts(), (GraphCounts{kTasks, kTasks - 1, kTasks}));
+  EXPECT_EQ(g.memory.capacity(), kTasks);
+  g.seal();
+  EXPECT_EQ(g.counts(), (GraphCounts{kTasks, kTasks - 1, kTasks}));
+  EXPECT_EQ(g.structure_bytes(), kTasks * sizeof(Task) + 2 * 4 * (kTasks + 1) + 16 * (kTasks - 1));
+  EXPECT_THROW(g.reserve({}), std::logic_error);
+}
+
 }  // namespace
 }  // namespace trainsim::workloads

@@ -8,7 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "sim/scenario/cost_model_choice.hpp"
 #include "sim/scenario/run_size.hpp"
+#include "workloads/graph_builder/iteration_builder.hpp"
 
 namespace trainsim::scenario {
 namespace {
@@ -47,6 +49,36 @@ TEST(ReplicaRecordCount, CountingOnTwoReplicasGivesTheWholeGraphsRecords) {
     ASSERT_TRUE(shrunk && whole);
     EXPECT_DOUBLE_EQ(*shrunk, *whole) << testing::PrintToString(overrides);
   }
+}
+
+// What the builder reserves at scale (sim/replay/simulation.cpp): the line
+// through two shrunk graphs' counts must be the whole graph's, count for
+// count, or a vector grows by doubling after all.
+TEST(ReplicaRecordCount, TheGraphCountsOnALineThroughTwoShrunkPlansAreTheWholeGraphs) {
+  for (const auto& overrides : std::vector<std::vector<std::string>>{
+           {},
+           {"plan.zero_stage=3"},
+           {"plan.schedule=interleaved_1f1b", "plan.virtual_stages=3"},
+           {"plan.overlap_grad_reduce=true", "plan.zero_stage=1", "plan.overlap_param_gather=true"}}) {
+    const Scenario s = shipped("scenarios/scale-512.yaml", overrides);
+    ASSERT_GE(s.plan.dp, 8);
+    const auto counted = counted_graph_counts(s);
+    ASSERT_TRUE(counted) << testing::PrintToString(overrides);
+    const auto cost = make_cost_model(s);
+    const auto whole = workloads::build_iteration(s.model, s.plan, s.cluster, *cost).counts();
+    EXPECT_EQ(counted->tasks, whole.tasks) << testing::PrintToString(overrides);
+    EXPECT_EQ(counted->dependencies, whole.dependencies) << testing::PrintToString(overrides);
+    EXPECT_EQ(counted->memory_events, whole.memory_events) << testing::PrintToString(overrides);
+    EXPECT_GT(whole.memory_events, 0U);
+  }
+  // HSDP keeps two shard groups in each shrunk plan.
+  const Scenario hsdp = shipped("scenarios/scale-16k-hsdp-70b.yaml",
+                                {"cluster.nodes=16", "plan.dp=16", "plan.dp_shard=2", "model.layers=4",
+                                 "plan.global_batch_size=16", "cluster.fabric.nodes_per_leaf=2"});
+  const auto counted = counted_graph_counts(hsdp);
+  ASSERT_TRUE(counted);
+  const auto cost = make_cost_model(hsdp);
+  EXPECT_EQ(*counted, workloads::build_iteration(hsdp.model, hsdp.plan, hsdp.cluster, *cost).counts());
 }
 
 TEST(ReplicaRecordCount, HybridShardingKeepsTwoShardGroupsAndCountsExactly) {

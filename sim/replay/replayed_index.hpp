@@ -1,0 +1,48 @@
+#pragma once
+// A folded replay's per-task arrays hold the replayed tasks only; a replayed
+// task's slot in them is its rank among the replayed tasks. ReplayedIndex
+// answers that rank in O(1) from one bit per task of the whole graph and a
+// 32-bit running count per 64 tasks (~0.25 B per task), where a 32-bit index
+// per task took 4 B (docs/performance.md, "Towards 1,048,576 GPUs: the
+// replay's and the fold's per-task arrays").
+#include <algorithm>
+#include <bit>
+#include <cstdint>
+#include <vector>
+
+namespace trainsim::sim {
+
+class ReplayedIndex {
+ public:
+  ReplayedIndex() = default;
+  // replayed[id] != 0 for each replayed task.
+  explicit ReplayedIndex(const std::vector<char>& replayed) {
+    words_.assign((replayed.size() + 63) / 64, {});
+    std::uint32_t count = 0;
+    for (std::size_t w = 0; w < words_.size(); ++w) {
+      words_[w].before = count;
+      const std::size_t end = std::min(replayed.size(), w * 64 + 64);
+      for (std::size_t id = w * 64; id < end; ++id)
+        if (replayed[id])
+          words_[w].bits |= std::uint64_t{1} << (id % 64);
+      count += static_cast<std::uint32_t>(std::popcount(words_[w].bits));
+    }
+  }
+  bool empty() const { return words_.empty(); }
+  // The rank of replayed task `id` among the replayed tasks (for a task not
+  // replayed: the rank the next replayed one has).
+  std::size_t operator[](std::size_t id) const {
+    const Word& w = words_[id / 64];
+    const std::uint64_t below = (std::uint64_t{1} << (id % 64)) - 1;
+    return w.before + static_cast<std::size_t>(std::popcount(w.bits & below));
+  }
+
+ private:
+  struct Word {
+    std::uint64_t bits = 0;    // which of these 64 tasks are replayed
+    std::uint32_t before = 0;  // replayed tasks before them
+  };
+  std::vector<Word> words_;
+};
+
+}  // namespace trainsim::sim
