@@ -1,9 +1,46 @@
 #include "workloads/task_graph_fingerprint.hpp"
 
+#include <array>
 #include <bit>
 #include <type_traits>
 
 namespace trainsim::workloads {
+
+namespace {
+
+constexpr std::uint64_t kPrime = 0x100000001b3ull;
+
+// kPrimePowers[k]: the prime to the k-th power, mod 2^64.
+constexpr std::array<std::uint64_t, 9> kPrimePowers = [] {
+  std::array<std::uint64_t, 9> powers{};
+  powers[0] = 1;
+  for (std::size_t k = 1; k < powers.size(); ++k)
+    powers[k] = powers[k - 1] * kPrime;
+  return powers;
+}();
+
+}  // namespace
+
+std::uint64_t fnv1a_add(std::uint64_t hash, std::uint64_t bits) {
+  if (bits <= 0xff)  // a small integer, or 0: one byte then seven zero bytes
+    return bits == 0 ? hash * kPrimePowers[8] : ((hash ^ bits) * kPrime) * kPrimePowers[7];
+  int zeros = 0;
+  for (int i = 0; i < 8; ++i) {
+    const std::uint64_t byte = (bits >> (8 * i)) & 0xff;
+    if (byte == 0) {
+      ++zeros;
+      continue;
+    }
+    if (zeros != 0) {
+      hash *= kPrimePowers[static_cast<std::size_t>(zeros)];
+      zeros = 0;
+    }
+    hash ^= byte;
+    hash *= kPrime;
+  }
+  return hash * kPrimePowers[static_cast<std::size_t>(zeros)];
+}
+
 namespace {
 
 class Fnv1a {
@@ -16,10 +53,7 @@ class Fnv1a {
       bits = std::bit_cast<std::uint64_t>(static_cast<double>(value));
     else
       bits = static_cast<std::uint64_t>(value);
-    for (int i = 0; i < 8; ++i) {
-      hash_ ^= (bits >> (8 * i)) & 0xff;
-      hash_ *= 0x100000001b3ull;
-    }
+    hash_ = fnv1a_add(hash_, bits);
   }
   std::uint64_t value() const { return hash_; }
 

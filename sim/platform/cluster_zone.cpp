@@ -222,15 +222,29 @@ void ClusterZone::get_local_route(const kr::NetPoint* src, const kr::NetPoint* d
   const int b = endpoint_of_netpoint_[dst->id()];
   const std::uint64_t key =
       (static_cast<std::uint64_t>(static_cast<std::uint32_t>(a)) << 32) | static_cast<std::uint32_t>(b);
-  auto [it, first_use] = kernel_routes_.try_emplace(key);
-  KernelRoute& route = it->second;
-  if (first_use) {
-    route.first = static_cast<std::uint32_t>(kernel_hops_.size());
-    route.latency_s = walk(a, b, [this](sg::Link* link) {
-      kernel_hops_.push_back({representative(link)->get_impl(), link});
-    });
-    route.count = static_cast<std::uint32_t>(kernel_hops_.size() - route.first);
+  RouteMemo* memo = expected_;
+  expected_ = nullptr;
+  if (memo != nullptr && (expected_src_ != a || expected_dst_ != b))
+    memo = nullptr;
+  const KernelRoute* known =
+      memo != nullptr && memo->generation_ == routes_generation_ ? memo->route_ : nullptr;
+  if (known == nullptr) {
+    auto [it, first_use] = kernel_routes_.try_emplace(key);
+    KernelRoute& fresh = it->second;
+    if (first_use) {
+      fresh.first = static_cast<std::uint32_t>(kernel_hops_.size());
+      fresh.latency_s = walk(a, b, [this](sg::Link* link) {
+        kernel_hops_.push_back({representative(link)->get_impl(), link});
+      });
+      fresh.count = static_cast<std::uint32_t>(kernel_hops_.size() - fresh.first);
+    }
+    known = &fresh;
+    if (memo != nullptr) {
+      memo->route_ = known;
+      memo->generation_ = routes_generation_;
+    }
   }
+  const KernelRoute& route = *known;
   // Links carry no latency of their own (see duplex()) unless a perturbation
   // adds some to one (sim/perturbations/driver.hpp).
   // (Until a perturbation changes one, every link's latency is 0: not read.)
@@ -350,6 +364,7 @@ void ClusterZone::fold_links(const std::vector<int>& gpu_image) {
   forget_tuner_choices();
   kernel_routes_.clear();
   kernel_hops_.clear();
+  ++routes_generation_;
   std::string problem;
   auto image = duplex_images(gpu_image, problem);
   if (!problem.empty())

@@ -148,6 +148,36 @@ class ClusterZone final : public simgrid::kernel::routing::NetZoneImpl {
   std::size_t remembered_routes() const { return kernel_routes_.size(); }
 
  private:
+  struct KernelRoute {
+    std::uint32_t first = 0;
+    std::uint32_t count = 0;
+    double latency_s = 0;
+  };
+
+ public:
+  // A caller that starts many communications on one pair (the replay's
+  // route table: a million on scale-512 with ZeRO-3) keeps a memo per pair
+  // and names it just before SimGrid starts one (expect_route): the next
+  // get_local_route for that pair reads the remembered route through it
+  // rather than looking the pair up (filling it on the pair's first use, and
+  // again once fold_links has forgotten the routes). A call for another pair
+  // looks up as before; either way the expectation is spent.
+  class RouteMemo {
+    friend class ClusterZone;
+    const KernelRoute* route_ = nullptr;
+    std::uint64_t generation_ = 0;  // the routes' generation it was filled in (0: never)
+  };
+  void expect_route(int src, int dst, RouteMemo& memo) const {
+    expected_src_ = src;
+    expected_dst_ = dst;
+    expected_ = &memo;
+  }
+  // Spends an expectation get_local_route was not asked for (the caller
+  // calls it once SimGrid's start returns: a memo never outlives its owner
+  // in here).
+  void expect_no_route() const { expected_ = nullptr; }
+
+ private:
   using Link = simgrid::s4u::Link;
   using Duplex = simgrid::s4u::SplitDuplexLink;
   struct Gpu {
@@ -210,13 +240,12 @@ class ClusterZone final : public simgrid::kernel::routing::NetZoneImpl {
     simgrid::kernel::resource::StandardLinkImpl* shared;
     const simgrid::s4u::Link* own;
   };
-  struct KernelRoute {
-    std::uint32_t first = 0;
-    std::uint32_t count = 0;
-    double latency_s = 0;
-  };
-  std::unordered_map<std::uint64_t, KernelRoute> kernel_routes_;
+  std::unordered_map<std::uint64_t, KernelRoute> kernel_routes_;  // nodes: stable addresses
   std::vector<KernelHop> kernel_hops_;
+  std::uint64_t routes_generation_ = 1;  // fold_links forgets the routes: the memos' go stale
+  mutable int expected_src_ = -1;
+  mutable int expected_dst_ = -1;
+  mutable RouteMemo* expected_ = nullptr;
   // A perturbation has set a link's latency (note_link_latency_change):
   // get_local_route reads each hop's from then on.
   mutable bool link_latency_changed_ = false;

@@ -375,11 +375,19 @@ class Replayer {
         latency_factor_installed_ = true;
       }
       latency_factor_ = latency_s > 0 ? latency_s / route.latency_s : 1e-300;
-      comm->start();
+      start(*comm, route);
       latency_factor_ = 1.0;
       return;
     }
-    comm->start();
+    start(*comm, route);
+  }
+
+  // SimGrid asks the zone for the route of the communication it starts: the
+  // pair's memo spares the zone its lookup.
+  void start(sg::Comm& comm, Route& route) {
+    zone_.expect_route(route.src, route.dst, route.kernel);
+    comm.start();
+    zone_.expect_no_route();
   }
 
   CollectivePlan plan_collective(TaskId id, std::optional<platforms::Fidelity> fidelity = std::nullopt) {

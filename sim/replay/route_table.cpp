@@ -5,6 +5,21 @@
 namespace trainsim::sim {
 
 Route& RouteTable::route(int src, int dst) {
+  // A source's flows mostly go to one destination at a time (its successor
+  // in a ring): its last route is checked before the table.
+  const auto s = static_cast<std::size_t>(src);
+  if (src >= 0 && s < last_.size() && last_[s] != nullptr && last_[s]->dst == dst)
+    return *last_[s];
+  Route& r = look_up(src, dst);
+  if (src >= 0) {
+    if (last_.size() <= s)
+      last_.resize(s + 1, nullptr);
+    last_[s] = &r;
+  }
+  return r;
+}
+
+Route& RouteTable::look_up(int src, int dst) {
   const std::uint64_t key =
       (static_cast<std::uint64_t>(static_cast<std::uint32_t>(src)) << 32) | static_cast<std::uint32_t>(dst);
   auto [it, inserted] = routes_.try_emplace(key);

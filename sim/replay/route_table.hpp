@@ -7,7 +7,7 @@
 // the narrowest link's bandwidth), where the timeline keeps its copy of the
 // route (FlowRecorder), and the pair's finished communications waiting to be
 // started again (replay.cpp says why). One hash lookup per flow serves all of
-// it.
+// it, none when the flow's source asked for the same pair last.
 #include <simgrid/s4u/Activity.hpp>
 #include <simgrid/s4u/Host.hpp>
 #include <simgrid/s4u/Link.hpp>
@@ -38,6 +38,10 @@ struct Route {
   // The timeline's copy: flow_links[timeline_first, + links.size()).
   std::uint32_t timeline_first = kUnrecorded;
   std::vector<simgrid::s4u::ActivityPtr> idle;  // finished communications of this pair
+  // SimGrid's copy of the route as the zone remembers it
+  // (ClusterZone::expect_route): starting a communication skips the zone's
+  // lookup.
+  ClusterZone::RouteMemo kernel;
 };
 
 class RouteTable {
@@ -60,10 +64,12 @@ class RouteTable {
 
  private:
   std::uint32_t id_of(simgrid::s4u::Link* link);
+  Route& look_up(int src, int dst);
 
  private:
   const ClusterZone& zone_;
-  std::unordered_map<std::uint64_t, Route> routes_;
+  std::unordered_map<std::uint64_t, Route> routes_;  // nodes: stable addresses
+  std::vector<Route*> last_;                         // by source endpoint: the route it asked for last
   std::unordered_map<const simgrid::s4u::Link*, std::uint32_t> link_id_;
   std::vector<simgrid::s4u::Link*> links_;
   std::vector<double> capacity_Bps_;

@@ -3,7 +3,9 @@
 // the second call must be what the walk gives: the same link directions in
 // route order, the same latency, a latency a perturbation adds to one of
 // the links after the first call, and, once the links are folded, the
-// orbits' representatives rather than the links remembered before.
+// orbits' representatives rather than the links remembered before; and the
+// same through a caller's memo of the pair (expect_route), which a fold
+// makes stale and an expectation for another pair leaves unread.
 #include <gtest/gtest.h>
 
 #include <simgrid/kernel/routing/NetPoint.hpp>
@@ -32,7 +34,10 @@ struct Asked {
   double latency_s = 0;
 };
 
-Asked ask(ClusterZone& zone, int src, int dst) {
+Asked ask(ClusterZone& zone, int src, int dst, ClusterZone::RouteMemo* memo = nullptr, int expected_src = -1,
+          int expected_dst = -1) {
+  if (memo != nullptr)  // as the replay does just before SimGrid starts a communication
+    zone.expect_route(expected_src, expected_dst, *memo);
   kr::Route route;
   Asked out;
   zone.get_local_route(zone.host(src)->get_netpoint(), zone.host(dst)->get_netpoint(), &route,
@@ -94,6 +99,35 @@ TEST(KernelRoutes, FoldingTheLinksForgetsTheRoutesRemembered) {
   EXPECT_EQ(folded.links, walked(*p.zone, 5, 2).links);  // the orbits' representatives
   EXPECT_NE(folded.links, unfolded.links);               // GPU 5 leaves through its image on node 0
   EXPECT_EQ(folded.latency_s, unfolded.latency_s);
+}
+
+TEST(KernelRoutes, ARouteAskedThroughAMemoIsTheWalksLinksAndLatency) {
+  Platform p;
+  const auto expected = walked(*p.zone, 1, 6);
+  ClusterZone::RouteMemo memo;
+  for (int time = 0; time < 3; ++time) {  // the first fills the memo, the others read it
+    const auto got = ask(*p.zone, 1, 6, &memo, 1, 6);
+    EXPECT_EQ(got.links, expected.links);
+    EXPECT_EQ(got.latency_s, expected.latency_s);
+  }
+  EXPECT_EQ(p.zone->remembered_routes(), 1U);
+  // The memo of 1 -> 6 named for another pair's call is not read.
+  EXPECT_EQ(ask(*p.zone, 6, 1, &memo, 1, 6).links, walked(*p.zone, 6, 1).links);
+  EXPECT_EQ(ask(*p.zone, 1, 6, &memo, 1, 6).links, expected.links);  // and still right for its own
+}
+
+TEST(KernelRoutes, AMemoFilledBeforeTheLinksAreFoldedIsNotReadAfter) {
+  Platform p;
+  ClusterZone::RouteMemo memo;
+  const auto unfolded = ask(*p.zone, 5, 2, &memo, 5, 2);
+  std::vector<int> image(8);
+  for (int g = 0; g < 8; ++g)
+    image[static_cast<std::size_t>(g)] = (g + 4) % 8;
+  p.zone->fold_links(image);
+  const auto folded = ask(*p.zone, 5, 2, &memo, 5, 2);
+  EXPECT_EQ(folded.links, walked(*p.zone, 5, 2).links);  // the representatives, not the memo's links
+  EXPECT_NE(folded.links, unfolded.links);
+  EXPECT_EQ(ask(*p.zone, 5, 2, &memo, 5, 2).links, folded.links);  // refilled
 }
 
 }  // namespace
