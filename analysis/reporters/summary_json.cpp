@@ -45,13 +45,14 @@ ordered_json blames(const std::vector<Blame>& list) {
 class JsonFigures {
  public:
   explicit JsonFigures(ordered_json& object) : object_(object) {}
+  // The key is `name` followed by `suffix`.
   template <class T>
-  void put(const std::string& name, const T& value) {
-    object_[name] = value;
+  void put(std::string_view name, const T& value, std::string_view suffix = {}) {
+    object_[std::string(name).append(suffix)] = value;
   }
   template <class Fill>
-  void nested(const std::string& name, Fill&& fill) {
-    auto& inner = object_[name] = ordered_json::object();
+  void nested(std::string_view name, Fill&& fill) {
+    auto& inner = object_[std::string(name)] = ordered_json::object();
     JsonFigures figures(inner);
     fill(figures);
   }
@@ -67,8 +68,9 @@ class FigureBytes {
  public:
   explicit FigureBytes(std::string& bytes) : bytes_(bytes) {}
   template <class T>
-  void put(const std::string& name, const T& value) {
+  void put(std::string_view name, const T& value, std::string_view suffix = {}) {
     add_text(name);
+    add_text(suffix);
     if constexpr (std::is_arithmetic_v<T>) {
       bytes_.push_back('n');
       char raw[sizeof(T)];
@@ -80,7 +82,7 @@ class FigureBytes {
     }
   }
   template <class Fill>
-  void nested(const std::string& name, Fill&& fill) {
+  void nested(std::string_view name, Fill&& fill) {
     add_text(name);
     bytes_.push_back('{');
     fill(*this);
@@ -101,19 +103,19 @@ class FigureBytes {
 template <class Figures>
 void memory_breakdown(Figures& f, const workloads::MemoryBreakdown& b) {
   for (int k = 0; k < workloads::kMemoryKindCount; ++k)
-    f.put(std::string(to_string(static_cast<workloads::MemoryKind>(k))) + "_bytes", b.bytes[k]);
+    f.put(to_string(static_cast<workloads::MemoryKind>(k)), b.bytes[k], "_bytes");
 }
 
 template <class Figures>
 void by_cause(Figures& f, const CauseSeconds& seconds, const std::vector<BubbleCause>& causes) {
   for (BubbleCause c : causes)
-    f.put(std::string(to_string(c)), seconds[static_cast<std::size_t>(c)]);
+    f.put(to_string(c), seconds[static_cast<std::size_t>(c)]);
 }
 
 template <class Figures>
 void by_comm_kind(Figures& f, const CommSeconds& seconds) {
   for (std::size_t k = 0; k < kCommKinds.size(); ++k)
-    f.put(std::string(workloads::to_string(kCommKinds[k])), seconds[k]);
+    f.put(workloads::to_string(kCommKinds[k]), seconds[k]);
 }
 
 // One GPU's figures, everything but its rank and node: GPUs with the same
