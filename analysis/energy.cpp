@@ -1,6 +1,7 @@
 #include "analysis/energy.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "analysis/gpu_power.hpp"
 
@@ -15,14 +16,22 @@ EnergyReport analyze_energy(const workloads::TaskGraph& graph, const Timeline& t
 EnergyReport analyze_energy(const workloads::TaskGraph& graph, const Timeline& timeline,
                             const Summary& summary, const BubbleReport& bubbles,
                             const platforms::ClusterSpec& cluster, const GpuClasses& classes) {
+  if (timeline.gpu_energy_J.size() != summary.gpus.size() || summary.gpus.empty())
+    return EnergyReport{};  // not measured
+  return analyze_energy(timeline, summary, bubbles, cluster, gpu_activity(graph, timeline, cluster, classes));
+}
+
+EnergyReport analyze_energy(const Timeline& timeline, const Summary& summary, const BubbleReport& bubbles,
+                            const platforms::ClusterSpec& cluster, const std::vector<GpuActivity>& activity) {
   EnergyReport e;
   const double t = summary.iteration_time_s;
   const std::size_t gpus = summary.gpus.size();
   e.measured = timeline.gpu_energy_J.size() == gpus && gpus > 0;
   if (!e.measured)
     return e;
+  if (activity.size() < gpus)
+    throw std::logic_error("energy: the GPUs' activity does not cover the summary's GPUs");
   e.gpus.resize(gpus);
-  const auto activity = gpu_activity(graph, timeline, cluster, classes);
   for (std::size_t g = 0; g < gpus; ++g) {
     auto& out = e.gpus[g];
     out.gpu = static_cast<int>(g);

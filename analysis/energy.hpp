@@ -7,6 +7,7 @@
 
 #include "analysis/bubbles.hpp"
 #include "analysis/fold_classes.hpp"
+#include "analysis/gpu_power.hpp"
 #include "analysis/summary.hpp"
 #include "analysis/timeline.hpp"
 #include "platforms/cluster_spec.hpp"
@@ -50,5 +51,9 @@ EnergyReport analyze_energy(const workloads::TaskGraph& graph, const Timeline& t
 EnergyReport analyze_energy(const workloads::TaskGraph& graph, const Timeline& timeline,
                             const Summary& summary, const BubbleReport& bubbles,
                             const platforms::ClusterSpec& cluster, const GpuClasses& classes);
+// The same, with the GPUs' activity already computed for them
+// (gpu_activity(graph, timeline, cluster, classes)).
+EnergyReport analyze_energy(const Timeline& timeline, const Summary& summary, const BubbleReport& bubbles,
+                            const platforms::ClusterSpec& cluster, const std::vector<GpuActivity>& activity);
 
 }  // namespace trainsim::analysis

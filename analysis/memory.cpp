@@ -18,7 +18,10 @@ MemoryReport memory_over_time(const workloads::TaskGraph& graph, const Timeline&
 
 MemoryReport memory_over_time(const workloads::TaskGraph& graph, const Timeline& timeline,
                               const platforms::ClusterSpec& cluster, const GpuClasses& classes) {
-  MemoryCurves curves = memory_curves(graph, timeline, classes);
+  return memory_over_time(memory_curves(graph, timeline, classes), cluster);
+}
+
+MemoryReport memory_over_time(const MemoryCurves& curves, const platforms::ClusterSpec& cluster) {
   MemoryReport report;
   report.model =
       "trainsim memory model: weights, gradients and optimizer state (by ZeRO stage), activations (by "
@@ -31,14 +34,14 @@ MemoryReport memory_over_time(const workloads::TaskGraph& graph, const Timeline&
     if (resident_any.bytes[k] > 0)
       report.components.emplace_back(workloads::to_string(static_cast<workloads::MemoryKind>(k)));
   report.gpus.reserve(curves.gpus.size());
-  for (auto& c : curves.gpus) {
+  for (const auto& c : curves.gpus) {
     GpuMemory m;
     m.gpu = c.gpu;
     m.resident_bytes = c.resident.total();
     m.peak_bytes = c.peak_bytes;
     m.peak_time_s = c.peak_time_s;
     m.capacity_bytes = cluster.gpu_of(c.gpu).hbm_bytes;
-    m.curve = std::move(c.curve);  // the curve's points, not a copy
+    m.curve = c.curve;  // the curve's points, shared, not a copy
     report.gpus.push_back(std::move(m));
   }
   report.peak_bytes = curves.peak_bytes;

@@ -45,5 +45,8 @@ MemoryReport memory_over_time(const workloads::TaskGraph& graph, const Timeline&
 // The same, on the GPU orbits already built for this graph and timeline.
 MemoryReport memory_over_time(const workloads::TaskGraph& graph, const Timeline& timeline,
                               const platforms::ClusterSpec& cluster, const GpuClasses& classes);
+// The same from the curves already computed for this graph and timeline
+// (memory_curves(); the report shares their points).
+MemoryReport memory_over_time(const MemoryCurves& curves, const platforms::ClusterSpec& cluster);
 
 }  // namespace trainsim::analysis

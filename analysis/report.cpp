@@ -5,7 +5,7 @@
 namespace trainsim::analysis {
 
 Report build_report(const RunContext& run, const Timeline& timeline, const Summary* summary,
-                    std::optional<RepeatedRuns> repeats) {
+                    std::optional<RepeatedRuns> repeats, ComputedWithSummary computed) {
   Report r;
   // The GPU and link orbits of a folded run (analysis/fold_classes.hpp),
   // built once for every analysis.
@@ -18,8 +18,11 @@ Report build_report(const RunContext& run, const Timeline& timeline, const Summa
   // the critical path sorts them by start.
   r.utilization = analyze_utilization(run.graph, timeline, gpus, links);
   r.critical_path = critical_path(run.graph, timeline, index, std::move(links));
-  r.memory = memory_over_time(run.graph, timeline, run.cluster, gpus);
-  r.energy = analyze_energy(run.graph, timeline, r.summary, r.bubbles, run.cluster, gpus);
+  r.memory = computed.memory != nullptr ? memory_over_time(*computed.memory, run.cluster)
+                                        : memory_over_time(run.graph, timeline, run.cluster, gpus);
+  r.energy = computed.activity != nullptr
+                 ? analyze_energy(timeline, r.summary, r.bubbles, run.cluster, *computed.activity)
+                 : analyze_energy(run.graph, timeline, r.summary, r.bubbles, run.cluster, gpus);
   r.collectives = collective_usage(run.graph, timeline);
   r.repeats = std::move(repeats);
   return r;

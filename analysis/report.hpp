@@ -27,10 +27,18 @@ struct Report {
   std::optional<RepeatedRuns> repeats;
 };
 
+// What the replay computed along with its summary for the same graph and
+// timeline, which the report reads instead of computing it again (null:
+// computed here).
+struct ComputedWithSummary {
+  const MemoryCurves* memory = nullptr;                // memory_curves(graph, timeline)
+  const std::vector<GpuActivity>* activity = nullptr;  // gpu_activity(graph, timeline, cluster)
+};
+
 // `summary`: the one the replay already computed for this timeline, if any
 // (else it is computed here); each analysis is computed once.
 Report build_report(const RunContext& run, const Timeline& timeline, const Summary* summary = nullptr,
-                    std::optional<RepeatedRuns> repeats = std::nullopt);
+                    std::optional<RepeatedRuns> repeats = std::nullopt, ComputedWithSummary computed = {});
 
 // A cause of lost time, for the terminal and HTML summaries.
 struct LostTimeCause {

@@ -17,8 +17,17 @@ Summary summarize(const workloads::TaskGraph& graph, const Timeline& timeline,
 Summary summarize(const workloads::TaskGraph& graph, const Timeline& timeline,
                   const workloads::ModelSpec& model, const workloads::ParallelPlan& plan,
                   const platforms::ClusterSpec& cluster, const GpuClasses& classes) {
+  if (classes.size() != static_cast<std::size_t>(graph.gpu_count))
+    return summarize(graph, timeline, model, plan, cluster);
+  return summarize(graph, timeline, model, plan, cluster, classes, memory_curves(graph, timeline, classes));
+}
+
+Summary summarize(const workloads::TaskGraph& graph, const Timeline& timeline,
+                  const workloads::ModelSpec& model, const workloads::ParallelPlan& plan,
+                  const platforms::ClusterSpec& cluster, const GpuClasses& classes,
+                  const MemoryCurves& memory) {
   const auto gpus = static_cast<std::size_t>(graph.gpu_count);
-  if (classes.size() != gpus)
+  if (classes.size() != gpus || memory.gpus.size() != gpus)
     return summarize(graph, timeline, model, plan, cluster);
   Summary s;
   s.iteration_time_s = timeline.end_s;
@@ -84,7 +93,6 @@ Summary summarize(const workloads::TaskGraph& graph, const Timeline& timeline,
       st.bubble_fraction += u.idle_s / t;
     }
   }
-  const MemoryCurves memory = memory_curves(graph, timeline, classes);
   for (std::size_t g = 0; g < gpus; ++g) {
     auto& u = s.gpus[g];
     const auto& curve = memory.gpus[g];

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "analysis/fold_classes.hpp"
+#include "analysis/memory_curve.hpp"
 #include "analysis/timeline.hpp"
 #include "platforms/cluster_spec.hpp"
 #include "workloads/model_spec.hpp"
@@ -102,5 +103,11 @@ Summary summarize(const workloads::TaskGraph& graph, const Timeline& timeline,
 Summary summarize(const workloads::TaskGraph& graph, const Timeline& timeline,
                   const workloads::ModelSpec& model, const workloads::ParallelPlan& plan,
                   const platforms::ClusterSpec& cluster, const GpuClasses& classes);
+// The same, with the memory curves already computed for them
+// (memory_curves(graph, timeline, classes)).
+Summary summarize(const workloads::TaskGraph& graph, const Timeline& timeline,
+                  const workloads::ModelSpec& model, const workloads::ParallelPlan& plan,
+                  const platforms::ClusterSpec& cluster, const GpuClasses& classes,
+                  const MemoryCurves& memory);
 
 }  // namespace trainsim::analysis

@@ -17,6 +17,7 @@
 // stay whole.
 // Streamed with fmt rather than built as a JSON tree: a large run has
 // millions of events.
+#include <fmt/compile.h>
 #include <fmt/ostream.h>
 
 #include <algorithm>
@@ -80,8 +81,8 @@ struct fmt::formatter<trainsim::analysis::Ns> {
   template <class Context>
   auto format(const trainsim::analysis::Ns& t, Context& ctx) const {
     const long long whole = t.ns / 1000, part = t.ns % 1000;
-    return part < 0 ? fmt::format_to(ctx.out(), "-{}.{:03}", -whole, -part)
-                    : fmt::format_to(ctx.out(), "{}.{:03}", whole, part);
+    return part < 0 ? fmt::format_to(ctx.out(), FMT_COMPILE("-{}.{:03}"), -whole, -part)
+                    : fmt::format_to(ctx.out(), FMT_COMPILE("{}.{:03}"), whole, part);
   }
 };
 
@@ -296,14 +297,15 @@ void write_chrome_trace(std::ostream& out, const RunContext& run, const Timeline
   out << "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"scenario\":" << json_string(run.scenario_name)
       << ",\"scenario_file\":" << json_string(run.scenario_file) << ",\"generator\":\"trainsim "
       << version_string << "\""
-      << fmt::format(",\"iteration_time_s\":{},\"mfu\":{}", units::format_machine(timeline.end_s),
-                     units::format_machine(report.summary.mfu))
-      << fmt::format(",\"collective_steps\":{},\"collective_step_arrows\":{}", collective_steps,
+      << fmt::format(FMT_COMPILE(",\"iteration_time_s\":{},\"mfu\":{}"),
+                     units::format_machine(timeline.end_s), units::format_machine(report.summary.mfu))
+      << fmt::format(FMT_COMPILE(",\"collective_steps\":{},\"collective_step_arrows\":{}"), collective_steps,
                      std::min(collective_steps, kMaxCollectiveArrows));
   if (one_replica)
     out << fmt::format(
-        ",\"trace\":\"replica\",\"trace_gpus\":{},\"gpus\":{},\"trace_note\":\"the GPUs of data-parallel "
-        "replica 0 only (trainsim run --trace full for every GPU)\"",
+        FMT_COMPILE(
+            ",\"trace\":\"replica\",\"trace_gpus\":{},\"gpus\":{},\"trace_note\":\"the GPUs of data-parallel "
+            "replica 0 only (trainsim run --trace full for every GPU)\""),
         shown_gpus, run.graph.gpu_count);
   out << "},\n\"traceEvents\":[\n";
   EventWriter w(out);
@@ -351,26 +353,30 @@ void write_chrome_trace(std::ostream& out, const RunContext& run, const Timeline
     int first_gpu = 0;
     while (cluster.locate(first_gpu).node != node)
       ++first_gpu;
-    fmt::format_to(w.next(), "{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{},\"args\":{{\"name\":{}}}}}",
-                   node,
-                   json_string(fmt::format("{}: node {} ({})", run.scenario_name, node,
-                                           cluster.gpu_of(first_gpu).name)));
     fmt::format_to(
         w.next(),
-        "{{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":{},\"args\":{{\"sort_index\":{}}}}}", node,
-        node + 1);
+        FMT_COMPILE("{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{},\"args\":{{\"name\":{}}}}}"), node,
+        json_string(fmt::format(FMT_COMPILE("{}: node {} ({})"), run.scenario_name, node,
+                                cluster.gpu_of(first_gpu).name)));
+    fmt::format_to(
+        w.next(),
+        FMT_COMPILE(
+            "{{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":{},\"args\":{{\"sort_index\":{}}}}}"),
+        node, node + 1);
   }
   for (const auto& [gpu, stream] : used) {
     const auto t = thread_of(cluster, gpu, stream);
     fmt::format_to(
         w.next(),
-        "{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{},\"tid\":{},\"args\":{{\"name\":\"GPU {} "
-        "stream {} {} (stage {})\"}}}}",
+        FMT_COMPILE(
+            "{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{},\"tid\":{},\"args\":{{\"name\":\"GPU {} "
+            "stream {} {} (stage {})\"}}}}"),
         t.pid, t.tid, gpu, kineto_stream_id(stream), stream_role(stream), run.plan.pp_rank_of(gpu));
-    fmt::format_to(w.next(),
-                   "{{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":{},\"tid\":{},\"args\":{{\"sort_"
-                   "index\":{}}}}}",
-                   t.pid, t.tid, t.tid);
+    fmt::format_to(
+        w.next(),
+        FMT_COMPILE("{{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":{},\"tid\":{},\"args\":{{\"sort_"
+                    "index\":{}}}}}"),
+        t.pid, t.tid, t.tid);
   }
 
   long flow_id = 0;
@@ -420,16 +426,17 @@ void write_chrome_trace(std::ostream& out, const RunContext& run, const Timeline
       c.collective_args.clear();
       if (choice != nullptr)
         c.collective_args =
-            fmt::format(",\"algorithm\":\"{}\",\"channels\":{},\"fidelity\":\"{}\"",
+            fmt::format(FMT_COMPILE(",\"algorithm\":\"{}\",\"channels\":{},\"fidelity\":\"{}\""),
                         to_string(choice->algorithm), choice->channels, to_string(choice->fidelity));
     }
     if (new_times || new_row)
-      c.middle =
-          fmt::format("\"ts\":{},\"dur\":{},\"args\":{{\"micro_batch\":{},\"stage\":{},\"bytes\":{:.0f}",
-                      c.ts, c.dur, task.micro_batch, task.stage, task.bytes);
+      c.middle = fmt::format(
+          FMT_COMPILE("\"ts\":{},\"dur\":{},\"args\":{{\"micro_batch\":{},\"stage\":{},\"bytes\":{:.0f}"),
+          c.ts, c.dur, task.micro_batch, task.stage, task.bytes);
     fmt::format_to(
         w.next(),
-        "{{\"ph\":\"X\",\"name\":\"{}\",\"cat\":\"{}\",\"pid\":{},\"tid\":{},{},\"critical\":{}{}}}}}",
+        FMT_COMPILE(
+            "{{\"ph\":\"X\",\"name\":\"{}\",\"cat\":\"{}\",\"pid\":{},\"tid\":{},{},\"critical\":{}{}}}}}"),
         c.label, to_string(task.kind), t.pid, t.tid, c.middle, on_path, c.collective_args);
     if (task.kind != workloads::TaskKind::send || !is_shown(task.peer))
       return;
@@ -438,24 +445,28 @@ void write_chrome_trace(std::ostream& out, const RunContext& run, const Timeline
     // same (ts, pid, tid, cat): the send slice, and an "arrived" instant;
     // Perfetto and chrome://tracing bind to the enclosing slice.
     const auto d = thread_of(cluster, task.peer, r.stream);
-    fmt::format_to(w.next(),
-                   "{{\"ph\":\"X\",\"name\":\"recv mb{}\",\"cat\":\"send\",\"pid\":{},\"tid\":{},\"ts\":{},"
-                   "\"dur\":{},\"args\":{{\"from_gpu\":{},\"critical\":{}}}}}",
-                   task.micro_batch, d.pid, d.tid, c.ts, c.dur, r.gpu, on_path);
+    fmt::format_to(
+        w.next(),
+        FMT_COMPILE("{{\"ph\":\"X\",\"name\":\"recv mb{}\",\"cat\":\"send\",\"pid\":{},\"tid\":{},\"ts\":{},"
+                    "\"dur\":{},\"args\":{{\"from_gpu\":{},\"critical\":{}}}}}"),
+        task.micro_batch, d.pid, d.tid, c.ts, c.dur, r.gpu, on_path);
     ++flow_id;
     fmt::format_to(
         w.next(),
-        "{{\"ph\":\"s\",\"name\":\"p2p\",\"cat\":\"send\",\"id\":{},\"pid\":{},\"tid\":{},\"ts\":{}}}",
+        FMT_COMPILE(
+            "{{\"ph\":\"s\",\"name\":\"p2p\",\"cat\":\"send\",\"id\":{},\"pid\":{},\"tid\":{},\"ts\":{}}}"),
         flow_id, t.pid, t.tid, c.ts);
     fmt::format_to(
         w.next(),
-        "{{\"ph\":\"f\",\"bp\":\"e\",\"name\":\"p2p\",\"cat\":\"send\",\"id\":{},\"pid\":{},\"tid\":{},"
-        "\"ts\":{}}}",
+        FMT_COMPILE(
+            "{{\"ph\":\"f\",\"bp\":\"e\",\"name\":\"p2p\",\"cat\":\"send\",\"id\":{},\"pid\":{},\"tid\":{},"
+            "\"ts\":{}}}"),
         flow_id, d.pid, d.tid, c.arrival);
     fmt::format_to(
         w.next(),
-        "{{\"ph\":\"i\",\"s\":\"t\",\"name\":\"arrived mb{}\",\"cat\":\"send\",\"pid\":{},\"tid\":{},"
-        "\"ts\":{}}}",
+        FMT_COMPILE(
+            "{{\"ph\":\"i\",\"s\":\"t\",\"name\":\"arrived mb{}\",\"cat\":\"send\",\"pid\":{},\"tid\":{},"
+            "\"ts\":{}}}"),
         task.micro_batch, d.pid, d.tid, c.arrival);
   });
 
@@ -472,29 +483,32 @@ void write_chrome_trace(std::ostream& out, const RunContext& run, const Timeline
     const auto stream = stream_of(task);
     const auto a = thread_of(cluster, f.src_gpu, stream);
     const auto b = thread_of(cluster, f.dst_gpu, stream);
-    const std::string name =
-        fmt::format("{} {} step", workloads::to_string(task.comm), workloads::to_string(task.op));
+    const std::string name = fmt::format(FMT_COMPILE("{} {} step"), workloads::to_string(task.comm),
+                                         workloads::to_string(task.op));
     ++flow_id;
     fmt::format_to(
         w.next(),
-        "{{\"ph\":\"i\",\"s\":\"t\",\"name\":\"{} send\",\"cat\":\"collective\",\"pid\":{},\"tid\":{},"
-        "\"ts\":{},\"args\":{{\"to_gpu\":{},\"bytes\":{:.0f}}}}}",
+        FMT_COMPILE(
+            "{{\"ph\":\"i\",\"s\":\"t\",\"name\":\"{} send\",\"cat\":\"collective\",\"pid\":{},\"tid\":{},"
+            "\"ts\":{},\"args\":{{\"to_gpu\":{},\"bytes\":{:.0f}}}}}"),
         name, a.pid, a.tid, us(f.start_s), f.dst_gpu, f.bytes);
     fmt::format_to(
         w.next(),
-        "{{\"ph\":\"i\",\"s\":\"t\",\"name\":\"{} recv\",\"cat\":\"collective\",\"pid\":{},\"tid\":{},"
-        "\"ts\":{},\"args\":{{\"from_gpu\":{}}}}}",
+        FMT_COMPILE(
+            "{{\"ph\":\"i\",\"s\":\"t\",\"name\":\"{} recv\",\"cat\":\"collective\",\"pid\":{},\"tid\":{},"
+            "\"ts\":{},\"args\":{{\"from_gpu\":{}}}}}"),
         name, b.pid, b.tid, us(f.end_s), f.src_gpu);
     fmt::format_to(
         w.next(),
-        "{{\"ph\":\"s\",\"name\":\"{}\",\"cat\":\"collective\",\"id\":{},\"pid\":{},\"tid\":{},\"ts\":"
-        "{}}}",
+        FMT_COMPILE(
+            "{{\"ph\":\"s\",\"name\":\"{}\",\"cat\":\"collective\",\"id\":{},\"pid\":{},\"tid\":{},\"ts\":"
+            "{}}}"),
         name, flow_id, a.pid, a.tid, us(f.start_s));
-    fmt::format_to(
-        w.next(),
-        "{{\"ph\":\"f\",\"bp\":\"e\",\"name\":\"{}\",\"cat\":\"collective\",\"id\":{},\"pid\":{},\"tid\":{},"
-        "\"ts\":{}}}",
-        name, flow_id, b.pid, b.tid, us(f.end_s));
+    fmt::format_to(w.next(),
+                   FMT_COMPILE("{{\"ph\":\"f\",\"bp\":\"e\",\"name\":\"{}\",\"cat\":\"collective\",\"id\":{},"
+                               "\"pid\":{},\"tid\":{},"
+                               "\"ts\":{}}}"),
+                   name, flow_id, b.pid, b.tid, us(f.end_s));
     return true;
   };
   for (bool more = true; const auto& first : timeline.flows.recorded()) {
@@ -515,45 +529,54 @@ void write_chrome_trace(std::ostream& out, const RunContext& run, const Timeline
     for (const auto& sample : m.samples())
       fmt::format_to(
           w.next(),
-          "{{\"ph\":\"C\",\"name\":\"memory GPU {}\",\"cat\":\"memory\",\"pid\":{},\"ts\":{},\"args\":{{"
-          "\"GiB\":{:.6f}}}}}",
+          FMT_COMPILE(
+              "{{\"ph\":\"C\",\"name\":\"memory GPU {}\",\"cat\":\"memory\",\"pid\":{},\"ts\":{},\"args\":{{"
+              "\"GiB\":{:.6f}}}}}"),
           m.gpu, pid, us(sample.time_s), sample.bytes / (1024.0 * 1024 * 1024));
   }
 
   // The critical path.
-  fmt::format_to(w.next(), "{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{},\"args\":{{\"name\":{}}}}}",
-                 critical_pid, json_string(fmt::format("{}: critical path", run.scenario_name)));
-  fmt::format_to(w.next(),
-                 "{{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":{},\"args\":{{\"sort_index\":0}}}}",
-                 critical_pid);
+  fmt::format_to(
+      w.next(), FMT_COMPILE("{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{},\"args\":{{\"name\":{}}}}}"),
+      critical_pid, json_string(fmt::format(FMT_COMPILE("{}: critical path"), run.scenario_name)));
   fmt::format_to(
       w.next(),
-      "{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{},\"tid\":0,\"args\":{{\"name\":\"critical "
-      "path\"}}}}",
+      FMT_COMPILE(
+          "{{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":{},\"args\":{{\"sort_index\":0}}}}"),
+      critical_pid);
+  fmt::format_to(
+      w.next(),
+      FMT_COMPILE(
+          "{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{},\"tid\":0,\"args\":{{\"name\":\"critical "
+          "path\"}}}}"),
       critical_pid);
   for (const auto& seg : report.critical_path.segments) {
     const std::string label = seg.is_task ? workloads::task_label(run.graph, seg.task) : "wait";
     std::string where;
     if (seg.gpu >= 0)
-      where = fmt::format("GPU {}", seg.gpu);
+      where = fmt::format(FMT_COMPILE("GPU {}"), seg.gpu);
     else if (seg.link >= 0)
       where = timeline.links[static_cast<std::size_t>(seg.link)].name;
-    fmt::format_to(w.next(),
-                   "{{\"ph\":\"X\",\"name\":{},\"cat\":\"critical_path\",\"pid\":{},\"tid\":0,\"ts\":{},"
-                   "\"dur\":{},"
-                   "\"args\":{{\"blame\":{},\"where\":{}}}}}",
-                   json_string(label), critical_pid, us(seg.start_s), dur(seg.start_s, seg.end_s),
-                   json_string(seg.blame_kind), json_string(where));
+    fmt::format_to(
+        w.next(),
+        FMT_COMPILE("{{\"ph\":\"X\",\"name\":{},\"cat\":\"critical_path\",\"pid\":{},\"tid\":0,\"ts\":{},"
+                    "\"dur\":{},"
+                    "\"args\":{{\"blame\":{},\"where\":{}}}}}"),
+        json_string(label), critical_pid, us(seg.start_s), dur(seg.start_s, seg.end_s),
+        json_string(seg.blame_kind), json_string(where));
   }
 
   // The hottest links: active flows and throughput over time.
   const auto& ut = report.utilization;
   if (!ut.hottest.empty()) {
-    fmt::format_to(w.next(), "{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{},\"args\":{{\"name\":{}}}}}",
-                   links_pid, json_string(fmt::format("{}: hottest links", run.scenario_name)));
     fmt::format_to(
         w.next(),
-        "{{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":{},\"args\":{{\"sort_index\":{}}}}}",
+        FMT_COMPILE("{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{},\"args\":{{\"name\":{}}}}}"),
+        links_pid, json_string(fmt::format(FMT_COMPILE("{}: hottest links"), run.scenario_name)));
+    fmt::format_to(
+        w.next(),
+        FMT_COMPILE(
+            "{{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":{},\"args\":{{\"sort_index\":{}}}}}"),
         links_pid, nodes + 2);
     // Each hot link's events, found by link index; a flow's images share
     // its times and rate and cross the images of its route.
@@ -603,7 +626,7 @@ void write_chrome_trace(std::ostream& out, const RunContext& run, const Timeline
       auto& ev = events[static_cast<std::uint32_t>(l)];
       std::sort(ev.begin(), ev.end());
       const std::string name =
-          json_string(fmt::format("link {}", ut.links[static_cast<std::size_t>(l)].name));
+          json_string(fmt::format(FMT_COMPILE("link {}"), ut.links[static_cast<std::size_t>(l)].name));
       int flows = 0;
       double rate = 0;
       for (std::size_t i = 0; i < ev.size();) {
@@ -614,8 +637,9 @@ void write_chrome_trace(std::ostream& out, const RunContext& run, const Timeline
         }
         fmt::format_to(
             w.next(),
-            "{{\"ph\":\"C\",\"name\":{},\"cat\":\"link\",\"pid\":{},\"ts\":{},\"args\":{{\"flows\":{},"
-            "\"GBps\":{:.6f}}}}}",
+            FMT_COMPILE(
+                "{{\"ph\":\"C\",\"name\":{},\"cat\":\"link\",\"pid\":{},\"ts\":{},\"args\":{{\"flows\":{},"
+                "\"GBps\":{:.6f}}}}}"),
             name, links_pid, us(time), flows, flows > 0 ? std::max(0.0, rate) / 1e9 : 0.0);
       }
     }

@@ -4,6 +4,9 @@
 
 #include <cmath>
 #include <ostream>
+#include <string>
+#include <unordered_map>
+#include <vector>
 
 #include "analysis/reporters/reporters.hpp"
 #include "platforms/number_format.hpp"
@@ -39,23 +42,46 @@ void write_per_gpu_csv(std::ostream& out, const RunContext& run, const Report& r
     fmt::print(out, ",exposed_{}_s", workloads::to_string(k));
   out << ",compute_busy_fraction,comm_busy_fraction,achieved_tflops,achieved_hardware_tflops,resident_bytes,"
          "peak_memory_bytes,energy_J,average_power_W,idle_energy_J\n";
+  // A row after its GPU and node is the stage, the type and the numbers
+  // below: formatted once per distinct stage, type and numbers' bits (the
+  // GPUs of a data-parallel replica's class share them), not per GPU.
+  std::unordered_map<std::string, std::string> rows;
+  std::string key;
+  std::vector<double> values;
   for (const auto& u : report.summary.gpus) {
     const auto g = static_cast<std::size_t>(u.gpu);
     const auto& b = report.bubbles.gpus.at(g);
     const auto& v = report.utilization.gpus.at(g);
-    fmt::print(out, "{},{},{},{},{},{},{},{},{},{},{},{}", u.gpu, u.node, u.stage, u.gpu_type,
-               num(u.compute_s), num(b.forward_backward_s), num(b.optimizer_s), num(u.communication_s),
-               num(u.overlap_s), num(u.exposed_comm_s), num(u.idle_s), num(b.lost_s));
-    cause_values(out, b.cause_s, causes);
+    values.assign({u.compute_s, b.forward_backward_s, b.optimizer_s, u.communication_s, u.overlap_s,
+                   u.exposed_comm_s, u.idle_s, b.lost_s});
+    for (BubbleCause c : causes)
+      values.push_back(b.cause_s[static_cast<std::size_t>(c)]);
     for (double x : v.exposed_by_kind_s)
-      fmt::print(out, ",{}", num(x));
+      values.push_back(x);
     const double resident = g < report.memory.gpus.size() ? report.memory.gpus[g].resident_bytes : 0;
     const double peak = g < report.memory.gpus.size() ? report.memory.gpus[g].peak_bytes : 0;
     const GpuEnergy energy = g < report.energy.gpus.size() ? report.energy.gpus[g] : GpuEnergy{};
-    fmt::print(out, ",{},{},{},{},{},{},{},{},{}\n", num(t > 0 ? v.compute_busy_s / t : 0),
-               num(t > 0 ? v.comm_busy_s / t : 0), num(u.achieved_tflops), num(u.achieved_hardware_tflops),
-               num(std::round(resident)), num(std::round(peak)), num(energy.energy_J),
-               num(energy.average_power_W), num(energy.idle_energy_J));
+    values.insert(values.end(),
+                  {t > 0 ? v.compute_busy_s / t : 0, t > 0 ? v.comm_busy_s / t : 0, u.achieved_tflops,
+                   u.achieved_hardware_tflops, std::round(resident), std::round(peak), energy.energy_J,
+                   energy.average_power_W, energy.idle_energy_J});
+    key.clear();
+    const std::size_t type_size = u.gpu_type.size();
+    key.append(reinterpret_cast<const char*>(&type_size), sizeof(type_size));
+    key.append(u.gpu_type);
+    key.append(reinterpret_cast<const char*>(&u.stage), sizeof(u.stage));
+    key.append(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(double));
+    auto [row, first] = rows.try_emplace(key);
+    if (first) {
+      row->second = fmt::format("{},{}", u.stage, u.gpu_type);
+      for (double x : values) {
+        row->second += ',';
+        row->second += num(x);
+      }
+      row->second += '\n';
+    }
+    fmt::print(out, "{},{},", u.gpu, u.node);
+    out << row->second;
   }
 }
 

@@ -9,7 +9,8 @@ namespace trainsim::analysis {
 WrittenRun write_run_outputs(RunFolder& folder, const RunOutputs& outputs) {
   const RunContext& run = outputs.run;
   const Timeline& timeline = outputs.timeline;
-  WrittenRun written{.report = build_report(run, timeline, outputs.summary, outputs.repeats), .files = {}};
+  WrittenRun written{
+      .report = build_report(run, timeline, outputs.summary, outputs.repeats, outputs.computed), .files = {}};
   if (outputs.summary == nullptr && outputs.fold != nullptr)
     written.report.summary.fold = *outputs.fold;
   const Report& report = written.report;

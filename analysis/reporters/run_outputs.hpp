@@ -23,6 +23,8 @@ struct RunOutputs {
   const Timeline& timeline;
   // The summary the replay already computed for `timeline` (null: computed here).
   const Summary* summary = nullptr;
+  // What the replay computed along with `summary` (analysis/report.hpp).
+  ComputedWithSummary computed{};
   // The fold's summary when the summary is computed here (`trainsim report`:
   // the archive's; null: the fold was not considered).
   const FoldSummary* fold = nullptr;

@@ -1,8 +1,12 @@
 #include <nlohmann/json.hpp>
 
+#include <cstring>
 #include <map>
 #include <ostream>
 #include <string>
+#include <string_view>
+#include <type_traits>
+#include <unordered_map>
 #include <vector>
 
 #include "analysis/reporters/json_numbers.hpp"
@@ -12,17 +16,6 @@
 #include "workloads/schedule.hpp"
 
 namespace trainsim::analysis {
-namespace {
-
-nlohmann::ordered_json memory_breakdown(const workloads::MemoryBreakdown& b) {
-  nlohmann::ordered_json j;
-  for (int k = 0; k < workloads::kMemoryKindCount; ++k)
-    j[std::string(to_string(static_cast<workloads::MemoryKind>(k))) + "_bytes"] = b.bytes[k];
-  return j;
-}
-
-}  // namespace
-
 namespace {
 
 using nlohmann::ordered_json;
@@ -48,52 +41,135 @@ ordered_json blames(const std::vector<Blame>& list) {
   return a;
 }
 
+// The figures of one GPU written to a JSON object, in order.
+class JsonFigures {
+ public:
+  explicit JsonFigures(ordered_json& object) : object_(object) {}
+  // The key is `name` followed by `suffix`.
+  template <class T>
+  void put(std::string_view name, const T& value, std::string_view suffix = {}) {
+    object_[std::string(name).append(suffix)] = value;
+  }
+  template <class Fill>
+  void nested(std::string_view name, Fill&& fill) {
+    auto& inner = object_[std::string(name)] = ordered_json::object();
+    JsonFigures figures(inner);
+    fill(figures);
+  }
+
+ private:
+  ordered_json& object_;
+};
+
+// The same figures as bytes: every name, value (its bits) and nesting, so
+// that two GPUs with the same bytes write the same JSON text. Numbers are
+// arithmetic values, texts strings.
+class FigureBytes {
+ public:
+  explicit FigureBytes(std::string& bytes) : bytes_(bytes) {}
+  template <class T>
+  void put(std::string_view name, const T& value, std::string_view suffix = {}) {
+    add_text(name);
+    add_text(suffix);
+    if constexpr (std::is_arithmetic_v<T>) {
+      bytes_.push_back('n');
+      char raw[sizeof(T)];
+      std::memcpy(raw, &value, sizeof(T));
+      bytes_.append(raw, sizeof(T));
+    } else {
+      bytes_.push_back('t');
+      add_text(value);
+    }
+  }
+  template <class Fill>
+  void nested(std::string_view name, Fill&& fill) {
+    add_text(name);
+    bytes_.push_back('{');
+    fill(*this);
+    bytes_.push_back('}');
+  }
+
+ private:
+  void add_text(std::string_view text) {
+    const std::size_t n = text.size();
+    char raw[sizeof(n)];
+    std::memcpy(raw, &n, sizeof(n));
+    bytes_.append(raw, sizeof(n));
+    bytes_.append(text);
+  }
+  std::string& bytes_;
+};
+
+template <class Figures>
+void memory_breakdown(Figures& f, const workloads::MemoryBreakdown& b) {
+  for (int k = 0; k < workloads::kMemoryKindCount; ++k)
+    f.put(to_string(static_cast<workloads::MemoryKind>(k)), b.bytes[k], "_bytes");
+}
+
+template <class Figures>
+void by_cause(Figures& f, const CauseSeconds& seconds, const std::vector<BubbleCause>& causes) {
+  for (BubbleCause c : causes)
+    f.put(to_string(c), seconds[static_cast<std::size_t>(c)]);
+}
+
+template <class Figures>
+void by_comm_kind(Figures& f, const CommSeconds& seconds) {
+  for (std::size_t k = 0; k < kCommKinds.size(); ++k)
+    f.put(workloads::to_string(kCommKinds[k]), seconds[k]);
+}
+
 // One GPU's figures, everything but its rank and node: GPUs with the same
-// text here are grouped in `gpu_groups`.
-ordered_json gpu_figures(const GpuUsage& u, const Report& report, double t) {
+// text here are grouped in `gpu_groups`. Written to JsonFigures (the
+// summary's object) or FigureBytes (the key that finds a GPU's group
+// without writing its text).
+template <class Figures>
+void gpu_figures(Figures& f, const GpuUsage& u, const Report& report, double t) {
   const auto g = static_cast<std::size_t>(u.gpu);
-  ordered_json e = {{"stage", u.stage},
-                    {"type", u.gpu_type},
-                    {"compute_s", u.compute_s},
-                    {"communication_s", u.communication_s},
-                    {"overlap_s", u.overlap_s},
-                    {"exposed_comm_s", u.exposed_comm_s},
-                    {"idle_s", u.idle_s},
-                    {"achieved_tflops", u.achieved_tflops},
-                    {"achieved_hardware_tflops", u.achieved_hardware_tflops},
-                    {"peak_memory_bytes", u.peak_memory_bytes},
-                    {"peak_memory_time_s", u.peak_memory_time_s},
-                    {"memory_capacity_bytes", u.memory_capacity_bytes},
-                    {"memory_at_peak", memory_breakdown(u.memory_at_peak)}};
+  f.put("stage", u.stage);
+  f.put("type", u.gpu_type);
+  f.put("compute_s", u.compute_s);
+  f.put("communication_s", u.communication_s);
+  f.put("overlap_s", u.overlap_s);
+  f.put("exposed_comm_s", u.exposed_comm_s);
+  f.put("idle_s", u.idle_s);
+  f.put("achieved_tflops", u.achieved_tflops);
+  f.put("achieved_hardware_tflops", u.achieved_hardware_tflops);
+  f.put("peak_memory_bytes", u.peak_memory_bytes);
+  f.put("peak_memory_time_s", u.peak_memory_time_s);
+  f.put("memory_capacity_bytes", u.memory_capacity_bytes);
+  f.nested("memory_at_peak", [&](Figures& in) { memory_breakdown(in, u.memory_at_peak); });
   if (g < report.bubbles.gpus.size()) {
     const auto& b = report.bubbles.gpus[g];
-    e["forward_backward_s"] = b.forward_backward_s;
-    e["optimizer_s"] = b.optimizer_s;
-    e["lost_s"] = b.lost_s;
-    e["lost_by_cause_s"] = by_cause(b.cause_s, reported_causes(report.bubbles));
-    e["idle_by_cause_s"] = by_cause(b.idle_part_s, reported_causes(report.bubbles));
+    f.put("forward_backward_s", b.forward_backward_s);
+    f.put("optimizer_s", b.optimizer_s);
+    f.put("lost_s", b.lost_s);
+    f.nested("lost_by_cause_s",
+             [&](Figures& in) { by_cause(in, b.cause_s, reported_causes(report.bubbles)); });
+    f.nested("idle_by_cause_s",
+             [&](Figures& in) { by_cause(in, b.idle_part_s, reported_causes(report.bubbles)); });
   }
   if (g < report.utilization.gpus.size()) {
     const auto& v = report.utilization.gpus[g];
-    e["compute_busy_fraction"] = t > 0 ? v.compute_busy_s / t : 0;
-    e["comm_busy_fraction"] = t > 0 ? v.comm_busy_s / t : 0;
-    e["comm_busy_by_kind_s"] = by_comm_kind(v.comm_busy_by_kind_s);
-    e["exposed_comm_by_kind_s"] = by_comm_kind(v.exposed_by_kind_s);
+    f.put("compute_busy_fraction", t > 0 ? v.compute_busy_s / t : 0);
+    f.put("comm_busy_fraction", t > 0 ? v.comm_busy_s / t : 0);
+    f.nested("comm_busy_by_kind_s", [&](Figures& in) { by_comm_kind(in, v.comm_busy_by_kind_s); });
+    f.nested("exposed_comm_by_kind_s", [&](Figures& in) { by_comm_kind(in, v.exposed_by_kind_s); });
   }
   if (g < report.memory.gpus.size()) {
     const auto& m = report.memory.gpus[g];
-    e["memory"] = {{"resident_bytes", m.resident_bytes},
-                   {"peak_bytes", m.peak_bytes},
-                   {"peak_time_s", m.peak_time_s},
-                   {"capacity_bytes", m.capacity_bytes}};
+    f.nested("memory", [&](Figures& in) {
+      in.put("resident_bytes", m.resident_bytes);
+      in.put("peak_bytes", m.peak_bytes);
+      in.put("peak_time_s", m.peak_time_s);
+      in.put("capacity_bytes", m.capacity_bytes);
+    });
   }
   if (g < report.energy.gpus.size()) {
     const auto& en = report.energy.gpus[g];
-    e["energy_J"] = en.energy_J;
-    e["average_power_W"] = en.average_power_W;
-    e["idle_energy_J"] = en.idle_energy_J;
+    f.put("energy_J", en.energy_J);
+    f.put("average_power_W", en.average_power_W);
+    f.put("idle_energy_J", en.idle_energy_J);
   }
-  return e;
 }
 
 // Ascending ranks as [first, last] runs: 0,1,2,3,8,9 -> [[0,3],[8,9]].
@@ -329,16 +405,34 @@ void write_summary_json(std::ostream& out, const RunContext& run, const Report& 
   ordered_json gpus = ordered_json::array();
   ordered_json gpu_groups = ordered_json::array();
   std::map<std::string, std::size_t> group_of;  // figures' text -> index in gpu_groups
+  // The figures' bytes (FigureBytes) -> their object and group: a GPU whose
+  // figures have the bytes of an earlier GPU's has its text, so its object
+  // is built and its text written once per distinct bytes, not per GPU.
+  struct Seen {
+    ordered_json figures;
+    std::size_t group = 0;
+  };
+  std::unordered_map<std::string, Seen> seen;
+  std::string bytes;
   const bool list_gpus = s.gpus.size() <= gpu_list_max;
   for (const auto& u : s.gpus) {
-    ordered_json figures = gpu_figures(u, report, t);
-    auto [it, added] = group_of.try_emplace(figures.dump(), gpu_groups.size());
-    if (added) {
-      ordered_json group = {{"gpu_count", 0}, {"gpu_ranges", ordered_json::array()}};
-      group.update(figures);
-      gpu_groups.push_back(std::move(group));
+    bytes.clear();
+    FigureBytes key(bytes);
+    gpu_figures(key, u, report, t);
+    auto [known, first] = seen.try_emplace(bytes);
+    if (first) {
+      JsonFigures json(known->second.figures);
+      gpu_figures(json, u, report, t);
+      auto [it, added] = group_of.try_emplace(known->second.figures.dump(), gpu_groups.size());
+      if (added) {
+        ordered_json group = {{"gpu_count", 0}, {"gpu_ranges", ordered_json::array()}};
+        group.update(known->second.figures);
+        gpu_groups.push_back(std::move(group));
+      }
+      known->second.group = it->second;
     }
-    auto& group = gpu_groups[it->second];
+    const ordered_json& figures = known->second.figures;
+    auto& group = gpu_groups[known->second.group];
     group["gpu_count"] = group["gpu_count"].get<int>() + 1;
     add_rank(group["gpu_ranges"], u.gpu);
     if (list_gpus) {

@@ -1,3 +1,4 @@
+#include <fmt/compile.h>
 #include <fmt/format.h>
 
 #include <bit>
@@ -20,9 +21,9 @@ void append_machine_number(fmt::memory_buffer& out, double value) {
     const auto text = units::format_machine(value);
     out.append(text.data(), text.data() + text.size());
   } else if (value == std::trunc(value) && std::fabs(value) < 9007199254740992.0) {
-    fmt::format_to(std::back_inserter(out), "{}", static_cast<long long>(value));
+    fmt::format_to(std::back_inserter(out), FMT_COMPILE("{}"), static_cast<long long>(value));
   } else {
-    fmt::format_to(std::back_inserter(out), "{}", value);
+    fmt::format_to(std::back_inserter(out), FMT_COMPILE("{}"), value);
   }
 }
 
@@ -35,8 +36,9 @@ void append_int(fmt::memory_buffer& out, long long value) {
 // ",stream,kind,name,micro_batch,stage,start_s,end_s,bytes,".
 void append_shared_fields(fmt::memory_buffer& out, const RunContext& run, const TaskRecord& r) {
   const auto& task = run.graph[r.task];
-  fmt::format_to(std::back_inserter(out), ",{},{},{},{},{},", to_string(r.stream), to_string(task.kind),
-                 workloads::task_label(run.graph, r.task), task.micro_batch, task.stage);
+  fmt::format_to(std::back_inserter(out), FMT_COMPILE(",{},{},{},{},{},"), to_string(r.stream),
+                 to_string(task.kind), workloads::task_label(run.graph, r.task), task.micro_batch,
+                 task.stage);
   append_machine_number(out, r.start_s);
   out.push_back(',');
   append_machine_number(out, r.end_s);

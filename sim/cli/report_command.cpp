@@ -58,6 +58,7 @@ void write_run(analysis::RunFolder& folder, const RunToWrite& r, bool html, bool
   const auto written = analysis::write_run_outputs(folder, {.run = run,
                                                             .timeline = r.timeline,
                                                             .summary = r.summary,
+                                                            .computed = r.computed,
                                                             .fold = r.fold,
                                                             .repeats = r.repeats,
                                                             .archive = r.archive,

@@ -41,6 +41,7 @@ struct RunToWrite {
   const workloads::TaskGraph& graph;
   const analysis::Timeline& timeline;
   const analysis::Summary* summary = nullptr;   // the replay's, when it has one
+  analysis::ComputedWithSummary computed{};     // what the replay computed with it
   const analysis::FoldSummary* fold = nullptr;  // without it: the archive's, when the fold was considered
   std::optional<analysis::RepeatedRuns> repeats{};
   const analysis::BalanceOutcome* balance = nullptr;

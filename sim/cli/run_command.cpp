@@ -297,6 +297,7 @@ int run_scenario(const RunOptions& given, std::optional<scenario::RunSize>& esti
              .graph = result.graph,
              .timeline = result.timeline,
              .summary = &result.summary,
+             .computed = {.memory = &result.memory_curves, .activity = &result.gpu_activity},
              .repeats = repeats,
              .archive = &archive,
              .trace = trace_detail(options.trace)},

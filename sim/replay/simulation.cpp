@@ -79,14 +79,16 @@ SimulationResult simulate(const scenario::Scenario& scenario, const SimulationOp
   const auto classes = analysis::GpuClasses::of(result.graph, result.timeline,
                                                 static_cast<std::size_t>(result.graph.gpu_count));
   // Energy of the first iteration (the one the timeline records).
-  for (const auto& gpu : analysis::gpu_activity(result.graph, result.timeline, scenario.cluster, classes))
+  result.gpu_activity = analysis::gpu_activity(result.graph, result.timeline, scenario.cluster, classes);
+  for (const auto& gpu : result.gpu_activity)
     result.timeline.gpu_energy_J.push_back(gpu.energy_J);
   for (std::size_t i = 0; i < replayed.iteration_end_s.size(); ++i)
     result.iteration_times_s.push_back(replayed.iteration_end_s[i] - replayed.iteration_start_s[i]);
   if (driver)
     result.perturbations = driver->stats();
+  result.memory_curves = analysis::memory_curves(result.graph, result.timeline, classes);
   result.summary = analysis::summarize(result.graph, result.timeline, scenario.model, scenario.plan,
-                                       scenario.cluster, classes);
+                                       scenario.cluster, classes, result.memory_curves);
   result.summary.fold = std::move(fold.summary);
   if (perturbations.failures.enabled) {
     const auto job_run = [&](std::uint64_t seed) {

@@ -6,6 +6,8 @@
 #include <optional>
 #include <vector>
 
+#include "analysis/gpu_power.hpp"
+#include "analysis/memory_curve.hpp"
 #include "analysis/summary.hpp"
 #include "analysis/timeline.hpp"
 #include "sim/perturbations/driver.hpp"
@@ -55,6 +57,9 @@ struct SimulationResult {
   // The first iteration (what the reports describe).
   analysis::Timeline timeline;
   analysis::Summary summary;
+  // Computed with the summary, for the report (analysis::ComputedWithSummary).
+  analysis::MemoryCurves memory_curves;
+  std::vector<analysis::GpuActivity> gpu_activity;
   // Every replayed iteration's duration, in order.
   std::vector<double> iteration_times_s;
   PerturbationStats perturbations;

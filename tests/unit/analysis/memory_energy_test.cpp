@@ -3,6 +3,8 @@
 #include "analysis/energy.hpp"
 #include "analysis/gpu_power.hpp"
 #include "analysis/memory.hpp"
+#include "analysis/memory_curve.hpp"
+#include "analysis/report.hpp"
 #include "support/hand_made_runs.hpp"
 
 namespace trainsim::analysis {
@@ -139,6 +141,41 @@ TEST(Energy, WithoutMeasurementsNothingIsMade) {
       analyze_energy(h.graph, h.timeline, s, analyze_bubbles(h.graph, h.timeline, h.plan), h.cluster);
   EXPECT_FALSE(e.measured);
   EXPECT_EQ(e.energy_J, 0);
+}
+
+// build_report reads the memory curves and GPU activity the replay computed
+// with its summary (analysis/report.hpp) instead of computing them again:
+// given the same ones it reports what it computes itself; given others (a
+// GPU's peak changed, the two GPUs' activity swapped) it reports those.
+TEST(Report, ReadsTheMemoryCurvesAndActivityComputedWithTheSummary) {
+  testing::TwoStagePipeline h;
+  h.timeline.gpu_energy_J = {1000, 2000};
+  const RunContext run{"two", "", h.cluster, h.model, h.plan, h.graph, nullptr};
+  const auto curves = memory_curves(h.graph, h.timeline);
+  const auto activity = gpu_activity(h.graph, h.timeline, h.cluster);
+  const auto summary = summarize(h.graph, h.timeline, h.model, h.plan, h.cluster);
+  const auto alone = build_report(run, h.timeline, &summary);
+  const auto given =
+      build_report(run, h.timeline, &summary, std::nullopt, {.memory = &curves, .activity = &activity});
+  ASSERT_EQ(given.memory.gpus.size(), 2u);
+  ASSERT_EQ(given.energy.gpus.size(), 2u);
+  for (std::size_t g = 0; g < 2; ++g) {
+    EXPECT_EQ(given.memory.gpus[g].peak_bytes, alone.memory.gpus[g].peak_bytes) << g;
+    EXPECT_EQ(given.memory.gpus[g].samples().size(), alone.memory.gpus[g].samples().size()) << g;
+    EXPECT_EQ(given.energy.gpus[g].idle_energy_J, alone.energy.gpus[g].idle_energy_J) << g;
+  }
+  EXPECT_EQ(alone.memory.gpus[0].peak_bytes, 110);
+  auto swapped_curves = curves;
+  swapped_curves.gpus[0].peak_bytes = 12345;
+  auto swapped_activity = activity;
+  std::swap(swapped_activity[0], swapped_activity[1]);
+  const auto other = build_report(run, h.timeline, &summary, std::nullopt,
+                                  {.memory = &swapped_curves, .activity = &swapped_activity});
+  EXPECT_EQ(other.memory.gpus[0].peak_bytes, 12345);
+  const auto& gpu = h.cluster.gpu_of(0);
+  EXPECT_DOUBLE_EQ(other.energy.gpus[0].communication_energy_J,
+                   gpu.communication_power_W * (activity[1].communication_s + activity[1].waiting_s));
+  EXPECT_NE(other.energy.gpus[0].communication_energy_J, alone.energy.gpus[0].communication_energy_J);
 }
 
 }  // namespace

@@ -135,6 +135,39 @@ TEST(Reporters, SummaryGroupsGpusWithIdenticalFiguresAndListsEachGpuOnlyUpToTheL
   EXPECT_EQ(grouped["gpu_groups"], groups);
 }
 
+// The groups are found from each GPU's figures' bytes before any text is
+// written (analysis/reporters/summary_json.cpp): a GPU that differs from
+// another only in a nested figure, or in its GPU type, is in a group of its
+// own, and copies with equal figures share one.
+TEST(Reporters, SummaryGroupsSplitOnANestedFigureOrTheGpuType) {
+  Reported r;
+  for (int rank : {2, 3, 4, 5}) {
+    auto u = r.report.summary.gpus[0];
+    u.gpu = rank;
+    r.report.summary.gpus.push_back(u);
+    r.report.bubbles.gpus.push_back(r.report.bubbles.gpus[0]);
+    r.report.utilization.gpus.push_back(r.report.utilization.gpus[0]);
+    r.report.memory.gpus.push_back(r.report.memory.gpus[0]);
+    r.report.energy.gpus.push_back(r.report.energy.gpus[0]);
+  }
+  // GPU 3: one kind of its memory at peak; GPU 4: one kind of its exposed
+  // communication; GPU 5: its type. GPU 2 stays a copy of GPU 0.
+  r.report.summary.gpus[3].memory_at_peak.bytes[0] += 1;
+  r.report.utilization.gpus[4].exposed_by_kind_s[0] += 0.5;
+  r.report.summary.gpus[5].gpu_type += "x";
+  const auto j =
+      nlohmann::json::parse(r.text([&](std::ostream& o) { write_summary_json(o, r.run, r.report); }));
+  const auto& groups = j["gpu_groups"];
+  ASSERT_EQ(groups.size(), 5u) << groups.dump(1);
+  EXPECT_EQ(groups[0]["gpu_ranges"], nlohmann::json::parse("[[0, 0], [2, 2]]"));
+  for (std::size_t k = 2; k < 5; ++k)
+    EXPECT_EQ(groups[k]["gpu_count"], 1) << k;
+  EXPECT_EQ(groups[2]["memory_at_peak"], j["gpus"][3]["memory_at_peak"]);
+  EXPECT_EQ(groups[3]["exposed_comm_by_kind_s"], j["gpus"][4]["exposed_comm_by_kind_s"]);
+  EXPECT_EQ(groups[4]["type"], j["gpus"][5]["type"]);
+  EXPECT_NE(groups[4]["type"], groups[0]["type"]);
+}
+
 TEST(Reporters, CsvTablesHaveAHeaderAndOneRowPerEntity) {
   Reported r;
   const auto per_gpu = r.text([&](std::ostream& o) { write_per_gpu_csv(o, r.run, r.report); });
