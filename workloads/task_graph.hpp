@@ -71,16 +71,33 @@ struct Task {
   CommKind comm = CommKind::none;
   CollectiveOp op = CollectiveOp::all_reduce;
   TransferKind transfer = TransferKind::none;  // send: what it carries
-  int gpu = -1;                                // compute: the GPU; send: the sender
-  int peer = -1;                               // send: the receiver
-  int group = -1;                              // collective: index into TaskGraph::groups
-  int stage = -1;                              // pipeline rank of the GPU(s) (a send: of the sender)
-  int chunk = 0;                               // model chunk on that rank (virtual stages)
+  // collective: the algorithm asked for; `automatic` defers to the cluster's
+  // collectives.algorithm, and that one's `auto` to NCCL-style tuning. The
+  // one actually used is recorded in the timeline.
+  platforms::CollectiveAlgorithm algorithm = platforms::CollectiveAlgorithm::automatic;
+  // Compute split into pieces (FSDP units, gradient buckets, ring
+  // attention): whether it is the attention core that overlaps the
+  // context-parallel key/value exchange (its layer: `layer` below).
+  bool attention = false;
+  // Model chunk on the task's rank (virtual stages), and for compute split
+  // into pieces the model layer the piece runs (-1: the whole op). 16 bits
+  // each (kMaxTaskLayers), which with the byte fields above keeps a task at
+  // 96 bytes: 8 fewer than two ints, 0.55 GiB at a million GPUs.
+  std::int16_t chunk = 0;
+  std::int16_t layer = -1;
+  int gpu = -1;    // compute: the GPU; send: the sender
+  int peer = -1;   // send: the receiver
+  int group = -1;  // collective: index into TaskGraph::groups
+  int stage = -1;  // pipeline rank of the GPU(s) (a send: of the sender)
   int micro_batch = -1;
   // Collective: an uneven exchange (an all-to-all under imbalanced expert
   // routing): index into TaskGraph::exchanges; -1: every member sends every
   // other the same share of `bytes`.
   int exchange = -1;
+  // collective: this many identical back-to-back collectives folded into one
+  // (a stage's per-layer TP all-reduces); replayed as one pass carrying
+  // `fold` times the bytes plus fold - 1 extra latency terms.
+  int fold = 1;
   // Compute: time at the GPU's nominal speed, and the share of it spent in
   // HBM-bound kernels (what the power model reads).
   double duration_s = 0;
@@ -98,26 +115,21 @@ struct Task {
   // workloads/expert_routing.hpp). What the bubble analysis blames on
   // expert imbalance.
   double imbalance_s = 0;
-  // collective: the algorithm asked for; `automatic` defers to the cluster's
-  // collectives.algorithm, and that one's `auto` to NCCL-style tuning. The
-  // one actually used is recorded in the timeline.
-  platforms::CollectiveAlgorithm algorithm = platforms::CollectiveAlgorithm::automatic;
-  // Compute split into pieces (FSDP units, gradient buckets, ring
-  // attention): whether it is the attention core that overlaps the
-  // context-parallel key/value exchange (its layer: `layer` below).
-  bool attention = false;
-  // collective: this many identical back-to-back collectives folded into one
-  // (a stage's per-layer TP all-reduces); replayed as one pass carrying
-  // `fold` times the bytes plus fold - 1 extra latency terms.
-  int fold = 1;
-  // Compute split into pieces: the model layer this piece runs (-1: the
-  // whole op).
-  int layer = -1;
   // This task's memory events: TaskGraph::memory[memory_begin, memory_end).
   std::uint32_t memory_begin = 0;
   std::uint32_t memory_end = 0;
 };
-static_assert(sizeof(Task) == 104, "Task changed size: order its fields for the least padding, then update");
+static_assert(sizeof(Task) == 96, "Task changed size: order its fields for the least padding, then update");
+// The most model layers (and MTP modules) and chunks a task can name
+// (Task::layer, Task::chunk); the loader and the graph builder refuse more.
+inline constexpr int kMaxTaskLayers = 32767;
+// A chunk or layer index as a task holds it; the builder refuses a plan
+// beyond kMaxTaskLayers before it builds, so a wider value is a logic error.
+inline std::int16_t task_index(int value) {
+  if (value < -1 || value > kMaxTaskLayers)
+    throw std::logic_error("a chunk or layer index beyond kMaxTaskLayers reached the task graph");
+  return static_cast<std::int16_t>(value);
+}
 
 // What a GPU's memory holds, by kind (workloads/memory_model.hpp says what
 // each kind counts).

@@ -80,7 +80,8 @@ std::uint64_t graph_fingerprint(const TaskGraph& graph) {
     h.add(t.op);
     h.add(t.algorithm);
     h.add(t.transfer);
-    for (int x : {t.gpu, t.peer, t.group, t.stage, t.chunk, t.micro_batch, t.fold, t.layer})
+    // Each as an int, whatever its width in Task (the fingerprints stay).
+    for (int x : {t.gpu, t.peer, t.group, t.stage, int{t.chunk}, t.micro_batch, t.fold, int{t.layer}})
       h.add(x);
     for (double x : {t.duration_s, t.model_flops, t.hardware_flops, t.bytes})
       h.add(x);

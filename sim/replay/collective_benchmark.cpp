@@ -51,9 +51,9 @@ CollectiveBenchmark run_collective_benchmark(const platforms::ClusterSpec& clust
     const auto id = graph.add({.kind = workloads::TaskKind::collective,
                                .comm = workloads::CommKind::dp,
                                .op = options.op,
+                               .algorithm = options.algorithm,
                                .group = group,
-                               .bytes = bytes,
-                               .algorithm = options.algorithm});
+                               .bytes = bytes});
     if (!tasks.empty())
       graph.depend(tasks.back(), id);
     tasks.push_back(id);

@@ -15,6 +15,7 @@
 #include "sim/scenario/sections.hpp"
 #include "workloads/attention.hpp"
 #include "workloads/group_limited_routing.hpp"
+#include "workloads/task_graph.hpp"
 
 namespace trainsim::scenario {
 namespace {
@@ -312,13 +313,14 @@ bool read_model_section(platforms::MapReader& m, Scenario& scenario) {
                                     platforms::did_you_mean(*name, known), names));
     }
   }
-  auto field = [&](std::string_view key, int& out) {
-    if (auto v = m.integer(key, 1, kMaxCount))
+  auto field = [&](std::string_view key, int& out, long long most = kMaxCount) {
+    if (auto v = m.integer(key, 1, most))
       out = static_cast<int>(*v);
     else if (!preset && !m.has(key))
       m.error(key, "missing (expected an integer >= 1, or a model.preset)");
   };
-  field("layers", model.layers);
+  // A task names its layer in 16 bits (workloads/task_graph.hpp).
+  field("layers", model.layers, workloads::kMaxTaskLayers);
   field("hidden", model.hidden);
   field("heads", model.heads);
   field("seq_len", model.seq_len);

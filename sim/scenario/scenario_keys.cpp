@@ -8,6 +8,7 @@
 #include "sim/scenario/sections.hpp"
 #include "workloads/attention.hpp"
 #include "workloads/model_spec.hpp"
+#include "workloads/task_graph.hpp"
 
 namespace trainsim::scenario {
 namespace {
@@ -239,7 +240,7 @@ struct Tables {
         {
             model_preset,
             key("name", T::label, "the model's name in reports"),
-            ranged("layers", T::integer, 1, kCount, "transformer layers"),
+            ranged("layers", T::integer, 1, workloads::kMaxTaskLayers, "transformer layers"),
             ranged("hidden", T::integer, 1, kCount, "hidden size"),
             ranged("heads", T::integer, 1, kCount, "attention heads"),
             ranged("seq_len", T::integer, 1, kCount, "sequence length"),

@@ -57,9 +57,9 @@ Ends replay_ring(Fidelity fidelity, bool second_send, std::int64_t flow_limit = 
   const auto ring = graph.add({.kind = TaskKind::collective,
                                .comm = workloads::CommKind::dp,
                                .op = workloads::CollectiveOp::all_reduce,
+                               .algorithm = platforms::CollectiveAlgorithm::ring,
                                .group = all,
-                               .bytes = S,
-                               .algorithm = platforms::CollectiveAlgorithm::ring});
+                               .bytes = S});
   auto second = ring;
   if (second_send) {
     const auto wait = graph.add({.kind = TaskKind::forward, .gpu = 7, .duration_s = 25e-3});

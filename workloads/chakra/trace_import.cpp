@@ -365,10 +365,20 @@ class Importer {
       if (const auto v = node.number(name))
         field = static_cast<int>(*v);
     };
+    // Chunks and layers are 16-bit in a task (kMaxTaskLayers).
+    const auto small_integer = [&](std::string_view name, std::int16_t& field, int least) {
+      if (const auto v = node.number(name)) {
+        if (*v < least || *v > workloads::kMaxTaskLayers)
+          errors_.add(fmt::format("{}: {} {} is outside {}..{}", where(rank, node), name, *v, least,
+                                  workloads::kMaxTaskLayers));
+        else
+          field = static_cast<std::int16_t>(*v);
+      }
+    };
     integer(attribute::stage, t.stage);
-    integer(attribute::chunk, t.chunk);
+    small_integer(attribute::chunk, t.chunk, 0);
     integer(attribute::micro_batch, t.micro_batch);
-    integer(attribute::layer, t.layer);
+    small_integer(attribute::layer, t.layer, -1);
     integer(attribute::fold, t.fold);
     t.attention = node.number(attribute::attention).value_or(0) != 0;
     const auto real = [&](std::string_view name, double& field) {

@@ -1,5 +1,7 @@
 #include "workloads/graph_builder/iteration_builder.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <stdexcept>
 #include <string>
@@ -106,6 +108,12 @@ OpCost IterationBuilder::op_cost(PipeOpKind kind, const StageSlice& slice,
 }
 
 TaskGraph IterationBuilder::build(const GraphCounts& reserve) {
+  // A task names its chunk and layer in 16 bits (Task::chunk, Task::layer).
+  if (model_.layers + model_.mtp_depth > kMaxTaskLayers || plan_.virtual_stages > kMaxTaskLayers)
+    throw std::invalid_argument(fmt::format(
+        "{} layers ({} MTP modules included) and {} chunks per pipeline rank: trainsim builds at most {} of "
+        "each",
+        model_.layers + model_.mtp_depth, model_.mtp_depth, plan_.virtual_stages, kMaxTaskLayers));
   graph_.reserve(reserve);
   graph_.gpu_count = plan_.gpu_count();
   // One schedule per replica; replicas with the same micro-batch count share
@@ -384,15 +392,15 @@ std::vector<BuiltOp> IterationBuilder::add_pieces(const PipeOp& op, int rank, in
       const int gpu = gpus[g];
       const OpCost& c = costs[g][p];
       Task task{.kind = task_kind(op.kind),
+                .chunk = task_index(op.chunk),
+                .layer = task_index(spec.layer),
                 .gpu = gpu,
                 .stage = rank,
-                .chunk = op.chunk,
                 .micro_batch = op.micro_batch,
                 .duration_s = c.duration_s,
                 .memory_bound_fraction = c.memory_bound_fraction,
                 .model_flops = c.model_flops,
-                .hardware_flops = c.hardware_flops,
-                .layer = spec.layer};
+                .hardware_flops = c.hardware_flops};
       task.imbalance_s = imbalance[g][p];
       Piece piece{.layer = spec.layer, .parameters = spec.parameters};
       Task attention;
@@ -805,10 +813,10 @@ TaskId IterationBuilder::add_send(const Transfer& t, const std::vector<TaskId>& 
   Task send{.kind = TaskKind::send,
             .comm = CommKind::pp,
             .transfer = t.transfer,
+            .chunk = task_index(t.chunk),
             .gpu = t.from,
             .peer = t.to,
             .stage = t.stage,
-            .chunk = t.chunk,
             .micro_batch = t.mb,
             .bytes = t.bytes};
   const TaskId id = graph_.add(send);

@@ -58,14 +58,14 @@ inline Task collective_task(CommKind comm, CollectiveOp op, int group, int stage
   return Task{.kind = TaskKind::collective,
               .comm = comm,
               .op = op,
+              .algorithm = at.algorithm,
+              .chunk = task_index(at.chunk),
+              .layer = task_index(at.layer),
               .group = group,
               .stage = stage,
-              .chunk = at.chunk,
               .micro_batch = at.micro_batch,
-              .bytes = bytes,
-              .algorithm = at.algorithm,
               .fold = at.fold,
-              .layer = at.layer};
+              .bytes = bytes};
 }
 
 // One piece of an op on one GPU: a layer (FSDP unit, gradient-bucket

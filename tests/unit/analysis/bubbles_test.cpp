@@ -98,17 +98,17 @@ TEST(Bubbles, PiecesOfOneOpKeepTheirOwnReferenceDurations) {
     const auto f =
         graph.add({.kind = TaskKind::forward, .gpu = gpu, .stage = 0, .micro_batch = 0, .duration_s = 1});
     const auto b1 = graph.add({.kind = TaskKind::backward,
+                               .layer = 1,
                                .gpu = gpu,
                                .stage = 0,
                                .micro_batch = 0,
-                               .duration_s = 0.5,
-                               .layer = 1});
+                               .duration_s = 0.5});
     const auto b0 = graph.add({.kind = TaskKind::backward,
+                               .layer = 0,
                                .gpu = gpu,
                                .stage = 0,
                                .micro_batch = 0,
-                               .duration_s = 1.5,
-                               .layer = 0});
+                               .duration_s = 1.5});
     const auto opt = graph.add({.kind = TaskKind::optimizer, .gpu = gpu, .stage = 0, .duration_s = 0.5});
     graph.depend(f, b1);
     graph.depend(b1, b0);

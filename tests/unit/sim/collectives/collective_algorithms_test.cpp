@@ -31,9 +31,9 @@ Outcome run(const platforms::ClusterSpec& cluster, CollectiveOp op, std::vector<
   const auto id = graph.add({.kind = workloads::TaskKind::collective,
                              .comm = workloads::CommKind::dp,
                              .op = op,
+                             .algorithm = algorithm,
                              .group = group,
-                             .bytes = bytes,
-                             .algorithm = algorithm});
+                             .bytes = bytes});
   auto engine = make_engine();
   auto* zone = new ClusterZone(cluster);
   graph.seal();

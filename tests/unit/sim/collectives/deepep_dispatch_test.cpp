@@ -97,9 +97,9 @@ TEST(DeepepDispatch, ReplayTakesTheBusierOfTheNicAndNvlinkLoads) {
   auto task = workloads::Task{.kind = workloads::TaskKind::collective,
                               .comm = workloads::CommKind::ep,
                               .op = CollectiveOp::all_to_all,
+                              .algorithm = CollectiveAlgorithm::deepep,
                               .group = group,
-                              .bytes = 1e6,
-                              .algorithm = CollectiveAlgorithm::deepep};
+                              .bytes = 1e6};
   task.exchange = exchange;
   const auto id = graph.add(task);
   auto engine = make_engine();

@@ -89,8 +89,8 @@ TEST(NetworkModel, FoldedCollectivesCostTheirLatencyTermsToo) {
          .comm = CommKind::tp,
          .op = CollectiveOp::all_reduce,
          .group = group,
-         .bytes = bytes,
-         .fold = 6});
+         .fold = 6,
+         .bytes = bytes});
   g.seal();
   EXPECT_NEAR(run(cluster, std::move(g)) / (6 * ring_all_reduce(n, bytes, bw, lat)), 1.0, 1e-6);
 }

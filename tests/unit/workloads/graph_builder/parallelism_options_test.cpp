@@ -673,15 +673,15 @@ TEST(ParamGatherOverlap, IsRefusedWithoutADistributedOptimizerOrBuckets) {
 }
 
 TEST(PieceLabels, NameTheLayerAndTheAttentionPart) {
-  Task t{.kind = TaskKind::backward, .micro_batch = 3, .layer = 7};
+  Task t{.kind = TaskKind::backward, .layer = 7, .micro_batch = 3};
   EXPECT_EQ(task_label(t), "B mb3 layer7");
-  t = {.kind = TaskKind::forward, .chunk = 1, .micro_batch = 0, .attention = true};
+  t = {.kind = TaskKind::forward, .attention = true, .chunk = 1, .micro_batch = 0};
   EXPECT_EQ(task_label(t), "F mb0 chunk1 attn");
   t = {.kind = TaskKind::collective,
        .comm = CommKind::dp,
        .op = CollectiveOp::all_gather,
-       .micro_batch = 2,
-       .layer = 4};
+       .layer = 4,
+       .micro_batch = 2};
   EXPECT_EQ(task_label(t), "dp all_gather mb2 layer4");
 }
 
