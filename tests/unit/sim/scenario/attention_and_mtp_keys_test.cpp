@@ -72,6 +72,19 @@ TEST(AttentionKeys, PresetsCarryTheirAttentionAndExplicitMlaShapesAreRead) {
   EXPECT_EQ(model_of(scenario("  preset: llama3-8b\n  head_dim: 256")).head_dim, 256);
 }
 
+// A task names its layer in 16 bits (workloads/task_graph.hpp,
+// kMaxTaskLayers): more layers are refused at their line, with the bound.
+TEST(ModelKeys, MoreLayersThanATaskCanNameAreRefusedAtTheirLine) {
+  const auto p = problems(scenario("  preset: llama3-8b\n  layers: 40000"));
+  const std::string e = problem_with(p, "model.layers");
+  ASSERT_FALSE(e.empty()) << (p.empty() ? "no problem" : p[0]);
+  EXPECT_NE(e.find("t.yaml:4:"), std::string::npos) << e;
+  EXPECT_NE(e.find("40000"), std::string::npos) << e;
+  EXPECT_NE(e.find("32767"), std::string::npos) << e;
+  const auto at_most = problems(scenario("  preset: llama3-8b\n  layers: 32767"));
+  EXPECT_TRUE(problem_with(at_most, "model.layers").empty()) << at_most.front();
+}
+
 TEST(AttentionKeys, MlaKeysWithoutAttentionMlaAreRefusedAtTheirLine) {
   const auto p = problems(scenario("  preset: llama3-8b\n  kv_lora_rank: 512"));
   const std::string e = problem_with(p, "model.kv_lora_rank");
