@@ -15,6 +15,7 @@
 #include "workloads/chakra/et_file.hpp"
 #include "workloads/chakra/trace_export.hpp"
 #include "workloads/chakra/trace_import.hpp"
+#include "workloads/chakra/trainsim_attributes.hpp"
 #include "workloads/graph_builder/iteration_builder.hpp"
 
 namespace trainsim::chakra {
@@ -425,6 +426,33 @@ TEST(ChakraImport, FlopsWithoutDurationRunAtTheGivenRate) {
   const auto imported = import_trace({{"a.0.et", r0}}, o);
   EXPECT_DOUBLE_EQ(imported.graph[0].duration_s, 2e-3);  // FLOP-bound: 2e12 / 1e15
   EXPECT_EQ(imported.graph[0].model_flops, 2e12);
+}
+
+// A task holds its chunk and layer in 16 bits (workloads/task_graph.hpp,
+// kMaxTaskLayers): a trace's wider value is named, not wrapped.
+TEST(ChakraImport, AChunkOrLayerBeyondWhatATaskHoldsIsNamed) {
+  Trace r0;
+  Node c;
+  c.id = 1;
+  c.name = "c";
+  c.type = NodeType::compute;
+  c.duration_micros = 5;
+  c.attrs = {Attribute::uint64(std::string(attribute::task), 0),
+             Attribute::int64(std::string(attribute::chunk), 40000),
+             Attribute::int64(std::string(attribute::layer), 7)};
+  r0.nodes = {c};
+  try {
+    import_trace({{"a.0.et", r0}}, {});
+    FAIL() << "expected InputError";
+  } catch (const platforms::InputError& e) {
+    EXPECT_NE(e.problems().front().find("a.0.et: node 1 (c): trainsim.chunk 40000 is outside 0..32767"),
+              std::string::npos)
+        << e.problems().front();
+  }
+  r0.nodes[0].attrs[1] = Attribute::int64(std::string(attribute::chunk), 3);
+  const auto imported = import_trace({{"a.0.et", r0}}, {});
+  EXPECT_EQ(imported.graph[0].chunk, 3);
+  EXPECT_EQ(imported.graph[0].layer, 7);
 }
 
 }  // namespace
