@@ -90,23 +90,39 @@ bool affordable(const Scenario& scenario) {
          units_of(scenario.plan, scenario.model.layers) <= kMaxCountedUnits;
 }
 
-std::optional<workloads::GraphCounts> graph_counts(const Scenario& scenario) {
+// The plan's task graph of one iteration, or nullopt where building it
+// fails on a precondition the loader's other checks would name.
+std::optional<workloads::TaskGraph> built(const Scenario& scenario) {
   try {
     const auto cost = make_cost_model(scenario);
-    return workloads::build_iteration(scenario.model, scenario.plan, scenario.cluster, *cost).counts();
+    return workloads::build_iteration(scenario.model, scenario.plan, scenario.cluster, *cost);
   } catch (const std::exception&) {
     return std::nullopt;
   }
 }
 
+std::optional<workloads::GraphCounts> graph_counts(const Scenario& scenario) {
+  const auto graph = built(scenario);
+  return graph ? std::optional(graph->counts()) : std::nullopt;
+}
+
 std::optional<IterationCount> count(const Scenario& scenario) {
-  try {
-    const auto cost = make_cost_model(scenario);
-    const auto graph = workloads::build_iteration(scenario.model, scenario.plan, scenario.cluster, *cost);
-    return IterationCount{timeline_records(graph), exchange_flows(graph, scenario.cluster)};
-  } catch (const std::exception&) {
-    return std::nullopt;  // a precondition the loader's other checks would name
-  }
+  const auto graph = built(scenario);
+  if (!graph)
+    return std::nullopt;
+  return IterationCount{timeline_records(*graph), exchange_flows(*graph, scenario.cluster)};
+}
+
+IterationCount scaled(const IterationCount& c, double factor) {
+  return {c.records * factor, c.exchange_flows * factor};
+}
+
+// Plans the counts can be taken for: one node group, the plan on the whole
+// cluster, the same micro-batches in every replica, no trace workload.
+bool countable(const Scenario& scenario) {
+  const auto& plan = scenario.plan;
+  return !scenario.workload && scenario.cluster.groups.size() == 1 && plan.dp_micro_batches.empty() &&
+         plan.gpu_count() == scenario.cluster.gpu_count();
 }
 
 // `scenario` counted on its own graph when that is affordable, else on the
@@ -129,8 +145,7 @@ std::optional<IterationCount> count_affordable(const Scenario& scenario) {
     const auto counted = count(shrunk);
     if (!counted)
       return std::nullopt;
-    const double scale = double(m) / fewer;
-    return IterationCount{counted->records * scale, counted->exchange_flows * scale};
+    return scaled(*counted, double(m) / fewer);
   }
   return std::nullopt;
 }
@@ -139,8 +154,7 @@ std::optional<IterationCount> count_affordable(const Scenario& scenario) {
 
 std::optional<IterationCount> counted_iteration(const Scenario& scenario, int whole_up_to_gpus) {
   const auto& plan = scenario.plan;
-  if (scenario.workload || scenario.cluster.groups.size() != 1 || !plan.dp_micro_batches.empty() ||
-      plan.gpu_count() != scenario.cluster.gpu_count())
+  if (!countable(scenario))
     return std::nullopt;
   if (plan.gpu_count() <= whole_up_to_gpus || plan.dp == 1)
     return count_affordable(scenario);
@@ -153,10 +167,8 @@ std::optional<IterationCount> counted_iteration(const Scenario& scenario, int wh
       continue;
     if (plan.gpu_count() / plan.dp * d > kMaxCountedGpus)
       return std::nullopt;  // larger still with more replicas
-    if (const auto counted = count_affordable(*shrunk)) {
-      const double scale = double(plan.dp) / d;
-      return IterationCount{counted->records * scale, counted->exchange_flows * scale};
-    }
+    if (const auto counted = count_affordable(*shrunk))
+      return scaled(*counted, double(plan.dp) / d);
   }
   return std::nullopt;
 }
@@ -170,8 +182,7 @@ std::optional<double> counted_iteration_records(const Scenario& scenario, int wh
 
 std::optional<workloads::GraphCounts> counted_graph_counts(const Scenario& scenario) {
   const auto& plan = scenario.plan;
-  if (scenario.workload || scenario.cluster.groups.size() != 1 || !plan.dp_micro_batches.empty() ||
-      plan.gpu_count() != scenario.cluster.gpu_count())
+  if (!countable(scenario))
     return std::nullopt;
   std::vector<std::pair<int, workloads::GraphCounts>> points;
   for (int d = 2; d < plan.dp && points.size() < 2; ++d) {
