@@ -255,7 +255,8 @@ double PerOpCostModel::moe_load_extra_s(PipeOpKind kind, double load, const plat
   return 0;
 }
 
-std::vector<AsyncTpUnit> PerOpCostModel::async_tp_units(PipeOpKind kind, const platforms::GpuSpec& gpu) const {
+std::vector<AsyncTpUnit> PerOpCostModel::async_tp_units(PipeOpKind kind,
+                                                        const platforms::GpuSpec& gpu) const {
   std::vector<AsyncTpUnit> units;
   if (plan_.tp < 2 || kind == PipeOpKind::backward_weight)
     return units;

@@ -37,9 +37,10 @@ void read_parallelism_options(platforms::MapReader& p, Scenario& scenario) {
                                                  {"pytorch_fsdp2", Framework::pytorch_fsdp2}}))
     plan.framework = *f;
   using workloads::TpCommOverlap;
-  if (auto overlap = p.choice<TpCommOverlap>("tp_comm_overlap", {{"false", TpCommOverlap::none},
-                                                                 {"true", TpCommOverlap::userbuffers},
-                                                                 {"torch_async", TpCommOverlap::torch_async}}))
+  if (auto overlap =
+          p.choice<TpCommOverlap>("tp_comm_overlap", {{"false", TpCommOverlap::none},
+                                                      {"true", TpCommOverlap::userbuffers},
+                                                      {"torch_async", TpCommOverlap::torch_async}}))
     plan.tp_comm_overlap = *overlap;
   using workloads::Fp8Recipe;
   using workloads::Precision;

@@ -87,8 +87,8 @@ void IterationBuilder::add_async_tp_units(const PipeOp& op, int rank, const Piec
     const double bytes = tp_pass_bytes(collective, op.kind) / k;
     std::vector<TaskId> copies(static_cast<std::size_t>(plan_.cp));
     for (int cp = 0; cp < plan_.cp; ++cp) {
-      Task copy = collective_task(CommKind::tp, CollectiveOp::send_recv, tp_groups[static_cast<std::size_t>(cp)],
-                                  rank, bytes,
+      Task copy = collective_task(CommKind::tp, CollectiveOp::send_recv,
+                                  tp_groups[static_cast<std::size_t>(cp)], rank, bytes,
                                   {.chunk = op.chunk,
                                    .micro_batch = op.micro_batch,
                                    .layer = spec.layer,
@@ -127,7 +127,8 @@ int IterationBuilder::async_tp_plain_fold(PipeOpKind kind, const StageSlice& sli
   const int layers = transformer_layers_of(model_, slice);
   if (pass == CollectiveOp::reduce_scatter)
     return async_tp_plain_reduce_scatters(kind) * layers;
-  if (pass == CollectiveOp::all_gather && (kind == PipeOpKind::backward || kind == PipeOpKind::backward_input))
+  if (pass == CollectiveOp::all_gather &&
+      (kind == PipeOpKind::backward || kind == PipeOpKind::backward_input))
     return op_selective_recompute_tp_all_gathers(plan_) * layers;
   return 0;
 }

@@ -506,10 +506,10 @@ void IterationBuilder::add_tp_collectives(const PipeOp& op, int rank, const Stag
   for (int cp = 0; cp < plan_.cp; ++cp) {
     TaskId previous = kNone;
     for (CollectiveOp collective_op : passes) {
-      const TaskId id =
-          graph_.add(collective_task(CommKind::tp, collective_op, tp_groups[static_cast<std::size_t>(cp)],
-                                     rank, tp_pass_bytes(collective_op, op.kind),
-                                     {.chunk = op.chunk, .micro_batch = op.micro_batch, .fold = pass_fold(collective_op)}));
+      const TaskId id = graph_.add(collective_task(
+          CommKind::tp, collective_op, tp_groups[static_cast<std::size_t>(cp)], rank,
+          tp_pass_bytes(collective_op, op.kind),
+          {.chunk = op.chunk, .micro_batch = op.micro_batch, .fold = pass_fold(collective_op)}));
       if (previous != kNone)
         graph_.depend(previous, id);
       else
