@@ -36,6 +36,15 @@ class ContextParallelCost final : public CostModel {
   double moe_load_extra_s(PipeOpKind kind, double load, const platforms::GpuSpec& gpu) const override {
     return inner_.moe_load_extra_s(kind, load, gpu) / cp_;
   }
+  std::vector<AsyncTpUnit> async_tp_units(PipeOpKind kind, const platforms::GpuSpec& gpu) const override {
+    std::vector<AsyncTpUnit> units = inner_.async_tp_units(kind, gpu);
+    for (auto& u : units) {
+      u.gemm_s /= cp_;
+      u.shard_gemm_s /= cp_;
+      u.exposed_s /= cp_;
+    }
+    return units;
+  }
 
  private:
   OpCost divided(OpCost cost) const;

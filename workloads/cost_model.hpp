@@ -8,6 +8,7 @@
 #include "workloads/model_spec.hpp"
 #include "workloads/parallel_plan.hpp"
 #include "workloads/schedule.hpp"
+#include "workloads/torch_async_tp.hpp"
 
 namespace trainsim::workloads {
 
@@ -63,6 +64,15 @@ class CostModel {
     (void)load;
     (void)gpu;
     return 0;
+  }
+  // torch's async TP (plan.tp_comm_overlap: torch_async): the fused ops of
+  // one dense layer's pass of `kind` (workloads/torch_async_tp.hpp), in
+  // execution order. Empty by default (costs without GEMM shapes): the TP
+  // collectives then stay NCCL ones after the op.
+  virtual std::vector<AsyncTpUnit> async_tp_units(PipeOpKind kind, const platforms::GpuSpec& gpu) const {
+    (void)kind;
+    (void)gpu;
+    return {};
   }
 };
 

@@ -255,6 +255,32 @@ double PerOpCostModel::moe_load_extra_s(PipeOpKind kind, double load, const plat
   return 0;
 }
 
+std::vector<AsyncTpUnit> PerOpCostModel::async_tp_units(PipeOpKind kind,
+                                                        const platforms::GpuSpec& gpu) const {
+  std::vector<AsyncTpUnit> units;
+  if (plan_.tp < 2 || kind == PipeOpKind::backward_weight)
+    return units;
+  const auto& profile = platforms::efficiency_profile_of(gpu);
+  auto add = [&](OpPass pass) {
+    for (const auto& op : layer_ops_) {
+      if (op.pass != pass)
+        continue;
+      const auto collective = async_tp_collective_of(op);
+      if (!collective)
+        continue;
+      units.push_back({.collective = *collective,
+                       .gemm_s = time_op(op, gpu, profile).duration_s,
+                       .shard_gemm_s = time_op(async_tp_shard(op, plan_.tp), gpu, profile).duration_s,
+                       .exposed_s = memory_kernel_s(async_tp_exposed_bytes(op, *collective, plan_.tp), gpu)});
+    }
+  };
+  if (kind == PipeOpKind::forward || plan_.recompute == Recompute::full)
+    add(OpPass::forward);
+  if (kind != PipeOpKind::forward)
+    add(OpPass::backward_input);
+  return units;
+}
+
 LayerPassTimes PerOpCostModel::layer_times(const platforms::GpuSpec& gpu) const {
   return times(gpu).layer;
 }

@@ -63,6 +63,9 @@ class PerOpCostModel final : public CostModel {
   // `load` (transformer_ops.hpp, LayerSetup::expert_load), less the
   // balanced layer's.
   double moe_load_extra_s(PipeOpKind kind, double load, const platforms::GpuSpec& gpu) const override;
+  // A dense layer's fused ops under torch's async TP: each GEMM the pass
+  // fuses timed whole and as one of its tp shards (time_op at m / tp rows).
+  std::vector<AsyncTpUnit> async_tp_units(PipeOpKind kind, const platforms::GpuSpec& gpu) const override;
 
   LayerPassTimes layer_times(const platforms::GpuSpec& gpu) const;
   // The same for a MoE layer (zero for a dense model).

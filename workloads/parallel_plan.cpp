@@ -42,6 +42,18 @@ std::string_view to_string(Framework framework) {
   return "?";
 }
 
+std::string_view to_string(TpCommOverlap overlap) {
+  switch (overlap) {
+    case TpCommOverlap::none:
+      return "false";
+    case TpCommOverlap::userbuffers:
+      return "true";
+    case TpCommOverlap::torch_async:
+      return "torch_async";
+  }
+  return "?";
+}
+
 std::string_view to_string(P2pMode mode) {
   switch (mode) {
     case P2pMode::automatic:

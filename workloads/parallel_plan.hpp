@@ -1,5 +1,6 @@
 #pragma once
 // How one training iteration is split over GPUs (Megatron vocabulary).
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -54,6 +55,22 @@ std::string_view to_string(RecomputeModule module);
 // The PyTorch ones need zero_stage 3.
 enum class Framework { megatron, pytorch_fsdp, pytorch_fsdp2 };
 std::string_view to_string(Framework framework);
+
+// How the TP collectives overlap the linear GEMMs next to them
+// (plan.tp_comm_overlap):
+//   none         after them, on the compute stream's order (false)
+//   userbuffers  Transformer Engine's userbuffers (Megatron --tp-comm-overlap,
+//                NeMo ub_tp_comm_overlap; `true`): each op's collectives in
+//                tp chunks under its GEMMs
+//   torch_async  PyTorch's async TP (torchtitan enable_async_tensor_parallel,
+//                torch._inductor's micro-pipeline TP pass): the all-gather
+//                before a GEMM and the reduce-scatter after one become
+//                symm_mem fused_all_gather_matmul / fused_matmul_reduce_scatter,
+//                the GEMM split into tp shard GEMMs and the shards copied
+//                peer to peer by the copy engine under them
+//                (workloads/torch_async_tp.hpp)
+enum class TpCommOverlap : std::uint8_t { none, userbuffers, torch_async };
+std::string_view to_string(TpCommOverlap overlap);
 
 // How a pipeline transfer pairs with the compute of the two ranks it joins
 // (docs/schedules.md, "Pipeline p2p"):
@@ -208,10 +225,12 @@ struct ParallelPlan {
   // forward reaches the bucket before it), instead of as one collective
   // after the optimizer step. Needs overlap_grad_reduce, as Megatron does.
   bool overlap_param_gather = false;
-  // Transformer Engine's userbuffers (Megatron --tp-comm-overlap, NeMo
-  // ub_tp_comm_overlap): each op's TP collectives run in tp chunks that
-  // overlap its linear GEMMs instead of after them (needs sequence_parallel).
-  bool tp_comm_overlap = false;
+  // How the TP collectives meet the GEMMs next to them (plan.tp_comm_overlap;
+  // both need sequence_parallel): after them (none), Transformer Engine's
+  // userbuffers, or torch's async TP (TpCommOverlap above).
+  TpCommOverlap tp_comm_overlap = TpCommOverlap::none;
+  bool userbuffers() const { return tp_comm_overlap == TpCommOverlap::userbuffers; }
+  bool torch_async_tp() const { return tp_comm_overlap == TpCommOverlap::torch_async; }
   Framework framework = Framework::megatron;
   bool pytorch() const { return framework != Framework::megatron; }
   Precision precision = Precision::bf16;

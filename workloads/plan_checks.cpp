@@ -271,6 +271,37 @@ void check_moe_dispatcher(const ModelSpec& model, const ParallelPlan& plan, Prob
 
 // Sequence and context parallelism, expert parallelism, the framework,
 // ZeRO-3 (and its hybrid sharding) and gradient buckets.
+// torch's async TP (workloads/torch_async_tp.hpp): torch._inductor's
+// micro-pipeline TP pass fuses the sequence-parallel all-gather before a
+// GEMM and the reduce-scatter after one, so it needs sequence parallelism
+// and torch.compile (torchtitan: "Async TP requires --training.compile"),
+// which trainsim writes framework: megatron (its fused kernels); modelled
+// for dense layers of standard attention (the fused ops' GEMMs are named
+// there).
+void check_torch_async_tp(const ModelSpec& model, const ParallelPlan& plan, Problems& problems) {
+  if (!plan.torch_async_tp())
+    return;
+  if (!plan.sequence_parallel)
+    problems.add("tp_comm_overlap",
+                 "torch_async without sequence parallelism: torch's async TP fuses the sequence-parallel "
+                 "all-gather before a GEMM and the reduce-scatter after one (fused_all_gather_matmul, "
+                 "fused_matmul_reduce_scatter); expected sequence_parallel: true (with tp >= 2), or "
+                 "tp_comm_overlap: false");
+  else if (plan.pytorch())
+    problems.add("tp_comm_overlap",
+                 fmt::format("torch_async with framework {}: async TP is a torch.compile pass (torchtitan: "
+                             "\"Async TP requires --training.compile\"), and trainsim writes compiled "
+                             "PyTorch as framework: megatron; expected framework: megatron, or "
+                             "tp_comm_overlap: false",
+                             to_string(plan.framework)));
+  if (model.is_moe() || model.is_mla())
+    problems.add("tp_comm_overlap",
+                 fmt::format("torch_async with a {} model: torch's async TP is modelled for dense layers of "
+                             "standard attention (the fused ops' GEMMs: QKV, output projection, MLP up and "
+                             "down); expected a dense model without MLA, or tp_comm_overlap: false",
+                             model.is_moe() ? "MoE" : "multi-head latent attention"));
+}
+
 void check_parallelism_options(const ModelSpec& model, const ParallelPlan& plan, Problems& problems) {
   if (plan.sequence_parallel && plan.tp < 2)
     problems.add("sequence_parallel",
@@ -297,18 +328,19 @@ void check_parallelism_options(const ModelSpec& model, const ParallelPlan& plan,
     problems.add("framework", fmt::format("{} shards with FSDP, but zero_stage is {}; expected zero_stage: 3 "
                                           "(or framework: megatron)",
                                           to_string(plan.framework), plan.zero_stage));
-  if (plan.tp_comm_overlap && !plan.sequence_parallel)
+  if (plan.userbuffers() && !plan.sequence_parallel)
     problems.add("tp_comm_overlap",
                  "true without sequence parallelism: Transformer Engine's userbuffers overlap the "
                  "sequence-parallel all-gathers and reduce-scatters with the GEMMs (Megatron's "
                  "--tp-comm-overlap requires --sequence-parallel); expected sequence_parallel: true "
                  "(with tp >= 2), or tp_comm_overlap: false");
-  else if (plan.tp_comm_overlap && plan.pytorch())
+  else if (plan.userbuffers() && plan.pytorch())
     problems.add(
         "tp_comm_overlap",
         fmt::format("true with framework {}: the overlap is Transformer Engine's, as Megatron-LM and "
                     "NeMo run it; expected framework: megatron, or tp_comm_overlap: false",
                     to_string(plan.framework)));
+  check_torch_async_tp(model, plan, problems);
   if (plan.dp_shard > 0) {
     const int positions = plan.data_parallel_size();
     if (plan.zero_stage != 3)

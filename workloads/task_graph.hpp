@@ -79,6 +79,10 @@ struct Task {
   // attention): whether it is the attention core that overlaps the
   // context-parallel key/value exchange (its layer: `layer` below).
   bool attention = false;
+  // Collective: moved by the GPUs' copy engines, not by kernels on their SMs
+  // (torch's async TP shard copies, workloads/torch_async_tp.hpp): overlapped
+  // compute keeps its speed (no cluster.collectives.compute_interference).
+  bool copy_engine = false;
   // Model chunk on the task's rank (virtual stages), and for compute split
   // into pieces the model layer the piece runs (-1: the whole op). 16 bits
   // each (kMaxTaskLayers), which with the byte fields above keeps a task at

@@ -288,7 +288,8 @@ void write_summary_json(std::ostream& out, const RunContext& run, const Report& 
                {"context_parallel", run.plan.cp},
                {"expert_parallel", run.plan.ep},
                {"sequence_parallel", run.plan.sequence_parallel},
-               {"tp_comm_overlap", run.plan.tp_comm_overlap},
+               {"tp_comm_overlap", run.plan.torch_async_tp() ? ordered_json("torch_async")
+                                                             : ordered_json(run.plan.userbuffers())},
                {"zero_stage", run.plan.zero_stage},
                {"framework", to_string(run.plan.framework)},
                {"overlap_grad_reduce", run.plan.overlap_grad_reduce},

@@ -47,8 +47,10 @@ void write_terminal_summary(std::ostream& out, const RunContext& run, const Repo
     options += fmt::format(", context parallel {}", plan.cp);
   if (plan.sequence_parallel)
     options += ", sequence parallel";
-  if (plan.tp_comm_overlap)
+  if (plan.userbuffers())
     options += ", TP communication overlapping the GEMMs";
+  else if (plan.torch_async_tp())
+    options += ", TP communication overlapping the GEMMs (torch async TP)";
   if (plan.hybrid_sharded())
     options += fmt::format(", ZeRO-3 (hybrid-sharded FSDP: shards over {} GPUs, {} replicas)",
                            plan.zero_shard_size(), plan.data_parallel_size() / plan.zero_shard_size());

@@ -745,7 +745,7 @@ class Replayer {
   // nor a new execution per communication (cancelling a suspended one
   // mid-run stalls 3.32's replay, and keeping them slows its solver).
   void communication_starts(TaskId id, const std::vector<int>& gpus) {
-    if (interference_share_ <= 0)
+    if (interference_share_ <= 0 || graph_[id].copy_engine)
       return;
     interfering_[at(id)] = true;
     for (int gpu : gpus) {

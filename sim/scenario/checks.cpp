@@ -172,6 +172,31 @@ std::vector<platforms::Problem> expert_node_problems(const Scenario& scenario) {
   return problems;
 }
 
+// torch's async TP copies the shards peer to peer through symmetric memory,
+// which needs every GPU of a TP group to map the others' memory: one NVLink
+// domain (torch.distributed._symmetric_memory's get_remote_tensors: "only when
+// the group is within NVLink domain"). The TP groups of pipeline rank 0,
+// replica 0 are looked at (the others are these shifted by whole groups).
+std::vector<platforms::Problem> async_tp_domain_problems(const Scenario& scenario) {
+  const auto& plan = scenario.plan;
+  if (!plan.torch_async_tp() || plan.tp < 2 || plan.gpu_count() != scenario.cluster.gpu_count())
+    return {};
+  for (int cp = 0; cp < plan.cp; ++cp) {
+    const int first = plan.gpu_of(0, 0, 0, cp);
+    for (int tp = 1; tp < plan.tp; ++tp) {
+      const int gpu = plan.gpu_of(0, 0, tp, cp);
+      if (scenario.cluster.locate(gpu).domain != scenario.cluster.locate(first).domain)
+        return {{"plan.tp_comm_overlap",
+                 fmt::format("torch_async with tp {}: a TP group spans GPUs {} and {} of different NVLink "
+                             "domains ({} GPUs per node), and torch's async TP copies the shards between "
+                             "GPUs that map each other's memory (symmetric memory over NVLink); expected tp "
+                             "within one NVLink domain, or tp_comm_overlap: false",
+                             plan.tp, first, gpu, scenario.cluster.groups.front().gpus_per_node)}};
+    }
+  }
+  return {};
+}
+
 }  // namespace
 
 std::vector<platforms::Problem> check(const Scenario& scenario) {
@@ -197,6 +222,8 @@ std::vector<platforms::Problem> check(const Scenario& scenario) {
   for (auto& problem : precision_problems(scenario))
     problems.push_back(std::move(problem));
   for (auto& problem : expert_node_problems(scenario))
+    problems.push_back(std::move(problem));
+  for (auto& problem : async_tp_domain_problems(scenario))
     problems.push_back(std::move(problem));
   return problems;
 }

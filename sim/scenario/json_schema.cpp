@@ -112,9 +112,14 @@ class Generator {
       case T::label:
         return {{"type", "string"}, {"pattern", std::string(platforms::name_pattern())}};
       case T::choice: {
+        // YAML reads an unquoted true / false as a boolean (plan.tp_comm_overlap:
+        // false, true or torch_async): such a word is accepted both ways.
         ordered_json words = ordered_json::array();
-        for (auto w : k.words)
+        for (auto w : k.words) {
+          if (w == "true" || w == "false")
+            words.push_back(w == "true");
           words.push_back(w);
+        }
         ordered_json j = {{"enum", words}};
         if (k.any_case)
           j = {{"anyOf", {j, {{"type", "string"}, {"pattern", any_case_pattern(k.words)}}}}};

@@ -36,7 +36,11 @@ void read_parallelism_options(platforms::MapReader& p, Scenario& scenario) {
                                                  {"pytorch_fsdp", Framework::pytorch_fsdp},
                                                  {"pytorch_fsdp2", Framework::pytorch_fsdp2}}))
     plan.framework = *f;
-  if (auto overlap = p.boolean("tp_comm_overlap"))
+  using workloads::TpCommOverlap;
+  if (auto overlap =
+          p.choice<TpCommOverlap>("tp_comm_overlap", {{"false", TpCommOverlap::none},
+                                                      {"true", TpCommOverlap::userbuffers},
+                                                      {"torch_async", TpCommOverlap::torch_async}}))
     plan.tp_comm_overlap = *overlap;
   using workloads::Fp8Recipe;
   using workloads::Precision;

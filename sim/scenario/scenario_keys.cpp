@@ -312,8 +312,10 @@ struct Tables {
                        "GPUs, replicated across the groups; default all of them"),
                 choice("framework", {"megatron", "pytorch_fsdp", "pytorch_fsdp2"},
                        "what runs the plan (the PyTorch ones need zero_stage 3)"),
-                key("tp_comm_overlap", T::boolean,
-                    "overlap the TP collectives with the GEMMs (Transformer Engine userbuffers)"),
+                choice("tp_comm_overlap", {"false", "true", "torch_async"},
+                       "overlap the TP collectives with the GEMMs next to them (needs sequence_parallel): "
+                       "true is Transformer Engine's userbuffers (Megatron), torch_async PyTorch's async TP "
+                       "(torch.compile's fused all-gather / reduce-scatter matmuls over symmetric memory)"),
                 choice("precision", {"bf16", "fp8"}, "number format of the linear GEMMs (docs/precision.md)"),
                 choice("fp8_recipe", {"delayed", "current", "mxfp8"},
                        "FP8 scaling: one scale per tensor, delayed (amax history) or current; mxfp8 one per "

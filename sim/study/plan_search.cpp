@@ -443,8 +443,10 @@ PlanSearch prepare_plan_search(const PlanSearchRequest& request) {
     candidate.plan.ep = plan.ep;
     candidate.plan.etp = plan.etp;
     // The base plan's TP overlap, on every candidate it applies to.
-    candidate.plan.tp_comm_overlap = base_plan.tp_comm_overlap && plan.sequence_parallel &&
-                                     candidate.plan.framework == workloads::Framework::megatron;
+    const bool overlap_applies =
+        plan.sequence_parallel && candidate.plan.framework == workloads::Framework::megatron;
+    candidate.plan.tp_comm_overlap =
+        overlap_applies ? base_plan.tp_comm_overlap : workloads::TpCommOverlap::none;
     // Likewise the gradient reduction's overlap with the backward: FSDP (ZeRO 3)
     // reduce-scatters per layer anyway, and the loader refuses the key there.
     // Expert parallelism reduces its gradients after the backward: the
@@ -542,8 +544,10 @@ std::string scenario_yaml(const PlanSearch& search, const PlanCandidate& candida
     plan.remove("expert_tensor_parallel");
   if (plan["moe_a2a_overlap"] || candidate.plan.moe_a2a_overlap)
     plan["moe_a2a_overlap"] = candidate.plan.moe_a2a_overlap;
-  if (plan["tp_comm_overlap"] || candidate.plan.tp_comm_overlap)
-    plan["tp_comm_overlap"] = candidate.plan.tp_comm_overlap;
+  if (candidate.plan.torch_async_tp())
+    plan["tp_comm_overlap"] = std::string(to_string(candidate.plan.tp_comm_overlap));
+  else if (plan["tp_comm_overlap"] || candidate.plan.userbuffers())
+    plan["tp_comm_overlap"] = candidate.plan.userbuffers();
   if (plan["overlap_grad_reduce"] || candidate.plan.overlap_grad_reduce)
     plan["overlap_grad_reduce"] = candidate.plan.overlap_grad_reduce;
   if (plan["overlap_param_gather"] || candidate.plan.overlap_param_gather)

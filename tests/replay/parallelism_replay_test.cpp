@@ -228,7 +228,7 @@ TEST(ContextParallelReplay, RingExchangeRunsUnderTheAttentionCore) {
 TEST(TpCommOverlapReplay, EachOpExposesOnlyItsLastChunksCommunication) {
   ParallelPlan plan{.dp = 1, .tp = 4, .micro_batch_size = 1, .global_batch_size = 1};
   plan.sequence_parallel = true;
-  plan.tp_comm_overlap = true;
+  plan.tp_comm_overlap = workloads::TpCommOverlap::userbuffers;
   const auto run = replay_plan(plan, testing::uniform_cluster(1, 4, 300e9, 1e-12));
   const double total = analysis::total_length(busy(run, 0, Stream::tp_comm));
   ASSERT_GT(total, 0);

@@ -79,6 +79,43 @@ TEST(ValidateCli, SetOverridesTheTemplateButNotTheKeysARowSets) {
       << bad.err;
 }
 
+// plan.tp_comm_overlap: torch_async (PyTorch's async TP) is a third way,
+// neither the serial collectives nor Transformer Engine's userbuffers, and
+// the CLI refuses it, exit 1, naming the key and the fix, where it cannot
+// run: without sequence parallelism, or in eager PyTorch.
+TEST(ValidateCli, TorchAsyncTpIsItsOwnOverlapAndIsRefusedWhereItCannotRun) {
+  const auto csv = write_temp_file(
+      "rows.csv", std::string(kHeader) + "3.6,64,512,8,3072,32,30,2048,2,32,1,3975.2,check\n");
+  auto predicted = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args{"validate", csv.string(), "-j",
+                                  "1",        "--set",      "plan.sequence_parallel=true"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const auto r = run_cli(args);
+    EXPECT_EQ(r.status, 0) << r.err << r.out;
+    const auto at = r.out.find("3975.2");
+    return at == std::string::npos ? std::string() : r.out.substr(at, r.out.find('\n', at) - at);
+  };
+  const auto serial = predicted({});
+  const auto userbuffers = predicted({"--set", "plan.tp_comm_overlap=true"});
+  const auto torch_async = predicted({"--set", "plan.tp_comm_overlap=torch_async"});
+  ASSERT_FALSE(torch_async.empty());
+  EXPECT_NE(torch_async, serial);
+  EXPECT_NE(torch_async, userbuffers);
+  const auto no_sp = run_cli({"validate", csv.string(), "--set", "plan.tp_comm_overlap=torch_async"});
+  EXPECT_EQ(no_sp.status, 1) << no_sp.out;
+  EXPECT_NE(no_sp.err.find("plan.tp_comm_overlap: torch_async without sequence parallelism"),
+            std::string::npos)
+      << no_sp.err;
+  EXPECT_NE(no_sp.err.find("expected sequence_parallel: true"), std::string::npos) << no_sp.err;
+  const auto eager = run_cli({"validate", csv.string(), "--set", "plan.sequence_parallel=true", "--set",
+                              "plan.tp_comm_overlap=torch_async", "--set", "plan.framework=pytorch_fsdp2",
+                              "--set", "plan.zero_stage=3"});
+  EXPECT_EQ(eager.status, 1) << eager.out;
+  EXPECT_NE(eager.err.find("plan.tp_comm_overlap: torch_async with framework pytorch_fsdp2"),
+            std::string::npos)
+      << eager.err;
+}
+
 // --metric compares an MFU of summary.json with the dataset's `MFU (%)`
 // column: the same replay, so the row's predicted MFUs stand in the ratio
 // of their definitions' FLOPs (mfu_6n / mfu = 6N / trainsim's model FLOPs).

@@ -20,11 +20,13 @@ TEST(LlmFoundryH100LargeValidation, EveryRowStaysAtItsPinnedMape) {
 }
 
 // torchtitan's Table 5: Llama 3.1 405B on 512 GPUs (FSDP 8 x TP 8 x PP 8),
-// 1F1B and interleaved, about 30 s.
+// 1F1B and interleaved, about 2 minutes with its AsyncTP modelled as torch's
+// (the template's `tp_comm_overlap: torch_async`, re-pinned 2026-12-06 on
+// the branch asynctp; as userbuffers, `true`, they read 26.36 and 28.25).
 TEST(TorchtitanH100LargeValidation, FourHundredFiveBPipelineRowsStayAtTheirPinnedMape) {
   for (const PinnedFile& file :
-       {PinnedFile{"tests/fixtures/torchtitan_h100/pp_405b_1f1b.csv", 1, 26.36},
-        PinnedFile{"tests/fixtures/torchtitan_h100/pp_405b_interleaved.csv", 1, 28.25}})
+       {PinnedFile{"tests/fixtures/torchtitan_h100/pp_405b_1f1b.csv", 1, 23.40},
+        PinnedFile{"tests/fixtures/torchtitan_h100/pp_405b_interleaved.csv", 1, 25.63}})
     expect_pinned(file, 1 << 20);
 }
 

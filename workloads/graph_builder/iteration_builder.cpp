@@ -370,6 +370,7 @@ std::vector<BuiltOp> IterationBuilder::add_pieces(const PipeOp& op, int rank, in
                                                   const std::vector<int>& cp_groups) {
   const int passes = plan_.cp > 1 ? cp_exchange_passes(plan_, op.kind) : 0;
   const bool overlap = overlaps_tp_comm(op.kind, slice);
+  const bool async_tp = runs_async_tp(op.kind, slice);
   std::vector<std::vector<OpCost>> costs;
   for (int gpu : gpus)
     costs.push_back(piece_costs(op.kind, slice, specs, cluster_.gpu_of(gpu)));
@@ -388,6 +389,7 @@ std::vector<BuiltOp> IterationBuilder::add_pieces(const PipeOp& op, int rank, in
     const auto& spec = specs[p];
     const double share = passes > 0 ? attention_share(model_, plan_, spec.slice) : 0.0;
     std::vector<std::vector<TaskId>> gemm_chunks(overlap ? gpus.size() : 0);
+    std::vector<AsyncTpPiece> async_pieces(async_tp ? gpus.size() : 0);
     for (std::size_t g = 0; g < gpus.size(); ++g) {
       const int gpu = gpus[g];
       const OpCost& c = costs[g][p];
@@ -419,6 +421,8 @@ std::vector<BuiltOp> IterationBuilder::add_pieces(const PipeOp& op, int rank, in
       }
       const std::vector<Task> gemms =
           overlap ? split_linear_gemms(task, c.tp_overlap_s) : std::vector<Task>{};
+      if (async_tp)
+        async_pieces[g] = take_async_tp_gemms(task, op.kind, spec.slice, cluster_.gpu_of(gpu));
       if (share > 0) {
         piece.first = graph_.add(attention);
         piece.last = graph_.add(task);
@@ -441,6 +445,8 @@ std::vector<BuiltOp> IterationBuilder::add_pieces(const PipeOp& op, int rank, in
     }
     if (share > 0)
       add_ring_attention_exchange(op, rank, spec, passes, gpus, cp_groups, built);
+    if (async_tp)
+      add_async_tp_units(op, rank, spec, gpus, tp_groups, async_pieces, built);
     if (overlap)
       add_overlapped_tp_collectives(op, rank, spec, tp_groups, gemm_chunks, built);
     for (std::size_t g = 0; g < gpus.size(); ++g)
@@ -484,18 +490,26 @@ void IterationBuilder::add_tp_collectives(const PipeOp& op, int rank, const Stag
                                           const std::vector<int>& tp_groups, std::vector<BuiltOp>& built) {
   // The op's all-reduces, folded into one collective per TP group (two with
   // sequence parallelism: reduce-scatter then all-gather, same volume).
+  // Under torch_async only what async TP leaves to NCCL (async_tp_units.cpp).
+  const bool async_tp = runs_async_tp(op.kind, slice);
+  const auto pass_fold = [&](CollectiveOp pass) {
+    return async_tp ? async_tp_plain_fold(op.kind, slice, pass)
+                    : tp_pass_fold(model_, plan_, op.kind, slice, pass);
+  };
+  std::vector<CollectiveOp> passes;
+  for (CollectiveOp pass : tp_passes(plan_))
+    if (pass_fold(pass) > 0)
+      passes.push_back(pass);
   const int fold = tp_allreduces(model_, plan_, op.kind, slice);
-  if (plan_.tp <= 1 || fold <= 0)
+  if (plan_.tp <= 1 || fold <= 0 || passes.empty())
     return;
   for (int cp = 0; cp < plan_.cp; ++cp) {
     TaskId previous = kNone;
-    for (CollectiveOp collective_op : tp_passes(plan_)) {
-      const TaskId id =
-          graph_.add(collective_task(CommKind::tp, collective_op, tp_groups[static_cast<std::size_t>(cp)],
-                                     rank, tp_pass_bytes(collective_op, op.kind),
-                                     {.chunk = op.chunk,
-                                      .micro_batch = op.micro_batch,
-                                      .fold = tp_pass_fold(model_, plan_, op.kind, slice, collective_op)}));
+    for (CollectiveOp collective_op : passes) {
+      const TaskId id = graph_.add(collective_task(
+          CommKind::tp, collective_op, tp_groups[static_cast<std::size_t>(cp)], rank,
+          tp_pass_bytes(collective_op, op.kind),
+          {.chunk = op.chunk, .micro_batch = op.micro_batch, .fold = pass_fold(collective_op)}));
       if (previous != kNone)
         graph_.depend(previous, id);
       else
@@ -517,7 +531,7 @@ double IterationBuilder::tp_pass_bytes(CollectiveOp pass, PipeOpKind kind) const
 }
 
 bool IterationBuilder::overlaps_tp_comm(PipeOpKind kind, const StageSlice& slice) const {
-  return plan_.tp_comm_overlap && plan_.tp > 1 && slice.layers > 0 &&
+  return plan_.userbuffers() && plan_.tp > 1 && slice.layers > 0 &&
          tp_allreduces(model_, plan_, kind, slice) > 0;
 }
 

@@ -158,6 +158,23 @@ class IterationBuilder {
                                      const std::vector<int>& tp_groups,
                                      const std::vector<std::vector<TaskId>>& gemm_chunks,
                                      std::vector<BuiltOp>& built);
+  // async_tp_units.cpp: plan.tp_comm_overlap: torch_async
+  // (workloads/torch_async_tp.hpp) for ops of this kind on this slice.
+  bool runs_async_tp(PipeOpKind kind, const StageSlice& slice) const;
+  // One GPU's fused ops of one piece: their undivided GEMMs taken out of the
+  // piece's rest, and the fields their tasks copy.
+  struct AsyncTpPiece {
+    std::vector<AsyncTpUnit> units;
+    double layers = 0;
+    Task base;
+    double model_flops_per_s = 0, hardware_flops_per_s = 0;
+  };
+  AsyncTpPiece take_async_tp_gemms(Task& rest, PipeOpKind kind, const StageSlice& slice,
+                                   const platforms::GpuSpec& gpu) const;
+  void add_async_tp_units(const PipeOp& op, int rank, const PieceSpec& spec, const std::vector<int>& gpus,
+                          const std::vector<int>& tp_groups, const std::vector<AsyncTpPiece>& pieces,
+                          std::vector<BuiltOp>& built);
+  int async_tp_plain_fold(PipeOpKind kind, const StageSlice& slice, CollectiveOp pass) const;
   void add_ring_attention_exchange(const PipeOp& op, int rank, const PieceSpec& spec, int passes,
                                    const std::vector<int>& gpus, const std::vector<int>& cp_groups,
                                    std::vector<BuiltOp>& built);

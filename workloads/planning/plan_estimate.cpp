@@ -135,9 +135,11 @@ PlanEstimate estimate_plan(const ModelSpec& model, const ParallelPlan& plan,
   // With plan.tp_comm_overlap an op's collectives (C) and linear GEMMs (G)
   // run in k = tp chunks, each chunk's communication after its GEMMs and
   // under the next chunk's (iteration_builder.cpp): the op ends
-  // C / k + (k - 1) / k max(0, C - G) after its compute would.
+  // C / k + (k - 1) / k max(0, C - G) after its compute would. torch's async
+  // TP (torch_async) is estimated by the same pipeline here; the simulation
+  // models its own (workloads/torch_async_tp.hpp).
   auto exposed_tp = [&](double comm_s, double linear_s) {
-    if (!plan.tp_comm_overlap || plan.tp < 2)
+    if (plan.tp_comm_overlap == TpCommOverlap::none || plan.tp < 2)
       return comm_s;
     const double k = plan.tp;
     return comm_s / k + (k - 1) / k * std::max(0.0, comm_s - linear_s);

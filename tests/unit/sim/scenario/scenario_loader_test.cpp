@@ -325,6 +325,58 @@ TEST(ScenarioLoader, ParallelismOptionRulesNameTheKeyAndTheFix) {
   EXPECT_NE(one({"plan.tp_comm_overlap=yes please"}).find("plan.tp_comm_overlap"), std::string::npos);
 }
 
+// plan.tp_comm_overlap: false, true (Transformer Engine's userbuffers) or
+// torch_async (PyTorch's async TP, workloads/torch_async_tp.hpp).
+TEST(ScenarioLoader, TpCommOverlapReadsItsThreeWords) {
+  using workloads::TpCommOverlap;
+  const auto read = [](const std::string& word) {
+    return scenario::parse_scenario_text(kMinimal, "t.yaml",
+                                         {"plan.sequence_parallel=true", "plan.tp_comm_overlap=" + word})
+        .plan.tp_comm_overlap;
+  };
+  EXPECT_EQ(read("false"), TpCommOverlap::none);
+  EXPECT_EQ(read("true"), TpCommOverlap::userbuffers);
+  EXPECT_EQ(read("torch_async"), TpCommOverlap::torch_async);
+  EXPECT_EQ(scenario::parse_scenario_text(kMinimal, "t.yaml").plan.tp_comm_overlap, TpCommOverlap::none);
+  const auto p = problems(kMinimal, {"plan.sequence_parallel=true", "plan.tp_comm_overlap=async"});
+  ASSERT_EQ(p.size(), 1u) << ::testing::PrintToString(p);
+  EXPECT_NE(p[0].find("plan.tp_comm_overlap"), std::string::npos) << p[0];
+  EXPECT_NE(p[0].find("torch_async"), std::string::npos) << p[0];  // the words it takes
+}
+
+// torch_async where torch's async TP cannot run: no sequence parallelism
+// (nothing to fuse), eager PyTorch (it is a torch.compile pass), a MoE model
+// (not modelled), a TP group across NVLink domains (symmetric memory maps
+// peers over NVLink only).
+TEST(ScenarioLoader, TorchAsyncTpIsRefusedWhereItCannotRunWithTheFix) {
+  auto one = [](const std::vector<std::string>& set) {
+    const auto p = problems(kMinimal, set);
+    EXPECT_EQ(p.size(), 1u) << ::testing::PrintToString(p);
+    return p.empty() ? std::string() : p[0];
+  };
+  EXPECT_NE(
+      one({"plan.tp_comm_overlap=torch_async"})
+          .find("plan.tp_comm_overlap: torch_async without sequence parallelism: torch's async TP fuses "
+                "the sequence-parallel all-gather"),
+      std::string::npos);
+  EXPECT_NE(one({"plan.sequence_parallel=true", "plan.tp_comm_overlap=torch_async", "plan.pp=1",
+                 "plan.framework=pytorch_fsdp2", "plan.zero_stage=3"})
+                .find("plan.tp_comm_overlap: torch_async with framework pytorch_fsdp2: async TP is a "
+                      "torch.compile pass"),
+            std::string::npos);
+  EXPECT_NE(
+      one({"plan.sequence_parallel=true", "plan.tp_comm_overlap=torch_async", "model.preset=mixtral-8x7b"})
+          .find("plan.tp_comm_overlap: torch_async with a MoE model"),
+      std::string::npos);
+  EXPECT_NE(
+      one({"plan.sequence_parallel=true", "plan.tp_comm_overlap=torch_async", "plan.tp=16", "plan.pp=1"})
+          .find("plan.tp_comm_overlap: torch_async with tp 16: a TP group spans GPUs 0 and 8 of different "
+                "NVLink domains"),
+      std::string::npos);
+  EXPECT_TRUE(
+      problems(kMinimal, {"plan.sequence_parallel=true", "plan.tp_comm_overlap=torch_async"}).empty());
+}
+
 TEST(ScenarioLoader, ComputeInterferenceIsOffByDefaultAndAtMostHalf) {
   EXPECT_EQ(scenario::parse_scenario_text(kMinimal, "t.yaml").cluster.collectives.compute_interference, 0);
   const auto s =

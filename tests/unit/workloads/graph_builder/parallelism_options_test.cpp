@@ -101,7 +101,7 @@ TEST(TpCommOverlap, SplitsEachOpsCollectivesAndGemmsWithoutChangingVolumeTimeOrF
   plan.sequence_parallel = true;
   const AnalyticCostModel cost(model, plan, 0.5);
   const auto serial = build(plan, &cost);
-  plan.tp_comm_overlap = true;
+  plan.tp_comm_overlap = workloads::TpCommOverlap::userbuffers;
   const auto overlapped = build(plan, &cost);
   expect_acyclic(overlapped);
   for (CollectiveOp op : {CollectiveOp::reduce_scatter, CollectiveOp::all_gather}) {

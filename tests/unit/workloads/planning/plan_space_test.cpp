@@ -229,7 +229,7 @@ TEST(PlanEstimate, TpCommOverlapShowsTheLastChunkBehindLongEnoughGemms) {
   const testing::FixedCostModel no_gemms(1e-3, 1e-3, 1e-3);
   const auto serial = estimate_plan(model, plan, cluster, analytic);
   const auto serial_fixed = estimate_plan(model, plan, cluster, no_gemms);
-  plan.tp_comm_overlap = true;
+  plan.tp_comm_overlap = workloads::TpCommOverlap::userbuffers;
   const auto overlapped = estimate_plan(model, plan, cluster, analytic);
   ASSERT_GT(serial.tp_comm_s, 0);
   EXPECT_NEAR(overlapped.tp_comm_s, serial.tp_comm_s / 4, 1e-9 * serial.tp_comm_s);
