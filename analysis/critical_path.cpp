@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "analysis/execution_index.hpp"
-#include "analysis/time_sort.hpp"
 
 namespace trainsim::analysis {
 
@@ -40,7 +39,7 @@ LinkLoadIndex::LinkLoadIndex(const Timeline& timeline, LinkClasses links)
   // Each link's flows in order of start, ties in list order: sorted on
   // (start, place in the list), which is that stable order, with the starts
   // read once rather than at every comparison.
-  std::vector<std::pair<double, std::uint32_t>> keyed, scratch;
+  std::vector<std::pair<double, std::uint32_t>> keyed;
   std::vector<std::uint32_t> listed;
   for (std::size_t l = 0; l < timeline.links.size(); ++l) {
     if (!links_.is_representative(l))
@@ -54,7 +53,7 @@ LinkLoadIndex::LinkLoadIndex(const Timeline& timeline, LinkClasses links)
     }
     if (std::is_sorted(keyed.begin(), keyed.end()))
       continue;
-    sort_by_time(keyed.begin(), keyed.end(), scratch);  // k rises along keyed
+    std::sort(keyed.begin(), keyed.end());
     listed.assign(list.begin(), list.end());
     for (std::size_t k = 0; k < keyed.size(); ++k)
       list[k] = listed[keyed[k].second];

@@ -6,7 +6,6 @@
 #include "analysis/flow_index.hpp"
 #include "analysis/fold_classes.hpp"
 #include "analysis/intervals.hpp"
-#include "analysis/time_sort.hpp"
 
 namespace trainsim::analysis {
 
@@ -195,7 +194,7 @@ Utilization analyze_utilization(const workloads::TaskGraph& graph, const Timelin
   // Per link orbit (analysis/fold_classes.hpp): an image link carries the
   // images of its representative's flows.
   u.links.resize(timeline.links.size());
-  std::vector<std::pair<double, int>> ev, scratch;
+  std::vector<std::pair<double, int>> ev;
   for (std::size_t l = 0; l < u.links.size(); ++l) {
     auto& link = u.links[l];
     if (const std::size_t rep = link_classes.representative(l); rep != l) {
@@ -227,9 +226,9 @@ Utilization analyze_utilization(const workloads::TaskGraph& graph, const Timelin
     // sequence as one sort of both, as equal events are equal pairs.
     const auto middle = ev.begin() + static_cast<std::ptrdiff_t>(on_link.size());
     if (!std::is_sorted(ev.begin(), middle))
-      sort_by_time(ev.begin(), middle, scratch);
+      std::sort(ev.begin(), middle);
     if (!std::is_sorted(middle, ev.end()))
-      sort_by_time(middle, ev.end(), scratch);
+      std::sort(middle, ev.end());
     std::inplace_merge(ev.begin(), middle, ev.end());
     const EventSweep sweep = sweep_sorted_events(ev);
     link.peak_concurrent_flows = sweep.peak;
