@@ -14,21 +14,21 @@
 // Each communication SimGrid starts and ends also allocates and frees a dozen
 // small objects (its network action, its max-min variable's elements, route
 // vectors, heap nodes, sets of zones: 8 to 272 bytes), 1.4 million times in a
-// folded ZeRO-3 run of scale-512. glibc served them in ~90 instructions a
-// free (its per-thread cache holds 7 blocks of a size; a burst of ended
-// flows overflows it into the general free path): 11% of the run's
-// instructions. Served here in size classes (a free list each), an
-// allocation and a free take a few instructions (docs/performance.md, "FSDP:
-// SimGrid's small objects from a pool").
+// folded ZeRO-3 run of scale-512. glibc's free took 94 instructions a call
+// on average there, most of them past its per-thread cache (which holds 7
+// blocks of a size). Served here in size classes (a free list each), an
+// allocation and a free take a few instructions, while the replay's engine
+// runs (trainsim_small_object_pool_widen; docs/performance.md, "FSDP: the
+// overlapping pair examined, SimGrid's small objects from a pool").
 //
 // The pool reserves address space once (no memory until touched), hands out
 // slots of a class by bumping a pointer through 1 MiB chunks of that class
 // (a table gives each chunk's class), and keeps freed slots on the class's
 // free list (per thread: trainsim's simulations are single-threaded, the
 // study commands' threads only wait on child processes). Larger sizes, and
-// everything if the reservation fails, go to malloc. Freed slots are not
-// given back to the system, nor to another class (glibc keeps most freed
-// memory too).
+// everything if the reservation fails (as under valgrind), go to malloc.
+// Freed slots are not given back to the system, nor to another class (glibc
+// keeps most freed memory too).
 #include <sys/mman.h>
 
 #include <array>

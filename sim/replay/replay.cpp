@@ -45,9 +45,9 @@ namespace {
 
 // While the engine runs: each communication SimGrid starts and ends
 // allocates and frees a dozen objects of 8 to 272 bytes (its network action,
-// its max-min variable's elements, route vectors, heap nodes), which glibc
-// serves at ~90 instructions a free once a burst of ended flows overflows
-// its per-thread cache; the pool's free lists take a few.
+// its max-min variable's elements, route vectors, heap nodes); glibc's free
+// took 94 instructions a call on average, most of them past its per-thread
+// cache, and the pool's free lists take a few (docs/performance.md).
 class SmallObjectPoolWidened {
  public:
   SmallObjectPoolWidened() {
