@@ -167,9 +167,17 @@ std::optional<MemoryCurves> per_orbit(const workloads::TaskGraph& graph, const T
   std::sort(keys.begin(), keys.end());
   keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
   std::vector<double> start(keys.size(), kNever), end(keys.size(), kNever);
+  // A collective's records (one per member) and a GPU's events on one task
+  // come one after another: the last key found is asked again first.
+  std::uint32_t last_key = std::numeric_limits<std::uint32_t>::max();
+  std::size_t last_slot = keys.size();
   const auto slot = [&](std::uint32_t key) {
+    if (key == last_key)
+      return last_slot;
     const auto it = std::lower_bound(keys.begin(), keys.end(), key);
-    return it != keys.end() && *it == key ? static_cast<std::size_t>(it - keys.begin()) : keys.size();
+    last_key = key;
+    last_slot = it != keys.end() && *it == key ? static_cast<std::size_t>(it - keys.begin()) : keys.size();
+    return last_slot;
   };
   for (const auto& r : timeline.records.recorded()) {
     if (r.task >= graph.size())

@@ -1,6 +1,6 @@
-// A pool for 17- to 32-byte allocations, replacing the global operator new
-// and delete of the trainsim executable (only: it is a source of the
-// executable, not of a library).
+// A pool for small allocations (up to 512 bytes), replacing the global
+// operator new and delete of the trainsim executable (only: it is a source of
+// the executable, not of a library).
 //
 // Why: SimGrid 3.32 keeps every communication started from the maestro in one
 // std::list and removes a finished one with list::remove, a walk over every
@@ -11,27 +11,55 @@
 // and the same walk runs ~40 times faster: a fast-fidelity all-reduce over
 // 4,096 GPUs went from 174 s to 3.8 s (docs/performance.md).
 //
+// Each communication SimGrid starts and ends also allocates and frees a dozen
+// small objects (its network action, its max-min variable's elements, route
+// vectors, heap nodes, sets of zones: 8 to 272 bytes), 1.4 million times in a
+// folded ZeRO-3 run of scale-512. glibc's free took 94 instructions a call
+// on average there, most of them past its per-thread cache (which holds 7
+// blocks of a size). Served here in size classes (a free list each), an
+// allocation and a free take a few instructions, while the replay's engine
+// runs (trainsim_small_object_pool_widen; docs/performance.md, "FSDP: the
+// overlapping pair examined, SimGrid's small objects from a pool").
+//
 // The pool reserves address space once (no memory until touched), hands out
-// 32-byte slots by bumping a pointer, and keeps freed slots on a free list
-// (per thread: trainsim's simulations are single-threaded, the study
-// commands' threads only wait on child processes). Other sizes, and
-// everything if the reservation fails, go to malloc.
+// slots of a class by bumping a pointer through 1 MiB chunks of that class
+// (a table gives each chunk's class), and keeps freed slots on the class's
+// free list (per thread: trainsim's simulations are single-threaded, the
+// study commands' threads only wait on child processes). Larger sizes, and
+// everything if the reservation fails (as under valgrind), go to malloc.
+// Freed slots are not given back to the system, nor to another class (glibc
+// keeps most freed memory too).
 #include <sys/mman.h>
 
+#include <array>
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 #include <new>
 
 namespace {
 
-constexpr std::size_t kSlot = 32;
 constexpr std::size_t kArenaBytes = std::size_t{1} << 36;  // 64 GiB of address space
-constexpr std::size_t kChunk = std::size_t{1} << 20;       // taken from the arena per thread
+constexpr std::size_t kChunkBits = 20;
+constexpr std::size_t kChunk = std::size_t{1} << kChunkBits;  // taken from the arena per thread and class
+constexpr std::size_t kChunks = kArenaBytes / kChunk;
+// The slot sizes: every multiple of 16 (operator new's alignment) up to
+// kLargest, so that a slot wastes less than glibc's block header would.
+constexpr std::size_t kStep = 16;
+constexpr std::size_t kLargest = 512;
+constexpr std::size_t kClasses = kLargest / kStep;
+constexpr std::size_t class_of_size(std::size_t n) {
+  return n == 0 ? 0 : (n - 1) / kStep;
+}
+constexpr std::size_t class_bytes(std::size_t c) {
+  return (c + 1) * kStep;
+}
 
 struct Arena {
   char* base = nullptr;
   std::atomic<std::size_t> used{0};
+  std::array<std::uint8_t, kChunks> chunk_class{};  // the class of each chunk handed out
   Arena() {
     void* p = mmap(nullptr, kArenaBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
                    -1, 0);
@@ -39,6 +67,9 @@ struct Arena {
       base = static_cast<char*>(p);
   }
   bool owns(const void* p) const { return base != nullptr && p >= base && p < base + kArenaBytes; }
+  std::size_t class_of(const void* p) const {
+    return chunk_class[static_cast<std::size_t>(static_cast<const char*>(p) - base) >> kChunkBits];
+  }
 };
 
 Arena& arena() {
@@ -46,38 +77,44 @@ Arena& arena() {
   return a;
 }
 
-struct ThreadPool {
+struct ClassPool {
   void* free_list = nullptr;
   char* next = nullptr;
   char* end = nullptr;
 };
+struct ThreadPool {
+  std::array<ClassPool, kClasses> classes;
+  bool wide = false;  // every class, not only 17 to 32 bytes (trainsim_small_object_pool_widen)
+};
 thread_local ThreadPool pool;
 
-void* pool_allocate() {
-  ThreadPool& t = pool;
+void* pool_allocate(std::size_t c) {
+  ClassPool& t = pool.classes[c];
   if (t.free_list != nullptr) {
     void* p = t.free_list;
     t.free_list = *static_cast<void**>(p);
     return p;
   }
-  if (t.next == t.end) {
+  const std::size_t slot = class_bytes(c);
+  if (static_cast<std::size_t>(t.end - t.next) < slot) {
     Arena& a = arena();
     if (a.base == nullptr)
       return nullptr;
     const std::size_t offset = a.used.fetch_add(kChunk);
     if (offset + kChunk > kArenaBytes)
       return nullptr;
+    a.chunk_class[offset >> kChunkBits] = static_cast<std::uint8_t>(c);
     t.next = a.base + offset;
     t.end = t.next + kChunk;
   }
   void* p = t.next;
-  t.next += kSlot;
+  t.next += slot;
   return p;
 }
 
 void* allocate(std::size_t n) {
-  if (n > 16 && n <= kSlot)
-    if (void* p = pool_allocate())
+  if ((n > 16 && n <= 32) || (n <= kLargest && pool.wide))
+    if (void* p = pool_allocate(class_of_size(n)))
       return p;
   return std::malloc(n == 0 ? 1 : n);
 }
@@ -85,15 +122,25 @@ void* allocate(std::size_t n) {
 void release(void* p) noexcept {
   if (p == nullptr)
     return;
-  if (arena().owns(p)) {
-    *static_cast<void**>(p) = pool.free_list;
-    pool.free_list = p;
+  if (Arena& a = arena(); a.owns(p)) {
+    ClassPool& t = pool.classes[a.class_of(p)];
+    *static_cast<void**>(p) = t.free_list;
+    t.free_list = p;
     return;
   }
   std::free(p);
 }
 
 }  // namespace
+
+// While the replay runs its simulation (sim/replay/replay.cpp). Outside it,
+// glibc serves every size but 17 to 32 bytes: a graph's or an analysis's
+// vectors growing through the classes would leave a freed slot in each,
+// which glibc would have merged for the next larger block (scale-16k peaked
+// 17% higher with every class served throughout).
+extern "C" void trainsim_small_object_pool_widen(bool wide) {
+  pool.wide = wide;
+}
 
 void* operator new(std::size_t n) {
   if (void* p = allocate(n))

@@ -30,6 +30,11 @@
 #include "sim/replay/route_table.hpp"
 #include "sim/replay/task_fifo.hpp"
 
+// The trainsim executable's allocator (sim/cli/small_object_pool.cpp) serves
+// every small size from its pool while this is on; tests and other programs
+// link no such allocator, and the call is skipped.
+extern "C" void trainsim_small_object_pool_widen(bool wide) __attribute__((weak));
+
 namespace trainsim::sim {
 namespace sg = simgrid::s4u;
 using workloads::TaskGraph;
@@ -37,6 +42,25 @@ using workloads::TaskId;
 using workloads::TaskKind;
 
 namespace {
+
+// While the engine runs: each communication SimGrid starts and ends
+// allocates and frees a dozen objects of 8 to 272 bytes (its network action,
+// its max-min variable's elements, route vectors, heap nodes); glibc's free
+// took 94 instructions a call on average, most of them past its per-thread
+// cache, and the pool's free lists take a few (docs/performance.md).
+class SmallObjectPoolWidened {
+ public:
+  SmallObjectPoolWidened() {
+    if (trainsim_small_object_pool_widen != nullptr)
+      trainsim_small_object_pool_widen(true);
+  }
+  ~SmallObjectPoolWidened() {
+    if (trainsim_small_object_pool_widen != nullptr)
+      trainsim_small_object_pool_widen(false);
+  }
+  SmallObjectPoolWidened(const SmallObjectPoolWidened&) = delete;
+  SmallObjectPoolWidened& operator=(const SmallObjectPoolWidened&) = delete;
+};
 
 // Activities are started again rather than created anew. SimGrid 3.32 keeps
 // the activities it lists on the maestro actor in one std::list and removes
@@ -118,7 +142,10 @@ class Replayer {
     if (driver_ != nullptr)
       driver_->start();
     begin_iteration();
-    sg::Engine::get_instance()->run();
+    {
+      const SmallObjectPoolWidened widened;
+      sg::Engine::get_instance()->run();
+    }
     if (iteration_ < options_.iterations && driver_ != nullptr && driver_->waiting_flows() > 0)
       throw platforms::InputError(
           {"the job stalls for good: a link of the perturbations section goes down and never "
