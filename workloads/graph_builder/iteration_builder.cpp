@@ -370,9 +370,19 @@ std::vector<BuiltOp> IterationBuilder::add_pieces(const PipeOp& op, int rank, in
                                                   const std::vector<int>& cp_groups) {
   const int passes = plan_.cp > 1 ? cp_exchange_passes(plan_, op.kind) : 0;
   const bool overlap = overlaps_tp_comm(op.kind, slice);
+  // The GPUs of a node group share one GpuSpec: a run of GPUs on the same
+  // spec (a TP group's) shares its costs, computed once.
   std::vector<std::vector<OpCost>> costs;
-  for (int gpu : gpus)
-    costs.push_back(piece_costs(op.kind, slice, specs, cluster_.gpu_of(gpu)));
+  costs.reserve(gpus.size());
+  const platforms::GpuSpec* costed = nullptr;
+  for (int gpu : gpus) {
+    const platforms::GpuSpec& spec = cluster_.gpu_of(gpu);
+    if (&spec == costed)
+      costs.push_back(costs.back());
+    else
+      costs.push_back(piece_costs(op.kind, slice, specs, spec));
+    costed = &spec;
+  }
   // Imbalanced routing: each GPU's pieces take what its experts' load adds.
   std::vector<std::vector<double>> imbalance(gpus.size(), std::vector<double>(specs.size(), 0.0));
   if (imbalanced_)
