@@ -113,6 +113,9 @@ struct BubbleReport {
   std::vector<StageBubbles> stages;
   CauseSeconds total_cause_s{};  // summed over GPUs (GPU-seconds)
   double total_lost_s = 0;       // summed over GPUs (GPU-seconds)
+  // GPUs whose figures are their representative's in a folded run (its
+  // walks map onto theirs: analyze_bubbles), not walked on their own.
+  std::size_t gpus_from_representative = 0;
 };
 
 // The causes a report shows, in order: kBubbleCauses, then
