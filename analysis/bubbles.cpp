@@ -272,7 +272,8 @@ BubbleReport analyze_bubbles(const workloads::TaskGraph& graph, const Timeline& 
 
 BubbleReport analyze_bubbles(const workloads::TaskGraph& graph, const Timeline& timeline,
                              const workloads::ParallelPlan& plan, const ExecutionIndex& index,
-                             const GpuClasses& classes) {
+                             const GpuClasses& classes,
+                             const std::vector<std::vector<Interval>>* nccl_waits) {
   const auto gpus = static_cast<std::size_t>(graph.gpu_count);
   if (classes.size() != gpus)
     return analyze_bubbles(graph, timeline, plan, index);
@@ -317,7 +318,12 @@ BubbleReport analyze_bubbles(const workloads::TaskGraph& graph, const Timeline& 
                                                  : report.reference_iteration_time_s;
 
   const GapWalker walker(graph, index);
-  const auto waits = nccl_wait_spans(graph, timeline, classes);
+  std::vector<std::vector<Interval>> computed_waits;
+  if (nccl_waits == nullptr || nccl_waits->size() != gpus) {
+    computed_waits = nccl_wait_spans(graph, timeline, classes);
+    nccl_waits = &computed_waits;
+  }
+  const auto& waits = *nccl_waits;
   // Per GPU orbit too when the walks map onto each other (walks_are_images):
   // an image GPU's figures are then its representative's, computed from the
   // images of its tasks, times and causes.
