@@ -1,8 +1,10 @@
 #include "analysis/bubbles.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <tuple>
+#include <utility>
 
 #include "analysis/execution_index.hpp"
 #include "analysis/fold_classes.hpp"
@@ -95,11 +97,19 @@ std::size_t at(BubbleCause cause) {
 std::vector<double> reference_durations(const workloads::TaskGraph& graph, const ExecutionIndex& index) {
   using Op = std::tuple<int, int, int, int>;
   auto op_of = [](const Task& t) { return Op{static_cast<int>(t.kind), t.stage, t.chunk, t.micro_batch}; };
+  // A task's piece: how many tasks of its op ran before it on its GPU (its
+  // GPU's tasks sorted by op, then by their place in the compute order).
   std::vector<int> piece(graph.size(), 0);
+  std::vector<std::pair<Op, std::uint32_t>> ops;
   for (int gpu = 0; gpu < graph.gpu_count; ++gpu) {
-    std::map<Op, int> seen;
-    for (TaskId v : index.compute_order(gpu))
-      piece[v] = seen[op_of(graph[v])]++;
+    const auto& order = index.compute_order(gpu);
+    ops.clear();
+    for (std::uint32_t i = 0; i < order.size(); ++i)
+      ops.emplace_back(op_of(graph[order[i]]), i);
+    std::sort(ops.begin(), ops.end());
+    for (std::size_t k = 1; k < ops.size(); ++k)
+      if (ops[k].first == ops[k - 1].first)
+        piece[order[ops[k].second]] = piece[order[ops[k - 1].second]] + 1;
   }
   // Each (op, piece) gets a slot, looked up once per task: the task keeps
   // its slot (`piece` reused), and the fastest duration sits in the slot.
