@@ -1,8 +1,10 @@
 #include "analysis/bubbles.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <tuple>
+#include <utility>
 
 #include "analysis/execution_index.hpp"
 #include "analysis/fold_classes.hpp"
@@ -95,11 +97,19 @@ std::size_t at(BubbleCause cause) {
 std::vector<double> reference_durations(const workloads::TaskGraph& graph, const ExecutionIndex& index) {
   using Op = std::tuple<int, int, int, int>;
   auto op_of = [](const Task& t) { return Op{static_cast<int>(t.kind), t.stage, t.chunk, t.micro_batch}; };
+  // A task's piece: how many tasks of its op ran before it on its GPU (its
+  // GPU's tasks sorted by op, then by their place in the compute order).
   std::vector<int> piece(graph.size(), 0);
+  std::vector<std::pair<Op, std::uint32_t>> ops;
   for (int gpu = 0; gpu < graph.gpu_count; ++gpu) {
-    std::map<Op, int> seen;
-    for (TaskId v : index.compute_order(gpu))
-      piece[v] = seen[op_of(graph[v])]++;
+    const auto& order = index.compute_order(gpu);
+    ops.clear();
+    for (std::uint32_t i = 0; i < order.size(); ++i)
+      ops.emplace_back(op_of(graph[order[i]]), i);
+    std::sort(ops.begin(), ops.end());
+    for (std::size_t k = 1; k < ops.size(); ++k)
+      if (ops[k].first == ops[k - 1].first)
+        piece[order[ops[k].second]] = piece[order[ops[k - 1].second]] + 1;
   }
   // Each (op, piece) gets a slot, looked up once per task: the task keeps
   // its slot (`piece` reused), and the fastest duration sits in the slot.
@@ -162,12 +172,23 @@ class GapWalker {
   GapWalker(const workloads::TaskGraph& graph, const ExecutionIndex& index) : graph_(graph), index_(index) {}
 
   // Blames [a, b) of GPU `gpu` on what `waiter` (starting at b) waited for;
-  // waiter == kNone stands for the end of the iteration.
+  // waiter == kNone stands for the end of the iteration. `ties`, when given,
+  // gets every task of the walk whose releaser was chosen among tasks that
+  // ended at the same instant (ExecutionIndex::tied), up to the first task
+  // that is its own image under `fixed` (a spanning collective: the walks of
+  // its members' images go on from it as this one does).
   void walk(double a, double b, TaskId waiter, const std::vector<Interval>& comm,
-            const std::vector<Interval>& waits, GpuBubbles& out) const {
+            const std::vector<Interval>& waits, GpuBubbles& out, std::vector<TaskId>* ties = nullptr,
+            const PermutationPowers* fixed = nullptr) const {
     double hi = b;
     TaskId cur = waiter;
     while (hi > a) {
+      if (ties != nullptr && cur != ExecutionIndex::kNone) {
+        if (fixed->fixed(cur))
+          ties = nullptr;
+        else if (index_.tied(cur))
+          ties->push_back(cur);
+      }
       const TaskId p = cur == ExecutionIndex::kNone ? index_.last_task() : index_.releaser(cur);
       const BubbleCause own =
           cur == ExecutionIndex::kNone ? BubbleCause::warmup_cooldown : cause_of(graph_[cur]);
@@ -203,6 +224,49 @@ class GapWalker {
   const ExecutionIndex& index_;
 };
 
+// Whether every image GPU's compute tasks are, in order, the images of its
+// representative's under its power of the rotation (so are their stream
+// predecessors).
+bool compute_orders_are_images(const workloads::TaskGraph& graph, const ExecutionIndex& index,
+                               const GpuClasses& classes) {
+  const FoldImages* images = classes.images();
+  if (images == nullptr || images->tasks.size() < graph.size())
+    return false;
+  for (std::size_t g = 0; g < classes.size(); ++g) {
+    const auto rep = classes.representative(g);
+    if (rep == g)
+      continue;
+    const auto& mine = index.compute_order(static_cast<int>(g));
+    const auto& theirs = index.compute_order(static_cast<int>(rep));
+    if (mine.size() != theirs.size())
+      return false;
+    const int k = classes.step(g);
+    for (std::size_t i = 0; i < mine.size(); ++i)
+      if (images->tasks.power(theirs[i], k) != mine[i])
+        return false;
+  }
+  return true;
+}
+
+// Whether GPU `g`'s gaps are blamed as its representative's, the walks from
+// its compute tasks being the images of the representative's walks (the walk
+// from the end of the iteration is the same on every GPU): given the compute
+// orders' images above, a task's releaser that was the only latest-ending of
+// its candidates has an image that is the image's only latest-ending
+// candidate (the fold maps dependencies onto dependencies; an image ends when
+// its record does); a releaser chosen among tasks that ended at one instant
+// (`ties`: those of the representative's walks) is compared image to image.
+bool walks_are_images(const ExecutionIndex& index, const FoldImages& images, int k,
+                      const std::vector<TaskId>& ties) {
+  const auto image = [&](TaskId t) {
+    return t == ExecutionIndex::kNone ? t : static_cast<TaskId>(images.tasks.power(t, k));
+  };
+  for (const TaskId t : ties)
+    if (index.releaser(image(t)) != image(index.releaser(t)))
+      return false;
+  return true;
+}
+
 }  // namespace
 
 BubbleReport analyze_bubbles(const workloads::TaskGraph& graph, const Timeline& timeline,
@@ -218,7 +282,8 @@ BubbleReport analyze_bubbles(const workloads::TaskGraph& graph, const Timeline& 
 
 BubbleReport analyze_bubbles(const workloads::TaskGraph& graph, const Timeline& timeline,
                              const workloads::ParallelPlan& plan, const ExecutionIndex& index,
-                             const GpuClasses& classes) {
+                             const GpuClasses& classes,
+                             const std::vector<std::vector<Interval>>* nccl_waits) {
   const auto gpus = static_cast<std::size_t>(graph.gpu_count);
   if (classes.size() != gpus)
     return analyze_bubbles(graph, timeline, plan, index);
@@ -263,20 +328,42 @@ BubbleReport analyze_bubbles(const workloads::TaskGraph& graph, const Timeline& 
                                                  : report.reference_iteration_time_s;
 
   const GapWalker walker(graph, index);
-  const auto waits = nccl_wait_spans(graph, timeline, classes);
+  std::vector<std::vector<Interval>> computed_waits;
+  if (nccl_waits == nullptr || nccl_waits->size() != gpus) {
+    computed_waits = nccl_wait_spans(graph, timeline, classes);
+    nccl_waits = &computed_waits;
+  }
+  const auto& waits = *nccl_waits;
+  // Per GPU orbit too when the walks map onto each other (walks_are_images):
+  // an image GPU's figures are then its representative's, computed from the
+  // images of its tasks, times and causes.
+  const bool per_orbit = classes.folded() && compute_orders_are_images(graph, index, classes);
+  std::vector<std::vector<TaskId>> ties(per_orbit ? gpus : 0);
   report.gpus.resize(gpus);
   for (std::size_t g = 0; g < gpus; ++g) {
     auto& out = report.gpus[g];
+    const std::size_t rep = classes.representative(g);
+    if (per_orbit && rep != g && walks_are_images(index, *classes.images(), classes.step(g), ties[rep])) {
+      out = report.gpus[rep];
+      out.gpu = static_cast<int>(g);
+      out.stage = plan.pp_rank_of(out.gpu);
+      for (std::size_t c = 0; c < kBubbleCauseCount; ++c)
+        report.total_cause_s[c] += out.cause_s[c];
+      report.total_lost_s += out.lost_s;
+      ++report.gpus_from_representative;
+      continue;
+    }
     out.gpu = static_cast<int>(g);
     out.stage = plan.pp_rank_of(out.gpu);
-    const std::size_t rep = classes.representative(g);
+    std::vector<TaskId>* my_ties = per_orbit && rep == g ? &ties[g] : nullptr;
     const auto& merged_comm = comm[rep];
     double prev_end = 0, compute_s = 0, forward_backward_ref_s = 0, forward_backward_balanced_s = 0;
     std::vector<Interval> compute;
     for (TaskId v : index.compute_order(out.gpu)) {
       const double s = index.start_s(v), e = index.end_s(v);
       if (s > prev_end)
-        walker.walk(prev_end, s, v, merged_comm, waits[rep], out);
+        walker.walk(prev_end, s, v, merged_comm, waits[rep], out, my_ties,
+                    per_orbit ? &classes.images()->tasks : nullptr);
       compute.emplace_back(s, e);
       if (is_forward_backward(graph[v].kind)) {
         out.forward_backward_s += e - s;

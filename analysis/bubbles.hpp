@@ -46,6 +46,7 @@
 
 #include "analysis/execution_index.hpp"
 #include "analysis/fold_classes.hpp"
+#include "analysis/intervals.hpp"
 #include "analysis/timeline.hpp"
 #include "workloads/parallel_plan.hpp"
 #include "workloads/task_graph.hpp"
@@ -113,6 +114,9 @@ struct BubbleReport {
   std::vector<StageBubbles> stages;
   CauseSeconds total_cause_s{};  // summed over GPUs (GPU-seconds)
   double total_lost_s = 0;       // summed over GPUs (GPU-seconds)
+  // GPUs whose figures are their representative's in a folded run (its
+  // walks map onto theirs: analyze_bubbles), not walked on their own.
+  std::size_t gpus_from_representative = 0;
 };
 
 // The causes a report shows, in order: kBubbleCauses, then
@@ -126,9 +130,12 @@ BubbleReport analyze_bubbles(const workloads::TaskGraph& graph, const Timeline& 
 BubbleReport analyze_bubbles(const workloads::TaskGraph& graph, const Timeline& timeline,
                              const workloads::ParallelPlan& plan, const ExecutionIndex& index);
 // The same, on the GPU orbits already built (GpuClasses::of(graph, timeline,
-// graph.gpu_count)).
+// graph.gpu_count)), and with `nccl_waits` = nccl_wait_spans(graph, timeline,
+// classes) already computed (analysis/gpu_power.hpp; null, or not one list
+// per GPU: computed here).
 BubbleReport analyze_bubbles(const workloads::TaskGraph& graph, const Timeline& timeline,
                              const workloads::ParallelPlan& plan, const ExecutionIndex& index,
-                             const GpuClasses& classes);
+                             const GpuClasses& classes,
+                             const std::vector<std::vector<Interval>>* nccl_waits = nullptr);
 
 }  // namespace trainsim::analysis

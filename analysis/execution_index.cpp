@@ -9,6 +9,7 @@ using workloads::TaskId;
 
 ExecutionIndex::ExecutionIndex(const workloads::TaskGraph& graph, const Timeline& timeline)
     : ran_(graph.size(), false),
+      tied_(graph.size(), false),
       start_s_(graph.size(), 0.0),
       end_s_(graph.size(), 0.0),
       compute_order_(static_cast<std::size_t>(std::max(graph.gpu_count, 0))),
@@ -52,18 +53,25 @@ ExecutionIndex::ExecutionIndex(const workloads::TaskGraph& graph, const Timeline
     if (!ran_[v])
       continue;
     TaskId best = widen(stream_pred_[v]);
+    int at_best = best == kNone ? 0 : 1;  // candidates ending when `best` does
     for (auto [e, e_end] = boost::in_edges(workloads::task_vertex(v), graph.dependencies()); e != e_end;
          ++e) {
       const TaskId u = boost::source(*e, graph.dependencies());
       if (!ran_[u])
         continue;
       ++waiting[v];
-      if (best == kNone || end_s_[u] > end_s_[best] || (end_s_[u] == end_s_[best] && u < best))
+      if (best == kNone || end_s_[u] > end_s_[best]) {
         best = u;
+        at_best = 1;
+      } else if (end_s_[u] == end_s_[best] && u != best) {
+        ++at_best;
+        best = std::min(best, u);
+      }
     }
     if (stream_pred_[v] != kNone32)
       ++waiting[v];
     releaser_[v] = best == kNone ? kNone32 : static_cast<std::uint32_t>(best);
+    tied_[v] = at_best > 1;
   }
   std::vector<TaskId> ready;
   for (TaskId v = 0; v < graph.size(); ++v)

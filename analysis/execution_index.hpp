@@ -34,6 +34,10 @@ class ExecutionIndex {
   workloads::TaskId stream_predecessor(workloads::TaskId task) const { return widen(stream_pred_[task]); }
   // What finished last before `task` could start (kNone for a first task).
   workloads::TaskId releaser(workloads::TaskId task) const { return widen(releaser_[task]); }
+  // Whether another candidate finished at the same instant as `task`'s
+  // releaser (the choice between them is by task id, which a fold's rotation
+  // need not preserve: analysis/bubbles.cpp checks such tasks' images).
+  bool tied(workloads::TaskId task) const { return tied_[task]; }
   // The task that finished last in the iteration (ties: the last recorded).
   workloads::TaskId last_task() const { return last_task_; }
   // Tasks in an order where every releaser, graph predecessor and stream
@@ -48,7 +52,7 @@ class ExecutionIndex {
   static constexpr std::uint32_t kNone32 = std::numeric_limits<std::uint32_t>::max();
   static workloads::TaskId widen(std::uint32_t task) { return task == kNone32 ? kNone : task; }
 
-  std::vector<bool> ran_;
+  std::vector<bool> ran_, tied_;
   std::vector<double> start_s_, end_s_;
   std::vector<std::vector<std::uint32_t>> compute_order_;
   std::vector<std::uint32_t> stream_pred_, releaser_, topo_;

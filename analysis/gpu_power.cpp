@@ -118,21 +118,35 @@ std::vector<GpuActivity> gpu_activity(const workloads::TaskGraph& graph, const T
 }
 
 std::vector<GpuActivity> gpu_activity(const workloads::TaskGraph& graph, const Timeline& timeline,
-                                      const platforms::ClusterSpec& cluster, const GpuClasses& given) {
+                                      const platforms::ClusterSpec& cluster, const GpuClasses& given,
+                                      std::vector<std::vector<Interval>>* nccl_waits) {
   const auto gpus = static_cast<std::size_t>(cluster.gpu_count());
-  if (given.size() != gpus)
+  if (given.size() != gpus) {
+    if (nccl_waits != nullptr)
+      nccl_waits->clear();
     return gpu_activity(graph, timeline, cluster);
+  }
   const GpuClasses& classes = given;
   std::vector<GpuActivity> out(gpus);
+  // The waits are nccl_wait_spans' when the walk's spans are its: every
+  // compute task counted as computing (a positive power), and as many GPUs.
+  std::vector<std::vector<Interval>> waits;
+  bool same_walk = nccl_waits != nullptr && static_cast<std::size_t>(graph.gpu_count) == gpus;
+  if (same_walk)
+    waits.resize(gpus);
   for_each_span(
       graph, timeline, classes, gpus,
       [&](int gpu, const workloads::Task& task) {
-        return cluster.gpu_of(gpu).compute_power_W(task.memory_bound_fraction);
+        const double watts = cluster.gpu_of(gpu).compute_power_W(task.memory_bound_fraction);
+        same_walk = same_walk && watts > 0;
+        return watts;
       },
       [&](std::size_t g, Doing doing, double lo, double hi, double compute_W) {
         const auto& spec = cluster.gpu_of(static_cast<int>(g));
         auto& a = out[g];
         const double span = hi - lo;
+        if (doing == Doing::waiting && same_walk)
+          waits[g].emplace_back(lo, hi);
         switch (doing) {
           case Doing::compute:
             a.compute_s += span;
@@ -154,6 +168,8 @@ std::vector<GpuActivity> gpu_activity(const workloads::TaskGraph& graph, const T
       });
   for (std::size_t g = 0; g < gpus; ++g)
     out[g] = out[classes.representative(g)];
+  if (nccl_waits != nullptr)
+    *nccl_waits = same_walk ? std::move(waits) : nccl_wait_spans(graph, timeline, classes);
   return out;
 }
 

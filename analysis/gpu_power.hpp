@@ -34,9 +34,14 @@ struct GpuActivity {
 std::vector<GpuActivity> gpu_activity(const workloads::TaskGraph& graph, const Timeline& timeline,
                                       const platforms::ClusterSpec& cluster);
 // The same, on GPU orbits already built for this graph and timeline (built
-// again if they are not of the cluster's GPU count).
+// again if they are not of the cluster's GPU count). `nccl_waits`, when not
+// null, gets nccl_wait_spans(graph, timeline, classes) below, read from the
+// same walk over each GPU's spans (walked again only when some compute task
+// draws no power, which the walk counts as not computing); it is left empty
+// when the classes are not of the cluster's GPU count.
 std::vector<GpuActivity> gpu_activity(const workloads::TaskGraph& graph, const Timeline& timeline,
-                                      const platforms::ClusterSpec& cluster, const GpuClasses& classes);
+                                      const platforms::ClusterSpec& cluster, const GpuClasses& classes,
+                                      std::vector<std::vector<Interval>>* nccl_waits = nullptr);
 
 // Per GPU rank, the spans GpuActivity::waiting_s counts, in time order.
 std::vector<std::vector<Interval>> nccl_wait_spans(const workloads::TaskGraph& graph,

@@ -13,7 +13,7 @@ Report build_report(const RunContext& run, const Timeline& timeline, const Summa
   auto links = LinkClasses::of(timeline);
   r.summary = summary ? *summary : summarize(run.graph, timeline, run.model, run.plan, run.cluster, gpus);
   const ExecutionIndex index(run.graph, timeline);
-  r.bubbles = analyze_bubbles(run.graph, timeline, run.plan, index, gpus);
+  r.bubbles = analyze_bubbles(run.graph, timeline, run.plan, index, gpus, computed.nccl_waits);
   // Utilisation reads each link orbit's flows in the timeline's order before
   // the critical path sorts them by start.
   r.utilization = analyze_utilization(run.graph, timeline, gpus, links);

@@ -33,6 +33,9 @@ struct Report {
 struct ComputedWithSummary {
   const MemoryCurves* memory = nullptr;                // memory_curves(graph, timeline)
   const std::vector<GpuActivity>* activity = nullptr;  // gpu_activity(graph, timeline, cluster)
+  // nccl_wait_spans(graph, timeline, classes) on the GPU orbits
+  // GpuClasses::of(graph, timeline, graph.gpu_count) (gpu_activity's walk).
+  const std::vector<std::vector<Interval>>* nccl_waits = nullptr;
 };
 
 // `summary`: the one the replay already computed for this timeline, if any

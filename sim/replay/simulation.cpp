@@ -79,7 +79,8 @@ SimulationResult simulate(const scenario::Scenario& scenario, const SimulationOp
   const auto classes = analysis::GpuClasses::of(result.graph, result.timeline,
                                                 static_cast<std::size_t>(result.graph.gpu_count));
   // Energy of the first iteration (the one the timeline records).
-  result.gpu_activity = analysis::gpu_activity(result.graph, result.timeline, scenario.cluster, classes);
+  result.gpu_activity =
+      analysis::gpu_activity(result.graph, result.timeline, scenario.cluster, classes, &result.nccl_waits);
   for (const auto& gpu : result.gpu_activity)
     result.timeline.gpu_energy_J.push_back(gpu.energy_J);
   for (std::size_t i = 0; i < replayed.iteration_end_s.size(); ++i)

@@ -60,6 +60,7 @@ struct SimulationResult {
   // Computed with the summary, for the report (analysis::ComputedWithSummary).
   analysis::MemoryCurves memory_curves;
   std::vector<analysis::GpuActivity> gpu_activity;
+  std::vector<std::vector<analysis::Interval>> nccl_waits;  // the representatives' (gpu_activity)
   // Every replayed iteration's duration, in order.
   std::vector<double> iteration_times_s;
   PerturbationStats perturbations;

@@ -164,6 +164,9 @@ void expect_per_class_equals_full(const std::string& file, const std::vector<std
   const auto b = build_report(run, full, &result.summary);
   expect_same(a.utilization, b.utilization);
   expect_same(a.bubbles, b.bubbles);
+  // The image GPUs' gaps are their representative's, not walked again.
+  EXPECT_EQ(a.bubbles.gpus_from_representative, gpus - gpus / static_cast<std::size_t>(class_size));
+  EXPECT_EQ(b.bubbles.gpus_from_representative, 0u);
   expect_same(a.energy, b.energy);
   expect_same(a.critical_path, b.critical_path);
   const auto sa = summarize(result.graph, folded, scenario.model, scenario.plan, scenario.cluster);

@@ -371,17 +371,32 @@ std::vector<BuiltOp> IterationBuilder::add_pieces(const PipeOp& op, int rank, in
   const int passes = plan_.cp > 1 ? cp_exchange_passes(plan_, op.kind) : 0;
   const bool overlap = overlaps_tp_comm(op.kind, slice);
   const bool async_tp = runs_async_tp(op.kind, slice);
+  // The GPUs of a node group share one GpuSpec: a run of GPUs on the same
+  // spec (a TP group's) shares its costs, computed once, and, without
+  // imbalanced routing, one list of them (cost_of: each GPU's list).
   std::vector<std::vector<OpCost>> costs;
-  for (int gpu : gpus)
-    costs.push_back(piece_costs(op.kind, slice, specs, cluster_.gpu_of(gpu)));
-  // Imbalanced routing: each GPU's pieces take what its experts' load adds.
-  std::vector<std::vector<double>> imbalance(gpus.size(), std::vector<double>(specs.size(), 0.0));
-  if (imbalanced_)
+  std::vector<std::size_t> cost_of(gpus.size());
+  const platforms::GpuSpec* costed = nullptr;
+  for (std::size_t g = 0; g < gpus.size(); ++g) {
+    const platforms::GpuSpec& spec = cluster_.gpu_of(gpus[g]);
+    if (&spec != costed)
+      costs.push_back(piece_costs(op.kind, slice, specs, spec));
+    else if (imbalanced_)
+      costs.push_back(costs.back());
+    cost_of[g] = costs.size() - 1;
+    costed = &spec;
+  }
+  // Imbalanced routing: each GPU's pieces take what its experts' load adds
+  // (each GPU has a list of its own then).
+  std::vector<std::vector<double>> imbalance;
+  if (imbalanced_) {
+    imbalance.assign(gpus.size(), std::vector<double>(specs.size(), 0.0));
     for (std::size_t g = 0; g < gpus.size(); ++g)
       for (std::size_t p = 0; p < specs.size(); ++p) {
         imbalance[g][p] = expert_load_extra_s(op.kind, specs[p].slice, gpus[g]);
-        costs[g][p].duration_s += imbalance[g][p];
+        costs[cost_of[g]][p].duration_s += imbalance[g][p];
       }
+  }
   std::vector<BuiltOp> built(gpus.size());
   for (std::size_t g = 0; g < gpus.size(); ++g)
     built[g] = {.op = op, .virtual_stage = vs, .pieces = {}, .done = kNone};
@@ -392,7 +407,7 @@ std::vector<BuiltOp> IterationBuilder::add_pieces(const PipeOp& op, int rank, in
     std::vector<AsyncTpPiece> async_pieces(async_tp ? gpus.size() : 0);
     for (std::size_t g = 0; g < gpus.size(); ++g) {
       const int gpu = gpus[g];
-      const OpCost& c = costs[g][p];
+      const OpCost& c = costs[cost_of[g]][p];
       Task task{.kind = task_kind(op.kind),
                 .chunk = task_index(op.chunk),
                 .layer = task_index(spec.layer),
@@ -403,7 +418,7 @@ std::vector<BuiltOp> IterationBuilder::add_pieces(const PipeOp& op, int rank, in
                 .memory_bound_fraction = c.memory_bound_fraction,
                 .model_flops = c.model_flops,
                 .hardware_flops = c.hardware_flops};
-      task.imbalance_s = imbalance[g][p];
+      task.imbalance_s = imbalanced_ ? imbalance[g][p] : 0.0;
       Piece piece{.layer = spec.layer, .parameters = spec.parameters};
       Task attention;
       if (share > 0) {

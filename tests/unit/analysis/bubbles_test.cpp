@@ -4,6 +4,7 @@
 
 #include <numeric>
 
+#include "analysis/execution_index.hpp"
 #include "analysis/summary.hpp"
 #include "support/hand_made_runs.hpp"
 
@@ -128,6 +129,40 @@ TEST(Bubbles, PiecesOfOneOpKeepTheirOwnReferenceDurations) {
   EXPECT_DOUBLE_EQ(b.reference_iteration_time_s, 4.5);
   for (const auto& g : b.gpus)
     EXPECT_DOUBLE_EQ(cause(g, BubbleCause::straggler), 0);
+}
+
+// A task whose releaser was picked among tasks that ended at one instant is
+// marked tied (the pick is by task id: a fold's rotation need not keep it);
+// a task with one latest candidate, or whose stream predecessor is also its
+// graph predecessor, is not.
+TEST(Bubbles, TheIndexMarksAReleaserPickedAmongTasksEndingAtOneInstant) {
+  workloads::TaskGraph graph;
+  graph.gpu_count = 2;
+  const auto a = graph.add({.kind = TaskKind::forward, .gpu = 0, .stage = 0, .duration_s = 1});
+  const auto b = graph.add({.kind = TaskKind::forward, .gpu = 1, .stage = 0, .duration_s = 1});
+  const auto c = graph.add({.kind = TaskKind::backward, .gpu = 0, .stage = 0, .duration_s = 1});
+  const auto d = graph.add({.kind = TaskKind::backward, .gpu = 1, .stage = 0, .duration_s = 1});
+  graph.depend(a, c);
+  graph.depend(b, c);  // ends when a does
+  graph.depend(b, d);
+  graph.seal();
+  Timeline timeline;
+  timeline.records = {{a, 0, Stream::compute, 0, 1},
+                      {b, 1, Stream::compute, 0, 1},
+                      {c, 0, Stream::compute, 1, 2},
+                      {d, 1, Stream::compute, 1, 3}};
+  timeline.end_s = 3;
+  const ExecutionIndex index(graph, timeline);
+  EXPECT_EQ(index.releaser(c), a);  // the lower id of the two
+  EXPECT_TRUE(index.tied(c));
+  EXPECT_EQ(index.releaser(d), b);  // b is d's graph and stream predecessor: one candidate
+  EXPECT_FALSE(index.tied(d));
+  EXPECT_FALSE(index.tied(a));
+
+  testing::TwoStagePipeline h;
+  const ExecutionIndex pipeline(h.graph, h.timeline);
+  EXPECT_EQ(pipeline.releaser(h.b0), h.s1);  // s1 ends at 6, f0 at 1
+  EXPECT_FALSE(pipeline.tied(h.b0));
 }
 
 TEST(Bubbles, EveryCauseHasAStableKeyAndADescription) {

@@ -91,6 +91,31 @@ TEST(GpuPower, WaitSpansEndWhereACommunicationOfTheGpuStarts) {
   EXPECT_EQ(waits[1], (std::vector<Interval>{{0, 1}}));
 }
 
+// The activity's walk over the spans gives the same waits (one walk serves
+// the energy and the bubbles' NCCL waits); with compute drawing no power,
+// which that walk does not count as computing, the waits are walked on their
+// own and stay the same.
+TEST(GpuPower, TheActivityWalkGivesTheNcclWaitSpans) {
+  testing::TwoStagePipeline h;
+  const auto classes = GpuClasses::of(h.graph, h.timeline, 2);
+  std::vector<std::vector<Interval>> waits;
+  gpu_activity(h.graph, h.timeline, h.cluster, classes, &waits);
+  EXPECT_EQ(waits, (std::vector<std::vector<Interval>>{{{2, 5}}, {{0, 1}}}));
+  auto unpowered = h.cluster;
+  for (auto& group : unpowered.groups) {
+    group.gpu.max_power_W = 0;
+    group.gpu.memory_power_W = 0;
+  }
+  waits.clear();
+  const auto a = gpu_activity(h.graph, h.timeline, unpowered, classes, &waits);
+  EXPECT_EQ(waits, (std::vector<std::vector<Interval>>{{{2, 5}}, {{0, 1}}}));
+  EXPECT_DOUBLE_EQ(a[0].compute_s, 0);  // the activity's walk saw no compute
+  // Classes of another GPU count: no waits (the bubbles compute their own).
+  waits.assign(1, {{0, 1}});
+  gpu_activity(h.graph, h.timeline, h.cluster, GpuClasses::of(h.graph, h.timeline, 1), &waits);
+  EXPECT_TRUE(waits.empty());
+}
+
 // The H100-SXM's power levels are the ones docs/calibration.md ("GPU power")
 // gives with their sources: 700 W board limit, 140 W idle in P0 (nvidia-smi
 // in wilicc/gpu-burn#114), NCCL-only 60% of the limit (fitted to the founding
