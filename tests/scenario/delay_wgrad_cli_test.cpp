@@ -127,6 +127,19 @@ TEST(DelayWgradComputeCli, TheDeferredWeightGradientRunsUnderTheAllToAllAndTheSt
   EXPECT_NEAR(plain.iteration_s - delayed.iteration_s, hidden_s, 1e-8);
 }
 
+// With overlap_grad_reduce and 1 MB buckets each layer's gradients reduce
+// over the 2 GPUs in their own bucket: layer 2's once its deferred weight
+// gradient (not only its input gradient) is done on both GPUs.
+TEST(DelayWgradComputeCli, AGradientBucketWaitsForTheDeferredWeightGradient) {
+  const Gpu0 gpu = run_case(
+      "  delay_wgrad_compute: true\n  overlap_grad_reduce: true\n  grad_bucket_size: 1MB\n", "wgrad-buckets");
+  const Interval& bi = gpu.one("Bi mb0 layer2");
+  const Interval& w = gpu.one("W mb0 layer2");
+  ASSERT_GT(w.end_s, bi.end_s);
+  EXPECT_NEAR(gpu.one("dp all_reduce layer2").start_s, w.end_s, 1e-9);
+  EXPECT_GE(gpu.one("dp all_reduce layer1").start_s, gpu.one("W mb0 layer1").end_s);
+}
+
 TEST(DelayWgradComputeCli, WithoutTheAllToAllOverlapOrOutside1f1bItIsRefusedNamingTheKey) {
   const auto off = run_text(with(kCase, "  moe_a2a_overlap: true\n", "  delay_wgrad_compute: true\n"));
   EXPECT_EQ(off.status, 1) << off.err;
