@@ -114,7 +114,9 @@ TEST(MegatronBridgeMoeLargeValidation, DeepSeekV3OnB200IsHeldToItsKnownError) {
 
 // The 25.11 row (1,575 tokens/s per GPU on 256 H100s, GBS 2048: 20.805 s a
 // step) at full size: TP 2, PP 8, VP 4, EP 32 folded over TP 2 x DP 16 (expert
-// TP 1), 128 micro-batches per pipeline: about 13 CPU-minutes and 2.3 GiB.
+// TP 1), 128 micro-batches per pipeline, with the recipe's EP A2A overlap and
+// delay_wgrad_compute: about 8-13 CPU-minutes and 2.3 GiB. -1.5% before the
+// deferral was modelled (2026-12-06, fourth session), -8.4% since.
 TEST(MegatronBridgeMoeLargeValidation, Qwen3_235bOnH100AtGbs2048IsHeldToItsKnownError) {
   // Too long for .ci/run's 30 minutes on two cores (README, "Validation
   // status"): run on demand with TRAINSIM_FULL_SIZE_TESTS=1.
@@ -127,7 +129,7 @@ TEST(MegatronBridgeMoeLargeValidation, Qwen3_235bOnH100AtGbs2048IsHeldToItsKnown
                "--template",
                std::string(TRAINSIM_SOURCE_DIR) + "/scenarios/validation/mbridge-h100-qwen3-235b-a22b.yaml"});
   ASSERT_EQ(r.status, 0) << r.err << r.out;
-  EXPECT_NEAR(first_row_error_percent(r.out), -1.5, 2.0) << r.out;
+  EXPECT_NEAR(first_row_error_percent(r.out), -8.4, 2.0) << r.out;
 }
 
 }  // namespace
