@@ -253,6 +253,18 @@ struct ParallelPlan {
   // pairs. The builder interleaves the pair's per-layer pieces
   // (workloads/graph_builder/expert_parallel_sync.cpp; docs/moe.md).
   bool moe_a2a_overlap = false;
+  // Defer the weight-gradient GEMMs of each MoE layer's backward off the
+  // activation-gradient path (plan.delay_wgrad_compute): Megatron-core's
+  // --delay-wgrad-compute, which needs the EP A2A overlap above. Megatron
+  // runs the routed experts' weight gradients after their input gradients,
+  // on the compute stream while the backward dispatch all-to-all is in
+  // flight, and the attention's and shared experts' after the layer's input
+  // gradient, under the next layer's combine all-to-all (and for the
+  // chunk's first layer under the pipeline send). The builder splits each
+  // MoE layer's backward piece into its input gradient, which the layer's
+  // all-to-all follows, and its weight gradient, which runs beside it
+  // (workloads/graph_builder/deferred_weight_gradients.cpp; docs/moe.md).
+  bool delay_wgrad_compute = false;
   // FP8 primary weights (Megatron --fp8-param-gather, NeMo fp8_params,
   // torchtitan's float8 all-gather): ZeRO's and FSDP's parameter all-gathers
   // move 1 byte per FP8 weight, and no BF16 copy of those weights is kept.

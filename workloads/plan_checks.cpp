@@ -227,6 +227,34 @@ void check_expert_tensor_parallel(const ModelSpec& model, const ParallelPlan& pl
                              plan.tp));
 }
 
+// plan.delay_wgrad_compute: Megatron-core asserts the EP A2A overlap
+// (transformer_config.py: "overlap_moe_expert_parallel_comm must be enabled
+// when enabling delay_wgrad_compute"); the deferral lives in its combined
+// 1F1B layer schedule, not in DualPipe's pairs (which split B and W
+// themselves), and trainsim does not split the GEMMs that userbuffers pair
+// with the TP collectives into input and weight gradients.
+void check_delay_wgrad_compute(const ParallelPlan& plan, Problems& problems) {
+  if (!plan.delay_wgrad_compute)
+    return;
+  if (!plan.moe_a2a_overlap)
+    problems.add("delay_wgrad_compute",
+                 "true without moe_a2a_overlap: the weight gradients are deferred under the expert "
+                 "all-to-alls of Megatron's EP A2A overlap, which must be on (Megatron-core asserts it); "
+                 "expected moe_a2a_overlap: true, or delay_wgrad_compute: false");
+  if (plan.schedule != ScheduleKind::one_f_one_b && plan.schedule != ScheduleKind::interleaved_one_f_one_b)
+    problems.add("delay_wgrad_compute",
+                 fmt::format("true with schedule {}: the deferral is Megatron's combined 1F1B layer "
+                             "schedule's; expected schedule 1f1b or interleaved_1f1b, or "
+                             "delay_wgrad_compute: false",
+                             to_string(plan.schedule)));
+  if (plan.tp_comm_overlap != TpCommOverlap::none)
+    problems.add("delay_wgrad_compute",
+                 fmt::format("true with tp_comm_overlap: {}: trainsim does not split the GEMMs that "
+                             "overlap the TP collectives into input and weight gradients; expected "
+                             "tp_comm_overlap: false, or delay_wgrad_compute: false",
+                             to_string(plan.tp_comm_overlap)));
+}
+
 // plan.moe_dispatcher: DeepEP's dispatch needs a MoE model and is dropless
 // (it has no expert capacity to pad to). Where the EP group lies over the
 // nodes is the cluster's business (sim/scenario/checks.cpp).
@@ -246,6 +274,7 @@ void check_moe_dispatcher(const ModelSpec& model, const ParallelPlan& plan, Prob
                     "of 1F1B (interleaved or not) and DualPipe's and DualPipe-V's F&B pairs; expected "
                     "schedule 1f1b, interleaved_1f1b, dualpipe_v or dualpipe, or moe_a2a_overlap: false",
                     to_string(plan.schedule)));
+  check_delay_wgrad_compute(plan, problems);
   if (plan.moe_fp8_dispatch.value_or(false) && !plan.fp8_dispatch())
     problems.add("moe_fp8_dispatch",
                  fmt::format("true with moe_dispatcher {} and precision {}: only DeepEP's dispatch sends FP8 "

@@ -27,6 +27,8 @@ void read_parallelism_options(platforms::MapReader& p, Scenario& scenario) {
     plan.moe_fp8_dispatch = *fp8;
   if (auto overlap = p.boolean("moe_a2a_overlap"))
     plan.moe_a2a_overlap = *overlap;
+  if (auto delay = p.boolean("delay_wgrad_compute"))
+    plan.delay_wgrad_compute = *delay;
   if (auto zero = p.integer("zero_stage", 0, 3))
     plan.zero_stage = static_cast<int>(*zero);
   if (auto shard = p.integer("dp_shard", 1, kMaxCount))

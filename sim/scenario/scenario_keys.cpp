@@ -306,6 +306,10 @@ struct Tables {
                 key("moe_a2a_overlap", T::boolean,
                     "overlap one micro-batch's expert all-to-alls with another's compute (Megatron's 1F1B "
                     "A2A overlap, DualPipe's F&B pairs)"),
+                key("delay_wgrad_compute", T::boolean,
+                    "with moe_a2a_overlap under 1f1b or interleaved_1f1b: each MoE layer's backward runs its "
+                    "weight gradients beside its all-to-all instead of before it (Megatron "
+                    "--delay-wgrad-compute)"),
                 ranged("zero_stage", T::integer, 0, 3, "ZeRO stage (3 = FSDP)"),
                 ranged("dp_shard", T::integer, 1, kCount,
                        "hybrid sharding (HSDP): zero_stage 3 shards over groups of this many of the dp x cp "

@@ -460,6 +460,13 @@ PlanSearch prepare_plan_search(const PlanSearchRequest& request) {
         (plan.schedule == ScheduleKind::one_f_one_b ||
          plan.schedule == ScheduleKind::interleaved_one_f_one_b ||
          plan.schedule == ScheduleKind::dualpipe_v || plan.schedule == ScheduleKind::dualpipe);
+    // The base plan's deferred weight gradients, on every candidate that
+    // keeps the overlap under a 1F1B schedule without TP overlap (the
+    // loader's rules; the estimate does not model the deferral).
+    candidate.plan.delay_wgrad_compute = base_plan.delay_wgrad_compute && candidate.plan.moe_a2a_overlap &&
+                                         candidate.plan.tp_comm_overlap == workloads::TpCommOverlap::none &&
+                                         (plan.schedule == ScheduleKind::one_f_one_b ||
+                                          plan.schedule == ScheduleKind::interleaved_one_f_one_b);
     // The base plan's overlapped parameter gather, on every candidate with a
     // distributed optimizer (ZeRO-1 / ZeRO-2).
     candidate.plan.overlap_param_gather = base_plan.overlap_param_gather &&
@@ -544,6 +551,8 @@ std::string scenario_yaml(const PlanSearch& search, const PlanCandidate& candida
     plan.remove("expert_tensor_parallel");
   if (plan["moe_a2a_overlap"] || candidate.plan.moe_a2a_overlap)
     plan["moe_a2a_overlap"] = candidate.plan.moe_a2a_overlap;
+  if (plan["delay_wgrad_compute"] || candidate.plan.delay_wgrad_compute)
+    plan["delay_wgrad_compute"] = candidate.plan.delay_wgrad_compute;
   if (candidate.plan.torch_async_tp())
     plan["tp_comm_overlap"] = std::string(to_string(candidate.plan.tp_comm_overlap));
   else if (plan["tp_comm_overlap"] || candidate.plan.userbuffers())

@@ -94,13 +94,15 @@ TEST(PlanMoeCli, SearchesTheValidExpertParallelDegreesAndTheBestPlanSimulates) {
 }
 
 // moe_a2a_overlap and the dispatcher of the base go to every plan with ep >
-// 1; a fixed ep list keeps only the degrees a plan can take (3 divides no
+// 1 (delay_wgrad_compute with the overlap: the ep 1 plan drops both rather
+// than being refused); a fixed ep list keeps only the degrees a plan can take (3 divides no
 // expert count) and shows in the table's plan label.
 TEST(PlanMoeCli, BaseMoeOptionsReachTheExpertParallelPlans) {
   const auto dir = fresh_dir("plan-moe-base");
   const auto r = run_cli(small_moe_search(
-      dir / "search", {"--set", "plan.tp=1", "--set", "plan.zero_stage=1", "--set",
-                       "plan.expert_parallel=[1,3,4]", "--set", "plan.moe_a2a_overlap=true", "--top", "2"}));
+      dir / "search",
+      {"--set", "plan.tp=1", "--set", "plan.zero_stage=1", "--set", "plan.expert_parallel=[1,3,4]", "--set",
+       "plan.moe_a2a_overlap=true", "--set", "plan.delay_wgrad_compute=true", "--top", "2"}));
   ASSERT_EQ(r.status, 0) << r.err << r.out;
   const auto plans = nlohmann::json::parse(read_file(dir / "search" / "plans.json"));
   ASSERT_EQ(plans["feasible"].get<int>(), 2);
@@ -109,9 +111,11 @@ TEST(PlanMoeCli, BaseMoeOptionsReachTheExpertParallelPlans) {
       read_file(dir / "search" / "points" / "tp1-pp1-dp16-ep4-cp1-v1-mb1-1f1b-none-z1" / "scenario.yaml");
   EXPECT_NE(ep4.find("expert_parallel: 4"), std::string::npos) << ep4;
   EXPECT_NE(ep4.find("moe_a2a_overlap: true"), std::string::npos) << ep4;
+  EXPECT_NE(ep4.find("delay_wgrad_compute: true"), std::string::npos) << ep4;
   const std::string ep1 =
       read_file(dir / "search" / "points" / "tp1-pp1-dp16-cp1-v1-mb1-1f1b-none-z1" / "scenario.yaml");
   EXPECT_NE(ep1.find("moe_a2a_overlap: false"), std::string::npos) << ep1;
+  EXPECT_NE(ep1.find("delay_wgrad_compute: false"), std::string::npos) << ep1;
 }
 
 // --top 0: the estimate's ranking alone, every plan "estimated", nothing

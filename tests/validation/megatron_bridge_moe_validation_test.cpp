@@ -47,19 +47,21 @@ TEST(MegatronBridgeMoeValidation, Qwen3RowsAreHeldToTheirKnownError) {
   EXPECT_NEAR(
       replay_error_percent("h100_qwen3_30b_a3b_fp8_ep16.csv", "mbridge-h100-qwen3-30b-a3b.yaml", false),
       -26.9, 2.0);
-  // The 25.11 recipe (tag v0.2.0): VP 12, MBS 1, alltoall, EP A2A overlap.
+  // The 25.11 recipe (tag v0.2.0): VP 12, MBS 1, alltoall, EP A2A overlap
+  // with delay_wgrad_compute (-53.8% before the deferral was modelled).
   // It fits in memory (the table's VP 24 / MBS 2 needed --allow-oom).
   EXPECT_NEAR(
       replay_error_percent("h100_qwen3_30b_a3b_fp8cs_pp2.csv", "mbridge-h100-qwen3-30b-a3b-pp2.yaml", false),
-      -53.8, 2.0);
+      -57.3, 2.0);
 }
 
 // The 26.02.01 row as published (PP 2, VP 12, EP 8) with that layout's recipe
-// (tag v0.3.0: DeepEP, EP A2A overlap): -28.8%.
+// (tag v0.3.0: DeepEP, EP A2A overlap with delay_wgrad_compute): -32.8%
+// (-28.8% before the deferral was modelled).
 TEST(MegatronBridgeMoeValidation, Qwen3PipelinedRowOf26_02_01IsHeldToItsKnownError) {
   EXPECT_NEAR(replay_error_percent("h100_qwen3_30b_a3b_fp8_pp2_vp12.csv",
                                    "mbridge-h100-qwen3-30b-a3b-pp2-vp12.yaml", false),
-              -28.8, 2.0);
+              -32.8, 2.0);
 }
 
 // Read as the recipe the release branch held when the 26.02.01 figures were

@@ -74,14 +74,21 @@ void IterationBuilder::add_overlapped_expert_reductions(
       dense_in_bucket += first.pieces[p].parameters - experts;
       expert_in_bucket += experts;
       const bool last_piece = p + 1 == first.pieces.size();
+      // A deferred weight gradient (plan.delay_wgrad_compute) completes the
+      // piece's gradients off the op's output path: the bucket waits for it too.
       auto done_on = [&](std::size_t i) {
         const BuiltOp& built = ops_[idx(members[i])][member_op[i]];
         return last_piece ? built.done : built.pieces[p].last;
       };
+      auto weight_on = [&](std::size_t i) {
+        return ops_[idx(members[i])][member_op[i]].pieces[p].weight_gradient;
+      };
       if (dense_group >= 0 && dense_in_bucket > 0 && (last_piece || dense_in_bucket >= bucket_parameters)) {
         std::vector<TaskId> after{dense_chain};
-        for (std::size_t i = 0; i < members.size(); ++i)
+        for (std::size_t i = 0; i < members.size(); ++i) {
           after.push_back(done_on(i));
+          after.push_back(weight_on(i));
+        }
         for (TaskId e : expert_chain)
           after.push_back(e);
         dense_chain = add(dense_group, g * dense_in_bucket, op.chunk, first.pieces[p].layer, after);
@@ -91,8 +98,10 @@ void IterationBuilder::add_overlapped_expert_reductions(
           (last_piece || expert_in_bucket >= bucket_parameters)) {
         for (std::size_t e = 0; e < groups; ++e) {
           std::vector<TaskId> after{dense_chain, expert_chain[e]};
-          for (std::size_t i : expert_groups[e])
+          for (std::size_t i : expert_groups[e]) {
             after.push_back(done_on(i));
+            after.push_back(weight_on(i));
+          }
           expert_chain[e] =
               add(expert_group_ids[e], g * expert_in_bucket, op.chunk, first.pieces[p].layer, after);
         }

@@ -144,7 +144,9 @@ void IterationBuilder::add_expert_all_to_alls(int rank, const std::vector<int>& 
     const StageSlice slice = virtual_stage_slice(model_, plan_, sched.virtual_stage(rank, op.chunk));
     // One all-to-all per MoE layer: the busiest GPU sets the pace of
     // each (imbalance), or the other op of a merged F&B computes under it.
-    if (imbalanced_ || overlaps_previous(0, rank, k) || overlaps_previous(0, rank, k + 1)) {
+    // Or it defers its weight gradients under them (plan.delay_wgrad_compute).
+    if (imbalanced_ || overlaps_previous(0, rank, k) || overlaps_previous(0, rank, k + 1) ||
+        defers_weight_gradients(0, rank, k)) {
       add_per_layer_all_to_alls(op, k, slice, group, members, nodes);
       continue;
     }

@@ -138,6 +138,7 @@ TaskGraph IterationBuilder::build(const GraphCounts& reserve) {
   forward_op_.assign(gpus, std::vector<std::size_t>(slots, 0));
   backward_op_ = forward_op_;
   last_.assign(gpus, kNone);
+  pending_weight_gradient_.assign(gpus, kNone);
   graph_.resident_memory.resize(gpus);
   for (int gpu = 0; gpu < plan_.gpu_count(); ++gpu)
     graph_.resident_memory[idx(gpu)] = memory_.resident(plan_.pp_rank_of(gpu));
@@ -172,6 +173,10 @@ TaskGraph IterationBuilder::build(const GraphCounts& reserve) {
   for (int dp = 0; dp < plan_.dp; ++dp)
     for (int rank = 0; rank < plan_.pp; ++rank)
       add_rank_ops(dp, rank);
+  // A GPU's last op keeps its last piece's weight gradient (deferred_weight_gradients.cpp).
+  for (TaskId pending : pending_weight_gradient_)
+    if (pending != kNone)
+      throw std::logic_error("a deferred weight gradient has no compute after it on its GPU");
   const bool expert_parallel = (plan_.ep > 1 || plan_.expert_tp_folded()) && model_.is_moe();
   if (plan_.ep > 1 && model_.is_moe())
     for (int rank = 0; rank < plan_.pp; ++rank)
@@ -233,6 +238,8 @@ bool IterationBuilder::overlaps_previous(int dp, int rank, std::size_t op_index)
 bool IterationBuilder::split_per_layer(int dp, int rank, std::size_t op_index) const {
   if (overlaps_previous(dp, rank, op_index) || overlaps_previous(dp, rank, op_index + 1))
     return true;  // a merged F&B interleaves its layers
+  if (defers_weight_gradients(dp, rank, op_index))
+    return true;  // each MoE layer's weight gradient runs under its all-to-all
   if (imbalanced_) {
     // Under imbalanced routing an op exchanges tokens after every MoE
     // layer: the busiest GPU of the EP group sets the pace of each.
@@ -286,7 +293,11 @@ void IterationBuilder::add_op(int dp, int rank, std::size_t op_index, const std:
   const PipeOp& op = schedule(dp).per_rank[static_cast<std::size_t>(rank)][op_index];
   const int vs = schedule(dp).virtual_stage(rank, op.chunk);
   const StageSlice slice = virtual_stage_slice(model_, plan_, vs);
-  const std::vector<PieceSpec> specs = piece_specs(op, slice, vs, split_per_layer(dp, rank, op_index));
+  std::vector<PieceSpec> specs = piece_specs(op, slice, vs, split_per_layer(dp, rank, op_index));
+  const bool deferring = defers_weight_gradients(dp, rank, op_index);
+  const bool last_of_gpu = op_index + 1 == schedule(dp).per_rank[static_cast<std::size_t>(rank)].size();
+  for (std::size_t p = 0; p < specs.size(); ++p)
+    specs[p].defers_weight_gradient = defers_piece(specs[p], deferring, last_of_gpu && p + 1 == specs.size());
   std::vector<int> gpus;  // the op's GPUs, CP rank major, TP rank minor
   for (int cp = 0; cp < plan_.cp; ++cp)
     for (int tp = 0; tp < plan_.tp; ++tp)
@@ -438,12 +449,27 @@ std::vector<BuiltOp> IterationBuilder::add_pieces(const PipeOp& op, int rank, in
           overlap ? split_linear_gemms(task, c.tp_overlap_s) : std::vector<Task>{};
       if (async_tp)
         async_pieces[g] = take_async_tp_gemms(task, op.kind, spec.slice, cluster_.gpu_of(gpu));
+      // plan.delay_wgrad_compute refuses tp_comm_overlap: no GEMM segments here.
+      const std::optional<Task> weight =
+          spec.defers_weight_gradient
+              ? std::optional<Task>(split_off_weight_gradient(task, c, spec.slice, cluster_.gpu_of(gpu)))
+              : std::nullopt;
       if (share > 0) {
         piece.first = graph_.add(attention);
         piece.last = graph_.add(task);
         graph_.depend(piece.first, piece.last);
       } else {
         piece.first = piece.last = graph_.add(task);
+      }
+      // The compute stream runs a deferred weight gradient before its next piece.
+      if (pending_weight_gradient_[idx(gpu)] != kNone) {
+        graph_.depend(pending_weight_gradient_[idx(gpu)], piece.first);
+        pending_weight_gradient_[idx(gpu)] = kNone;
+      }
+      if (weight) {
+        piece.weight_gradient = graph_.add(*weight);
+        graph_.depend(piece.last, piece.weight_gradient);
+        pending_weight_gradient_[idx(gpu)] = piece.weight_gradient;
       }
       // The GEMM segments follow the rest of the piece; piece.last moves to
       // the last one once the exchange (which gates the rest) is in place.
@@ -668,7 +694,7 @@ void IterationBuilder::record_op(const PipeOp& op, int vs, const std::vector<int
     for (int k = 0; k < kMemoryKindCount; ++k) {
       const auto kind = static_cast<MemoryKind>(k);
       graph_.add_memory(built[g].pieces.front().first, gpu, At::start, kind, memory.at_start[kind]);
-      graph_.add_memory(built[g].pieces.back().last, gpu, At::end, kind, memory.at_end[kind]);
+      graph_.add_memory(built[g].pieces.back().gradients_done(), gpu, At::end, kind, memory.at_end[kind]);
     }
     last_[idx(gpu)] = built[g].done;
     list.push_back(std::move(built[g]));

@@ -78,6 +78,12 @@ struct Piece {
   TaskId exchange = kNone;  // ring-attention exchange (shared by the CP group), if any
   int layer = -1;           // model layer (-1: the whole op)
   double parameters = 0;    // local parameters whose weights / gradients it uses
+  // plan.delay_wgrad_compute: the piece's deferred weight gradient, after
+  // `last` (its input gradient) and off the op's output path; kNone when
+  // the piece computes both (deferred_weight_gradients.cpp).
+  TaskId weight_gradient = kNone;
+  // The piece's gradients are complete: its deferred weight gradient, or its end.
+  TaskId gradients_done() const { return weight_gradient != kNone ? weight_gradient : last; }
 };
 
 // One op of a rank's schedule as built on one GPU.
@@ -139,6 +145,7 @@ class IterationBuilder {
     StageSlice slice;
     int layer = -1;  // model layer (-1: the whole op)
     double parameters = 0;
+    bool defers_weight_gradient = false;  // plan.delay_wgrad_compute (deferred_weight_gradients.cpp)
   };
   std::vector<PieceSpec> piece_specs(const PipeOp& op, const StageSlice& slice, int vs, bool per_layer) const;
   std::vector<OpCost> piece_costs(PipeOpKind kind, const StageSlice& slice,
@@ -146,6 +153,17 @@ class IterationBuilder {
   std::vector<BuiltOp> add_pieces(const PipeOp& op, int rank, int vs, const StageSlice& slice,
                                   const std::vector<PieceSpec>& specs, const std::vector<int>& gpus,
                                   const std::vector<int>& tp_groups, const std::vector<int>& cp_groups);
+  // deferred_weight_gradients.cpp: plan.delay_wgrad_compute. Whether op
+  // `op_index` of the rank's list (a backward running MoE layers) defers
+  // its MoE layers' weight gradients, which pieces of it do
+  // (`gpus_last_piece`: the last piece of the GPU's last op, which keeps
+  // its weight gradient), and the weight-gradient task split off a
+  // piece's backward task `task` (which keeps the input gradient) whose
+  // op-scaled cost is `piece`.
+  bool defers_weight_gradients(int dp, int rank, std::size_t op_index) const;
+  bool defers_piece(const PieceSpec& spec, bool deferring, bool gpus_last_piece) const;
+  Task split_off_weight_gradient(Task& task, const OpCost& piece, const StageSlice& slice,
+                                 const platforms::GpuSpec& gpu) const;
   // plan.tp_comm_overlap (Transformer Engine's userbuffers) for ops of this
   // kind on this slice (a chunk of no layer has no TP collective to overlap).
   bool overlaps_tp_comm(PipeOpKind kind, const StageSlice& slice) const;
@@ -318,6 +336,9 @@ class IterationBuilder {
   // bucketed gathers land).
   std::vector<std::vector<std::vector<std::size_t>>> first_forward_op_;
   std::vector<TaskId> last_;
+  // Per GPU: a deferred weight gradient the GPU's next compute piece waits
+  // for (its compute stream runs it first), kNone when none is pending.
+  std::vector<TaskId> pending_weight_gradient_;
   bool imbalanced_ = false;
   ExpertLoads loads_;
   // (passes per layer, MoE layers, nodes, GPUs per node) -> its
