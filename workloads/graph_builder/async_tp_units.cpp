@@ -2,6 +2,7 @@
 // piece as events (workloads/torch_async_tp.hpp): the exposed kernel, the
 // shard GEMMs at their own shape, the shard copies beside them.
 #include <algorithm>
+#include <utility>
 
 #include "workloads/graph_builder/iteration_builder.hpp"
 #include "workloads/graph_builder/iteration_builder_state.hpp"
@@ -18,11 +19,12 @@ bool IterationBuilder::runs_async_tp(PipeOpKind kind, const StageSlice& slice) c
 }
 
 // Takes the piece's fused GEMMs out of `rest` (the piece's task before it
-// is added): their undivided time and its share of the FLOPs.
-IterationBuilder::AsyncTpPiece IterationBuilder::take_async_tp_gemms(Task& rest, PipeOpKind kind,
-                                                                     const StageSlice& slice,
-                                                                     const platforms::GpuSpec& gpu) const {
-  AsyncTpPiece p{.units = cost_.async_tp_units(kind, gpu),
+// is added): their undivided time and its share of the FLOPs. `units`: the
+// cost model's fused ops for the op's kind on the GPU's spec.
+IterationBuilder::AsyncTpPiece IterationBuilder::take_async_tp_gemms(Task& rest,
+                                                                     std::vector<AsyncTpUnit> units,
+                                                                     const StageSlice& slice) const {
+  AsyncTpPiece p{.units = std::move(units),
                  .layers = static_cast<double>(transformer_layers_of(model_, slice)),
                  .base = rest};
   double undivided = 0;

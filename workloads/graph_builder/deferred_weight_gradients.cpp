@@ -58,22 +58,33 @@ bool IterationBuilder::defers_piece(const PieceSpec& spec, bool deferring, bool 
   return deferring && !gpus_last_piece && moe_layers_of(model_, spec.slice) > 0;
 }
 
-Task IterationBuilder::split_off_weight_gradient(Task& task, const OpCost& piece, const StageSlice& slice,
-                                                 const platforms::GpuSpec& gpu) const {
-  // The cost model's split of this piece's backward (B + W = backward),
-  // applied to what the op's costs give the piece (imbalance included).
+namespace {
+double bounded_fraction(double part, double of) {
+  return of > 0 ? std::clamp(part / of, 0.0, 1.0) : 0.0;
+}
+}  // namespace
+
+// The cost model's split of a piece's backward (B + W = backward), the same
+// for every GPU of one GpuSpec.
+IterationBuilder::WeightShare IterationBuilder::weight_gradient_share(const StageSlice& slice,
+                                                                      const platforms::GpuSpec& gpu) const {
   const OpCost whole = cost_.backward(slice, gpu);
   const OpCost weight = cost_.backward_weight(slice, gpu);
-  const auto share = [](double part, double of) { return of > 0 ? std::clamp(part / of, 0.0, 1.0) : 0.0; };
+  return {.duration = bounded_fraction(weight.duration_s, whole.duration_s),
+          .model_flops = bounded_fraction(weight.model_flops, whole.model_flops),
+          .hardware_flops = bounded_fraction(weight.hardware_flops, whole.hardware_flops)};
+}
+
+Task IterationBuilder::split_off_weight_gradient(Task& task, const OpCost& piece,
+                                                 const WeightShare& share) const {
+  // The split applied to what the op's costs give the piece (imbalance included).
   Task w = task;
   w.kind = TaskKind::backward_weight;
   w.attention = false;
-  w.duration_s = std::min(task.duration_s, piece.duration_s * share(weight.duration_s, whole.duration_s));
-  w.model_flops =
-      std::min(task.model_flops, piece.model_flops * share(weight.model_flops, whole.model_flops));
-  w.hardware_flops = std::min(task.hardware_flops,
-                              piece.hardware_flops * share(weight.hardware_flops, whole.hardware_flops));
-  w.imbalance_s = task.imbalance_s * share(w.duration_s, task.duration_s);
+  w.duration_s = std::min(task.duration_s, piece.duration_s * share.duration);
+  w.model_flops = std::min(task.model_flops, piece.model_flops * share.model_flops);
+  w.hardware_flops = std::min(task.hardware_flops, piece.hardware_flops * share.hardware_flops);
+  w.imbalance_s = task.imbalance_s * bounded_fraction(w.duration_s, task.duration_s);
   task.kind = TaskKind::backward_input;
   task.duration_s -= w.duration_s;
   task.model_flops -= w.model_flops;

@@ -416,9 +416,21 @@ std::vector<BuiltOp> IterationBuilder::add_pieces(const PipeOp& op, int rank, in
     const double share = passes > 0 ? attention_share(model_, plan_, spec.slice) : 0.0;
     std::vector<std::vector<TaskId>> gemm_chunks(overlap ? gpus.size() : 0);
     std::vector<AsyncTpPiece> async_pieces(async_tp ? gpus.size() : 0);
+    // What the cost model gives per GpuSpec, like the costs above: asked
+    // once per run of GPUs on one spec.
+    const platforms::GpuSpec* asked = nullptr;
+    WeightShare weight_share;
+    std::vector<AsyncTpUnit> async_units;
     for (std::size_t g = 0; g < gpus.size(); ++g) {
       const int gpu = gpus[g];
       const OpCost& c = costs[cost_of[g]][p];
+      if (const platforms::GpuSpec& gpu_spec = cluster_.gpu_of(gpu); &gpu_spec != asked) {
+        asked = &gpu_spec;
+        if (spec.defers_weight_gradient)
+          weight_share = weight_gradient_share(spec.slice, gpu_spec);
+        if (async_tp)
+          async_units = cost_.async_tp_units(op.kind, gpu_spec);
+      }
       Task task{.kind = task_kind(op.kind),
                 .chunk = task_index(op.chunk),
                 .layer = task_index(spec.layer),
@@ -448,12 +460,11 @@ std::vector<BuiltOp> IterationBuilder::add_pieces(const PipeOp& op, int rank, in
       const std::vector<Task> gemms =
           overlap ? split_linear_gemms(task, c.tp_overlap_s) : std::vector<Task>{};
       if (async_tp)
-        async_pieces[g] = take_async_tp_gemms(task, op.kind, spec.slice, cluster_.gpu_of(gpu));
+        async_pieces[g] = take_async_tp_gemms(task, async_units, spec.slice);
       // plan.delay_wgrad_compute refuses tp_comm_overlap: no GEMM segments here.
       const std::optional<Task> weight =
-          spec.defers_weight_gradient
-              ? std::optional<Task>(split_off_weight_gradient(task, c, spec.slice, cluster_.gpu_of(gpu)))
-              : std::nullopt;
+          spec.defers_weight_gradient ? std::optional<Task>(split_off_weight_gradient(task, c, weight_share))
+                                      : std::nullopt;
       if (share > 0) {
         piece.first = graph_.add(attention);
         piece.last = graph_.add(task);

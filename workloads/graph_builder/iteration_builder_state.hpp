@@ -157,13 +157,17 @@ class IterationBuilder {
   // `op_index` of the rank's list (a backward running MoE layers) defers
   // its MoE layers' weight gradients, which pieces of it do
   // (`gpus_last_piece`: the last piece of the GPU's last op, which keeps
-  // its weight gradient), and the weight-gradient task split off a
-  // piece's backward task `task` (which keeps the input gradient) whose
+  // its weight gradient), the cost model's weight-gradient share of a
+  // slice's backward on a GPU spec, and the weight-gradient task split off
+  // a piece's backward task `task` (which keeps the input gradient) whose
   // op-scaled cost is `piece`.
   bool defers_weight_gradients(int dp, int rank, std::size_t op_index) const;
   bool defers_piece(const PieceSpec& spec, bool deferring, bool gpus_last_piece) const;
-  Task split_off_weight_gradient(Task& task, const OpCost& piece, const StageSlice& slice,
-                                 const platforms::GpuSpec& gpu) const;
+  struct WeightShare {
+    double duration = 0, model_flops = 0, hardware_flops = 0;
+  };
+  WeightShare weight_gradient_share(const StageSlice& slice, const platforms::GpuSpec& gpu) const;
+  Task split_off_weight_gradient(Task& task, const OpCost& piece, const WeightShare& share) const;
   // plan.tp_comm_overlap (Transformer Engine's userbuffers) for ops of this
   // kind on this slice (a chunk of no layer has no TP collective to overlap).
   bool overlaps_tp_comm(PipeOpKind kind, const StageSlice& slice) const;
@@ -187,8 +191,7 @@ class IterationBuilder {
     Task base;
     double model_flops_per_s = 0, hardware_flops_per_s = 0;
   };
-  AsyncTpPiece take_async_tp_gemms(Task& rest, PipeOpKind kind, const StageSlice& slice,
-                                   const platforms::GpuSpec& gpu) const;
+  AsyncTpPiece take_async_tp_gemms(Task& rest, std::vector<AsyncTpUnit> units, const StageSlice& slice) const;
   void add_async_tp_units(const PipeOp& op, int rank, const PieceSpec& spec, const std::vector<int>& gpus,
                           const std::vector<int>& tp_groups, const std::vector<AsyncTpPiece>& pieces,
                           std::vector<BuiltOp>& built);
