@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <unordered_map>
 
 namespace trainsim::sim {
@@ -173,6 +174,61 @@ void expand_folded_timeline(analysis::Timeline& timeline, const ReplicaFold& fol
   auto shared = std::make_shared<const analysis::FoldImages>(std::move(*images));
   timeline.records.expand(shared);
   timeline.flows.expand(shared);
+}
+
+void expand_class_fold(analysis::Timeline& timeline, const ReplicaFold& fold,
+                       const std::unordered_map<std::uint32_t, std::vector<std::uint32_t>>& route_images) {
+  const int m = fold.order;
+  const auto fixed = [&](workloads::TaskId task) { return fold.task_image[task] == task; };
+  {
+    std::vector<std::pair<workloads::TaskId, analysis::CollectiveChoice>> choices(timeline.collectives.begin(),
+                                                                                  timeline.collectives.end());
+    for (const auto& [task, choice] : choices) {
+      if (fixed(task))
+        continue;
+      auto image = task;
+      for (int j = 1; j < m; ++j) {
+        image = fold.task_image[image];
+        timeline.collectives[image] = choice;
+      }
+    }
+  }
+  std::vector<analysis::TaskRecord> records;
+  for (const auto& r : timeline.records.recorded()) {
+    records.push_back(r);
+    if (fixed(r.task))
+      continue;
+    auto image = r;
+    for (int j = 1; j < m; ++j) {
+      image.task = fold.task_image[image.task];
+      image.gpu = fold.endpoint_image[static_cast<std::size_t>(image.gpu)];
+      records.push_back(image);
+    }
+  }
+  timeline.records.recorded() = std::move(records);
+  std::vector<analysis::FlowRecord> flows;
+  for (const auto& f : timeline.flows.recorded()) {
+    flows.push_back(f);
+    if (fixed(f.task))
+      continue;
+    const std::vector<std::uint32_t>* routes = nullptr;
+    if (f.link_count > 0) {
+      const auto it = route_images.find(f.first_link);
+      if (it == route_images.end() || it->second.size() != static_cast<std::size_t>(m - 1))
+        throw std::logic_error("the class fold's expansion: a recorded route without its images");
+      routes = &it->second;
+    }
+    auto image = f;
+    for (int j = 1; j < m; ++j) {
+      image.task = fold.task_image[image.task];
+      image.src_gpu = fold.endpoint_image[static_cast<std::size_t>(image.src_gpu)];
+      image.dst_gpu = fold.endpoint_image[static_cast<std::size_t>(image.dst_gpu)];
+      if (routes != nullptr)
+        image.first_link = (*routes)[static_cast<std::size_t>(j - 1)];
+      flows.push_back(image);
+    }
+  }
+  timeline.flows.recorded() = std::move(flows);
 }
 
 }  // namespace trainsim::sim

@@ -1,5 +1,6 @@
 #include "sim/replay/replay.hpp"
 
+#include <fmt/format.h>
 #include <xbt/log.h>
 #include <simgrid/kernel/Timer.hpp>
 #include <simgrid/kernel/resource/NetworkModelIntf.hpp>
@@ -14,13 +15,17 @@
 #include <deque>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <stdexcept>
+#include <string>
 #include <unordered_map>
 
 #include "platforms/input_error.hpp"
 #include "sim/collectives/collectives.hpp"
 #include "sim/perturbations/driver.hpp"
 #include "sim/replay/flow_recorder.hpp"
+#include "sim/replay/class_fold.hpp"
+#include "sim/replay/class_ghosts.hpp"
 #include "sim/replay/fold_expansion.hpp"
 #include "sim/replay/folded_collective.hpp"
 #include "sim/replay/isolated_run.hpp"
@@ -111,6 +116,11 @@ class Replayer {
         isolated_(automatic_ ? replayed_count_ : 0),
         shared_(automatic_ ? replayed_count_ : 0),
         plans_(driver_ == nullptr || !driver_->changes_links()) {
+    if (fold_ != nullptr && fold_->classes) {
+      if (!automatic_)
+        throw std::logic_error("the class fold without the automatic collective fidelity");
+      ghosts_.emplace(*fold_, routes_, claims_);
+    }
     // The records of the first iteration, allocated once (see
     // ReplayOptions::expected_flows): one per compute task or send, one per
     // member GPU of a collective.
@@ -154,7 +164,11 @@ class Replayer {
     if (iteration_ < options_.iterations)
       throw std::logic_error("replay stalled: " + std::to_string(graph_.size() - completed_) +
                              " tasks never became ready (cyclic or broken task graph)");
-    if (fold_ != nullptr)
+    if (!refuted_.empty())
+      throw FoldRefuted(refuted_);
+    if (ghosts_)
+      expand_class_fold(timeline_, *fold_, ghosts_->number_images(flow_recorder_));
+    else if (fold_ != nullptr)
       expand_folded_timeline(timeline_, *fold_, zone_, flow_recorder_.link_of_index());
     return {std::move(timeline_), std::move(iteration_start_s_), std::move(iteration_end_s_)};
   }
@@ -356,6 +370,8 @@ class Replayer {
     if (automatic_) {
       std::vector<TaskId> displaced;
       claims_.add_flow(route, displaced);
+      if (ghosts_ && ghosts_->has_images(id))
+        ghosts_->add_flow(route, displaced);
       for (const TaskId other : displaced)
         displace(other);
     }
@@ -417,6 +433,14 @@ class Replayer {
     zone_.expect_no_route();
   }
 
+  // The class fold's premise P1 (class_fold.hpp): a collective across
+  // replicas runs `isolated` throughout.
+  void refute_if_across(TaskId id, const char* what) {
+    if (ghosts_ && fold_->across[id] && refuted_.empty())
+      refuted_ = fmt::format("{} {} at {} s (P1: it would reach the replicas at other times)",
+                             workloads::task_label(graph_, id), what, now());
+  }
+
   CollectivePlan plan_collective(TaskId id, std::optional<platforms::Fidelity> fidelity = std::nullopt) {
     const auto& task = graph_[id];
     return plans_.plan(
@@ -445,6 +469,7 @@ class Replayer {
         return;
       }
       choice.representation = analysis::Representation::shared;
+      refute_if_across(id, "starts as flows (its links carry other flows)");
       const std::int64_t limit = zone_.spec().collectives.detailed_flow_limit;
       if (limit > 0 && plan.detailed_flows > limit) {
         // Too many steps to replay as flows (collectives.detailed_flow_limit):
@@ -481,6 +506,8 @@ class Replayer {
   void end_isolated(TaskId id) {
     const auto isolated = std::move(isolated_[at(id)]);
     claims_.remove_isolated(id, isolated->run.claims);
+    if (ghosts_)
+      ghosts_->remove_isolated(id);
     // Flows left in flight by try_isolate are SimGrid's: recorded and counted
     // as they end.
     const std::size_t orphans = isolated->orphans();
@@ -516,13 +543,18 @@ class Replayer {
       in_flight.push_back(
           {FlowRequest{route.src, route.dst, 0.0, slot.rank, slot.delay_s}, &route, slot.start_s, end_s});
       claims_.remove_flow(route);  // the run claims them with the rest
+      if (ghosts_ && ghosts_->has_images(id))
+        ghosts_->remove_flow(route);
     }
     auto machine = collectives_[at(id)]->clone();
     auto isolated = std::make_unique<Isolated>();
     if (!runner_.resume(*machine, in_flight, t, routes_, claims_, isolated->run)) {
       std::vector<TaskId> displaced;  // stays empty: these claims were there a moment ago
-      for (const std::size_t s : shared.in_flight)
+      for (const std::size_t s : shared.in_flight) {
         claims_.add_flow(*slots_[s].route, displaced);
+        if (ghosts_ && ghosts_->has_images(id))
+          ghosts_->add_flow(*slots_[s].route, displaced);
+      }
       return;
     }
     for (std::size_t k = 0; k < shared.in_flight.size(); ++k) {
@@ -541,6 +573,8 @@ class Replayer {
   // ends (or is displaced).
   void go_isolated(TaskId id, std::unique_ptr<Isolated> isolated) {
     claims_.add_isolated(id, isolated->run.claims);
+    if (ghosts_ && ghosts_->has_images(id))
+      ghosts_->add_isolated(id, isolated->run);
     if (recording())
       for (auto& flow : isolated->run.flows)
         flow_recorder_.number_links(*flow.route);
@@ -557,7 +591,10 @@ class Replayer {
     const auto isolated = std::move(isolated_[at(id)]);
     isolated->timer->remove();
     claims_.remove_isolated(id, isolated->run.claims);
+    if (ghosts_)
+      ghosts_->remove_isolated(id);
     timeline_.collectives[id].representation = analysis::Representation::isolated_then_shared;
+    refute_if_across(id, "is displaced by a flow that needs its links");
     const double t = now();
     // A state machine told of every flow that has finished: a fresh one, or
     // the one it had when it went isolated (try_isolate).
@@ -583,6 +620,8 @@ class Replayer {
       Slot& slot = slots_[isolated->orphan_slots[k]];
       slot.orphan = -1;
       claims_.add_flow(*slot.route, displaced_too);
+      if (ghosts_ && ghosts_->has_images(id))
+        ghosts_->add_flow(*slot.route, displaced_too);
     }
     for (const std::uint32_t f : isolated->run.finish_order) {
       if (f < isolated->orphans())
@@ -660,8 +699,11 @@ class Replayer {
       return;  // an interference execution, cancelled at the end (see below)
     const auto index = reinterpret_cast<std::size_t>(activity.get_data<void>()) - 1;
     Slot& slot = slots_[index];
-    if (automatic_ && slot.route != nullptr && slot.orphan < 0)
+    if (automatic_ && slot.route != nullptr && slot.orphan < 0) {
       claims_.remove_flow(*slot.route);
+      if (ghosts_ && ghosts_->has_images(slot.task))
+        ghosts_->remove_flow(*slot.route);
+    }
     if (activity.get_state() == sg::Activity::State::FAILED && driver_ != nullptr && slot.route != nullptr) {
       // A link of its route went down: the rest of the flow waits for it.
       const auto* comm = dynamic_cast<const sg::Comm*>(&activity);
@@ -897,6 +939,10 @@ class Replayer {
   // (below 1 only while a displaced collective's flow resumes).
   double latency_factor_ = 1.0;
   bool latency_factor_installed_ = false;
+  // The class fold (class_ghosts.hpp): the images' claims; and the first
+  // collective across replicas that did not run `isolated` throughout.
+  std::optional<ClassGhosts> ghosts_;
+  std::string refuted_;
 };
 
 }  // namespace

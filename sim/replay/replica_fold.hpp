@@ -40,6 +40,15 @@ struct ReplicaFold {
   std::vector<char> simulated;
   std::vector<char> spanning;
   std::size_t simulated_count = 0;
+  // The class fold (sim/replay/class_fold.hpp): its classes are not a
+  // rotation's orbits. Each perturbed replica is a class of its own (its
+  // tasks are their own images), the other `order` replicas one class whose
+  // first is replayed; task_image and endpoint_image are one step of the
+  // cycle through them. A collective across replicas is its own image, runs
+  // whole (`spanning` is 0 for it) and is listed in `across`, its
+  // representation checked when the replay ends.
+  bool classes = false;
+  std::vector<char> across;
 };
 
 struct FoldDecision {

@@ -1,10 +1,16 @@
 #include "sim/replay/simulation.hpp"
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
 #include <stdexcept>
+#include <string>
 
 #include "analysis/gpu_power.hpp"
 #include "sim/platform/cluster_zone.hpp"
 #include "sim/platform/engine_setup.hpp"
+#include "sim/replay/class_fold.hpp"
 #include "sim/replay/replay.hpp"
 #include "sim/replay/replay_cost.hpp"
 #include "sim/replay/replica_fold.hpp"
@@ -16,6 +22,55 @@
 namespace trainsim::sim {
 namespace {
 constexpr int kReserveGraphFromGpus = 32768;
+
+// Replays `graph` under the class fold in a child process (a copy of this
+// one, its engine not yet run): empty when the fold's run-time premises
+// held, else why not (class_fold.hpp). The child reports nothing else.
+std::string refuted_in_child(const workloads::TaskGraph& graph, ClusterZone& zone, const ReplayOptions& options) {
+  int fds[2];
+  if (::pipe(fds) != 0)
+    return "no pipe to a child process";
+  std::fflush(nullptr);
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(fds[0]);
+    ::close(fds[1]);
+    return "no child process";
+  }
+  if (pid == 0) {
+    ::close(fds[0]);
+    std::string why;
+    try {
+      ReplayOptions quiet = options;
+      quiet.on_progress = {};
+      replay(graph, zone, quiet);
+    } catch (const FoldRefuted& e) {
+      why = e.what();
+    } catch (const std::exception& e) {
+      why = std::string("the folded replay failed: ") + e.what();
+    }
+    for (std::size_t at = 0; at < why.size();) {
+      const auto n = ::write(fds[1], why.data() + at, why.size() - at);
+      if (n <= 0)
+        break;
+      at += static_cast<std::size_t>(n);
+    }
+    ::close(fds[1]);
+    ::_exit(why.empty() ? 0 : 3);
+  }
+  ::close(fds[1]);
+  std::string why;
+  char buffer[4096];
+  for (ssize_t n; (n = ::read(fds[0], buffer, sizeof buffer)) > 0;)
+    why.append(buffer, static_cast<std::size_t>(n));
+  ::close(fds[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || (WEXITSTATUS(status) != 0 && why.empty()))
+    return "the folded replay's child process did not end normally";
+  return why;
+}
+
 }  // namespace
 
 workloads::TaskGraph build_task_graph(const scenario::Scenario& scenario) {
@@ -55,18 +110,33 @@ SimulationResult simulate(const scenario::Scenario& scenario, const SimulationOp
       (options.fold == FoldMode::automatic && scenario.cluster.gpu_count() >= kFoldByDefaultGpus))
     fold = plan_replica_fold(result.graph, scenario, *zone);
   ReplayOptions replay_options;
-  replay_options.fold = fold.fold ? &*fold.fold : nullptr;
   replay_options.iterations = options.iterations;
   replay_options.perturbations = driver ? &*driver : nullptr;
+  if (fold.fold && fold.fold->classes) {
+    // The class fold's premise P1 is checked by its replay (FoldRefuted),
+    // and SimGrid's engine runs once per process: a child replays folded
+    // first; if a premise fails there, this process replays whole.
+    replay_options.fold = &*fold.fold;
+    if (auto refuted = refuted_in_child(result.graph, *zone, replay_options); !refuted.empty()) {
+      fold.summary.folded = false;
+      fold.summary.simulated = scenario.plan.dp;
+      fold.summary.class_size = 1;
+      fold.summary.stopped = "the replicas did not fold as classes at run time (" + refuted +
+                             "); replayed whole instead. " + fold.summary.folded_why;
+      fold.summary.folded_why.clear();
+      fold.fold.reset();
+    }
+  }
+  replay_options.fold = fold.fold ? &*fold.fold : nullptr;
   replay_options.on_progress = options.observer.on_progress;
   if (options.observer.on_cost) {
     const auto cost =
-        fold.fold ? estimate_replay_cost(result.graph, *zone, options.iterations, *fold.fold, scenario)
+        fold.fold && !fold.fold->classes ? estimate_replay_cost(result.graph, *zone, options.iterations, *fold.fold, scenario)
                   : estimate_replay_cost(result.graph, *zone, options.iterations);
     // Under the fold the replay records one class member's flows; the
     // expansion then allocates the whole run's.
     replay_options.expected_flows =
-        cost.recorded_flows / static_cast<std::size_t>(fold.fold ? fold.fold->order : 1);
+        cost.recorded_flows / static_cast<std::size_t>(fold.fold && !fold.fold->classes ? fold.fold->order : 1);
     options.observer.on_cost(cost);
   }
   auto replayed = replay(result.graph, *zone, replay_options);

@@ -1,0 +1,124 @@
+#pragma once
+// What the folds (sim/replay/replica_fold.hpp, sim/replay/class_fold.hpp)
+// compare between a task and its image: every attribute the replay and the
+// analyses read, bit for bit, with its GPUs mapped; memory events as sets;
+// uneven exchanges member by member.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "workloads/task_graph.hpp"
+
+namespace trainsim::sim::fold_match {
+
+using workloads::Task;
+using workloads::TaskGraph;
+using workloads::TaskId;
+using workloads::TaskKind;
+
+inline std::uint64_t bits(double x) {
+  std::uint64_t b = 0;
+  std::memcpy(&b, &x, sizeof b);
+  return b;
+}
+
+// What makes a spanning collective's expansion (group, op, bytes, fold,
+// algorithm): the key under which the checks below treat it once. Empty for
+// one that moves nothing (fewer than two members, or no bytes).
+inline std::string spanning_signature(const TaskGraph& graph, const Task& t) {
+  if (graph.groups[static_cast<std::size_t>(t.group)].size() < 2 || t.bytes <= 0)
+    return {};
+  return fmt::format("{}/{}/{}/{}/{}", t.group, static_cast<int>(t.op), bits(t.bytes), t.fold,
+                     static_cast<int>(t.algorithm));
+}
+
+// What a task and its image must share: every attribute the replay and the
+// analyses read, with its GPUs (mapped, for the task) and its group's
+// canonical index (the image group's, for the task).
+struct TaskKey {
+  std::uint64_t words[12] = {};
+  bool operator==(const TaskKey& o) const { return std::memcmp(words, o.words, sizeof words) == 0; }
+};
+
+inline TaskKey key_of(const Task& t, int gpu, int peer, int group_set, std::uint32_t occurrence) {
+  TaskKey k;
+  k.words[0] = static_cast<std::uint64_t>(t.kind) | static_cast<std::uint64_t>(t.comm) << 8 |
+               static_cast<std::uint64_t>(t.op) << 16 | static_cast<std::uint64_t>(t.transfer) << 24 |
+               static_cast<std::uint64_t>(t.algorithm) << 32 | static_cast<std::uint64_t>(t.attention) << 40;
+  k.words[1] = static_cast<std::uint32_t>(gpu) | static_cast<std::uint64_t>(static_cast<std::uint32_t>(peer))
+                                                     << 32;
+  k.words[2] = static_cast<std::uint32_t>(group_set) | static_cast<std::uint64_t>(occurrence) << 32;
+  k.words[3] = static_cast<std::uint32_t>(t.stage) |
+               static_cast<std::uint64_t>(static_cast<std::uint32_t>(t.chunk)) << 32;
+  k.words[4] = static_cast<std::uint32_t>(t.micro_batch) |
+               static_cast<std::uint64_t>(static_cast<std::uint32_t>(t.layer)) << 32;
+  k.words[5] = bits(t.duration_s);
+  k.words[6] = bits(t.memory_bound_fraction);
+  k.words[7] = bits(t.model_flops);
+  k.words[8] = bits(t.hardware_flops);
+  k.words[9] = bits(t.bytes);
+  k.words[10] = static_cast<std::uint32_t>(t.fold) | static_cast<std::uint64_t>(t.memory_end - t.memory_begin)
+                                                         << 32;
+  k.words[11] = bits(t.imbalance_s);
+  return k;
+}
+
+// The GPUs a task runs on.
+template <class F>
+void for_each_gpu(const TaskGraph& graph, const Task& t, F&& f) {
+  if (t.kind == TaskKind::collective) {
+    for (int g : graph.groups[static_cast<std::size_t>(t.group)])
+      f(g);
+    return;
+  }
+  if (t.gpu >= 0)
+    f(t.gpu);
+  if (t.kind == TaskKind::send && t.peer >= 0)
+    f(t.peer);
+}
+
+inline std::string task_name(const TaskGraph& graph, TaskId id) {
+  return fmt::format("task {} ({})", id, workloads::task_label(graph, id));
+}
+
+// A task's memory events and its image's, as sets (a spanning collective
+// lists its members' events in its group's order, which the rotation
+// shifts).
+// `x` and `y`: scratch lists, reused from task to task.
+using MemoryEvent = std::tuple<int, int, int, std::uint64_t>;
+inline bool same_memory(const TaskGraph& graph, const Task& a, const Task& b, const std::vector<int>& gpu_image,
+                 std::vector<MemoryEvent>& x, std::vector<MemoryEvent>& y) {
+  const std::uint32_t n = a.memory_end - a.memory_begin;
+  if (n == 0)
+    return true;
+  x.clear();
+  y.clear();
+  for (std::uint32_t i = 0; i < n; ++i) {
+    const auto& e = graph.memory[a.memory_begin + i];
+    const auto& f = graph.memory[b.memory_begin + i];
+    x.emplace_back(gpu_image[static_cast<std::size_t>(e.gpu)], static_cast<int>(e.at),
+                   static_cast<int>(e.kind), bits(e.bytes));
+    y.emplace_back(f.gpu, static_cast<int>(f.at), static_cast<int>(f.kind), bits(f.bytes));
+  }
+  std::sort(x.begin(), x.end());
+  std::sort(y.begin(), y.end());
+  return x == y;
+}
+
+// Two exchanges alike bit for bit.
+inline bool same_exchange(const workloads::Exchange& a, const workloads::Exchange& b) {
+  const auto same = [](const std::vector<double>& x, const std::vector<double>& y) {
+    return x.size() == y.size() &&
+           std::equal(x.begin(), x.end(), y.begin(), [](double p, double q) { return bits(p) == bits(q); });
+  };
+  return same(a.send_bytes, b.send_bytes) && same(a.dispatch_bytes, b.dispatch_bytes) &&
+         same(a.combine_bytes, b.combine_bytes) && bits(a.node_share) == bits(b.node_share) &&
+         same(a.node_shares, b.node_shares);
+}
+
+}  // namespace trainsim::sim::fold_match
