@@ -437,7 +437,7 @@ class Replayer {
   // replicas runs `isolated` throughout.
   void refute_if_across(TaskId id, const char* what) {
     if (ghosts_ && fold_->across[id] && refuted_.empty())
-      refuted_ = fmt::format("{} {} at {} s (P1: it would reach the replicas at other times)",
+      refuted_ = fmt::format("task {} ({}) {} at {} s: P1 fails (it reaches the replicas at other times)", id,
                              workloads::task_label(graph_, id), what, now());
   }
 

@@ -121,8 +121,10 @@ SimulationResult simulate(const scenario::Scenario& scenario, const SimulationOp
       fold.summary.folded = false;
       fold.summary.simulated = scenario.plan.dp;
       fold.summary.class_size = 1;
-      fold.summary.stopped = "the replicas did not fold as classes at run time (" + refuted +
-                             "); replayed whole instead. " + fold.summary.folded_why;
+      fold.summary.stopped =
+          "the perturbations section tells replicas apart, and the replicas did not fold as classes in the "
+          "folded replay (" +
+          refuted + "): replayed whole";
       fold.summary.folded_why.clear();
       fold.fold.reset();
     }
