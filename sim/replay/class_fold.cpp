@@ -118,8 +118,8 @@ std::string class_fold_problem(const TaskGraph& graph, const scenario::Scenario&
   std::vector<int> gpu_image(static_cast<std::size_t>(gpu_count));
   for (int g = 0; g < gpu_count; ++g)
     gpu_image[static_cast<std::size_t>(g)] =
-        plan.gpu_of(plan.pp_rank_of(g), next[static_cast<std::size_t>(plan.dp_rank_of(g))], plan.tp_rank_of(g),
-                    plan.cp_rank_of(g));
+        plan.gpu_of(plan.pp_rank_of(g), next[static_cast<std::size_t>(plan.dp_rank_of(g))],
+                    plan.tp_rank_of(g), plan.cp_rank_of(g));
   const auto replica = [&](int g) { return plan.dp_rank_of(g); };
   // P3, the GPUs: same node group, speed and resident memory; NVLink
   // domains onto domains.
@@ -207,7 +207,9 @@ std::string class_fold_problem(const TaskGraph& graph, const scenario::Scenario&
   out.task_image.assign(n, 0);
   for (TaskId id = 0; id < n; ++id)
     out.task_image[id] = static_cast<std::uint32_t>(id);
-  const auto map_gpu = [&](int g) { return g < 0 || g >= gpu_count ? g : gpu_image[static_cast<std::size_t>(g)]; };
+  const auto map_gpu = [&](int g) {
+    return g < 0 || g >= gpu_count ? g : gpu_image[static_cast<std::size_t>(g)];
+  };
   const auto group_key = [&](const Task& t, bool image) {
     if (t.kind != TaskKind::collective)
       return -1;
@@ -250,7 +252,8 @@ std::string class_fold_problem(const TaskGraph& graph, const scenario::Scenario&
       continue;
     if (group_image[i] < 0)
       return fmt::format("{}'s group has no image among the groups", task_name(graph, by_group[i].front()));
-    if (auto problem = match(by_group[i], by_group[static_cast<std::size_t>(group_image[i])]); !problem.empty())
+    if (auto problem = match(by_group[i], by_group[static_cast<std::size_t>(group_image[i])]);
+        !problem.empty())
       return problem;
   }
   for (std::size_t i = 0; i < groups.size(); ++i)
@@ -281,7 +284,8 @@ std::string class_fold_problem(const TaskGraph& graph, const scenario::Scenario&
       const TaskId after = boost::target(*e, graph.dependencies());
       mapped.push_back(out.task_image[after]);
       if (!out.across[id] && !out.across[after] && home(id) != home(after))
-        return fmt::format("{} waits for {}, of another replica", task_name(graph, after), task_name(graph, id));
+        return fmt::format("{} waits for {}, of another replica", task_name(graph, after),
+                           task_name(graph, id));
     }
     for (auto [e, end] = boost::out_edges(workloads::task_vertex(out.task_image[id]), graph.dependencies());
          e != end; ++e)
@@ -306,13 +310,13 @@ std::string class_fold_problem(const TaskGraph& graph, const scenario::Scenario&
       if (signature.empty() || !checked.insert(signature).second)
         continue;
       const auto& gpus = groups[static_cast<std::size_t>(t.group)];
-      auto planned = make_collective({t.op, gpus, t.bytes, t.fold, t.algorithm,
-                                      t.exchange >= 0 ? &graph.exchanges[static_cast<std::size_t>(t.exchange)]
-                                                      : nullptr},
-                                     zone);
+      auto planned = make_collective(
+          {t.op, gpus, t.bytes, t.fold, t.algorithm,
+           t.exchange >= 0 ? &graph.exchanges[static_cast<std::size_t>(t.exchange)] : nullptr},
+          zone);
       if (planned.choice.fidelity != platforms::Fidelity::automatic)
-        return fmt::format("{} runs at fidelity `{}`, not the automatic closed form (P1)", task_name(graph, id),
-                           platforms::to_string(planned.choice.fidelity));
+        return fmt::format("{} runs at fidelity `{}`, not the automatic closed form (P1)",
+                           task_name(graph, id), platforms::to_string(planned.choice.fidelity));
     }
   }
   // P2 and P3, the routes. Per link direction: the replicas whose own flows
@@ -320,10 +324,11 @@ std::string class_fold_problem(const TaskGraph& graph, const scenario::Scenario&
   struct LinkUse {
     int replica = -1;
     bool shared = false;
+    bool collective = false;  // a collective of one replica can cross it
     std::unordered_set<Link*> first, last;
   };
   std::unordered_map<Link*, LinkUse> use;
-  std::set<std::pair<int, int>> pairs;              // every replica's, distinct
+  std::set<std::pair<int, int>> pairs;                 // every replica's, distinct
   std::set<std::pair<int, int>> representative_pairs;  // rest[0]'s
   {
     std::vector<std::pair<int, int>> scratch;
@@ -351,25 +356,43 @@ std::string class_fold_problem(const TaskGraph& graph, const scenario::Scenario&
           if (u.replica >= 0 && u.replica != r)
             u.shared = true;
           u.replica = r;
+          u.collective = u.collective || t.kind == TaskKind::collective;
           u.first.insert(w.links.front());
           u.last.insert(w.links.back());
         }
       }
     }
   }
-  for (const auto& [link, u] : use) {
-    if (!u.shared)
-      continue;
+  // In link name order, so that the summary names the same link each run.
+  std::vector<std::pair<std::string, Link*>> shared_links;
+  for (const auto& [link, u] : use)
+    if (u.shared)
+      shared_links.emplace_back(link->get_name(), link);
+  std::sort(shared_links.begin(), shared_links.end());
+  for (const auto& [name, link] : shared_links) {
+    const auto& u = use.at(link);
+    // The automatic fidelity decides whether a collective runs alone from
+    // the claims on its links, which on a shared link are not its images'.
+    if (u.collective)
+      return fmt::format(
+          "link {} carries flows of several replicas and a collective of one replica can cross it, whose "
+          "images would see other claims on their links (P2)",
+          link->get_name());
     const auto sum = [](const std::unordered_set<Link*>& links) {
-      double s = 0;
+      std::vector<double> bandwidths;
       for (const Link* l : links)
-        s += l->get_bandwidth();
+        bandwidths.push_back(l->get_bandwidth());
+      std::sort(bandwidths.begin(), bandwidths.end());  // one order of the sum, whatever the set's
+      double s = 0;
+      for (const double b : bandwidths)
+        s += b;
       return s;
     };
     const double feed = std::min(sum(u.first), sum(u.last));
     if (feed > link->get_bandwidth() * (1 + kCapacitySlack))
       return fmt::format(
-          "link {} carries flows of several replicas and could bind them (its {:.4g} GB/s against {:.4g} GB/s "
+          "link {} carries flows of several replicas and could bind them (its {:.4g} GB/s against {:.4g} "
+          "GB/s "
           "that can reach it, P2)",
           link->get_name(), link->get_bandwidth() / 1e9, feed / 1e9);
   }
@@ -396,12 +419,14 @@ std::string class_fold_problem(const TaskGraph& graph, const scenario::Scenario&
       std::unordered_map<Link*, Link*> onto, back;
       for (std::size_t i = 0; i < images.size(); ++i) {
         auto& p = images[i];
-        p = {endpoint_step[static_cast<std::size_t>(p.first)], endpoint_step[static_cast<std::size_t>(p.second)]};
+        p = {endpoint_step[static_cast<std::size_t>(p.first)],
+             endpoint_step[static_cast<std::size_t>(p.second)]};
         const auto w = walk(zone, p.first, p.second);
         const auto& a = from[i];
         if (w.links.size() != a.links.size() || bits(w.latency_s) != bits(a.latency_s))
-          return fmt::format("the route {} -> {} is no image of the representative's (its length or latency differ)",
-                             p.first, p.second);
+          return fmt::format(
+              "the route {} -> {} is no image of the representative's (its length or latency differ)",
+              p.first, p.second);
         for (std::size_t j = 0; j < w.links.size(); ++j) {
           Link* x = a.links[j];
           Link* y = w.links[j];
@@ -410,8 +435,8 @@ std::string class_fold_problem(const TaskGraph& graph, const scenario::Scenario&
                                rest.front(), y->get_name());
           if (shared(x))
             continue;
-          const auto [f, fresh_f] = onto.emplace(x, y);
-          const auto [b, fresh_b] = back.emplace(y, x);
+          const auto f = onto.emplace(x, y).first;
+          const auto b = back.emplace(y, x).first;
           if (f->second != y || b->second != x)
             return fmt::format("the links of replica {} do not map one to one onto replica {}'s ({} and {})",
                                rest.front(), rest[static_cast<std::size_t>(k)], x->get_name(), y->get_name());
@@ -427,7 +452,9 @@ std::string class_fold_problem(const TaskGraph& graph, const scenario::Scenario&
   out.spanning.assign(n, 0);
   out.simulated.assign(n, 0);
   out.simulated_count = 0;
-  const auto replayed_replica = [&](int r) { return r == rest.front() || perturbed[static_cast<std::size_t>(r)]; };
+  const auto replayed_replica = [&](int r) {
+    return r == rest.front() || perturbed[static_cast<std::size_t>(r)];
+  };
   for (TaskId id = 0; id < n; ++id)
     if (out.across[id] || replayed_replica(home(id))) {
       out.simulated[id] = 1;
@@ -454,8 +481,8 @@ std::string class_fold_problem(const TaskGraph& graph, const scenario::Scenario&
     for (int g : perturbed_gpus)
       if (replica(g) == r)
         gpus.push_back(g);
-    held += fmt::format("{}replica {} holds the perturbed GPU{} {}: simulated on its own", held.empty() ? "" : "; ",
-                        r, gpus.size() == 1 ? "" : "s", fmt::join(gpus, ", "));
+    held += fmt::format("{}replica {} holds the perturbed GPU{} {}: simulated on its own",
+                        held.empty() ? "" : "; ", r, gpus.size() == 1 ? "" : "s", fmt::join(gpus, ", "));
   }
   why = fmt::format(
       "{} data-parallel replicas in {} classes: {}; the other {} replicas are images of replica {} (their "

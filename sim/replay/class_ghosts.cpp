@@ -23,8 +23,8 @@ const std::vector<Route*>& ClassGhosts::images(const Route& route) {
     dst = fold_.endpoint_image[static_cast<std::size_t>(dst)];
     Route& image = routes_.route(src, dst);
     if (image.links.size() != route.links.size())
-      throw FoldRefuted(fmt::format("the route {} -> {} is no image of {} -> {} (P3)", src, dst, route.src,
-                                    route.dst));
+      throw FoldRefuted(
+          fmt::format("the route {} -> {} is no image of {} -> {} (P3)", src, dst, route.src, route.dst));
     out.push_back(&image);
   }
   return out;
@@ -83,7 +83,8 @@ void ClassGhosts::remove_isolated(workloads::TaskId id) {
   isolated_.erase(it);
 }
 
-std::unordered_map<std::uint32_t, std::vector<std::uint32_t>> ClassGhosts::number_images(FlowRecorder& recorder) {
+std::unordered_map<std::uint32_t, std::vector<std::uint32_t>> ClassGhosts::number_images(
+    FlowRecorder& recorder) {
   std::unordered_map<std::uint32_t, std::vector<std::uint32_t>> firsts;
   for (const Route* route : seen_) {
     if (route->timeline_first == Route::kUnrecorded || route->links.empty() ||

@@ -181,8 +181,8 @@ void expand_class_fold(analysis::Timeline& timeline, const ReplicaFold& fold,
   const int m = fold.order;
   const auto fixed = [&](workloads::TaskId task) { return fold.task_image[task] == task; };
   {
-    std::vector<std::pair<workloads::TaskId, analysis::CollectiveChoice>> choices(timeline.collectives.begin(),
-                                                                                  timeline.collectives.end());
+    std::vector<std::pair<workloads::TaskId, analysis::CollectiveChoice>> choices(
+        timeline.collectives.begin(), timeline.collectives.end());
     for (const auto& [task, choice] : choices) {
       if (fixed(task))
         continue;

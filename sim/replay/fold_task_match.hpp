@@ -91,8 +91,9 @@ inline std::string task_name(const TaskGraph& graph, TaskId id) {
 // shifts).
 // `x` and `y`: scratch lists, reused from task to task.
 using MemoryEvent = std::tuple<int, int, int, std::uint64_t>;
-inline bool same_memory(const TaskGraph& graph, const Task& a, const Task& b, const std::vector<int>& gpu_image,
-                 std::vector<MemoryEvent>& x, std::vector<MemoryEvent>& y) {
+inline bool same_memory(const TaskGraph& graph, const Task& a, const Task& b,
+                        const std::vector<int>& gpu_image, std::vector<MemoryEvent>& x,
+                        std::vector<MemoryEvent>& y) {
   const std::uint32_t n = a.memory_end - a.memory_begin;
   if (n == 0)
     return true;

@@ -374,9 +374,10 @@ FoldDecision plan_replica_fold(const TaskGraph& graph, const scenario::Scenario&
     ReplicaFold fold;
     std::string why;
     if (auto problem = class_fold_problem(graph, scenario, zone, fold, why); !problem.empty())
-      return stop("the perturbations section tells replicas apart, and the replicas do not fold as classes "
-                  "(the perturbed ones alone, the others images of one): " +
-                  problem);
+      return stop(
+          "the perturbations section tells replicas apart, and the replicas do not fold as classes "
+          "(the perturbed ones alone, the others images of one): " +
+          problem);
     summary.folded = true;
     summary.simulated = plan.dp - fold.order + 1;
     summary.class_size = fold.order;

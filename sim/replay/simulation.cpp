@@ -26,7 +26,8 @@ constexpr int kReserveGraphFromGpus = 32768;
 // Replays `graph` under the class fold in a child process (a copy of this
 // one, its engine not yet run): empty when the fold's run-time premises
 // held, else why not (class_fold.hpp). The child reports nothing else.
-std::string refuted_in_child(const workloads::TaskGraph& graph, ClusterZone& zone, const ReplayOptions& options) {
+std::string refuted_in_child(const workloads::TaskGraph& graph, ClusterZone& zone,
+                             const ReplayOptions& options) {
   int fds[2];
   if (::pipe(fds) != 0)
     return "no pipe to a child process";
@@ -133,12 +134,14 @@ SimulationResult simulate(const scenario::Scenario& scenario, const SimulationOp
   replay_options.on_progress = options.observer.on_progress;
   if (options.observer.on_cost) {
     const auto cost =
-        fold.fold && !fold.fold->classes ? estimate_replay_cost(result.graph, *zone, options.iterations, *fold.fold, scenario)
-                  : estimate_replay_cost(result.graph, *zone, options.iterations);
+        fold.fold && !fold.fold->classes
+            ? estimate_replay_cost(result.graph, *zone, options.iterations, *fold.fold, scenario)
+            : estimate_replay_cost(result.graph, *zone, options.iterations);
     // Under the fold the replay records one class member's flows; the
     // expansion then allocates the whole run's.
     replay_options.expected_flows =
-        cost.recorded_flows / static_cast<std::size_t>(fold.fold && !fold.fold->classes ? fold.fold->order : 1);
+        cost.recorded_flows /
+        static_cast<std::size_t>(fold.fold && !fold.fold->classes ? fold.fold->order : 1);
     options.observer.on_cost(cost);
   }
   auto replayed = replay(result.graph, *zone, replay_options);

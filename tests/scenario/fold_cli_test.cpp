@@ -402,7 +402,8 @@ TEST(Fold, SaysWhatStoppedIt) {
   ASSERT_TRUE(summary.contains("fold"));
   EXPECT_FALSE(summary["fold"]["folded"].get<bool>());
   EXPECT_NE(summary["fold"]["stopped"].get<std::string>().find("perturbations"), std::string::npos);
-  EXPECT_NE(summary["fold"]["stopped"].get<std::string>().find("a link fault changes links"), std::string::npos)
+  EXPECT_NE(summary["fold"]["stopped"].get<std::string>().find("a link fault changes links"),
+            std::string::npos)
       << summary["fold"]["stopped"];
   // Without --fold, below 4,096 GPUs, the fold is not considered, and
   // summary.json is what it was (the digests).
@@ -437,37 +438,38 @@ TEST(Fold, PerturbedReplicasFoldAsClassesOfTheirOwn) {
     int class_size;  // the unperturbed replicas
     std::string why;
   };
-  const auto tiny = write_temp_file("slow-gpu.yaml",
-                                    "cluster:\n  preset: dgx-h100-ndr\n  nodes: 4\nmodel:\n  preset: gpt3-1.3b\n"
-                                    "  layers: 4\nplan:\n  tp: 8\n  dp: 4\n  micro_batch_size: 1\n"
-                                    "  global_batch_size: 8\nperturbations:\n  slow_gpus:\n"
-                                    "    - {gpus: [9], speed: 0.5}\n");
+  const auto tiny =
+      write_temp_file("slow-gpu.yaml",
+                      "cluster:\n  preset: dgx-h100-ndr\n  nodes: 4\nmodel:\n  preset: gpt3-1.3b\n"
+                      "  layers: 4\nplan:\n  tp: 8\n  dp: 4\n  micro_batch_size: 1\n"
+                      "  global_batch_size: 8\nperturbations:\n  slow_gpus:\n"
+                      "    - {gpus: [9], speed: 0.5}\n");
   const std::vector<Case> cases{
       {tiny.string(), {}, 2, 3, "replica 1 holds the perturbed GPU 9: simulated on its own"},
-      {"scenarios/scale-16k.yaml",
-       shrunk_16k("{slow_gpus: [{gpus: [9], speed: 0.8}]}"),
-       2,
-       7,
-       "replica 1 holds the perturbed GPU 9: simulated on its own; the other 7 replicas are images of replica 0"},
+      {"scenarios/scale-16k.yaml", shrunk_16k("{slow_gpus: [{gpus: [9], speed: 0.8}]}"), 2, 7,
+       "replica 1 holds the perturbed GPU 9: simulated on its own; the other 7 replicas are images of "
+       "replica 0"},
       // Replica 0 slowed in a window, replica 5 throttled in steps: the
       // representative is replica 1.
       {"scenarios/scale-16k.yaml",
        shrunk_16k("{slow_gpus: [{gpus: [0], speed: 0.7, from: 0.2s, until: 0.9s}], throttling: [{gpus: [45], "
                   "profile: [{at: 0.3s, speed: 0.9}, {at: 0.6s, speed: 0.6}]}]}"),
-       3,
-       6,
-       "replica 5 holds the perturbed GPU 45: simulated on its own; the other 6 replicas are images of replica "
+       3, 6,
+       "replica 5 holds the perturbed GPU 45: simulated on its own; the other 6 replicas are images of "
+       "replica "
        "1"},
   };
   g_tied_tp_ranks = true;
   g_link_ties = true;
   for (std::size_t i = 0; i < cases.size(); ++i) {
-    const auto fold = expect_fold_answers_as_full(cases[i].scenario, cases[i].sets, "classes" + std::to_string(i));
+    const auto fold =
+        expect_fold_answers_as_full(cases[i].scenario, cases[i].sets, "classes" + std::to_string(i));
     ASSERT_TRUE(fold.is_object()) << i;
     EXPECT_TRUE(fold["folded"].get<bool>()) << i << ": " << fold.dump();
     EXPECT_EQ(fold["replicas_simulated"].get<int>(), cases[i].simulated) << i;
     EXPECT_EQ(fold["class_size"].get<int>(), cases[i].class_size) << i;
-    EXPECT_NE(fold["why"].get<std::string>().find(cases[i].why), std::string::npos) << i << ": " << fold["why"];
+    EXPECT_NE(fold["why"].get<std::string>().find(cases[i].why), std::string::npos)
+        << i << ": " << fold["why"];
   }
   g_tied_tp_ranks = false;
   g_link_ties = false;
@@ -493,7 +495,8 @@ TEST(Fold, PerturbedRunFallsBackWhenAPremiseFails) {
   for (std::size_t i = 0; i < cases.size(); ++i) {
     auto sets = shrunk_16k(slow);
     sets.push_back(cases[i].set);
-    const auto fold = expect_fold_answers_as_full("scenarios/scale-16k.yaml", sets, "unfolded" + std::to_string(i));
+    const auto fold =
+        expect_fold_answers_as_full("scenarios/scale-16k.yaml", sets, "unfolded" + std::to_string(i));
     ASSERT_TRUE(fold.is_object()) << i;
     EXPECT_FALSE(fold["folded"].get<bool>()) << i;
     EXPECT_EQ(fold["replicas_simulated"].get<int>(), 8) << i;
