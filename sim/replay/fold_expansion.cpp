@@ -193,7 +193,16 @@ void expand_class_fold(analysis::Timeline& timeline, const ReplicaFold& fold,
       }
     }
   }
+  // Reserved at their size: grown by doubling, the lists would hold up to
+  // twice the full replay's records at the peak.
+  const auto images = [&](workloads::TaskId task) { return fixed(task) ? std::size_t{1} : std::size_t(m); };
   std::vector<analysis::TaskRecord> records;
+  {
+    std::size_t size = 0;
+    for (const auto& r : timeline.records.recorded())
+      size += images(r.task);
+    records.reserve(size);
+  }
   for (const auto& r : timeline.records.recorded()) {
     records.push_back(r);
     if (fixed(r.task))
@@ -207,6 +216,12 @@ void expand_class_fold(analysis::Timeline& timeline, const ReplicaFold& fold,
   }
   timeline.records.recorded() = std::move(records);
   std::vector<analysis::FlowRecord> flows;
+  {
+    std::size_t size = 0;
+    for (const auto& f : timeline.flows.recorded())
+      size += images(f.task);
+    flows.reserve(size);
+  }
   for (const auto& f : timeline.flows.recorded()) {
     flows.push_back(f);
     if (fixed(f.task))

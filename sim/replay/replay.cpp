@@ -166,6 +166,8 @@ class Replayer {
                              " tasks never became ready (cyclic or broken task graph)");
     if (!refuted_.empty())
       throw FoldRefuted(refuted_);
+    if (options_.check_fold_only)
+      return {};
     if (ghosts_)
       expand_class_fold(timeline_, *fold_, ghosts_->number_images(flow_recorder_));
     else if (fold_ != nullptr)

@@ -40,6 +40,9 @@ struct ReplayOptions {
   // tasks and the collectives spanning its replicas, on a zone whose links
   // it folded, then expand the first iteration's records to every GPU.
   const ReplicaFold* fold = nullptr;
+  // Only checks the class fold's run-time premise (FoldRefuted): the
+  // records are not expanded (sim/replay/simulation.cpp's child replay).
+  bool check_fold_only = false;
   // Called every few hundred finished tasks (the CLI's progress line).
   std::function<void(const ReplayProgress&)> on_progress;
 };

@@ -44,6 +44,7 @@ std::string refuted_in_child(const workloads::TaskGraph& graph, ClusterZone& zon
     try {
       ReplayOptions quiet = options;
       quiet.on_progress = {};
+      quiet.check_fold_only = true;
       replay(graph, zone, quiet);
     } catch (const FoldRefuted& e) {
       why = e.what();
