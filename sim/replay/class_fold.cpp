@@ -125,6 +125,7 @@ std::string class_fold_problem(const TaskGraph& graph, const scenario::Scenario&
   // domains onto domains.
   const int domains = zone.spec().domain_count();
   std::vector<int> domain_image(static_cast<std::size_t>(domains), -1);
+  std::vector<char> split(static_cast<std::size_t>(domains), 0);
   for (int g = 0; g < gpu_count; ++g) {
     const int h = gpu_image[static_cast<std::size_t>(g)];
     if (&zone.group_of_node(zone.node_of(g)) != &zone.group_of_node(zone.node_of(h)))
@@ -136,12 +137,28 @@ std::string class_fold_problem(const TaskGraph& graph, const scenario::Scenario&
     for (int k = 0; k < workloads::kMemoryKindCount; ++k)
       if (bits(a.bytes[k]) != bits(b.bytes[k]))
         return fmt::format("GPU {} holds other resident memory than its image GPU {}", g, h);
-    auto& d = domain_image[static_cast<std::size_t>(zone.domain_of(g))];
-    if (d >= 0 && d != zone.domain_of(h))
-      return fmt::format("the NVLink domain of GPU {} does not map onto one domain", g);
-    d = zone.domain_of(h);
+    const auto d = static_cast<std::size_t>(zone.domain_of(g));
+    if (domain_image[d] >= 0 && domain_image[d] != zone.domain_of(h))
+      split[d] = 1;
+    domain_image[d] = zone.domain_of(h);
   }
-  {
+  // A domain whose GPUs the relabelling sends to several domains (a node
+  // holding a perturbed replica's and other replicas' TP groups): its
+  // NVSwitch endpoint has no image, which only an in-switch reduction
+  // (NVLS) would need: refused where the domain has one, else left in place.
+  bool any_split = false;
+  for (int d = 0; d < domains; ++d) {
+    if (!split[static_cast<std::size_t>(d)])
+      continue;
+    if (zone.has_nvls(d))
+      return fmt::format(
+          "NVLink domain {} holds GPUs of a perturbed replica and of others, and its NVSwitch reduces "
+          "in-switch (NVLS): the relabelling has no image of it",
+          d);
+    domain_image[static_cast<std::size_t>(d)] = d;
+    any_split = true;
+  }
+  if (!any_split) {
     std::vector<char> hit(static_cast<std::size_t>(domains), 0);
     for (int d = 0; d < domains; ++d) {
       auto& image = domain_image[static_cast<std::size_t>(d)];

@@ -438,14 +438,22 @@ TEST(Fold, PerturbedReplicasFoldAsClassesOfTheirOwn) {
     int class_size;  // the unperturbed replicas
     std::string why;
   };
-  const auto tiny =
-      write_temp_file("slow-gpu.yaml",
-                      "cluster:\n  preset: dgx-h100-ndr\n  nodes: 4\nmodel:\n  preset: gpt3-1.3b\n"
-                      "  layers: 4\nplan:\n  tp: 8\n  dp: 4\n  micro_batch_size: 1\n"
-                      "  global_batch_size: 8\nperturbations:\n  slow_gpus:\n"
-                      "    - {gpus: [9], speed: 0.5}\n");
+  const std::string tiny(
+      "cluster:\n  preset: dgx-h100-ndr\n  nodes: 4\nmodel:\n  preset: gpt3-1.3b\n"
+      "  layers: 4\nplan:\n  tp: 8\n  dp: 4\n  micro_batch_size: 1\n"
+      "  global_batch_size: 8\nperturbations:\n  slow_gpus:\n"
+      "    - {gpus: [9], speed: 0.5}\n");
+  // TP 4 on 8-GPU nodes: node 0 holds replica 1 (perturbed) and replica 0,
+  // whose NVLink domain the relabelling splits (A100: no in-switch
+  // reduction, so its NVSwitch needs no image).
+  const std::string split(
+      "cluster:\n  preset: dgx-a100-hdr\n  nodes: 4\nmodel:\n  preset: gpt3-1.3b\n"
+      "  layers: 2\nplan:\n  tp: 4\n  dp: 8\n  micro_batch_size: 1\n"
+      "  global_batch_size: 8\nperturbations:\n  slow_gpus:\n"
+      "    - {gpus: [5], speed: 0.5}\n");
   const std::vector<Case> cases{
-      {tiny.string(), {}, 2, 3, "replica 1 holds the perturbed GPU 9: simulated on its own"},
+      {tiny, {}, 2, 3, "replica 1 holds the perturbed GPU 9: simulated on its own"},
+      {split, {}, 2, 7, "replica 1 holds the perturbed GPU 5: simulated on its own"},
       {"scenarios/scale-16k.yaml", shrunk_16k("{slow_gpus: [{gpus: [9], speed: 0.8}]}"), 2, 7,
        "replica 1 holds the perturbed GPU 9: simulated on its own; the other 7 replicas are images of "
        "replica 0"},
@@ -462,8 +470,12 @@ TEST(Fold, PerturbedReplicasFoldAsClassesOfTheirOwn) {
   g_tied_tp_ranks = true;
   g_link_ties = true;
   for (std::size_t i = 0; i < cases.size(); ++i) {
-    const auto fold =
-        expect_fold_answers_as_full(cases[i].scenario, cases[i].sets, "classes" + std::to_string(i));
+    // A scenario's text is written just before its run (write_temp_file
+    // keeps one file at a time).
+    const auto scenario = cases[i].scenario.rfind("cluster:", 0) == 0
+                              ? write_temp_file("classes.yaml", cases[i].scenario).string()
+                              : cases[i].scenario;
+    const auto fold = expect_fold_answers_as_full(scenario, cases[i].sets, "classes" + std::to_string(i));
     ASSERT_TRUE(fold.is_object()) << i;
     EXPECT_TRUE(fold["folded"].get<bool>()) << i << ": " << fold.dump();
     EXPECT_EQ(fold["replicas_simulated"].get<int>(), cases[i].simulated) << i;
