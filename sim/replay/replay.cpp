@@ -261,7 +261,9 @@ class Replayer {
         exec->cancel();
   }
 
-  bool recording() const { return iteration_ == 0; }
+  // The first iteration's records (none when the replay only checks the
+  // class fold's premise).
+  bool recording() const { return iteration_ == 0 && !options_.check_fold_only; }
   // Under the fold, only the representatives' tasks and the spanning
   // collectives are replayed.
   bool replayed(TaskId id) const { return fold_ == nullptr || fold_->simulated[id]; }
