@@ -209,7 +209,9 @@ PlanEstimate estimate_plan(const ModelSpec& model, const ParallelPlan& plan,
     std::vector<int> replica_group;
     for (std::size_t k = 0; k < dp_group.size(); k += shard)
       replica_group.push_back(dp_group[k]);
-    // With moe_a2a_overlap: each chunk's ops as a merged step runs them.
+    // With moe_a2a_overlap: each chunk's ops as a merged step runs them
+    // (and, deferring weight gradients, as a backward alone runs them).
+    const bool deferring = defers_weight_gradients(model, plan);
     struct ChunkOps {
       MergedOp forward, backward;
       bool moe = false;
@@ -279,7 +281,7 @@ PlanEstimate estimate_plan(const ModelSpec& model, const ParallelPlan& plan,
         ep_f = ep_pair_s * ep_all_to_alls(plan, PipeOpKind::forward, moe_layers) / 2.0;
         ep_b = ep_pair_s * ep_all_to_alls(plan, PipeOpKind::backward, moe_layers) / 2.0;
       }
-      if (merged_share > 0)
+      if (merged_share > 0 || deferring)
         chunk_ops.push_back(
             {.forward = merged_op(model, plan, cost, gpu, slice, PipeOpKind::forward, exchange, skew, tp_f),
              .backward = merged_op(model, plan, cost, gpu, slice, PipeOpKind::backward, exchange, skew, tp_b),
@@ -300,7 +302,7 @@ PlanEstimate estimate_plan(const ModelSpec& model, const ParallelPlan& plan,
     // the all-to-alls'. 1F1B and interleaving pair a chunk's forward with a
     // backward of the same chunk (exact for equal chunks), DualPipe-V chunk
     // 0's forward with chunk 1's backward and chunk 1's with chunk 0's.
-    for (std::size_t c = 0; c < chunk_ops.size(); ++c) {
+    for (std::size_t c = 0; merged_share > 0 && c < chunk_ops.size(); ++c) {
       const std::size_t pair = traits_of(plan.schedule).marks_pairs ? chunk_ops.size() - 1 - c : c;
       const ChunkOps& fo = chunk_ops[c];
       const ChunkOps& bo = chunk_ops[pair];
@@ -309,7 +311,7 @@ PlanEstimate estimate_plan(const ModelSpec& model, const ParallelPlan& plan,
       const auto sum = [](const MergedOp& op) {
         double s = 0;
         for (const auto& piece : op.pieces)
-          s += piece.compute_s;
+          s += piece.compute_s + piece.deferred_s;
         return s;
       };
       const double compute = sum(fo.forward) + sum(bo.backward);
@@ -327,6 +329,38 @@ PlanEstimate estimate_plan(const ModelSpec& model, const ParallelPlan& plan,
       const double forward_part = serial > 0 ? (fo.forward.tail_s + fo.ep_f) / serial : 0.5;
       rc.forward_s += forward_part * (delta_tp + delta_ep);
       rc.backward_input_s += (1 - forward_part) * (delta_tp + delta_ep);
+    }
+    // plan.delay_wgrad_compute: the backwards no forward is merged with (the
+    // cool-down's p - r of 1F1B, the 1 - merged_share of them) run alone,
+    // piece by piece, each MoE piece's weight gradient beside its
+    // all-to-all: min(W, (1 - interference) a2a) shorter per such layer
+    // (the merged steps above defer theirs inside the step). The GPU's last
+    // op (chunk 0's last backward) keeps its last piece's weight gradient:
+    // once in the m micro-batches. Hidden communication: the all-to-alls',
+    // the rest the TP tail's.
+    if (deferring) {
+      const double interference = cluster.collectives.compute_interference;
+      const auto hidden = [&](const MergedOp& op) {
+        return std::max(0.0, serial_op_s(op) - lone_backward_s(op, interference));
+      };
+      for (std::size_t c = 0; c < chunk_ops.size(); ++c) {
+        const MergedOp& backward = chunk_ops[c].backward;
+        if (!chunk_ops[c].moe || backward.pieces.empty())
+          continue;
+        double saved = (1 - merged_share) * hidden(backward);
+        if (c == 0) {
+          MergedOp last = backward;
+          auto& piece = last.pieces.back();
+          piece.compute_s += piece.deferred_s;
+          piece.deferred_s = 0;
+          saved -= (hidden(backward) - hidden(last)) / m;
+        }
+        saved = std::max(0.0, saved);
+        const double from_ep = std::min(saved, (1 - merged_share) * chunk_ops[c].ep_b);
+        rc.ep_s -= from_ep;
+        rc.tp_s -= saved - from_ep;
+        rc.backward_input_s -= saved;
+      }
     }
     rc.backward_s = rc.backward_input_s + rc.backward_weight_s;
   }

@@ -14,7 +14,10 @@
 // all-to-alls of its MoE layers (workloads/planning/expert_estimate.hpp),
 // serial with the compute (moe_a2a_overlap: in each steady-state step
 // what the merged forward and backward, run piece by piece, take beyond
-// their compute: workloads/planning/merged_step_estimate.hpp). FSDP stretches each layer to the longer of its
+// their compute: workloads/planning/merged_step_estimate.hpp; with
+// delay_wgrad_compute each MoE layer's weight gradient runs beside its
+// all-to-all there and in the cool-down's lone backwards, which hide
+// min(W, (1 - interference) a2a) per layer). FSDP stretches each layer to the longer of its
 // compute and its parameter gathers / gradient reduce-scatter (prefetched on
 // the DP stream). With t_r = F_r + B_r and t = max_r t_r:
 //
