@@ -4,12 +4,15 @@
 // overlap_grad_reduce (dense and expert buckets during the backward), plans
 // with expert TP below tp drop it with the base's bucket size, and the
 // overlapped parameter gather stays on the plans without expert
-// parallelism. Nothing is simulated: the search checks and estimates.
+// parallelism. Nothing is simulated: the search checks and estimates, and
+// each plan's scenario loads.
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
+#include "platforms/input_error.hpp"
+#include "sim/scenario/document.hpp"
 #include "sim/study/plan_search.hpp"
 #include "workloads/plan_checks.hpp"
 
@@ -50,6 +53,14 @@ TEST(PlanSearchOverlap, ExpertParallelPlansKeepTheBasesGradientOverlapAndFoldedE
     const std::string yaml = scenario_yaml(search, c);
     EXPECT_EQ(yaml.find("overlap_grad_reduce: true") != std::string::npos, allowed) << c.key;
     EXPECT_EQ(yaml.find("grad_bucket_size") != std::string::npos, allowed) << c.key;
+    try {
+      const auto loaded =
+          scenario::load_scenario_document(YAML::Load(yaml), platforms::InputSource("plan.yaml"),
+                                           scenario::LoadOptions{.check_memory = false});
+      EXPECT_EQ(loaded.plan.overlap_grad_reduce, allowed) << c.key;
+    } catch (const platforms::InputError& e) {
+      ADD_FAILURE() << c.key << ": " << e.what();
+    }
   }
   EXPECT_GT(with_ep, 0);
   EXPECT_GT(folded, 0);
