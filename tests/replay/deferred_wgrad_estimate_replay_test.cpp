@@ -134,30 +134,67 @@ TEST(DeferredWgradEstimateReplay, TheLoneBackwardsEstimateIsTheReplaysIteration)
 // 16 A100s in 4 nodes, one 25 GB/s NIC per GPU, pp 2, dp 8, ep 8, full
 // recomputation, 1F1B with 16 micro-batches, the EP A2A overlap) deferring
 // its weight gradients: in the merged steps and in the cool-down's lone
-// backwards. Replay 1.183 s -> 1.039 s with the deferral, estimate 1.172 s
-// -> 1.027 s (-1.1%; without modelling it the estimate stayed at 1.172 s,
-// +12.8%).
-TEST(DeferredWgradEstimateReplay, TheMergedStepsEstimateWithDeferredWeightGradientsTracksTheReplay) {
-  auto model = *workloads::find_model_preset("deepseek-v2-lite");
-  model.layers = 8;
-  model.seq_len = 2048;
-  workloads::ParallelPlan plan{
-      .dp = 8, .tp = 1, .pp = 2, .ep = 8, .micro_batch_size = 1, .global_batch_size = 128};
-  plan.schedule = workloads::ScheduleKind::one_f_one_b;
-  plan.recompute = workloads::Recompute::full;
-  plan.zero_stage = 1;
-  plan.moe_a2a_overlap = true;
-  auto cluster = testing::uniform_cluster(4, 4, 200e9, 1e-6);
-  cluster.groups.front().nic = {25e9, 2e-6};
-  const workloads::AnalyticCostModel cost(model, plan, 0.5);
-  const double without = workloads::estimate_plan(model, plan, cluster, cost).iteration_s;
-  plan.delay_wgrad_compute = true;
-  const double replayed = testing::replayed_summary(model, plan, cluster, cost).iteration_time_s;
-  const double estimate = workloads::estimate_plan(model, plan, cluster, cost).iteration_s;
-  EXPECT_NEAR(estimate, replayed, 0.02 * replayed)
+// backwards.
+struct MergedCase {
+  workloads::ModelSpec model;
+  workloads::ParallelPlan plan;
+  platforms::ClusterSpec cluster;
+};
+
+MergedCase merged_case() {
+  MergedCase c;
+  c.model = *workloads::find_model_preset("deepseek-v2-lite");
+  c.model.layers = 8;
+  c.model.seq_len = 2048;
+  c.plan = {.dp = 8, .tp = 1, .pp = 2, .ep = 8, .micro_batch_size = 1, .global_batch_size = 128};
+  c.plan.schedule = workloads::ScheduleKind::one_f_one_b;
+  c.plan.recompute = workloads::Recompute::full;
+  c.plan.zero_stage = 1;
+  c.plan.moe_a2a_overlap = true;
+  c.plan.delay_wgrad_compute = true;
+  c.cluster = testing::uniform_cluster(4, 4, 200e9, 1e-6);
+  c.cluster.groups.front().nic = {25e9, 2e-6};
+  return c;
+}
+
+// The estimate within `within` of the replay, and the estimate without the
+// deferral off by more than `apart` of it.
+void expect_deferred_estimate_tracks_the_replay(const MergedCase& c, double within, double apart) {
+  const workloads::AnalyticCostModel cost(c.model, c.plan, 0.5);
+  workloads::ParallelPlan plain = c.plan;
+  plain.delay_wgrad_compute = false;
+  const double without = workloads::estimate_plan(c.model, plain, c.cluster, cost).iteration_s;
+  const double replayed = testing::replayed_summary(c.model, c.plan, c.cluster, cost).iteration_time_s;
+  const double estimate = workloads::estimate_plan(c.model, c.plan, c.cluster, cost).iteration_s;
+  EXPECT_NEAR(estimate, replayed, within * replayed)
       << "estimate " << estimate << " s, replay " << replayed << " s";
-  // The estimate that ignored the deferral is off by more than the tolerance.
-  EXPECT_GT(without - replayed, 0.05 * replayed) << "without the deferral " << without << " s";
+  EXPECT_GT(without - replayed, apart * replayed) << "without the deferral " << without << " s";
+}
+
+// Replay 1.183 s -> 1.039 s with the deferral, estimate 1.172 s -> 1.027 s
+// (-1.1%; without modelling it the estimate stayed at 1.172 s, +12.8%).
+TEST(DeferredWgradEstimateReplay, TheMergedStepsEstimateWithDeferredWeightGradientsTracksTheReplay) {
+  expect_deferred_estimate_tracks_the_replay(merged_case(), 0.02, 0.05);
+}
+
+// NCCL's kernels taking 16% of the GPU while they run (the H100
+// templates'): the weight gradients beside the all-to-alls run slower.
+TEST(DeferredWgradEstimateReplay, TheDeferredEstimateFollowsTheComputeInterference) {
+  MergedCase c = merged_case();
+  c.cluster.collectives.compute_interference = 0.16;
+  expect_deferred_estimate_tracks_the_replay(c, 0.02, 0.05);
+}
+
+// Interleaved 1F1B, 2 virtual stages of 2 layers (the GPU's last op is
+// chunk 0's last backward): the replay goes 1.173 s -> 1.024 s with the
+// deferral, the estimate 1.189 s -> 1.046 s, its gain 96% of the replay's;
+// the interleaved merged steps' estimate, +1.4% without the deferral, is
+// +2.1% with it.
+TEST(DeferredWgradEstimateReplay, InterleavedTheDeferredEstimateTracksTheReplay) {
+  MergedCase c = merged_case();
+  c.plan.schedule = workloads::ScheduleKind::interleaved_one_f_one_b;
+  c.plan.virtual_stages = 2;
+  expect_deferred_estimate_tracks_the_replay(c, 0.03, 0.1);
 }
 
 }  // namespace
