@@ -146,17 +146,17 @@ PlanEstimate estimate_plan(const ModelSpec& model, const ParallelPlan& plan,
     return comm_s / k + (k - 1) / k * std::max(0.0, comm_s - linear_s);
   };
 
-  // torch's async TP (tp_comm_overlap: torch_async; workloads/torch_async_tp.hpp),
-  // the TP time of an op of `kind` on `slice` beyond its compute `op_s`:
-  // per layer each fused op of the pass (the cost model's async_tp_units)
-  // takes exposed + c + (k - 1) max(c, m) in place of its GEMM, c one shard
-  // GEMM, m one shard's copy (S / k bytes over the TP group's link, its
-  // latency and a launch, as the replay charges each ring shift), as the
-  // replay's events (graph_builder/async_tp_units.cpp); what
-  // the pass leaves to NCCL (the input-gradient pass's reduce-scatters
-  // after the QKV and MLP-up dgrads, selective_op's gathers) runs serially.
-  // A cost model without GEMM shapes names no fused op: every collective
-  // stays NCCL's, serial (nullopt: the caller's serial sum).
+  // torch's async TP (tp_comm_overlap: torch_async;
+  // workloads/torch_async_tp.hpp), the TP time of an op of `kind` on `slice`
+  // beyond its compute `op_s`: per layer each fused op of the pass (the cost
+  // model's async_tp_units) takes exposed + c + (k - 1) max(c, m) in place of
+  // its GEMM, c one shard GEMM, m one shard's copy (S / k bytes over the TP
+  // group's link, its latency and a launch, as the replay charges each ring
+  // shift), as the replay's events (graph_builder/async_tp_units.cpp); what
+  // the pass leaves to NCCL (the input-gradient pass's reduce-scatters after
+  // the QKV and MLP-up dgrads, selective_op's gathers) runs serially. A cost
+  // model without GEMM shapes names no fused op: every collective stays
+  // NCCL's, serial (nullopt: the caller's serial sum).
   const GroupPath tp_path = plan.tp > 1 ? group_path(cluster, tp_group) : GroupPath{};
   auto async_tp_s = [&](PipeOpKind kind, const StageSlice& slice, const platforms::GpuSpec& gpu,
                         double op_s) -> std::optional<double> {
