@@ -433,6 +433,14 @@ void check_parallelism_options(const ModelSpec& model, const ParallelPlan& plan,
 
 }  // namespace
 
+bool overlap_grad_reduce_allowed(const ParallelPlan& plan) {
+  return plan.zero_stage < 3 && !plan.expert_tp_folded();
+}
+
+bool overlap_param_gather_allowed(const ParallelPlan& plan) {
+  return (plan.zero_stage == 1 || plan.zero_stage == 2) && plan.ep <= 1 && overlap_grad_reduce_allowed(plan);
+}
+
 std::vector<platforms::Problem> plan_problems(const ModelSpec& model, const ParallelPlan& plan) {
   Problems problems;
   bool batch_ok = true;

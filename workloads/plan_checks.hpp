@@ -19,4 +19,17 @@ namespace trainsim::workloads {
 // given, and the schedule has no default) is reported as missing.
 std::vector<platforms::Problem> plan_problems(const ModelSpec& model, const ParallelPlan& plan);
 
+// The plans plan_problems lets set plan.overlap_grad_reduce: ZeRO stages 0
+// to 2 (FSDP reduce-scatters per layer anyway) whose expert TP is tp (the
+// folded expert gradients reduce after the backward), with or without
+// expert parallelism (dense buckets over the DP group, expert buckets over
+// the expert DP groups: graph_builder/expert_parallel_grad_overlap.cpp).
+// The plan search keeps a base scenario's overlap on exactly these.
+bool overlap_grad_reduce_allowed(const ParallelPlan& plan);
+
+// Likewise plan.overlap_param_gather, given overlap_grad_reduce: ZeRO 1 / 2
+// without expert parallelism (a MoE model's updated parameters are gathered
+// after the optimizer step).
+bool overlap_param_gather_allowed(const ParallelPlan& plan);
+
 }  // namespace trainsim::workloads

@@ -19,6 +19,7 @@
 #include "sim/scenario/infeasible_plan.hpp"
 #include "sim/scenario/memory_check.hpp"
 #include "sim/scenario/sections.hpp"
+#include "workloads/plan_checks.hpp"
 #include "workloads/schedule.hpp"
 
 namespace trainsim::sim {
@@ -447,12 +448,15 @@ PlanSearch prepare_plan_search(const PlanSearchRequest& request) {
         plan.sequence_parallel && candidate.plan.framework == workloads::Framework::megatron;
     candidate.plan.tp_comm_overlap =
         overlap_applies ? base_plan.tp_comm_overlap : workloads::TpCommOverlap::none;
-    // Likewise the gradient reduction's overlap with the backward: FSDP (ZeRO 3)
-    // reduce-scatters per layer anyway, and the loader refuses the key there.
-    // Expert parallelism reduces its gradients after the backward: the
-    // loader refuses the overlap with ep > 1 too.
+    // Likewise the gradient reduction's overlap with the backward, on the
+    // plans the loader lets have it (workloads/plan_checks.hpp): not FSDP
+    // (ZeRO 3), which reduce-scatters per layer anyway, nor expert TP below
+    // tp; expert parallelism overlaps its dense and expert buckets. Where
+    // it is dropped, so is the base's bucket size (refused without it).
     candidate.plan.overlap_grad_reduce =
-        base_plan.overlap_grad_reduce && plan.zero_stage < 3 && plan.ep == 1 && !plan.expert_tp_folded();
+        base_plan.overlap_grad_reduce && workloads::overlap_grad_reduce_allowed(candidate.plan);
+    if (!candidate.plan.overlap_grad_reduce)
+      candidate.plan.grad_bucket_bytes = 0;
     // The base plan's expert all-to-all overlap, on every candidate that has
     // expert all-to-alls and a schedule that runs it (merged F&B steps).
     candidate.plan.moe_a2a_overlap =
@@ -462,16 +466,17 @@ PlanSearch prepare_plan_search(const PlanSearchRequest& request) {
          plan.schedule == ScheduleKind::dualpipe_v || plan.schedule == ScheduleKind::dualpipe);
     // The base plan's deferred weight gradients, on every candidate that
     // keeps the overlap under a 1F1B schedule without TP overlap (the
-    // loader's rules; the estimate does not model the deferral).
+    // loader's rules; the estimate runs the deferral: merged_step_estimate.hpp).
     candidate.plan.delay_wgrad_compute = base_plan.delay_wgrad_compute && candidate.plan.moe_a2a_overlap &&
                                          candidate.plan.tp_comm_overlap == workloads::TpCommOverlap::none &&
                                          (plan.schedule == ScheduleKind::one_f_one_b ||
                                           plan.schedule == ScheduleKind::interleaved_one_f_one_b);
     // The base plan's overlapped parameter gather, on every candidate with a
-    // distributed optimizer (ZeRO-1 / ZeRO-2).
+    // distributed optimizer (ZeRO-1 / ZeRO-2) that keeps the gradient
+    // overlap, without expert parallelism (the loader's rules).
     candidate.plan.overlap_param_gather = base_plan.overlap_param_gather &&
                                           candidate.plan.overlap_grad_reduce &&
-                                          (plan.zero_stage == 1 || plan.zero_stage == 2);
+                                          workloads::overlap_param_gather_allowed(candidate.plan);
     auto problems = scenario::resolve_plan(candidate);
     if (problems.empty())
       problems = scenario::check(candidate);
@@ -559,6 +564,8 @@ std::string scenario_yaml(const PlanSearch& search, const PlanCandidate& candida
     plan["tp_comm_overlap"] = candidate.plan.userbuffers();
   if (plan["overlap_grad_reduce"] || candidate.plan.overlap_grad_reduce)
     plan["overlap_grad_reduce"] = candidate.plan.overlap_grad_reduce;
+  if (plan["grad_bucket_size"] && !candidate.plan.overlap_grad_reduce)
+    plan.remove("grad_bucket_size");  // refused without the overlap
   if (plan["overlap_param_gather"] || candidate.plan.overlap_param_gather)
     plan["overlap_param_gather"] = candidate.plan.overlap_param_gather;
   YAML::Emitter emitter;

@@ -36,6 +36,13 @@
 // The step's time is the backward's end. Uncontended all-to-all times come
 // from expert_estimate.hpp; the pieces' compute from the cost model, split
 // over the layers as the graph builder splits an op (piece_costs).
+//
+// plan.delay_wgrad_compute (workloads/graph_builder/deferred_weight_gradients.cpp):
+// a MoE layer's backward piece computes its input gradient, then its
+// communication starts and its weight gradient becomes ready beside it,
+// run on the GPU like any piece (the earliest ready first); the op's next
+// piece waits for both. The cool-down's backwards, which run alone, defer
+// too: lone_backward_s.
 #include <vector>
 
 #include "platforms/cluster_spec.hpp"
@@ -50,8 +57,9 @@
 namespace trainsim::workloads {
 
 struct MergedPiece {
-  double compute_s = 0;  // the piece's kernels
-  double a2a_s = 0;      // its all-to-all's uncontended time (0: a dense layer)
+  double compute_s = 0;   // the piece's kernels (with a deferral: its input gradient)
+  double a2a_s = 0;       // its all-to-all's uncontended time (0: a dense layer)
+  double deferred_s = 0;  // its weight gradient, run beside its communication (0: none deferred)
 };
 
 struct MergedOp {
@@ -64,6 +72,20 @@ struct MergedOp {
 // of the GPU's speed its communication takes (0 <= share < 1).
 double merged_step_s(const MergedOp& forward, const MergedOp& backward, double compute_interference = 0);
 
+// A backward with no forward beside it (1F1B's cool-down), piece by piece
+// as above: with deferred weight gradients each MoE piece's W runs beside
+// its all-to-all, min(W, (1 - interference) x all-to-all) shorter than
+// serial_op_s (the last piece's W beside its tail and all-to-all).
+double lone_backward_s(const MergedOp& backward, double compute_interference = 0);
+
+// The op run serially: every piece's compute, weight gradient and
+// all-to-all, and the tail.
+double serial_op_s(const MergedOp& op);
+
+// Whether the plan defers MoE layers' weight gradients (delay_wgrad_compute
+// under the EP A2A overlap, ep > 1, a MoE model), as the replay does.
+bool defers_weight_gradients(const ModelSpec& model, const ParallelPlan& plan);
+
 // An op of `kind` over `slice` as the replay splits it when merged: one
 // piece per layer (the embedding with the first, the logits and MTP
 // modules with the last; a backward last layer first), each piece's share
@@ -72,7 +94,8 @@ double merged_step_s(const MergedOp& forward, const MergedOp& backward, double c
 // `exchange`'s pass pair x its pass pairs (ep_all_to_alls / 2), and
 // `tail_s`. Under skewed routing each MoE piece also takes its busiest
 // rank's extra expert GEMMs and its all-to-all that layer's exchange factor
-// (routing_skew_estimate.hpp).
+// (routing_skew_estimate.hpp). A backward whose plan defers weight
+// gradients moves each MoE piece's backward_weight share into deferred_s.
 MergedOp merged_op(const ModelSpec& model, const ParallelPlan& plan, const CostModel& cost,
                    const platforms::GpuSpec& gpu, const StageSlice& slice, PipeOpKind kind,
                    const ExpertExchangeEstimate& exchange, const RoutingSkewEstimate& skew, double tail_s);

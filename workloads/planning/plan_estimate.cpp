@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "workloads/planning/routing_skew_estimate.hpp"
 #include "workloads/precision.hpp"
 #include "workloads/stage_slices.hpp"
+#include "workloads/torch_async_tp.hpp"
 
 namespace trainsim::workloads {
 namespace {
@@ -132,17 +134,57 @@ PlanEstimate estimate_plan(const ModelSpec& model, const ParallelPlan& plan,
     return collectives * one;
   };
 
-  // With plan.tp_comm_overlap an op's collectives (C) and linear GEMMs (G)
-  // run in k = tp chunks, each chunk's communication after its GEMMs and
-  // under the next chunk's (iteration_builder.cpp): the op ends
-  // C / k + (k - 1) / k max(0, C - G) after its compute would. torch's async
-  // TP (torch_async) is estimated by the same pipeline here; the simulation
-  // models its own (workloads/torch_async_tp.hpp).
+  // With Transformer Engine's userbuffers (plan.tp_comm_overlap: true) an
+  // op's collectives (C) and linear GEMMs (G) run in k = tp chunks, each
+  // chunk's communication after its GEMMs and under the next chunk's
+  // (iteration_builder.cpp): the op ends C / k + (k - 1) / k max(0, C - G)
+  // after its compute would. torch's async TP has its own (async_tp_s).
   auto exposed_tp = [&](double comm_s, double linear_s) {
-    if (plan.tp_comm_overlap == TpCommOverlap::none || plan.tp < 2)
+    if (!plan.userbuffers() || plan.tp < 2)
       return comm_s;
     const double k = plan.tp;
     return comm_s / k + (k - 1) / k * std::max(0.0, comm_s - linear_s);
+  };
+
+  // torch's async TP (tp_comm_overlap: torch_async;
+  // workloads/torch_async_tp.hpp), the TP time of an op of `kind` on `slice`
+  // beyond its compute `op_s`: per layer each fused op of the pass (the cost
+  // model's async_tp_units) takes exposed + c + (k - 1) max(c, m) in place of
+  // its GEMM, c one shard GEMM, m one shard's copy (S / k bytes over the TP
+  // group's link, its latency and a launch, as the replay charges each ring
+  // shift), as the replay's events (graph_builder/async_tp_units.cpp); what
+  // the pass leaves to NCCL (the input-gradient pass's reduce-scatters after
+  // the QKV and MLP-up dgrads, selective_op's gathers) runs serially. A cost
+  // model without GEMM shapes names no fused op: every collective stays
+  // NCCL's, serial (nullopt: the caller's serial sum).
+  const GroupPath tp_path = plan.tp > 1 ? group_path(cluster, tp_group) : GroupPath{};
+  auto async_tp_s = [&](PipeOpKind kind, const StageSlice& slice, const platforms::GpuSpec& gpu,
+                        double op_s) -> std::optional<double> {
+    const int layers = transformer_layers_of(model, slice);
+    if (!plan.torch_async_tp() || plan.tp < 2 || layers == 0)
+      return std::nullopt;
+    const std::vector<AsyncTpUnit> units = cost.async_tp_units(kind, gpu);
+    if (units.empty())
+      return std::nullopt;
+    const double k = plan.tp;
+    double fused = 0, undivided = 0;
+    for (const auto& u : units) {
+      const double bytes =
+          tp_bytes * tp_collective_byte_factor(plan, u.collective == CollectiveOp::all_gather);
+      const double copy =
+          cluster.collectives.launch_latency_s + tp_path.hop_latency_s + bytes / k / tp_path.bandwidth_Bps;
+      fused += u.exposed_s + u.shard_gemm_s + (k - 1) * std::max(u.shard_gemm_s, copy);
+      undivided += u.gemm_s;
+    }
+    const double plain_scatters = async_tp_plain_reduce_scatters(kind) * layers;
+    const double plain_gathers =
+        kind == PipeOpKind::forward ? 0.0 : double(op_selective_recompute_tp_all_gathers(plan)) * layers;
+    const double plain =
+        plain_scatters * collective_s(cluster, CollectiveOp::reduce_scatter,
+                                      tp_bytes * tp_collective_byte_factor(plan, false), tp_group) +
+        plain_gathers * collective_s(cluster, CollectiveOp::all_gather,
+                                     tp_bytes * tp_collective_byte_factor(plan, true), tp_group);
+    return (layers * fused - std::min(layers * undivided, op_s * plan.cp)) / plan.cp + plain;
   };
 
   // One MoE layer's expert-TP all-gather and reduce-scatter (1 < expert_tp
@@ -209,7 +251,9 @@ PlanEstimate estimate_plan(const ModelSpec& model, const ParallelPlan& plan,
     std::vector<int> replica_group;
     for (std::size_t k = 0; k < dp_group.size(); k += shard)
       replica_group.push_back(dp_group[k]);
-    // With moe_a2a_overlap: each chunk's ops as a merged step runs them.
+    // With moe_a2a_overlap: each chunk's ops as a merged step runs them
+    // (and, deferring weight gradients, as a backward alone runs them).
+    const bool deferring = defers_weight_gradients(model, plan);
     struct ChunkOps {
       MergedOp forward, backward;
       bool moe = false;
@@ -241,13 +285,19 @@ PlanEstimate estimate_plan(const ModelSpec& model, const ParallelPlan& plan,
                                   : 0);
       const int passes_b = plan.recompute == Recompute::full ? 2 : 1;
       const int expert_tp_pairs = has_expert_tp_collectives(model, plan) ? moe_layers_of(model, slice) : 0;
-      const double tp_f = exposed_tp(tp_time(tp_per_pass), forward.tp_overlap_s / plan.cp) +
-                          expert_tp_pairs * expert_tp_pair_s;
+      double tp_f = exposed_tp(tp_time(tp_per_pass), forward.tp_overlap_s / plan.cp) +
+                    expert_tp_pairs * expert_tp_pair_s;
       // recompute selective_op repeats two all-gathers a layer: an
       // all-reduce's worth (op_selective_recompute.hpp).
       const int recompute_gathers = op_selective_recompute_tp_all_gathers(plan) * slice.layers / 2;
-      const double tp_b = exposed_tp(tp_time(passes_b * tp_per_pass + recompute_gathers), backward_linear_s) +
-                          passes_b * expert_tp_pairs * expert_tp_pair_s;
+      double tp_b = exposed_tp(tp_time(passes_b * tp_per_pass + recompute_gathers), backward_linear_s) +
+                    passes_b * expert_tp_pairs * expert_tp_pair_s;
+      // torch_async: dense layers only (the loader refuses MoE and MLA).
+      if (const auto async_f = async_tp_s(PipeOpKind::forward, slice, gpu, f))
+        tp_f = *async_f;
+      const PipeOpKind backward_kind = split_backward ? PipeOpKind::backward_input : PipeOpKind::backward;
+      if (const auto async_b = async_tp_s(backward_kind, slice, gpu, split_backward ? bi : bi + w))
+        tp_b = *async_b;
       double fsdp_f = 0, fsdp_b = 0;
       if (fsdp && d > 1 && slice.layers > 0) {
         // Per layer: its compute against its gathers (and the reduce-scatter
@@ -279,7 +329,7 @@ PlanEstimate estimate_plan(const ModelSpec& model, const ParallelPlan& plan,
         ep_f = ep_pair_s * ep_all_to_alls(plan, PipeOpKind::forward, moe_layers) / 2.0;
         ep_b = ep_pair_s * ep_all_to_alls(plan, PipeOpKind::backward, moe_layers) / 2.0;
       }
-      if (merged_share > 0)
+      if (merged_share > 0 || deferring)
         chunk_ops.push_back(
             {.forward = merged_op(model, plan, cost, gpu, slice, PipeOpKind::forward, exchange, skew, tp_f),
              .backward = merged_op(model, plan, cost, gpu, slice, PipeOpKind::backward, exchange, skew, tp_b),
@@ -300,7 +350,7 @@ PlanEstimate estimate_plan(const ModelSpec& model, const ParallelPlan& plan,
     // the all-to-alls'. 1F1B and interleaving pair a chunk's forward with a
     // backward of the same chunk (exact for equal chunks), DualPipe-V chunk
     // 0's forward with chunk 1's backward and chunk 1's with chunk 0's.
-    for (std::size_t c = 0; c < chunk_ops.size(); ++c) {
+    for (std::size_t c = 0; merged_share > 0 && c < chunk_ops.size(); ++c) {
       const std::size_t pair = traits_of(plan.schedule).marks_pairs ? chunk_ops.size() - 1 - c : c;
       const ChunkOps& fo = chunk_ops[c];
       const ChunkOps& bo = chunk_ops[pair];
@@ -309,7 +359,7 @@ PlanEstimate estimate_plan(const ModelSpec& model, const ParallelPlan& plan,
       const auto sum = [](const MergedOp& op) {
         double s = 0;
         for (const auto& piece : op.pieces)
-          s += piece.compute_s;
+          s += piece.compute_s + piece.deferred_s;
         return s;
       };
       const double compute = sum(fo.forward) + sum(bo.backward);
@@ -327,6 +377,38 @@ PlanEstimate estimate_plan(const ModelSpec& model, const ParallelPlan& plan,
       const double forward_part = serial > 0 ? (fo.forward.tail_s + fo.ep_f) / serial : 0.5;
       rc.forward_s += forward_part * (delta_tp + delta_ep);
       rc.backward_input_s += (1 - forward_part) * (delta_tp + delta_ep);
+    }
+    // plan.delay_wgrad_compute: the backwards no forward is merged with (the
+    // cool-down's p - r of 1F1B, the 1 - merged_share of them) run alone,
+    // piece by piece, each MoE piece's weight gradient beside its
+    // all-to-all: min(W, (1 - interference) a2a) shorter per such layer
+    // (the merged steps above defer theirs inside the step). The GPU's last
+    // op (chunk 0's last backward) keeps its last piece's weight gradient:
+    // once in the m micro-batches. Hidden communication: the all-to-alls',
+    // the rest the TP tail's.
+    if (deferring) {
+      const double interference = cluster.collectives.compute_interference;
+      const auto hidden = [&](const MergedOp& op) {
+        return std::max(0.0, serial_op_s(op) - lone_backward_s(op, interference));
+      };
+      for (std::size_t c = 0; c < chunk_ops.size(); ++c) {
+        const MergedOp& backward = chunk_ops[c].backward;
+        if (!chunk_ops[c].moe || backward.pieces.empty())
+          continue;
+        double saved = (1 - merged_share) * hidden(backward);
+        if (c == 0) {
+          MergedOp last = backward;
+          auto& piece = last.pieces.back();
+          piece.compute_s += piece.deferred_s;
+          piece.deferred_s = 0;
+          saved -= (hidden(backward) - hidden(last)) / m;
+        }
+        saved = std::max(0.0, saved);
+        const double from_ep = std::min(saved, (1 - merged_share) * chunk_ops[c].ep_b);
+        rc.ep_s -= from_ep;
+        rc.tp_s -= saved - from_ep;
+        rc.backward_input_s -= saved;
+      }
     }
     rc.backward_s = rc.backward_input_s + rc.backward_weight_s;
   }

@@ -10,12 +10,17 @@
 // recomputation) and, split, Bi_r + W_r, each the sum over the rank's model
 // chunks, plus the TP collectives after each op (2 all-reduces per layer
 // forward, 2 backward, 2 more with full recomputation; sequence parallelism
-// moves the same volume), and for MoE models with ep > 1 the expert
-// all-to-alls of its MoE layers (workloads/planning/expert_estimate.hpp),
-// serial with the compute (moe_a2a_overlap: in each steady-state step
-// what the merged forward and backward, run piece by piece, take beyond
-// their compute: workloads/planning/merged_step_estimate.hpp). FSDP stretches each layer to the longer of its
-// compute and its parameter gathers / gradient reduce-scatter (prefetched on
+// moves the same volume; with tp_comm_overlap what shows beyond the GEMMs:
+// userbuffers' k-chunk pipeline, or torch's async TP's fused ops), and for
+// MoE models with ep > 1 the expert all-to-alls of its MoE layers
+// (workloads/planning/expert_estimate.hpp), serial with the compute
+// (moe_a2a_overlap: in each steady-state step what the merged forward and
+// backward, run piece by piece, take beyond their compute:
+// workloads/planning/merged_step_estimate.hpp; with delay_wgrad_compute each
+// MoE layer's weight gradient runs beside its all-to-all there and in the
+// cool-down's lone backwards, which hide min(W, (1 - interference) a2a) per
+// layer). FSDP stretches each layer to the longer of its compute and its
+// parameter gathers / gradient reduce-scatter (prefetched on
 // the DP stream). With t_r = F_r + B_r and t = max_r t_r:
 //
 //   gpipe, 1f1b, bpipe   sum_r t_r + (m - 1) t                (bubble (p-1)/(m+p-1) when balanced)
