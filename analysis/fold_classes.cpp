@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "analysis/nearly_sorted.hpp"
+
 namespace trainsim::analysis {
 
 namespace {
@@ -145,6 +147,20 @@ std::optional<bool> GpuClasses::check_spanning_runs(
     }
   }
   return true;
+}
+
+void LinkClasses::order_by_start(std::size_t link, std::vector<std::pair<double, std::uint32_t>>& keyed) {
+  const auto list = flows_of(link);
+  keyed.clear();
+  keyed.reserve(list.size());
+  for (std::uint32_t k = 0; k < list.size(); ++k)
+    keyed.emplace_back(record(list[k]).start_s, k);
+  if (std::is_sorted(keyed.begin(), keyed.end()))
+    return;
+  sort_nearly_sorted(keyed.begin(), keyed.end());
+  std::vector<std::uint32_t> listed(list.begin(), list.end());
+  for (std::size_t k = 0; k < keyed.size(); ++k)
+    list[k] = listed[keyed[k].second];
 }
 
 LinkClasses LinkClasses::of(const Timeline& timeline) {

@@ -121,6 +121,12 @@ class LinkClasses {
   const FlowRecord& record(std::uint32_t n) const {
     return folded_ ? timeline_->flows.recorded()[n] : timeline_->flows.source(n);
   }
+  // Puts a link's flows (flows_of) in order of start, ties in their order
+  // before: sorted on (start, place in the list), which is that stable order,
+  // with each start read once rather than at every comparison. `keyed` is
+  // left holding each flow's (start, place before) in the new order; a list
+  // in that order already is left as it is.
+  void order_by_start(std::size_t link, std::vector<std::pair<double, std::uint32_t>>& keyed);
 
  private:
   LinkClasses(const Timeline& timeline, FlowIndex flows) : timeline_(&timeline), flows_(std::move(flows)) {}
