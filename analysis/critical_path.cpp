@@ -43,11 +43,9 @@ LinkLoadIndex::LinkLoadIndex(const Timeline& timeline, LinkClasses links)
   for (std::size_t l = 0; l < timeline.links.size(); ++l) {
     if (!links_.is_representative(l))
       continue;
-    for (const std::uint32_t f : links_.flows_of(l)) {
-      const auto& flow = links_.record(f);
+    links_.order_by_start(l, keyed, [&](const FlowRecord& flow) {
       longest_flow_s_[l] = std::max(longest_flow_s_[l], flow.end_s - flow.start_s);
-    }
-    links_.order_by_start(l, keyed);
+    });
   }
 }
 

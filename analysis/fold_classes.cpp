@@ -149,12 +149,8 @@ std::optional<bool> GpuClasses::check_spanning_runs(
   return true;
 }
 
-void LinkClasses::order_by_start(std::size_t link, std::vector<std::pair<double, std::uint32_t>>& keyed) {
-  const auto list = flows_of(link);
-  keyed.clear();
-  keyed.reserve(list.size());
-  for (std::uint32_t k = 0; k < list.size(); ++k)
-    keyed.emplace_back(record(list[k]).start_s, k);
+void LinkClasses::put_in_order(std::span<std::uint32_t> list,
+                               std::vector<std::pair<double, std::uint32_t>>& keyed) {
   if (std::is_sorted(keyed.begin(), keyed.end()))
     return;
   sort_nearly_sorted(keyed.begin(), keyed.end());

@@ -211,13 +211,14 @@ Utilization analyze_utilization(const workloads::TaskGraph& graph, const Timelin
     const auto on_link = link_classes.flows_of(l);
     ev.resize(2 * on_link.size());
     bool ordered = true;  // every flow ends at or after its start
-    for (std::size_t k = 0; k < on_link.size(); ++k) {
-      const auto& flow = link_classes.record(on_link[k]);  // bytes and times
+    std::size_t ends = 0;
+    // The flows in the list's order, then in order of start (see below).
+    link_classes.order_by_start(l, starts, [&](const FlowRecord& flow) {  // bytes and times
       link.bytes += flow.bytes;
       ++link.flows;
       ordered = ordered && flow.end_s >= flow.start_s;
-      ev[k] = {flow.end_s, -1};
-    }
+      ev[ends++] = {flow.end_s, -1};
+    });
     link.link = static_cast<int>(l);
     link.name = timeline.links[l].name;
     link.bandwidth_Bps = timeline.links[l].bandwidth_Bps;
@@ -226,11 +227,10 @@ Utilization analyze_utilization(const workloads::TaskGraph& graph, const Timelin
     // peak (sweep_sorted_events). The ends (flows are listed as they end,
     // Timeline::flows) and the starts sorted apart and merged: the same
     // sequence as one sort of both, as equal events are equal pairs. The
-    // starts come from putting the link's flows in order of start, which the
-    // critical path's link-load index reads (the ends were read before).
+    // starts come from putting the link's flows in order of start (above),
+    // the order the critical path's link-load index reads them in.
     const auto middle = ev.begin() + static_cast<std::ptrdiff_t>(on_link.size());
     sort_nearly_sorted(ev.begin(), middle);
-    link_classes.order_by_start(l, starts);
     for (std::size_t k = 0; k < starts.size(); ++k)
       middle[static_cast<std::ptrdiff_t>(k)] = {starts[k].first, +1};
     std::inplace_merge(ev.begin(), middle, ev.end());
