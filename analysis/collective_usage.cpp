@@ -10,10 +10,16 @@ std::vector<CollectiveUse> collective_usage(const workloads::TaskGraph& graph, c
   using Key = std::tuple<int, int, int>;
   std::map<Key, CollectiveUse> rows;
   std::vector<char> seen(graph.size(), 0);
-  for (const auto& r : timeline.records) {
+  // Only collective tasks have a choice (Timeline::collectives): the others
+  // are passed over before the lookup, and a collective's members after its
+  // first record. Read class by class, each image in the list's order (the
+  // sums below add in that order).
+  const auto usage_of = [&](const TaskRecord& r) {
+    if (seen[r.task] || graph[r.task].kind != workloads::TaskKind::collective)
+      return;  // one record per member GPU: count the task once
     const auto* choice = timeline.collective_choice(r.task);
-    if (choice == nullptr || seen[r.task])
-      continue;  // one record per member GPU: count the task once
+    if (choice == nullptr)
+      return;
     seen[r.task] = 1;
     const auto& task = graph[r.task];
     const Key key{static_cast<int>(task.comm), static_cast<int>(task.op),
@@ -28,6 +34,11 @@ std::vector<CollectiveUse> collective_usage(const workloads::TaskGraph& graph, c
     row.by_representation[static_cast<std::size_t>(choice->representation)] += task.fold;
     row.bytes += task.bytes * task.fold;
     row.busy_s += r.end_s - r.start_s;
+  };
+  for (const auto& first : timeline.records.recorded()) {
+    const int n = timeline.records.images_of(first);
+    for (int k = 0; k < n; ++k)
+      usage_of(timeline.records.image(first, k));
   }
   std::vector<CollectiveUse> out;
   for (auto& [key, row] : rows)

@@ -36,27 +36,16 @@ LinkLoadIndex::LinkLoadIndex(const Timeline& timeline, LinkClasses links)
       links_(std::move(links)),
       longest_flow_s_(timeline.links.size(), 0.0),
       flows_by_task_(links_.folded() ? FlowIndex::by_recorded_task(timeline) : FlowIndex::by_task(timeline)) {
-  // Each link's flows in order of start, ties in list order: sorted on
-  // (start, place in the list), which is that stable order, with the starts
-  // read once rather than at every comparison.
+  // Each link's flows in order of start, ties in list order (left so by the
+  // utilisation analysis when it ran first on these classes: then only
+  // checked).
   std::vector<std::pair<double, std::uint32_t>> keyed;
-  std::vector<std::uint32_t> listed;
   for (std::size_t l = 0; l < timeline.links.size(); ++l) {
     if (!links_.is_representative(l))
       continue;
-    auto list = links_.flows_of(l);
-    keyed.clear();
-    for (std::uint32_t k = 0; k < list.size(); ++k) {
-      const auto& flow = links_.record(list[k]);
+    links_.order_by_start(l, keyed, [&](const FlowRecord& flow) {
       longest_flow_s_[l] = std::max(longest_flow_s_[l], flow.end_s - flow.start_s);
-      keyed.emplace_back(flow.start_s, k);
-    }
-    if (std::is_sorted(keyed.begin(), keyed.end()))
-      continue;
-    std::sort(keyed.begin(), keyed.end());
-    listed.assign(list.begin(), list.end());
-    for (std::size_t k = 0; k < keyed.size(); ++k)
-      list[k] = listed[keyed[k].second];
+    });
   }
 }
 

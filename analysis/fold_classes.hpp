@@ -121,9 +121,35 @@ class LinkClasses {
   const FlowRecord& record(std::uint32_t n) const {
     return folded_ ? timeline_->flows.recorded()[n] : timeline_->flows.source(n);
   }
+  // Puts a link's flows (flows_of) in order of start, ties in their order
+  // before: sorted on (start, place in the list), which is that stable order,
+  // with each start read once rather than at every comparison. `keyed` is
+  // left holding each flow's (start, place before) in the new order; a list
+  // in that order already is left as it is. `on_record` is given each flow's
+  // record in the order before, as it is read for its start (a caller's
+  // other figures in the same pass over the records).
+  template <class OnRecord>
+  void order_by_start(std::size_t link, std::vector<std::pair<double, std::uint32_t>>& keyed,
+                      OnRecord&& on_record) {
+    const auto list = flows_of(link);
+    keyed.clear();
+    keyed.reserve(list.size());
+    for (std::uint32_t k = 0; k < list.size(); ++k) {
+      const FlowRecord& flow = record(list[k]);
+      on_record(flow);
+      keyed.emplace_back(flow.start_s, k);
+    }
+    put_in_order(list, keyed);
+  }
+  void order_by_start(std::size_t link, std::vector<std::pair<double, std::uint32_t>>& keyed) {
+    order_by_start(link, keyed, [](const FlowRecord&) {});
+  }
 
  private:
   LinkClasses(const Timeline& timeline, FlowIndex flows) : timeline_(&timeline), flows_(std::move(flows)) {}
+  // order_by_start's sort of `keyed` and the list's permutation.
+  static void put_in_order(std::span<std::uint32_t> list,
+                           std::vector<std::pair<double, std::uint32_t>>& keyed);
 
   const Timeline* timeline_ = nullptr;
   FlowIndex flows_;

@@ -6,6 +6,7 @@
 #include "analysis/flow_index.hpp"
 #include "analysis/fold_classes.hpp"
 #include "analysis/intervals.hpp"
+#include "analysis/nearly_sorted.hpp"
 
 namespace trainsim::analysis {
 
@@ -72,13 +73,14 @@ std::vector<double> exposed_split(const std::vector<Interval>& compute, const Li
 }  // namespace
 
 Utilization analyze_utilization(const workloads::TaskGraph& graph, const Timeline& timeline) {
+  auto link_classes = LinkClasses::of(timeline);
   return analyze_utilization(graph, timeline,
                              GpuClasses::of(graph, timeline, static_cast<std::size_t>(graph.gpu_count)),
-                             LinkClasses::of(timeline));
+                             link_classes);
 }
 
 Utilization analyze_utilization(const workloads::TaskGraph& graph, const Timeline& timeline,
-                                const GpuClasses& classes, const LinkClasses& link_classes) {
+                                const GpuClasses& classes, LinkClasses& link_classes) {
   if (classes.size() != static_cast<std::size_t>(graph.gpu_count))
     return analyze_utilization(graph, timeline);
   Utilization u;
@@ -195,6 +197,7 @@ Utilization analyze_utilization(const workloads::TaskGraph& graph, const Timelin
   // images of its representative's flows.
   u.links.resize(timeline.links.size());
   std::vector<std::pair<double, int>> ev;
+  std::vector<std::pair<double, std::uint32_t>> starts;
   for (std::size_t l = 0; l < u.links.size(); ++l) {
     auto& link = u.links[l];
     if (const std::size_t rep = link_classes.representative(l); rep != l) {
@@ -208,14 +211,14 @@ Utilization analyze_utilization(const workloads::TaskGraph& graph, const Timelin
     const auto on_link = link_classes.flows_of(l);
     ev.resize(2 * on_link.size());
     bool ordered = true;  // every flow ends at or after its start
-    for (std::size_t k = 0; k < on_link.size(); ++k) {
-      const auto& flow = link_classes.record(on_link[k]);  // bytes and times
+    std::size_t ends = 0;
+    // The flows in the list's order, then in order of start (see below).
+    link_classes.order_by_start(l, starts, [&](const FlowRecord& flow) {  // bytes and times
       link.bytes += flow.bytes;
       ++link.flows;
       ordered = ordered && flow.end_s >= flow.start_s;
-      ev[k] = {flow.end_s, -1};
-      ev[on_link.size() + k] = {flow.start_s, +1};
-    }
+      ev[ends++] = {flow.end_s, -1};
+    });
     link.link = static_cast<int>(l);
     link.name = timeline.links[l].name;
     link.bandwidth_Bps = timeline.links[l].bandwidth_Bps;
@@ -223,12 +226,13 @@ Utilization analyze_utilization(const workloads::TaskGraph& graph, const Timelin
     // concurrent. One sort gives the busy time (the flows' union) and the
     // peak (sweep_sorted_events). The ends (flows are listed as they end,
     // Timeline::flows) and the starts sorted apart and merged: the same
-    // sequence as one sort of both, as equal events are equal pairs.
+    // sequence as one sort of both, as equal events are equal pairs. The
+    // starts come from putting the link's flows in order of start (above),
+    // the order the critical path's link-load index reads them in.
     const auto middle = ev.begin() + static_cast<std::ptrdiff_t>(on_link.size());
-    if (!std::is_sorted(ev.begin(), middle))
-      std::sort(ev.begin(), middle);
-    if (!std::is_sorted(middle, ev.end()))
-      std::sort(middle, ev.end());
+    sort_nearly_sorted(ev.begin(), middle);
+    for (std::size_t k = 0; k < starts.size(); ++k)
+      middle[static_cast<std::ptrdiff_t>(k)] = {starts[k].first, +1};
     std::inplace_merge(ev.begin(), middle, ev.end());
     const EventSweep sweep = sweep_sorted_events(ev);
     link.peak_concurrent_flows = sweep.peak;
