@@ -67,30 +67,6 @@ class SmallObjectPoolWidened {
   SmallObjectPoolWidened& operator=(const SmallObjectPoolWidened&) = delete;
 };
 
-// SimGrid 3.32's VM model listens to every activity's completion, to count
-// the executions running on a virtual machine: a dynamic_cast of each
-// finished activity and of each execution's host (1.8 million a run of
-// scale-512 with ZeRO-3, 1.4% of its instructions). trainsim creates no
-// virtual machine, so when that listener is the only one, the replay takes
-// it off before adding its own. The signal is private to s4u::Activity; an
-// explicit instantiation may name a private member (its arguments are not
-// access-checked), which is how CompletionSignal reaches it.
-struct CompletionSignal {
-  using type = simgrid::xbt::signal<void(const sg::Activity&)>*;
-  friend type completion_signal(CompletionSignal);
-};
-template <typename Tag, typename Tag::type Member>
-struct MemberOf {
-  friend typename Tag::type completion_signal(Tag) { return Member; }
-};
-template struct MemberOf<CompletionSignal, &sg::Activity::on_completion>;
-
-void drop_the_vm_models_completion_listener() {
-  auto* signal = completion_signal(CompletionSignal{});
-  if (signal->get_slot_count() == 1)
-    signal->disconnect_slots();
-}
-
 // Activities are started again rather than created anew. SimGrid 3.32 keeps
 // the activities it lists on the maestro actor in one std::list and removes
 // each finished one with std::list::remove, a walk over all of them: at 1,024
@@ -172,7 +148,6 @@ class Replayer {
   }
 
   ReplayResult run() {
-    drop_the_vm_models_completion_listener();
     sg::Activity::on_completion_cb([this](const sg::Activity& activity) { on_activity_done(activity); });
     if (driver_ != nullptr)
       driver_->start();
