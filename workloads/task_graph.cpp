@@ -130,6 +130,67 @@ void TaskGraph::depend(TaskId before, TaskId after) {
   added_.emplace_back(static_cast<std::uint32_t>(before), static_cast<std::uint32_t>(after));
 }
 
+TaskGraph::Mark TaskGraph::mark() const {
+  if (sealed_)
+    throw std::logic_error("a sealed task graph marked for copying");
+  return {tasks_.size(), added_.size(), memory.size(), groups.size()};
+}
+
+void TaskGraph::append_image(const Mark& begin, const Mark& end, const std::vector<int>& gpu_image) {
+  if (sealed_)
+    throw std::logic_error("a block copied into a sealed task graph");
+  if (!labels.empty())
+    throw std::logic_error("a block copied in a graph of named tasks");
+  if (begin.tasks > end.tasks || end.tasks > tasks_.size() || begin.dependencies > end.dependencies ||
+      end.dependencies > added_.size() || begin.memory_events > end.memory_events ||
+      end.memory_events > memory.size() || begin.groups > end.groups || end.groups > groups.size())
+    throw std::logic_error("a copied block's marks do not bound what the graph holds");
+  const auto image_gpu = [&](int gpu) {
+    if (gpu < 0)
+      return gpu;
+    if (static_cast<std::size_t>(gpu) >= gpu_image.size() || gpu_image[static_cast<std::size_t>(gpu)] < 0)
+      throw std::logic_error("a copied block names a GPU its image does not map");
+    return gpu_image[static_cast<std::size_t>(gpu)];
+  };
+  const std::size_t task_shift = tasks_.size() - begin.tasks;
+  const auto image_task = [&](std::size_t task) {
+    if (task < begin.tasks || task >= end.tasks)
+      throw std::logic_error("a copied block's dependency or memory event leaves the block");
+    return task + task_shift;
+  };
+  const std::size_t group_shift = groups.size() - begin.groups;
+  for (std::size_t g = begin.groups; g < end.groups; ++g) {
+    std::vector<int> members = groups[g];
+    for (int& gpu : members)
+      gpu = image_gpu(gpu);
+    groups.push_back(std::move(members));
+  }
+  for (std::size_t k = begin.tasks; k < end.tasks; ++k) {
+    Task task = tasks_[k];
+    task.gpu = image_gpu(task.gpu);
+    task.peer = image_gpu(task.peer);
+    if (task.group >= 0) {
+      const auto group = static_cast<std::size_t>(task.group);
+      if (group < begin.groups || group >= end.groups)
+        throw std::logic_error("a copied block's task runs on a group outside the block");
+      task.group = static_cast<int>(group + group_shift);
+    }
+    if (task.exchange >= 0)
+      throw std::logic_error("a copied block holds an uneven exchange");
+    add(task);
+  }
+  for (std::size_t k = begin.dependencies; k < end.dependencies; ++k) {
+    const auto [before, after] = added_[k];
+    depend(image_task(before), image_task(after));
+  }
+  for (std::size_t k = begin.memory_events; k < end.memory_events; ++k) {
+    MemoryEvent event = memory[k];
+    event.task = image_task(event.task);
+    event.gpu = image_gpu(event.gpu);
+    memory.push_back(event);
+  }
+}
+
 void TaskGraph::reserve(const GraphCounts& counts) {
   if (sealed_)
     throw std::logic_error("a sealed task graph reserved");

@@ -185,5 +185,55 @@ TEST(TaskGraph, ReservedCountsAreHeldExactlyAndCountedBack) {
   EXPECT_THROW(g.reserve({}), std::logic_error);
 }
 
+// A block copied onto other GPUs (what the builder does for a replica alike
+// to one built): the copies follow the graph's end in the order added, ids
+// and group indices shifted, every GPU mapped; a block that is not closed
+// is refused.
+TEST(TaskGraph, ACopiedBlockIsAddedShiftedOntoTheImageGpusInTheOrderAdded) {
+  TaskGraph g;
+  g.gpu_count = 4;
+  Task first;  // a task before the block, which the copy must not touch
+  first.gpu = 3;
+  g.add(first);
+  const TaskGraph::Mark begin = g.mark();
+  const int group = g.add_group({0, 1});
+  Task a, b;
+  a.gpu = 0;
+  a.duration_s = 1;
+  b.kind = TaskKind::collective;
+  b.group = group;
+  b.bytes = 8;
+  const TaskId ia = g.add(a), ib = g.add(b);
+  g.depend(ib, ia);
+  g.add_memory(ia, 0, MemoryEvent::At::end, MemoryKind::activations, -5);
+  g.add_memory(ib, 1, MemoryEvent::At::start, MemoryKind::buffers, 7);
+  const TaskGraph::Mark end = g.mark();
+  g.append_image(begin, end, {2, 3, -1, -1});
+  ASSERT_EQ(g.size(), 5u);
+  EXPECT_EQ(g[3].gpu, 2);
+  EXPECT_EQ(g[3].duration_s, 1);
+  EXPECT_EQ(g[4].group, 1);
+  EXPECT_EQ(g.groups[1], (std::vector<int>{2, 3}));
+  ASSERT_EQ(g.memory.size(), 4u);
+  EXPECT_EQ(g.memory[2].task, 3u);
+  EXPECT_EQ(g.memory[2].gpu, 2);
+  EXPECT_EQ(g.memory[2].bytes, -5);
+  EXPECT_EQ(g.memory[3].task, 4u);
+  EXPECT_EQ(g.memory[3].gpu, 3);
+  // A dependency leaving the block, or a GPU the image does not map.
+  TaskGraph open = g;
+  const TaskGraph::Mark from = open.mark();
+  Task c;
+  c.gpu = 0;
+  open.depend(0, open.add(c));
+  EXPECT_THROW(open.append_image(from, open.mark(), {1, -1, -1, -1}), std::logic_error);
+  TaskGraph unmapped = g;
+  EXPECT_THROW(unmapped.append_image(begin, end, {2, -1, -1, -1}), std::logic_error);
+  g.seal();
+  std::vector<std::pair<TaskId, TaskId>> order;
+  g.for_each_dependency_in_order([&](TaskId u, TaskId v) { order.emplace_back(u, v); });
+  EXPECT_EQ(order, (std::vector<std::pair<TaskId, TaskId>>{{2, 1}, {4, 3}}));
+}
+
 }  // namespace
 }  // namespace trainsim::workloads
