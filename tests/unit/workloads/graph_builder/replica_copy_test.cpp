@@ -66,7 +66,10 @@ TEST(ReplicaCopy, AReplicaCopiedFromOneAlikeIsTheGraphBuiltReplicaByReplica) {
          p.schedule = ScheduleKind::bpipe;
          p.recompute = Recompute::full;
        }},
-      {"uneven micro-batches", [](ParallelPlan& p) { p.dp_micro_batches = {8, 4, 8, 12}; }},
+      {"uneven micro-batches",
+       [](ParallelPlan& p) {
+         p.dp_micro_batches = {8, 4, 8, 12};
+       }},
   };
   const auto model = *find_model_preset("gpt3-1.3b");
   for (const auto& option : options) {
