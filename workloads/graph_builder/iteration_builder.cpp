@@ -303,10 +303,13 @@ std::pair<int, std::vector<const platforms::GpuSpec*>> IterationBuilder::replica
 void IterationBuilder::copy_replica_ops(int source, int dp, const TaskGraph::Mark& begin,
                                         const TaskGraph::Mark& end) {
   std::vector<int> image(static_cast<std::size_t>(plan_.gpu_count()), -1);
+  std::vector<int> sources;  // the source replica's GPUs
   for (int rank = 0; rank < plan_.pp; ++rank)
     for (int cp = 0; cp < plan_.cp; ++cp)
-      for (int tp = 0; tp < plan_.tp; ++tp)
-        image[idx(plan_.gpu_of(rank, source, tp, cp))] = plan_.gpu_of(rank, dp, tp, cp);
+      for (int tp = 0; tp < plan_.tp; ++tp) {
+        sources.push_back(plan_.gpu_of(rank, source, tp, cp));
+        image[idx(sources.back())] = plan_.gpu_of(rank, dp, tp, cp);
+      }
   const TaskId shift = graph_.size() - begin.tasks;
   graph_.append_image(begin, end, image);
   const auto moved = [&](TaskId id) {
@@ -316,10 +319,8 @@ void IterationBuilder::copy_replica_ops(int source, int dp, const TaskGraph::Mar
       throw std::logic_error("a copied replica's GPU state names a task outside its ops");
     return id + shift;
   };
-  for (int gpu = 0; gpu < plan_.gpu_count(); ++gpu) {
+  for (const int gpu : sources) {
     const int to = image[idx(gpu)];
-    if (to < 0)
-      continue;
     auto& ops = ops_[idx(to)];
     ops = ops_[idx(gpu)];
     for (BuiltOp& op : ops) {

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <stdexcept>
 #include <utility>
 #include <vector>
@@ -233,6 +234,39 @@ TEST(TaskGraph, ACopiedBlockIsAddedShiftedOntoTheImageGpusInTheOrderAdded) {
   std::vector<std::pair<TaskId, TaskId>> order;
   g.for_each_dependency_in_order([&](TaskId u, TaskId v) { order.emplace_back(u, v); });
   EXPECT_EQ(order, (std::vector<std::pair<TaskId, TaskId>>{{2, 1}, {4, 3}}));
+}
+
+// seal() groups the memory events by task keeping their order within a
+// task, whether they came nearly in order (an insertion sort places them)
+// or far from it (past its budget of moves a stable sort finishes).
+TEST(TaskGraph, SealGroupsMemoryEventsByTaskInTheOrderAddedWhateverTheirDisorder) {
+  for (const bool reversed : {false, true}) {
+    TaskGraph g;
+    g.gpu_count = 1;
+    Task t;
+    t.gpu = 0;
+    const std::size_t n = 64;
+    for (std::size_t k = 0; k < n; ++k)
+      g.add(t);
+    std::vector<MemoryEvent> added;
+    for (std::size_t k = 0; k < 4 * n; ++k) {
+      // Nearly in order (each task's events a few places late), or reversed.
+      const TaskId task = reversed ? n - 1 - k % n : (k / 4 + (k % 3 == 0 ? 2 : 0)) % n;
+      g.add_memory(task, 0, MemoryEvent::At::start, MemoryKind::activations, static_cast<double>(k + 1));
+      added.push_back(g.memory.back());
+    }
+    std::stable_sort(added.begin(), added.end(),
+                     [](const MemoryEvent& a, const MemoryEvent& b) { return a.task < b.task; });
+    g.seal();
+    ASSERT_EQ(g.memory.size(), added.size());
+    for (std::size_t k = 0; k < added.size(); ++k) {
+      EXPECT_EQ(g.memory[k].task, added[k].task);
+      EXPECT_EQ(g.memory[k].bytes, added[k].bytes);
+    }
+    for (TaskId task = 0; task < n; ++task)
+      for (std::uint32_t k = g[task].memory_begin; k < g[task].memory_end; ++k)
+        EXPECT_EQ(g.memory[k].task, task);
+  }
 }
 
 }  // namespace
