@@ -137,6 +137,11 @@ TaskGraph::Mark TaskGraph::mark() const {
 }
 
 void TaskGraph::append_image(const Mark& begin, const Mark& end, const std::vector<int>& gpu_image) {
+  append_image(begin, end, gpu_image, Copied{});
+}
+
+void TaskGraph::append_image(const Mark& begin, const Mark& end, const std::vector<int>& gpu_image,
+                             const Copied& earlier) {
   if (sealed_)
     throw std::logic_error("a block copied into a sealed task graph");
   if (!labels.empty())
@@ -153,10 +158,15 @@ void TaskGraph::append_image(const Mark& begin, const Mark& end, const std::vect
     return gpu_image[static_cast<std::size_t>(gpu)];
   };
   const std::size_t task_shift = tasks_.size() - begin.tasks;
+  if (earlier.first > earlier.last || earlier.last > begin.tasks ||
+      earlier.copy + (earlier.last - earlier.first) > tasks_.size())
+    throw std::logic_error("a copied block's earlier block does not lie before it");
   const auto image_task = [&](std::size_t task) {
-    if (task < begin.tasks || task >= end.tasks)
-      throw std::logic_error("a copied block's dependency or memory event leaves the block");
-    return task + task_shift;
+    if (task >= begin.tasks && task < end.tasks)
+      return task + task_shift;
+    if (task >= earlier.first && task < earlier.last)
+      return task - earlier.first + earlier.copy;
+    throw std::logic_error("a copied block's dependency or memory event leaves the block");
   };
   const std::size_t group_shift = groups.size() - begin.groups;
   for (std::size_t g = begin.groups; g < end.groups; ++g) {

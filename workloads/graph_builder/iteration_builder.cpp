@@ -172,20 +172,25 @@ TaskGraph IterationBuilder::build(const GraphCounts& reserve) {
     }
 
   // Each replica's ops, or a copy of those of a replica alike built before.
+  // (copied_from: the replica copied, or -1; ops_begin: where each
+  // replica's ops start, built or copied, and end.)
+  std::vector<int> copied_from(static_cast<std::size_t>(plan_.dp), -1);
   std::vector<TaskGraph::Mark> ops_begin(static_cast<std::size_t>(plan_.dp)),
       ops_end(static_cast<std::size_t>(plan_.dp));
   std::map<std::pair<int, std::vector<const platforms::GpuSpec*>>, int> built_alike;
   for (int dp = 0; dp < plan_.dp; ++dp) {
     const auto d = static_cast<std::size_t>(dp);
+    ops_begin[d] = graph_.mark();
     if (!model_.is_moe()) {
       const auto [alike, added] = built_alike.emplace(replica_likeness(dp), dp);
       if (!added) {
+        copied_from[d] = alike->second;
         const auto source = static_cast<std::size_t>(alike->second);
         copy_replica_ops(alike->second, dp, ops_begin[source], ops_end[source]);
+        ops_end[d] = graph_.mark();
         continue;
       }
     }
-    ops_begin[d] = graph_.mark();
     for (int rank = 0; rank < plan_.pp; ++rank)
       add_rank_ops(dp, rank);
     ops_end[d] = graph_.mark();
@@ -199,11 +204,25 @@ TaskGraph IterationBuilder::build(const GraphCounts& reserve) {
     for (int rank = 0; rank < plan_.pp; ++rank)
       for (const auto& members : moe_dispatch_groups(model_, plan_, rank))
         add_expert_all_to_alls(rank, members);
-  for (int dp = 0; dp < plan_.dp; ++dp)
+  // Each replica's sends, or a copy of its source's (they join its ops
+  // only, reading of a GPU its place and op list).
+  std::vector<TaskGraph::Mark> sends_begin(static_cast<std::size_t>(plan_.dp)),
+      sends_end(static_cast<std::size_t>(plan_.dp));
+  for (int dp = 0; dp < plan_.dp; ++dp) {
+    const auto d = static_cast<std::size_t>(dp);
+    if (const int source = copied_from[d]; source >= 0) {
+      const auto s = static_cast<std::size_t>(source);
+      copy_replica_sends(source, dp, sends_begin[s], sends_end[s],
+                         {ops_begin[s].tasks, ops_end[s].tasks, ops_begin[d].tasks});
+      continue;
+    }
+    sends_begin[d] = graph_.mark();
     for (int cp = 0; cp < plan_.cp; ++cp) {
       add_pipeline_sends(dp, cp);
       add_evictions(dp, cp);
     }
+    sends_end[d] = graph_.mark();
+  }
   for (int rank = 0; rank < plan_.pp; ++rank) {
     if (expert_parallel && plan_.expert_tp_folded()) {
       add_folded_expert_sync_and_step(rank);
@@ -336,6 +355,36 @@ void IterationBuilder::copy_replica_ops(int source, int dp, const TaskGraph::Mar
     backward_op_[idx(to)] = backward_op_[idx(gpu)];
     last_[idx(to)] = moved(last_[idx(gpu)]);
     pending_weight_gradient_[idx(to)] = moved(pending_weight_gradient_[idx(gpu)]);
+  }
+}
+
+// Replica `dp`'s pipeline sends and BPipe transfers as add_pipeline_sends
+// and add_evictions would add them, copied from those of replica `source`
+// (whose ops `dp`'s are a copy of: `ops`), added between `begin` and
+// `end`. They change of the GPUs' state only where each stream's last task
+// is (plan.p2p: sync and overlap hold the sender).
+void IterationBuilder::copy_replica_sends(int source, int dp, const TaskGraph::Mark& begin,
+                                          const TaskGraph::Mark& end, const TaskGraph::Copied& ops) {
+  std::vector<int> image(static_cast<std::size_t>(plan_.gpu_count()), -1);
+  std::vector<int> sources;
+  for (int rank = 0; rank < plan_.pp; ++rank)
+    for (int cp = 0; cp < plan_.cp; ++cp)
+      for (int tp = 0; tp < plan_.tp; ++tp) {
+        sources.push_back(plan_.gpu_of(rank, source, tp, cp));
+        image[idx(sources.back())] = plan_.gpu_of(rank, dp, tp, cp);
+      }
+  const TaskId shift = graph_.size() - begin.tasks;
+  graph_.append_image(begin, end, image, ops);
+  for (const int gpu : sources) {
+    const TaskId last = last_[idx(gpu)];
+    if (last == kNone)
+      last_[idx(image[idx(gpu)])] = kNone;
+    else if (last >= begin.tasks && last < end.tasks)
+      last_[idx(image[idx(gpu)])] = last + shift;
+    else if (last >= ops.first && last < ops.last)
+      last_[idx(image[idx(gpu)])] = last - ops.first + ops.copy;
+    else
+      throw std::logic_error("a copied replica's last task lies outside its ops and sends");
   }
 }
 

@@ -143,6 +143,8 @@ class IterationBuilder {
   // first's (TaskGraph::append_image).
   std::pair<int, std::vector<const platforms::GpuSpec*>> replica_likeness(int dp) const;
   void copy_replica_ops(int source, int dp, const TaskGraph::Mark& begin, const TaskGraph::Mark& end);
+  void copy_replica_sends(int source, int dp, const TaskGraph::Mark& begin, const TaskGraph::Mark& end,
+                          const TaskGraph::Copied& ops);
   void add_op(int dp, int rank, std::size_t op_index, const std::vector<int>& tp_groups,
               const std::vector<int>& cp_groups);
   // The steps of add_op.

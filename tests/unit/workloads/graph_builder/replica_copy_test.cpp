@@ -1,6 +1,6 @@
-// The builder copies the ops of a data-parallel replica alike to one it
-// built (same micro-batches, same GpuSpec on every GPU of the same place)
-// instead of building them again (TaskGraph::append_image). The copy must
+// The builder copies the ops and sends of a data-parallel replica alike to
+// one it built (same micro-batches, same GpuSpec on every GPU of the same
+// place) instead of building them again (TaskGraph::append_image). The copy must
 // be the graph the builder would have built: pinned against the same plan
 // on a cluster whose every node is a node group of its own (equal specs,
 // but distinct objects, so no replica is copied), fingerprint and all.
@@ -33,6 +33,14 @@ TEST(ReplicaCopy, AReplicaCopiedFromOneAlikeIsTheGraphBuiltReplicaByReplica) {
   };
   const std::vector<Option> options = {
       {"1f1b", [](ParallelPlan&) {}},
+      {"interleaved, overlapped p2p",
+       [](ParallelPlan& p) {
+         p.schedule = ScheduleKind::interleaved_one_f_one_b;
+         p.virtual_stages = 2;
+         p.p2p = P2pMode::overlap;
+       }},
+      {"async p2p", [](ParallelPlan& p) { p.p2p = P2pMode::async; }},
+      {"sync p2p", [](ParallelPlan& p) { p.p2p = P2pMode::sync; }},
       {"interleaved, sequence parallel",
        [](ParallelPlan& p) {
          p.schedule = ScheduleKind::interleaved_one_f_one_b;
