@@ -25,37 +25,67 @@ double total_length(const std::vector<Interval>& merged) {
   return total;
 }
 
-EventSweep sweep_sorted_events(const std::vector<std::pair<double, int>>& events) {
-  EventSweep out;
-  int open = 0;
-  bool busy = false;     // inside a merged interval
-  bool pending = false;  // a merged interval [start, end] ended, not yet summed
-  double start = 0;
-  double end = 0;
-  for (const auto& [time, delta] : events) {
-    open += delta;
-    out.peak = std::max(out.peak, open);
-    if (open > 0 && !busy) {
-      busy = true;
-      if (pending && time <= end) {  // touching: merge_intervals joins them
-        pending = false;
-        continue;
+namespace {
+
+// sweep_sorted_events' state, one event at a time.
+class Sweep {
+ public:
+  void add(double time, int delta) {
+    open_ += delta;
+    out_.peak = std::max(out_.peak, open_);
+    if (open_ > 0 && !busy_) {
+      busy_ = true;
+      if (pending_ && time <= end_) {  // touching: merge_intervals joins them
+        pending_ = false;
+        return;
       }
-      if (pending)
-        out.busy_s += end - start;
-      pending = false;
-      start = time;
-    } else if (open <= 0 && busy) {
+      if (pending_)
+        out_.busy_s += end_ - start_;
+      pending_ = false;
+      start_ = time;
+    } else if (open_ <= 0 && busy_) {
       // A zero-length interval at an idle time takes `open` to -1 and back
       // to 0 without opening one.
-      busy = false;
-      pending = true;
-      end = time;
+      busy_ = false;
+      pending_ = true;
+      end_ = time;
     }
   }
-  if (pending)
-    out.busy_s += end - start;
-  return out;
+  EventSweep done() {
+    if (pending_)
+      out_.busy_s += end_ - start_;
+    pending_ = false;
+    return out_;
+  }
+
+ private:
+  EventSweep out_;
+  int open_ = 0;
+  bool busy_ = false;     // inside a merged interval
+  bool pending_ = false;  // a merged interval [start, end] ended, not yet summed
+  double start_ = 0;
+  double end_ = 0;
+};
+
+}  // namespace
+
+EventSweep sweep_sorted_events(const std::vector<std::pair<double, int>>& events) {
+  Sweep sweep;
+  for (const auto& [time, delta] : events)
+    sweep.add(time, delta);
+  return sweep.done();
+}
+
+EventSweep sweep_sorted_runs(const std::vector<std::pair<double, int>>& events, std::size_t middle) {
+  Sweep sweep;
+  std::size_t a = 0, b = middle;
+  while (a < middle || b < events.size()) {
+    // std::inplace_merge takes the second run's event only when it is less.
+    const bool second = b < events.size() && (a >= middle || events[b] < events[a]);
+    const auto& [time, delta] = second ? events[b++] : events[a++];
+    sweep.add(time, delta);
+  }
+  return sweep.done();
 }
 
 double overlap_length(const std::vector<Interval>& a, const std::vector<Interval>& b) {

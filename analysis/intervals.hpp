@@ -1,6 +1,7 @@
 #pragma once
 // Busy time as sorted, disjoint intervals: what "utilization" and "overlap"
 // are computed from.
+#include <cstddef>
 #include <utility>
 #include <vector>
 
@@ -27,6 +28,10 @@ struct EventSweep {
   int peak = 0;
 };
 EventSweep sweep_sorted_events(const std::vector<std::pair<double, int>>& events);
+// The same over two sorted runs of events, [0, middle) and [middle, end):
+// what sweep_sorted_events gives on their std::inplace_merge (the first
+// run's event first between equal ones), without merging them.
+EventSweep sweep_sorted_runs(const std::vector<std::pair<double, int>>& events, std::size_t middle);
 
 }  // namespace trainsim::analysis
 

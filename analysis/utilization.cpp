@@ -225,16 +225,15 @@ Utilization analyze_utilization(const workloads::TaskGraph& graph, const Timelin
     // Ends sort before starts at the same time: back-to-back flows are not
     // concurrent. One sort gives the busy time (the flows' union) and the
     // peak (sweep_sorted_events). The ends (flows are listed as they end,
-    // Timeline::flows) and the starts sorted apart and merged: the same
-    // sequence as one sort of both, as equal events are equal pairs. The
-    // starts come from putting the link's flows in order of start (above),
-    // the order the critical path's link-load index reads them in.
+    // Timeline::flows) and the starts sorted apart and swept as merged: the
+    // same sequence as one sort of both, as equal events are equal pairs.
+    // The starts come from putting the link's flows in order of start
+    // (above), the order the critical path's link-load index reads them in.
     const auto middle = ev.begin() + static_cast<std::ptrdiff_t>(on_link.size());
     sort_nearly_sorted(ev.begin(), middle);
     for (std::size_t k = 0; k < starts.size(); ++k)
       middle[static_cast<std::ptrdiff_t>(k)] = {starts[k].first, +1};
-    std::inplace_merge(ev.begin(), middle, ev.end());
-    const EventSweep sweep = sweep_sorted_events(ev);
+    const EventSweep sweep = sweep_sorted_runs(ev, on_link.size());
     link.peak_concurrent_flows = sweep.peak;
     if (ordered) {
       link.busy_s = sweep.busy_s;

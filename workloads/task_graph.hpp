@@ -259,6 +259,29 @@ struct TaskGraph {
     if (bytes != 0)
       memory.push_back({task, gpu, at, kind, bytes});
   }
+  // Builders: how much has been added so far (tasks, dependencies, memory
+  // events, groups), and a copy of what was added between two marks onto
+  // other GPUs: every task, group member and memory event's GPU g moved to
+  // gpu_image[g], the copies' ids and group indices shifted past the
+  // graph's end, in the order added. The block must be closed: its
+  // dependencies and memory events within it (or `earlier`), its tasks'
+  // groups within it, every GPU it
+  // names mapped, no uneven exchange (otherwise std::logic_error). What a
+  // data-parallel replica alike to one built is (docs/performance.md, "The
+  // builder copies replicas alike").
+  struct Mark {
+    std::size_t tasks = 0, dependencies = 0, memory_events = 0, groups = 0;
+  };
+  Mark mark() const;
+  // An earlier block's tasks [first, last), copied from `copy` on: the
+  // copied block's dependencies and memory events may name them too (a
+  // replica's sends wait for its ops, copied before).
+  struct Copied {
+    std::size_t first = 0, last = 0, copy = 0;
+  };
+  void append_image(const Mark& begin, const Mark& end, const std::vector<int>& gpu_image);
+  void append_image(const Mark& begin, const Mark& end, const std::vector<int>& gpu_image,
+                    const Copied& earlier);
   // Groups the memory events by task (stable) and records each task's
   // range, then packs the dependencies into compressed rows (the edges as
   // added are dropped). Once only.

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <stdexcept>
 #include <string>
 
@@ -170,9 +171,30 @@ TaskGraph IterationBuilder::build(const GraphCounts& reserve) {
       }
     }
 
-  for (int dp = 0; dp < plan_.dp; ++dp)
+  // Each replica's ops, or a copy of those of a replica alike built before.
+  // (copied_from: the replica copied, or -1; ops_begin: where each
+  // replica's ops start, built or copied, and end.)
+  std::vector<int> copied_from(static_cast<std::size_t>(plan_.dp), -1);
+  std::vector<TaskGraph::Mark> ops_begin(static_cast<std::size_t>(plan_.dp)),
+      ops_end(static_cast<std::size_t>(plan_.dp));
+  std::map<std::pair<int, std::vector<const platforms::GpuSpec*>>, int> built_alike;
+  for (int dp = 0; dp < plan_.dp; ++dp) {
+    const auto d = static_cast<std::size_t>(dp);
+    ops_begin[d] = graph_.mark();
+    if (!model_.is_moe()) {
+      const auto [alike, added] = built_alike.emplace(replica_likeness(dp), dp);
+      if (!added) {
+        copied_from[d] = alike->second;
+        const auto source = static_cast<std::size_t>(alike->second);
+        copy_replica_ops(alike->second, dp, ops_begin[source], ops_end[source]);
+        ops_end[d] = graph_.mark();
+        continue;
+      }
+    }
     for (int rank = 0; rank < plan_.pp; ++rank)
       add_rank_ops(dp, rank);
+    ops_end[d] = graph_.mark();
+  }
   // A GPU's last op keeps its last piece's weight gradient (deferred_weight_gradients.cpp).
   for (TaskId pending : pending_weight_gradient_)
     if (pending != kNone)
@@ -182,11 +204,25 @@ TaskGraph IterationBuilder::build(const GraphCounts& reserve) {
     for (int rank = 0; rank < plan_.pp; ++rank)
       for (const auto& members : moe_dispatch_groups(model_, plan_, rank))
         add_expert_all_to_alls(rank, members);
-  for (int dp = 0; dp < plan_.dp; ++dp)
+  // Each replica's sends, or a copy of its source's (they join its ops
+  // only, reading of a GPU its place and op list).
+  std::vector<TaskGraph::Mark> sends_begin(static_cast<std::size_t>(plan_.dp)),
+      sends_end(static_cast<std::size_t>(plan_.dp));
+  for (int dp = 0; dp < plan_.dp; ++dp) {
+    const auto d = static_cast<std::size_t>(dp);
+    if (const int source = copied_from[d]; source >= 0) {
+      const auto s = static_cast<std::size_t>(source);
+      copy_replica_sends(source, dp, sends_begin[s], sends_end[s],
+                         {ops_begin[s].tasks, ops_end[s].tasks, ops_begin[d].tasks});
+      continue;
+    }
+    sends_begin[d] = graph_.mark();
     for (int cp = 0; cp < plan_.cp; ++cp) {
       add_pipeline_sends(dp, cp);
       add_evictions(dp, cp);
     }
+    sends_end[d] = graph_.mark();
+  }
   for (int rank = 0; rank < plan_.pp; ++rank) {
     if (expert_parallel && plan_.expert_tp_folded()) {
       add_folded_expert_sync_and_step(rank);
@@ -259,6 +295,97 @@ bool IterationBuilder::split_per_layer(int dp, int rank, std::size_t op_index) c
   if (!plan_.overlap_grad_reduce || !produces_gradients(op.kind))
     return false;
   return plan_.zero_stage == 2 || last_gradient_op(dp, rank, op.chunk) == op_index;
+}
+
+// What the ops of replica `dp` are built from besides its rank: its
+// micro-batches (its schedule: replicas of equal counts share the
+// generator's answer) and the GpuSpec object of each of its GPUs, in
+// (rank, cp, tp) order (the costs are asked per spec; the builder reads
+// nothing else of a GPU but its place in the plan).
+std::pair<int, std::vector<const platforms::GpuSpec*>> IterationBuilder::replica_likeness(int dp) const {
+  std::vector<const platforms::GpuSpec*> specs;
+  specs.reserve(static_cast<std::size_t>(plan_.pp * plan_.cp * plan_.tp));
+  for (int rank = 0; rank < plan_.pp; ++rank)
+    for (int cp = 0; cp < plan_.cp; ++cp)
+      for (int tp = 0; tp < plan_.tp; ++tp)
+        specs.push_back(&cluster_.gpu_of(plan_.gpu_of(rank, dp, tp, cp)));
+  return {plan_.micro_batches_of(dp), std::move(specs)};
+}
+
+// Replica `dp`'s ops as add_rank_ops would build them, copied from those of
+// replica `source` (alike: replica_likeness), which were added between
+// `begin` and `end`: add_rank_ops reads of a GPU only its place in the plan
+// and its spec, and adds only tasks, dependencies, groups and memory events
+// of the replica's own GPUs. Without MoE layers (whose expert-parallel
+// ranks, routing loads and expert-TP groups span replicas). Each GPU's op
+// list and stream state follow, their task ids shifted with the copy.
+void IterationBuilder::copy_replica_ops(int source, int dp, const TaskGraph::Mark& begin,
+                                        const TaskGraph::Mark& end) {
+  std::vector<int> image(static_cast<std::size_t>(plan_.gpu_count()), -1);
+  std::vector<int> sources;  // the source replica's GPUs
+  for (int rank = 0; rank < plan_.pp; ++rank)
+    for (int cp = 0; cp < plan_.cp; ++cp)
+      for (int tp = 0; tp < plan_.tp; ++tp) {
+        sources.push_back(plan_.gpu_of(rank, source, tp, cp));
+        image[idx(sources.back())] = plan_.gpu_of(rank, dp, tp, cp);
+      }
+  const TaskId shift = graph_.size() - begin.tasks;
+  graph_.append_image(begin, end, image);
+  const auto moved = [&](TaskId id) {
+    if (id == kNone)
+      return kNone;
+    if (id < begin.tasks || id >= end.tasks)
+      throw std::logic_error("a copied replica's GPU state names a task outside its ops");
+    return id + shift;
+  };
+  for (const int gpu : sources) {
+    const int to = image[idx(gpu)];
+    auto& ops = ops_[idx(to)];
+    ops = ops_[idx(gpu)];
+    for (BuiltOp& op : ops) {
+      for (Piece& piece : op.pieces) {
+        piece.first = moved(piece.first);
+        piece.last = moved(piece.last);
+        piece.exchange = moved(piece.exchange);
+        piece.weight_gradient = moved(piece.weight_gradient);
+      }
+      op.done = moved(op.done);
+    }
+    forward_op_[idx(to)] = forward_op_[idx(gpu)];
+    backward_op_[idx(to)] = backward_op_[idx(gpu)];
+    last_[idx(to)] = moved(last_[idx(gpu)]);
+    pending_weight_gradient_[idx(to)] = moved(pending_weight_gradient_[idx(gpu)]);
+  }
+}
+
+// Replica `dp`'s pipeline sends and BPipe transfers as add_pipeline_sends
+// and add_evictions would add them, copied from those of replica `source`
+// (whose ops `dp`'s are a copy of: `ops`), added between `begin` and
+// `end`. They change of the GPUs' state only where each stream's last task
+// is (plan.p2p: sync and overlap hold the sender).
+void IterationBuilder::copy_replica_sends(int source, int dp, const TaskGraph::Mark& begin,
+                                          const TaskGraph::Mark& end, const TaskGraph::Copied& ops) {
+  std::vector<int> image(static_cast<std::size_t>(plan_.gpu_count()), -1);
+  std::vector<int> sources;
+  for (int rank = 0; rank < plan_.pp; ++rank)
+    for (int cp = 0; cp < plan_.cp; ++cp)
+      for (int tp = 0; tp < plan_.tp; ++tp) {
+        sources.push_back(plan_.gpu_of(rank, source, tp, cp));
+        image[idx(sources.back())] = plan_.gpu_of(rank, dp, tp, cp);
+      }
+  const TaskId shift = graph_.size() - begin.tasks;
+  graph_.append_image(begin, end, image, ops);
+  for (const int gpu : sources) {
+    const TaskId last = last_[idx(gpu)];
+    if (last == kNone)
+      last_[idx(image[idx(gpu)])] = kNone;
+    else if (last >= begin.tasks && last < end.tasks)
+      last_[idx(image[idx(gpu)])] = last + shift;
+    else if (last >= ops.first && last < ops.last)
+      last_[idx(image[idx(gpu)])] = last - ops.first + ops.copy;
+    else
+      throw std::logic_error("a copied replica's last task lies outside its ops and sends");
+  }
 }
 
 void IterationBuilder::add_rank_ops(int dp, int rank) {
@@ -747,6 +874,7 @@ void IterationBuilder::add_pipeline_sends(int dp, int cp) {
   const PipelineSchedule& sched = schedule(dp);
   const int m = sched.micro_batches_of_chunk();
   const int stages = sched.virtual_stages();
+  std::vector<TaskId> after;  // what a send waits for, reused from send to send
   for (int tp = 0; tp < plan_.tp; ++tp) {
     for (int vs = 0; vs + 1 < stages; ++vs) {
       if (sched.is_last_stage(vs))
@@ -773,7 +901,7 @@ void IterationBuilder::add_pipeline_sends(int dp, int cp) {
         };
         for (const Hop& h : {Hop{g0, g1, r0, c0, TransferKind::activation, f0, f1},
                              Hop{g1, g0, r1, c1, TransferKind::gradient, b1, b0}}) {
-          std::vector<TaskId> after{ops_[idx(h.from)][h.producer].done};
+          after.assign(1, ops_[idx(h.from)][h.producer].done);
           // A merged F&B (plan.moe_a2a_overlap) posts both its receives
           // before its forward, as Megatron's combined step does.
           std::size_t posted = h.consumer;

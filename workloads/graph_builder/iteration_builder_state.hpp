@@ -138,6 +138,13 @@ class IterationBuilder {
   // piece, or for a merged backward its last piece.
   void gate_next(TaskId id, int gpu, std::size_t k);
   void add_rank_ops(int dp, int rank);
+  // Replicas whose ops are built alike (same micro-batches, same GpuSpec
+  // object on each GPU of the same place): the later ones are copies of the
+  // first's (TaskGraph::append_image).
+  std::pair<int, std::vector<const platforms::GpuSpec*>> replica_likeness(int dp) const;
+  void copy_replica_ops(int source, int dp, const TaskGraph::Mark& begin, const TaskGraph::Mark& end);
+  void copy_replica_sends(int source, int dp, const TaskGraph::Mark& begin, const TaskGraph::Mark& end,
+                          const TaskGraph::Copied& ops);
   void add_op(int dp, int rank, std::size_t op_index, const std::vector<int>& tp_groups,
               const std::vector<int>& cp_groups);
   // The steps of add_op.

@@ -74,5 +74,32 @@ TEST(Intervals, SweepEqualsMergedLengthBitForBitOnRandomIntervals) {
   }
 }
 
+// A link's ends and starts sorted apart and swept as two runs: the figures
+// of one sweep over both merged, bit for bit (utilization.cpp's links).
+TEST(Intervals, SweepOfTwoSortedRunsEqualsTheSweepOfTheirMergeBitForBit) {
+  for (std::uint64_t seed = 1; seed <= 200; ++seed) {
+    std::mt19937_64 rng(seed);
+    std::vector<std::pair<double, int>> ends, starts;
+    const int n = static_cast<int>(rng() % 40);
+    for (int i = 0; i < n; ++i) {
+      const double a = static_cast<double>(rng() % 30) * 0.1;
+      const double b = rng() % 4 == 0 ? a : a + static_cast<double>(rng() % 7) * 0.3;
+      starts.emplace_back(a, +1);
+      ends.emplace_back(b, -1);
+    }
+    std::sort(ends.begin(), ends.end());
+    std::sort(starts.begin(), starts.end());
+    std::vector<std::pair<double, int>> runs = ends;
+    runs.insert(runs.end(), starts.begin(), starts.end());
+    std::vector<std::pair<double, int>> merged = runs;
+    std::inplace_merge(merged.begin(), merged.begin() + static_cast<std::ptrdiff_t>(ends.size()),
+                       merged.end());
+    const auto swept = sweep_sorted_runs(runs, ends.size());
+    const auto expected = sweep_sorted_events(merged);
+    EXPECT_EQ(swept.busy_s, expected.busy_s) << "seed " << seed;
+    EXPECT_EQ(swept.peak, expected.peak) << "seed " << seed;
+  }
+}
+
 }  // namespace
 }  // namespace trainsim::analysis

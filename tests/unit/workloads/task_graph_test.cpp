@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <stdexcept>
 #include <utility>
 #include <vector>
@@ -183,6 +184,89 @@ TEST(TaskGraph, ReservedCountsAreHeldExactlyAndCountedBack) {
   EXPECT_EQ(g.counts(), (GraphCounts{kTasks, kTasks - 1, kTasks}));
   EXPECT_EQ(g.structure_bytes(), kTasks * sizeof(Task) + 2 * 4 * (kTasks + 1) + 16 * (kTasks - 1));
   EXPECT_THROW(g.reserve({}), std::logic_error);
+}
+
+// A block copied onto other GPUs (what the builder does for a replica alike
+// to one built): the copies follow the graph's end in the order added, ids
+// and group indices shifted, every GPU mapped; a block that is not closed
+// is refused.
+TEST(TaskGraph, ACopiedBlockIsAddedShiftedOntoTheImageGpusInTheOrderAdded) {
+  TaskGraph g;
+  g.gpu_count = 4;
+  Task first;  // a task before the block, which the copy must not touch
+  first.gpu = 3;
+  g.add(first);
+  const TaskGraph::Mark begin = g.mark();
+  const int group = g.add_group({0, 1});
+  Task a, b;
+  a.gpu = 0;
+  a.duration_s = 1;
+  b.kind = TaskKind::collective;
+  b.group = group;
+  b.bytes = 8;
+  const TaskId ia = g.add(a), ib = g.add(b);
+  g.depend(ib, ia);
+  g.add_memory(ia, 0, MemoryEvent::At::end, MemoryKind::activations, -5);
+  g.add_memory(ib, 1, MemoryEvent::At::start, MemoryKind::buffers, 7);
+  const TaskGraph::Mark end = g.mark();
+  g.append_image(begin, end, {2, 3, -1, -1});
+  ASSERT_EQ(g.size(), 5u);
+  EXPECT_EQ(g[3].gpu, 2);
+  EXPECT_EQ(g[3].duration_s, 1);
+  EXPECT_EQ(g[4].group, 1);
+  EXPECT_EQ(g.groups[1], (std::vector<int>{2, 3}));
+  ASSERT_EQ(g.memory.size(), 4u);
+  EXPECT_EQ(g.memory[2].task, 3u);
+  EXPECT_EQ(g.memory[2].gpu, 2);
+  EXPECT_EQ(g.memory[2].bytes, -5);
+  EXPECT_EQ(g.memory[3].task, 4u);
+  EXPECT_EQ(g.memory[3].gpu, 3);
+  // A dependency leaving the block, or a GPU the image does not map.
+  TaskGraph open = g;
+  const TaskGraph::Mark from = open.mark();
+  Task c;
+  c.gpu = 0;
+  open.depend(0, open.add(c));
+  EXPECT_THROW(open.append_image(from, open.mark(), {1, -1, -1, -1}), std::logic_error);
+  TaskGraph unmapped = g;
+  EXPECT_THROW(unmapped.append_image(begin, end, {2, -1, -1, -1}), std::logic_error);
+  g.seal();
+  std::vector<std::pair<TaskId, TaskId>> order;
+  g.for_each_dependency_in_order([&](TaskId u, TaskId v) { order.emplace_back(u, v); });
+  EXPECT_EQ(order, (std::vector<std::pair<TaskId, TaskId>>{{2, 1}, {4, 3}}));
+}
+
+// seal() groups the memory events by task keeping their order within a
+// task, whether they came nearly in order (an insertion sort places them)
+// or far from it (past its budget of moves a stable sort finishes).
+TEST(TaskGraph, SealGroupsMemoryEventsByTaskInTheOrderAddedWhateverTheirDisorder) {
+  for (const bool reversed : {false, true}) {
+    TaskGraph g;
+    g.gpu_count = 1;
+    Task t;
+    t.gpu = 0;
+    const std::size_t n = 64;
+    for (std::size_t k = 0; k < n; ++k)
+      g.add(t);
+    std::vector<MemoryEvent> added;
+    for (std::size_t k = 0; k < 4 * n; ++k) {
+      // Nearly in order (each task's events a few places late), or reversed.
+      const TaskId task = reversed ? n - 1 - k % n : (k / 4 + (k % 3 == 0 ? 2 : 0)) % n;
+      g.add_memory(task, 0, MemoryEvent::At::start, MemoryKind::activations, static_cast<double>(k + 1));
+      added.push_back(g.memory.back());
+    }
+    std::stable_sort(added.begin(), added.end(),
+                     [](const MemoryEvent& a, const MemoryEvent& b) { return a.task < b.task; });
+    g.seal();
+    ASSERT_EQ(g.memory.size(), added.size());
+    for (std::size_t k = 0; k < added.size(); ++k) {
+      EXPECT_EQ(g.memory[k].task, added[k].task);
+      EXPECT_EQ(g.memory[k].bytes, added[k].bytes);
+    }
+    for (TaskId task = 0; task < n; ++task)
+      for (std::uint32_t k = g[task].memory_begin; k < g[task].memory_end; ++k)
+        EXPECT_EQ(g.memory[k].task, task);
+  }
 }
 
 }  // namespace
