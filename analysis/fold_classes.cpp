@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "analysis/nearly_sorted.hpp"
+#include "platforms/nearly_sorted.hpp"
 
 namespace trainsim::analysis {
 
@@ -153,7 +153,7 @@ void LinkClasses::put_in_order(std::span<std::uint32_t> list,
                                std::vector<std::pair<double, std::uint32_t>>& keyed) {
   if (std::is_sorted(keyed.begin(), keyed.end()))
     return;
-  sort_nearly_sorted(keyed.begin(), keyed.end());
+  platforms::sort_nearly_sorted(keyed.begin(), keyed.end());
   std::vector<std::uint32_t> listed(list.begin(), list.end());
   for (std::size_t k = 0; k < keyed.size(); ++k)
     list[k] = listed[keyed[k].second];

@@ -6,7 +6,7 @@
 #include "analysis/flow_index.hpp"
 #include "analysis/fold_classes.hpp"
 #include "analysis/intervals.hpp"
-#include "analysis/nearly_sorted.hpp"
+#include "platforms/nearly_sorted.hpp"
 
 namespace trainsim::analysis {
 
@@ -230,7 +230,7 @@ Utilization analyze_utilization(const workloads::TaskGraph& graph, const Timelin
     // The starts come from putting the link's flows in order of start
     // (above), the order the critical path's link-load index reads them in.
     const auto middle = ev.begin() + static_cast<std::ptrdiff_t>(on_link.size());
-    sort_nearly_sorted(ev.begin(), middle);
+    platforms::sort_nearly_sorted(ev.begin(), middle);
     for (std::size_t k = 0; k < starts.size(); ++k)
       middle[static_cast<std::ptrdiff_t>(k)] = {starts[k].first, +1};
     const EventSweep sweep = sweep_sorted_runs(ev, on_link.size());

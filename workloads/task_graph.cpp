@@ -6,6 +6,8 @@
 #include <limits>
 #include <stdexcept>
 
+#include "platforms/nearly_sorted.hpp"
+
 namespace trainsim::workloads {
 
 std::string_view to_string(TaskKind kind) {
@@ -268,28 +270,10 @@ std::size_t TaskGraph::structure_bytes() const {
 void TaskGraph::seal_memory() {
   // The builders add most events near their task's place (an op's events
   // as it is built): an insertion sort moves each back by a few places
-  // without the merge sort's buffer (half the events) and n log n work.
-  // Past a budget of moves (events added far from their place) the merge
-  // sort finishes: both are stable, so the order is the same whichever.
-  const auto by_task = [](const MemoryEvent& a, const MemoryEvent& b) { return a.task < b.task; };
-  std::size_t budget = 8 * memory.size();
-  bool sorted = true;
-  for (std::size_t i = 1; i < memory.size(); ++i) {
-    if (!by_task(memory[i], memory[i - 1]))
-      continue;
-    const MemoryEvent event = memory[i];
-    std::size_t k = i;
-    for (; k > 0 && budget > 0 && by_task(event, memory[k - 1]); --k, --budget)
-      memory[k] = memory[k - 1];
-    // Past the events of later tasks only: those of its own task stay before it.
-    memory[k] = event;
-    if (k > 0 && by_task(event, memory[k - 1])) {
-      sorted = false;
-      break;
-    }
-  }
-  if (!sorted)
-    std::stable_sort(memory.begin(), memory.end(), by_task);
+  // without the merge sort's buffer (half the events) and n log n work;
+  // past a budget of moves the merge sort finishes, stably as well.
+  platforms::sort_nearly_sorted(memory.begin(), memory.end(),
+                                [](const MemoryEvent& a, const MemoryEvent& b) { return a.task < b.task; });
   for (std::size_t i = 0; i < memory.size();) {
     const TaskId task = memory[i].task;
     Task& t = tasks_[task];

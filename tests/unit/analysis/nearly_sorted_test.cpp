@@ -1,4 +1,4 @@
-#include "analysis/nearly_sorted.hpp"
+#include "platforms/nearly_sorted.hpp"
 
 #include <gtest/gtest.h>
 
@@ -39,7 +39,7 @@ TEST(SortNearlySorted, SortsStartsListedByEndAsStdSortDoes) {
   auto expected = keyed_by_place(starts);
   std::sort(expected.begin(), expected.end());
   auto sorted = keyed_by_place(starts);
-  sort_nearly_sorted(sorted.begin(), sorted.end());
+  platforms::sort_nearly_sorted(sorted.begin(), sorted.end());
   EXPECT_EQ(sorted, expected);
 }
 
@@ -53,15 +53,15 @@ TEST(SortNearlySorted, SortsAReversedOrShuffledListAsStdSortDoes) {
     auto expected = keyed_by_place(times);
     std::sort(expected.begin(), expected.end());
     auto sorted = keyed_by_place(times);
-    sort_nearly_sorted(sorted.begin(), sorted.end());
+    platforms::sort_nearly_sorted(sorted.begin(), sorted.end());
     EXPECT_EQ(sorted, expected);
     std::shuffle(times.begin(), times.end(), std::mt19937_64(11));
   }
   std::vector<std::pair<double, int>> events{{2, -1}, {1, -1}, {2, -1}, {0, -1}};
-  sort_nearly_sorted(events.begin(), events.end());
+  platforms::sort_nearly_sorted(events.begin(), events.end());
   EXPECT_EQ(events, (std::vector<std::pair<double, int>>{{0, -1}, {1, -1}, {2, -1}, {2, -1}}));
   std::vector<std::pair<double, int>> none;
-  sort_nearly_sorted(none.begin(), none.end());
+  platforms::sort_nearly_sorted(none.begin(), none.end());
   EXPECT_TRUE(none.empty());
 }
 
