@@ -174,34 +174,15 @@ std::string class_fold_problem(const TaskGraph& graph, const scenario::Scenario&
   // collective across replicas, or one of a perturbed replica).
   const std::size_t n = graph.size();
   const auto& groups = graph.groups;
-  std::map<std::vector<int>, int> list_index;
-  std::vector<int> canonical(groups.size());
-  for (std::size_t i = 0; i < groups.size(); ++i)
-    canonical[i] = list_index.emplace(groups[i], static_cast<int>(i)).first->second;
-  std::vector<int> group_image(groups.size(), -1);
-  std::vector<char> image_in_order(groups.size(), 0);
+  const GroupImages images = group_images(groups, gpu_image);
+  const auto& canonical = images.canonical;
+  const auto& group_image = images.image;
   std::vector<char> group_across(groups.size(), 0);
-  std::vector<int> image_list;
-  for (std::size_t i = 0; i < groups.size(); ++i) {
-    if (canonical[i] != static_cast<int>(i) || groups[i].empty())
-      continue;
-    for (int g : groups[i])
-      if (replica(g) != replica(groups[i].front()))
-        group_across[i] = 1;
-    image_list.clear();
-    for (int g : groups[i])
-      image_list.push_back(gpu_image[static_cast<std::size_t>(g)]);
-    if (const auto it = list_index.find(image_list); it != list_index.end()) {
-      group_image[i] = it->second;
-      image_in_order[i] = 1;
-      continue;
-    }
-    auto set = groups[i];
-    std::sort(set.begin(), set.end());
-    std::sort(image_list.begin(), image_list.end());
-    if (set == image_list)
-      group_image[i] = static_cast<int>(i);
-  }
+  for (std::size_t i = 0; i < groups.size(); ++i)
+    if (canonical[i] == static_cast<int>(i))
+      for (int g : groups[i])
+        if (replica(g) != replica(groups[i].front()))
+          group_across[i] = 1;
   std::vector<std::vector<std::uint32_t>> by_gpu(static_cast<std::size_t>(gpu_count));
   std::vector<std::vector<std::uint32_t>> by_group(groups.size());
   out.across.assign(n, 0);
@@ -224,39 +205,9 @@ std::string class_fold_problem(const TaskGraph& graph, const scenario::Scenario&
   out.task_image.assign(n, 0);
   for (TaskId id = 0; id < n; ++id)
     out.task_image[id] = static_cast<std::uint32_t>(id);
-  const auto map_gpu = [&](int g) {
-    return g < 0 || g >= gpu_count ? g : gpu_image[static_cast<std::size_t>(g)];
-  };
-  const auto group_key = [&](const Task& t, bool image) {
-    if (t.kind != TaskKind::collective)
-      return -1;
-    const int c = canonical[static_cast<std::size_t>(t.group)];
-    return image ? group_image[static_cast<std::size_t>(c)] : c;
-  };
-  std::vector<MemoryEvent> events_from, events_to;
-  const auto match = [&](const std::vector<std::uint32_t>& from,
-                         const std::vector<std::uint32_t>& to) -> std::string {
-    if (from.size() != to.size())
-      return fmt::format("{} has no image (the replicas' tasks differ)", task_name(graph, from.front()));
-    for (std::size_t k = 0; k < from.size(); ++k) {
-      const Task& t = graph[from[k]];
-      const Task& u = graph[to[k]];
-      if (!(key_of(t, map_gpu(t.gpu), map_gpu(t.peer), group_key(t, true), 0) ==
-            key_of(u, u.gpu, u.peer, group_key(u, false), 0)))
-        return fmt::format("{} has no image (the replicas' tasks differ)", task_name(graph, from[k]));
-      if (!same_memory(graph, t, u, gpu_image, events_from, events_to))
-        return fmt::format("{}'s memory events differ from its image's", task_name(graph, from[k]));
-      if (t.exchange >= 0 || u.exchange >= 0) {
-        if (t.exchange < 0 || u.exchange < 0 ||
-            !image_in_order[static_cast<std::size_t>(canonical[static_cast<std::size_t>(t.group)])])
-          return fmt::format("{}'s uneven exchange has no image", task_name(graph, from[k]));
-        if (t.exchange != u.exchange && !same_exchange(graph.exchanges[static_cast<std::size_t>(t.exchange)],
-                                                       graph.exchanges[static_cast<std::size_t>(u.exchange)]))
-          return fmt::format("{}'s exchange differs from its image's", task_name(graph, from[k]));
-      }
-      out.task_image[from[k]] = to[k];
-    }
-    return {};
+  TaskRunMatcher matcher(graph, gpu_image, images);
+  const auto match = [&](const std::vector<std::uint32_t>& from, const std::vector<std::uint32_t>& to) {
+    return matcher.match(from, to, out.task_image);
   };
   for (int g = 0; g < gpu_count; ++g)
     if (!perturbed[static_cast<std::size_t>(replica(g))] && !by_gpu[static_cast<std::size_t>(g)].empty())

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <map>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -121,5 +122,112 @@ inline bool same_exchange(const workloads::Exchange& a, const workloads::Exchang
          same(a.combine_bytes, b.combine_bytes) && bits(a.node_share) == bits(b.node_share) &&
          same(a.node_shares, b.node_shares);
 }
+
+// The groups' images under a relabelling of GPUs (`gpu_image`): one
+// canonical index per distinct member list, and each canonical group's
+// image: the group listing the image GPUs in the image order
+// (make_collective lays a group out in its order; member k onto member k,
+// so an uneven exchange's matrix carries over unpermuted, `in_order`), or
+// the group itself when the relabelling maps its set onto itself (a
+// collective across the replicas); -1 when neither.
+struct GroupImages {
+  std::vector<int> canonical;
+  std::vector<int> image;
+  std::vector<char> in_order;
+};
+
+inline GroupImages group_images(const std::vector<std::vector<int>>& groups,
+                                const std::vector<int>& gpu_image) {
+  GroupImages out;
+  std::map<std::vector<int>, int> list_index;
+  out.canonical.resize(groups.size());
+  for (std::size_t i = 0; i < groups.size(); ++i)
+    out.canonical[i] = list_index.emplace(groups[i], static_cast<int>(i)).first->second;
+  out.image.assign(groups.size(), -1);
+  out.in_order.assign(groups.size(), 0);
+  std::vector<int> image_list;
+  for (std::size_t i = 0; i < groups.size(); ++i) {
+    if (out.canonical[i] != static_cast<int>(i))
+      continue;
+    image_list.clear();
+    for (int g : groups[i])
+      image_list.push_back(gpu_image[static_cast<std::size_t>(g)]);
+    if (const auto it = list_index.find(image_list); it != list_index.end()) {
+      out.image[i] = it->second;
+      out.in_order[i] = 1;
+      continue;
+    }
+    auto set = groups[i];
+    std::sort(set.begin(), set.end());
+    std::sort(image_list.begin(), image_list.end());
+    if (set == image_list)
+      out.image[i] = static_cast<int>(i);
+  }
+  return out;
+}
+
+// Matches a run of tasks onto its image's, k-th onto k-th (the tasks of a
+// GPU or a group, in id order, onto those of its image): each pair alike in
+// every attribute with its GPUs and group mapped, in its memory events and
+// its uneven exchange; records task_image[from[k]] = to[k]. Empty when they
+// match, else why not.
+class TaskRunMatcher {
+ public:
+  TaskRunMatcher(const TaskGraph& graph, const std::vector<int>& gpu_image, const GroupImages& groups)
+      : graph_(graph), gpu_image_(gpu_image), groups_(groups) {}
+
+  std::string match(const std::vector<std::uint32_t>& from, const std::vector<std::uint32_t>& to,
+                    std::vector<std::uint32_t>& task_image) {
+    if (from.size() != to.size())
+      return fmt::format("{} has no image (the replicas' tasks differ)", task_name(graph_, from.front()));
+    for (std::size_t k = 0; k < from.size(); ++k) {
+      const Task& t = graph_[from[k]];
+      const Task& u = graph_[to[k]];
+      if (!(key_of(t, map_gpu(t.gpu), map_gpu(t.peer), group_key(t, true), 0) ==
+            key_of(u, u.gpu, u.peer, group_key(u, false), 0)))
+        return fmt::format("{} has no image (the replicas' tasks differ)", task_name(graph_, from[k]));
+      if (!same_memory(graph_, t, u, gpu_image_, events_from_, events_to_))
+        return fmt::format("{}'s memory events differ from its image's", task_name(graph_, from[k]));
+      if (t.exchange >= 0 || u.exchange >= 0) {
+        // An uneven exchange (MoE routing imbalance, a DeepEP dispatch) maps
+        // onto its image's only member by member: a group the relabelling
+        // maps onto itself would permute its matrix, which the folds do not.
+        if (t.exchange < 0 || u.exchange < 0 ||
+            !groups_.in_order[static_cast<std::size_t>(groups_.canonical[static_cast<std::size_t>(t.group)])])
+          return fmt::format("{}'s uneven exchange has no image", task_name(graph_, from[k]));
+        if (t.exchange != u.exchange &&
+            !same_exchange(graph_.exchanges[static_cast<std::size_t>(t.exchange)],
+                           graph_.exchanges[static_cast<std::size_t>(u.exchange)]))
+          return fmt::format(
+              "{}'s exchange differs from its image's (the replicas route their tokens "
+              "differently)",
+              task_name(graph_, from[k]));
+      }
+      task_image[from[k]] = to[k];
+    }
+    return {};
+  }
+
+ private:
+  // A GPU's image; a task's missing GPU (-1) or an endpoint past the GPUs
+  // stays as it is.
+  int map_gpu(int g) const {
+    return g < 0 || static_cast<std::size_t>(g) >= gpu_image_.size()
+               ? g
+               : gpu_image_[static_cast<std::size_t>(g)];
+  }
+  // A collective's canonical group, or its image's; -1 for other tasks.
+  int group_key(const Task& t, bool image) const {
+    if (t.kind != TaskKind::collective)
+      return -1;
+    const int c = groups_.canonical[static_cast<std::size_t>(t.group)];
+    return image ? groups_.image[static_cast<std::size_t>(c)] : c;
+  }
+
+  const TaskGraph& graph_;
+  const std::vector<int>& gpu_image_;
+  const GroupImages& groups_;
+  std::vector<MemoryEvent> events_from_, events_to_;
+};
 
 }  // namespace trainsim::sim::fold_match

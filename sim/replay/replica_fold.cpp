@@ -55,37 +55,11 @@ std::string rotation_problem(const TaskGraph& graph, const scenario::Scenario& s
         return fmt::format("GPU {} holds other resident memory than GPU {}", g, gpu_image[g]);
   }
   // Groups: one canonical index per distinct member list, and each one's
-  // image: the group listing the image GPUs in the image order
-  // (make_collective lays a group out in its order), or the group itself
-  // when the rotation maps its set onto itself (a spanning collective's).
+  // image under the rotation (fold_task_match.hpp).
   const auto& groups = graph.groups;
-  std::map<std::vector<int>, int> list_index;
-  std::vector<int> canonical(groups.size());
-  for (std::size_t i = 0; i < groups.size(); ++i)
-    canonical[i] = list_index.emplace(groups[i], static_cast<int>(i)).first->second;
-  std::vector<int> group_image(groups.size(), -1);
-  // Whether a group's image lists the image GPUs in its order (member k onto
-  // member k): an uneven exchange's matrix, in group order, then carries
-  // over unpermuted.
-  std::vector<char> image_in_order(groups.size(), 0);
-  std::vector<int> image_list;
-  for (std::size_t i = 0; i < groups.size(); ++i) {
-    if (canonical[i] != static_cast<int>(i))
-      continue;
-    image_list.clear();
-    for (int g : groups[i])
-      image_list.push_back(gpu_image[static_cast<std::size_t>(g)]);
-    if (const auto it = list_index.find(image_list); it != list_index.end()) {
-      group_image[i] = it->second;
-      image_in_order[i] = 1;
-      continue;
-    }
-    auto set = groups[i];
-    std::sort(set.begin(), set.end());
-    std::sort(image_list.begin(), image_list.end());
-    if (set == image_list)
-      group_image[i] = static_cast<int>(i);
-  }
+  const GroupImages images = group_images(groups, gpu_image);
+  const auto& canonical = images.canonical;
+  const auto& group_image = images.image;
   // Tasks by anchor, in id order: compute tasks and sends by GPU, collectives
   // by group. The k-th task of an anchor maps onto the k-th of the anchor's
   // image, and must be alike in every attribute, its GPUs mapped: any
@@ -105,43 +79,9 @@ std::string rotation_problem(const TaskGraph& graph, const scenario::Scenario& s
   }
   out.task_image.assign(n, 0);
   out.spanning.assign(n, 0);
-  const auto map_gpu = [&](int g) { return g < 0 ? g : gpu_image[static_cast<std::size_t>(g)]; };
-  const auto group_key = [&](const Task& t, bool image) {
-    if (t.kind != TaskKind::collective)
-      return -1;
-    const int c = canonical[static_cast<std::size_t>(t.group)];
-    return image ? group_image[static_cast<std::size_t>(c)] : c;
-  };
-  std::vector<MemoryEvent> events_from, events_to;
-  const auto match = [&](const std::vector<std::uint32_t>& from,
-                         const std::vector<std::uint32_t>& to) -> std::string {
-    if (from.size() != to.size())
-      return fmt::format("{} has no image (the replicas' tasks differ)", task_name(graph, from.front()));
-    for (std::size_t k = 0; k < from.size(); ++k) {
-      const Task& t = graph[from[k]];
-      const Task& u = graph[to[k]];
-      if (!(key_of(t, map_gpu(t.gpu), map_gpu(t.peer), group_key(t, true), 0) ==
-            key_of(u, u.gpu, u.peer, group_key(u, false), 0)))
-        return fmt::format("{} has no image (the replicas' tasks differ)", task_name(graph, from[k]));
-      if (!same_memory(graph, t, u, gpu_image, events_from, events_to))
-        return fmt::format("{}'s memory events differ from its image's", task_name(graph, from[k]));
-      if (t.exchange >= 0 || u.exchange >= 0) {
-        // An uneven exchange (MoE routing imbalance, a DeepEP dispatch) maps
-        // onto its image's only member by member: a group the rotation maps
-        // onto itself would permute its matrix, which the fold does not.
-        if (t.exchange < 0 || u.exchange < 0 ||
-            !image_in_order[static_cast<std::size_t>(canonical[static_cast<std::size_t>(t.group)])])
-          return fmt::format("{}'s uneven exchange has no image", task_name(graph, from[k]));
-        if (t.exchange != u.exchange && !same_exchange(graph.exchanges[static_cast<std::size_t>(t.exchange)],
-                                                       graph.exchanges[static_cast<std::size_t>(u.exchange)]))
-          return fmt::format(
-              "{}'s exchange differs from its image's (the replicas route their tokens "
-              "differently)",
-              task_name(graph, from[k]));
-      }
-      out.task_image[from[k]] = to[k];
-    }
-    return {};
+  TaskRunMatcher matcher(graph, gpu_image, images);
+  const auto match = [&](const std::vector<std::uint32_t>& from, const std::vector<std::uint32_t>& to) {
+    return matcher.match(from, to, out.task_image);
   };
   for (std::size_t g = 0; g < by_gpu.size(); ++g)
     if (!by_gpu[g].empty())
