@@ -312,6 +312,19 @@ std::pair<int, std::vector<const platforms::GpuSpec*>> IterationBuilder::replica
   return {plan_.micro_batches_of(dp), std::move(specs)};
 }
 
+// Each GPU of replica `source` (listed in `sources`) onto its place in
+// replica `dp`; -1 for every other GPU.
+std::vector<int> IterationBuilder::replica_image(int source, int dp, std::vector<int>& sources) const {
+  std::vector<int> image(static_cast<std::size_t>(plan_.gpu_count()), -1);
+  for (int rank = 0; rank < plan_.pp; ++rank)
+    for (int cp = 0; cp < plan_.cp; ++cp)
+      for (int tp = 0; tp < plan_.tp; ++tp) {
+        sources.push_back(plan_.gpu_of(rank, source, tp, cp));
+        image[idx(sources.back())] = plan_.gpu_of(rank, dp, tp, cp);
+      }
+  return image;
+}
+
 // Replica `dp`'s ops as add_rank_ops would build them, copied from those of
 // replica `source` (alike: replica_likeness), which were added between
 // `begin` and `end`: add_rank_ops reads of a GPU only its place in the plan
@@ -321,14 +334,8 @@ std::pair<int, std::vector<const platforms::GpuSpec*>> IterationBuilder::replica
 // list and stream state follow, their task ids shifted with the copy.
 void IterationBuilder::copy_replica_ops(int source, int dp, const TaskGraph::Mark& begin,
                                         const TaskGraph::Mark& end) {
-  std::vector<int> image(static_cast<std::size_t>(plan_.gpu_count()), -1);
   std::vector<int> sources;  // the source replica's GPUs
-  for (int rank = 0; rank < plan_.pp; ++rank)
-    for (int cp = 0; cp < plan_.cp; ++cp)
-      for (int tp = 0; tp < plan_.tp; ++tp) {
-        sources.push_back(plan_.gpu_of(rank, source, tp, cp));
-        image[idx(sources.back())] = plan_.gpu_of(rank, dp, tp, cp);
-      }
+  const std::vector<int> image = replica_image(source, dp, sources);
   const TaskId shift = graph_.size() - begin.tasks;
   graph_.append_image(begin, end, image);
   const auto moved = [&](TaskId id) {
@@ -365,14 +372,8 @@ void IterationBuilder::copy_replica_ops(int source, int dp, const TaskGraph::Mar
 // is (plan.p2p: sync and overlap hold the sender).
 void IterationBuilder::copy_replica_sends(int source, int dp, const TaskGraph::Mark& begin,
                                           const TaskGraph::Mark& end, const TaskGraph::Copied& ops) {
-  std::vector<int> image(static_cast<std::size_t>(plan_.gpu_count()), -1);
-  std::vector<int> sources;
-  for (int rank = 0; rank < plan_.pp; ++rank)
-    for (int cp = 0; cp < plan_.cp; ++cp)
-      for (int tp = 0; tp < plan_.tp; ++tp) {
-        sources.push_back(plan_.gpu_of(rank, source, tp, cp));
-        image[idx(sources.back())] = plan_.gpu_of(rank, dp, tp, cp);
-      }
+  std::vector<int> sources;  // the source replica's GPUs
+  const std::vector<int> image = replica_image(source, dp, sources);
   const TaskId shift = graph_.size() - begin.tasks;
   graph_.append_image(begin, end, image, ops);
   for (const int gpu : sources) {

@@ -142,6 +142,7 @@ class IterationBuilder {
   // object on each GPU of the same place): the later ones are copies of the
   // first's (TaskGraph::append_image).
   std::pair<int, std::vector<const platforms::GpuSpec*>> replica_likeness(int dp) const;
+  std::vector<int> replica_image(int source, int dp, std::vector<int>& sources) const;
   void copy_replica_ops(int source, int dp, const TaskGraph::Mark& begin, const TaskGraph::Mark& end);
   void copy_replica_sends(int source, int dp, const TaskGraph::Mark& begin, const TaskGraph::Mark& end,
                           const TaskGraph::Copied& ops);
