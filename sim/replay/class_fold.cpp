@@ -244,25 +244,16 @@ std::string class_fold_problem(const TaskGraph& graph, const scenario::Scenario&
     return t.kind == TaskKind::collective ? replica(groups[static_cast<std::size_t>(t.group)].front())
                                           : replica(t.gpu);
   };
-  std::vector<TaskId> mapped, expected;
-  for (TaskId id = 0; id < n; ++id) {
-    mapped.clear();
-    expected.clear();
-    for (auto [e, end] = boost::out_edges(workloads::task_vertex(id), graph.dependencies()); e != end; ++e) {
-      const TaskId after = boost::target(*e, graph.dependencies());
-      mapped.push_back(out.task_image[after]);
-      if (!out.across[id] && !out.across[after] && home(id) != home(after))
-        return fmt::format("{} waits for {}, of another replica", task_name(graph, after),
-                           task_name(graph, id));
-    }
-    for (auto [e, end] = boost::out_edges(workloads::task_vertex(out.task_image[id]), graph.dependencies());
-         e != end; ++e)
-      expected.push_back(boost::target(*e, graph.dependencies()));
-    std::sort(mapped.begin(), mapped.end());
-    std::sort(expected.begin(), expected.end());
-    if (mapped != expected)
-      return fmt::format("the dependencies of {} differ from its image's", task_name(graph, id));
-  }
+  if (auto problem =
+          dependencies_map_onto_images(graph, out.task_image,
+                                       [&](TaskId id, TaskId after) -> std::string {
+                                         if (!out.across[id] && !out.across[after] && home(id) != home(after))
+                                           return fmt::format("{} waits for {}, of another replica",
+                                                              task_name(graph, after), task_name(graph, id));
+                                         return {};
+                                       });
+      !problem.empty())
+    return problem;
   // P1: the collectives across replicas run under the automatic fidelity
   // (the tuner's choice included); that they run `isolated` throughout is
   // the replay's check.

@@ -230,4 +230,33 @@ class TaskRunMatcher {
   std::vector<MemoryEvent> events_from_, events_to_;
 };
 
+// Every task's dependencies map onto its image's, as sets (with the task
+// images a bijection, the relabelling is then an automorphism of the
+// dependency graph), and no edge crosses where the fold forbids it:
+// `crossing(task, next)` says why the edge may not be, empty when it may.
+// Empty when both hold, else why not.
+template <class Crossing>
+std::string dependencies_map_onto_images(const TaskGraph& graph, const std::vector<std::uint32_t>& task_image,
+                                         Crossing&& crossing) {
+  std::vector<TaskId> mapped, expected;
+  for (TaskId id = 0; id < graph.size(); ++id) {
+    mapped.clear();
+    expected.clear();
+    for (auto [e, end] = boost::out_edges(workloads::task_vertex(id), graph.dependencies()); e != end; ++e) {
+      const TaskId next = boost::target(*e, graph.dependencies());
+      mapped.push_back(task_image[next]);
+      if (auto why = crossing(id, next); !why.empty())
+        return why;
+    }
+    for (auto [e, end] = boost::out_edges(workloads::task_vertex(task_image[id]), graph.dependencies());
+         e != end; ++e)
+      expected.push_back(boost::target(*e, graph.dependencies()));
+    std::sort(mapped.begin(), mapped.end());
+    std::sort(expected.begin(), expected.end());
+    if (mapped != expected)
+      return fmt::format("the dependencies of {} differ from its image's", task_name(graph, id));
+  }
+  return {};
+}
+
 }  // namespace trainsim::sim::fold_match

@@ -140,25 +140,16 @@ std::string rotation_problem(const TaskGraph& graph, const scenario::Scenario& s
   // Dependencies onto dependencies, and none between two classes but
   // through a spanning collective (a replayed task must wait only for
   // replayed tasks or for images of them).
-  std::vector<TaskId> mapped, expected;
-  for (TaskId id = 0; id < n; ++id) {
-    mapped.clear();
-    expected.clear();
-    for (auto [e, end] = boost::out_edges(workloads::task_vertex(id), graph.dependencies()); e != end; ++e) {
-      const TaskId next = boost::target(*e, graph.dependencies());
-      mapped.push_back(out.task_image[next]);
-      if (!out.spanning[id] && !out.spanning[next] && window[id] != window[next])
-        return fmt::format("{} waits for {}, of another class of replicas", task_name(graph, next),
-                           task_name(graph, id));
-    }
-    for (auto [e, end] = boost::out_edges(workloads::task_vertex(out.task_image[id]), graph.dependencies());
-         e != end; ++e)
-      expected.push_back(boost::target(*e, graph.dependencies()));
-    std::sort(mapped.begin(), mapped.end());
-    std::sort(expected.begin(), expected.end());
-    if (mapped != expected)
-      return fmt::format("the dependencies of {} differ from its image's", task_name(graph, id));
-  }
+  if (auto problem = dependencies_map_onto_images(
+          graph, out.task_image,
+          [&](TaskId id, TaskId next) -> std::string {
+            if (!out.spanning[id] && !out.spanning[next] && window[id] != window[next])
+              return fmt::format("{} waits for {}, of another class of replicas", task_name(graph, next),
+                                 task_name(graph, id));
+            return {};
+          });
+      !problem.empty())
+    return problem;
   // 3. Spanning collectives: an expansion the rotation maps onto itself.
   std::unordered_set<std::string> checked;
   for (TaskId id = 0; id < n; ++id) {
