@@ -14,6 +14,7 @@
 
 #include <vector>
 
+#include "support/fixed_async_tp_cost.hpp"
 #include "support/replayed_summary.hpp"
 #include "support/test_cluster.hpp"
 #include "workloads/planning/plan_estimate.hpp"
@@ -21,43 +22,13 @@
 namespace trainsim::sim {
 namespace {
 
+using testing::FixedAsyncTpCost;
+
 using workloads::AsyncTpUnit;
 using workloads::CollectiveOp;
 using workloads::OpCost;
 using workloads::PipeOpKind;
 using workloads::StageSlice;
-
-// The analytic costs, with fixed fused ops: the forward's all-gather +
-// GEMM and GEMM + reduce-scatter, the input-gradient pass's all-gather +
-// dgrad GEMM.
-class FixedAsyncTpCost final : public workloads::CostModel {
- public:
-  FixedAsyncTpCost(const workloads::CostModel& inner, std::vector<AsyncTpUnit> forward,
-                   std::vector<AsyncTpUnit> backward)
-      : inner_(inner), forward_(std::move(forward)), backward_(std::move(backward)) {}
-  OpCost forward(const StageSlice& s, const platforms::GpuSpec& g) const override {
-    return inner_.forward(s, g);
-  }
-  OpCost backward(const StageSlice& s, const platforms::GpuSpec& g) const override {
-    return inner_.backward(s, g);
-  }
-  OpCost backward_input(const StageSlice& s, const platforms::GpuSpec& g) const override {
-    return inner_.backward_input(s, g);
-  }
-  OpCost backward_weight(const StageSlice& s, const platforms::GpuSpec& g) const override {
-    return inner_.backward_weight(s, g);
-  }
-  OpCost optimizer(double p, const platforms::GpuSpec& g) const override { return inner_.optimizer(p, g); }
-  std::vector<AsyncTpUnit> async_tp_units(PipeOpKind kind, const platforms::GpuSpec&) const override {
-    if (kind == PipeOpKind::forward)
-      return forward_;
-    return kind == PipeOpKind::backward_weight ? std::vector<AsyncTpUnit>{} : backward_;
-  }
-
- private:
-  const workloads::CostModel& inner_;
-  std::vector<AsyncTpUnit> forward_, backward_;
-};
 
 void expect_estimate_is_the_replay(int tp, double shard_gemm_s) {
   const auto model = *workloads::find_model_preset("gpt3-1.3b");

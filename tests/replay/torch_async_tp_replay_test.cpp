@@ -18,12 +18,15 @@
 #include "sim/platform/cluster_zone.hpp"
 #include "sim/platform/engine_setup.hpp"
 #include "sim/replay/replay.hpp"
+#include "support/fixed_async_tp_cost.hpp"
 #include "support/test_cluster.hpp"
 #include "workloads/cost_model.hpp"
 #include "workloads/graph_builder/iteration_builder.hpp"
 
 namespace trainsim::sim {
 namespace {
+
+using testing::FixedAsyncTpCost;
 
 using workloads::AsyncTpUnit;
 using workloads::CollectiveOp;
@@ -33,35 +36,6 @@ using workloads::StageSlice;
 
 constexpr double kBandwidth_Bps = 100e9, kLatency_s = 2e-6;
 constexpr double kLayers = 24, kTokenBytes = 2048.0 * 2048 * 2;
-
-// The analytic costs, with the forward's fused ops fixed: an all-gather +
-// GEMM then a GEMM + reduce-scatter per layer (the backward has none: its
-// TP collectives stay NCCL ones).
-class FixedAsyncTpCost final : public workloads::CostModel {
- public:
-  FixedAsyncTpCost(const workloads::CostModel& inner, std::vector<AsyncTpUnit> units)
-      : inner_(inner), units_(std::move(units)) {}
-  OpCost forward(const StageSlice& s, const platforms::GpuSpec& g) const override {
-    return inner_.forward(s, g);
-  }
-  OpCost backward(const StageSlice& s, const platforms::GpuSpec& g) const override {
-    return inner_.backward(s, g);
-  }
-  OpCost backward_input(const StageSlice& s, const platforms::GpuSpec& g) const override {
-    return inner_.backward_input(s, g);
-  }
-  OpCost backward_weight(const StageSlice& s, const platforms::GpuSpec& g) const override {
-    return inner_.backward_weight(s, g);
-  }
-  OpCost optimizer(double p, const platforms::GpuSpec& g) const override { return inner_.optimizer(p, g); }
-  std::vector<AsyncTpUnit> async_tp_units(PipeOpKind kind, const platforms::GpuSpec&) const override {
-    return kind == PipeOpKind::forward ? units_ : std::vector<AsyncTpUnit>{};
-  }
-
- private:
-  const workloads::CostModel& inner_;
-  std::vector<AsyncTpUnit> units_;
-};
 
 struct ForwardRun {
   double forward_end_s = 0;    // GPU 0's last forward task
