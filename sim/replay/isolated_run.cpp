@@ -46,12 +46,17 @@ bool IsolatedRunner::launch(const FlowRequest& request, double start_s, RouteTab
   Route*& route = route_by_tag_[tag];
   if (route == nullptr || route->src != request.src || route->dst != request.dst)
     route = &routes.route(request.src, request.dst);
-  // As SimGrid dates it: the latency (and the step's delay, charged as
-  // latency) ends, then the bytes move at the bound.
-  const double bytes = static_cast<double>(std::llround(request.bytes));
-  const double latency_s = request.delay_s > 0 ? route->latency_s + request.delay_s : route->latency_s;
-  const double end_s = (start_s + latency_s) + bytes / route->bound_Bps;
+  released_by_.push_back(releasing_);
+  const double end_s = (start_s + latency_s(request, *route)) + moving_s(request, *route);
   return occupy({request, route, start_s, end_s}, routes, claims, out);
+}
+
+double IsolatedRunner::latency_s(const FlowRequest& request, const Route& route) {
+  return request.delay_s > 0 ? route.latency_s + request.delay_s : route.latency_s;
+}
+
+double IsolatedRunner::moving_s(const FlowRequest& request, const Route& route) {
+  return static_cast<double>(std::llround(request.bytes)) / route.bound_Bps;
 }
 
 void IsolatedRunner::reset() {
@@ -88,6 +93,7 @@ bool IsolatedRunner::finish_all(Collective& machine, RouteTable& routes, const L
     for (const std::uint32_t link : flow.route->links)
       using_Bps_[link] -= flow.route->bound_Bps;
     machine.on_flow_done(flow.request.tag, requests_);
+    releasing_ = index;
     for (const auto& request : requests_)
       if (!launch(request, end_s, routes, claims, out))
         return false;
@@ -102,6 +108,8 @@ bool IsolatedRunner::run(Collective& machine, double start_s, RouteTable& routes
                          IsolatedRun& out) {
   out = IsolatedRun{};
   out.end_s = start_s;
+  released_by_.clear();
+  releasing_ = IsolatedScript::kAtStart;
   machine.start(requests_);
   bool fits = std::all_of(requests_.begin(), requests_.end(), [&](const FlowRequest& request) {
     return launch(request, start_s, routes, claims, out);
@@ -121,6 +129,53 @@ bool IsolatedRunner::resume(Collective& machine, const std::vector<ScheduledFlow
   fits = fits && finish_all(machine, routes, claims, out);
   reset();
   return fits;
+}
+
+std::optional<IsolatedScript> IsolatedRunner::script(const IsolatedRun& run) const {
+  if (released_by_.size() != run.flows.size())
+    return std::nullopt;
+  IsolatedScript script;
+  script.latency_s.reserve(run.flows.size());
+  script.moving_s.reserve(run.flows.size());
+  for (const ScheduledFlow& flow : run.flows) {
+    if (flow.request.delay_s > 0)
+      return std::nullopt;
+    script.latency_s.push_back(latency_s(flow.request, *flow.route));
+    script.moving_s.push_back(moving_s(flow.request, *flow.route));
+  }
+  script.run = run;
+  script.released_by = released_by_;
+  return script;
+}
+
+IsolatedRunner::Rerun IsolatedRunner::rerun(const IsolatedScript& script, double start_s, const LinkClaims& claims,
+                                            IsolatedRun& out) {
+  // The same flows, so the same claims, most at once per link: what run()
+  // checks flow by flow, checked on the most (fits is monotone in the
+  // bandwidth asked).
+  for (const auto& [link, Bps] : script.run.claims)
+    if (!claims.fits(link, Bps))
+      return Rerun::doesnt_fit;
+  out.flows = script.run.flows;
+  for (std::size_t f = 0; f < out.flows.size(); ++f) {
+    ScheduledFlow& flow = out.flows[f];
+    const std::uint32_t by = script.released_by[f];
+    flow.start_s = by == IsolatedScript::kAtStart ? start_s : out.flows[by].end_s;
+    flow.end_s = (flow.start_s + script.latency_s[f]) + script.moving_s[f];
+  }
+  // run() pops its flows by (end, index); a flow released at an end ends no
+  // earlier and has a later index, so it pops them in that order overall,
+  // and in the script's order exactly when the script's order is sorted so.
+  const auto& order = script.run.finish_order;
+  for (std::size_t k = 1; k < order.size(); ++k) {
+    const double before = out.flows[order[k - 1]].end_s, after = out.flows[order[k]].end_s;
+    if (after < before || (after == before && order[k] < order[k - 1]))
+      return Rerun::other_order;
+  }
+  out.finish_order = order;
+  out.claims = script.run.claims;
+  out.end_s = order.empty() ? start_s : out.flows[order.back()].end_s;
+  return Rerun::done;
 }
 
 }  // namespace trainsim::sim

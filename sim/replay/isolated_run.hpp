@@ -7,6 +7,8 @@
 // their bandwidth (sim/replay/link_claims.hpp says why), which the replay
 // checks when the collective starts and keeps checking while it runs.
 #include <cstdint>
+#include <limits>
+#include <optional>
 #include <vector>
 
 #include "sim/collectives/collectives.hpp"
@@ -29,6 +31,19 @@ struct IsolatedRun {
   double end_s = 0;                         // when the last flow ends
 };
 
+// A run's flows as its state machine released them, to be dated again from
+// another start (IsolatedRunner::rerun): a collective planned alike (the same
+// group, bytes and algorithm: PlanCache's remembered plan) releases the same
+// flows in the same order whenever its flows end in the same order, and only
+// their dates depend on its start.
+struct IsolatedScript {
+  static constexpr std::uint32_t kAtStart = std::numeric_limits<std::uint32_t>::max();
+  IsolatedRun run;                         // as first computed
+  std::vector<std::uint32_t> released_by;  // per flow: the flow whose end released it, or kAtStart
+  std::vector<double> latency_s;           // per flow: what launch charges before its bytes move
+  std::vector<double> moving_s;            // per flow: its bytes at its route's bound
+};
+
 class IsolatedRunner {
  public:
   // Runs `machine` from `start_s` into `out`. Returns false as soon as its
@@ -44,6 +59,23 @@ class IsolatedRunner {
   bool resume(Collective& machine, const std::vector<ScheduledFlow>& in_flight, double now,
               RouteTable& routes, const LinkClaims& claims, IsolatedRun& out);
 
+  // The last run(), which fitted and made `run`, as a script; none when a
+  // flow of it had a delay (a delayed flow takes its links at a date that
+  // the order of the ends does not fix).
+  std::optional<IsolatedScript> script(const IsolatedRun& run) const;
+
+  // What run() would make from `start_s` of a fresh machine like the
+  // script's, without the machine: every flow dated from its releaser's end
+  // (or `start_s`) as launch() dates it. Exact when the flows then end in
+  // the script's order (ends, ties by index: the order run() finishes them
+  // in, which alone decides what the machine releases and what each link
+  // carries at once); `other_order` when they do not, and the caller runs
+  // the machine. `doesnt_fit` where run() would return false: a link's most
+  // at once does not fit `claims` (the script's run fitted the links'
+  // bandwidth, which does not change).
+  enum class Rerun { done, doesnt_fit, other_order };
+  static Rerun rerun(const IsolatedScript& script, double start_s, const LinkClaims& claims, IsolatedRun& out);
+
  private:
   // Adds `flow` to the flows in flight; false if a link cannot take it. A
   // flow with a delay (FlowRequest::delay_s) takes its links when the delay
@@ -56,6 +88,11 @@ class IsolatedRunner {
   bool launch(const FlowRequest& request, double start_s, RouteTable& routes, const LinkClaims& claims,
               IsolatedRun& out);
   void reset();
+  // As SimGrid dates a flow: the latency (and the step's delay, charged as
+  // latency) ends, then the bytes move at the bound; launch() and rerun()
+  // add the two terms to the start in this order.
+  static double latency_s(const FlowRequest& request, const Route& route);
+  static double moving_s(const FlowRequest& request, const Route& route);
 
   std::vector<double> using_Bps_;  // per link: this collective's flows in flight
   std::vector<double> most_Bps_;   // per link: the most at once
@@ -64,6 +101,9 @@ class IsolatedRunner {
   std::vector<Route*> route_by_tag_;                    // the route a tag had last (tags mostly keep theirs)
   std::vector<std::pair<double, std::uint32_t>> heap_;  // (end, flow index): the next to finish
   std::vector<std::pair<double, std::uint32_t>> begins_;  // (end of delay, flow index): links to take
+  // The last run(): per flow, the flow whose end released it (script()).
+  std::uint32_t releasing_ = IsolatedScript::kAtStart;
+  std::vector<std::uint32_t> released_by_;
 };
 
 }  // namespace trainsim::sim

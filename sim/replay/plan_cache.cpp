@@ -17,13 +17,16 @@ std::size_t PlanCache::KeyHash::operator()(const Key& k) const {
 }
 
 CollectivePlan PlanCache::plan(const CollectiveRequest& request, int group, const ClusterZone& zone,
-                               std::optional<platforms::Fidelity> fidelity, const ReplicaFold* spanning) {
+                               std::optional<platforms::Fidelity> fidelity, const ReplicaFold* spanning,
+                               std::size_t* remembered_as) {
   const auto planned = [&] {
     CollectivePlan plan = make_collective(request, zone, fidelity);
     if (spanning != nullptr)
       plan.flows = fold_spanning_collective(std::move(plan.flows), *spanning);
     return plan;
   };
+  if (remembered_as != nullptr)
+    *remembered_as = kNotRemembered;
   if (!remember_ || request.exchange != nullptr)
     return planned();
   const Key key{group,
@@ -35,8 +38,10 @@ CollectivePlan PlanCache::plan(const CollectiveRequest& request, int group, cons
                 spanning != nullptr};
   auto it = plans_.find(key);
   if (it == plans_.end())
-    it = plans_.emplace(key, planned()).first;
-  const CollectivePlan& first = it->second;
+    it = plans_.emplace(key, Remembered{planned(), plans_.size()}).first;
+  if (remembered_as != nullptr)
+    *remembered_as = it->second.number;
+  const CollectivePlan& first = it->second.plan;
   CollectivePlan copy;
   copy.flows = first.flows->clone();
   copy.extra_latency_s = first.extra_latency_s;

@@ -33,8 +33,13 @@ class PlanCache {
   // collective that spans the classes of this fold, whose machine is the
   // quotient fold_spanning_collective() makes of the plan's (remembered
   // folded: the quotient ring's checks and orbits are the plan's alone).
+  // `remembered_as`, when given: the remembered plan's number (0, 1, ... in
+  // the order first planned; equal numbers, alike requests and machines), or
+  // kNotRemembered for a plan made anew.
   CollectivePlan plan(const CollectiveRequest& request, int group, const ClusterZone& zone,
-                      std::optional<platforms::Fidelity> fidelity, const ReplicaFold* spanning = nullptr);
+                      std::optional<platforms::Fidelity> fidelity, const ReplicaFold* spanning = nullptr,
+                      std::size_t* remembered_as = nullptr);
+  static constexpr std::size_t kNotRemembered = static_cast<std::size_t>(-1);
 
   // Distinct requests planned and remembered so far.
   std::size_t size() const { return plans_.size(); }
@@ -54,8 +59,13 @@ class PlanCache {
     std::size_t operator()(const Key& k) const;
   };
 
+  struct Remembered {
+    CollectivePlan plan;
+    std::size_t number;
+  };
+
   bool remember_;
-  std::unordered_map<Key, CollectivePlan, KeyHash> plans_;
+  std::unordered_map<Key, Remembered, KeyHash> plans_;
 };
 
 }  // namespace trainsim::sim
