@@ -46,9 +46,11 @@ bool IsolatedRunner::launch(const FlowRequest& request, double start_s, RouteTab
   Route*& route = route_by_tag_[tag];
   if (route == nullptr || route->src != request.src || route->dst != request.dst)
     route = &routes.route(request.src, request.dst);
+  const double latency = latency_s(request, *route), moving = moving_s(request, *route);
   released_by_.push_back(releasing_);
-  const double end_s = (start_s + latency_s(request, *route)) + moving_s(request, *route);
-  return occupy({request, route, start_s, end_s}, routes, claims, out);
+  latency_by_flow_.push_back(latency);
+  moving_by_flow_.push_back(moving);
+  return occupy({request, route, start_s, (start_s + latency) + moving}, routes, claims, out);
 }
 
 double IsolatedRunner::latency_s(const FlowRequest& request, const Route& route) {
@@ -109,6 +111,8 @@ bool IsolatedRunner::run(Collective& machine, double start_s, RouteTable& routes
   out = IsolatedRun{};
   out.end_s = start_s;
   released_by_.clear();
+  latency_by_flow_.clear();
+  moving_by_flow_.clear();
   releasing_ = IsolatedScript::kAtStart;
   machine.start(requests_);
   bool fits = std::all_of(requests_.begin(), requests_.end(), [&](const FlowRequest& request) {
@@ -134,18 +138,10 @@ bool IsolatedRunner::resume(Collective& machine, const std::vector<ScheduledFlow
 std::optional<IsolatedScript> IsolatedRunner::script(const IsolatedRun& run) const {
   if (released_by_.size() != run.flows.size())
     return std::nullopt;
-  IsolatedScript script;
-  script.latency_s.reserve(run.flows.size());
-  script.moving_s.reserve(run.flows.size());
-  for (const ScheduledFlow& flow : run.flows) {
+  for (const ScheduledFlow& flow : run.flows)
     if (flow.request.delay_s > 0)
       return std::nullopt;
-    script.latency_s.push_back(latency_s(flow.request, *flow.route));
-    script.moving_s.push_back(moving_s(flow.request, *flow.route));
-  }
-  script.run = run;
-  script.released_by = released_by_;
-  return script;
+  return IsolatedScript{run, released_by_, latency_by_flow_, moving_by_flow_};
 }
 
 IsolatedRunner::Rerun IsolatedRunner::rerun(const IsolatedScript& script, double start_s, const LinkClaims& claims,

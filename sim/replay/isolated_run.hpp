@@ -101,9 +101,12 @@ class IsolatedRunner {
   std::vector<Route*> route_by_tag_;                    // the route a tag had last (tags mostly keep theirs)
   std::vector<std::pair<double, std::uint32_t>> heap_;  // (end, flow index): the next to finish
   std::vector<std::pair<double, std::uint32_t>> begins_;  // (end of delay, flow index): links to take
-  // The last run(): per flow, the flow whose end released it (script()).
+  // The last run(), per flow (script()): the flow whose end released it,
+  // and the two terms of its date.
   std::uint32_t releasing_ = IsolatedScript::kAtStart;
   std::vector<std::uint32_t> released_by_;
+  std::vector<double> latency_by_flow_;
+  std::vector<double> moving_by_flow_;
 };
 
 }  // namespace trainsim::sim
