@@ -455,15 +455,22 @@ class Replayer {
   }
 
   // The collective computed alone from now (IsolatedRunner::run), or the
-  // run of the first alike collective (the same remembered plan) dated
-  // again when its flows end in the same order (IsolatedRunner::rerun: the
-  // same run, bit for bit). scale-16k computes 32,768 TP collectives alone,
-  // of a few hundred plans.
+  // run of an alike collective (the same remembered plan) dated again when
+  // its flows end in the same order (IsolatedRunner::rerun: the same run,
+  // bit for bit). scale-16k computes 32,768 TP collectives alone, of 2,048
+  // plans. A plan's run is scripted at its second run, so that the plans
+  // run once (the spanning rings, 8,192 flows each at scale-16k) keep no
+  // script, and only up to kMostScriptedFlows flows (a script holds ~80
+  // bytes a flow).
   bool run_alone(Collective& machine, std::size_t planned_as, IsolatedRun& out) {
     const double t = now();
-    const bool remembered = planned_as != PlanCache::kNotRemembered;
-    if (remembered && planned_as < scripts_.size() && scripts_[planned_as]) {
-      switch (IsolatedRunner::rerun(*scripts_[planned_as], t, claims_, out)) {
+    if (planned_as == PlanCache::kNotRemembered)
+      return runner_.run(machine, t, routes_, claims_, out);
+    if (plan_runs_.size() <= planned_as)
+      plan_runs_.resize(planned_as + 1);
+    PlanRuns& runs = plan_runs_[planned_as];
+    if (runs.script) {
+      switch (IsolatedRunner::rerun(*runs.script, t, claims_, out)) {
         case IsolatedRunner::Rerun::done:
           return true;
         case IsolatedRunner::Rerun::doesnt_fit:
@@ -474,13 +481,11 @@ class Replayer {
     }
     if (!runner_.run(machine, t, routes_, claims_, out))
       return false;
-    if (remembered) {
-      if (scripts_.size() <= planned_as)
-        scripts_.resize(planned_as + 1);
-      scripts_[planned_as] = runner_.script(out);
-    }
+    if (runs.runs < 2 && ++runs.runs == 2 && out.flows.size() <= kMostScriptedFlows)
+      runs.script = runner_.script(out);
     return true;
   }
+  static constexpr std::size_t kMostScriptedFlows = 4096;
 
   void start_collective(TaskId id) {
     const auto& task = graph_[id];
@@ -969,8 +974,13 @@ class Replayer {
   std::vector<std::unique_ptr<Shared>> shared_;      // by task: running as flows under `auto`
   // Each distinct collective planned once while the links stay as built.
   PlanCache plans_;
-  // By remembered plan: its first run computed alone, to date again (run_alone).
-  std::vector<std::optional<IsolatedScript>> scripts_;
+  // By remembered plan: its runs computed alone (up to 2), and the second
+  // one's script, to date again (run_alone).
+  struct PlanRuns {
+    int runs = 0;
+    std::optional<IsolatedScript> script;
+  };
+  std::vector<PlanRuns> plan_runs_;
   // The latency factor SimGrid applies to the communication being started
   // (below 1 only while a displaced collective's flow resumes).
   double latency_factor_ = 1.0;
