@@ -144,8 +144,8 @@ std::optional<IsolatedScript> IsolatedRunner::script(const IsolatedRun& run) con
   return IsolatedScript{run, released_by_, latency_by_flow_, moving_by_flow_};
 }
 
-IsolatedRunner::Rerun IsolatedRunner::rerun(const IsolatedScript& script, double start_s, const LinkClaims& claims,
-                                            IsolatedRun& out) {
+IsolatedRunner::Rerun IsolatedRunner::rerun(const IsolatedScript& script, double start_s,
+                                            const LinkClaims& claims, IsolatedRun& out) {
   // The same flows, so the same claims, most at once per link: what run()
   // checks flow by flow, checked on the most (fits is monotone in the
   // bandwidth asked).

@@ -74,7 +74,8 @@ class IsolatedRunner {
   // at once does not fit `claims` (the script's run fitted the links'
   // bandwidth, which does not change).
   enum class Rerun { done, doesnt_fit, other_order };
-  static Rerun rerun(const IsolatedScript& script, double start_s, const LinkClaims& claims, IsolatedRun& out);
+  static Rerun rerun(const IsolatedScript& script, double start_s, const LinkClaims& claims,
+                     IsolatedRun& out);
 
  private:
   // Adds `flow` to the flows in flight; false if a link cannot take it. A

@@ -451,7 +451,8 @@ class Replayer {
     return plans_.plan(
         {task.op, graph_.groups[static_cast<std::size_t>(task.group)], task.bytes, task.fold, task.algorithm,
          task.exchange >= 0 ? &graph_.exchanges[static_cast<std::size_t>(task.exchange)] : nullptr},
-        task.group, zone_, fidelity, fold_ != nullptr && fold_->spanning[id] ? fold_ : nullptr, remembered_as);
+        task.group, zone_, fidelity, fold_ != nullptr && fold_->spanning[id] ? fold_ : nullptr,
+        remembered_as);
   }
 
   // The collective computed alone from now (IsolatedRunner::run), or the

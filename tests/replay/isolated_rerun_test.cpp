@@ -88,7 +88,9 @@ int expect_reruns_are_runs(Platform& p, const std::function<std::unique_ptr<Coll
   return done;
 }
 
-std::vector<int> all_gpus() { return {0, 1, 2, 3, 4, 5, 6, 7}; }
+std::vector<int> all_gpus() {
+  return {0, 1, 2, 3, 4, 5, 6, 7};
+}
 
 TEST(IsolatedRerun, AnAlikeRingDatedFromAnotherStartIsItsRunBitForBit) {
   Platform p(5e-6);
