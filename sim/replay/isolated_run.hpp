@@ -38,7 +38,7 @@ struct IsolatedRun {
 // their dates depend on its start.
 struct IsolatedScript {
   static constexpr std::uint32_t kAtStart = std::numeric_limits<std::uint32_t>::max();
-  IsolatedRun run;                         // as first computed
+  IsolatedRun run;                         // as computed by run()
   std::vector<std::uint32_t> released_by;  // per flow: the flow whose end released it, or kAtStart
   std::vector<double> latency_s;           // per flow: what launch charges before its bytes move
   std::vector<double> moving_s;            // per flow: its bytes at its route's bound
