@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "analysis/reporters/image_rows.hpp"
+#include "analysis/reporters/machine_numbers.hpp"
 #include "analysis/reporters/reporters.hpp"
 #include "platforms/number_format.hpp"
 #include "trainsim_version.hpp"
@@ -431,8 +432,8 @@ void write_chrome_trace(std::ostream& out, const RunContext& run, const Timeline
     }
     if (new_times || new_row)
       c.middle = fmt::format(
-          FMT_COMPILE("\"ts\":{},\"dur\":{},\"args\":{{\"micro_batch\":{},\"stage\":{},\"bytes\":{:.0f}"),
-          c.ts, c.dur, task.micro_batch, task.stage, task.bytes);
+          FMT_COMPILE("\"ts\":{},\"dur\":{},\"args\":{{\"micro_batch\":{},\"stage\":{},\"bytes\":{}"), c.ts,
+          c.dur, task.micro_batch, task.stage, Fixed0{task.bytes});
     fmt::format_to(
         w.next(),
         FMT_COMPILE(
@@ -490,8 +491,8 @@ void write_chrome_trace(std::ostream& out, const RunContext& run, const Timeline
         w.next(),
         FMT_COMPILE(
             "{{\"ph\":\"i\",\"s\":\"t\",\"name\":\"{} send\",\"cat\":\"collective\",\"pid\":{},\"tid\":{},"
-            "\"ts\":{},\"args\":{{\"to_gpu\":{},\"bytes\":{:.0f}}}}}"),
-        name, a.pid, a.tid, us(f.start_s), f.dst_gpu, f.bytes);
+            "\"ts\":{},\"args\":{{\"to_gpu\":{},\"bytes\":{}}}}}"),
+        name, a.pid, a.tid, us(f.start_s), f.dst_gpu, Fixed0{f.bytes});
     fmt::format_to(
         w.next(),
         FMT_COMPILE(
