@@ -124,11 +124,18 @@ constexpr double kBytesPerEvent = 130;
 
 // Counted class by class: the fold checks that a task's images are of its
 // kind (sim/replay/replica_fold.cpp).
-std::size_t collective_flows(const RunContext& run, const Timeline& timeline) {
+// The collective steps (flows of collective tasks), counted up to `cap`:
+// a count of `cap` or more stands for any larger one (the trace draws at
+// most kMaxCollectiveArrows), so a folded run's millions of flows, each a
+// task's kind read at random, are not all read.
+std::size_t collective_flows(const RunContext& run, const Timeline& timeline, std::size_t cap) {
   std::size_t steps = 0;
-  for (const auto& f : timeline.flows.recorded())
+  for (const auto& f : timeline.flows.recorded()) {
+    if (steps >= cap)
+      break;
     if (run.graph[f.task].kind == workloads::TaskKind::collective)
       steps += static_cast<std::size_t>(timeline.flows.images_of(f));
+  }
   return steps;
 }
 
@@ -216,7 +223,7 @@ double estimated_full_trace_bytes(const RunContext& run, const Timeline& timelin
   for (const auto& r : timeline.records.recorded())
     if (run.graph[r.task].kind == workloads::TaskKind::send)
       events += 4 * static_cast<std::size_t>(timeline.records.images_of(r));
-  events += 4 * std::min(collective_flows(run, timeline), kMaxCollectiveArrows);
+  events += 4 * std::min(collective_flows(run, timeline, kMaxCollectiveArrows), kMaxCollectiveArrows);
   for (const auto& m : report.memory.gpus)
     events += m.samples().size();
   events += 2 * static_cast<std::size_t>(run.graph.gpu_count) * 3;

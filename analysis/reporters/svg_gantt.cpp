@@ -92,7 +92,10 @@ std::vector<Row> gantt_rows(const RunContext& run, const Timeline& timeline,
     const auto& first_task = run.graph[first.task];
     const bool compute = first.stream == Stream::compute;
     const std::uint64_t hash = box_hash(compute, first.start_s, first.end_s, first_task);
-    const std::uint64_t peer_hash = box_hash(false, first.start_s, first.end_s, first_task);
+    // An alike image is a send only when its record's task is one.
+    const std::uint64_t peer_hash = first_task.kind == workloads::TaskKind::send
+                                        ? box_hash(false, first.start_s, first.end_s, first_task)
+                                        : 0;
     const int n = records.images_of(first);
     for (int k = 0; k < n; ++k) {
       const TaskRecord r = records.image(first, k);
