@@ -261,8 +261,11 @@ class FlowCoder {
  public:
   static constexpr std::uint8_t kSameBytes = 1, kSameStart = 2, kStartAtEnd = 4, kSameEnd = 8;
   static constexpr std::size_t kMinBytes = 6;  // flags and five one-byte varints
+  static constexpr std::size_t kMaxBytes = 1 + 5 * 10 + 3 * 8;
 
-  void put(std::string& out, const FlowRecord& f) {
+  // Writes the flow's code at `out`, which has room for kMaxBytes; returns
+  // its end (no capacity checks per byte: millions of flows).
+  char* put(char* out, const FlowRecord& f) {
     const std::uint64_t bytes = bits(f.bytes), start = bits(f.start_s), end = bits(f.end_s);
     std::uint8_t flags = 0;
     if (bytes == bytes_)
@@ -273,22 +276,23 @@ class FlowCoder {
       flags |= kStartAtEnd;
     if (end == end_)
       flags |= kSameEnd;
-    out.push_back(static_cast<char>(flags));
+    *out++ = static_cast<char>(flags);
     const std::uint64_t ints[kInts] = {f.task, widen(f.src_gpu), widen(f.dst_gpu), f.first_link,
                                        f.link_count};
     for (std::size_t i = 0; i < kInts; ++i) {
-      put_varint(out, zigzag(ints[i] - ints_[i]));
+      out = put_varint(out, zigzag(ints[i] - ints_[i]));
       ints_[i] = ints[i];
     }
     if (!(flags & kSameBytes))
-      append(out, bytes);
+      out = put_bits(out, bytes);
     if (!(flags & (kSameStart | kStartAtEnd)))
-      append(out, start);
+      out = put_bits(out, start);
     if (!(flags & kSameEnd))
-      append(out, end);
+      out = put_bits(out, end);
     bytes_ = bytes;
     start_ = start;
     end_ = end;
+    return out;
   }
 
   // The next flow, its fields unchecked but for their widths.
@@ -332,10 +336,11 @@ class FlowCoder {
   }
   static std::uint64_t zigzag(std::uint64_t d) { return (d << 1) ^ (0 - (d >> 63)); }
   static std::uint64_t unzigzag(std::uint64_t z) { return (z >> 1) ^ (0 - (z & 1)); }
-  static void put_varint(std::string& out, std::uint64_t v) {
+  static char* put_varint(char* out, std::uint64_t v) {
     for (; v >= 0x80; v >>= 7)
-      out.push_back(static_cast<char>((v & 0x7f) | 0x80));
-    out.push_back(static_cast<char>(v));
+      *out++ = static_cast<char>((v & 0x7f) | 0x80);
+    *out++ = static_cast<char>(v);
+    return out;
   }
   static std::uint64_t get_varint(Reader& r) {
     std::uint64_t v = 0;
@@ -349,10 +354,9 @@ class FlowCoder {
     check(false, "flow varint over 64 bits");
     return 0;
   }
-  static void append(std::string& out, std::uint64_t v) {
-    char raw[sizeof v];
-    std::memcpy(raw, &v, sizeof v);
-    out.append(raw, sizeof v);
+  static char* put_bits(char* out, std::uint64_t v) {
+    std::memcpy(out, &v, sizeof v);
+    return out + sizeof v;
   }
 
   std::uint64_t ints_[kInts] = {};
@@ -567,21 +571,21 @@ void write_body(CompressedStream& compressed, std::uint32_t version, const std::
   }
   w.put<std::uint64_t>(images != nullptr ? timeline.flows.recorded().size() : timeline.flows.size());
   if (version == kRunArchiveFoldVersion) {
+    constexpr std::size_t kChunk = 1 << 16;
     FlowCoder coder;
-    std::string coded;
-    const auto put = [&](const FlowRecord& f) {
-      coder.put(coded, f);
-      if (coded.size() >= (1 << 16)) {
-        w.bytes(coded.data(), coded.size());
-        coded.clear();
-      }
-    };
+    std::vector<char> coded(kChunk + FlowCoder::kMaxBytes);
+    char* end = coded.data();
     for (const FlowRecord& first : timeline.flows.recorded()) {
       const int n = images != nullptr ? 1 : timeline.flows.images_of(first);
-      for (int k = 0; k < n; ++k)
-        put(timeline.flows.image(first, k));
+      for (int k = 0; k < n; ++k) {
+        end = coder.put(end, timeline.flows.image(first, k));
+        if (static_cast<std::size_t>(end - coded.data()) >= kChunk) {
+          w.bytes(coded.data(), static_cast<std::size_t>(end - coded.data()));
+          end = coded.data();
+        }
+      }
     }
-    w.bytes(coded.data(), coded.size());
+    w.bytes(coded.data(), static_cast<std::size_t>(end - coded.data()));
   } else {
     put_raw_flows(w, timeline, images);
   }
