@@ -128,6 +128,13 @@ TEST(FoldedWriters, GanttTraceAndLinksOfAFoldedTimelineAreTheMaterialisedOnesByt
     EXPECT_EQ(text([&](std::ostream& o) { write_gantt_svg(o, p.run(), p.folded, folded_report); }), gantt)
         << "image_mb " << image_mb;
     EXPECT_EQ(gantt.find("GPU 1 \u00b7") == std::string::npos, image_mb == 1) << gantt;
+    // Each row drawn shows its GPU's send and the one it receives, also
+    // when the sender's row is folded away (the long path's boxes).
+    std::size_t sends = 0;
+    for (auto at = gantt.find("pp send mb0 ("); at != std::string::npos;
+         at = gantt.find("pp send mb0 (", at + 1))
+      ++sends;
+    EXPECT_EQ(sends, image_mb == 1 ? 2u : 4u) << gantt;
     EXPECT_EQ(text([&](std::ostream& o) { write_chrome_trace(o, p.run(), p.folded, folded_report); }),
               text([&](std::ostream& o) { write_chrome_trace(o, p.run(), p.full, full_report); }))
         << "image_mb " << image_mb;
