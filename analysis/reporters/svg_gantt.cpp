@@ -83,8 +83,9 @@ std::vector<Row> gantt_rows(const RunContext& run, const Timeline& timeline,
   // A folded timeline class by class: an image's boxes hash as its
   // record's when its task has the fields hashed (its times and stream are
   // the record's).
-  // class_alike: whether all of a class's images were (pass 2 then reads an
-  // image's task only where its box could be drawn).
+  // class_alike: whether every image of a class was alike (its task of its
+  // record's kind, comm, micro-batch and chunk); pass 2 then reads an
+  // image's task only where its box could be drawn.
   const auto& records = timeline.records;
   std::vector<char> class_alike(records.recorded().size(), 1);
   for (std::size_t i = 0; i < records.recorded().size(); ++i) {
