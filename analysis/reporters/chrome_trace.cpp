@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "analysis/reporters/image_rows.hpp"
+#include "analysis/reporters/machine_numbers.hpp"
 #include "analysis/reporters/reporters.hpp"
 #include "platforms/number_format.hpp"
 #include "trainsim_version.hpp"
@@ -123,11 +124,18 @@ constexpr double kBytesPerEvent = 130;
 
 // Counted class by class: the fold checks that a task's images are of its
 // kind (sim/replay/replica_fold.cpp).
-std::size_t collective_flows(const RunContext& run, const Timeline& timeline) {
+// The collective steps (flows of collective tasks), counted up to `cap`:
+// a count of `cap` or more stands for any larger one (the trace draws at
+// most kMaxCollectiveArrows), so a folded run's millions of flows, each a
+// task's kind read at random, are not all read.
+std::size_t collective_flows(const RunContext& run, const Timeline& timeline, std::size_t cap) {
   std::size_t steps = 0;
-  for (const auto& f : timeline.flows.recorded())
+  for (const auto& f : timeline.flows.recorded()) {
+    if (steps >= cap)
+      break;
     if (run.graph[f.task].kind == workloads::TaskKind::collective)
       steps += static_cast<std::size_t>(timeline.flows.images_of(f));
+  }
   return steps;
 }
 
@@ -215,7 +223,7 @@ double estimated_full_trace_bytes(const RunContext& run, const Timeline& timelin
   for (const auto& r : timeline.records.recorded())
     if (run.graph[r.task].kind == workloads::TaskKind::send)
       events += 4 * static_cast<std::size_t>(timeline.records.images_of(r));
-  events += 4 * std::min(collective_flows(run, timeline), kMaxCollectiveArrows);
+  events += 4 * std::min(collective_flows(run, timeline, kMaxCollectiveArrows), kMaxCollectiveArrows);
   for (const auto& m : report.memory.gpus)
     events += m.samples().size();
   events += 2 * static_cast<std::size_t>(run.graph.gpu_count) * 3;
@@ -431,8 +439,8 @@ void write_chrome_trace(std::ostream& out, const RunContext& run, const Timeline
     }
     if (new_times || new_row)
       c.middle = fmt::format(
-          FMT_COMPILE("\"ts\":{},\"dur\":{},\"args\":{{\"micro_batch\":{},\"stage\":{},\"bytes\":{:.0f}"),
-          c.ts, c.dur, task.micro_batch, task.stage, task.bytes);
+          FMT_COMPILE("\"ts\":{},\"dur\":{},\"args\":{{\"micro_batch\":{},\"stage\":{},\"bytes\":{}"), c.ts,
+          c.dur, task.micro_batch, task.stage, Fixed0{task.bytes});
     fmt::format_to(
         w.next(),
         FMT_COMPILE(
@@ -490,8 +498,8 @@ void write_chrome_trace(std::ostream& out, const RunContext& run, const Timeline
         w.next(),
         FMT_COMPILE(
             "{{\"ph\":\"i\",\"s\":\"t\",\"name\":\"{} send\",\"cat\":\"collective\",\"pid\":{},\"tid\":{},"
-            "\"ts\":{},\"args\":{{\"to_gpu\":{},\"bytes\":{:.0f}}}}}"),
-        name, a.pid, a.tid, us(f.start_s), f.dst_gpu, f.bytes);
+            "\"ts\":{},\"args\":{{\"to_gpu\":{},\"bytes\":{}}}}}"),
+        name, a.pid, a.tid, us(f.start_s), f.dst_gpu, Fixed0{f.bytes});
     fmt::format_to(
         w.next(),
         FMT_COMPILE(

@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "analysis/reporters/machine_numbers.hpp"
 #include "analysis/reporters/reporters.hpp"
 #include "platforms/number_format.hpp"
 
@@ -114,10 +115,39 @@ void write_links_csv(std::ostream& out, const Report& report) {
     rank[static_cast<std::size_t>(ut.hottest[i])] = static_cast<int>(i) + 1;
   out << "link,name,bandwidth_Bps,bytes,flows,busy_s,busy_fraction,utilization,peak_concurrent_flows,hot_"
          "rank\n";
-  for (const auto& l : ut.links)
-    fmt::print(out, "{},{},{},{},{},{},{},{},{},{}\n", l.link, l.name, num(l.bandwidth_Bps),
-               num(std::round(l.bytes)), l.flows, num(l.busy_s), num(l.busy_fraction), num(l.utilization),
-               l.peak_concurrent_flows, rank[static_cast<std::size_t>(l.link)]);
+  // Rows go through one buffer; a link orbit's links have the same figures,
+  // so each distinct number is formatted once (MachineNumberTexts).
+  fmt::memory_buffer row;
+  MachineNumberTexts numbers;
+  const auto append = [&](auto integer) {
+    const fmt::format_int text(integer);
+    row.append(text.data(), text.data() + text.size());
+    row.push_back(',');
+  };
+  const auto append_number = [&](double value) {
+    numbers.append(row, value);
+    row.push_back(',');
+  };
+  for (const auto& l : ut.links) {
+    append(l.link);
+    row.append(l.name.data(), l.name.data() + l.name.size());
+    row.push_back(',');
+    append_number(l.bandwidth_Bps);
+    append_number(std::round(l.bytes));
+    append(l.flows);
+    append_number(l.busy_s);
+    append_number(l.busy_fraction);
+    append_number(l.utilization);
+    append(l.peak_concurrent_flows);
+    append(rank[static_cast<std::size_t>(l.link)]);
+    row.resize(row.size() - 1);
+    row.push_back('\n');
+    if (row.size() >= (1 << 20)) {
+      out.write(row.data(), static_cast<std::streamsize>(row.size()));
+      row.clear();
+    }
+  }
+  out.write(row.data(), static_cast<std::streamsize>(row.size()));
 }
 
 void write_critical_path_csv(std::ostream& out, const RunContext& run, const Timeline& timeline,

@@ -4,10 +4,12 @@
 
 #include <zstd.h>
 #include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <cstring>
 #include <istream>
 #include <iterator>
+#include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -26,8 +28,14 @@ constexpr char kMagic[8] = {'T', 'S', 'R', 'U', 'N', '\0', '\0', '\1'};
 // 3: graph fingerprint instead of the graph; 4: a checksum at the end; 5:
 // each collective's representation; 6: the body zstd-compressed; 7: a folded
 // run's summary of the fold, and its classes stored once with the fold's
-// images (version 6 is still written for every run the fold did not consider).
-static_assert(kRunArchiveWholeVersion == 6 && kRunArchiveFoldVersion == 7);
+// images (version 6 is still written for every run the fold did not consider);
+// 8: version 7 with the flows coded as differences (FlowCoder).
+static_assert(kRunArchiveWholeVersion == 6 && kRunArchiveRawFlowsFoldVersion == 7 &&
+              kRunArchiveFoldVersion == 8);
+bool is_read(std::uint32_t version) {
+  return version == kRunArchiveWholeVersion || version == kRunArchiveRawFlowsFoldVersion ||
+         version == kRunArchiveFoldVersion;
+}
 // zstd level 3 (its default) for version 6: about 20x smaller than the raw
 // body at some 200 MB/s on one core; higher levels gain little on these
 // numbers, and level 1 took as long on a folded run's whole body (1.67 GB,
@@ -35,6 +43,8 @@ static_assert(kRunArchiveWholeVersion == 6 && kRunArchiveFoldVersion == 7);
 // run's classes (56.6 MB, mostly ring steps with distinct times) it is
 // twice as fast as level 3 (0.09 s against 0.17 s) for 0.01% more bytes
 // (docs/performance.md, "The archive per class").
+// Level 1 for version 8 too: its flows coded, level 3 would take ~30% longer
+// for ~5% fewer bytes.
 int zstd_level(std::uint32_t version) {
   return version == kRunArchiveWholeVersion ? 3 : 1;
 }
@@ -238,6 +248,121 @@ void check(bool ok, const char* what) {
     throw std::runtime_error(std::string("the run archive is corrupt: ") + what);
 }
 
+// Version 8's flows, each coded against the flow before it (the first
+// against a flow of zeros): a byte of flags saying which doubles repeat
+// (kSameBytes: bytes; kSameStart / kStartAtEnd: start equal to the previous
+// start / end; kSameEnd: end), then task, source, destination, first link
+// and link count as zigzag varints of their differences (mod 2^64; the
+// GPUs sign-extended), then the doubles not repeated, bit-exact. A ring's
+// steps differ from the step before in their GPUs and route by one or two,
+// and share their bytes and often their times: about 12 bytes a flow
+// against 48. Doubles repeat when their bits are equal.
+class FlowCoder {
+ public:
+  static constexpr std::uint8_t kSameBytes = 1, kSameStart = 2, kStartAtEnd = 4, kSameEnd = 8;
+  static constexpr std::size_t kMinBytes = 6;  // flags and five one-byte varints
+  static constexpr std::size_t kMaxBytes = 1 + 5 * 10 + 3 * 8;
+
+  // Writes the flow's code at `out`, which has room for kMaxBytes; returns
+  // its end (no capacity checks per byte: millions of flows).
+  char* put(char* out, const FlowRecord& f) {
+    const std::uint64_t bytes = bits(f.bytes), start = bits(f.start_s), end = bits(f.end_s);
+    std::uint8_t flags = 0;
+    if (bytes == bytes_)
+      flags |= kSameBytes;
+    if (start == start_)
+      flags |= kSameStart;
+    else if (start == end_)
+      flags |= kStartAtEnd;
+    if (end == end_)
+      flags |= kSameEnd;
+    *out++ = static_cast<char>(flags);
+    const std::uint64_t ints[kInts] = {f.task, widen(f.src_gpu), widen(f.dst_gpu), f.first_link,
+                                       f.link_count};
+    for (std::size_t i = 0; i < kInts; ++i) {
+      out = put_varint(out, zigzag(ints[i] - ints_[i]));
+      ints_[i] = ints[i];
+    }
+    if (!(flags & kSameBytes))
+      out = put_bits(out, bytes);
+    if (!(flags & (kSameStart | kStartAtEnd)))
+      out = put_bits(out, start);
+    if (!(flags & kSameEnd))
+      out = put_bits(out, end);
+    bytes_ = bytes;
+    start_ = start;
+    end_ = end;
+    return out;
+  }
+
+  // The next flow, its fields unchecked but for their widths.
+  FlowRecord get(Reader& r) {
+    const auto flags = r.get<std::uint8_t>();
+    check(flags < 16 && (flags & (kSameStart | kStartAtEnd)) != (kSameStart | kStartAtEnd), "flow flags");
+    for (auto& v : ints_)
+      v += unzigzag(get_varint(r));
+    const std::uint64_t start_was = start_, end_was = end_;
+    if (!(flags & kSameBytes))
+      bytes_ = r.get<std::uint64_t>();
+    start_ = flags & kSameStart ? start_was : flags & kStartAtEnd ? end_was : r.get<std::uint64_t>();
+    if (!(flags & kSameEnd))
+      end_ = r.get<std::uint64_t>();
+    const auto gpu = [](std::uint64_t v) {
+      const auto x = static_cast<std::int64_t>(v);
+      check(x >= std::numeric_limits<std::int32_t>::min() && x <= std::numeric_limits<std::int32_t>::max(),
+            "flow GPU out of range");
+      return static_cast<std::int32_t>(x);
+    };
+    check(ints_[3] <= std::numeric_limits<std::uint32_t>::max() &&
+              ints_[4] <= std::numeric_limits<std::uint32_t>::max(),
+          "flow route out of range");
+    FlowRecord f;
+    f.task = ints_[0];
+    f.src_gpu = gpu(ints_[1]);
+    f.dst_gpu = gpu(ints_[2]);
+    f.first_link = static_cast<std::uint32_t>(ints_[3]);
+    f.link_count = static_cast<std::uint32_t>(ints_[4]);
+    f.bytes = std::bit_cast<double>(bytes_);
+    f.start_s = std::bit_cast<double>(start_);
+    f.end_s = std::bit_cast<double>(end_);
+    return f;
+  }
+
+ private:
+  static constexpr std::size_t kInts = 5;
+  static std::uint64_t bits(double x) { return std::bit_cast<std::uint64_t>(x); }
+  static std::uint64_t widen(std::int32_t x) {
+    return static_cast<std::uint64_t>(static_cast<std::int64_t>(x));
+  }
+  static std::uint64_t zigzag(std::uint64_t d) { return (d << 1) ^ (0 - (d >> 63)); }
+  static std::uint64_t unzigzag(std::uint64_t z) { return (z >> 1) ^ (0 - (z & 1)); }
+  static char* put_varint(char* out, std::uint64_t v) {
+    for (; v >= 0x80; v >>= 7)
+      *out++ = static_cast<char>((v & 0x7f) | 0x80);
+    *out++ = static_cast<char>(v);
+    return out;
+  }
+  static std::uint64_t get_varint(Reader& r) {
+    std::uint64_t v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      const auto byte = r.get<std::uint8_t>();
+      check(shift < 63 || byte <= 1, "flow varint over 64 bits");
+      v |= static_cast<std::uint64_t>(byte & 0x7f) << shift;
+      if (!(byte & 0x80))
+        return v;
+    }
+    check(false, "flow varint over 64 bits");
+    return 0;
+  }
+  static char* put_bits(char* out, std::uint64_t v) {
+    std::memcpy(out, &v, sizeof v);
+    return out + sizeof v;
+  }
+
+  std::uint64_t ints_[kInts] = {};
+  std::uint64_t bytes_ = 0, start_ = 0, end_ = 0;
+};
+
 // The file around a body: header, the body compressed by `write_body`,
 // the body's size and the checksum.
 template <typename WriteBody>
@@ -359,6 +484,37 @@ void put_images(Writer& w, const PermutationPowers& p) {
   }
 }
 
+// Version 6's flows: each whole, an image's fields patched into its
+// record's encoding.
+void put_raw_flows(Writer& w, const Timeline& timeline, const FoldImages* images) {
+  for (const FlowRecord& first : timeline.flows.recorded()) {
+    Packed p;
+    p.put<std::uint64_t>(first.task);
+    p.put<std::int32_t>(first.src_gpu);
+    p.put<std::int32_t>(first.dst_gpu);
+    p.put<double>(first.bytes);
+    p.put<double>(first.start_s);
+    p.put<double>(first.end_s);
+    p.put<std::uint32_t>(first.first_link);
+    p.put<std::uint32_t>(first.link_count);
+    const int n = images != nullptr ? 1 : timeline.flows.images_of(first);
+    for (int k = 0; k < n; ++k) {
+      if (k > 0) {
+        const FlowRecord f = timeline.flows.image(first, k);
+        p.patch<std::uint64_t>(0, f.task);
+        p.patch<std::int32_t>(8, f.src_gpu);
+        p.patch<std::int32_t>(12, f.dst_gpu);
+        p.patch<double>(16, f.bytes);
+        p.patch<double>(24, f.start_s);
+        p.patch<double>(32, f.end_s);
+        p.patch<std::uint32_t>(40, f.first_link);
+        p.patch<std::uint32_t>(44, f.link_count);
+      }
+      w.bytes(p.data(), p.size());
+    }
+  }
+}
+
 void write_body(CompressedStream& compressed, std::uint32_t version, const std::string& metadata_json,
                 const workloads::TaskGraph& graph, const Timeline& timeline, const FoldSummary& fold,
                 const Classes& classes) {
@@ -370,7 +526,7 @@ void write_body(CompressedStream& compressed, std::uint32_t version, const std::
   w.put<std::uint64_t>(workloads::graph_fingerprint(graph));
 
   const FoldImages* images = classes.images;
-  if (version == kRunArchiveFoldVersion) {
+  if (version != kRunArchiveWholeVersion) {
     put_fold_summary(w, fold);
     w.put<std::int32_t>(images != nullptr ? images->order : 1);
     if (images != nullptr) {
@@ -414,31 +570,24 @@ void write_body(CompressedStream& compressed, std::uint32_t version, const std::
     w.put<double>(l.latency_s);
   }
   w.put<std::uint64_t>(images != nullptr ? timeline.flows.recorded().size() : timeline.flows.size());
-  for (const FlowRecord& first : timeline.flows.recorded()) {
-    Packed p;
-    p.put<std::uint64_t>(first.task);
-    p.put<std::int32_t>(first.src_gpu);
-    p.put<std::int32_t>(first.dst_gpu);
-    p.put<double>(first.bytes);
-    p.put<double>(first.start_s);
-    p.put<double>(first.end_s);
-    p.put<std::uint32_t>(first.first_link);
-    p.put<std::uint32_t>(first.link_count);
-    const int n = images != nullptr ? 1 : timeline.flows.images_of(first);
-    for (int k = 0; k < n; ++k) {
-      if (k > 0) {
-        const FlowRecord f = timeline.flows.image(first, k);
-        p.patch<std::uint64_t>(0, f.task);
-        p.patch<std::int32_t>(8, f.src_gpu);
-        p.patch<std::int32_t>(12, f.dst_gpu);
-        p.patch<double>(16, f.bytes);
-        p.patch<double>(24, f.start_s);
-        p.patch<double>(32, f.end_s);
-        p.patch<std::uint32_t>(40, f.first_link);
-        p.patch<std::uint32_t>(44, f.link_count);
+  if (version == kRunArchiveFoldVersion) {
+    constexpr std::size_t kChunk = 1 << 16;
+    FlowCoder coder;
+    std::vector<char> coded(kChunk + FlowCoder::kMaxBytes);
+    char* end = coded.data();
+    for (const FlowRecord& first : timeline.flows.recorded()) {
+      const int n = images != nullptr ? 1 : timeline.flows.images_of(first);
+      for (int k = 0; k < n; ++k) {
+        end = coder.put(end, timeline.flows.image(first, k));
+        if (static_cast<std::size_t>(end - coded.data()) >= kChunk) {
+          w.bytes(coded.data(), static_cast<std::size_t>(end - coded.data()));
+          end = coded.data();
+        }
       }
-      w.bytes(p.data(), p.size());
     }
+    w.bytes(coded.data(), static_cast<std::size_t>(end - coded.data()));
+  } else {
+    put_raw_flows(w, timeline, images);
   }
   w.put<std::uint64_t>(timeline.flow_links.size());
   for (auto l : timeline.flow_links)
@@ -496,10 +645,10 @@ std::string run_archive_body(std::string_view bytes, std::uint32_t* version_read
     throw std::runtime_error("not a trainsim run archive (wrong magic bytes)");
   Reader r(bytes.substr(sizeof(kMagic)));
   const auto version = r.get<std::uint32_t>();
-  if (version != kRunArchiveWholeVersion && version != kRunArchiveFoldVersion)
-    throw std::runtime_error(
-        fmt::format("run archive format version {}, this trainsim reads {} and {}: run the scenario again",
-                    version, kRunArchiveWholeVersion, kRunArchiveFoldVersion));
+  if (!is_read(version))
+    throw std::runtime_error(fmt::format(
+        "run archive format version {}, this trainsim reads {}, {} and {}: run the scenario again", version,
+        kRunArchiveWholeVersion, kRunArchiveRawFlowsFoldVersion, kRunArchiveFoldVersion));
   constexpr std::size_t kHeader = sizeof(kMagic) + sizeof(std::uint32_t);
   constexpr std::size_t kTrailer = 2 * sizeof(std::uint64_t);  // body size, checksum
   if (bytes.size() < kHeader + kTrailer)
@@ -583,7 +732,7 @@ void check_and_slot_routes(FoldImages& images, const Timeline& tl) {
 }  // namespace
 
 RunArchive decode_run_archive_body(std::string_view body, std::uint32_t version) {
-  if (version != kRunArchiveWholeVersion && version != kRunArchiveFoldVersion)
+  if (!is_read(version))
     throw std::runtime_error(fmt::format("run archive format version {} is not read", version));
   Reader r(body);
   RunArchive a;
@@ -596,9 +745,9 @@ RunArchive decode_run_archive_body(std::string_view body, std::uint32_t version)
   const std::uint64_t tasks = a.task_count;
   const int gpus = a.gpu_count;
 
-  // Version 7: the fold's summary, then its images when stored by class.
+  // Versions 7 and 8: the fold's summary, then its images when stored by class.
   std::optional<FoldImages> images;
-  if (version == kRunArchiveFoldVersion) {
+  if (version != kRunArchiveWholeVersion) {
     a.fold = get_fold_summary(r);
     const auto m = r.get<std::int32_t>();
     check(m >= 1 && m < 0xffff, "fold order out of range");
@@ -636,16 +785,22 @@ RunArchive decode_run_archive_body(std::string_view body, std::uint32_t version)
     l.bandwidth_Bps = r.get<double>();
     l.latency_s = r.get<double>();
   }
-  tl.flows.recorded().resize(r.count("flows", 48));
+  const bool coded = version == kRunArchiveFoldVersion;
+  tl.flows.recorded().resize(r.count("flows", coded ? FlowCoder::kMinBytes : 48));
+  FlowCoder coder;
   for (auto& f : tl.flows.recorded()) {
-    f.task = r.get<std::uint64_t>();
-    f.src_gpu = r.get<std::int32_t>();
-    f.dst_gpu = r.get<std::int32_t>();
-    f.bytes = r.get<double>();
-    f.start_s = r.get<double>();
-    f.end_s = r.get<double>();
-    f.first_link = r.get<std::uint32_t>();
-    f.link_count = r.get<std::uint32_t>();
+    if (coded) {
+      f = coder.get(r);
+    } else {
+      f.task = r.get<std::uint64_t>();
+      f.src_gpu = r.get<std::int32_t>();
+      f.dst_gpu = r.get<std::int32_t>();
+      f.bytes = r.get<double>();
+      f.start_s = r.get<double>();
+      f.end_s = r.get<double>();
+      f.first_link = r.get<std::uint32_t>();
+      f.link_count = r.get<std::uint32_t>();
+    }
     check(f.task < tasks && f.src_gpu >= 0 && f.src_gpu < gpus && f.dst_gpu >= 0 && f.dst_gpu < gpus,
           "flow out of range");
   }

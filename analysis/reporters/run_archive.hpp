@@ -13,6 +13,7 @@
 //   magic (8) | version (u32) | zstd frame of the body | body size (u64) | FNV-1a 64 of all before
 //   version 6: body = metadata | graph size | timeline | "END!"
 //   version 7: body = metadata | graph size | fold summary | fold | timeline | "END!"
+//   version 8: version 7 with the flows delta-coded (each against the one before)
 //
 // Version 7 is a run the fold considered (docs/performance.md, "The fold"):
 // its summary (summary.json's `fold`), and, when the replay folded and the
@@ -21,8 +22,15 @@
 // m images) with the records, flows and collective choices of each class
 // once: the reader expands them as the run did (RecordList::expand), so the
 // timeline reads as the run's, record for record, at 1/m of the bytes. Every
-// other run writes version 6 (as before version 7 existed, byte for byte);
-// both are read.
+// other run writes version 6 (as before version 7 existed, byte for byte).
+// A run the fold considered writes version 8 since 2026-12-07: version 7's
+// content with each flow coded against the flow before it (a byte of flags
+// for the times and bytes it repeats, the integer fields as varint
+// differences), since a folded run's flows are ring steps that repeat most
+// of their fields: scale-16k's 144 MB of flows become 36 MB, and zstd, which
+// spent 12% of that run compressing them, a sixth of it (docs/performance.md,
+// "Writers: numbers formatted once, flows coded as differences"). Versions 6,
+// 7 and 8 are read.
 //
 // The reader checks the checksum before it decodes anything, refuses a body
 // size over 1024 times the frame's (damage, or a decompression bomb), lets
@@ -47,7 +55,8 @@ namespace trainsim::analysis {
 inline constexpr const char* kRunArchiveFile = "run.trainsim";
 // The format versions written and read (above).
 inline constexpr std::uint32_t kRunArchiveWholeVersion = 6;
-inline constexpr std::uint32_t kRunArchiveFoldVersion = 7;
+inline constexpr std::uint32_t kRunArchiveFoldVersion = 8;
+inline constexpr std::uint32_t kRunArchiveRawFlowsFoldVersion = 7;  // read, no longer written
 
 struct RunArchive {
   std::string metadata_json;

@@ -83,18 +83,27 @@ std::vector<Row> gantt_rows(const RunContext& run, const Timeline& timeline,
   // A folded timeline class by class: an image's boxes hash as its
   // record's when its task has the fields hashed (its times and stream are
   // the record's).
+  // class_alike: whether every image of a class was alike (its task of its
+  // record's kind, comm, micro-batch and chunk); pass 2 then reads an
+  // image's task only where its box could be drawn.
   const auto& records = timeline.records;
-  for (const TaskRecord& first : records.recorded()) {
+  std::vector<char> class_alike(records.recorded().size(), 1);
+  for (std::size_t i = 0; i < records.recorded().size(); ++i) {
+    const TaskRecord& first = records.recorded()[i];
     const auto& first_task = run.graph[first.task];
     const bool compute = first.stream == Stream::compute;
     const std::uint64_t hash = box_hash(compute, first.start_s, first.end_s, first_task);
-    const std::uint64_t peer_hash = box_hash(false, first.start_s, first.end_s, first_task);
+    // An alike image is a send only when its record's task is one.
+    const std::uint64_t peer_hash = first_task.kind == workloads::TaskKind::send
+                                        ? box_hash(false, first.start_s, first.end_s, first_task)
+                                        : 0;
     const int n = records.images_of(first);
     for (int k = 0; k < n; ++k) {
       const TaskRecord r = records.image(first, k);
       const auto& task = run.graph[r.task];
       const bool alike = task.kind == first_task.kind && task.comm == first_task.comm &&
                          task.micro_batch == first_task.micro_batch && task.chunk == first_task.chunk;
+      class_alike[i] = class_alike[i] && alike;
       note(r.gpu, alike ? hash : box_hash(r.stream == Stream::compute, r.start_s, r.end_s, task));
       if (task.kind == workloads::TaskKind::send && task.peer >= 0)
         note(task.peer, alike ? peer_hash : box_hash(false, r.start_s, r.end_s, task));
@@ -115,19 +124,38 @@ std::vector<Row> gantt_rows(const RunContext& run, const Timeline& timeline,
     }
   }
   // Pass 2: the boxes of each row's first GPU (the rows drawn only).
+  const auto drawn = [&](int g) {
+    return g >= 0 && static_cast<std::size_t>(g) < gpus && row_of[static_cast<std::size_t>(g)] >= 0 &&
+           row_of[static_cast<std::size_t>(g)] < kGanttMaxRows;
+  };
   auto add = [&](int g, const TaskRecord& r, bool compute, const workloads::Task& task) {
-    if (g < 0 || static_cast<std::size_t>(g) >= gpus || row_of[static_cast<std::size_t>(g)] < 0 ||
-        row_of[static_cast<std::size_t>(g)] >= kGanttMaxRows)
+    if (!drawn(g))
       return;
     auto& row = rows[static_cast<std::size_t>(row_of[static_cast<std::size_t>(g)])];
     const bool on_path = compute && critical.count(r.task) > 0;
     (compute ? row.compute : row.comm).push_back({r.start_s, r.end_s, svg::colour_of(task), r.task, on_path});
   };
-  for (const auto& r : timeline.records) {
-    const auto& task = run.graph[r.task];
-    add(r.gpu, r, r.stream == Stream::compute, task);
-    if (task.kind == workloads::TaskKind::send && task.peer >= 0)
-      add(task.peer, r, false, task);
+  // The full list's records in its order (class by class), skipping those
+  // `add` would drop without reading their tasks: an image that lands on a
+  // GPU not drawn and is no send. An image is no send when its record's
+  // task is of another kind and pass 1 found the class alike (every image's
+  // task of its record's kind); otherwise its task is read.
+  const auto is_send = [](const workloads::Task& task) {
+    return task.kind == workloads::TaskKind::send && task.peer >= 0;
+  };
+  for (std::size_t i = 0; i < records.recorded().size(); ++i) {
+    const TaskRecord& first = records.recorded()[i];
+    const bool sends = !class_alike[i] || run.graph[first.task].kind == workloads::TaskKind::send;
+    const int n = records.images_of(first);
+    for (int k = 0; k < n; ++k) {
+      const TaskRecord r = records.image(first, k);
+      if (!sends && !drawn(r.gpu))
+        continue;
+      const auto& task = run.graph[r.task];
+      add(r.gpu, r, r.stream == Stream::compute, task);
+      if (is_send(task))
+        add(task.peer, r, false, task);
+    }
   }
   return rows;
 }

@@ -8,24 +8,11 @@
 #include <ostream>
 
 #include "analysis/reporters/image_rows.hpp"
+#include "analysis/reporters/machine_numbers.hpp"
 #include "analysis/reporters/reporters.hpp"
-#include "platforms/number_format.hpp"
 
 namespace trainsim::analysis {
 namespace {
-
-// units::format_machine, appended to `out` without a string of its own
-// (timeline.csv writes three numbers on each of millions of rows).
-void append_machine_number(fmt::memory_buffer& out, double value) {
-  if (std::isnan(value) || std::isinf(value)) {
-    const auto text = units::format_machine(value);
-    out.append(text.data(), text.data() + text.size());
-  } else if (value == std::trunc(value) && std::fabs(value) < 9007199254740992.0) {
-    fmt::format_to(std::back_inserter(out), FMT_COMPILE("{}"), static_cast<long long>(value));
-  } else {
-    fmt::format_to(std::back_inserter(out), FMT_COMPILE("{}"), value);
-  }
-}
 
 void append_int(fmt::memory_buffer& out, long long value) {
   const fmt::format_int text(value);
@@ -34,16 +21,17 @@ void append_int(fmt::memory_buffer& out, long long value) {
 
 // A row's fields from its stream to its bytes, with the commas around them:
 // ",stream,kind,name,micro_batch,stage,start_s,end_s,bytes,".
-void append_shared_fields(fmt::memory_buffer& out, const RunContext& run, const TaskRecord& r) {
+void append_shared_fields(fmt::memory_buffer& out, MachineNumberTexts& numbers, const RunContext& run,
+                          const TaskRecord& r) {
   const auto& task = run.graph[r.task];
   fmt::format_to(std::back_inserter(out), FMT_COMPILE(",{},{},{},{},{},"), to_string(r.stream),
                  to_string(task.kind), workloads::task_label(run.graph, r.task), task.micro_batch,
                  task.stage);
-  append_machine_number(out, r.start_s);
+  numbers.append(out, r.start_s);
   out.push_back(',');
-  append_machine_number(out, r.end_s);
+  numbers.append(out, r.end_s);
   out.push_back(',');
-  append_machine_number(out, std::round(task.bytes));
+  numbers.append(out, std::round(task.bytes));
   out.push_back(',');
 }
 
@@ -62,6 +50,7 @@ void write_timeline_csv(std::ostream& out, const RunContext& run, const Timeline
   // Rows go through one buffer, written out a megabyte at a time.
   constexpr std::size_t kFlushBytes = 1 << 20;
   fmt::memory_buffer buffer, shared, own;
+  MachineNumberTexts numbers;
   // A folded timeline class by class: the images of a record share its
   // stream, times, bytes, name and collective choice (the expansion gives
   // every image its representative's, sim/replay/fold_expansion.cpp), which
@@ -83,7 +72,7 @@ void write_timeline_csv(std::ostream& out, const RunContext& run, const Timeline
     }
     if (previous == nullptr || !same_shared_fields(*previous, first)) {
       shared.clear();
-      append_shared_fields(shared, run, first);
+      append_shared_fields(shared, numbers, run, first);
     }
     previous = &first;
     for (int k = 0; k < n; ++k) {
@@ -93,7 +82,7 @@ void write_timeline_csv(std::ostream& out, const RunContext& run, const Timeline
         buffer.append(shared.data(), shared.data() + shared.size());
       } else {
         own.clear();
-        append_shared_fields(own, run, r);
+        append_shared_fields(own, numbers, run, r);
         buffer.append(own.data(), own.data() + own.size());
       }
       append_int(buffer, run.graph[r.task].peer);

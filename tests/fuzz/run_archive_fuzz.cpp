@@ -31,7 +31,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // The body decoder on its own, as each format version: its counts and
   // ranges must hold on any bytes.
   for (const auto version :
-       {trainsim::analysis::kRunArchiveWholeVersion, trainsim::analysis::kRunArchiveFoldVersion}) {
+       {trainsim::analysis::kRunArchiveWholeVersion, trainsim::analysis::kRunArchiveRawFlowsFoldVersion,
+        trainsim::analysis::kRunArchiveFoldVersion}) {
     try {
       const auto archive = trainsim::analysis::decode_run_archive_body(bytes, version);
       (void)trainsim::analysis::run_metadata_from_json(archive.metadata_json);

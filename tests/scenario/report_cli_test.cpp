@@ -137,12 +137,13 @@ TEST(ReportCli, ReportRegeneratesByteIdenticalOutputsAndTheHtmlPage) {
   fs::remove_all(third);
 }
 
-// A folded run's archive (format version 7) holds each class once with the
-// fold's images; `report` expands them as the run did: every file is the
-// run's, summary.json's fold included, and the archive written again is the
-// same bytes. The same timeline saved whole (version 6, as trainsim saved a
-// folded run before version 7) still reports the same files, summary.json
-// without its fold (version 6 has no place for it).
+// A folded run's archive (format version 8: version 7 with its flows coded
+// as differences) holds each class once with the fold's images; `report`
+// expands them as the run did: every file is the run's, summary.json's fold
+// included, and the archive written again is the same bytes. The same
+// timeline saved whole (version 6, as trainsim saved a folded run before
+// version 7) still reports the same files, summary.json without its fold
+// (version 6 has no place for it).
 TEST(ReportCli, AFoldedRunsArchiveHoldsEachClassOnceAndReportsTheRunsFiles) {
   // scale-131k's plan on rail groups of 2 nodes: 2 classes of 4 replicas,
   // the data-parallel rings spanning them as quotient rings.

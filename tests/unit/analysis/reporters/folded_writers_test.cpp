@@ -9,6 +9,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "analysis/report.hpp"
 #include "analysis/reporters/reporters.hpp"
 #include "analysis/reporters/run_archive.hpp"
 #include "support/test_cluster.hpp"
@@ -32,7 +33,9 @@ struct FoldedPair {
   workloads::ParallelPlan plan{.dp = 2, .tp = 1, .pp = 1, .micro_batch_size = 1, .global_batch_size = 2};
   Timeline folded, full;
 
-  FoldedPair() {
+  // `image_mb`: task 6's micro-batch (1: an image alike to task 5, so GPU
+  // 1's row is GPU 0's and gantt.svg draws GPU 0 only).
+  explicit FoldedPair(int image_mb = 2) {
     graph.gpu_count = 2;
     graph.groups = {{0, 1}};
     for (int gpu : {0, 1})
@@ -46,8 +49,12 @@ struct FoldedPair {
                  .micro_batch = 0,
                  .bytes = 1e6});
     graph.add({.kind = TaskKind::collective, .comm = CommKind::dp, .group = 0, .stage = 0, .bytes = 3e6});
-    for (int mb : {1, 2})
-      graph.add({.kind = TaskKind::forward, .gpu = mb - 1, .stage = 0, .micro_batch = mb, .duration_s = 1});
+    for (int gpu : {0, 1})
+      graph.add({.kind = TaskKind::forward,
+                 .gpu = gpu,
+                 .stage = 0,
+                 .micro_batch = gpu == 0 ? 1 : image_mb,
+                 .duration_s = 1});
     graph.resident_memory.resize(2);
     graph.seal();
 
@@ -100,6 +107,41 @@ TEST(FoldedWriters, TimelineCsvOfAFoldedTimelineIsTheMaterialisedOnesBytes) {
   EXPECT_NE(full.str().find("\n1,dp_comm,collective,dp all_reduce,-1,0,2,3.1,3000000,-1,ring\n"),
             std::string::npos)
       << full.str();
+}
+
+// gantt.svg, trace.json and links.csv of a folded timeline: the bytes of the
+// same records materialised, whether an image's row is drawn (image_mb 2)
+// or folded into its record's (1: gantt.svg then skips the images on GPU 1
+// without reading their tasks, but a send's, whose peer is drawn).
+TEST(FoldedWriters, GanttTraceAndLinksOfAFoldedTimelineAreTheMaterialisedOnesBytes) {
+  for (int image_mb : {1, 2}) {
+    const FoldedPair p(image_mb);
+    const Report folded_report = build_report(p.run(), p.folded);
+    const Report full_report = build_report(p.run(), p.full);
+    const auto text = [](const auto& write) {
+      std::ostringstream out;
+      write(out);
+      return out.str();
+    };
+    const std::string gantt =
+        text([&](std::ostream& o) { write_gantt_svg(o, p.run(), p.full, full_report); });
+    EXPECT_EQ(text([&](std::ostream& o) { write_gantt_svg(o, p.run(), p.folded, folded_report); }), gantt)
+        << "image_mb " << image_mb;
+    EXPECT_EQ(gantt.find("GPU 1 \u00b7") == std::string::npos, image_mb == 1) << gantt;
+    // Each row drawn shows its GPU's send and the one it receives, also
+    // when the sender's row is folded away (the long path's boxes).
+    std::size_t sends = 0;
+    for (auto at = gantt.find("pp send mb0 ("); at != std::string::npos;
+         at = gantt.find("pp send mb0 (", at + 1))
+      ++sends;
+    EXPECT_EQ(sends, image_mb == 1 ? 2u : 4u) << gantt;
+    EXPECT_EQ(text([&](std::ostream& o) { write_chrome_trace(o, p.run(), p.folded, folded_report); }),
+              text([&](std::ostream& o) { write_chrome_trace(o, p.run(), p.full, full_report); }))
+        << "image_mb " << image_mb;
+    EXPECT_EQ(text([&](std::ostream& o) { write_links_csv(o, folded_report); }),
+              text([&](std::ostream& o) { write_links_csv(o, full_report); }))
+        << "image_mb " << image_mb;
+  }
 }
 
 // Every record, flow, link, route and collective choice, field by field, in order.

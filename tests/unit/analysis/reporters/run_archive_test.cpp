@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -31,6 +32,38 @@ TEST(RunArchive, RoundTripKeepsTheTimelineBitExactAndTheGraphsFingerprint) {
   EXPECT_EQ(a.timeline.flow_links, h.timeline.flow_links);
   EXPECT_EQ(a.timeline.gpu_energy_J, h.timeline.gpu_energy_J);
   EXPECT_EQ(a.timeline.end_s, 8.5);
+}
+
+// Version 8 codes each flow against the one before: GPUs and routes going
+// down as well as up, task ids far apart, bytes and times repeated, a start
+// at the previous end, -0 against 0 and a NaN must read back bit for bit.
+TEST(RunArchive, FlowsCodedAsDifferencesReadBackBitForBit) {
+  testing::TwoStagePipeline h;
+  const auto last = static_cast<std::uint64_t>(h.graph.size() - 1);
+  h.timeline.flow_links = {0, 1, 0, 1};
+  h.timeline.flows = {{3, 1, 0, 1e6, 0.1, 0.2, 2, 2},
+                      {0, 0, 1, 1e6, 0.2, 0.2, 0, 1},
+                      {last, 1, 0, -0.0, 0.2, 1e300, 1, 3},
+                      {1, 0, 0, 0.0, std::nan(""), 0.0, 0, 0},
+                      {1, 0, 0, 0.0, std::nan(""), -0.0, 4, 0}};
+  FoldSummary fold;
+  fold.considered = true;
+  std::stringstream buffer;
+  write_run_archive(buffer, "{}", h.graph, h.timeline, fold);
+  std::uint32_t version = 0;
+  std::memcpy(&version, buffer.str().data() + 8, sizeof version);
+  EXPECT_EQ(version, kRunArchiveFoldVersion);
+  const auto a = read_run_archive(buffer);
+  const auto bits = [](double x) { return std::bit_cast<std::uint64_t>(x); };
+  ASSERT_EQ(a.timeline.flows.size(), h.timeline.flows.size());
+  for (std::size_t i = 0; i < h.timeline.flows.size(); ++i) {
+    const FlowRecord x = a.timeline.flows[i], y = h.timeline.flows[i];
+    EXPECT_TRUE(x.task == y.task && x.src_gpu == y.src_gpu && x.dst_gpu == y.dst_gpu &&
+                bits(x.bytes) == bits(y.bytes) && bits(x.start_s) == bits(y.start_s) &&
+                bits(x.end_s) == bits(y.end_s) && x.first_link == y.first_link &&
+                x.link_count == y.link_count)
+        << "flow " << i;
+  }
 }
 
 TEST(RunArchive, TruncatedOrForeignFilesAreRejectedWithAReason) {
@@ -81,7 +114,8 @@ TEST(RunArchive, ACorruptCountIsRefusedBeforeAnyAllocation) {
   std::string body(64, '\0');
   const std::uint64_t huge = 1ull << 40;
   std::memcpy(body.data(), &huge, sizeof huge);
-  for (const auto version : {kRunArchiveWholeVersion, kRunArchiveFoldVersion}) {
+  for (const auto version :
+       {kRunArchiveWholeVersion, kRunArchiveRawFlowsFoldVersion, kRunArchiveFoldVersion}) {
     try {
       decode_run_archive_body(body, version);
       ADD_FAILURE() << "accepted a corrupt length, version " << version;
@@ -91,7 +125,7 @@ TEST(RunArchive, ACorruptCountIsRefusedBeforeAnyAllocation) {
   }
 }
 
-// Versions 6 and 7 are read; another is refused, saying which are read.
+// Versions 6, 7 and 8 are read; another is refused, saying which are read.
 TEST(RunArchive, AnArchiveOfAnotherVersionIsRefusedNamingTheVersionsRead) {
   testing::TwoStagePipeline h;
   std::stringstream buffer;
@@ -104,7 +138,8 @@ TEST(RunArchive, AnArchiveOfAnotherVersionIsRefusedNamingTheVersionsRead) {
     parse_run_archive(bytes);
     FAIL() << "accepted version 5";
   } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find("format version 5, this trainsim reads 6 and 7"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("format version 5, this trainsim reads 6, 7 and 8"),
+              std::string::npos)
         << e.what();
   }
 }
@@ -175,9 +210,9 @@ TEST(RunArchive, TheFuzzSeedsAreIntactArchivesOfThisVersion) {
       ADD_FAILURE() << entry.path() << ": " << e.what();
     }
   }
-  EXPECT_EQ(archives, 5);
-  EXPECT_EQ(fold_considered, 2);  // version 7
-  EXPECT_EQ(folded, 1);           // of them, stored by class
+  EXPECT_EQ(archives, 7);
+  EXPECT_EQ(fold_considered, 4);  // versions 7 and 8
+  EXPECT_EQ(folded, 2);           // of them, stored by class
 }
 
 TEST(RunMetadata, RoundTripsAndRefusesWrongTypes) {
