@@ -36,7 +36,8 @@ LinkLoadIndex::LinkLoadIndex(const Timeline& timeline, LinkClasses links)
       links_(std::move(links)),
       longest_flow_s_(timeline.links.size(), 0.0),
       ready_(timeline.links.size(), 0),
-      flows_by_task_(links_.folded() ? FlowIndex::by_recorded_task(timeline) : FlowIndex::by_task(timeline)) {}
+      flows_by_task_(links_.folded() ? FlowIndex::by_recorded_task(timeline) : FlowIndex::by_task(timeline)) {
+}
 
 void LinkLoadIndex::make_ready(std::size_t rep) const {
   if (ready_[rep])
