@@ -153,8 +153,9 @@ Utilization analyze_utilization(const workloads::TaskGraph& graph, const Timelin
   std::vector<std::vector<double>> op_split_of(gpus);
   // A representative whose merged intervals (compute, each kind's, each
   // label's) have the same bits as an earlier one's gets that one's figures,
-  // which are computed from them alone (analysis/content_hash.hpp): on a
-  // folded 16,384-GPU run 4,096 representatives show 128 distinct timelines.
+  // which are computed from them alone (analysis/content_hash.hpp): on the
+  // folded scale-16k run the 4,096 representatives show 16 distinct sets of
+  // intervals, one per pipeline stage.
   // `twin_of`: the first representative with each hash, whose lists are kept
   // (up to kKeptTwins of them: a run whose GPUs all differ holds no more
   // lists than a few hundred GPUs' at once).
