@@ -64,6 +64,8 @@ CriticalPath critical_path(const workloads::TaskGraph& graph, const Timeline& ti
 
 // For a communication task: the link its flows loaded most (bytes it carried
 // from any flow while the task ran, over its bandwidth), or -1 without flows.
+// A link orbit is made ready when first read (see make_ready): one thread
+// at a time.
 class LinkLoadIndex {
  public:
   explicit LinkLoadIndex(const Timeline& timeline);
