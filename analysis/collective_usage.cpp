@@ -35,7 +35,13 @@ std::vector<CollectiveUse> collective_usage(const workloads::TaskGraph& graph, c
     row.bytes += task.bytes * task.fold;
     row.busy_s += r.end_s - r.start_s;
   };
+  // A record of a task that is not a collective has images that are not
+  // either (a fold maps a task onto one of its kind), and a collective
+  // already seen had its images read with it (they are its cycle under the
+  // fold's rotation, read in a row): neither record's images are read.
   for (const auto& first : timeline.records.recorded()) {
+    if (seen[first.task] || graph[first.task].kind != workloads::TaskKind::collective)
+      continue;
     const int n = timeline.records.images_of(first);
     for (int k = 0; k < n; ++k)
       usage_of(timeline.records.image(first, k));

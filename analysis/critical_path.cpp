@@ -35,18 +35,19 @@ LinkLoadIndex::LinkLoadIndex(const Timeline& timeline, LinkClasses links)
     : timeline_(timeline),
       links_(std::move(links)),
       longest_flow_s_(timeline.links.size(), 0.0),
+      ready_(timeline.links.size(), 0),
       flows_by_task_(links_.folded() ? FlowIndex::by_recorded_task(timeline) : FlowIndex::by_task(timeline)) {
-  // Each link's flows in order of start, ties in list order (left so by the
-  // utilisation analysis when it ran first on these classes: then only
-  // checked).
+}
+
+void LinkLoadIndex::make_ready(std::size_t rep) const {
+  if (ready_[rep])
+    return;
+  ready_[rep] = 1;
+  // The link's flows in order of start, ties in list order.
   std::vector<std::pair<double, std::uint32_t>> keyed;
-  for (std::size_t l = 0; l < timeline.links.size(); ++l) {
-    if (!links_.is_representative(l))
-      continue;
-    links_.order_by_start(l, keyed, [&](const FlowRecord& flow) {
-      longest_flow_s_[l] = std::max(longest_flow_s_[l], flow.end_s - flow.start_s);
-    });
-  }
+  links_.order_by_start(rep, keyed, [&](const FlowRecord& flow) {
+    longest_flow_s_[rep] = std::max(longest_flow_s_[rep], flow.end_s - flow.start_s);
+  });
 }
 
 std::vector<std::size_t> LinkLoadIndex::flows_of(TaskId task) const {
@@ -91,7 +92,8 @@ int LinkLoadIndex::busiest_link(TaskId task, double start_s, double end_s) const
     // each flow moves its bytes at a constant rate over its lifetime.
     double bytes = 0;
     const std::size_t rep = links_.representative(l);
-    const auto list = links_.flows_of(rep);
+    make_ready(rep);
+    const auto list = std::as_const(links_).flows_of(rep);
     // Flows that started before start_s - longest cannot reach the window.
     const double from = start_s - longest_flow_s_[rep];
     auto first = std::lower_bound(list.begin(), list.end(), from,

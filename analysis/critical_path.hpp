@@ -56,14 +56,16 @@ CriticalPath critical_path(const workloads::TaskGraph& graph, const Timeline& ti
 CriticalPath critical_path(const workloads::TaskGraph& graph, const Timeline& timeline,
                            const ExecutionIndex& index);
 // The same, on the link orbits already built for the timeline
-// (LinkClasses::of), which it takes over: it sorts each orbit's flows by
-// start, so an analysis that reads them in the timeline's order (link
-// utilisation) reads them before.
+// (LinkClasses::of), which it takes over: it sorts the flows of the link
+// orbits it reads by start, so an analysis that reads them in the
+// timeline's order reads them before.
 CriticalPath critical_path(const workloads::TaskGraph& graph, const Timeline& timeline,
                            const ExecutionIndex& index, LinkClasses links);
 
 // For a communication task: the link its flows loaded most (bytes it carried
 // from any flow while the task ran, over its bandwidth), or -1 without flows.
+// A link orbit is made ready when first read (see make_ready): one thread
+// at a time.
 class LinkLoadIndex {
  public:
   explicit LinkLoadIndex(const Timeline& timeline);
@@ -74,11 +76,18 @@ class LinkLoadIndex {
   std::vector<std::size_t> flows_of(workloads::TaskId task) const;
 
  private:
+  // Puts representative link `rep`'s flows in order of start and finds its
+  // longest flow, the first time a task's flows cross its orbit: a critical
+  // path reads the links of a few hundred tasks, a 16,384-GPU run has
+  // tens of thousands of link orbits and millions of flows on them.
+  void make_ready(std::size_t rep) const;
+
   const Timeline& timeline_;
-  // Each link orbit's flows sorted by start (analysis/fold_classes.hpp: an
-  // image link's load is its representative's).
-  LinkClasses links_;
-  std::vector<double> longest_flow_s_;  // per representative link
+  // Each link orbit's flows, sorted by start once read (analysis/
+  // fold_classes.hpp: an image link's load is its representative's).
+  mutable LinkClasses links_;
+  mutable std::vector<double> longest_flow_s_;  // per representative link, once ready
+  mutable std::vector<char> ready_;             // per representative link
   // Folded: each recorded task's recorded flows; else each task's flows.
   FlowIndex flows_by_task_;
 };

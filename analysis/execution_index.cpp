@@ -18,22 +18,32 @@ ExecutionIndex::ExecutionIndex(const workloads::TaskGraph& graph, const Timeline
   if (graph.size() >= kNone32)
     throw std::length_error("the execution index numbers tasks in 32 bits: the graph has more");
   double last_end = -1;
-  for (const auto& r : timeline.records) {
-    if (r.task >= graph.size())
-      throw std::invalid_argument("timeline record names a task the graph does not have");
-    if (!ran_[r.task]) {
-      ran_[r.task] = true;
-      start_s_[r.task] = r.start_s;
-      end_s_[r.task] = r.end_s;
-      if (r.stream == Stream::compute) {
-        if (r.gpu < 0 || r.gpu >= graph.gpu_count)
-          throw std::invalid_argument("timeline record names a GPU the graph does not have");
-        compute_order_[static_cast<std::size_t>(r.gpu)].push_back(static_cast<std::uint32_t>(r.task));
+  // The records as the full list reads them, each recorded record then its
+  // images (analysis/record_list.hpp), an image's GPU computed only for a
+  // compute record (the only ones whose GPU is read here).
+  const auto& records = timeline.records;
+  const FoldImages* images = records.fold_images();
+  for (const auto& first : records.recorded()) {
+    const int n = records.images_of(first);
+    for (int k = 0; k < n; ++k) {
+      const TaskId task = k == 0 ? first.task : images->tasks.power(first.task, k);
+      if (task >= graph.size())
+        throw std::invalid_argument("timeline record names a task the graph does not have");
+      if (!ran_[task]) {
+        ran_[task] = true;
+        start_s_[task] = first.start_s;
+        end_s_[task] = first.end_s;
+        if (first.stream == Stream::compute) {
+          const int gpu = k == 0 ? first.gpu : records.image(first, k).gpu;
+          if (gpu < 0 || gpu >= graph.gpu_count)
+            throw std::invalid_argument("timeline record names a GPU the graph does not have");
+          compute_order_[static_cast<std::size_t>(gpu)].push_back(static_cast<std::uint32_t>(task));
+        }
       }
-    }
-    if (r.end_s >= last_end) {
-      last_end = r.end_s;
-      last_task_ = r.task;
+      if (first.end_s >= last_end) {
+        last_end = first.end_s;
+        last_task_ = task;
+      }
     }
   }
   for (auto& order : compute_order_) {

@@ -73,9 +73,11 @@ class GpuClasses {
         peer_k = landing(static_cast<std::size_t>(task.peer));
       if (peer_k >= 0 && peer_k < k)
         std::swap(k, peer_k);
-      on(TaskRecordImages::image(r, k, *images_));
+      // Image 0 is the record itself (a representative's record, as the
+      // replay records them): no lookup of its powers.
+      on(k == 0 ? r : TaskRecordImages::image(r, k, *images_));
       if (peer_k >= 0 && peer_k != k)
-        on(TaskRecordImages::image(r, peer_k, *images_));
+        on(peer_k == 0 ? r : TaskRecordImages::image(r, peer_k, *images_));
     }
   }
 

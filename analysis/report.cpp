@@ -14,8 +14,9 @@ Report build_report(const RunContext& run, const Timeline& timeline, const Summa
   r.summary = summary ? *summary : summarize(run.graph, timeline, run.model, run.plan, run.cluster, gpus);
   const ExecutionIndex index(run.graph, timeline);
   r.bubbles = analyze_bubbles(run.graph, timeline, run.plan, index, gpus, computed.nccl_waits);
-  // Utilisation reads each link orbit's flows in the timeline's order, then
-  // leaves them in order of start for the critical path's link-load index.
+  // Utilisation reads each link orbit's flows in the timeline's order; the
+  // critical path's link-load index then puts those it reads in order of
+  // start.
   r.utilization = analyze_utilization(run.graph, timeline, gpus, links);
   r.critical_path = critical_path(run.graph, timeline, index, std::move(links));
   r.memory = computed.memory != nullptr ? memory_over_time(*computed.memory, run.cluster)

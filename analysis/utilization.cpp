@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <span>
+#include <unordered_map>
 
+#include "analysis/content_hash.hpp"
 #include "analysis/flow_index.hpp"
 #include "analysis/fold_classes.hpp"
 #include "analysis/intervals.hpp"
@@ -73,14 +76,13 @@ std::vector<double> exposed_split(const std::vector<Interval>& compute, const Li
 }  // namespace
 
 Utilization analyze_utilization(const workloads::TaskGraph& graph, const Timeline& timeline) {
-  auto link_classes = LinkClasses::of(timeline);
   return analyze_utilization(graph, timeline,
                              GpuClasses::of(graph, timeline, static_cast<std::size_t>(graph.gpu_count)),
-                             link_classes);
+                             LinkClasses::of(timeline));
 }
 
 Utilization analyze_utilization(const workloads::TaskGraph& graph, const Timeline& timeline,
-                                const GpuClasses& classes, LinkClasses& link_classes) {
+                                const GpuClasses& classes, const LinkClasses& link_classes) {
   if (classes.size() != static_cast<std::size_t>(graph.gpu_count))
     return analyze_utilization(graph, timeline);
   Utilization u;
@@ -149,6 +151,27 @@ Utilization analyze_utilization(const workloads::TaskGraph& graph, const Timelin
   u.gpus.resize(gpus);
   // Each representative's exposed time by label, for its images.
   std::vector<std::vector<double>> op_split_of(gpus);
+  // A representative whose merged intervals (compute, each kind's, each
+  // label's) have the same bits as an earlier one's gets that one's figures,
+  // which are computed from them alone (analysis/content_hash.hpp): on the
+  // folded scale-16k run the 4,096 representatives show 16 distinct sets of
+  // intervals, one per pipeline stage.
+  // `twin_of`: the first representative with each hash, whose lists are kept
+  // (up to kKeptTwins of them: a run whose GPUs all differ holds no more
+  // lists than a few hundred GPUs' at once).
+  constexpr std::size_t kKeptTwins = 1024;
+  std::unordered_map<std::uint64_t, std::size_t> twin_of;
+  const auto same_intervals = [&](std::size_t a, std::size_t b) {
+    if (!same_bits(compute[a], compute[b]))
+      return false;
+    for (std::size_t k = 0; k < kCommKinds.size(); ++k)
+      if (!same_bits(comm[a][k], comm[b][k]))
+        return false;
+    for (std::size_t k = 0; k < labels.size(); ++k)
+      if (!same_bits(by_op[a][k], by_op[b][k]))
+        return false;
+    return true;
+  };
   for (std::size_t g = 0; g < gpus; ++g) {
     auto& s = u.gpus[g];
     if (const std::size_t rep = classes.representative(g); rep != g) {
@@ -160,11 +183,43 @@ Utilization analyze_utilization(const workloads::TaskGraph& graph, const Timelin
         u.exposed_by_op_s[labels[k]] += op_split_of[rep][k];
       continue;
     }
+    compute[g] = merge_intervals(std::move(compute[g]));
+    for (std::size_t k = 0; k < kCommKinds.size(); ++k)
+      comm[g][k] = merge_intervals(std::move(comm[g][k]));
+    auto& lists = by_op[g];
+    lists.resize(labels.size());
+    for (auto& list : lists)
+      list = merge_intervals(std::move(list));
+    ContentHash hash;
+    hash.add(compute[g]);
+    for (const auto& list : comm[g])
+      hash.add(list);
+    for (const auto& list : lists)
+      hash.add(list);
+    auto twin = twin_of.find(hash.value());
+    bool first = false;
+    if (twin == twin_of.end() && twin_of.size() < kKeptTwins) {
+      twin = twin_of.emplace(hash.value(), g).first;
+      first = true;
+    }
+    if (twin != twin_of.end() && !first && same_intervals(twin->second, g)) {
+      s = u.gpus[twin->second];
+      s.gpu = static_cast<int>(g);
+      for (std::size_t k = 0; k < kCommKinds.size(); ++k)
+        u.exposed_by_kind_s[k] += s.exposed_by_kind_s[k];
+      for (std::size_t k = 0; k < labels.size(); ++k)
+        u.exposed_by_op_s[labels[k]] += op_split_of[twin->second][k];
+      if (classes.folded())
+        op_split_of[g] = op_split_of[twin->second];
+      compute[g] = {};
+      comm[g] = {};
+      lists = {};
+      continue;
+    }
     s.gpu = static_cast<int>(g);
-    const auto c = merge_intervals(std::move(compute[g]));
+    const auto& c = compute[g];
     std::vector<Interval> all;
     for (std::size_t k = 0; k < kCommKinds.size(); ++k) {
-      comm[g][k] = merge_intervals(std::move(comm[g][k]));
       s.comm_busy_by_kind_s[k] = total_length(comm[g][k]);
       all.insert(all.end(), comm[g][k].begin(), comm[g][k].end());
     }
@@ -176,17 +231,15 @@ Utilization analyze_utilization(const workloads::TaskGraph& graph, const Timelin
     std::copy(split.begin(), split.end(), s.exposed_by_kind_s.begin());
     for (std::size_t k = 0; k < kCommKinds.size(); ++k)
       u.exposed_by_kind_s[k] += s.exposed_by_kind_s[k];
-    auto& lists = by_op[g];
-    lists.resize(labels.size());
-    for (auto& list : lists)
-      list = merge_intervals(std::move(list));
     auto op_split = exposed_split(c, lists);
     for (std::size_t k = 0; k < labels.size(); ++k)
       u.exposed_by_op_s[labels[k]] += op_split[k];
-    lists.clear();
-    lists.shrink_to_fit();
-    if (classes.folded())
-      op_split_of[g] = std::move(op_split);
+    if (!first) {  // not kept (another's hash and other intervals, or past kKeptTwins)
+      compute[g] = {};
+      comm[g] = {};
+      lists = {};
+    }
+    op_split_of[g] = std::move(op_split);
   }
 
   // Links: bytes, busy time (union of flow lifetimes) and peak concurrency,
@@ -197,7 +250,24 @@ Utilization analyze_utilization(const workloads::TaskGraph& graph, const Timelin
   // images of its representative's flows.
   u.links.resize(timeline.links.size());
   std::vector<std::pair<double, int>> ev;
-  std::vector<std::pair<double, std::uint32_t>> starts;
+  // A representative link whose flows, in list order, start and end at the
+  // same instants as an earlier one's has the same busy time and peak (the
+  // events sorted and swept are the same): found by a hash of the times and
+  // checked flow by flow (analysis/content_hash.hpp). On a folded
+  // 16,384-GPU run the links of every tensor-parallel group of a stage carry
+  // their flows at the same instants.
+  std::unordered_map<std::uint64_t, std::size_t> link_with_times;
+  const auto same_times = [&](std::span<const std::uint32_t> a, std::span<const std::uint32_t> b) {
+    if (a.size() != b.size())
+      return false;
+    for (std::size_t k = 0; k < a.size(); ++k) {
+      const FlowRecord& x = link_classes.record(a[k]);
+      const FlowRecord& y = link_classes.record(b[k]);
+      if (!same_bits(x.start_s, y.start_s) || !same_bits(x.end_s, y.end_s))
+        return false;
+    }
+    return true;
+  };
   for (std::size_t l = 0; l < u.links.size(); ++l) {
     auto& link = u.links[l];
     if (const std::size_t rep = link_classes.representative(l); rep != l) {
@@ -211,28 +281,40 @@ Utilization analyze_utilization(const workloads::TaskGraph& graph, const Timelin
     const auto on_link = link_classes.flows_of(l);
     ev.resize(2 * on_link.size());
     bool ordered = true;  // every flow ends at or after its start
-    std::size_t ends = 0;
-    // The flows in the list's order, then in order of start (see below).
-    link_classes.order_by_start(l, starts, [&](const FlowRecord& flow) {  // bytes and times
+    // The flows in the list's order: bytes, ends, then starts.
+    const auto middle = ev.begin() + static_cast<std::ptrdiff_t>(on_link.size());
+    ContentHash times;
+    times.add(static_cast<std::uint64_t>(on_link.size()));
+    for (std::size_t k = 0; k < on_link.size(); ++k) {
+      const FlowRecord& flow = link_classes.record(on_link[k]);
       link.bytes += flow.bytes;
-      ++link.flows;
       ordered = ordered && flow.end_s >= flow.start_s;
-      ev[ends++] = {flow.end_s, -1};
-    });
+      ev[k] = {flow.end_s, -1};
+      middle[static_cast<std::ptrdiff_t>(k)] = {flow.start_s, +1};
+      times.add(flow.start_s);
+      times.add(flow.end_s);
+    }
+    link.flows = on_link.size();
     link.link = static_cast<int>(l);
     link.name = timeline.links[l].name;
     link.bandwidth_Bps = timeline.links[l].bandwidth_Bps;
+    link.utilization = t > 0 && link.bandwidth_Bps > 0 ? link.bytes / (link.bandwidth_Bps * t) : 0;
+    const auto [twin, first] = link_with_times.try_emplace(times.value(), l);
+    if (!first && same_times(link_classes.flows_of(twin->second), on_link)) {
+      link.busy_s = u.links[twin->second].busy_s;
+      link.busy_fraction = u.links[twin->second].busy_fraction;
+      link.peak_concurrent_flows = u.links[twin->second].peak_concurrent_flows;
+      continue;
+    }
     // Ends sort before starts at the same time: back-to-back flows are not
     // concurrent. One sort gives the busy time (the flows' union) and the
     // peak (sweep_sorted_events). The ends (flows are listed as they end,
     // Timeline::flows) and the starts sorted apart and swept as merged: the
     // same sequence as one sort of both, as equal events are equal pairs.
-    // The starts come from putting the link's flows in order of start
-    // (above), the order the critical path's link-load index reads them in.
-    const auto middle = ev.begin() + static_cast<std::ptrdiff_t>(on_link.size());
+    // The list itself stays in the timeline's order: the critical path's
+    // link-load index puts the few links it reads in order of start.
     platforms::sort_nearly_sorted(ev.begin(), middle);
-    for (std::size_t k = 0; k < starts.size(); ++k)
-      middle[static_cast<std::ptrdiff_t>(k)] = {starts[k].first, +1};
+    platforms::sort_nearly_sorted(middle, ev.end());
     const EventSweep sweep = sweep_sorted_runs(ev, on_link.size());
     link.peak_concurrent_flows = sweep.peak;
     if (ordered) {
@@ -245,7 +327,6 @@ Utilization analyze_utilization(const workloads::TaskGraph& graph, const Timelin
       link.busy_s = total_length(merge_intervals(std::move(busy)));
     }
     link.busy_fraction = t > 0 ? link.busy_s / t : 0;
-    link.utilization = t > 0 && link.bandwidth_Bps > 0 ? link.bytes / (link.bandwidth_Bps * t) : 0;
   }
   std::vector<int> order(u.links.size());
   for (std::size_t l = 0; l < order.size(); ++l)

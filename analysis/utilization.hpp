@@ -68,10 +68,7 @@ std::string comm_op_label(const workloads::Task& task);
 Utilization analyze_utilization(const workloads::TaskGraph& graph, const Timeline& timeline);
 // The same, on the GPU and link orbits already built for this graph and
 // timeline (GpuClasses::of(graph, timeline, graph.gpu_count), LinkClasses::of).
-// Each representative link's flows are left in order of start, ties in
-// their order before (LinkClasses::order_by_start): the order the critical
-// path's link-load index reads them in, sorted once for both.
 Utilization analyze_utilization(const workloads::TaskGraph& graph, const Timeline& timeline,
-                                const GpuClasses& classes, LinkClasses& link_classes);
+                                const GpuClasses& classes, const LinkClasses& link_classes);
 
 }  // namespace trainsim::analysis

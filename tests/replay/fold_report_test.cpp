@@ -169,6 +169,21 @@ void expect_per_class_equals_full(const std::string& file, const std::vector<std
   EXPECT_EQ(b.bubbles.gpus_from_representative, 0u);
   expect_same(a.energy, b.energy);
   expect_same(a.critical_path, b.critical_path);
+  // The collectives' usage read class by class (a record of a task that is
+  // not a collective, or of one already counted, skips its images).
+  ASSERT_EQ(a.collectives.size(), b.collectives.size());
+  EXPECT_FALSE(a.collectives.empty());
+  for (std::size_t i = 0; i < a.collectives.size(); ++i) {
+    const auto &x = a.collectives[i], &y = b.collectives[i];
+    EXPECT_EQ(x.comm, y.comm) << i;
+    EXPECT_EQ(x.op, y.op) << i;
+    EXPECT_EQ(x.algorithm, y.algorithm) << i;
+    EXPECT_EQ(x.channels, y.channels) << i;
+    EXPECT_EQ(x.count, y.count) << i;
+    EXPECT_EQ(x.bytes, y.bytes) << i;
+    EXPECT_EQ(x.busy_s, y.busy_s) << i;
+    EXPECT_EQ(x.by_representation, y.by_representation) << i;
+  }
   const auto sa = summarize(result.graph, folded, scenario.model, scenario.plan, scenario.cluster);
   const auto sb = summarize(result.graph, full, scenario.model, scenario.plan, scenario.cluster);
   ASSERT_EQ(sa.gpus.size(), sb.gpus.size());

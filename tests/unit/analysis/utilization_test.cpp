@@ -143,6 +143,101 @@ TEST(Utilization, ExposedCommunicationIsSplitByOperationAndAddsUp) {
   EXPECT_DOUBLE_EQ(by_op, by_kind);
 }
 
+// GPUs 0 and 1 run the same timeline (compute [0,1] and [2,2.5], TP
+// [0.5,2], DP [1.5,3]), GPU 2 another; links 0 and 1 carry flows at the
+// same instants (other bytes), link 2 at others. Utilisation computes a
+// GPU's or link's figures once per distinct input and copies them to the
+// ones alike: each must equal the figures of a timeline holding that GPU or
+// link alone, bit for bit.
+TEST(Utilization, GpusAndLinksAlikeGetTheFiguresOfTheirOwnComputation) {
+  workloads::TaskGraph graph;
+  graph.gpu_count = 3;
+  std::vector<TaskRecord> records;
+  const auto add_gpu = [&](int gpu, double shift) {
+    const int group = graph.add_group({gpu});
+    const auto f = graph.add({.kind = TaskKind::forward, .gpu = gpu});
+    const auto b = graph.add({.kind = TaskKind::backward, .gpu = gpu});
+    const auto tp = graph.add({.kind = TaskKind::collective, .comm = CommKind::tp, .group = group});
+    const auto dp = graph.add({.kind = TaskKind::collective, .comm = CommKind::dp, .group = group});
+    records.push_back({f, gpu, Stream::compute, 0, 1 + shift});
+    records.push_back({tp, gpu, Stream::tp_comm, 0.5, 2});
+    records.push_back({b, gpu, Stream::compute, 2 + shift, 2.5 + shift});
+    records.push_back({dp, gpu, Stream::dp_comm, 1.5, 3});
+  };
+  add_gpu(0, 0);
+  add_gpu(1, 0);
+  add_gpu(2, 0.25);
+  const auto send = graph.add({.kind = TaskKind::send, .comm = CommKind::pp, .gpu = 0, .peer = 1});
+  graph.seal();
+  Timeline t;
+  t.end_s = 4;
+  for (const auto& r : records)
+    t.records.push_back(r);
+  t.links = {{"a", 100, 0}, {"b", 50, 0}, {"c", 100, 0}};
+  t.flow_links = {0, 1, 2};
+  const std::vector<FlowRecord> flows{{send, 0, 1, 100, 0, 2, 0, 1}, {send, 0, 1, 30, 0, 2, 1, 1},
+                                      {send, 0, 1, 100, 1, 3, 0, 1}, {send, 0, 1, 70, 1, 3, 1, 1},
+                                      {send, 0, 1, 100, 1, 3, 2, 1}, {send, 0, 1, 10, 2, 2.5, 2, 1}};
+  for (const auto& f : flows)
+    t.flows.push_back(f);
+  const auto u = analyze_utilization(graph, t);
+
+  for (int g = 0; g < 3; ++g) {
+    Timeline alone;
+    alone.end_s = t.end_s;
+    for (const auto& r : records)
+      if (r.gpu == g)
+        alone.records.push_back(r);
+    const auto by_itself = analyze_utilization(graph, alone);
+    const auto& x = u.gpus[static_cast<std::size_t>(g)];
+    const auto& y = by_itself.gpus[static_cast<std::size_t>(g)];
+    EXPECT_EQ(x.gpu, g);
+    EXPECT_EQ(x.compute_busy_s, y.compute_busy_s) << "gpu " << g;
+    EXPECT_EQ(x.comm_busy_s, y.comm_busy_s) << "gpu " << g;
+    EXPECT_EQ(x.overlap_s, y.overlap_s) << "gpu " << g;
+    EXPECT_EQ(x.comm_busy_by_kind_s, y.comm_busy_by_kind_s) << "gpu " << g;
+    EXPECT_EQ(x.exposed_by_kind_s, y.exposed_by_kind_s) << "gpu " << g;
+  }
+  EXPECT_NE(u.gpus[2].compute_busy_s, u.gpus[0].compute_busy_s);
+  // Summed over the three GPUs: twice GPU 0's plus GPU 2's, by label too.
+  const auto tp_label = comm_op_label(graph[2]);
+  Timeline gpu2;
+  gpu2.end_s = t.end_s;
+  for (const auto& r : records)
+    if (r.gpu == 2)
+      gpu2.records.push_back(r);
+  Timeline gpu0;
+  gpu0.end_s = t.end_s;
+  for (const auto& r : records)
+    if (r.gpu == 0)
+      gpu0.records.push_back(r);
+  const double tp0 = analyze_utilization(graph, gpu0).exposed_by_op_s.at(tp_label);
+  const double tp2 = analyze_utilization(graph, gpu2).exposed_by_op_s.at(tp_label);
+  EXPECT_EQ(u.exposed_by_op_s.at(tp_label), tp0 + tp0 + tp2);
+
+  for (std::uint32_t l = 0; l < 3; ++l) {
+    Timeline alone;
+    alone.end_s = t.end_s;
+    alone.links = t.links;
+    alone.flow_links = t.flow_links;
+    for (const auto& f : flows)
+      if (f.first_link == l)
+        alone.flows.push_back(f);
+    const auto by_itself = analyze_utilization(graph, alone);
+    const auto& x = u.links[l];
+    const auto& y = by_itself.links[l];
+    EXPECT_EQ(x.bytes, y.bytes) << "link " << l;
+    EXPECT_EQ(x.flows, y.flows) << "link " << l;
+    EXPECT_EQ(x.busy_s, y.busy_s) << "link " << l;
+    EXPECT_EQ(x.busy_fraction, y.busy_fraction) << "link " << l;
+    EXPECT_EQ(x.utilization, y.utilization) << "link " << l;
+    EXPECT_EQ(x.peak_concurrent_flows, y.peak_concurrent_flows) << "link " << l;
+  }
+  EXPECT_EQ(u.links[0].busy_s, 3);
+  EXPECT_EQ(u.links[1].bytes, 100);
+  EXPECT_EQ(u.links[2].busy_s, 2);
+}
+
 TEST(Utilization, APipelineTransferIsCommunicationOnBothEnds) {
   testing::TwoStagePipeline h;
   const auto u = analyze_utilization(h.graph, h.timeline);
