@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <set>
 #include <tuple>
 #include <unordered_set>
 
@@ -151,16 +152,16 @@ std::string rotation_problem(const TaskGraph& graph, const scenario::Scenario& s
       !problem.empty())
     return problem;
   // 3. Spanning collectives: an expansion the rotation maps onto itself.
-  std::unordered_set<std::string> checked;
+  std::set<SpanningSignature> checked;
   for (TaskId id = 0; id < n; ++id) {
     if (!out.spanning[id])
       continue;
     const Task& t = graph[id];
     const auto signature = spanning_signature(graph, t);
-    if (signature.empty())
+    if (!signature)
       continue;
     const auto& gpus = graph.groups[static_cast<std::size_t>(t.group)];
-    if (!checked.insert(signature).second)
+    if (!checked.insert(*signature).second)
       continue;
     auto plan_flows = make_collective({t.op, gpus, t.bytes, t.fold, t.algorithm}, zone);
     const auto algorithm = plan_flows.choice.algorithm;
@@ -246,20 +247,20 @@ namespace {
 // (FoldedCollective). Empty without spanning collectives.
 std::string spanning_machines(const TaskGraph& graph, const ClusterZone& zone, const ReplicaFold& fold) {
   const EndpointSymmetry symmetry{&fold.endpoint_image, &fold.representative, fold.order};
-  std::map<std::string, bool> quotient;  // by the check's signature
+  std::map<SpanningSignature, bool> quotient;  // by the check's signature
   std::size_t spanning = 0, whole = 0;
   for (TaskId id = 0; id < graph.size(); ++id) {
     if (!fold.spanning[id])
       continue;
     const Task& t = graph[id];
     const auto signature = spanning_signature(graph, t);
-    if (signature.empty())
+    if (!signature)
       continue;
     const auto& gpus = graph.groups[static_cast<std::size_t>(t.group)];
-    auto it = quotient.find(signature);
+    auto it = quotient.find(*signature);
     if (it == quotient.end()) {
       auto machine = make_collective({t.op, gpus, t.bytes, t.fold, t.algorithm}, zone);
-      it = quotient.emplace(signature, machine.flows->quotient(symmetry) != nullptr).first;
+      it = quotient.emplace(*signature, machine.flows->quotient(symmetry) != nullptr).first;
     }
     ++spanning;
     whole += it->second ? 0 : 1;
