@@ -113,6 +113,10 @@ std::string rotation_problem(const TaskGraph& graph, const scenario::Scenario& s
   // that exactly one of its images lies in the representatives); spanning
   // collectives are their own images.
   std::vector<int> window(n, -1);
+  // Each GPU's window, looked up rather than divided out per task and member.
+  std::vector<int> gpu_window(gpu_image.size());
+  for (std::size_t g = 0; g < gpu_window.size(); ++g)
+    gpu_window[g] = plan.dp_rank_of(static_cast<int>(g)) / period;
   out.simulated.assign(n, 0);
   out.simulated_count = 0;
   for (TaskId id = 0; id < n; ++id) {
@@ -125,7 +129,9 @@ std::string rotation_problem(const TaskGraph& graph, const scenario::Scenario& s
     int w = -1;
     bool split = false;
     for_each_gpu(graph, t, [&](int g) {
-      const int here = plan.dp_rank_of(g) / period;
+      const int here = static_cast<std::size_t>(g) < gpu_window.size()
+                           ? gpu_window[static_cast<std::size_t>(g)]
+                           : plan.dp_rank_of(g) / period;
       if (w >= 0 && here != w)
         split = true;
       w = here;
