@@ -15,7 +15,8 @@ std::uint64_t graph_fingerprint(const TaskGraph& graph);
 // One value's step of it: `hash` after FNV-1a over the 8 bytes of `bits`,
 // lowest first. A zero byte leaves nothing to xor, so a run of them is one
 // multiplication by the prime's power (mod 2^64, what the byte loop
-// computes): most of a graph's values are small integers.
+// computes): most of a graph's values are small integers; -1 (an unset
+// field) is one multiplication and a table's term.
 std::uint64_t fnv1a_add(std::uint64_t hash, std::uint64_t bits);
 
 }  // namespace trainsim::workloads

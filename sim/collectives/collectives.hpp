@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "analysis/timeline.hpp"
@@ -104,6 +105,13 @@ struct CollectivePlan {
 // of fewer than two GPUs or a GPU outside the cluster.
 CollectivePlan make_collective(const CollectiveRequest& request, const ClusterZone& zone,
                                std::optional<platforms::Fidelity> fidelity = std::nullopt);
+
+// make_collective(request, zone) and make_collective(request, zone, fast)
+// from one layout, algorithm choice and expansion (which do not depend on
+// the fidelity): what the replay's estimate counts for every distinct
+// collective.
+std::pair<CollectivePlan, CollectivePlan> make_collective_and_fast(const CollectiveRequest& request,
+                                                                   const ClusterZone& zone);
 
 // What `auto` (or a request for an algorithm that does not apply) resolves to,
 // and the uncontended time estimated for each candidate (NCCL-style tuning on

@@ -165,18 +165,24 @@ platforms::RingProtocol ring_protocol(const CollectiveRequest& request, const Cl
   return expand(algorithm, request.op, layout, request.bytes, zone).protocol;
 }
 
-CollectivePlan make_collective(const CollectiveRequest& request, const ClusterZone& zone,
-                               std::optional<platforms::Fidelity> fidelity) {
+namespace {
+
+// What a request's plan is made of at any fidelity: the group laid out, the
+// algorithm chosen and expanded (one pass, and the folded passes).
+struct Expanded {
+  platforms::CollectiveAlgorithm algorithm;
+  Expansion single;
+  Expansion pass;
+};
+
+Expanded expanded(const CollectiveRequest& request, const ClusterZone& zone) {
   if (request.gpus.size() < 2)
     throw std::invalid_argument("a collective needs at least two GPUs");
-  auto config = zone.spec().collectives;
-  if (fidelity)
-    config.fidelity = *fidelity;
   const auto layout = layout_of(request.gpus, zone);
   const auto algorithm = chosen_algorithm(request, layout, zone);
   const int fold = std::max(request.fold, 1);
 
-  const Expansion single = expand(algorithm, request.op, layout, request.bytes, zone);
+  Expansion single = expand(algorithm, request.op, layout, request.bytes, zone);
   Expansion pass = fold > 1 ? expand(algorithm, request.op, layout, request.bytes * fold, zone) : single;
   if (request.exchange != nullptr) {
     // An uneven exchange: its flows carry the given bytes (all passes);
@@ -186,9 +192,20 @@ CollectivePlan make_collective(const CollectiveRequest& request, const ClusterZo
       throw std::logic_error("an uneven exchange for an algorithm without one, or of the wrong size");
     pass = uneven(layout, *request.exchange, zone);
   }
+  return {algorithm, std::move(single), std::move(pass)};
+}
+
+CollectivePlan plan_at(const Expanded& e, const CollectiveRequest& request, const ClusterZone& zone,
+                       std::optional<platforms::Fidelity> fidelity) {
+  auto config = zone.spec().collectives;
+  if (fidelity)
+    config.fidelity = *fidelity;
+  const int fold = std::max(request.fold, 1);
+  const Expansion& single = e.single;
+  const Expansion& pass = e.pass;
 
   CollectivePlan plan;
-  plan.choice = {algorithm, single.channels, config.fidelity};
+  plan.choice = {e.algorithm, single.channels, config.fidelity};
   for (const auto& phase : pass.phases)
     plan.detailed_flows += phase.detailed_flows;
   plan.extra_latency_s = config.launch_latency_s;
@@ -218,6 +235,19 @@ CollectivePlan make_collective(const CollectiveRequest& request, const ClusterZo
   }
   plan.flows = phases.size() == 1 ? std::move(phases.front()) : make_sequence(std::move(phases));
   return plan;
+}
+
+}  // namespace
+
+CollectivePlan make_collective(const CollectiveRequest& request, const ClusterZone& zone,
+                               std::optional<platforms::Fidelity> fidelity) {
+  return plan_at(expanded(request, zone), request, zone, fidelity);
+}
+
+std::pair<CollectivePlan, CollectivePlan> make_collective_and_fast(const CollectiveRequest& request,
+                                                                   const ClusterZone& zone) {
+  const Expanded e = expanded(request, zone);
+  return {plan_at(e, request, zone, std::nullopt), plan_at(e, request, zone, Fidelity::fast)};
 }
 
 }  // namespace trainsim::sim

@@ -259,14 +259,14 @@ std::string class_fold_problem(const TaskGraph& graph, const scenario::Scenario&
   // the replay's check.
   std::size_t across_count = 0;
   {
-    std::unordered_set<std::string> checked;
+    std::set<SpanningSignature> checked;
     for (TaskId id = 0; id < n; ++id) {
       if (!out.across[id])
         continue;
       ++across_count;
       const Task& t = graph[id];
       const auto signature = spanning_signature(graph, t);
-      if (signature.empty() || !checked.insert(signature).second)
+      if (!signature || !checked.insert(*signature).second)
         continue;
       const auto& gpus = groups[static_cast<std::size_t>(t.group)];
       auto planned = make_collective(

@@ -3,6 +3,7 @@
 #include <map>
 #include <memory>
 #include <tuple>
+#include <utility>
 
 #include "sim/collectives/collectives.hpp"
 #include "sim/scenario/replica_record_count.hpp"
@@ -121,7 +122,11 @@ ReplayCost count_replay(const workloads::TaskGraph& graph, const ClusterZone& zo
           task.algorithm,
           task.exchange >= 0 ? &graph.exchanges[static_cast<std::size_t>(task.exchange)] : nullptr};
       const auto fidelity = zone.spec().collectives.fidelity;
-      auto at = make_collective(request, zone);
+      // Both fidelities from one expansion (the layout, the algorithm's
+      // choice and its rings are the same).
+      auto [at, fast_plan] = fidelity != platforms::Fidelity::fast
+                                 ? make_collective_and_fast(request, zone)
+                                 : std::make_pair(make_collective(request, zone), CollectivePlan{});
       // A spanning collective under the fold with a quotient form (the
       // quotient ring) is counted on it: each of its flows stands for itself
       // and its m - 1 images (an orbit of ring positions has m positions,
@@ -133,10 +138,8 @@ ReplayCost count_replay(const workloads::TaskGraph& graph, const ClusterZone& zo
           quotient ? count_flows(*quotient) * static_cast<std::size_t>(fold->order) : count_flows(*at.flows);
       const std::size_t recorded = flows;
       std::size_t fast = flows;
-      if (fidelity != platforms::Fidelity::fast) {
-        auto fast_plan = make_collective(request, zone, platforms::Fidelity::fast);
+      if (fidelity != platforms::Fidelity::fast)
         fast = count_flows(*fast_plan.flows);
-      }
       // The automatic representation computes a collective without flows
       // unless a contending flow displaces it (then its remaining steps run
       // as detailed flows): its cost is nearer the fast count than the

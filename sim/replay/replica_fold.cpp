@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <set>
 #include <tuple>
 #include <unordered_set>
 
@@ -112,6 +113,10 @@ std::string rotation_problem(const TaskGraph& graph, const scenario::Scenario& s
   // that exactly one of its images lies in the representatives); spanning
   // collectives are their own images.
   std::vector<int> window(n, -1);
+  // Each GPU's window, looked up rather than divided out per task and member.
+  std::vector<int> gpu_window(gpu_image.size());
+  for (std::size_t g = 0; g < gpu_window.size(); ++g)
+    gpu_window[g] = plan.dp_rank_of(static_cast<int>(g)) / period;
   out.simulated.assign(n, 0);
   out.simulated_count = 0;
   for (TaskId id = 0; id < n; ++id) {
@@ -124,7 +129,9 @@ std::string rotation_problem(const TaskGraph& graph, const scenario::Scenario& s
     int w = -1;
     bool split = false;
     for_each_gpu(graph, t, [&](int g) {
-      const int here = plan.dp_rank_of(g) / period;
+      const int here = static_cast<std::size_t>(g) < gpu_window.size()
+                           ? gpu_window[static_cast<std::size_t>(g)]
+                           : plan.dp_rank_of(g) / period;
       if (w >= 0 && here != w)
         split = true;
       w = here;
@@ -151,16 +158,16 @@ std::string rotation_problem(const TaskGraph& graph, const scenario::Scenario& s
       !problem.empty())
     return problem;
   // 3. Spanning collectives: an expansion the rotation maps onto itself.
-  std::unordered_set<std::string> checked;
+  std::set<SpanningSignature> checked;
   for (TaskId id = 0; id < n; ++id) {
     if (!out.spanning[id])
       continue;
     const Task& t = graph[id];
     const auto signature = spanning_signature(graph, t);
-    if (signature.empty())
+    if (!signature)
       continue;
     const auto& gpus = graph.groups[static_cast<std::size_t>(t.group)];
-    if (!checked.insert(signature).second)
+    if (!checked.insert(*signature).second)
       continue;
     auto plan_flows = make_collective({t.op, gpus, t.bytes, t.fold, t.algorithm}, zone);
     const auto algorithm = plan_flows.choice.algorithm;
@@ -246,20 +253,20 @@ namespace {
 // (FoldedCollective). Empty without spanning collectives.
 std::string spanning_machines(const TaskGraph& graph, const ClusterZone& zone, const ReplicaFold& fold) {
   const EndpointSymmetry symmetry{&fold.endpoint_image, &fold.representative, fold.order};
-  std::map<std::string, bool> quotient;  // by the check's signature
+  std::map<SpanningSignature, bool> quotient;  // by the check's signature
   std::size_t spanning = 0, whole = 0;
   for (TaskId id = 0; id < graph.size(); ++id) {
     if (!fold.spanning[id])
       continue;
     const Task& t = graph[id];
     const auto signature = spanning_signature(graph, t);
-    if (signature.empty())
+    if (!signature)
       continue;
     const auto& gpus = graph.groups[static_cast<std::size_t>(t.group)];
-    auto it = quotient.find(signature);
+    auto it = quotient.find(*signature);
     if (it == quotient.end()) {
       auto machine = make_collective({t.op, gpus, t.bytes, t.fold, t.algorithm}, zone);
-      it = quotient.emplace(signature, machine.flows->quotient(symmetry) != nullptr).first;
+      it = quotient.emplace(*signature, machine.flows->quotient(symmetry) != nullptr).first;
     }
     ++spanning;
     whole += it->second ? 0 : 1;

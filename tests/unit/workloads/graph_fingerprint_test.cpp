@@ -2,7 +2,8 @@
 // bytes by the prime's power at once: it must give what the byte loop gives
 // for every kind of value the fingerprint reads (small and large integers,
 // negative ones sign-extended, doubles whose low bytes are zero, zero
-// bytes between others), or every archive's stored fingerprint would change.
+// bytes between others, -1 whatever the hash's lowest byte), or every
+// archive's stored fingerprint would change.
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -54,6 +55,16 @@ TEST(GraphFingerprint, ZeroByteRunsHashAsTheByteLoopDoes) {
     a = fnv1a_add(a, v);
     b = byte_loop(b, v);
     ASSERT_EQ(a, b) << "value " << v;
+  }
+}
+
+// -1 is hashed from a table indexed by the hash's lowest byte: every one.
+TEST(GraphFingerprint, MinusOneHashesAsTheByteLoopDoesFromEveryLowestByte) {
+  std::mt19937_64 draw(11);
+  for (std::uint64_t low = 0; low < 256; ++low) {
+    const std::uint64_t hash = (draw() & ~std::uint64_t{0xff}) | low;
+    ASSERT_EQ(fnv1a_add(hash, ~std::uint64_t{0}), byte_loop(hash, ~std::uint64_t{0}))
+        << "lowest byte " << low;
   }
 }
 

@@ -116,6 +116,37 @@ TEST(PlanCache, RequestsThatDifferInBytesFoldAlgorithmOrGroupGetTheirOwnPlans) {
   EXPECT_EQ(cache.size(), requests.size());
 }
 
+// The replay's estimate plans both fidelities of a request from one
+// expansion (make_collective_and_fast): each must be the plan
+// make_collective makes alone.
+TEST(PlanCache, BothFidelitiesFromOneExpansionAreThePlansMadeApart) {
+  const Platform platform;
+  const auto& zone = *platform.zone;
+  ASSERT_NE(platform.spec.collectives.fidelity, Fidelity::fast);
+  workloads::Exchange exchange;
+  exchange.send_bytes.assign(16, 0.0);
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 4; ++j)
+      if (i != j)
+        exchange.send_bytes[static_cast<std::size_t>(i * 4 + j)] = 1e6 * (1 + i + 2 * j);
+  CollectiveRequest uneven{CollectiveOp::all_to_all, first_gpus(4), 4e6, 1, CollectiveAlgorithm::automatic};
+  uneven.exchange = &exchange;
+  const CollectiveRequest ring{CollectiveOp::all_reduce, first_gpus(16), 64e6, 1, CollectiveAlgorithm::ring};
+  auto folded = ring;
+  folded.fold = 3;
+  auto tree = ring;
+  tree.algorithm = CollectiveAlgorithm::tree;
+  const CollectiveRequest chosen{CollectiveOp::all_gather, first_gpus(8), 48e6, 1,
+                                 CollectiveAlgorithm::automatic};
+  for (const auto& request : {ring, folded, tree, chosen, uneven}) {
+    auto [at, fast] = make_collective_and_fast(request, zone);
+    auto alone = make_collective(request, zone);
+    auto fast_alone = make_collective(request, zone, Fidelity::fast);
+    expect_same_plan(at, alone);
+    expect_same_plan(fast, fast_alone);
+  }
+}
+
 TEST(PlanCache, UnevenExchangesAndChangingLinksArePlannedAnewEachTime) {
   const Platform platform;
   const auto& zone = *platform.zone;
