@@ -106,12 +106,18 @@ struct CollectivePlan {
 CollectivePlan make_collective(const CollectiveRequest& request, const ClusterZone& zone,
                                std::optional<platforms::Fidelity> fidelity = std::nullopt);
 
-// make_collective(request, zone) and make_collective(request, zone, fast)
-// from one layout, algorithm choice and expansion (which do not depend on
-// the fidelity): what the replay's estimate counts for every distinct
-// collective.
-std::pair<CollectivePlan, CollectivePlan> make_collective_and_fast(const CollectiveRequest& request,
-                                                                   const ClusterZone& zone);
+// make_collective(request, zone), and how many flows
+// make_collective(request, zone, fast) would start, from one layout,
+// algorithm choice and expansion (which do not depend on the fidelity): what
+// the replay's estimate counts for every distinct collective. The fast form
+// starts one flow per edge of each phase, so its flows are counted from the
+// expansion without the fast plan built; nullopt where the fast form is the
+// step-by-step one (all-to-all), whose flows are the plan's machine's.
+struct PlanAndFastFlows {
+  CollectivePlan plan;
+  std::optional<std::size_t> fast_flows;
+};
+PlanAndFastFlows make_collective_counting_fast(const CollectiveRequest& request, const ClusterZone& zone);
 
 // What `auto` (or a request for an algorithm that does not apply) resolves to,
 // and the uncontended time estimated for each candidate (NCCL-style tuning on

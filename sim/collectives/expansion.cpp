@@ -23,7 +23,7 @@ bool always_weighed(const GroupLayout& /*layout*/) {
 double max_latency(const std::vector<FlowRequest>& edges, const ClusterZone& zone) {
   double latency = 0;
   for (const auto& e : edges)
-    latency = std::max(latency, zone.path(e.src, e.dst).latency_s);
+    latency = std::max(latency, zone.latency_s(e.src, e.dst));
   return latency;
 }
 

@@ -244,10 +244,18 @@ CollectivePlan make_collective(const CollectiveRequest& request, const ClusterZo
   return plan_at(expanded(request, zone), request, zone, fidelity);
 }
 
-std::pair<CollectivePlan, CollectivePlan> make_collective_and_fast(const CollectiveRequest& request,
-                                                                   const ClusterZone& zone) {
+PlanAndFastFlows make_collective_counting_fast(const CollectiveRequest& request, const ClusterZone& zone) {
   const Expanded e = expanded(request, zone);
-  return {plan_at(e, request, zone, std::nullopt), plan_at(e, request, zone, Fidelity::fast)};
+  PlanAndFastFlows out{plan_at(e, request, zone, std::nullopt), std::nullopt};
+  // plan_at's fast form: one flow per edge, phase after phase (a phase
+  // without edges is skipped), unless the fast form is the step-by-step one.
+  if (!e.pass.fast_is_detailed) {
+    std::size_t edges = 0;
+    for (const auto& phase : e.pass.phases)
+      edges += phase.edges.size();
+    out.fast_flows = edges;
+  }
+  return out;
 }
 
 }  // namespace trainsim::sim

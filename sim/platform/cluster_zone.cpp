@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <limits>
 #include <stdexcept>
+#include <type_traits>
 
 namespace trainsim::sim {
 namespace sg = simgrid::s4u;
@@ -161,12 +162,18 @@ int ClusterZone::nvlink_lanes(int gpu_a, int gpu_b) const {
 
 template <class F>
 double ClusterZone::walk(int src, int dst, F&& visit) const {
+  // Reading a direction off its duplex link is a call into SimGrid: skipped
+  // when nothing visits it (latency_s()).
+  const auto on = [&visit](Duplex* link, bool up) {
+    if constexpr (!std::is_same_v<std::decay_t<F>, NoVisit>)
+      visit(up ? link->get_link_up() : link->get_link_down());
+  };
   const int gpus = gpu_count();
   if (src >= gpus || dst >= gpus) {
     // In-switch reduction: GPU <-> its node's NVSwitch, over the GPU's port.
     const int gpu = src >= gpus ? dst : src;
     const auto& g = gpu_[static_cast<std::size_t>(gpu)];
-    visit(src >= gpus ? g.nvlink->get_link_down() : g.nvlink->get_link_up());
+    on(g.nvlink, src < gpus);
     return group_of_node(g.node).nvlink.latency_s;
   }
   const auto& a = gpu_[static_cast<std::size_t>(src)];
@@ -176,43 +183,43 @@ double ClusterZone::walk(int src, int dst, F&& visit) const {
   const auto& group_a = spec_.groups[static_cast<std::size_t>(na.group)];
   if (a.node != b.node && na.domain == nb.domain) {
     // Two trays of one NVLink domain: through the NVLink Switch trays.
-    visit(a.nvlink->get_link_up());
-    visit(b.nvlink->get_link_down());
+    on(a.nvlink, true);
+    on(b.nvlink, false);
     return group_a.nvlink.latency_s;
   }
   if (a.node == b.node) {
     switch (group_a.shape) {
       case NodeShape::nvswitch:
-        visit(a.nvlink->get_link_up());
-        visit(b.nvlink->get_link_down());
+        on(a.nvlink, true);
+        on(b.nvlink, false);
         return group_a.nvlink.latency_s;
       case NodeShape::full_mesh:
       case NodeShape::cube_mesh: {
         const int g = group_a.gpus_per_node;
         const int lo = std::min(a.local_rank, b.local_rank), hi = std::max(a.local_rank, b.local_rank);
         if (auto* lane = na.lanes[static_cast<std::size_t>(lo * g + hi)]) {
-          visit(a.local_rank < b.local_rank ? lane->get_link_up() : lane->get_link_down());
+          on(lane, a.local_rank < b.local_rank);
           return group_a.nvlink.latency_s;
         }
         [[fallthrough]];
       }
       case NodeShape::pcie:
-        visit(a.pcie->get_link_up());
-        visit(b.pcie->get_link_down());
+        on(a.pcie, true);
+        on(b.pcie, false);
         return group_a.pcie.latency_s;
     }
   }
   const auto& group_b = spec_.groups[static_cast<std::size_t>(nb.group)];
   if (na.pcie_on_nic_route)
-    visit(a.pcie->get_link_up());
-  visit(na.nics[static_cast<std::size_t>(a.nic_index)]->get_link_up());
+    on(a.pcie, true);
+  on(na.nics[static_cast<std::size_t>(a.nic_index)], true);
   hops_.clear();
   const double fabric_s = fabric_->route(a.node, a.nic_index, b.node, b.nic_index, hops_);
   for (const auto& hop : hops_)
-    visit(hop.up ? fabric_links_[hop.link]->get_link_up() : fabric_links_[hop.link]->get_link_down());
-  visit(nb.nics[static_cast<std::size_t>(b.nic_index)]->get_link_down());
+    on(fabric_links_[hop.link], hop.up);
+  on(nb.nics[static_cast<std::size_t>(b.nic_index)], false);
   if (nb.pcie_on_nic_route)
-    visit(b.pcie->get_link_down());
+    on(b.pcie, false);
   return (group_a.nic.latency_s + group_b.nic.latency_s) / 2 + fabric_s;
 }
 
@@ -413,6 +420,10 @@ ClusterZone::Path ClusterZone::path(int src, int dst) const {
                  link->get_bandwidth() / static_cast<double>(std::count(links.begin(), links.end(), link)));
   p.links = static_cast<int>(links.size());
   return p;
+}
+
+double ClusterZone::latency_s(int src, int dst) const {
+  return walk(src, dst, NoVisit{});
 }
 
 std::vector<std::string> ClusterZone::route_names(int src, int dst) const {

@@ -99,6 +99,9 @@ class ClusterZone final : public simgrid::kernel::routing::NetZoneImpl {
     int links = 0;
   };
   Path path(int src, int dst) const;
+  // path(src, dst).latency_s without reading the route's links (the
+  // expansions' latency terms ask it of every edge and ring hop).
+  double latency_s(int src, int dst) const;
   // Link names along the route, in order, with ":up" or ":down" (tests, docs).
   std::vector<std::string> route_names(int src, int dst) const;
   // Calls visit on every link direction of the route (per-link load
@@ -210,6 +213,9 @@ class ClusterZone final : public simgrid::kernel::routing::NetZoneImpl {
   // ids) and returns the route's latency.
   template <class F>
   double walk(int src, int dst, F&& visit) const;
+  struct NoVisit {
+    void operator()(simgrid::s4u::Link*) const {}
+  };
 
   const platforms::ClusterSpec& spec_;
   std::vector<std::vector<double>> speed_factors_;

@@ -2,6 +2,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <tuple>
 #include <utility>
 
@@ -123,10 +124,18 @@ ReplayCost count_replay(const workloads::TaskGraph& graph, const ClusterZone& zo
           task.exchange >= 0 ? &graph.exchanges[static_cast<std::size_t>(task.exchange)] : nullptr};
       const auto fidelity = zone.spec().collectives.fidelity;
       // Both fidelities from one expansion (the layout, the algorithm's
-      // choice and its rings are the same).
-      auto [at, fast_plan] = fidelity != platforms::Fidelity::fast
-                                 ? make_collective_and_fast(request, zone)
-                                 : std::make_pair(make_collective(request, zone), CollectivePlan{});
+      // choice and its rings are the same); the fast one's flows counted
+      // from its edges, or, where it is the step-by-step form too, on a copy
+      // of the plan's machine before that is driven.
+      CollectivePlan at;
+      std::optional<std::size_t> fast_flows;  // none when the cluster's fidelity is fast
+      if (fidelity != platforms::Fidelity::fast) {
+        auto counted = make_collective_counting_fast(request, zone);
+        at = std::move(counted.plan);
+        fast_flows = counted.fast_flows ? *counted.fast_flows : count_flows(*at.flows->clone());
+      } else {
+        at = make_collective(request, zone);
+      }
       // A spanning collective under the fold with a quotient form (the
       // quotient ring) is counted on it: each of its flows stands for itself
       // and its m - 1 images (an orbit of ring positions has m positions,
@@ -137,9 +146,7 @@ ReplayCost count_replay(const workloads::TaskGraph& graph, const ClusterZone& zo
       std::size_t flows =
           quotient ? count_flows(*quotient) * static_cast<std::size_t>(fold->order) : count_flows(*at.flows);
       const std::size_t recorded = flows;
-      std::size_t fast = flows;
-      if (fidelity != platforms::Fidelity::fast)
-        fast = count_flows(*fast_plan.flows);
+      const std::size_t fast = fast_flows.value_or(flows);
       // The automatic representation computes a collective without flows
       // unless a contending flow displaces it (then its remaining steps run
       // as detailed flows): its cost is nearer the fast count than the

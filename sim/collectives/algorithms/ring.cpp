@@ -153,7 +153,7 @@ std::vector<std::vector<double>> wire_hops(const std::vector<std::vector<int>>& 
   for (const auto& ring : rings) {
     auto& hop = hops.emplace_back(ring.size());
     for (std::size_t i = 0; i < ring.size(); ++i)
-      hop[i] = zone.path(ring[i], ring[(i + 1) % ring.size()]).latency_s;
+      hop[i] = zone.latency_s(ring[i], ring[(i + 1) % ring.size()]);
   }
   return hops;
 }

@@ -236,5 +236,36 @@ TEST(Topology, NvlsSwitchEndpointsUseTheGpuPorts) {
   EXPECT_EQ(joined(p.zone->route_names(sw, 5)), "gpu5-nvlink_DOWN");
 }
 
+// latency_s() walks a route without reading its links (the expansions' latency
+// terms); it must be path()'s latency for every pair of endpoints, switches
+// included, on every kind of route.
+void expect_latency_is_the_paths(const ClusterZone& zone, int endpoints) {
+  int pairs = 0;
+  for (int a = 0; a < endpoints; ++a)
+    for (int b = 0; b < endpoints; ++b) {
+      if (a == b || (a >= zone.gpu_count() && b >= zone.gpu_count()))
+        continue;
+      ASSERT_EQ(zone.latency_s(a, b), zone.path(a, b).latency_s) << a << " -> " << b;
+      ++pairs;
+    }
+  EXPECT_GT(pairs, 0);
+}
+
+TEST(Topology, LatencyAloneIsThePathsOnAMixedClusterWithAFatTree) {
+  Platform p("cluster: {preset: mixed-a100-h100, nic: {latency: 3us}, fabric: {spine_latency: 2us}}\n");
+  expect_latency_is_the_paths(*p.zone, p.zone->gpu_count());
+}
+
+TEST(Topology, LatencyAloneIsThePathsOnCubeMeshLanesPcieAndSharedNics) {
+  Platform p(
+      "cluster: {preset: dgx1-v100, nodes: 2, pcie: {latency: 7us}, fabric: {topology: single_switch}}\n");
+  expect_latency_is_the_paths(*p.zone, p.zone->gpu_count());
+}
+
+TEST(Topology, LatencyAloneIsThePathsAcrossTraysAndToTheNvlsSwitches) {
+  Platform p("cluster: {preset: gb200-nvl72, nodes: 36, nic: {latency: 4us}}\n");
+  expect_latency_is_the_paths(*p.zone, p.zone->switch_endpoint(1) + 1);
+}
+
 }  // namespace
 }  // namespace trainsim::sim
