@@ -56,7 +56,7 @@ FlowIndex FlowIndex::by_recorded_task(const Timeline& timeline) {
 }
 
 FlowIndex FlowIndex::of_tasks(const Timeline& timeline, bool recorded,
-                             const std::vector<workloads::TaskId>& tasks) {
+                              const std::vector<workloads::TaskId>& tasks) {
   constexpr std::uint32_t kNotAsked = std::numeric_limits<std::uint32_t>::max();
   std::vector<std::uint32_t> key_of(tasks.empty() ? 0 : tasks.back() + 1, kNotAsked);
   for (std::size_t i = 0; i < tasks.size(); ++i)

@@ -30,7 +30,8 @@ class FlowIndex {
   // `recorded`. For an analysis that asks about a few hundred tasks of
   // millions (the critical path's): one pass that files the few flows
   // asked for, not an offset per task of the graph.
-  static FlowIndex of_tasks(const Timeline& timeline, bool recorded, const std::vector<workloads::TaskId>& tasks);
+  static FlowIndex of_tasks(const Timeline& timeline, bool recorded,
+                            const std::vector<workloads::TaskId>& tasks);
 
   std::size_t keys() const { return begin_.size() - 1; }
   std::span<const std::uint32_t> of(std::size_t key) const {
