@@ -39,6 +39,50 @@ LinkLoadIndex::LinkLoadIndex(const Timeline& timeline, LinkClasses links)
       flows_by_task_(links_.folded() ? FlowIndex::by_recorded_task(timeline) : FlowIndex::by_task(timeline)) {
 }
 
+namespace {
+
+// The tasks whose flows LinkLoadIndex::flows_of reads for `asked`, sorted:
+// a folded task's are its orbit's (the recorded one among them holds the
+// flows).
+std::vector<TaskId> keys_read_for(const Timeline& timeline, bool folded, const std::vector<TaskId>& asked) {
+  const FoldImages* images = folded ? timeline.flows.fold_images() : nullptr;
+  std::vector<TaskId> keys;
+  for (const TaskId task : asked) {
+    if (images == nullptr || images->tasks.fixed(task)) {
+      keys.push_back(task);
+      continue;
+    }
+    for (int j = 0; j < images->order; ++j)
+      keys.push_back(images->tasks.power(task, j));
+  }
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  return keys;
+}
+
+}  // namespace
+
+LinkLoadIndex::LinkLoadIndex(const Timeline& timeline, LinkClasses links, const std::vector<TaskId>& asked)
+    : timeline_(timeline),
+      links_(std::move(links)),
+      longest_flow_s_(timeline.links.size(), 0.0),
+      ready_(timeline.links.size(), 0),
+      asked_(keys_read_for(timeline, links_.folded(), asked)),
+      flows_by_task_(FlowIndex::of_tasks(timeline, links_.folded(), asked_)),
+      among_asked_(true) {}
+
+std::span<const std::uint32_t> LinkLoadIndex::flows_of_key(TaskId task) const {
+  if (among_asked_) {
+    const auto it = std::lower_bound(asked_.begin(), asked_.end(), task);
+    if (it != asked_.end() && *it == task)
+      return std::as_const(flows_by_task_).of(static_cast<std::size_t>(it - asked_.begin()));
+    // Not asked for: every task's flows from now on.
+    flows_by_task_ = links_.folded() ? FlowIndex::by_recorded_task(timeline_) : FlowIndex::by_task(timeline_);
+    among_asked_ = false;
+  }
+  return std::as_const(flows_by_task_).of(task);
+}
+
 void LinkLoadIndex::make_ready(std::size_t rep) const {
   if (ready_[rep])
     return;
@@ -52,7 +96,7 @@ void LinkLoadIndex::make_ready(std::size_t rep) const {
 
 std::vector<std::size_t> LinkLoadIndex::flows_of(TaskId task) const {
   if (!links_.folded()) {
-    const auto flows = flows_by_task_.of(task);
+    const auto flows = flows_of_key(task);
     return {flows.begin(), flows.end()};
   }
   // Flow i*m + k of the full list is recorded flow i's image k; the task's
@@ -62,14 +106,14 @@ std::vector<std::size_t> LinkLoadIndex::flows_of(TaskId task) const {
   const auto m = static_cast<std::size_t>(images.order);
   std::vector<std::size_t> out;
   if (images.tasks.fixed(task)) {
-    for (const std::uint32_t i : flows_by_task_.of(task))
+    for (const std::uint32_t i : flows_of_key(task))
       for (std::size_t k = 0; k < m; ++k)
         out.push_back(i * m + k);
     return out;
   }
   for (std::size_t j = 0; j < m; ++j) {
     const auto source = images.tasks.power(task, static_cast<int>(j));  // task is its image m - j
-    for (const std::uint32_t i : flows_by_task_.of(source))
+    for (const std::uint32_t i : flows_of_key(source))
       out.push_back(i * m + (m - j) % m);
   }
   std::sort(out.begin(), out.end());
@@ -145,11 +189,15 @@ CriticalPath critical_path(const workloads::TaskGraph& graph, const Timeline& ti
                            const ExecutionIndex& index, LinkClasses link_classes) {
   CriticalPath path;
   path.length_s = timeline.end_s;
-  const LinkLoadIndex links(timeline, std::move(link_classes));
 
   double hi = timeline.end_s;
   TaskId p = index.last_task();
   std::vector<CriticalSegment> backwards;
+  // The communication segments (their places in `backwards`) get their
+  // busiest link once the walk is done: the link-load index then files
+  // only their tasks' flows.
+  std::vector<std::size_t> blamed_on_link;
+  std::vector<TaskId> asked;
   while (p != ExecutionIndex::kNone) {
     const double end = std::min(index.end_s(p), hi);
     if (end < hi)
@@ -157,10 +205,12 @@ CriticalPath critical_path(const workloads::TaskGraph& graph, const Timeline& ti
     const Task& task = graph[p];
     CriticalSegment seg{
         .task = p, .start_s = std::min(index.start_s(p), end), .end_s = end, .blame_kind = blame_kind(task)};
-    if (workloads::is_compute(task.kind))
+    if (workloads::is_compute(task.kind)) {
       seg.gpu = task.gpu;
-    else
-      seg.link = links.busiest_link(p, index.start_s(p), index.end_s(p));
+    } else {
+      asked.push_back(p);
+    }
+    const std::size_t first_of_task = backwards.size();
     const double start = seg.start_s;
     if (task.imbalance_s > 0 && task.duration_s > 0) {
       // The part of a MoE piece its experts' extra load adds (at the pace
@@ -175,11 +225,19 @@ CriticalPath critical_path(const workloads::TaskGraph& graph, const Timeline& ti
       seg.end_s = imbalance.start_s;
     }
     backwards.push_back(seg);
+    if (!workloads::is_compute(task.kind))  // the imbalance's part too, as a copy of it
+      for (std::size_t i = first_of_task; i < backwards.size(); ++i)
+        blamed_on_link.push_back(i);
     hi = start;
     p = index.releaser(p);
   }
   if (hi > 0)
     backwards.push_back({.is_task = false, .start_s = 0, .end_s = hi, .blame_kind = "wait"});
+  const LinkLoadIndex links(timeline, std::move(link_classes), asked);
+  for (const std::size_t i : blamed_on_link) {
+    const TaskId task = backwards[i].task;
+    backwards[i].link = links.busiest_link(task, index.start_s(task), index.end_s(task));
+  }
   path.segments.assign(backwards.rbegin(), backwards.rend());
 
   std::map<std::string, double> by_kind, by_gpu, by_link;

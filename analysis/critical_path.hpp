@@ -9,6 +9,7 @@
 // releaser finished is a "wait" segment. Under imbalanced expert routing, a
 // MoE piece on the path splits into its stage's compute and the "expert
 // imbalance" its experts' extra load adds (Task::imbalance_s).
+#include <span>
 #include <string>
 #include <vector>
 
@@ -71,6 +72,10 @@ class LinkLoadIndex {
   explicit LinkLoadIndex(const Timeline& timeline);
   // On the link orbits already built for the timeline (LinkClasses::of).
   LinkLoadIndex(const Timeline& timeline, LinkClasses links);
+  // The same, indexing by task only the flows of the tasks it will be asked
+  // about (`asked`, any order; a task outside them is still answered, from
+  // the index over every flow then built).
+  LinkLoadIndex(const Timeline& timeline, LinkClasses links, const std::vector<workloads::TaskId>& asked);
   int busiest_link(workloads::TaskId task, double start_s, double end_s) const;
   // Flow indices of a task.
   std::vector<std::size_t> flows_of(workloads::TaskId task) const;
@@ -88,8 +93,15 @@ class LinkLoadIndex {
   mutable LinkClasses links_;
   mutable std::vector<double> longest_flow_s_;  // per representative link, once ready
   mutable std::vector<char> ready_;             // per representative link
+  // A task's flows from flows_by_task_ (folded: a recorded task's recorded
+  // flows).
+  std::span<const std::uint32_t> flows_of_key(workloads::TaskId task) const;
+
   // Folded: each recorded task's recorded flows; else each task's flows.
-  FlowIndex flows_by_task_;
+  // Built for `asked_` only (key i: asked_[i]) when `among_asked_`.
+  std::vector<workloads::TaskId> asked_;  // sorted
+  mutable FlowIndex flows_by_task_;
+  mutable bool among_asked_ = false;
 };
 
 }  // namespace trainsim::analysis

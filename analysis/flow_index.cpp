@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <stdexcept>
+#include <utility>
 
 namespace trainsim::analysis {
 
@@ -51,6 +52,33 @@ FlowIndex FlowIndex::by_recorded_task(const Timeline& timeline) {
   return FlowIndex(timeline, tasks, [&](auto&& emit) {
     for (std::size_t f = 0; f < flows.size(); ++f)
       emit(flows[f].task, f);
+  });
+}
+
+FlowIndex FlowIndex::of_tasks(const Timeline& timeline, bool recorded,
+                              const std::vector<workloads::TaskId>& tasks) {
+  constexpr std::uint32_t kNotAsked = std::numeric_limits<std::uint32_t>::max();
+  std::vector<std::uint32_t> key_of(tasks.empty() ? 0 : tasks.back() + 1, kNotAsked);
+  for (std::size_t i = 0; i < tasks.size(); ++i)
+    key_of[tasks[i]] = static_cast<std::uint32_t>(i);
+  // The asked flows as (key, flow) in flow order, then filed by the
+  // counting sort (which keeps flow order within a key).
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> asked;
+  const auto collect = [&](const auto& flows) {
+    std::uint32_t f = 0;
+    for (const auto& flow : flows) {
+      if (flow.task < key_of.size() && key_of[flow.task] != kNotAsked)
+        asked.emplace_back(key_of[flow.task], f);
+      ++f;
+    }
+  };
+  if (recorded)
+    collect(timeline.flows.recorded());
+  else
+    collect(timeline.flows);
+  return FlowIndex(timeline, tasks.size(), [&](auto&& emit) {
+    for (const auto& [key, flow] : asked)
+      emit(key, flow);
   });
 }
 

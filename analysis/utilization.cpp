@@ -256,14 +256,30 @@ Utilization analyze_utilization(const workloads::TaskGraph& graph, const Timelin
   // checked flow by flow (analysis/content_hash.hpp). On a folded
   // 16,384-GPU run the links of every tensor-parallel group of a stage carry
   // their flows at the same instants.
+  // The first link with each hash keeps its times (`kept_at`, into
+  // `kept_times`; up to kKeptLinkTimes flows in all, 32 MB): a later link is
+  // compared with them as read in its own pass (`mine`), not by reading both
+  // links' records again. A candidate past the cap is compared record by
+  // record.
+  constexpr std::size_t kKeptLinkTimes = std::size_t{1} << 21;
+  constexpr std::size_t kNotKept = static_cast<std::size_t>(-1);
   std::unordered_map<std::uint64_t, std::size_t> link_with_times;
-  const auto same_times = [&](std::span<const std::uint32_t> a, std::span<const std::uint32_t> b) {
-    if (a.size() != b.size())
+  std::vector<std::size_t> kept_at(u.links.size(), kNotKept);
+  std::vector<Interval> kept_times;
+  std::vector<Interval> mine;
+  const auto same_times = [&](std::size_t twin) {
+    const auto theirs = link_classes.flows_of(twin);
+    if (theirs.size() != mine.size())
       return false;
-    for (std::size_t k = 0; k < a.size(); ++k) {
-      const FlowRecord& x = link_classes.record(a[k]);
-      const FlowRecord& y = link_classes.record(b[k]);
-      if (!same_bits(x.start_s, y.start_s) || !same_bits(x.end_s, y.end_s))
+    if (kept_at[twin] != kNotKept) {
+      const auto kept = kept_times.begin() + static_cast<std::ptrdiff_t>(kept_at[twin]);
+      return std::equal(mine.begin(), mine.end(), kept, [](const Interval& x, const Interval& y) {
+        return same_bits(x.first, y.first) && same_bits(x.second, y.second);
+      });
+    }
+    for (std::size_t k = 0; k < mine.size(); ++k) {
+      const FlowRecord& y = link_classes.record(theirs[k]);
+      if (!same_bits(mine[k].first, y.start_s) || !same_bits(mine[k].second, y.end_s))
         return false;
     }
     return true;
@@ -279,32 +295,39 @@ Utilization analyze_utilization(const workloads::TaskGraph& graph, const Timelin
       continue;
     }
     const auto on_link = link_classes.flows_of(l);
-    ev.resize(2 * on_link.size());
     bool ordered = true;  // every flow ends at or after its start
-    // The flows in the list's order: bytes, ends, then starts.
-    const auto middle = ev.begin() + static_cast<std::ptrdiff_t>(on_link.size());
-    ContentHash times;
-    times.add(static_cast<std::uint64_t>(on_link.size()));
+    // The flows in the list's order: bytes, and their times.
+    mine.resize(on_link.size());
     for (std::size_t k = 0; k < on_link.size(); ++k) {
       const FlowRecord& flow = link_classes.record(on_link[k]);
       link.bytes += flow.bytes;
       ordered = ordered && flow.end_s >= flow.start_s;
-      ev[k] = {flow.end_s, -1};
-      middle[static_cast<std::ptrdiff_t>(k)] = {flow.start_s, +1};
-      times.add(flow.start_s);
-      times.add(flow.end_s);
+      mine[k] = {flow.start_s, flow.end_s};
     }
+    ContentHash times;
+    times.add(mine);
     link.flows = on_link.size();
     link.link = static_cast<int>(l);
     link.name = timeline.links[l].name;
     link.bandwidth_Bps = timeline.links[l].bandwidth_Bps;
     link.utilization = t > 0 && link.bandwidth_Bps > 0 ? link.bytes / (link.bandwidth_Bps * t) : 0;
     const auto [twin, first] = link_with_times.try_emplace(times.value(), l);
-    if (!first && same_times(link_classes.flows_of(twin->second), on_link)) {
+    if (!first && same_times(twin->second)) {
       link.busy_s = u.links[twin->second].busy_s;
       link.busy_fraction = u.links[twin->second].busy_fraction;
       link.peak_concurrent_flows = u.links[twin->second].peak_concurrent_flows;
       continue;
+    }
+    if (first && kept_times.size() + mine.size() <= kKeptLinkTimes) {
+      kept_at[l] = kept_times.size();
+      kept_times.insert(kept_times.end(), mine.begin(), mine.end());
+    }
+    // Ends, then starts, in the list's order.
+    ev.resize(2 * on_link.size());
+    const auto middle = ev.begin() + static_cast<std::ptrdiff_t>(on_link.size());
+    for (std::size_t k = 0; k < on_link.size(); ++k) {
+      ev[k] = {mine[k].second, -1};
+      middle[static_cast<std::ptrdiff_t>(k)] = {mine[k].first, +1};
     }
     // Ends sort before starts at the same time: back-to-back flows are not
     // concurrent. One sort gives the busy time (the flows' union) and the
@@ -320,11 +343,7 @@ Utilization analyze_utilization(const workloads::TaskGraph& graph, const Timelin
     if (ordered) {
       link.busy_s = sweep.busy_s;
     } else {  // the sweep's premise does not hold: the intervals themselves
-      std::vector<Interval> busy;
-      busy.reserve(on_link.size());
-      for (const std::uint32_t f : on_link)
-        busy.emplace_back(link_classes.record(f).start_s, link_classes.record(f).end_s);
-      link.busy_s = total_length(merge_intervals(std::move(busy)));
+      link.busy_s = total_length(merge_intervals(mine));
     }
     link.busy_fraction = t > 0 ? link.busy_s / t : 0;
   }

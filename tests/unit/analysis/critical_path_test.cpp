@@ -83,5 +83,28 @@ TEST(CriticalPath, TheBusiestLinkOfATransferIsTheOneCarryingMostLoad) {
   EXPECT_EQ(index.flows_of(h.s0).size(), 1u);
 }
 
+// The index built for the path's tasks only gives, for those and for any
+// other task (then from the index over every flow), what the index over
+// every flow gives.
+TEST(CriticalPath, AnIndexOfTheAskedTasksAnswersAsTheIndexOfEveryTask) {
+  testing::TwoStagePipeline h;
+  h.timeline.links.push_back({"gpu2-nic_UP", 1e9, 0});
+  h.timeline.flow_links.push_back(4);
+  h.timeline.flow_links.push_back(1);
+  h.timeline.flows.push_back({h.f1, 2, 1, 1e9, 1, 2, 4, 2});
+  const LinkLoadIndex every(h.timeline);
+  const LinkLoadIndex asked(h.timeline, LinkClasses::of(h.timeline), {h.s0, h.f1});
+  const auto flows = FlowIndex::of_tasks(h.timeline, false, {h.s0, h.f1});
+  ASSERT_EQ(flows.keys(), 2u);
+  EXPECT_EQ(flows.of(0).size(), every.flows_of(h.s0).size());
+  EXPECT_EQ(flows.of(1).size(), every.flows_of(h.f1).size());
+  // The asked ones first, then one outside them, then the asked again.
+  for (const workloads::TaskId task : {h.s0, h.f1, h.s1, h.b0, h.s0}) {
+    EXPECT_EQ(asked.flows_of(task), every.flows_of(task)) << task;
+    EXPECT_EQ(asked.busiest_link(task, 1, 2), every.busiest_link(task, 1, 2)) << task;
+    EXPECT_EQ(asked.busiest_link(task, 4, 6), every.busiest_link(task, 4, 6)) << task;
+  }
+}
+
 }  // namespace
 }  // namespace trainsim::analysis
