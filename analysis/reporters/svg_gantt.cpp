@@ -88,46 +88,25 @@ std::vector<Row> gantt_rows(const RunContext& run, const Timeline& timeline,
   // image's task only where its box could be drawn.
   const auto& records = timeline.records;
   std::vector<char> class_alike(records.recorded().size(), 1);
-  // An image's task depends on its record's task and k only: what pass 1
-  // reads of it (alike, a send's peer) is found once per run of records of
-  // one task (a collective's members), not once per record.
-  struct ImageTask {
-    workloads::TaskId task;
-    bool alike;
-    int peer;  // a send's receiver, else -1
-  };
-  std::vector<ImageTask> image_tasks;
-  bool task_alike = true;
   for (std::size_t i = 0; i < records.recorded().size(); ++i) {
     const TaskRecord& first = records.recorded()[i];
     const auto& first_task = run.graph[first.task];
-    const int n = records.images_of(first);
-    if (i == 0 || records.recorded()[i - 1].task != first.task) {
-      image_tasks.clear();
-      task_alike = true;
-      for (int k = 0; k < n; ++k) {
-        const workloads::TaskId id = records.image(first, k).task;
-        const auto& task = run.graph[id];
-        const bool alike = task.kind == first_task.kind && task.comm == first_task.comm &&
-                           task.micro_batch == first_task.micro_batch && task.chunk == first_task.chunk;
-        task_alike = task_alike && alike;
-        image_tasks.push_back({id, alike, task.kind == workloads::TaskKind::send ? task.peer : -1});
-      }
-    }
-    class_alike[i] = task_alike;
     const bool compute = first.stream == Stream::compute;
     const std::uint64_t hash = box_hash(compute, first.start_s, first.end_s, first_task);
     // An alike image is a send only when its record's task is one.
     const std::uint64_t peer_hash = first_task.kind == workloads::TaskKind::send
                                         ? box_hash(false, first.start_s, first.end_s, first_task)
                                         : 0;
+    const int n = records.images_of(first);
     for (int k = 0; k < n; ++k) {
       const TaskRecord r = records.image(first, k);
-      const ImageTask& image = image_tasks[static_cast<std::size_t>(k)];
-      note(r.gpu, image.alike ? hash : box_hash(compute, r.start_s, r.end_s, run.graph[image.task]));
-      if (image.peer >= 0)
-        note(image.peer,
-             image.alike ? peer_hash : box_hash(false, r.start_s, r.end_s, run.graph[image.task]));
+      const auto& task = run.graph[r.task];
+      const bool alike = task.kind == first_task.kind && task.comm == first_task.comm &&
+                         task.micro_batch == first_task.micro_batch && task.chunk == first_task.chunk;
+      class_alike[i] = class_alike[i] && alike;
+      note(r.gpu, alike ? hash : box_hash(r.stream == Stream::compute, r.start_s, r.end_s, task));
+      if (task.kind == workloads::TaskKind::send && task.peer >= 0)
+        note(task.peer, alike ? peer_hash : box_hash(false, r.start_s, r.end_s, task));
     }
   }
   // Identical fingerprints in the same stage fold into the first GPU's row.

@@ -4,6 +4,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <iterator>
 #include <ostream>
 #include <string_view>
@@ -69,7 +70,7 @@ void write_timeline_csv(std::ostream& out, const RunContext& run, const Timeline
   out << "gpu,stream,kind,name,micro_batch,stage,start_s,end_s,bytes,peer,algorithm\n";
   // Rows go through one buffer, written out a megabyte at a time.
   constexpr std::size_t kFlushBytes = 1 << 20;
-  fmt::memory_buffer buffer, shared, own;
+  fmt::memory_buffer buffer, shared, tails;
   TaskFields task_fields, own_fields;
   MachineNumberTexts numbers;
   // A folded timeline class by class: the images of a record share its
@@ -79,15 +80,12 @@ void write_timeline_csv(std::ostream& out, const RunContext& run, const Timeline
   // A collective's members follow one another with the same task, stream
   // and times (the replay records them together): their fields, and the
   // collective's algorithm, are formatted once for the run of them.
-  // An image's task, hence whether it writes its record's row fields
-  // (same_row_fields, checked, not assumed) and its peer, depends on the
-  // record's task and k only: found once per run of records of one task,
-  // not once per record (scale-16k: 32,896 runs for 536,576 records).
-  struct ImageTask {
-    bool alike;
-    int peer;
-  };
-  std::vector<ImageTask> image_tasks;
+  // A row is its GPU and a tail (",stream,...,bytes,peer,algorithm\n") that
+  // depends on the record's fields and k only: the record's images' tails
+  // are made when those change, and each row copies its GPU's digits and
+  // its tail. Whether an image's task writes its record's row fields
+  // (same_row_fields) is checked for each image's tail, not assumed.
+  std::vector<std::size_t> tail_at;  // image k's tail: tails[tail_at[k], tail_at[k + 1])
   const auto& records = timeline.records;
   const TaskRecord* previous = nullptr;
   std::string_view algorithm;
@@ -101,33 +99,40 @@ void write_timeline_csv(std::ostream& out, const RunContext& run, const Timeline
                                : nullptr;
       algorithm = choice ? to_string(choice->algorithm) : std::string_view();
       format_task_fields(task_fields, numbers, run, first.task);
-      image_tasks.clear();
-      for (int k = 0; k < n; ++k) {
-        const workloads::TaskId image = records.image(first, k).task;
-        image_tasks.push_back(
-            {k == 0 || same_row_fields(run.graph, first.task, image), run.graph[image].peer});
-      }
     }
+    // The tails depend on the task (its images, their fields and peers, the
+    // algorithm), the stream and the times: same_shared_fields.
     if (new_task || !same_shared_fields(*previous, first)) {
       shared.clear();
       append_shared_fields(shared, numbers, task_fields, first);
+      tails.clear();
+      tail_at.assign(1, 0);
+      for (int k = 0; k < n; ++k) {
+        const TaskRecord r = records.image(first, k);
+        if (k == 0 || same_row_fields(run.graph, first.task, r.task)) {
+          tails.append(shared.data(), shared.data() + shared.size());
+        } else {
+          format_task_fields(own_fields, numbers, run, r.task);
+          append_shared_fields(tails, numbers, own_fields, r);
+        }
+        append_int(tails, run.graph[r.task].peer);
+        tails.push_back(',');
+        tails.append(algorithm.data(), algorithm.data() + algorithm.size());
+        tails.push_back('\n');
+        tail_at.push_back(tails.size());
+      }
     }
     previous = &first;
     for (int k = 0; k < n; ++k) {
-      const TaskRecord r = records.image(first, k);
-      append_int(buffer, r.gpu);
-      if (image_tasks[static_cast<std::size_t>(k)].alike) {
-        buffer.append(shared.data(), shared.data() + shared.size());
-      } else {
-        format_task_fields(own_fields, numbers, run, r.task);
-        own.clear();
-        append_shared_fields(own, numbers, own_fields, r);
-        buffer.append(own.data(), own.data() + own.size());
-      }
-      append_int(buffer, image_tasks[static_cast<std::size_t>(k)].peer);
-      buffer.push_back(',');
-      buffer.append(algorithm.data(), algorithm.data() + algorithm.size());
-      buffer.push_back('\n');
+      const fmt::format_int gpu(records.image(first, k).gpu);
+      const std::size_t from = tail_at[static_cast<std::size_t>(k)];
+      const std::size_t length = tail_at[static_cast<std::size_t>(k) + 1] - from;
+      // One resize and two copies a row: fmt's append, called from several
+      // places, is not inlined here.
+      const std::size_t at = buffer.size();
+      buffer.resize(at + gpu.size() + length);
+      std::memcpy(buffer.data() + at, gpu.data(), gpu.size());
+      std::memcpy(buffer.data() + at + gpu.size(), tails.data() + from, length);
       if (buffer.size() >= kFlushBytes) {
         out.write(buffer.data(), static_cast<std::streamsize>(buffer.size()));
         buffer.clear();
