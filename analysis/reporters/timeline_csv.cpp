@@ -85,7 +85,10 @@ void write_timeline_csv(std::ostream& out, const RunContext& run, const Timeline
   // are made when those change, and each row copies its GPU's digits and
   // its tail. Whether an image's task writes its record's row fields
   // (same_row_fields) is checked for each image's tail, not assumed.
-  std::vector<std::size_t> tail_at;  // image k's tail: tails[tail_at[k], tail_at[k + 1])
+  struct Span {
+    std::size_t from, length;
+  };
+  std::vector<Span> tail_of;  // image k's tail in `tails`
   const auto& records = timeline.records;
   const TaskRecord* previous = nullptr;
   std::string_view algorithm;
@@ -106,27 +109,36 @@ void write_timeline_csv(std::ostream& out, const RunContext& run, const Timeline
       shared.clear();
       append_shared_fields(shared, numbers, task_fields, first);
       tails.clear();
-      tail_at.assign(1, 0);
+      tail_of.clear();
+      int first_peer = 0;
       for (int k = 0; k < n; ++k) {
         const TaskRecord r = records.image(first, k);
-        if (k == 0 || same_row_fields(run.graph, first.task, r.task)) {
+        const bool alike = k == 0 || same_row_fields(run.graph, first.task, r.task);
+        const int peer = run.graph[r.task].peer;
+        if (k == 0)
+          first_peer = peer;
+        else if (alike && peer == first_peer) {  // image 0's tail (not a send's: its peer moves)
+          tail_of.push_back(tail_of.front());
+          continue;
+        }
+        const std::size_t from = tails.size();
+        if (alike) {
           tails.append(shared.data(), shared.data() + shared.size());
         } else {
           format_task_fields(own_fields, numbers, run, r.task);
           append_shared_fields(tails, numbers, own_fields, r);
         }
-        append_int(tails, run.graph[r.task].peer);
+        append_int(tails, peer);
         tails.push_back(',');
         tails.append(algorithm.data(), algorithm.data() + algorithm.size());
         tails.push_back('\n');
-        tail_at.push_back(tails.size());
+        tail_of.push_back({from, tails.size() - from});
       }
     }
     previous = &first;
     for (int k = 0; k < n; ++k) {
       const fmt::format_int gpu(records.image(first, k).gpu);
-      const std::size_t from = tail_at[static_cast<std::size_t>(k)];
-      const std::size_t length = tail_at[static_cast<std::size_t>(k) + 1] - from;
+      const auto [from, length] = tail_of[static_cast<std::size_t>(k)];
       // One resize and two copies a row: fmt's append, called from several
       // places, is not inlined here.
       const std::size_t at = buffer.size();
