@@ -70,7 +70,7 @@ void write_timeline_csv(std::ostream& out, const RunContext& run, const Timeline
   out << "gpu,stream,kind,name,micro_batch,stage,start_s,end_s,bytes,peer,algorithm\n";
   // Rows go through one buffer, written out a megabyte at a time.
   constexpr std::size_t kFlushBytes = 1 << 20;
-  fmt::memory_buffer buffer, shared, tails;
+  fmt::memory_buffer buffer, tails;
   TaskFields task_fields, own_fields;
   MachineNumberTexts numbers;
   // A folded timeline class by class: the images of a record share its
@@ -106,11 +106,10 @@ void write_timeline_csv(std::ostream& out, const RunContext& run, const Timeline
     // The tails depend on the task (its images, their fields and peers, the
     // algorithm), the stream and the times: same_shared_fields.
     if (new_task || !same_shared_fields(*previous, first)) {
-      shared.clear();
-      append_shared_fields(shared, numbers, task_fields, first);
       tails.clear();
       tail_of.clear();
       int first_peer = 0;
+      std::size_t shared_length = 0;  // image 0's ",stream,...,bytes,"
       for (int k = 0; k < n; ++k) {
         const TaskRecord r = records.image(first, k);
         const bool alike = k == 0 || same_row_fields(run.graph, first.task, r.task);
@@ -122,8 +121,12 @@ void write_timeline_csv(std::ostream& out, const RunContext& run, const Timeline
           continue;
         }
         const std::size_t from = tails.size();
-        if (alike) {
-          tails.append(shared.data(), shared.data() + shared.size());
+        if (k == 0) {
+          append_shared_fields(tails, numbers, task_fields, first);
+          shared_length = tails.size();
+        } else if (alike) {  // image 0's fields, at the start of `tails`
+          tails.resize(from + shared_length);
+          std::memcpy(tails.data() + from, tails.data(), shared_length);
         } else {
           format_task_fields(own_fields, numbers, run, r.task);
           append_shared_fields(tails, numbers, own_fields, r);
