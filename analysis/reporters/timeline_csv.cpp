@@ -4,8 +4,11 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <iterator>
 #include <ostream>
+#include <string_view>
+#include <vector>
 
 #include "analysis/reporters/image_rows.hpp"
 #include "analysis/reporters/machine_numbers.hpp"
@@ -19,20 +22,38 @@ void append_int(fmt::memory_buffer& out, long long value) {
   out.append(text.data(), text.data() + text.size());
 }
 
+// What a row takes from its task, formatted once per task: its
+// "kind,name,micro_batch,stage," and its "bytes,".
+struct TaskFields {
+  fmt::memory_buffer head, bytes;
+};
+
+void format_task_fields(TaskFields& fields, MachineNumberTexts& numbers, const RunContext& run,
+                        workloads::TaskId id) {
+  const auto& task = run.graph[id];
+  fields.head.clear();
+  fmt::format_to(std::back_inserter(fields.head), FMT_COMPILE("{},{},{},{},"), to_string(task.kind),
+                 workloads::task_label(run.graph, id), task.micro_batch, task.stage);
+  fields.bytes.clear();
+  numbers.append(fields.bytes, std::round(task.bytes));
+  fields.bytes.push_back(',');
+}
+
 // A row's fields from its stream to its bytes, with the commas around them:
-// ",stream,kind,name,micro_batch,stage,start_s,end_s,bytes,".
-void append_shared_fields(fmt::memory_buffer& out, MachineNumberTexts& numbers, const RunContext& run,
+// ",stream,kind,name,micro_batch,stage,start_s,end_s,bytes,", `task` being
+// r.task's fields.
+void append_shared_fields(fmt::memory_buffer& out, MachineNumberTexts& numbers, const TaskFields& task,
                           const TaskRecord& r) {
-  const auto& task = run.graph[r.task];
-  fmt::format_to(std::back_inserter(out), FMT_COMPILE(",{},{},{},{},{},"), to_string(r.stream),
-                 to_string(task.kind), workloads::task_label(run.graph, r.task), task.micro_batch,
-                 task.stage);
+  out.push_back(',');
+  const std::string_view stream = to_string(r.stream);
+  out.append(stream.data(), stream.data() + stream.size());
+  out.push_back(',');
+  out.append(task.head.data(), task.head.data() + task.head.size());
   numbers.append(out, r.start_s);
   out.push_back(',');
   numbers.append(out, r.end_s);
   out.push_back(',');
-  numbers.append(out, std::round(task.bytes));
-  out.push_back(',');
+  out.append(task.bytes.data(), task.bytes.data() + task.bytes.size());
 }
 
 // Whether two records' shared fields (append_shared_fields) are the same
@@ -49,7 +70,8 @@ void write_timeline_csv(std::ostream& out, const RunContext& run, const Timeline
   out << "gpu,stream,kind,name,micro_batch,stage,start_s,end_s,bytes,peer,algorithm\n";
   // Rows go through one buffer, written out a megabyte at a time.
   constexpr std::size_t kFlushBytes = 1 << 20;
-  fmt::memory_buffer buffer, shared, own;
+  fmt::memory_buffer buffer, tails;
+  TaskFields task_fields, own_fields;
   MachineNumberTexts numbers;
   // A folded timeline class by class: the images of a record share its
   // stream, times, bytes, name and collective choice (the expansion gives
@@ -58,37 +80,74 @@ void write_timeline_csv(std::ostream& out, const RunContext& run, const Timeline
   // A collective's members follow one another with the same task, stream
   // and times (the replay records them together): their fields, and the
   // collective's algorithm, are formatted once for the run of them.
+  // A row is its GPU and a tail (",stream,...,bytes,peer,algorithm\n") that
+  // depends on the record's fields and k only: the record's images' tails
+  // are made when those change, and each row copies its GPU's digits and
+  // its tail. Whether an image's task writes its record's row fields
+  // (same_row_fields) is checked for each image's tail, not assumed.
+  struct Span {
+    std::size_t from, length;
+  };
+  std::vector<Span> tail_of;  // image k's tail in `tails`
   const auto& records = timeline.records;
   const TaskRecord* previous = nullptr;
   std::string_view algorithm;
   for (const TaskRecord& first : records.recorded()) {
     const int n = records.images_of(first);
-    if (previous == nullptr || previous->task != first.task) {
+    const bool new_task = previous == nullptr || previous->task != first.task;
+    if (new_task) {
       // Only collective tasks have a choice (Timeline::collectives).
       const auto* choice = run.graph[first.task].kind == workloads::TaskKind::collective
                                ? timeline.collective_choice(first.task)
                                : nullptr;
       algorithm = choice ? to_string(choice->algorithm) : std::string_view();
+      format_task_fields(task_fields, numbers, run, first.task);
     }
-    if (previous == nullptr || !same_shared_fields(*previous, first)) {
-      shared.clear();
-      append_shared_fields(shared, numbers, run, first);
+    // The tails depend on the task (its images, their fields and peers, the
+    // algorithm), the stream and the times: same_shared_fields.
+    if (new_task || !same_shared_fields(*previous, first)) {
+      tails.clear();
+      tail_of.clear();
+      int first_peer = 0;
+      std::size_t shared_length = 0;  // image 0's ",stream,...,bytes,"
+      for (int k = 0; k < n; ++k) {
+        const TaskRecord r = records.image(first, k);
+        const bool alike = k == 0 || same_row_fields(run.graph, first.task, r.task);
+        const int peer = run.graph[r.task].peer;
+        if (k == 0)
+          first_peer = peer;
+        else if (alike && peer == first_peer) {  // image 0's tail (not a send's: its peer moves)
+          tail_of.push_back(tail_of.front());
+          continue;
+        }
+        const std::size_t from = tails.size();
+        if (k == 0) {
+          append_shared_fields(tails, numbers, task_fields, first);
+          shared_length = tails.size();
+        } else if (alike) {  // image 0's fields, at the start of `tails`
+          tails.resize(from + shared_length);
+          std::memcpy(tails.data() + from, tails.data(), shared_length);
+        } else {
+          format_task_fields(own_fields, numbers, run, r.task);
+          append_shared_fields(tails, numbers, own_fields, r);
+        }
+        append_int(tails, peer);
+        tails.push_back(',');
+        tails.append(algorithm.data(), algorithm.data() + algorithm.size());
+        tails.push_back('\n');
+        tail_of.push_back({from, tails.size() - from});
+      }
     }
     previous = &first;
     for (int k = 0; k < n; ++k) {
-      const TaskRecord r = records.image(first, k);
-      append_int(buffer, r.gpu);
-      if (k == 0 || same_row_fields(run.graph, first.task, r.task)) {
-        buffer.append(shared.data(), shared.data() + shared.size());
-      } else {
-        own.clear();
-        append_shared_fields(own, numbers, run, r);
-        buffer.append(own.data(), own.data() + own.size());
-      }
-      append_int(buffer, run.graph[r.task].peer);
-      buffer.push_back(',');
-      buffer.append(algorithm.data(), algorithm.data() + algorithm.size());
-      buffer.push_back('\n');
+      const fmt::format_int gpu(records.image(first, k).gpu);
+      const auto [from, length] = tail_of[static_cast<std::size_t>(k)];
+      // One resize and two copies a row: fmt's append, called from several
+      // places, is not inlined here.
+      const std::size_t at = buffer.size();
+      buffer.resize(at + gpu.size() + length);
+      std::memcpy(buffer.data() + at, gpu.data(), gpu.size());
+      std::memcpy(buffer.data() + at + gpu.size(), tails.data() + from, length);
       if (buffer.size() >= kFlushBytes) {
         out.write(buffer.data(), static_cast<std::streamsize>(buffer.size()));
         buffer.clear();

@@ -2,6 +2,7 @@
 // what a record's images share is formatted once. Their files must be the
 // bytes they write for the same records materialised one by one, including
 // where an image's task does not share its record's row fields.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -34,8 +35,10 @@ struct FoldedPair {
   Timeline folded, full;
 
   // `image_mb`: task 6's micro-batch (1: an image alike to task 5, so GPU
-  // 1's row is GPU 0's and gantt.svg draws GPU 0 only).
-  explicit FoldedPair(int image_mb = 2) {
+  // 1's row is GPU 0's and gantt.svg draws GPU 0 only). `repeated`: the
+  // send and task 5 recorded twice in a row at other times (the writers
+  // find an image's task once per run of records of one task).
+  explicit FoldedPair(int image_mb = 2, bool repeated = false) {
     graph.gpu_count = 2;
     graph.groups = {{0, 1}};
     for (int gpu : {0, 1})
@@ -76,6 +79,18 @@ struct FoldedPair {
                     {2, 0, Stream::pp_comm, 1.25, 2},  {3, 1, Stream::pp_comm, 1.25, 2},
                     {4, 0, Stream::dp_comm, 2, 3.1},   {4, 1, Stream::dp_comm, 2, 3.1},
                     {5, 0, Stream::compute, 3.1, 4.5}, {6, 1, Stream::compute, 3.1, 4.5}};
+    if (repeated) {  // the same records, the send and task 5 twice
+      folded.records = {{0, 0, Stream::compute, 0, 1.25},   {2, 0, Stream::pp_comm, 1.25, 2},
+                        {2, 0, Stream::pp_comm, 1.5, 2.25}, {4, 0, Stream::dp_comm, 2, 3.1},
+                        {4, 1, Stream::dp_comm, 2, 3.1},    {5, 0, Stream::compute, 3.1, 4.5},
+                        {5, 0, Stream::compute, 4.5, 4.75}};
+      full.records = {{0, 0, Stream::compute, 0, 1.25},   {1, 1, Stream::compute, 0, 1.25},
+                      {2, 0, Stream::pp_comm, 1.25, 2},   {3, 1, Stream::pp_comm, 1.25, 2},
+                      {2, 0, Stream::pp_comm, 1.5, 2.25}, {3, 1, Stream::pp_comm, 1.5, 2.25},
+                      {4, 0, Stream::dp_comm, 2, 3.1},    {4, 1, Stream::dp_comm, 2, 3.1},
+                      {5, 0, Stream::compute, 3.1, 4.5},  {6, 1, Stream::compute, 3.1, 4.5},
+                      {5, 0, Stream::compute, 4.5, 4.75}, {6, 1, Stream::compute, 4.5, 4.75}};
+    }
     full.flows = {{2, 0, 1, 1e6, 1.25, 2, 0, 1}, {3, 1, 0, 1e6, 1.25, 2, 1, 1}};
 
     FoldImages images;
@@ -140,6 +155,34 @@ TEST(FoldedWriters, GanttTraceAndLinksOfAFoldedTimelineAreTheMaterialisedOnesByt
         << "image_mb " << image_mb;
     EXPECT_EQ(text([&](std::ostream& o) { write_links_csv(o, folded_report); }),
               text([&](std::ostream& o) { write_links_csv(o, full_report); }))
+        << "image_mb " << image_mb;
+  }
+}
+
+// timeline.csv and gantt.svg find an image's task (whether it is alike, its
+// peer) once per run of records of one task: a task recorded twice in a row
+// at other times, an alike send and an image of another micro-batch, writes
+// the bytes of its records materialised.
+TEST(FoldedWriters, RecordsOfOneTaskInARowWriteTheMaterialisedOnesBytes) {
+  for (int image_mb : {1, 2}) {
+    const FoldedPair p(image_mb, /*repeated=*/true);
+    ASSERT_EQ(p.folded.records.size(), p.full.records.size());
+    const auto text = [](const auto& write) {
+      std::ostringstream out;
+      write(out);
+      return out.str();
+    };
+    const std::string csv = text([&](std::ostream& o) { write_timeline_csv(o, p.run(), p.full); });
+    EXPECT_EQ(text([&](std::ostream& o) { write_timeline_csv(o, p.run(), p.folded); }), csv)
+        << "image_mb " << image_mb;
+    EXPECT_NE(csv.find(fmt::format("\n1,compute,forward,F mb{},{},0,4.5,4.75,0,-1,\n", image_mb, image_mb)),
+              std::string::npos)
+        << csv;
+    EXPECT_NE(csv.find("\n1,pp_comm,send,pp send mb0,0,0,1.5,2.25,1000000,0,\n"), std::string::npos) << csv;
+    const Report folded_report = build_report(p.run(), p.folded);
+    const Report full_report = build_report(p.run(), p.full);
+    EXPECT_EQ(text([&](std::ostream& o) { write_gantt_svg(o, p.run(), p.folded, folded_report); }),
+              text([&](std::ostream& o) { write_gantt_svg(o, p.run(), p.full, full_report); }))
         << "image_mb " << image_mb;
   }
 }
