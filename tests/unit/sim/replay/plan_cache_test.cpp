@@ -116,6 +116,17 @@ TEST(PlanCache, RequestsThatDifferInBytesFoldAlgorithmOrGroupGetTheirOwnPlans) {
   EXPECT_EQ(cache.size(), requests.size());
 }
 
+// An all-to-all among 4 GPUs whose every pair sends its own byte count.
+workloads::Exchange uneven_exchange() {
+  workloads::Exchange exchange;
+  exchange.send_bytes.assign(16, 0.0);
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 4; ++j)
+      if (i != j)
+        exchange.send_bytes[static_cast<std::size_t>(i * 4 + j)] = 1e6 * (1 + i + 2 * j);
+  return exchange;
+}
+
 // The replay's estimate plans a request at the cluster's fidelity and counts
 // its fast flows from the same expansion (make_collective_counting_fast): the
 // plan must be the one make_collective makes alone, and the count the flows
@@ -125,12 +136,7 @@ TEST(PlanCache, ThePlanAndTheFastCountFromOneExpansionAreWhatThePlansMadeApartGi
   const Platform platform;
   const auto& zone = *platform.zone;
   ASSERT_NE(platform.spec.collectives.fidelity, Fidelity::fast);
-  workloads::Exchange exchange;
-  exchange.send_bytes.assign(16, 0.0);
-  for (int i = 0; i < 4; ++i)
-    for (int j = 0; j < 4; ++j)
-      if (i != j)
-        exchange.send_bytes[static_cast<std::size_t>(i * 4 + j)] = 1e6 * (1 + i + 2 * j);
+  const auto exchange = uneven_exchange();
   CollectiveRequest uneven{CollectiveOp::all_to_all, first_gpus(4), 4e6, 1, CollectiveAlgorithm::automatic};
   uneven.exchange = &exchange;
   const CollectiveRequest ring{CollectiveOp::all_reduce, first_gpus(16), 64e6, 1, CollectiveAlgorithm::ring};
@@ -161,12 +167,7 @@ TEST(PlanCache, ThePlanAndTheFastCountFromOneExpansionAreWhatThePlansMadeApartGi
 TEST(PlanCache, UnevenExchangesAndChangingLinksArePlannedAnewEachTime) {
   const Platform platform;
   const auto& zone = *platform.zone;
-  workloads::Exchange exchange;
-  exchange.send_bytes.assign(16, 0.0);
-  for (int i = 0; i < 4; ++i)
-    for (int j = 0; j < 4; ++j)
-      if (i != j)
-        exchange.send_bytes[static_cast<std::size_t>(i * 4 + j)] = 1e6 * (1 + i + 2 * j);
+  const auto exchange = uneven_exchange();
   CollectiveRequest uneven{CollectiveOp::all_to_all, first_gpus(4), 4e6, 1, CollectiveAlgorithm::automatic};
   uneven.exchange = &exchange;
   PlanCache remembering(true);
