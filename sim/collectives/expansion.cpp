@@ -5,7 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <unordered_map>
+#include <cstdint>
 
 #include "sim/platform/cluster_zone.hpp"
 
@@ -28,12 +28,32 @@ double max_latency(const std::vector<FlowRequest>& edges, const ClusterZone& zon
 }
 
 double bandwidth_term_s(const std::vector<FlowRequest>& edges, const ClusterZone& zone) {
-  std::unordered_map<simgrid::s4u::Link*, double> load;
-  for (const auto& e : edges)
-    zone.for_each_link(e.src, e.dst, [&](simgrid::s4u::Link* link) { load[link] += e.bytes; });
+  // Every (link direction, bytes) crossing in the order crossed, sorted by
+  // direction and then by that order: each direction's load is summed in
+  // the order the edges load it.
+  struct Crossing {
+    std::uint64_t key;  // direction << 32 | order
+    double bytes;
+  };
+  std::vector<Crossing> crossings;
+  crossings.reserve(edges.size() * 4);
+  std::vector<std::uint32_t> route;
+  for (const auto& e : edges) {
+    route.clear();
+    zone.route_directions(e.src, e.dst, route);
+    for (const auto d : route)
+      crossings.push_back({static_cast<std::uint64_t>(d) << 32 | crossings.size(), e.bytes});
+  }
+  std::sort(crossings.begin(), crossings.end(),
+            [](const Crossing& a, const Crossing& b) { return a.key < b.key; });
   double worst = 0;
-  for (const auto& [link, bytes] : load)
-    worst = std::max(worst, bytes / link->get_bandwidth());
+  for (std::size_t i = 0; i < crossings.size();) {
+    const auto d = static_cast<std::uint32_t>(crossings[i].key >> 32);
+    double load = 0;
+    for (; i < crossings.size() && static_cast<std::uint32_t>(crossings[i].key >> 32) == d; ++i)
+      load += crossings[i].bytes;
+    worst = std::max(worst, load / zone.direction(d)->get_bandwidth());
+  }
   return worst;
 }
 

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <unordered_set>
 
 #include "sim/collectives/expansion.hpp"
 #include "sim/platform/cluster_zone.hpp"
@@ -35,6 +36,7 @@ namespace {
 using platforms::CollectiveAlgorithm;
 using platforms::Fidelity;
 using workloads::CollectiveOp;
+using TunerMemo = ClusterZone::TunerMemo;
 
 bool runs(const AlgorithmTraits& traits, CollectiveOp op) {
   return std::find(traits.ops.begin(), traits.ops.end(), op) != traits.ops.end();
@@ -97,21 +99,132 @@ Resolved resolve(const CollectiveRequest& request, const GroupLayout& layout, co
   return r;
 }
 
+void append_bytes(std::string& key, const auto& value) {
+  key.append(reinterpret_cast<const char*>(&value), sizeof(value));
+}
+
+// The index of a node's group in the cluster's spec.
+int group_index(int node, const ClusterZone& zone) {
+  return static_cast<int>(&zone.group_of_node(node) - zone.spec().groups.data());
+}
+
+// A group named by ranks within itself: its distinct GPUs and NVLink domains
+// in increasing order, so that an endpoint of the tuner's walks (a member,
+// or the NVSwitch of a member's domain) is named alike in every group of the
+// shape; and the shape's key: what the tuner reads of the group besides its
+// routes, with GPUs, nodes and domains named by rank (so that comparing or
+// ordering them compares as in any other group of the shape).
+struct GroupShape {
+  std::vector<int> gpus;     // distinct, increasing
+  std::vector<int> domains;  // distinct, increasing
+  std::string key;
+
+  GroupShape(const CollectiveRequest& request, const ClusterZone& zone) {
+    gpus = request.gpus;
+    std::sort(gpus.begin(), gpus.end());
+    gpus.erase(std::unique(gpus.begin(), gpus.end()), gpus.end());
+    std::vector<int> nodes;
+    for (int gpu : gpus) {
+      nodes.push_back(zone.node_of(gpu));
+      domains.push_back(zone.domain_of(gpu));
+    }
+    for (auto* ids : {&nodes, &domains}) {
+      std::sort(ids->begin(), ids->end());
+      ids->erase(std::unique(ids->begin(), ids->end()), ids->end());
+    }
+    const auto rank = [](const std::vector<int>& ids, int id) {
+      return static_cast<int>(std::lower_bound(ids.begin(), ids.end(), id) - ids.begin());
+    };
+    key.reserve(2 + sizeof(double) + request.gpus.size() * 7 * sizeof(int));
+    key.push_back(static_cast<char>(request.op));
+    key.push_back(static_cast<char>(request.algorithm));
+    append_bytes(key, request.bytes);
+    for (int gpu : request.gpus) {
+      const int domain = zone.domain_of(gpu);
+      const int fields[] = {rank(gpus, gpu),          rank(nodes, zone.node_of(gpu)),
+                            rank(domains, domain),    zone.local_rank(gpu),
+                            zone.nic_index(gpu),      group_index(zone.node_of(gpu), zone),
+                            zone.has_nvls(domain) ? 1 : 0};
+      key.append(reinterpret_cast<const char*>(fields), sizeof(fields));
+    }
+  }
+
+  // An endpoint in the shape's terms, or -1 for one outside the group.
+  int name(int endpoint, const ClusterZone& zone) const {
+    const bool gpu = endpoint < zone.gpu_count();
+    const auto& ids = gpu ? gpus : domains;
+    const int id = gpu ? endpoint : endpoint - zone.gpu_count();
+    const auto it = std::lower_bound(ids.begin(), ids.end(), id);
+    if (it == ids.end() || *it != id)
+      return -1;
+    return static_cast<int>(it - ids.begin()) + (gpu ? 0 : static_cast<int>(gpus.size()));
+  }
+  int endpoint(int name, const ClusterZone& zone) const {
+    const auto g = static_cast<std::size_t>(name);
+    return g < gpus.size() ? gpus[g] : zone.switch_endpoint(domains[g - gpus.size()]);
+  }
+};
+
+constexpr std::size_t kVariantsPerShape = 4;
+
 // resolve()'s algorithm, remembered by the zone per (op, algorithm asked,
-// bytes, group): the same answer, once per distinct collective.
+// bytes, group): the same answer, once per distinct collective; and per
+// shape of group: resolve() is a function of the request's op, algorithm
+// and bytes, of the shape's key and of what its walks of routes read, so a
+// group of a known shape whose walks (the same, in the shape's terms) read
+// the same figures gets the same answer without expanding anything.
 CollectiveAlgorithm chosen_algorithm(const CollectiveRequest& request, const GroupLayout& layout,
                                      const ClusterZone& zone) {
   std::string key;
   key.reserve(2 + sizeof(double) + request.gpus.size() * sizeof(int));
   key.push_back(static_cast<char>(request.op));
   key.push_back(static_cast<char>(request.algorithm));
-  key.append(reinterpret_cast<const char*>(&request.bytes), sizeof(double));
+  append_bytes(key, request.bytes);
   key.append(reinterpret_cast<const char*>(request.gpus.data()), request.gpus.size() * sizeof(int));
-  auto& choices = zone.tuner_choices();
-  if (const auto it = choices.find(key); it != choices.end())
+  auto& memo = zone.tuner_memo();
+  if (const auto it = memo.by_group.find(key); it != memo.by_group.end())
     return it->second;
-  const auto algorithm = resolve(request, layout, zone, false).algorithm;
-  choices.emplace(std::move(key), algorithm);
+
+  const GroupShape shape(request, zone);
+  auto& alike = memo.by_shape[shape.key];
+  std::vector<std::pair<int, int>> walks;
+  for (const auto& known : alike) {
+    walks.clear();
+    for (const auto& [src, dst] : known.walks)
+      walks.emplace_back(shape.endpoint(src, zone), shape.endpoint(dst, zone));
+    if (zone.route_figures(walks) == known.figures) {
+      memo.by_group.emplace(std::move(key), known.algorithm);
+      return known.algorithm;
+    }
+  }
+
+  walks.clear();
+  const auto algorithm = [&] {
+    struct Logging {
+      const ClusterZone& zone;
+      ~Logging() { zone.log_walks(nullptr); }
+    } logging{zone};
+    zone.log_walks(&walks);
+    return resolve(request, layout, zone, false).algorithm;
+  }();
+  // Each distinct walk once, in the order first walked.
+  std::vector<std::pair<int, int>> distinct;
+  std::unordered_set<std::uint64_t> seen;
+  bool in_group = true;
+  for (const auto& [src, dst] : walks)
+    if (seen.insert(static_cast<std::uint64_t>(static_cast<std::uint32_t>(src)) << 32 |
+                    static_cast<std::uint32_t>(dst))
+            .second)
+      distinct.emplace_back(src, dst);
+  TunerMemo::Shaped shaped{{}, zone.route_figures(distinct), algorithm};
+  for (const auto& [src, dst] : distinct) {
+    shaped.walks.emplace_back(shape.name(src, zone), shape.name(dst, zone));
+    in_group = in_group && shaped.walks.back().first >= 0 && shaped.walks.back().second >= 0;
+  }
+  // A few variants of a shape at most: a group is checked against each.
+  if (in_group && alike.size() < kVariantsPerShape)
+    alike.push_back(std::move(shaped));
+  memo.by_group.emplace(std::move(key), algorithm);
   return algorithm;
 }
 

@@ -54,15 +54,17 @@ ClusterZone::ClusterZone(const platforms::ClusterSpec& spec, std::vector<std::ve
   seal();
 }
 
-ClusterZone::Duplex* ClusterZone::duplex(const std::string& name, double bandwidth_Bps) {
+std::uint32_t ClusterZone::duplex(const std::string& name, double bandwidth_Bps) {
   auto* link = create_split_duplex_link(name, {bandwidth_Bps});
   link->set_latency(0);  // route latencies are computed per route in walk()
   link->seal();
   const auto index = static_cast<std::uint32_t>(duplexes_.size());
   duplexes_.push_back(link);
-  direction_of_.emplace(link->get_link_up(), std::make_pair(index, true));
-  direction_of_.emplace(link->get_link_down(), std::make_pair(index, false));
-  return link;
+  directions_.push_back(link->get_link_up());
+  directions_.push_back(link->get_link_down());
+  direction_of_.emplace(directions_[2 * index], std::make_pair(index, true));
+  direction_of_.emplace(directions_[2 * index + 1], std::make_pair(index, false));
+  return index;
 }
 
 // One node: its GPUs (hosts), their NVSwitch ports, cube-mesh lanes or mesh
@@ -111,7 +113,7 @@ void ClusterZone::build_node(int node, const platforms::NodeGroup& group) {
     n.nics.push_back(duplex(fmt::format("node{}-nic{}", node, k), nic_Bps));
   if (group.shape == NodeShape::cube_mesh) {
     const int g = group.gpus_per_node;
-    n.lanes.assign(static_cast<std::size_t>(g * g), nullptr);
+    n.lanes.assign(static_cast<std::size_t>(g * g), kNoLink);
     const double lane_Bps = group.nvlink.effective_Bps() / platforms::kCubeMeshLanesPerGpu;
     for (int a = 0; a < g; ++a)
       for (int b = a + 1; b < g; ++b)
@@ -122,7 +124,7 @@ void ClusterZone::build_node(int node, const platforms::NodeGroup& group) {
   if (group.shape == NodeShape::full_mesh) {
     // Every pair its own link: the GPU's total split over its g - 1 peers.
     const int g = group.gpus_per_node;
-    n.lanes.assign(static_cast<std::size_t>(g * g), nullptr);
+    n.lanes.assign(static_cast<std::size_t>(g * g), kNoLink);
     const double link_Bps = group.nvlink.effective_Bps() / std::max(g - 1, 1);
     for (int a = 0; a < g; ++a)
       for (int b = a + 1; b < g; ++b)
@@ -162,11 +164,9 @@ int ClusterZone::nvlink_lanes(int gpu_a, int gpu_b) const {
 
 template <class F>
 double ClusterZone::walk(int src, int dst, F&& visit) const {
-  // Reading a direction off its duplex link is a call into SimGrid: skipped
-  // when nothing visits it (latency_s()).
-  const auto on = [&visit](Duplex* link, bool up) {
+  const auto on = [&visit](std::uint32_t link, bool up) {
     if constexpr (!std::is_same_v<std::decay_t<F>, NoVisit>)
-      visit(up ? link->get_link_up() : link->get_link_down());
+      visit(2 * link + (up ? 0 : 1));
   };
   const int gpus = gpu_count();
   if (src >= gpus || dst >= gpus) {
@@ -197,7 +197,7 @@ double ClusterZone::walk(int src, int dst, F&& visit) const {
       case NodeShape::cube_mesh: {
         const int g = group_a.gpus_per_node;
         const int lo = std::min(a.local_rank, b.local_rank), hi = std::max(a.local_rank, b.local_rank);
-        if (auto* lane = na.lanes[static_cast<std::size_t>(lo * g + hi)]) {
+        if (const auto lane = na.lanes[static_cast<std::size_t>(lo * g + hi)]; lane != kNoLink) {
           on(lane, a.local_rank < b.local_rank);
           return group_a.nvlink.latency_s;
         }
@@ -240,8 +240,8 @@ void ClusterZone::get_local_route(const kr::NetPoint* src, const kr::NetPoint* d
     KernelRoute& fresh = it->second;
     if (first_use) {
       fresh.first = static_cast<std::uint32_t>(kernel_hops_.size());
-      fresh.latency_s = walk(a, b, [this](sg::Link* link) {
-        kernel_hops_.push_back({representative(link)->get_impl(), link});
+      fresh.latency_s = walk(a, b, [this](std::uint32_t d) {
+        kernel_hops_.push_back({directions_[representative(d)]->get_impl(), directions_[d]});
       });
       fresh.count = static_cast<std::uint32_t>(kernel_hops_.size() - fresh.first);
     }
@@ -272,13 +272,19 @@ void ClusterZone::get_local_route(const kr::NetPoint* src, const kr::NetPoint* d
 }
 
 double ClusterZone::for_each_link(int src, int dst, const std::function<void(sg::Link*)>& visit) const {
-  if (!folded())
-    return walk(src, dst, visit);
-  return walk(src, dst, [this, &visit](sg::Link* link) { visit(representative(link)); });
+  if (walk_log_ != nullptr)
+    walk_log_->emplace_back(src, dst);
+  return walk(src, dst, [this, &visit](std::uint32_t d) { visit(directions_[representative(d)]); });
+}
+
+double ClusterZone::route_directions(int src, int dst, std::vector<std::uint32_t>& out) const {
+  if (walk_log_ != nullptr)
+    walk_log_->emplace_back(src, dst);
+  return walk(src, dst, [this, &out](std::uint32_t d) { out.push_back(representative(d)); });
 }
 
 double ClusterZone::for_each_true_link(int src, int dst, const std::function<void(sg::Link*)>& visit) const {
-  return walk(src, dst, visit);
+  return walk(src, dst, [this, &visit](std::uint32_t d) { visit(directions_[d]); });
 }
 
 std::vector<std::uint32_t> ClusterZone::duplex_images(const std::vector<int>& gpu_image,
@@ -314,15 +320,12 @@ std::vector<std::uint32_t> ClusterZone::duplex_images(const std::vector<int>& gp
         fmt::format("the {} fabric does not map onto itself: {}", to_string(spec_.fabric.topology), problem);
     return {};
   }
-  std::unordered_map<const Duplex*, std::uint32_t> index;
-  for (std::uint32_t i = 0; i < duplexes_.size(); ++i)
-    index.emplace(duplexes_[i], i);
   std::vector<std::uint32_t> image(duplexes_.size());
   for (std::uint32_t i = 0; i < image.size(); ++i)
     image[i] = i;
-  const auto map = [&](const Duplex* from, const Duplex* to) {
-    if (from != nullptr && to != nullptr)
-      image[index.at(from)] = index.at(to);
+  const auto map = [&](std::uint32_t from, std::uint32_t to) {
+    if (from != kNoLink && to != kNoLink)
+      image[from] = to;
   };
   for (std::size_t g = 0; g < gpus; ++g) {
     map(gpu_[g].nvlink, gpu_[static_cast<std::size_t>(gpu_image[g])].nvlink);
@@ -393,14 +396,6 @@ void ClusterZone::fold_links(const std::vector<int>& gpu_image) {
   duplex_image_ = std::move(image);
 }
 
-sg::Link* ClusterZone::representative(sg::Link* link) const {
-  if (!folded())
-    return link;
-  const auto [index, up] = direction_of_.at(link);
-  auto* rep = duplexes_[duplex_rep_[index]];
-  return up ? rep->get_link_up() : rep->get_link_down();
-}
-
 sg::Link* ClusterZone::link_image(const sg::Link* link) const {
   const auto [index, up] = direction_of_.at(link);
   auto* to = duplexes_[folded() ? duplex_image_[index] : index];
@@ -411,7 +406,7 @@ ClusterZone::Path ClusterZone::path(int src, int dst) const {
   Path p;
   p.bandwidth_Bps = std::numeric_limits<double>::infinity();
   std::vector<sg::Link*> links;
-  p.latency_s = walk(src, dst, [&links](sg::Link* link) { links.push_back(link); });
+  p.latency_s = walk(src, dst, [this, &links](std::uint32_t d) { links.push_back(directions_[d]); });
   // A link listed m times (ECMP sub-flows on one plane,
   // platforms/fabrics/ecmp.hpp) gives the transfer 1/m of it.
   for (auto* link : links)
@@ -423,12 +418,35 @@ ClusterZone::Path ClusterZone::path(int src, int dst) const {
 }
 
 double ClusterZone::latency_s(int src, int dst) const {
+  if (walk_log_ != nullptr)
+    walk_log_->emplace_back(src, dst);
   return walk(src, dst, NoVisit{});
+}
+
+std::string ClusterZone::route_figures(const std::vector<std::pair<int, int>>& walks) const {
+  std::string out;
+  std::unordered_map<std::uint32_t, std::uint32_t> label;
+  const auto put = [&out](const auto& value) {
+    out.append(reinterpret_cast<const char*>(&value), sizeof(value));
+  };
+  for (const auto& [src, dst] : walks) {
+    const double latency = walk(src, dst, [&](std::uint32_t d) {
+      const auto seen = representative(d);
+      const auto [it, fresh] = label.try_emplace(seen, static_cast<std::uint32_t>(label.size()));
+      put(it->second);
+      if (fresh)
+        put(directions_[seen]->get_bandwidth());
+    });
+    // The route's end, so that routes of other lengths never read alike.
+    put(std::numeric_limits<std::uint32_t>::max());
+    put(latency);
+  }
+  return out;
 }
 
 std::vector<std::string> ClusterZone::route_names(int src, int dst) const {
   std::vector<std::string> names;
-  walk(src, dst, [&names](sg::Link* link) { names.push_back(link->get_name()); });
+  walk(src, dst, [this, &names](std::uint32_t d) { names.push_back(directions_[d]->get_name()); });
   return names;
 }
 

@@ -45,7 +45,9 @@
 // The fabric's links and routes between NICs come from
 // platforms/fabric_layout.hpp (one file per topology in platforms/fabrics/,
 // each with its diagram).
+#include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <simgrid/kernel/routing/NetZoneImpl.hpp>
 #include <simgrid/s4u/Host.hpp>
@@ -107,6 +109,12 @@ class ClusterZone final : public simgrid::kernel::routing::NetZoneImpl {
   // Calls visit on every link direction of the route (per-link load
   // estimates) and returns the route's latency.
   double for_each_link(int src, int dst, const std::function<void(simgrid::s4u::Link*)>& visit) const;
+  // The link directions for_each_link visits, appended to `out` as indices
+  // (direction() gives the link), and the route's latency: for callers that
+  // sum loads per link direction (the tuner's estimates) without hashing
+  // links.
+  double route_directions(int src, int dst, std::vector<std::uint32_t>& out) const;
+  simgrid::s4u::Link* direction(std::uint32_t index) const { return directions_[index]; }
 
   // ---- The fold (sim/replay/replica_fold.hpp, docs/performance.md "The fold") ----
   // Why the GPU permutation `gpu_image` (one step of a rotation of the
@@ -122,14 +130,38 @@ class ClusterZone final : public simgrid::kernel::routing::NetZoneImpl {
   // created first). for_each_true_link keeps the links themselves.
   void fold_links(const std::vector<int>& gpu_image);
   bool folded() const { return !duplex_image_.empty(); }
-  // The collective tuner's choices (sim/collectives/factory.cpp) by (op,
-  // algorithm asked, bytes, group): a replay asks for the same group's
-  // collective thousands of times. They hold while the links do: folding
-  // the links and a perturbation's new bandwidth or latency forget them.
-  std::unordered_map<std::string, platforms::CollectiveAlgorithm>& tuner_choices() const {
-    return tuner_choices_;
+  // The collective tuner's memory (sim/collectives/factory.cpp). by_group:
+  // its choices by (op, algorithm asked, bytes, group), a replay asking for
+  // the same group's collective thousands of times. by_shape: by the group's
+  // shape (the same key with the group's GPUs, nodes and NVLink domains
+  // named by their rank within it), each choice with the routes it walked,
+  // in the shape's terms (opaque here), and what they read (route_figures):
+  // a group of that shape whose walks read the same gets the same answer
+  // (16,384 GPUs have hundreds of groups of one shape on links alike). Both
+  // hold while the links do: folding the links and a perturbation's new
+  // bandwidth or latency forget them.
+  struct TunerMemo {
+    struct Shaped {
+      std::vector<std::pair<int, int>> walks;
+      std::string figures;
+      platforms::CollectiveAlgorithm algorithm;
+    };
+    std::unordered_map<std::string, platforms::CollectiveAlgorithm> by_group;
+    std::unordered_map<std::string, std::vector<Shaped>> by_shape;
+  };
+  TunerMemo& tuner_memo() const { return tuner_memo_; }
+  void forget_tuner_choices() const {
+    tuner_memo_.by_group.clear();
+    tuner_memo_.by_shape.clear();
   }
-  void forget_tuner_choices() const { tuner_choices_.clear(); }
+  // While `log` is set, latency_s() and for_each_link() append each
+  // (src, dst) they walk to it (what the tuner's choice read); null stops.
+  void log_walks(std::vector<std::pair<int, int>>* log) const { walk_log_ = log; }
+  // What walking these (src, dst) pairs reads, as bytes: each route's
+  // latency and the link directions for_each_link visits, each named by the
+  // order of its first appearance in the list, with its bandwidth there.
+  // Equal figures of two lists: routes alike, link for link.
+  std::string route_figures(const std::vector<std::pair<int, int>>& walks) const;
   // Before a perturbation sets a link's latency (links are built without:
   // routes carry theirs, walk()): get_local_route then adds the hops'.
   void note_link_latency_change() const { link_latency_changed_ = true; }
@@ -183,38 +215,43 @@ class ClusterZone final : public simgrid::kernel::routing::NetZoneImpl {
  private:
   using Link = simgrid::s4u::Link;
   using Duplex = simgrid::s4u::SplitDuplexLink;
+  // Duplex links are named by their index in duplexes_ (kNoLink: none), a
+  // link direction by 2 * index + (0 up, 1 down), its index in directions_.
+  static constexpr std::uint32_t kNoLink = std::numeric_limits<std::uint32_t>::max();
   struct Gpu {
     simgrid::s4u::Host* host = nullptr;
     int node = 0;
     int local_rank = 0;
     int nic_index = 0;
-    Duplex* nvlink = nullptr;  // nvswitch port
-    Duplex* pcie = nullptr;
+    std::uint32_t nvlink = kNoLink;  // nvswitch port
+    std::uint32_t pcie = kNoLink;
   };
   struct Node {
     int group = 0;
     int first_gpu = 0;
     int domain = 0;
-    std::vector<Duplex*> nics;
-    std::vector<Duplex*> lanes;  // cube_mesh, full_mesh: a * g + b for a < b, nullptr without a link
+    std::vector<std::uint32_t> nics;
+    std::vector<std::uint32_t> lanes;  // cube_mesh, full_mesh: a * g + b for a < b, kNoLink without a link
     bool pcie_on_nic_route = false;
   };
 
   void build_node(int node, const platforms::NodeGroup& group);
   void build_fabric();
-  Duplex* duplex(const std::string& name, double bandwidth_Bps);
+  std::uint32_t duplex(const std::string& name, double bandwidth_Bps);
   // One step of `gpu_image` on every duplex link (indices into duplexes_);
   // empty, with `problem` set, when it is not an automorphism.
   std::vector<std::uint32_t> duplex_images(const std::vector<int>& gpu_image, std::string& problem) const;
   // The representative of a link direction's orbit (itself when not folded).
-  simgrid::s4u::Link* representative(simgrid::s4u::Link* link) const;
+  std::uint32_t representative(std::uint32_t direction) const {
+    return folded() ? 2 * duplex_rep_[direction / 2] + direction % 2 : direction;
+  }
 
   // Calls visit(link direction) along the route from src to dst (endpoint
   // ids) and returns the route's latency.
   template <class F>
   double walk(int src, int dst, F&& visit) const;
   struct NoVisit {
-    void operator()(simgrid::s4u::Link*) const {}
+    void operator()(std::uint32_t) const {}
   };
 
   const platforms::ClusterSpec& spec_;
@@ -226,12 +263,15 @@ class ClusterZone final : public simgrid::kernel::routing::NetZoneImpl {
   // The fabric's links and routes (platforms/fabric_layout.hpp, one class
   // per topology), and the SimGrid link of each of its links.
   std::unique_ptr<platforms::FabricLayout> fabric_;
-  std::vector<Duplex*> fabric_links_;
+  std::vector<std::uint32_t> fabric_links_;
   mutable std::vector<platforms::FabricHop> hops_;  // scratch of walk()
-  mutable std::unordered_map<std::string, platforms::CollectiveAlgorithm> tuner_choices_;
-  // Every duplex link in creation order, and where each direction sits in
-  // it (index, up).
+  mutable TunerMemo tuner_memo_;
+  mutable std::vector<std::pair<int, int>>* walk_log_ = nullptr;
+  // Every duplex link in creation order, its directions (read there rather
+  // than through SimGrid's getters: routes are walked often), and where each
+  // direction sits in it (index, up).
   std::vector<Duplex*> duplexes_;
+  std::vector<Link*> directions_;
   std::unordered_map<const Link*, std::pair<std::uint32_t, bool>> direction_of_;
   // The fold: one step of the automorphism on duplex links and domains, and
   // each duplex link's orbit representative.
