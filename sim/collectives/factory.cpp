@@ -7,7 +7,11 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <memory>
+#include <string>
+#include <unordered_map>
 #include <unordered_set>
+#include <utility>
 
 #include "sim/collectives/expansion.hpp"
 #include "sim/platform/cluster_zone.hpp"
@@ -36,7 +40,6 @@ namespace {
 using platforms::CollectiveAlgorithm;
 using platforms::Fidelity;
 using workloads::CollectiveOp;
-using TunerMemo = ClusterZone::TunerMemo;
 
 bool runs(const AlgorithmTraits& traits, CollectiveOp op) {
   return std::find(traits.ops.begin(), traits.ops.end(), op) != traits.ops.end();
@@ -99,8 +102,52 @@ Resolved resolve(const CollectiveRequest& request, const GroupLayout& layout, co
   return r;
 }
 
+// What a request's plan is made of at any fidelity: the group laid out, the
+// algorithm chosen and expanded (one pass, and the folded passes).
+struct Expanded {
+  platforms::CollectiveAlgorithm algorithm;
+  Expansion single;
+  Expansion pass;
+};
+
+// What the collectives remember of a zone (ClusterZone::collectives_memo,
+// forgotten when its links change). by_group: the tuner's choice by (op,
+// algorithm asked, bytes, group). by_shape: by a group's shape
+// (GroupShape::key), each choice with the routes it walked, in the shape's
+// terms, and what they read (ClusterZone::route_figures). expansions: by
+// (op, algorithm asked, bytes, fold, group), what the replay's estimate and
+// the replay itself both plan.
+struct Memo {
+  struct Shaped {
+    std::vector<std::pair<int, int>> walks;
+    std::string figures;
+    CollectiveAlgorithm algorithm;
+  };
+  std::unordered_map<std::string, CollectiveAlgorithm> by_group;
+  std::unordered_map<std::string, std::vector<Shaped>> by_shape;
+  std::unordered_map<std::string, Expanded> expansions;
+};
+
+Memo& memo_of(const ClusterZone& zone) {
+  auto& slot = zone.collectives_memo();
+  if (!slot)
+    slot = std::make_shared<Memo>();
+  return *static_cast<Memo*>(slot.get());
+}
+
 void append_bytes(std::string& key, const auto& value) {
   key.append(reinterpret_cast<const char*>(&value), sizeof(value));
+}
+
+// (op, algorithm asked, bytes, group): what resolve() reads of a request.
+std::string request_key(const CollectiveRequest& request) {
+  std::string key;
+  key.reserve(2 + sizeof(double) + sizeof(int) + request.gpus.size() * sizeof(int));
+  key.push_back(static_cast<char>(request.op));
+  key.push_back(static_cast<char>(request.algorithm));
+  append_bytes(key, request.bytes);
+  key.append(reinterpret_cast<const char*>(request.gpus.data()), request.gpus.size() * sizeof(int));
+  return key;
 }
 
 // The index of a node's group in the cluster's spec.
@@ -175,13 +222,8 @@ constexpr std::size_t kVariantsPerShape = 4;
 // the same figures gets the same answer without expanding anything.
 CollectiveAlgorithm chosen_algorithm(const CollectiveRequest& request, const GroupLayout& layout,
                                      const ClusterZone& zone) {
-  std::string key;
-  key.reserve(2 + sizeof(double) + request.gpus.size() * sizeof(int));
-  key.push_back(static_cast<char>(request.op));
-  key.push_back(static_cast<char>(request.algorithm));
-  append_bytes(key, request.bytes);
-  key.append(reinterpret_cast<const char*>(request.gpus.data()), request.gpus.size() * sizeof(int));
-  auto& memo = zone.tuner_memo();
+  auto key = request_key(request);
+  auto& memo = memo_of(zone);
   if (const auto it = memo.by_group.find(key); it != memo.by_group.end())
     return it->second;
 
@@ -216,7 +258,7 @@ CollectiveAlgorithm chosen_algorithm(const CollectiveRequest& request, const Gro
                     static_cast<std::uint32_t>(dst))
             .second)
       distinct.emplace_back(src, dst);
-  TunerMemo::Shaped shaped{{}, zone.route_figures(distinct), algorithm};
+  Memo::Shaped shaped{{}, zone.route_figures(distinct), algorithm};
   for (const auto& [src, dst] : distinct) {
     shaped.walks.emplace_back(shape.name(src, zone), shape.name(dst, zone));
     in_group = in_group && shaped.walks.back().first >= 0 && shaped.walks.back().second >= 0;
@@ -280,17 +322,19 @@ platforms::RingProtocol ring_protocol(const CollectiveRequest& request, const Cl
 
 namespace {
 
-// What a request's plan is made of at any fidelity: the group laid out, the
-// algorithm chosen and expanded (one pass, and the folded passes).
-struct Expanded {
-  platforms::CollectiveAlgorithm algorithm;
-  Expansion single;
-  Expansion pass;
-};
-
-Expanded expanded(const CollectiveRequest& request, const ClusterZone& zone) {
+// The request's expansion: remembered by the zone unless the request is
+// an uneven exchange (whose bytes the key does not hold), else built into
+// `fresh`.
+const Expanded& expanded(const CollectiveRequest& request, const ClusterZone& zone, Expanded& fresh) {
   if (request.gpus.size() < 2)
     throw std::invalid_argument("a collective needs at least two GPUs");
+  std::string key;
+  if (request.exchange == nullptr) {
+    key = request_key(request);
+    append_bytes(key, request.fold);
+    if (const auto it = memo_of(zone).expansions.find(key); it != memo_of(zone).expansions.end())
+      return it->second;
+  }
   const auto layout = layout_of(request.gpus, zone);
   const auto algorithm = chosen_algorithm(request, layout, zone);
   const int fold = std::max(request.fold, 1);
@@ -304,8 +348,12 @@ Expanded expanded(const CollectiveRequest& request, const ClusterZone& zone) {
     if (uneven == nullptr || request.exchange->send_bytes.size() != layout.gpus.size() * layout.gpus.size())
       throw std::logic_error("an uneven exchange for an algorithm without one, or of the wrong size");
     pass = uneven(layout, *request.exchange, zone);
+    fresh = {algorithm, std::move(single), std::move(pass)};
+    return fresh;
   }
-  return {algorithm, std::move(single), std::move(pass)};
+  return memo_of(zone)
+      .expansions.emplace(std::move(key), Expanded{algorithm, std::move(single), std::move(pass)})
+      .first->second;
 }
 
 CollectivePlan plan_at(const Expanded& e, const CollectiveRequest& request, const ClusterZone& zone,
@@ -354,11 +402,13 @@ CollectivePlan plan_at(const Expanded& e, const CollectiveRequest& request, cons
 
 CollectivePlan make_collective(const CollectiveRequest& request, const ClusterZone& zone,
                                std::optional<platforms::Fidelity> fidelity) {
-  return plan_at(expanded(request, zone), request, zone, fidelity);
+  Expanded fresh;
+  return plan_at(expanded(request, zone, fresh), request, zone, fidelity);
 }
 
 PlanAndFastFlows make_collective_counting_fast(const CollectiveRequest& request, const ClusterZone& zone) {
-  const Expanded e = expanded(request, zone);
+  Expanded fresh;
+  const Expanded& e = expanded(request, zone, fresh);
   PlanAndFastFlows out{plan_at(e, request, zone, std::nullopt), std::nullopt};
   // plan_at's fast form: one flow per edge, phase after phase (a phase
   // without edges is skipped), unless the fast form is the step-by-step one.

@@ -425,22 +425,33 @@ double ClusterZone::latency_s(int src, int dst) const {
 
 std::string ClusterZone::route_figures(const std::vector<std::pair<int, int>>& walks) const {
   std::string out;
-  std::unordered_map<std::uint32_t, std::uint32_t> label;
+  out.reserve(walks.size() * 32);
+  // Each direction's label, by direction (kNoLink: not met yet); the
+  // directions met, to clear theirs after.
+  auto& label = figure_labels_;
+  label.resize(directions_.size(), kNoLink);
+  std::vector<std::uint32_t> met;
   const auto put = [&out](const auto& value) {
     out.append(reinterpret_cast<const char*>(&value), sizeof(value));
   };
   for (const auto& [src, dst] : walks) {
     const double latency = walk(src, dst, [&](std::uint32_t d) {
       const auto seen = representative(d);
-      const auto [it, fresh] = label.try_emplace(seen, static_cast<std::uint32_t>(label.size()));
-      put(it->second);
-      if (fresh)
+      if (label[seen] == kNoLink) {
+        label[seen] = static_cast<std::uint32_t>(met.size());
+        met.push_back(seen);
+        put(label[seen]);
         put(directions_[seen]->get_bandwidth());
+      } else {
+        put(label[seen]);
+      }
     });
     // The route's end, so that routes of other lengths never read alike.
-    put(std::numeric_limits<std::uint32_t>::max());
+    put(kNoLink);
     put(latency);
   }
+  for (const auto d : met)
+    label[d] = kNoLink;
   return out;
 }
 

@@ -130,30 +130,14 @@ class ClusterZone final : public simgrid::kernel::routing::NetZoneImpl {
   // created first). for_each_true_link keeps the links themselves.
   void fold_links(const std::vector<int>& gpu_image);
   bool folded() const { return !duplex_image_.empty(); }
-  // The collective tuner's memory (sim/collectives/factory.cpp). by_group:
-  // its choices by (op, algorithm asked, bytes, group), a replay asking for
-  // the same group's collective thousands of times. by_shape: by the group's
-  // shape (the same key with the group's GPUs, nodes and NVLink domains
-  // named by their rank within it), each choice with the routes it walked,
-  // in the shape's terms (opaque here), and what they read (route_figures):
-  // a group of that shape whose walks read the same gets the same answer
-  // (16,384 GPUs have hundreds of groups of one shape on links alike). Both
-  // hold while the links do: folding the links and a perturbation's new
-  // bandwidth or latency forget them.
-  struct TunerMemo {
-    struct Shaped {
-      std::vector<std::pair<int, int>> walks;
-      std::string figures;
-      platforms::CollectiveAlgorithm algorithm;
-    };
-    std::unordered_map<std::string, platforms::CollectiveAlgorithm> by_group;
-    std::unordered_map<std::string, std::vector<Shaped>> by_shape;
-  };
-  TunerMemo& tuner_memo() const { return tuner_memo_; }
-  void forget_tuner_choices() const {
-    tuner_memo_.by_group.clear();
-    tuner_memo_.by_shape.clear();
-  }
+  // What the collectives remember of this zone (sim/collectives/factory.cpp:
+  // the tuner's choices, expansions), opaque here: a replay asks for the
+  // same group's collective thousands of times, and 16,384 GPUs have
+  // hundreds of groups of one shape on links alike. It holds while the links
+  // do: folding the links and a perturbation's new bandwidth or latency
+  // forget it.
+  std::shared_ptr<void>& collectives_memo() const { return collectives_memo_; }
+  void forget_tuner_choices() const { collectives_memo_.reset(); }
   // While `log` is set, latency_s() and for_each_link() append each
   // (src, dst) they walk to it (what the tuner's choice read); null stops.
   void log_walks(std::vector<std::pair<int, int>>* log) const { walk_log_ = log; }
@@ -265,7 +249,8 @@ class ClusterZone final : public simgrid::kernel::routing::NetZoneImpl {
   std::unique_ptr<platforms::FabricLayout> fabric_;
   std::vector<std::uint32_t> fabric_links_;
   mutable std::vector<platforms::FabricHop> hops_;  // scratch of walk()
-  mutable TunerMemo tuner_memo_;
+  mutable std::shared_ptr<void> collectives_memo_;
+  mutable std::vector<std::uint32_t> figure_labels_;  // scratch of route_figures(), by direction
   mutable std::vector<std::pair<int, int>>* walk_log_ = nullptr;
   // Every duplex link in creation order, its directions (read there rather
   // than through SimGrid's getters: routes are walked often), and where each
