@@ -6,8 +6,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <stdexcept>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -188,9 +188,12 @@ struct GroupShape {
     append_bytes(key, request.bytes);
     for (int gpu : request.gpus) {
       const int domain = zone.domain_of(gpu);
-      const int fields[] = {rank(gpus, gpu),          rank(nodes, zone.node_of(gpu)),
-                            rank(domains, domain),    zone.local_rank(gpu),
-                            zone.nic_index(gpu),      group_index(zone.node_of(gpu), zone),
+      const int fields[] = {rank(gpus, gpu),
+                            rank(nodes, zone.node_of(gpu)),
+                            rank(domains, domain),
+                            zone.local_rank(gpu),
+                            zone.nic_index(gpu),
+                            group_index(zone.node_of(gpu), zone),
                             zone.has_nvls(domain) ? 1 : 0};
       key.append(reinterpret_cast<const char*>(fields), sizeof(fields));
     }

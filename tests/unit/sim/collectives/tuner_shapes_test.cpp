@@ -38,7 +38,8 @@ std::vector<int> across_nodes(int first_node, int count, int rail) {
 }
 
 CollectiveAlgorithm pick(const Platform& p, const std::vector<int>& gpus, double bytes) {
-  return resolve_algorithm({CollectiveOp::all_reduce, gpus, bytes, 1, CollectiveAlgorithm::automatic}, *p.zone);
+  return resolve_algorithm({CollectiveOp::all_reduce, gpus, bytes, 1, CollectiveAlgorithm::automatic},
+                           *p.zone);
 }
 
 // What the tuner picks for the group alone, with nothing remembered.
