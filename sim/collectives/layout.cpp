@@ -275,10 +275,21 @@ std::vector<int> rail_representatives(const std::vector<int>& members, const Clu
   return reps;
 }
 
-int rail_count(const GroupLayout& layout, const ClusterZone& zone) {
-  std::size_t rails = std::numeric_limits<std::size_t>::max();
+// Per domain of the layout, its rail_representatives (ring_channels and
+// double_binary_trees read them per rail).
+std::vector<std::vector<int>> rail_representatives(const GroupLayout& layout, const ClusterZone& zone) {
+  std::vector<std::vector<int>> reps;
+  reps.reserve(layout.members.size());
   for (const auto& members : layout.members)
-    rails = std::min(rails, rail_representatives(members, zone).size());
+    reps.push_back(rail_representatives(members, zone));
+  return reps;
+}
+
+// The rails every domain offers (NICs of its own), at most kMaxRingRails.
+int rail_count(const std::vector<std::vector<int>>& reps) {
+  std::size_t rails = std::numeric_limits<std::size_t>::max();
+  for (const auto& r : reps)
+    rails = std::min(rails, r.size());
   return static_cast<int>(std::clamp<std::size_t>(rails, 1, platforms::kMaxRingRails));
 }
 
@@ -346,13 +357,11 @@ GroupLayout layout_of(const std::vector<int>& gpus, const ClusterZone& zone) {
 std::vector<std::vector<int>> ring_channels(const GroupLayout& layout, const ClusterZone& zone) {
   if (layout.single_domain())
     return single_node_rings(layout.members.front(), zone);
-  const int rails = rail_count(layout, zone);
+  const auto reps = rail_representatives(layout, zone);
+  const int rails = rail_count(reps);
   if (auto rings = full_mesh_rail_rings(layout, rails, zone); !rings.empty())
     return rings;
   const int nodes = static_cast<int>(layout.domains.size());
-  std::vector<std::vector<int>> reps;
-  for (const auto& members : layout.members)
-    reps.push_back(rail_representatives(members, zone));
   std::vector<std::vector<int>> rings;
   for (int c = 0; c < rails; ++c) {
     std::vector<int> ring;
@@ -405,7 +414,8 @@ int Tree::height() const {
 std::vector<Tree> double_binary_trees(const GroupLayout& layout, const ClusterZone& zone,
                                       bool chain_members) {
   const int nodes = static_cast<int>(layout.domains.size());
-  const int rails = layout.single_domain() ? 1 : rail_count(layout, zone);
+  const auto reps_of = rail_representatives(layout, zone);
+  const int rails = layout.single_domain() ? 1 : rail_count(reps_of);
   const auto btree = nccl_btree_parents(nodes);
   // NCCL's second tree: the first one mirrored (even node counts) or shifted
   // by one (odd), so that the first tree's leaves are the second's inner
@@ -427,7 +437,7 @@ std::vector<Tree> double_binary_trees(const GroupLayout& layout, const ClusterZo
       std::vector<int> head(static_cast<std::size_t>(nodes));  // index of each node's tree GPU
       for (int k = 0; k < nodes; ++k) {
         const auto& members = layout.members[static_cast<std::size_t>(k)];
-        const auto reps = rail_representatives(members, zone);
+        const auto& reps = reps_of[static_cast<std::size_t>(k)];
         const int entry = reps[static_cast<std::size_t>(c) % reps.size()];
         const auto chain = chain_members ? node_path(members, entry, entry, zone)
                                          : std::vector<int>{members[static_cast<std::size_t>(entry)]};

@@ -6,12 +6,27 @@
 #include <algorithm>
 #include <limits>
 #include <stdexcept>
+#include <string>
+#include <string_view>
 #include <type_traits>
 
 namespace trainsim::sim {
 namespace sg = simgrid::s4u;
 namespace kr = simgrid::kernel::routing;
 using platforms::NodeShape;
+
+namespace {
+
+// prefix, n, suffix: a host's or link's name without fmt's format parsing
+// (the zone names tens of thousands of them).
+std::string numbered(std::string_view prefix, int n, std::string_view suffix) {
+  std::string name(prefix);
+  name += std::to_string(n);
+  name += suffix;
+  return name;
+}
+
+}  // namespace
 
 ClusterZone::ClusterZone(const platforms::ClusterSpec& spec, std::vector<std::vector<double>> speed_factors)
     : NetZoneImpl("cluster"), spec_(spec), speed_factors_(std::move(speed_factors)) {
@@ -98,19 +113,19 @@ void ClusterZone::build_node(int node, const platforms::NodeGroup& group) {
     if (static_cast<std::size_t>(id) < speed_factors_.size())
       for (double factor : speed_factors_[static_cast<std::size_t>(id)])
         speeds.push_back(group.gpu.peak_bf16_flops * factor);
-    gpu.host = create_host(fmt::format("gpu{}", id), speeds);
+    gpu.host = create_host(numbered("gpu", id, ""), speeds);
     gpu.host->seal();
     const auto netpoint = gpu.host->get_netpoint()->id();
     if (endpoint_of_netpoint_.size() <= netpoint)
       endpoint_of_netpoint_.resize(netpoint + 1, -1);
     endpoint_of_netpoint_[netpoint] = id;
     if (group.shape == NodeShape::nvswitch)
-      gpu.nvlink = duplex(fmt::format("gpu{}-nvlink", id), group.nvlink.effective_Bps());
+      gpu.nvlink = duplex(numbered("gpu", id, "-nvlink"), group.nvlink.effective_Bps());
     if (n.pcie_on_nic_route || (group.shape != NodeShape::nvswitch && group.pcie.effective_Bps() > 0))
-      gpu.pcie = duplex(fmt::format("gpu{}-pcie", id), group.pcie.effective_Bps());
+      gpu.pcie = duplex(numbered("gpu", id, "-pcie"), group.pcie.effective_Bps());
   }
   for (int k = 0; k < group.nics_per_node; ++k)
-    n.nics.push_back(duplex(fmt::format("node{}-nic{}", node, k), nic_Bps));
+    n.nics.push_back(duplex(numbered("node", node, "-nic") + std::to_string(k), nic_Bps));
   if (group.shape == NodeShape::cube_mesh) {
     const int g = group.gpus_per_node;
     n.lanes.assign(static_cast<std::size_t>(g * g), kNoLink);
