@@ -4,6 +4,7 @@
 #include <simgrid/kernel/routing/NetPoint.hpp>
 
 #include <algorithm>
+#include <functional>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -77,8 +78,6 @@ std::uint32_t ClusterZone::duplex(const std::string& name, double bandwidth_Bps)
   duplexes_.push_back(link);
   directions_.push_back(link->get_link_up());
   directions_.push_back(link->get_link_down());
-  direction_of_.emplace(directions_[2 * index], std::make_pair(index, true));
-  direction_of_.emplace(directions_[2 * index + 1], std::make_pair(index, false));
   return index;
 }
 
@@ -412,9 +411,22 @@ void ClusterZone::fold_links(const std::vector<int>& gpu_image) {
 }
 
 sg::Link* ClusterZone::link_image(const sg::Link* link) const {
-  const auto [index, up] = direction_of_.at(link);
-  auto* to = duplexes_[folded() ? duplex_image_[index] : index];
-  return up ? to->get_link_up() : to->get_link_down();
+  // By address (std::less orders any pointers).
+  const auto before = [](const std::pair<const sg::Link*, std::uint32_t>& a, const sg::Link* b) {
+    return std::less<const sg::Link*>{}(a.first, b);
+  };
+  if (direction_of_.empty()) {
+    direction_of_.reserve(directions_.size());
+    for (std::uint32_t d = 0; d < directions_.size(); ++d)
+      direction_of_.emplace_back(directions_[d], d);
+    std::sort(direction_of_.begin(), direction_of_.end(),
+              [&before](const auto& a, const auto& b) { return before(a, b.first); });
+  }
+  const auto it = std::lower_bound(direction_of_.begin(), direction_of_.end(), link, before);
+  if (it == direction_of_.end() || it->first != link)
+    throw std::out_of_range("link_image of a link outside the zone");
+  const std::uint32_t index = it->second / 2;
+  return directions_[2 * (folded() ? duplex_image_[index] : index) + it->second % 2];
 }
 
 ClusterZone::Path ClusterZone::path(int src, int dst) const {

@@ -252,12 +252,13 @@ class ClusterZone final : public simgrid::kernel::routing::NetZoneImpl {
   mutable std::shared_ptr<void> collectives_memo_;
   mutable std::vector<std::uint32_t> figure_labels_;  // scratch of route_figures(), by direction
   mutable std::vector<std::pair<int, int>>* walk_log_ = nullptr;
-  // Every duplex link in creation order, its directions (read there rather
-  // than through SimGrid's getters: routes are walked often), and where each
-  // direction sits in it (index, up).
+  // Every duplex link in creation order, and its directions (read there
+  // rather than through SimGrid's getters: routes are walked often); the
+  // directions by address, sorted, with their index (built by the first
+  // link_image()).
   std::vector<Duplex*> duplexes_;
   std::vector<Link*> directions_;
-  std::unordered_map<const Link*, std::pair<std::uint32_t, bool>> direction_of_;
+  mutable std::vector<std::pair<const Link*, std::uint32_t>> direction_of_;
   // The fold: one step of the automorphism on duplex links and domains, and
   // each duplex link's orbit representative.
   std::vector<std::uint32_t> duplex_image_;
