@@ -7,6 +7,7 @@
 #include <cstring>
 #include <iterator>
 #include <ostream>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -22,22 +23,62 @@ void append_int(fmt::memory_buffer& out, long long value) {
   out.append(text.data(), text.data() + text.size());
 }
 
-// What a row takes from its task, formatted once per task: its
-// "kind,name,micro_batch,stage," and its "bytes,".
+// What a row takes from its task: its "kind,name,micro_batch,stage," and
+// its "bytes,".
 struct TaskFields {
-  fmt::memory_buffer head, bytes;
+  std::string head, bytes;
 };
 
 void format_task_fields(TaskFields& fields, MachineNumberTexts& numbers, const RunContext& run,
                         workloads::TaskId id) {
   const auto& task = run.graph[id];
-  fields.head.clear();
-  fmt::format_to(std::back_inserter(fields.head), FMT_COMPILE("{},{},{},{},"), to_string(task.kind),
+  fmt::memory_buffer text;
+  fmt::format_to(std::back_inserter(text), FMT_COMPILE("{},{},{},{},"), to_string(task.kind),
                  workloads::task_label(run.graph, id), task.micro_batch, task.stage);
-  fields.bytes.clear();
-  numbers.append(fields.bytes, std::round(task.bytes));
-  fields.bytes.push_back(',');
+  fields.head.assign(text.data(), text.size());
+  text.clear();
+  numbers.append(text, std::round(task.bytes));
+  text.push_back(',');
+  fields.bytes.assign(text.data(), text.size());
 }
+
+// Tasks' fields, formatted once per distinct text: a run's tasks write few
+// (scale-16k: 1,312 among the 290,944 runs of one task's records), and each
+// formatting made the task's label as a string of its own. Kept by a hash
+// of what same_row_fields compares, one task a slot; a task whose fields are
+// not its slot's (same_row_fields, checked each time) is formatted and
+// takes the slot.
+class TaskFieldsCache {
+ public:
+  const TaskFields& of(MachineNumberTexts& numbers, const RunContext& run, workloads::TaskId id) {
+    const workloads::Task& t = run.graph[id];
+    std::uint64_t h = static_cast<std::uint64_t>(t.kind) | static_cast<std::uint64_t>(t.comm) << 8 |
+                      static_cast<std::uint64_t>(t.op) << 16 | static_cast<std::uint64_t>(t.transfer) << 24 |
+                      static_cast<std::uint64_t>(t.attention) << 32;
+    h = (h ^ static_cast<std::uint32_t>(t.micro_batch)) * 0x9e3779b97f4a7c15ULL;
+    h = (h ^ (static_cast<std::uint64_t>(static_cast<std::uint16_t>(t.chunk)) << 16 |
+              static_cast<std::uint16_t>(t.layer))) *
+        0x9e3779b97f4a7c15ULL;
+    h = (h ^ static_cast<std::uint32_t>(t.stage) ^ std::bit_cast<std::uint64_t>(t.bytes)) *
+        0x9e3779b97f4a7c15ULL;
+    Slot& slot = slots_[h >> (64 - kSlotBits)];
+    if (!slot.used || !(slot.task == id || same_row_fields(run.graph, slot.task, id))) {
+      format_task_fields(slot.fields, numbers, run, id);
+      slot.used = true;
+      slot.task = id;
+    }
+    return slot.fields;
+  }
+
+ private:
+  static constexpr int kSlotBits = 12;
+  struct Slot {
+    bool used = false;
+    workloads::TaskId task = 0;
+    TaskFields fields;
+  };
+  std::vector<Slot> slots_ = std::vector<Slot>(std::size_t{1} << kSlotBits);
+};
 
 // A row's fields from its stream to its bytes, with the commas around them:
 // ",stream,kind,name,micro_batch,stage,start_s,end_s,bytes,", `task` being
@@ -71,8 +112,9 @@ void write_timeline_csv(std::ostream& out, const RunContext& run, const Timeline
   // Rows go through one buffer, written out a megabyte at a time.
   constexpr std::size_t kFlushBytes = 1 << 20;
   fmt::memory_buffer buffer, tails;
-  TaskFields task_fields, own_fields;
   MachineNumberTexts numbers;
+  TaskFieldsCache task_fields;
+  const TaskFields* fields = nullptr;  // the record's task's
   // A folded timeline class by class: the images of a record share its
   // stream, times, bytes, name and collective choice (the expansion gives
   // every image its representative's, sim/replay/fold_expansion.cpp), which
@@ -101,7 +143,7 @@ void write_timeline_csv(std::ostream& out, const RunContext& run, const Timeline
                                ? timeline.collective_choice(first.task)
                                : nullptr;
       algorithm = choice ? to_string(choice->algorithm) : std::string_view();
-      format_task_fields(task_fields, numbers, run, first.task);
+      fields = &task_fields.of(numbers, run, first.task);
     }
     // The tails depend on the task (its images, their fields and peers, the
     // algorithm), the stream and the times: same_shared_fields.
@@ -122,14 +164,16 @@ void write_timeline_csv(std::ostream& out, const RunContext& run, const Timeline
         }
         const std::size_t from = tails.size();
         if (k == 0) {
-          append_shared_fields(tails, numbers, task_fields, first);
+          append_shared_fields(tails, numbers, *fields, first);
           shared_length = tails.size();
         } else if (alike) {  // image 0's fields, at the start of `tails`
           tails.resize(from + shared_length);
           std::memcpy(tails.data() + from, tails.data(), shared_length);
         } else {
-          format_task_fields(own_fields, numbers, run, r.task);
-          append_shared_fields(tails, numbers, own_fields, r);
+          // Its own fields; the record's may leave their slot meanwhile.
+          const TaskFields own = task_fields.of(numbers, run, r.task);
+          append_shared_fields(tails, numbers, own, r);
+          fields = &task_fields.of(numbers, run, first.task);
         }
         append_int(tails, peer);
         tails.push_back(',');
