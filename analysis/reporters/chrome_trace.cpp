@@ -171,6 +171,12 @@ class ShownImages {
     }
     first_.push_back(static_cast<std::uint32_t>(ks_.size()));
   }
+  // Whether any image of a record on `gpu` is on a shown GPU (of(gpu) is
+  // not empty): asked of every recorded flow, most of which have none.
+  bool any(int gpu) const {
+    const auto g = static_cast<std::size_t>(gpu);
+    return gpu >= 0 && g + 1 < first_.size() && first_[g] != first_[g + 1];
+  }
   // The k, ascending, for which image k of a record on `gpu` is on a shown GPU.
   std::span<const std::uint16_t> of(int gpu) const {
     const auto g = static_cast<std::size_t>(gpu);
@@ -283,8 +289,7 @@ void write_chrome_trace(std::ostream& out, const RunContext& run, const Timeline
     // Unless every image counts, a flow none of whose images leaves from a
     // shown GPU counts nothing: its task is not read (most flows, when the
     // trace shows one replica).
-    const auto shown_sources = shown_flows.of(first.src_gpu);
-    if (!every_image_shown && shown_sources.empty())
+    if (!every_image_shown && !shown_flows.any(first.src_gpu))
       continue;
     if (run.graph[first.task].kind != workloads::TaskKind::collective)
       continue;
@@ -300,7 +305,7 @@ void write_chrome_trace(std::ostream& out, const RunContext& run, const Timeline
       collective_steps += static_cast<std::size_t>(count);
       continue;
     }
-    for (const int k : shown_sources) {
+    for (const int k : shown_flows.of(first.src_gpu)) {
       if (k >= n)
         break;
       const FlowRecord f = timeline.flows.image(first, k);
@@ -340,6 +345,8 @@ void write_chrome_trace(std::ostream& out, const RunContext& run, const Timeline
       use(gpu, Stream::compute);
   const auto for_each_shown_record = [&](const auto& on) {
     for (const auto& first : timeline.records.recorded()) {
+      if (!shown_records.any(first.gpu))
+        continue;
       const int n = timeline.records.images_of(first);
       for (const int k : shown_records.of(first.gpu)) {
         if (k >= n)
@@ -526,6 +533,8 @@ void write_chrome_trace(std::ostream& out, const RunContext& run, const Timeline
     return true;
   };
   for (bool more = true; const auto& first : timeline.flows.recorded()) {
+    if (!shown_flows.any(first.src_gpu))
+      continue;
     const int n = timeline.flows.images_of(first);
     for (const int k : shown_flows.of(first.src_gpu)) {
       if (k >= n || !(more = write_arrow(timeline.flows.image(first, k))))

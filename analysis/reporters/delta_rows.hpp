@@ -51,8 +51,21 @@ class DeltaRows {
     if (row.end == last_.end)
       flags |= kEndSame;
     *out++ = static_cast<char>(flags);
-    for (std::size_t i = 0; i < kInts; ++i)
-      out = put_varint(out, zigzag(row.ints[i] - last_.ints[i]));
+    // Most rows' differences are all one-byte varints (|d| < 64): written
+    // without a branch per field.
+    std::uint64_t z[kInts], any = 0;
+    for (std::size_t i = 0; i < kInts; ++i) {
+      z[i] = zigzag(row.ints[i] - last_.ints[i]);
+      any |= z[i];
+    }
+    if (any < 0x80) {
+      for (std::size_t i = 0; i < kInts; ++i)
+        out[i] = static_cast<char>(z[i]);
+      out += kInts;
+    } else {
+      for (std::size_t i = 0; i < kInts; ++i)
+        out = put_varint(out, z[i]);
+    }
     for (std::size_t i = 0; i < kExtras; ++i)
       if (!(flags & (1u << i)))
         out = put_bits(out, row.extras[i]);
