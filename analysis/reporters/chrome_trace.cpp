@@ -171,6 +171,12 @@ class ShownImages {
     }
     first_.push_back(static_cast<std::uint32_t>(ks_.size()));
   }
+  // Whether any image of a record on `gpu` is on a shown GPU (of(gpu) is
+  // not empty): asked of every recorded flow, most of which have none.
+  bool any(int gpu) const {
+    const auto g = static_cast<std::size_t>(gpu);
+    return gpu >= 0 && g + 1 < first_.size() && first_[g] != first_[g + 1];
+  }
   // The k, ascending, for which image k of a record on `gpu` is on a shown GPU.
   std::span<const std::uint16_t> of(int gpu) const {
     const auto g = static_cast<std::size_t>(gpu);
@@ -280,6 +286,11 @@ void write_chrome_trace(std::ostream& out, const RunContext& run, const Timeline
   if (every_image_shown)
     collective_images.assign(run.graph.size(), -1);
   for (const auto& first : timeline.flows.recorded()) {
+    // Unless every image counts, a flow none of whose images leaves from a
+    // shown GPU counts nothing: its task is not read (most flows, when the
+    // trace shows one replica).
+    if (!every_image_shown && !shown_flows.any(first.src_gpu))
+      continue;
     if (run.graph[first.task].kind != workloads::TaskKind::collective)
       continue;
     const int n = timeline.flows.images_of(first);
@@ -334,6 +345,8 @@ void write_chrome_trace(std::ostream& out, const RunContext& run, const Timeline
       use(gpu, Stream::compute);
   const auto for_each_shown_record = [&](const auto& on) {
     for (const auto& first : timeline.records.recorded()) {
+      if (!shown_records.any(first.gpu))
+        continue;
       const int n = timeline.records.images_of(first);
       for (const int k : shown_records.of(first.gpu)) {
         if (k >= n)
@@ -520,6 +533,8 @@ void write_chrome_trace(std::ostream& out, const RunContext& run, const Timeline
     return true;
   };
   for (bool more = true; const auto& first : timeline.flows.recorded()) {
+    if (!shown_flows.any(first.src_gpu))
+      continue;
     const int n = timeline.flows.images_of(first);
     for (const int k : shown_flows.of(first.src_gpu)) {
       if (k >= n || !(more = write_arrow(timeline.flows.image(first, k))))
@@ -611,9 +626,26 @@ void write_chrome_trace(std::ostream& out, const RunContext& run, const Timeline
       return hot != 0;
     };
     const FoldImages* flow_images = timeline.flows.fold_images();
+    // Whether any image of a recorded route crosses a hot link: most flows'
+    // images cross none, and a recorded route is shared by many flows, so a
+    // flow is then skipped without computing its m images' routes.
+    std::vector<std::int8_t> images_hot(flow_images != nullptr ? timeline.flow_links.size() + 1 : 0, -1);
+    const auto any_image_hot = [&](const FlowRecord& first, int n) {
+      auto& hot = images_hot[first.first_link];
+      if (hot < 0) {
+        hot = 0;
+        for (int j = 0; j < n; ++j)
+          hot = static_cast<std::int8_t>(
+              hot || crosses_hot(j == 0 ? first.first_link : flow_images->route_image(first.first_link, j),
+                                 first.link_count));
+      }
+      return hot != 0;
+    };
     for (const auto& first : timeline.flows.recorded()) {
-      const double rate = first.end_s > first.start_s ? first.bytes / (first.end_s - first.start_s) : 0;
       const int n = timeline.flows.images_of(first);
+      if (n > 1 && !any_image_hot(first, n))
+        continue;
+      const double rate = first.end_s > first.start_s ? first.bytes / (first.end_s - first.start_s) : 0;
       for (int j = 0; j < n; ++j) {
         // Image j's route (its times are the record's).
         const std::uint32_t first_link =

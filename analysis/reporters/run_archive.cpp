@@ -18,6 +18,7 @@
 #include <stdexcept>
 #include <type_traits>
 
+#include "analysis/reporters/delta_rows.hpp"
 #include "trainsim_version.hpp"
 #include "workloads/task_graph_fingerprint.hpp"
 
@@ -29,12 +30,19 @@ constexpr char kMagic[8] = {'T', 'S', 'R', 'U', 'N', '\0', '\0', '\1'};
 // each collective's representation; 6: the body zstd-compressed; 7: a folded
 // run's summary of the fold, and its classes stored once with the fold's
 // images (version 6 is still written for every run the fold did not consider);
-// 8: version 7 with the flows coded as differences (FlowCoder).
+// 8: version 7 with the flows coded as differences; 9: version 8 with the
+// task records coded as differences too (delta_rows.hpp).
 static_assert(kRunArchiveWholeVersion == 6 && kRunArchiveRawFlowsFoldVersion == 7 &&
-              kRunArchiveFoldVersion == 8);
+              kRunArchiveCodedFlowsFoldVersion == 8 && kRunArchiveFoldVersion == 9);
 bool is_read(std::uint32_t version) {
   return version == kRunArchiveWholeVersion || version == kRunArchiveRawFlowsFoldVersion ||
-         version == kRunArchiveFoldVersion;
+         version == kRunArchiveCodedFlowsFoldVersion || version == kRunArchiveFoldVersion;
+}
+bool flows_coded(std::uint32_t version) {
+  return version == kRunArchiveCodedFlowsFoldVersion || version == kRunArchiveFoldVersion;
+}
+bool records_coded(std::uint32_t version) {
+  return version == kRunArchiveFoldVersion;
 }
 // zstd level 3 (its default) for version 6: about 20x smaller than the raw
 // body at some 200 MB/s on one core; higher levels gain little on these
@@ -43,8 +51,10 @@ bool is_read(std::uint32_t version) {
 // run's classes (56.6 MB, mostly ring steps with distinct times) it is
 // twice as fast as level 3 (0.09 s against 0.17 s) for 0.01% more bytes
 // (docs/performance.md, "The archive per class").
-// Level 1 for version 8 too: its flows coded, level 3 would take ~30% longer
-// for ~5% fewer bytes.
+// Level 1 for versions 8 and 9 too: its flows coded, level 3 would take
+// ~30% longer for ~5% fewer bytes; on version 9's scale-16k body (47.7 MB)
+// level -1 saves 7% of zstd's work for 14% more bytes (docs/performance.md,
+// "The archive's records coded as differences").
 int zstd_level(std::uint32_t version) {
   return version == kRunArchiveWholeVersion ? 3 : 1;
 }
@@ -88,13 +98,19 @@ class CompressedStream {
     ZSTD_CCtx_setParameter(ctx_.get(), ZSTD_c_compressionLevel, level);
     ZSTD_CCtx_setParameter(ctx_.get(), ZSTD_c_checksumFlag, 1);
     output_.resize(ZSTD_CStreamOutSize());
-    input_.reserve(kChunk);
+    input_.resize(2 * kChunk);
   }
 
+  // Copied into the input, compressed a megabyte at a time. Most writes are
+  // one field (a million of them in scale-16k's archive): a copy into room
+  // already there, where std::string::append cost ~100 instructions a call.
   void write(const char* data, std::size_t n) {
-    input_.append(data, n);
+    if (n > input_.size() - used_)
+      input_.resize(used_ + n);
+    std::memcpy(input_.data() + used_, data, n);
+    used_ += n;
     raw_bytes_ += n;
-    if (input_.size() >= kChunk)
+    if (used_ >= kChunk)
       flush(ZSTD_e_continue);
   }
   // Ends the frame; returns the uncompressed size.
@@ -106,7 +122,7 @@ class CompressedStream {
  private:
   static constexpr std::size_t kChunk = 1 << 20;
   void flush(ZSTD_EndDirective mode) {
-    ZSTD_inBuffer in{input_.data(), input_.size(), 0};
+    ZSTD_inBuffer in{input_.data(), used_, 0};
     for (;;) {
       ZSTD_outBuffer out{output_.data(), output_.size(), 0};
       const std::size_t left = ZSTD_compressStream2(ctx_.get(), &out, &in, mode);
@@ -117,12 +133,13 @@ class CompressedStream {
       if (mode == ZSTD_e_end ? left == 0 : in.pos == in.size)
         break;
     }
-    input_.clear();
+    used_ = 0;
   }
   std::ostream& out_;
   Checksum& sum_;
   CompressionContext ctx_;
   std::string input_, output_;
+  std::size_t used_ = 0;  // of input_
   std::uint64_t raw_bytes_ = 0;
 };
 
@@ -248,119 +265,89 @@ void check(bool ok, const char* what) {
     throw std::runtime_error(std::string("the run archive is corrupt: ") + what);
 }
 
-// Version 8's flows, each coded against the flow before it (the first
-// against a flow of zeros): a byte of flags saying which doubles repeat
-// (kSameBytes: bytes; kSameStart / kStartAtEnd: start equal to the previous
-// start / end; kSameEnd: end), then task, source, destination, first link
-// and link count as zigzag varints of their differences (mod 2^64; the
-// GPUs sign-extended), then the doubles not repeated, bit-exact. A ring's
-// steps differ from the step before in their GPUs and route by one or two,
-// and share their bytes and often their times: about 12 bytes a flow
-// against 48. Doubles repeat when their bits are equal.
-class FlowCoder {
+// A flow's and a task record's fields as DeltaRows code them (format
+// versions 8 and 9): a flow's bytes may repeat; a record's stream is the
+// flags' tag. GPUs are sign-extended, and narrowed back with a check.
+using FlowRows = DeltaRows<5, 1>;
+using RecordRows = DeltaRows<2, 0>;
+static_assert(kStreamCount <= (0xff >> RecordRows::kTagShift) + 1);
+
+std::uint64_t widen(std::int32_t x) {
+  return static_cast<std::uint64_t>(static_cast<std::int64_t>(x));
+}
+std::uint64_t bits(double x) {
+  return std::bit_cast<std::uint64_t>(x);
+}
+std::int32_t narrow_gpu(std::uint64_t v, const char* what) {
+  const auto x = static_cast<std::int64_t>(v);
+  check(x >= std::numeric_limits<std::int32_t>::min() && x <= std::numeric_limits<std::int32_t>::max(), what);
+  return static_cast<std::int32_t>(x);
+}
+
+FlowRows::Row flow_row(const FlowRecord& f) {
+  return {{f.task, widen(f.src_gpu), widen(f.dst_gpu), f.first_link, f.link_count},
+          {bits(f.bytes)},
+          bits(f.start_s),
+          bits(f.end_s)};
+}
+FlowRecord get_flow(FlowRows& coder, Reader& r) {
+  FlowRows::Row row;
+  check(coder.get(r, row, check) == 0, "flow flags");
+  check(row.ints[3] <= std::numeric_limits<std::uint32_t>::max() &&
+            row.ints[4] <= std::numeric_limits<std::uint32_t>::max(),
+        "flow route out of range");
+  FlowRecord f;
+  f.task = row.ints[0];
+  f.src_gpu = narrow_gpu(row.ints[1], "flow GPU out of range");
+  f.dst_gpu = narrow_gpu(row.ints[2], "flow GPU out of range");
+  f.first_link = static_cast<std::uint32_t>(row.ints[3]);
+  f.link_count = static_cast<std::uint32_t>(row.ints[4]);
+  f.bytes = std::bit_cast<double>(row.extras[0]);
+  f.start_s = std::bit_cast<double>(row.start);
+  f.end_s = std::bit_cast<double>(row.end);
+  return f;
+}
+
+RecordRows::Row record_row(const TaskRecord& r) {
+  return {{r.task, widen(r.gpu)}, {}, bits(r.start_s), bits(r.end_s)};
+}
+TaskRecord get_record(RecordRows& coder, Reader& r) {
+  RecordRows::Row row;
+  const unsigned stream = coder.get(r, row, check);
+  check(stream < kStreamCount, "unknown stream");
+  TaskRecord rec;
+  rec.task = row.ints[0];
+  rec.gpu = narrow_gpu(row.ints[1], "record out of range");
+  rec.stream = static_cast<Stream>(stream);
+  rec.start_s = std::bit_cast<double>(row.start);
+  rec.end_s = std::bit_cast<double>(row.end);
+  return rec;
+}
+
+// Coded rows handed to the writer 64 KiB at a time.
+template <class Coder>
+class CodedRows {
  public:
-  static constexpr std::uint8_t kSameBytes = 1, kSameStart = 2, kStartAtEnd = 4, kSameEnd = 8;
-  static constexpr std::size_t kMinBytes = 6;  // flags and five one-byte varints
-  static constexpr std::size_t kMaxBytes = 1 + 5 * 10 + 3 * 8;
-
-  // Writes the flow's code at `out`, which has room for kMaxBytes; returns
-  // its end (no capacity checks per byte: millions of flows).
-  char* put(char* out, const FlowRecord& f) {
-    const std::uint64_t bytes = bits(f.bytes), start = bits(f.start_s), end = bits(f.end_s);
-    std::uint8_t flags = 0;
-    if (bytes == bytes_)
-      flags |= kSameBytes;
-    if (start == start_)
-      flags |= kSameStart;
-    else if (start == end_)
-      flags |= kStartAtEnd;
-    if (end == end_)
-      flags |= kSameEnd;
-    *out++ = static_cast<char>(flags);
-    const std::uint64_t ints[kInts] = {f.task, widen(f.src_gpu), widen(f.dst_gpu), f.first_link,
-                                       f.link_count};
-    for (std::size_t i = 0; i < kInts; ++i) {
-      out = put_varint(out, zigzag(ints[i] - ints_[i]));
-      ints_[i] = ints[i];
-    }
-    if (!(flags & kSameBytes))
-      out = put_bits(out, bytes);
-    if (!(flags & (kSameStart | kStartAtEnd)))
-      out = put_bits(out, start);
-    if (!(flags & kSameEnd))
-      out = put_bits(out, end);
-    bytes_ = bytes;
-    start_ = start;
-    end_ = end;
-    return out;
+  explicit CodedRows(Writer& w) : w_(w), buffer_(kChunk + Coder::kMaxBytes), end_(buffer_.data()) {}
+  CodedRows(const CodedRows&) = delete;
+  CodedRows& operator=(const CodedRows&) = delete;
+  void put(const typename Coder::Row& row, unsigned tag = 0) {
+    end_ = coder_.put(end_, row, tag);
+    if (static_cast<std::size_t>(end_ - buffer_.data()) >= kChunk)
+      flush();
   }
-
-  // The next flow, its fields unchecked but for their widths.
-  FlowRecord get(Reader& r) {
-    const auto flags = r.get<std::uint8_t>();
-    check(flags < 16 && (flags & (kSameStart | kStartAtEnd)) != (kSameStart | kStartAtEnd), "flow flags");
-    for (auto& v : ints_)
-      v += unzigzag(get_varint(r));
-    const std::uint64_t start_was = start_, end_was = end_;
-    if (!(flags & kSameBytes))
-      bytes_ = r.get<std::uint64_t>();
-    start_ = flags & kSameStart ? start_was : flags & kStartAtEnd ? end_was : r.get<std::uint64_t>();
-    if (!(flags & kSameEnd))
-      end_ = r.get<std::uint64_t>();
-    const auto gpu = [](std::uint64_t v) {
-      const auto x = static_cast<std::int64_t>(v);
-      check(x >= std::numeric_limits<std::int32_t>::min() && x <= std::numeric_limits<std::int32_t>::max(),
-            "flow GPU out of range");
-      return static_cast<std::int32_t>(x);
-    };
-    check(ints_[3] <= std::numeric_limits<std::uint32_t>::max() &&
-              ints_[4] <= std::numeric_limits<std::uint32_t>::max(),
-          "flow route out of range");
-    FlowRecord f;
-    f.task = ints_[0];
-    f.src_gpu = gpu(ints_[1]);
-    f.dst_gpu = gpu(ints_[2]);
-    f.first_link = static_cast<std::uint32_t>(ints_[3]);
-    f.link_count = static_cast<std::uint32_t>(ints_[4]);
-    f.bytes = std::bit_cast<double>(bytes_);
-    f.start_s = std::bit_cast<double>(start_);
-    f.end_s = std::bit_cast<double>(end_);
-    return f;
+  // Hands the rest to the writer (before the next field is written).
+  void flush() {
+    w_.bytes(buffer_.data(), static_cast<std::size_t>(end_ - buffer_.data()));
+    end_ = buffer_.data();
   }
 
  private:
-  static constexpr std::size_t kInts = 5;
-  static std::uint64_t bits(double x) { return std::bit_cast<std::uint64_t>(x); }
-  static std::uint64_t widen(std::int32_t x) {
-    return static_cast<std::uint64_t>(static_cast<std::int64_t>(x));
-  }
-  static std::uint64_t zigzag(std::uint64_t d) { return (d << 1) ^ (0 - (d >> 63)); }
-  static std::uint64_t unzigzag(std::uint64_t z) { return (z >> 1) ^ (0 - (z & 1)); }
-  static char* put_varint(char* out, std::uint64_t v) {
-    for (; v >= 0x80; v >>= 7)
-      *out++ = static_cast<char>((v & 0x7f) | 0x80);
-    *out++ = static_cast<char>(v);
-    return out;
-  }
-  static std::uint64_t get_varint(Reader& r) {
-    std::uint64_t v = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-      const auto byte = r.get<std::uint8_t>();
-      check(shift < 63 || byte <= 1, "flow varint over 64 bits");
-      v |= static_cast<std::uint64_t>(byte & 0x7f) << shift;
-      if (!(byte & 0x80))
-        return v;
-    }
-    check(false, "flow varint over 64 bits");
-    return 0;
-  }
-  static char* put_bits(char* out, std::uint64_t v) {
-    std::memcpy(out, &v, sizeof v);
-    return out + sizeof v;
-  }
-
-  std::uint64_t ints_[kInts] = {};
-  std::uint64_t bytes_ = 0, start_ = 0, end_ = 0;
+  static constexpr std::size_t kChunk = 1 << 16;
+  Writer& w_;
+  Coder coder_;
+  std::vector<char> buffer_;
+  char* end_;
 };
 
 // The file around a body: header, the body compressed by `write_body`,
@@ -484,7 +471,32 @@ void put_images(Writer& w, const PermutationPowers& p) {
   }
 }
 
-// Version 6's flows: each whole, an image's fields patched into its
+// Versions 6 to 8's records: each whole, an image's fields patched into
+// its record's encoding.
+void put_raw_records(Writer& w, const Timeline& timeline, const FoldImages* images) {
+  for (const TaskRecord& first : timeline.records.recorded()) {
+    Packed p;
+    p.put<std::uint64_t>(first.task);
+    p.put<std::int32_t>(first.gpu);
+    p.put<std::uint8_t>(static_cast<std::uint8_t>(first.stream));
+    p.put<double>(first.start_s);
+    p.put<double>(first.end_s);
+    const int n = images != nullptr ? 1 : timeline.records.images_of(first);
+    for (int k = 0; k < n; ++k) {
+      if (k > 0) {
+        const TaskRecord r = timeline.records.image(first, k);
+        p.patch<std::uint64_t>(0, r.task);
+        p.patch<std::int32_t>(8, r.gpu);
+        p.patch<std::uint8_t>(12, static_cast<std::uint8_t>(r.stream));
+        p.patch<double>(13, r.start_s);
+        p.patch<double>(21, r.end_s);
+      }
+      w.bytes(p.data(), p.size());
+    }
+  }
+}
+
+// Versions 6 and 7's flows: each whole, an image's fields patched into its
 // record's encoding.
 void put_raw_flows(Writer& w, const Timeline& timeline, const FoldImages* images) {
   for (const FlowRecord& first : timeline.flows.recorded()) {
@@ -538,29 +550,21 @@ void write_body(CompressedStream& compressed, std::uint32_t version, const std::
     }
   }
 
-  // Records and flows are encoded whole, once per class of a folded
-  // timeline: an image differs from its record only in the fields patched.
-  // Stored by class, only the recorded ones.
+  // Records and flows: once per class of a folded timeline stored by
+  // class (only the recorded ones), else every image.
   w.put<std::uint64_t>(images != nullptr ? timeline.records.recorded().size() : timeline.records.size());
-  for (const TaskRecord& first : timeline.records.recorded()) {
-    Packed p;
-    p.put<std::uint64_t>(first.task);
-    p.put<std::int32_t>(first.gpu);
-    p.put<std::uint8_t>(static_cast<std::uint8_t>(first.stream));
-    p.put<double>(first.start_s);
-    p.put<double>(first.end_s);
-    const int n = images != nullptr ? 1 : timeline.records.images_of(first);
-    for (int k = 0; k < n; ++k) {
-      if (k > 0) {
-        const TaskRecord r = timeline.records.image(first, k);
-        p.patch<std::uint64_t>(0, r.task);
-        p.patch<std::int32_t>(8, r.gpu);
-        p.patch<std::uint8_t>(12, static_cast<std::uint8_t>(r.stream));
-        p.patch<double>(13, r.start_s);
-        p.patch<double>(21, r.end_s);
+  if (records_coded(version)) {
+    CodedRows<RecordRows> rows(w);
+    for (const TaskRecord& first : timeline.records.recorded()) {
+      const int n = images != nullptr ? 1 : timeline.records.images_of(first);
+      for (int k = 0; k < n; ++k) {
+        const TaskRecord r = k == 0 ? first : timeline.records.image(first, k);
+        rows.put(record_row(r), static_cast<unsigned>(r.stream));
       }
-      w.bytes(p.data(), p.size());
     }
+    rows.flush();
+  } else {
+    put_raw_records(w, timeline, images);
   }
   w.put<double>(timeline.end_s);
   w.put<std::uint64_t>(timeline.links.size());
@@ -570,22 +574,14 @@ void write_body(CompressedStream& compressed, std::uint32_t version, const std::
     w.put<double>(l.latency_s);
   }
   w.put<std::uint64_t>(images != nullptr ? timeline.flows.recorded().size() : timeline.flows.size());
-  if (version == kRunArchiveFoldVersion) {
-    constexpr std::size_t kChunk = 1 << 16;
-    FlowCoder coder;
-    std::vector<char> coded(kChunk + FlowCoder::kMaxBytes);
-    char* end = coded.data();
+  if (flows_coded(version)) {
+    CodedRows<FlowRows> rows(w);
     for (const FlowRecord& first : timeline.flows.recorded()) {
       const int n = images != nullptr ? 1 : timeline.flows.images_of(first);
-      for (int k = 0; k < n; ++k) {
-        end = coder.put(end, timeline.flows.image(first, k));
-        if (static_cast<std::size_t>(end - coded.data()) >= kChunk) {
-          w.bytes(coded.data(), static_cast<std::size_t>(end - coded.data()));
-          end = coded.data();
-        }
-      }
+      for (int k = 0; k < n; ++k)
+        rows.put(flow_row(k == 0 ? first : timeline.flows.image(first, k)));
     }
-    w.bytes(coded.data(), static_cast<std::size_t>(end - coded.data()));
+    rows.flush();
   } else {
     put_raw_flows(w, timeline, images);
   }
@@ -647,8 +643,9 @@ std::string run_archive_body(std::string_view bytes, std::uint32_t* version_read
   const auto version = r.get<std::uint32_t>();
   if (!is_read(version))
     throw std::runtime_error(fmt::format(
-        "run archive format version {}, this trainsim reads {}, {} and {}: run the scenario again", version,
-        kRunArchiveWholeVersion, kRunArchiveRawFlowsFoldVersion, kRunArchiveFoldVersion));
+        "run archive format version {}, this trainsim reads {}, {}, {} and {}: run the scenario again",
+        version, kRunArchiveWholeVersion, kRunArchiveRawFlowsFoldVersion, kRunArchiveCodedFlowsFoldVersion,
+        kRunArchiveFoldVersion));
   constexpr std::size_t kHeader = sizeof(kMagic) + sizeof(std::uint32_t);
   constexpr std::size_t kTrailer = 2 * sizeof(std::uint64_t);  // body size, checksum
   if (bytes.size() < kHeader + kTrailer)
@@ -745,7 +742,7 @@ RunArchive decode_run_archive_body(std::string_view body, std::uint32_t version)
   const std::uint64_t tasks = a.task_count;
   const int gpus = a.gpu_count;
 
-  // Versions 7 and 8: the fold's summary, then its images when stored by class.
+  // Versions 7 to 9: the fold's summary, then its images when stored by class.
   std::optional<FoldImages> images;
   if (version != kRunArchiveWholeVersion) {
     a.fold = get_fold_summary(r);
@@ -767,8 +764,15 @@ RunArchive decode_run_archive_body(std::string_view body, std::uint32_t version)
   }
 
   auto& tl = a.timeline;
-  tl.records.recorded().resize(r.count("records", 29));
+  const bool coded_records = records_coded(version);
+  tl.records.recorded().resize(r.count("records", coded_records ? RecordRows::kMinBytes : 29));
+  RecordRows record_coder;
   for (auto& rec : tl.records.recorded()) {
+    if (coded_records) {
+      rec = get_record(record_coder, r);
+      check(rec.task < tasks && rec.gpu >= 0 && rec.gpu < gpus, "record out of range");
+      continue;
+    }
     rec.task = r.get<std::uint64_t>();
     rec.gpu = r.get<std::int32_t>();
     const auto stream = r.get<std::uint8_t>();
@@ -785,12 +789,12 @@ RunArchive decode_run_archive_body(std::string_view body, std::uint32_t version)
     l.bandwidth_Bps = r.get<double>();
     l.latency_s = r.get<double>();
   }
-  const bool coded = version == kRunArchiveFoldVersion;
-  tl.flows.recorded().resize(r.count("flows", coded ? FlowCoder::kMinBytes : 48));
-  FlowCoder coder;
+  const bool coded = flows_coded(version);
+  tl.flows.recorded().resize(r.count("flows", coded ? FlowRows::kMinBytes : 48));
+  FlowRows coder;
   for (auto& f : tl.flows.recorded()) {
     if (coded) {
-      f = coder.get(r);
+      f = get_flow(coder, r);
     } else {
       f.task = r.get<std::uint64_t>();
       f.src_gpu = r.get<std::int32_t>();

@@ -14,6 +14,7 @@
 //   version 6: body = metadata | graph size | timeline | "END!"
 //   version 7: body = metadata | graph size | fold summary | fold | timeline | "END!"
 //   version 8: version 7 with the flows delta-coded (each against the one before)
+//   version 9: version 8 with the task records delta-coded too
 //
 // Version 7 is a run the fold considered (docs/performance.md, "The fold"):
 // its summary (summary.json's `fold`), and, when the replay folded and the
@@ -29,8 +30,13 @@
 // differences), since a folded run's flows are ring steps that repeat most
 // of their fields: scale-16k's 144 MB of flows become 36 MB, and zstd, which
 // spent 12% of that run compressing them, a sixth of it (docs/performance.md,
-// "Writers: numbers formatted once, flows coded as differences"). Versions 6,
-// 7 and 8 are read.
+// "Writers: numbers formatted once, flows coded as differences"). Since
+// 2026-12-07 it writes version 9: the task records coded alike (a byte of
+// flags for the times they repeat, with the stream in its high bits; task
+// and GPU as varint differences; delta_rows.hpp): scale-16k's 15.6 MB of
+// records become 2.9 MB, which zstd had spent more on than on the 36 MB of
+// coded flows (docs/performance.md, "The archive's records coded as
+// differences"). Versions 6, 7, 8 and 9 are read.
 //
 // The reader checks the checksum before it decodes anything, refuses a body
 // size over 1024 times the frame's (damage, or a decompression bomb), lets
@@ -55,8 +61,9 @@ namespace trainsim::analysis {
 inline constexpr const char* kRunArchiveFile = "run.trainsim";
 // The format versions written and read (above).
 inline constexpr std::uint32_t kRunArchiveWholeVersion = 6;
-inline constexpr std::uint32_t kRunArchiveFoldVersion = 8;
-inline constexpr std::uint32_t kRunArchiveRawFlowsFoldVersion = 7;  // read, no longer written
+inline constexpr std::uint32_t kRunArchiveFoldVersion = 9;
+inline constexpr std::uint32_t kRunArchiveCodedFlowsFoldVersion = 8;  // read, no longer written
+inline constexpr std::uint32_t kRunArchiveRawFlowsFoldVersion = 7;    // read, no longer written
 
 struct RunArchive {
   std::string metadata_json;

@@ -156,6 +156,18 @@ TEST(FoldedWriters, GanttTraceAndLinksOfAFoldedTimelineAreTheMaterialisedOnesByt
     EXPECT_EQ(text([&](std::ostream& o) { write_links_csv(o, folded_report); }),
               text([&](std::ostream& o) { write_links_csv(o, full_report); }))
         << "image_mb " << image_mb;
+    // One hot link, which the flow's image 0 crosses and image 1 does not:
+    // the flow is read (an image of its route is hot), each image's counter
+    // events only where its own route is.
+    for (const int hot : {0, 1}) {
+      Report folded_one = folded_report, full_one = full_report;
+      folded_one.utilization.hottest = full_one.utilization.hottest = {hot};
+      const std::string trace =
+          text([&](std::ostream& o) { write_chrome_trace(o, p.run(), p.full, full_one); });
+      EXPECT_EQ(text([&](std::ostream& o) { write_chrome_trace(o, p.run(), p.folded, folded_one); }), trace)
+          << "image_mb " << image_mb << ", hot link " << hot;
+      EXPECT_NE(trace.find("\"link gpu" + std::to_string(hot) + "-nic_UP\""), std::string::npos) << trace;
+    }
   }
 }
 

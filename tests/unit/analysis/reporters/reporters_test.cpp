@@ -1,3 +1,4 @@
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -6,6 +7,7 @@
 #include "analysis/report.hpp"
 #include "analysis/reporters/reporters.hpp"
 #include "analysis/studies/result_column_names.hpp"
+#include "platforms/number_format.hpp"
 #include "support/hand_made_runs.hpp"
 
 namespace trainsim::analysis {
@@ -236,6 +238,51 @@ TEST(Reporters, HtmlPageIsSelfContained) {
   EXPECT_EQ(html.find("<?xml"), std::string::npos);
   EXPECT_NE(html.find("href=\"trace.json\""), std::string::npos);
   EXPECT_EQ(html.find("src="), std::string::npos);  // nothing to fetch
+}
+
+// timeline.csv formats a task's fields once per distinct text, in slots
+// shared by hash: with more distinct tasks than slots (4,096), revisited in
+// another order, and tasks of equal fields under other ids, every row still
+// writes its own task's fields.
+TEST(Reporters, TimelineCsvRowsWriteTheirOwnTasksFieldsPastTheFieldsCache) {
+  workloads::TaskGraph graph;
+  graph.gpu_count = 2;
+  const workloads::ParallelPlan plan{
+      .dp = 1, .tp = 1, .pp = 2, .micro_batch_size = 1, .global_batch_size = 1};
+  const auto cluster = testing::uniform_cluster(1, 2, 1e9, 0);
+  workloads::ModelSpec model;
+  Timeline timeline;
+  constexpr int kTasks = 6000;
+  std::vector<workloads::TaskId> ids;
+  for (int i = 0; i < kTasks; ++i)
+    ids.push_back(
+        graph.add({.kind = i % 3 == 0 ? workloads::TaskKind::forward : workloads::TaskKind::backward,
+                   .gpu = i % 2,
+                   .stage = i % 2,
+                   .micro_batch = i % 5000,  // tasks i and i + 5000 write the same fields
+                   .duration_s = 1,
+                   .bytes = static_cast<double>(i % 7)}));
+  graph.seal();
+  std::vector<std::size_t> order;
+  for (int i = 0; i < kTasks; ++i)
+    order.push_back(static_cast<std::size_t>(i));
+  for (int i = kTasks - 1; i >= 0; i -= 3)
+    order.push_back(static_cast<std::size_t>(i));
+  std::string expected = "gpu,stream,kind,name,micro_batch,stage,start_s,end_s,bytes,peer,algorithm\n";
+  for (std::size_t at = 0; at < order.size(); ++at) {
+    const std::size_t i = order[at];
+    const auto& task = graph[ids[i]];
+    const double start = 0.25 * static_cast<double>(at), end = start + 0.125;
+    timeline.records.push_back({ids[i], task.gpu, Stream::compute, start, end});
+    expected += fmt::format("{},compute,{},{},{},{},{},{},{},-1,\n", task.gpu,
+                            workloads::to_string(task.kind), workloads::task_label(graph, ids[i]),
+                            task.micro_batch, task.stage, units::format_machine(start),
+                            units::format_machine(end), units::format_machine(static_cast<double>(i % 7)));
+  }
+  const RunContext run{"many", "many.yaml", cluster, model, plan, graph, nullptr};
+  std::ostringstream out;
+  write_timeline_csv(out, run, timeline);
+  EXPECT_EQ(out.str(), expected);
 }
 
 }  // namespace

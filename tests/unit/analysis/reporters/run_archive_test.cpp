@@ -66,6 +66,63 @@ TEST(RunArchive, FlowsCodedAsDifferencesReadBackBitForBit) {
   }
 }
 
+// Version 9 codes each task record against the one before, its stream in
+// the flags' high bits: tasks and GPUs going down as well as up, every
+// stream, times repeated, a start at the previous end, -0 against 0, a NaN
+// and an infinity must read back bit for bit; a folded run's records are
+// stored by class, so the first record's fields are read as they were.
+TEST(RunArchive, RecordsCodedAsDifferencesReadBackBitForBit) {
+  testing::TwoStagePipeline h;
+  const auto last = static_cast<std::uint64_t>(h.graph.size() - 1);
+  h.timeline.records = {
+      {last, 1, Stream::ep_comm, 0.5, 0.5},       {0, 0, Stream::compute, 0.5, 0.75},
+      {0, 1, Stream::tp_comm, 0.75, 0.75},        {3, 0, Stream::pp_comm, -0.0, 0.0},
+      {2, 1, Stream::dp_comm, 0.0, std::nan("")}, {2, 0, Stream::cp_comm, std::nan(""), HUGE_VAL},
+      {1, 1, Stream::compute, 0.0, -0.0}};
+  FoldSummary fold;
+  fold.considered = true;
+  std::stringstream buffer;
+  write_run_archive(buffer, "{}", h.graph, h.timeline, fold);
+  std::uint32_t version = 0;
+  std::memcpy(&version, buffer.str().data() + 8, sizeof version);
+  EXPECT_EQ(version, kRunArchiveFoldVersion);
+  const auto a = read_run_archive(buffer);
+  const auto bits = [](double x) { return std::bit_cast<std::uint64_t>(x); };
+  ASSERT_EQ(a.timeline.records.size(), h.timeline.records.size());
+  for (std::size_t i = 0; i < h.timeline.records.size(); ++i) {
+    const TaskRecord x = a.timeline.records[i], y = h.timeline.records[i];
+    EXPECT_TRUE(x.task == y.task && x.gpu == y.gpu && x.stream == y.stream &&
+                bits(x.start_s) == bits(y.start_s) && bits(x.end_s) == bits(y.end_s))
+        << "record " << i;
+  }
+}
+
+// A record's stream is the flags' tag: a tag past the last stream is refused
+// (the body edited and sealed again, as damage the checksum would not catch).
+TEST(RunArchive, ACodedRecordOfAnUnknownStreamIsRefused) {
+  testing::TwoStagePipeline h;
+  h.timeline.records = {{0, 0, Stream::ep_comm, 0.5, 0.5}};
+  FoldSummary fold;
+  fold.considered = true;
+  std::stringstream buffer;
+  write_run_archive(buffer, "{}", h.graph, h.timeline, fold);
+  std::string body = run_archive_body(buffer.str());
+  // Body: metadata "{}" (8 + 2), GPU count (4), task count (8), fingerprint
+  // (8), the fold's summary (1 + 1 + 3 x 4 + two empty strings, 8 each), the
+  // order (4), the records' count (8), then the record's flags.
+  const std::size_t flags_at = 10 + 4 + 8 + 8 + 30 + 4 + 8;
+  ASSERT_LT(flags_at, body.size());
+  EXPECT_EQ(static_cast<unsigned char>(body[flags_at]) >> 3, static_cast<unsigned>(Stream::ep_comm));
+  EXPECT_NO_THROW(parse_run_archive(seal_run_archive(body, kRunArchiveFoldVersion)));
+  body[flags_at] = static_cast<char>((body[flags_at] & 7) | (kStreamCount << 3));
+  try {
+    (void)parse_run_archive(seal_run_archive(body, kRunArchiveFoldVersion));
+    ADD_FAILURE() << "read a record of stream " << kStreamCount;
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown stream"), std::string::npos) << e.what();
+  }
+}
+
 TEST(RunArchive, TruncatedOrForeignFilesAreRejectedWithAReason) {
   testing::TwoStagePipeline h;
   std::stringstream buffer;
@@ -114,8 +171,8 @@ TEST(RunArchive, ACorruptCountIsRefusedBeforeAnyAllocation) {
   std::string body(64, '\0');
   const std::uint64_t huge = 1ull << 40;
   std::memcpy(body.data(), &huge, sizeof huge);
-  for (const auto version :
-       {kRunArchiveWholeVersion, kRunArchiveRawFlowsFoldVersion, kRunArchiveFoldVersion}) {
+  for (const auto version : {kRunArchiveWholeVersion, kRunArchiveRawFlowsFoldVersion,
+                             kRunArchiveCodedFlowsFoldVersion, kRunArchiveFoldVersion}) {
     try {
       decode_run_archive_body(body, version);
       ADD_FAILURE() << "accepted a corrupt length, version " << version;
@@ -125,7 +182,7 @@ TEST(RunArchive, ACorruptCountIsRefusedBeforeAnyAllocation) {
   }
 }
 
-// Versions 6, 7 and 8 are read; another is refused, saying which are read.
+// Versions 6, 7, 8 and 9 are read; another is refused, saying which are read.
 TEST(RunArchive, AnArchiveOfAnotherVersionIsRefusedNamingTheVersionsRead) {
   testing::TwoStagePipeline h;
   std::stringstream buffer;
@@ -138,7 +195,7 @@ TEST(RunArchive, AnArchiveOfAnotherVersionIsRefusedNamingTheVersionsRead) {
     parse_run_archive(bytes);
     FAIL() << "accepted version 5";
   } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find("format version 5, this trainsim reads 6, 7 and 8"),
+    EXPECT_NE(std::string(e.what()).find("format version 5, this trainsim reads 6, 7, 8 and 9"),
               std::string::npos)
         << e.what();
   }
@@ -210,9 +267,9 @@ TEST(RunArchive, TheFuzzSeedsAreIntactArchivesOfThisVersion) {
       ADD_FAILURE() << entry.path() << ": " << e.what();
     }
   }
-  EXPECT_EQ(archives, 7);
-  EXPECT_EQ(fold_considered, 4);  // versions 7 and 8
-  EXPECT_EQ(folded, 2);           // of them, stored by class
+  EXPECT_EQ(archives, 9);
+  EXPECT_EQ(fold_considered, 6);  // versions 7, 8 and 9
+  EXPECT_EQ(folded, 3);           // of them, stored by class
 }
 
 TEST(RunMetadata, RoundTripsAndRefusesWrongTypes) {
