@@ -10,6 +10,7 @@
 #include <cstring>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -181,6 +182,41 @@ inline GroupImages group_images(const std::vector<std::vector<int>>& groups,
   return out;
 }
 
+// Task ids grouped by anchor (a GPU, a group), each anchor's in id order:
+// rows of one array, filled by a counting sort rather than a list per
+// anchor (1.16M appends on scale-16k).
+class AnchorRows {
+ public:
+  // anchor_of(id): the task's anchor, below `anchors`, or -1 for a task
+  // that has none. Returns the first such task's id, the rows then unset.
+  template <class AnchorOf>
+  std::optional<TaskId> fill(std::size_t anchors, std::size_t tasks, AnchorOf&& anchor_of) {
+    std::vector<std::uint32_t> anchor(tasks);
+    start_.assign(anchors + 1, 0);
+    for (TaskId id = 0; id < tasks; ++id) {
+      const int a = anchor_of(id);
+      if (a < 0)
+        return id;
+      anchor[id] = static_cast<std::uint32_t>(a);
+      ++start_[anchor[id] + 1];
+    }
+    for (std::size_t a = 0; a < anchors; ++a)
+      start_[a + 1] += start_[a];
+    ids_.resize(tasks);
+    std::vector<std::uint32_t> next(start_.begin(), start_.end() - 1);
+    for (TaskId id = 0; id < tasks; ++id)
+      ids_[next[anchor[id]]++] = static_cast<std::uint32_t>(id);
+    return std::nullopt;
+  }
+  std::span<const std::uint32_t> row(std::size_t anchor) const {
+    return {ids_.data() + start_[anchor], ids_.data() + start_[anchor + 1]};
+  }
+
+ private:
+  std::vector<std::uint32_t> start_;
+  std::vector<std::uint32_t> ids_;
+};
+
 // Matches a run of tasks onto its image's, k-th onto k-th (the tasks of a
 // GPU or a group, in id order, onto those of its image): each pair alike in
 // every attribute with its GPUs and group mapped, in its memory events and
@@ -191,7 +227,7 @@ class TaskRunMatcher {
   TaskRunMatcher(const TaskGraph& graph, const std::vector<int>& gpu_image, const GroupImages& groups)
       : graph_(graph), gpu_image_(gpu_image), groups_(groups) {}
 
-  std::string match(const std::vector<std::uint32_t>& from, const std::vector<std::uint32_t>& to,
+  std::string match(std::span<const std::uint32_t> from, std::span<const std::uint32_t> to,
                     std::vector<std::uint32_t>& task_image) {
     if (from.size() != to.size())
       return fmt::format("{} has no image (the replicas' tasks differ)", task_name(graph_, from.front()));
@@ -253,23 +289,32 @@ class TaskRunMatcher {
 template <class Crossing>
 std::string dependencies_map_onto_images(const TaskGraph& graph, const std::vector<std::uint32_t>& task_image,
                                          Crossing&& crossing) {
+  // The sealed rows read in place (a task's out-edges in the order added):
+  // no list built per task unless the orders differ.
+  const auto& rows = graph.dependencies().m_forward;
+  const auto& start = rows.m_rowstart;
+  const auto& column = rows.m_column;
   std::vector<TaskId> mapped, expected;
   for (TaskId id = 0; id < graph.size(); ++id) {
-    mapped.clear();
-    expected.clear();
-    for (auto [e, end] = boost::out_edges(workloads::task_vertex(id), graph.dependencies()); e != end; ++e) {
-      const TaskId next = boost::target(*e, graph.dependencies());
-      mapped.push_back(task_image[next]);
-      if (auto why = crossing(id, next); !why.empty())
+    const std::size_t from = start[id], from_end = start[id + 1];
+    for (std::size_t k = from; k < from_end; ++k)
+      if (auto why = crossing(id, TaskId{column[k]}); !why.empty())
         return why;
-    }
-    for (auto [e, end] = boost::out_edges(workloads::task_vertex(task_image[id]), graph.dependencies());
-         e != end; ++e)
-      expected.push_back(boost::target(*e, graph.dependencies()));
+    const std::uint32_t image = task_image[id];
+    const std::size_t to = start[image], to_end = start[image + 1];
     // In the same order (an image's edges were added as its task's were),
     // equal lists are equal sets, without sorting.
-    if (mapped == expected)
+    bool in_order = from_end - from == to_end - to;
+    for (std::size_t k = 0; in_order && k < from_end - from; ++k)
+      in_order = task_image[column[from + k]] == column[to + k];
+    if (in_order)
       continue;
+    mapped.clear();
+    expected.clear();
+    for (std::size_t k = from; k < from_end; ++k)
+      mapped.push_back(task_image[column[k]]);
+    for (std::size_t k = to; k < to_end; ++k)
+      expected.push_back(column[k]);
     std::sort(mapped.begin(), mapped.end());
     std::sort(expected.begin(), expected.end());
     if (mapped != expected)

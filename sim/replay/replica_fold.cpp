@@ -66,38 +66,37 @@ std::string rotation_problem(const TaskGraph& graph, const scenario::Scenario& s
   // image, and must be alike in every attribute, its GPUs mapped: any
   // bijection that keeps attributes and dependencies is an automorphism, and
   // the dependencies are checked below.
-  std::vector<std::vector<std::uint32_t>> by_gpu(gpu_image.size());
-  std::vector<std::vector<std::uint32_t>> by_group(groups.size());
-  for (TaskId id = 0; id < n; ++id) {
-    const Task& t = graph[id];
-    const auto id32 = static_cast<std::uint32_t>(id);  // the sealed graph's ids are 32-bit
-    if (t.kind == TaskKind::collective)
-      by_group[static_cast<std::size_t>(canonical[static_cast<std::size_t>(t.group)])].push_back(id32);
-    else if (t.gpu >= 0 && static_cast<std::size_t>(t.gpu) < by_gpu.size())
-      by_gpu[static_cast<std::size_t>(t.gpu)].push_back(id32);
-    else
-      return fmt::format("{} runs on no GPU of the plan", task_name(graph, id));
-  }
+  const std::size_t gpus = gpu_image.size();
+  AnchorRows rows;  // GPU g's row g, canonical group i's row gpus + i
+  if (const auto stray = rows.fill(gpus + groups.size(), n, [&](TaskId id) {
+        const Task& t = graph[id];
+        if (t.kind == TaskKind::collective)
+          return static_cast<int>(gpus) + canonical[static_cast<std::size_t>(t.group)];
+        return t.gpu >= 0 && static_cast<std::size_t>(t.gpu) < gpus ? t.gpu : -1;
+      }))
+    return fmt::format("{} runs on no GPU of the plan", task_name(graph, *stray));
+  const auto by_gpu = [&](std::size_t g) { return rows.row(g); };
+  const auto by_group = [&](std::size_t i) { return rows.row(gpus + i); };
   out.task_image.assign(n, 0);
   out.spanning.assign(n, 0);
   TaskRunMatcher matcher(graph, gpu_image, images);
-  const auto match = [&](const std::vector<std::uint32_t>& from, const std::vector<std::uint32_t>& to) {
+  const auto match = [&](std::span<const std::uint32_t> from, std::span<const std::uint32_t> to) {
     return matcher.match(from, to, out.task_image);
   };
-  for (std::size_t g = 0; g < by_gpu.size(); ++g)
-    if (!by_gpu[g].empty())
-      if (auto problem = match(by_gpu[g], by_gpu[static_cast<std::size_t>(gpu_image[g])]); !problem.empty())
+  for (std::size_t g = 0; g < gpus; ++g)
+    if (!by_gpu(g).empty())
+      if (auto problem = match(by_gpu(g), by_gpu(static_cast<std::size_t>(gpu_image[g]))); !problem.empty())
         return problem;
   for (std::size_t i = 0; i < groups.size(); ++i) {
-    if (by_group[i].empty())
+    if (by_group(i).empty())
       continue;
     if (group_image[i] < 0)
-      return fmt::format("{}'s group has no image among the groups", task_name(graph, by_group[i].front()));
-    if (auto problem = match(by_group[i], by_group[static_cast<std::size_t>(group_image[i])]);
+      return fmt::format("{}'s group has no image among the groups", task_name(graph, by_group(i).front()));
+    if (auto problem = match(by_group(i), by_group(static_cast<std::size_t>(group_image[i])));
         !problem.empty())
       return problem;
     if (group_image[i] == static_cast<int>(i))
-      for (const std::uint32_t id : by_group[i])
+      for (const std::uint32_t id : by_group(i))
         out.spanning[id] = 1;
   }
   // A bijection on tasks.

@@ -1,9 +1,10 @@
 // The graph fingerprint's FNV-1a step (fnv1a_add) multiplies a run of zero
 // bytes by the prime's power at once: it must give what the byte loop gives
 // for every kind of value the fingerprint reads (small and large integers,
-// negative ones sign-extended, doubles whose low bytes are zero, zero
-// bytes between others, -1 whatever the hash's lowest byte), or every
-// archive's stored fingerprint would change.
+// ids of up to three bytes and the first of four, negative ones
+// sign-extended, doubles whose low bytes are zero, zero bytes between
+// others, -1 whatever the hash's lowest byte), or every archive's stored
+// fingerprint would change.
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -32,6 +33,10 @@ TEST(GraphFingerprint, ZeroByteRunsHashAsTheByteLoopDoes) {
                                        0x100,
                                        0xff00,
                                        0x10000,
+                                       0xff00ff,  // three bytes, the middle one zero
+                                       0xfffffe,
+                                       0xffffff,   // the widest three-byte value
+                                       0x1000000,  // the narrowest four-byte one
                                        static_cast<std::uint64_t>(-1),
                                        static_cast<std::uint64_t>(static_cast<std::int64_t>(-1)),
                                        static_cast<std::uint64_t>(static_cast<std::int64_t>(-3)),
