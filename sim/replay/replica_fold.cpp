@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
-#include <set>
+#include <memory>
 #include <tuple>
 #include <unordered_set>
 
@@ -33,10 +33,15 @@ std::vector<int> rotation(const workloads::ParallelPlan& plan, int period) {
   return image;
 }
 
-}  // namespace
+// Each spanning collective's machine by its signature, as planned for the
+// check and not yet started: the summary's quotient rings are made from
+// these rather than planned again (the same zone, the tuner's same choice).
+using SpanningMachines = std::map<SpanningSignature, std::unique_ptr<Collective>>;
 
-std::string rotation_problem(const TaskGraph& graph, const scenario::Scenario& scenario,
-                             const ClusterZone& zone, int period, ReplicaFold& out) {
+// rotation_problem(), keeping the spanning collectives' machines.
+std::string check_rotation(const TaskGraph& graph, const scenario::Scenario& scenario,
+                           const ClusterZone& zone, int period, ReplicaFold& out,
+                           SpanningMachines& machines) {
   const auto& plan = scenario.plan;
   const int dp = plan.dp;
   const int m = dp / period;
@@ -157,7 +162,7 @@ std::string rotation_problem(const TaskGraph& graph, const scenario::Scenario& s
       !problem.empty())
     return problem;
   // 3. Spanning collectives: an expansion the rotation maps onto itself.
-  std::set<SpanningSignature> checked;
+  machines.clear();
   for (TaskId id = 0; id < n; ++id) {
     if (!out.spanning[id])
       continue;
@@ -166,7 +171,7 @@ std::string rotation_problem(const TaskGraph& graph, const scenario::Scenario& s
     if (!signature)
       continue;
     const auto& gpus = graph.groups[static_cast<std::size_t>(t.group)];
-    if (!checked.insert(*signature).second)
+    if (machines.count(*signature) > 0)
       continue;
     auto plan_flows = make_collective({t.op, gpus, t.bytes, t.fold, t.algorithm}, zone);
     const auto algorithm = plan_flows.choice.algorithm;
@@ -174,6 +179,7 @@ std::string rotation_problem(const TaskGraph& graph, const scenario::Scenario& s
         algorithm == platforms::CollectiveAlgorithm::nvls_tree)
       return fmt::format("{} runs {}, whose trees a rotation of the replicas does not map onto themselves",
                          task_name(graph, id), platforms::to_string(algorithm));
+    machines.emplace(*signature, plan_flows.flows->clone());  // a copy not yet started
     std::vector<FlowRequest> first;
     plan_flows.flows->start(first);
     std::map<std::tuple<int, int, std::uint64_t, std::uint64_t>, int> batch;
@@ -244,13 +250,22 @@ std::string rotation_problem(const TaskGraph& graph, const scenario::Scenario& s
   return {};
 }
 
+}  // namespace
+
+std::string rotation_problem(const TaskGraph& graph, const scenario::Scenario& scenario,
+                             const ClusterZone& zone, int period, ReplicaFold& out) {
+  SpanningMachines machines;
+  return check_rotation(graph, scenario, zone, period, out, machines);
+}
+
 namespace {
 
 // How the fold's spanning collectives run in the quotient, for the summary:
 // "; N spanning collectives, as quotient rings" (one state per orbit of ring
 // positions, Collective::quotient) or how many run whole instead
 // (FoldedCollective). Empty without spanning collectives.
-std::string spanning_machines(const TaskGraph& graph, const ClusterZone& zone, const ReplicaFold& fold) {
+std::string spanning_machines(const TaskGraph& graph, const ReplicaFold& fold,
+                              const SpanningMachines& machines) {
   const EndpointSymmetry symmetry{&fold.endpoint_image, &fold.representative, fold.order};
   std::map<SpanningSignature, bool> quotient;  // by the check's signature
   std::size_t spanning = 0, whole = 0;
@@ -261,12 +276,9 @@ std::string spanning_machines(const TaskGraph& graph, const ClusterZone& zone, c
     const auto signature = spanning_signature(graph, t);
     if (!signature)
       continue;
-    const auto& gpus = graph.groups[static_cast<std::size_t>(t.group)];
     auto it = quotient.find(*signature);
-    if (it == quotient.end()) {
-      auto machine = make_collective({t.op, gpus, t.bytes, t.fold, t.algorithm}, zone);
-      it = quotient.emplace(*signature, machine.flows->quotient(symmetry) != nullptr).first;
-    }
+    if (it == quotient.end())
+      it = quotient.emplace(*signature, machines.at(*signature)->quotient(symmetry) != nullptr).first;
     ++spanning;
     whole += it->second ? 0 : 1;
   }
@@ -326,7 +338,8 @@ FoldDecision plan_replica_fold(const TaskGraph& graph, const scenario::Scenario&
     if (plan.dp % period != 0)
       continue;
     ReplicaFold fold;
-    const auto problem = rotation_problem(graph, scenario, zone, period, fold);
+    SpanningMachines machines;
+    const auto problem = check_rotation(graph, scenario, zone, period, fold, machines);
     if (!problem.empty()) {
       // Every rotation tried, with why it is no symmetry: the first says
       // what stopped the largest fold, the last what stopped any.
@@ -335,7 +348,7 @@ FoldDecision plan_replica_fold(const TaskGraph& graph, const scenario::Scenario&
                       period, period == 1 ? "" : "s", problem);
       continue;
     }
-    const std::string rings = spanning_machines(graph, zone, fold);
+    const std::string rings = spanning_machines(graph, fold, machines);
     zone.fold_links(rotation(plan, period));
     summary.folded = true;
     summary.simulated = period;
