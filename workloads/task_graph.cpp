@@ -249,13 +249,17 @@ void TaskGraph::seal() {
     const std::size_t begin = backward.m_rowstart[v], end = backward.m_rowstart[v + 1];
     if (end - begin < 2)
       continue;
+    // Most rows come in the order added already: seen in place.
+    bool in_order = true;
+    for (std::size_t k = begin + 1; k < end && in_order; ++k)
+      in_order = position[backward.m_edge_properties[k - 1]] < position[backward.m_edge_properties[k]];
+    if (in_order)
+      continue;
     row.clear();
     for (std::size_t k = begin; k < end; ++k)
       row.push_back(
           {position[backward.m_edge_properties[k]], backward.m_edge_properties[k], backward.m_column[k]});
     const auto by_position = [](const InEdge& a, const InEdge& b) { return a.position < b.position; };
-    if (std::is_sorted(row.begin(), row.end(), by_position))
-      continue;
     std::sort(row.begin(), row.end(), by_position);
     for (std::size_t k = begin; k < end; ++k) {
       backward.m_edge_properties[k] = row[k - begin].edge;

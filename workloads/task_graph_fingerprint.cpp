@@ -42,7 +42,7 @@ constexpr std::array<std::uint64_t, 256> kAllOnes = [] {
 // value, the three-byte case below cost as much as it saved.
 [[gnu::always_inline]] inline std::uint64_t add_bits(std::uint64_t hash, std::uint64_t bits) {
   if (bits <= 0xff)  // a small integer, or 0: one byte then seven zero bytes
-    return bits == 0 ? hash * kPrimePowers[8] : ((hash ^ bits) * kPrime) * kPrimePowers[7];
+    return (hash ^ bits) * kPrimePowers[8];
   if (bits == ~std::uint64_t{0})
     return hash * kPrimePowers[8] + kAllOnes[hash & 0xff];
   // Up to three bytes (GPU ranks, task ids and event positions below 2^24:
@@ -66,6 +66,14 @@ std::uint64_t fnv1a_add(std::uint64_t hash, std::uint64_t bits) {
 
 namespace {
 
+template <typename T>
+constexpr bool one_unsigned_byte() {
+  if constexpr (std::is_enum_v<T>)
+    return sizeof(T) == 1 && std::is_unsigned_v<std::underlying_type_t<T>>;
+  else
+    return sizeof(T) == 1 && std::is_unsigned_v<T>;
+}
+
 class Fnv1a {
  public:
   template <typename T>
@@ -76,7 +84,10 @@ class Fnv1a {
       bits = std::bit_cast<std::uint64_t>(static_cast<double>(value));
     else
       bits = static_cast<std::uint64_t>(value);
-    hash_ = add_bits(hash_, bits);
+    if constexpr (one_unsigned_byte<T>())  // an enum or bool: below 0x100 whatever its value
+      hash_ = (hash_ ^ bits) * kPrimePowers[8];
+    else
+      hash_ = add_bits(hash_, bits);
   }
   std::uint64_t value() const { return hash_; }
 

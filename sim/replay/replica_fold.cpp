@@ -121,15 +121,10 @@ std::string check_rotation(const TaskGraph& graph, const scenario::Scenario& sce
   std::vector<int> gpu_window(gpu_image.size());
   for (std::size_t g = 0; g < gpu_window.size(); ++g)
     gpu_window[g] = plan.dp_rank_of(static_cast<int>(g)) / period;
-  out.simulated.assign(n, 0);
-  out.simulated_count = 0;
-  for (TaskId id = 0; id < n; ++id) {
-    const Task& t = graph[id];
-    if (out.spanning[id]) {
-      out.simulated[id] = 1;
-      ++out.simulated_count;
-      continue;
-    }
+  // A task's window, or kSplit; a collective's is its group's, found once
+  // per group.
+  constexpr int kSplit = -2, kUnknown = -3;
+  const auto window_of = [&](const Task& t) {
     int w = -1;
     bool split = false;
     for_each_gpu(graph, t, [&](int g) {
@@ -140,7 +135,28 @@ std::string check_rotation(const TaskGraph& graph, const scenario::Scenario& sce
         split = true;
       w = here;
     });
-    if (split)
+    return split ? kSplit : w;
+  };
+  std::vector<int> group_window(groups.size(), kUnknown);
+  out.simulated.assign(n, 0);
+  out.simulated_count = 0;
+  for (TaskId id = 0; id < n; ++id) {
+    const Task& t = graph[id];
+    if (out.spanning[id]) {
+      out.simulated[id] = 1;
+      ++out.simulated_count;
+      continue;
+    }
+    int w = 0;
+    if (t.kind == TaskKind::collective) {
+      int& known = group_window[static_cast<std::size_t>(t.group)];
+      if (known == kUnknown)
+        known = window_of(t);
+      w = known;
+    } else {
+      w = window_of(t);
+    }
+    if (w == kSplit)
       return fmt::format("{} spans replicas of different classes", task_name(graph, id));
     window[id] = w;
     if (w == 0) {
