@@ -53,6 +53,15 @@ constexpr std::array<std::uint64_t, 256> kAllOnes = [] {
     hash = (hash ^ ((bits >> 8) & 0xff)) * kPrime;
     return ((hash ^ (bits >> 16)) * kPrime) * kPrimePowers[5];
   }
+  // Four zero bytes first (a double of few significant bits: most byte
+  // counts, 2^28 activations and the like): one multiplication, then the
+  // four high bytes.
+  if ((bits & 0xffffffff) == 0) {
+    hash *= kPrimePowers[4];
+    for (int i = 4; i < 8; ++i)
+      hash = (hash ^ ((bits >> (8 * i)) & 0xff)) * kPrime;
+    return hash;
+  }
   // Eight steps without a branch: a branch per byte to skip zero ones cost
   // more than the multiplications it saved.
   return byte_loop(hash, bits);

@@ -47,7 +47,11 @@ TEST(GraphFingerprint, ZeroByteRunsHashAsTheByteLoopDoes) {
                                        std::bit_cast<std::uint64_t>(0.5),
                                        std::bit_cast<std::uint64_t>(-2.0),
                                        std::bit_cast<std::uint64_t>(1e-6),
-                                       std::bit_cast<std::uint64_t>(453024768.0)};
+                                       std::bit_cast<std::uint64_t>(453024768.0),
+                                       std::bit_cast<std::uint64_t>(268435456.0),  // low four bytes zero
+                                       0x0000000100000000ull,
+                                       0xff00000000000000ull,
+                                       0x0000000080000000ull};  // the fourth byte alone
   std::mt19937_64 draw(7);
   for (int i = 0; i < 2000; ++i) {
     std::uint64_t v = draw();
