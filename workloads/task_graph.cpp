@@ -170,6 +170,12 @@ void TaskGraph::append_image(const Mark& begin, const Mark& end, const std::vect
       return task - earlier.first + earlier.copy;
     throw std::logic_error("a copied block's dependency or memory event leaves the block");
   };
+  // add()'s and depend()'s limits, checked once for the block: every
+  // copied dependency names a task of the block or of `earlier`, both added.
+  if (tasks_.size() + (end.tasks - begin.tasks) > std::numeric_limits<std::uint32_t>::max())
+    throw std::length_error("a task graph of 2^32 - 1 tasks or more (task ids are 32-bit)");
+  if (added_.size() + (end.dependencies - begin.dependencies) > std::numeric_limits<std::uint32_t>::max())
+    throw std::length_error("a task graph of 2^32 - 1 dependencies or more (edge indices are 32-bit)");
   const std::size_t group_shift = groups.size() - begin.groups;
   for (std::size_t g = begin.groups; g < end.groups; ++g) {
     std::vector<int> members = groups[g];
@@ -178,7 +184,7 @@ void TaskGraph::append_image(const Mark& begin, const Mark& end, const std::vect
     groups.push_back(std::move(members));
   }
   for (std::size_t k = begin.tasks; k < end.tasks; ++k) {
-    Task task = tasks_[k];
+    Task& task = tasks_.emplace_back(tasks_[k]);
     task.gpu = image_gpu(task.gpu);
     task.peer = image_gpu(task.peer);
     if (task.group >= 0) {
@@ -189,11 +195,11 @@ void TaskGraph::append_image(const Mark& begin, const Mark& end, const std::vect
     }
     if (task.exchange >= 0)
       throw std::logic_error("a copied block holds an uneven exchange");
-    add(task);
   }
   for (std::size_t k = begin.dependencies; k < end.dependencies; ++k) {
     const auto [before, after] = added_[k];
-    depend(image_task(before), image_task(after));
+    added_.emplace_back(static_cast<std::uint32_t>(image_task(before)),
+                        static_cast<std::uint32_t>(image_task(after)));
   }
   for (std::size_t k = begin.memory_events; k < end.memory_events; ++k) {
     MemoryEvent event = memory[k];
@@ -243,13 +249,17 @@ void TaskGraph::seal() {
     const std::size_t begin = backward.m_rowstart[v], end = backward.m_rowstart[v + 1];
     if (end - begin < 2)
       continue;
+    // Most rows come in the order added already: seen in place.
+    bool in_order = true;
+    for (std::size_t k = begin + 1; k < end && in_order; ++k)
+      in_order = position[backward.m_edge_properties[k - 1]] < position[backward.m_edge_properties[k]];
+    if (in_order)
+      continue;
     row.clear();
     for (std::size_t k = begin; k < end; ++k)
       row.push_back(
           {position[backward.m_edge_properties[k]], backward.m_edge_properties[k], backward.m_column[k]});
     const auto by_position = [](const InEdge& a, const InEdge& b) { return a.position < b.position; };
-    if (std::is_sorted(row.begin(), row.end(), by_position))
-      continue;
     std::sort(row.begin(), row.end(), by_position);
     for (std::size_t k = begin; k < end; ++k) {
       backward.m_edge_properties[k] = row[k - begin].edge;

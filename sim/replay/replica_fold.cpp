@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
-#include <set>
+#include <memory>
 #include <tuple>
 #include <unordered_set>
 
@@ -33,10 +33,15 @@ std::vector<int> rotation(const workloads::ParallelPlan& plan, int period) {
   return image;
 }
 
-}  // namespace
+// Each spanning collective's machine by its signature, as planned for the
+// check and not yet started: the summary's quotient rings are made from
+// these rather than planned again (the same zone, the tuner's same choice).
+using SpanningMachines = std::map<SpanningSignature, std::unique_ptr<Collective>>;
 
-std::string rotation_problem(const TaskGraph& graph, const scenario::Scenario& scenario,
-                             const ClusterZone& zone, int period, ReplicaFold& out) {
+// rotation_problem(), keeping the spanning collectives' machines.
+std::string check_rotation(const TaskGraph& graph, const scenario::Scenario& scenario,
+                           const ClusterZone& zone, int period, ReplicaFold& out,
+                           SpanningMachines& machines) {
   const auto& plan = scenario.plan;
   const int dp = plan.dp;
   const int m = dp / period;
@@ -66,38 +71,37 @@ std::string rotation_problem(const TaskGraph& graph, const scenario::Scenario& s
   // image, and must be alike in every attribute, its GPUs mapped: any
   // bijection that keeps attributes and dependencies is an automorphism, and
   // the dependencies are checked below.
-  std::vector<std::vector<std::uint32_t>> by_gpu(gpu_image.size());
-  std::vector<std::vector<std::uint32_t>> by_group(groups.size());
-  for (TaskId id = 0; id < n; ++id) {
-    const Task& t = graph[id];
-    const auto id32 = static_cast<std::uint32_t>(id);  // the sealed graph's ids are 32-bit
-    if (t.kind == TaskKind::collective)
-      by_group[static_cast<std::size_t>(canonical[static_cast<std::size_t>(t.group)])].push_back(id32);
-    else if (t.gpu >= 0 && static_cast<std::size_t>(t.gpu) < by_gpu.size())
-      by_gpu[static_cast<std::size_t>(t.gpu)].push_back(id32);
-    else
-      return fmt::format("{} runs on no GPU of the plan", task_name(graph, id));
-  }
+  const std::size_t gpus = gpu_image.size();
+  AnchorRows rows;  // GPU g's row g, canonical group i's row gpus + i
+  if (const auto stray = rows.fill(gpus + groups.size(), n, [&](TaskId id) {
+        const Task& t = graph[id];
+        if (t.kind == TaskKind::collective)
+          return static_cast<int>(gpus) + canonical[static_cast<std::size_t>(t.group)];
+        return t.gpu >= 0 && static_cast<std::size_t>(t.gpu) < gpus ? t.gpu : -1;
+      }))
+    return fmt::format("{} runs on no GPU of the plan", task_name(graph, *stray));
+  const auto by_gpu = [&](std::size_t g) { return rows.row(g); };
+  const auto by_group = [&](std::size_t i) { return rows.row(gpus + i); };
   out.task_image.assign(n, 0);
   out.spanning.assign(n, 0);
   TaskRunMatcher matcher(graph, gpu_image, images);
-  const auto match = [&](const std::vector<std::uint32_t>& from, const std::vector<std::uint32_t>& to) {
+  const auto match = [&](std::span<const std::uint32_t> from, std::span<const std::uint32_t> to) {
     return matcher.match(from, to, out.task_image);
   };
-  for (std::size_t g = 0; g < by_gpu.size(); ++g)
-    if (!by_gpu[g].empty())
-      if (auto problem = match(by_gpu[g], by_gpu[static_cast<std::size_t>(gpu_image[g])]); !problem.empty())
+  for (std::size_t g = 0; g < gpus; ++g)
+    if (!by_gpu(g).empty())
+      if (auto problem = match(by_gpu(g), by_gpu(static_cast<std::size_t>(gpu_image[g]))); !problem.empty())
         return problem;
   for (std::size_t i = 0; i < groups.size(); ++i) {
-    if (by_group[i].empty())
+    if (by_group(i).empty())
       continue;
     if (group_image[i] < 0)
-      return fmt::format("{}'s group has no image among the groups", task_name(graph, by_group[i].front()));
-    if (auto problem = match(by_group[i], by_group[static_cast<std::size_t>(group_image[i])]);
+      return fmt::format("{}'s group has no image among the groups", task_name(graph, by_group(i).front()));
+    if (auto problem = match(by_group(i), by_group(static_cast<std::size_t>(group_image[i])));
         !problem.empty())
       return problem;
     if (group_image[i] == static_cast<int>(i))
-      for (const std::uint32_t id : by_group[i])
+      for (const std::uint32_t id : by_group(i))
         out.spanning[id] = 1;
   }
   // A bijection on tasks.
@@ -117,15 +121,10 @@ std::string rotation_problem(const TaskGraph& graph, const scenario::Scenario& s
   std::vector<int> gpu_window(gpu_image.size());
   for (std::size_t g = 0; g < gpu_window.size(); ++g)
     gpu_window[g] = plan.dp_rank_of(static_cast<int>(g)) / period;
-  out.simulated.assign(n, 0);
-  out.simulated_count = 0;
-  for (TaskId id = 0; id < n; ++id) {
-    const Task& t = graph[id];
-    if (out.spanning[id]) {
-      out.simulated[id] = 1;
-      ++out.simulated_count;
-      continue;
-    }
+  // A task's window, or kSplit; a collective's is its group's, found once
+  // per group.
+  constexpr int kSplit = -2, kUnknown = -3;
+  const auto window_of = [&](const Task& t) {
     int w = -1;
     bool split = false;
     for_each_gpu(graph, t, [&](int g) {
@@ -136,7 +135,28 @@ std::string rotation_problem(const TaskGraph& graph, const scenario::Scenario& s
         split = true;
       w = here;
     });
-    if (split)
+    return split ? kSplit : w;
+  };
+  std::vector<int> group_window(groups.size(), kUnknown);
+  out.simulated.assign(n, 0);
+  out.simulated_count = 0;
+  for (TaskId id = 0; id < n; ++id) {
+    const Task& t = graph[id];
+    if (out.spanning[id]) {
+      out.simulated[id] = 1;
+      ++out.simulated_count;
+      continue;
+    }
+    int w = 0;
+    if (t.kind == TaskKind::collective) {
+      int& known = group_window[static_cast<std::size_t>(t.group)];
+      if (known == kUnknown)
+        known = window_of(t);
+      w = known;
+    } else {
+      w = window_of(t);
+    }
+    if (w == kSplit)
       return fmt::format("{} spans replicas of different classes", task_name(graph, id));
     window[id] = w;
     if (w == 0) {
@@ -158,7 +178,7 @@ std::string rotation_problem(const TaskGraph& graph, const scenario::Scenario& s
       !problem.empty())
     return problem;
   // 3. Spanning collectives: an expansion the rotation maps onto itself.
-  std::set<SpanningSignature> checked;
+  machines.clear();
   for (TaskId id = 0; id < n; ++id) {
     if (!out.spanning[id])
       continue;
@@ -167,7 +187,7 @@ std::string rotation_problem(const TaskGraph& graph, const scenario::Scenario& s
     if (!signature)
       continue;
     const auto& gpus = graph.groups[static_cast<std::size_t>(t.group)];
-    if (!checked.insert(*signature).second)
+    if (machines.count(*signature) > 0)
       continue;
     auto plan_flows = make_collective({t.op, gpus, t.bytes, t.fold, t.algorithm}, zone);
     const auto algorithm = plan_flows.choice.algorithm;
@@ -175,6 +195,7 @@ std::string rotation_problem(const TaskGraph& graph, const scenario::Scenario& s
         algorithm == platforms::CollectiveAlgorithm::nvls_tree)
       return fmt::format("{} runs {}, whose trees a rotation of the replicas does not map onto themselves",
                          task_name(graph, id), platforms::to_string(algorithm));
+    machines.emplace(*signature, plan_flows.flows->clone());  // a copy not yet started
     std::vector<FlowRequest> first;
     plan_flows.flows->start(first);
     std::map<std::tuple<int, int, std::uint64_t, std::uint64_t>, int> batch;
@@ -245,13 +266,22 @@ std::string rotation_problem(const TaskGraph& graph, const scenario::Scenario& s
   return {};
 }
 
+}  // namespace
+
+std::string rotation_problem(const TaskGraph& graph, const scenario::Scenario& scenario,
+                             const ClusterZone& zone, int period, ReplicaFold& out) {
+  SpanningMachines machines;
+  return check_rotation(graph, scenario, zone, period, out, machines);
+}
+
 namespace {
 
 // How the fold's spanning collectives run in the quotient, for the summary:
 // "; N spanning collectives, as quotient rings" (one state per orbit of ring
 // positions, Collective::quotient) or how many run whole instead
 // (FoldedCollective). Empty without spanning collectives.
-std::string spanning_machines(const TaskGraph& graph, const ClusterZone& zone, const ReplicaFold& fold) {
+std::string spanning_machines(const TaskGraph& graph, const ReplicaFold& fold,
+                              const SpanningMachines& machines) {
   const EndpointSymmetry symmetry{&fold.endpoint_image, &fold.representative, fold.order};
   std::map<SpanningSignature, bool> quotient;  // by the check's signature
   std::size_t spanning = 0, whole = 0;
@@ -262,12 +292,9 @@ std::string spanning_machines(const TaskGraph& graph, const ClusterZone& zone, c
     const auto signature = spanning_signature(graph, t);
     if (!signature)
       continue;
-    const auto& gpus = graph.groups[static_cast<std::size_t>(t.group)];
     auto it = quotient.find(*signature);
-    if (it == quotient.end()) {
-      auto machine = make_collective({t.op, gpus, t.bytes, t.fold, t.algorithm}, zone);
-      it = quotient.emplace(*signature, machine.flows->quotient(symmetry) != nullptr).first;
-    }
+    if (it == quotient.end())
+      it = quotient.emplace(*signature, machines.at(*signature)->quotient(symmetry) != nullptr).first;
     ++spanning;
     whole += it->second ? 0 : 1;
   }
@@ -327,7 +354,8 @@ FoldDecision plan_replica_fold(const TaskGraph& graph, const scenario::Scenario&
     if (plan.dp % period != 0)
       continue;
     ReplicaFold fold;
-    const auto problem = rotation_problem(graph, scenario, zone, period, fold);
+    SpanningMachines machines;
+    const auto problem = check_rotation(graph, scenario, zone, period, fold, machines);
     if (!problem.empty()) {
       // Every rotation tried, with why it is no symmetry: the first says
       // what stopped the largest fold, the last what stopped any.
@@ -336,7 +364,7 @@ FoldDecision plan_replica_fold(const TaskGraph& graph, const scenario::Scenario&
                       period, period == 1 ? "" : "s", problem);
       continue;
     }
-    const std::string rings = spanning_machines(graph, zone, fold);
+    const std::string rings = spanning_machines(graph, fold, machines);
     zone.fold_links(rotation(plan, period));
     summary.folded = true;
     summary.simulated = period;

@@ -141,8 +141,13 @@ TaskGraph IterationBuilder::build(const GraphCounts& reserve) {
   last_.assign(gpus, kNone);
   pending_weight_gradient_.assign(gpus, kNone);
   graph_.resident_memory.resize(gpus);
+  // What a GPU holds all iteration depends on its pipeline rank alone:
+  // computed once per rank (3,700 instructions a call; 16,384 GPUs).
+  std::vector<MemoryBreakdown> resident_of_rank;
+  for (int rank = 0; rank < plan_.pp; ++rank)
+    resident_of_rank.push_back(memory_.resident(rank));
   for (int gpu = 0; gpu < plan_.gpu_count(); ++gpu)
-    graph_.resident_memory[idx(gpu)] = memory_.resident(plan_.pp_rank_of(gpu));
+    graph_.resident_memory[idx(gpu)] = resident_of_rank[static_cast<std::size_t>(plan_.pp_rank_of(gpu))];
 
   last_gradient_op_.assign(static_cast<std::size_t>(plan_.dp),
                            std::vector<std::vector<std::size_t>>(

@@ -1,9 +1,10 @@
 // The graph fingerprint's FNV-1a step (fnv1a_add) multiplies a run of zero
 // bytes by the prime's power at once: it must give what the byte loop gives
 // for every kind of value the fingerprint reads (small and large integers,
-// negative ones sign-extended, doubles whose low bytes are zero, zero
-// bytes between others, -1 whatever the hash's lowest byte), or every
-// archive's stored fingerprint would change.
+// ids of up to three bytes and the first of four, negative ones
+// sign-extended, doubles whose low bytes are zero, zero bytes between
+// others, -1 whatever the hash's lowest byte), or every archive's stored
+// fingerprint would change.
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -32,6 +33,10 @@ TEST(GraphFingerprint, ZeroByteRunsHashAsTheByteLoopDoes) {
                                        0x100,
                                        0xff00,
                                        0x10000,
+                                       0xff00ff,  // three bytes, the middle one zero
+                                       0xfffffe,
+                                       0xffffff,   // the widest three-byte value
+                                       0x1000000,  // the narrowest four-byte one
                                        static_cast<std::uint64_t>(-1),
                                        static_cast<std::uint64_t>(static_cast<std::int64_t>(-1)),
                                        static_cast<std::uint64_t>(static_cast<std::int64_t>(-3)),
@@ -42,7 +47,11 @@ TEST(GraphFingerprint, ZeroByteRunsHashAsTheByteLoopDoes) {
                                        std::bit_cast<std::uint64_t>(0.5),
                                        std::bit_cast<std::uint64_t>(-2.0),
                                        std::bit_cast<std::uint64_t>(1e-6),
-                                       std::bit_cast<std::uint64_t>(453024768.0)};
+                                       std::bit_cast<std::uint64_t>(453024768.0),
+                                       std::bit_cast<std::uint64_t>(268435456.0),  // low four bytes zero
+                                       0x0000000100000000ull,
+                                       0xff00000000000000ull,
+                                       0x0000000080000000ull};  // the fourth byte alone
   std::mt19937_64 draw(7);
   for (int i = 0; i < 2000; ++i) {
     std::uint64_t v = draw();
