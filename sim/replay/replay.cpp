@@ -463,10 +463,13 @@ class Replayer {
   // run once (the spanning rings, 8,192 flows each at scale-16k) keep no
   // script, and only up to kMostScriptedFlows flows (a script holds ~80
   // bytes a flow).
-  bool run_alone(Collective& machine, std::size_t planned_as, IsolatedRun& out) {
+  //
+  // `plan`: as plan_collective() gave it with `planned_as` (a remembered
+  // plan without its machine: made here only to be run).
+  bool run_alone(CollectivePlan& plan, std::size_t planned_as, IsolatedRun& out) {
     const double t = now();
     if (planned_as == PlanCache::kNotRemembered)
-      return runner_.run(machine, t, routes_, claims_, out);
+      return runner_.run(*plan.flows, t, routes_, claims_, out, false);
     if (plan_runs_.size() <= planned_as)
       plan_runs_.resize(planned_as + 1);
     PlanRuns& runs = plan_runs_[planned_as];
@@ -477,10 +480,13 @@ class Replayer {
         case IsolatedRunner::Rerun::doesnt_fit:
           return false;
         case IsolatedRunner::Rerun::other_order:
-          return runner_.run(machine, t, routes_, claims_, out);
+          plan.flows = plans_.machine(planned_as);
+          return runner_.run(*plan.flows, t, routes_, claims_, out, false);
       }
     }
-    if (!runner_.run(machine, t, routes_, claims_, out))
+    plan.flows = plans_.machine(planned_as);
+    // Only the second run is scripted (below).
+    if (!runner_.run(*plan.flows, t, routes_, claims_, out, runs.runs == 1))
       return false;
     if (runs.runs < 2 && ++runs.runs == 2 && out.flows.size() <= kMostScriptedFlows)
       runs.script = runner_.script(out);
@@ -503,7 +509,7 @@ class Replayer {
       choice.representation = analysis::Representation::shared;  // links change: flows throughout
     if (automatic_ && plan.choice.fidelity == platforms::Fidelity::automatic) {
       auto isolated = std::make_unique<Isolated>();
-      if (run_alone(*plan.flows, planned_as, isolated->run)) {
+      if (run_alone(plan, planned_as, isolated->run)) {
         choice.representation = analysis::Representation::isolated;
         go_isolated(id, std::move(isolated));
         return;
@@ -524,6 +530,8 @@ class Replayer {
         shared_[at(id)] = std::make_unique<Shared>();
       }
     }
+    if (plan.flows == nullptr)
+      plan.flows = plans_.machine(planned_as);
     collectives_[at(id)] = std::move(plan.flows);
     flows_.clear();
     collectives_[at(id)]->start(flows_);
