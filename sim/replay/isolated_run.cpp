@@ -20,17 +20,22 @@ bool IsolatedRunner::take_links(const Route& route, RouteTable& routes, const Li
 
 bool IsolatedRunner::occupy(const ScheduledFlow& flow, RouteTable& routes, const LinkClaims& claims,
                             IsolatedRun& out) {
+  out.flows.push_back(flow);
+  return take(out.flows.back(), routes, claims, out);
+}
+
+bool IsolatedRunner::take(const ScheduledFlow& flow, RouteTable& routes, const LinkClaims& claims,
+                          const IsolatedRun& out) {
   if (flow.request.delay_s > 0) {
     // A step's delay loads no link (SimGrid counts it as latency): the flow
     // takes its links when the delay is over, so that a rank's sends that
     // overlap only in their delays still run computed.
-    begins_.emplace_back(flow.start_s + flow.request.delay_s, static_cast<std::uint32_t>(out.flows.size()));
+    begins_.emplace_back(flow.start_s + flow.request.delay_s,
+                         static_cast<std::uint32_t>(out.flows.size() - 1));
     std::push_heap(begins_.begin(), begins_.end(), std::greater<>());
-  } else if (!take_links(*flow.route, routes, claims)) {
-    return false;
+    return true;
   }
-  out.flows.push_back(flow);
-  return true;
+  return take_links(*flow.route, routes, claims);
 }
 
 bool IsolatedRunner::launch(const FlowRequest& request, double start_s, RouteTable& routes,
@@ -60,7 +65,8 @@ bool IsolatedRunner::launch(const FlowRequest& request, double start_s, RouteTab
   }
   const auto index = static_cast<std::uint32_t>(out.flows.size());
   const double end_s = (start_s + latency) + moving;
-  if (!occupy({request, dates.route, start_s, end_s}, routes, claims, out))
+  const ScheduledFlow& flow = out.flows.emplace_back(ScheduledFlow{request, dates.route, start_s, end_s});
+  if (!take(flow, routes, claims, out))
     return false;
   ends_.push({end_s, index}, latency, moving);
   return true;

@@ -49,7 +49,7 @@ class IsolatedRunner {
  public:
   // Runs `machine` from `start_s` into `out`. Returns false as soon as its
   // own flows would ask a link for more than its bandwidth, or for more than
-  // `claims` leaves of it (the machine is then spent). `scriptable` false:
+  // `claims` leaves of it (the machine is then spent, `out` unusable). `scriptable` false:
   // script() will not be asked of this run (what it keeps per flow for it
   // is then not kept).
   bool run(Collective& machine, double start_s, RouteTable& routes, const LinkClaims& claims,
@@ -81,10 +81,13 @@ class IsolatedRunner {
                      IsolatedRun& out);
 
  private:
-  // Adds `flow` to out.flows, its links taken; false if a link cannot take
-  // it. A flow with a delay (FlowRequest::delay_s) takes its links when the
-  // delay is over. The caller queues its end.
+  // Adds `flow` to out.flows and takes its links (take()); false if a link
+  // cannot take it. The caller queues its end.
   bool occupy(const ScheduledFlow& flow, RouteTable& routes, const LinkClaims& claims, IsolatedRun& out);
+  // `flow`, the last of out.flows, takes its links; false if one cannot take
+  // it. A flow with a delay (FlowRequest::delay_s) takes them when the delay
+  // is over.
+  bool take(const ScheduledFlow& flow, RouteTable& routes, const LinkClaims& claims, const IsolatedRun& out);
   // Counts the route's bound on its links; false if one cannot take it.
   bool take_links(const Route& route, RouteTable& routes, const LinkClaims& claims);
   // Lets the flows in flight finish, launching what each end releases.

@@ -126,25 +126,24 @@ class Replayer {
     // member GPU of a collective.
     // Under the fold, the replayed tasks' records only: the others are read
     // as their images.
+    // Under the fold, a replayed task waits only for its replayed
+    // predecessors: the others are images of replayed ones and end with them.
     std::size_t records = 0;
-    for (TaskId id = 0; id < graph.size(); ++id)
-      if (replayed(id))
-        records += graph[id].kind == workloads::TaskKind::collective
-                       ? graph.groups[static_cast<std::size_t>(graph[id].group)].size()
-                       : 1;
+    if (fold_ != nullptr)
+      in_degree_.assign(replayed_count_, 0);
+    for (TaskId id = 0; id < graph.size(); ++id) {
+      if (!replayed(id))
+        continue;
+      records += graph[id].kind == workloads::TaskKind::collective
+                     ? graph.groups[static_cast<std::size_t>(graph[id].group)].size()
+                     : 1;
+      if (fold_ != nullptr)
+        for (auto [e, end] = boost::out_edges(workloads::task_vertex(id), graph.dependencies()); e != end; ++e)
+          if (const TaskId next = boost::target(*e, graph.dependencies()); fold_->simulated[next])
+            ++in_degree_[at(next)];
+    }
     timeline_.records.reserve(records);
     timeline_.flows.reserve(options.expected_flows);
-    if (fold_ != nullptr) {
-      // A replayed task waits only for its replayed predecessors: the others
-      // are images of replayed ones and end with them.
-      in_degree_.assign(replayed_count_, 0);
-      for (TaskId v = 0; v < graph.size(); ++v)
-        if (fold_->simulated[v])
-          for (auto [e, end] = boost::out_edges(workloads::task_vertex(v), graph.dependencies()); e != end;
-               ++e)
-            if (const TaskId next = boost::target(*e, graph.dependencies()); fold_->simulated[next])
-              ++in_degree_[at(next)];
-    }
   }
 
   ReplayResult run() {
@@ -231,17 +230,21 @@ class Replayer {
   void begin_iteration() {
     iteration_start_s_.push_back(now());
     completed_ = 0;
-    for (TaskId v = 0; v < graph_.size(); ++v)
-      if (replayed(v))
-        remaining_[at(v)] =
-            fold_ != nullptr
-                ? in_degree_[at(v)]
-                : static_cast<int>(boost::in_degree(workloads::task_vertex(v), graph_.dependencies()));
     if (driver_ != nullptr)
-      driver_->begin_iteration(iteration_);
-    for (TaskId v = 0; v < graph_.size(); ++v)
-      if (replayed(v) && remaining_[at(v)] == 0)
+      driver_->begin_iteration(iteration_);  // perturbations only: no task state
+    // One pass in id order, where the replayed tasks' slots (at()) follow
+    // each other.
+    std::size_t slot = 0;
+    for (TaskId v = 0; v < graph_.size(); ++v) {
+      if (!replayed(v))
+        continue;
+      const int waiting = fold_ != nullptr ? in_degree_[slot]
+                                           : static_cast<int>(boost::in_degree(workloads::task_vertex(v),
+                                                                               graph_.dependencies()));
+      remaining_[slot++] = waiting;
+      if (waiting == 0)
         ready_.push_back(v);
+    }
     drain();
   }
 
