@@ -30,7 +30,9 @@ class ReplayedIndex {
   bool empty() const { return words_.empty(); }
   // The rank of replayed task `id` among the replayed tasks (for a task not
   // replayed: the rank the next replayed one has).
-  std::size_t operator[](std::size_t id) const {
+  // Inlined where it is called (GCC otherwise keeps it out of line in the
+  // replay: a call per task it starts, ends or counts).
+  [[gnu::always_inline]] std::size_t operator[](std::size_t id) const {
     const Word& w = words_[id / 64];
     const std::uint64_t below = (std::uint64_t{1} << (id % 64)) - 1;
     return w.before + ones(w.bits & below);
@@ -40,7 +42,7 @@ class ReplayedIndex {
   // std::popcount, inline: without -mpopcnt GCC calls libgcc's
   // __popcountdi2 (about 25 instructions with the call), and the replay asks
   // once per task it starts, ends or counts (scale-16k: ~1.2M times).
-  static std::size_t ones(std::uint64_t x) {
+  [[gnu::always_inline]] static std::size_t ones(std::uint64_t x) {
     x -= (x >> 1) & 0x5555555555555555ULL;
     x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
     x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0FULL;
