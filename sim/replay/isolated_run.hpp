@@ -123,7 +123,7 @@ class IsolatedRunner {
     double moving_s = 0;
   };
   std::vector<TagDates> by_tag_;
-  FlowEndQueue ends_;  // the flows in flight: the next to finish
+  FlowEndQueue ends_;                                     // the flows in flight: the next to finish
   std::vector<std::pair<double, std::uint32_t>> begins_;  // (end of delay, flow index): links to take
   bool scriptable_ = false;
   // The last run(), per flow (script()): the flow whose end released it,

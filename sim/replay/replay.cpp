@@ -138,7 +138,8 @@ class Replayer {
                      ? graph.groups[static_cast<std::size_t>(graph[id].group)].size()
                      : 1;
       if (fold_ != nullptr)
-        for (auto [e, end] = boost::out_edges(workloads::task_vertex(id), graph.dependencies()); e != end; ++e)
+        for (auto [e, end] = boost::out_edges(workloads::task_vertex(id), graph.dependencies()); e != end;
+             ++e)
           if (const TaskId next = boost::target(*e, graph.dependencies()); fold_->simulated[next])
             ++in_degree_[at(next)];
     }
@@ -238,9 +239,10 @@ class Replayer {
     for (TaskId v = 0; v < graph_.size(); ++v) {
       if (!replayed(v))
         continue;
-      const int waiting = fold_ != nullptr ? in_degree_[slot]
-                                           : static_cast<int>(boost::in_degree(workloads::task_vertex(v),
-                                                                               graph_.dependencies()));
+      const int waiting =
+          fold_ != nullptr
+              ? in_degree_[slot]
+              : static_cast<int>(boost::in_degree(workloads::task_vertex(v), graph_.dependencies()));
       remaining_[slot++] = waiting;
       if (waiting == 0)
         ready_.push_back(v);
