@@ -6,13 +6,17 @@
 
 namespace trainsim::sim {
 bool IsolatedRunner::take_links(const Route& route, RouteTable& routes, const LinkClaims& claims) {
+  // Read once: the loads' stores could alias them for the compiler.
+  const double bound_Bps = route.bound_Bps;
+  LinkLoad* const loads = load_.data();
   for (const std::uint32_t link : route.links) {
-    LinkLoad& load = load_[link];
+    LinkLoad& load = loads[link];
     if (load.most_Bps == 0)
       touched_.push_back(link);
-    const double using_Bps = load.using_Bps += route.bound_Bps;
+    const double using_Bps = load.using_Bps += bound_Bps;
     load.most_Bps = std::max(load.most_Bps, using_Bps);
-    if (using_Bps > routes.capacity_Bps(link) * (1 + kClaimSlack) || !claims.fits(link, using_Bps))
+    const double limit_Bps = routes.capacity_Bps(link) * (1 + kClaimSlack);
+    if (using_Bps > limit_Bps || !claims.fits_under(link, using_Bps, limit_Bps))
       return false;
   }
   return true;
@@ -107,8 +111,9 @@ bool IsolatedRunner::finish_all(Collective& machine, RouteTable& routes, const L
     out.finish_order.push_back(index);
     out.end_s = end_s;
     const ScheduledFlow& flow = out.flows[index];
+    const double bound_Bps = flow.route->bound_Bps;
     for (const std::uint32_t link : flow.route->links)
-      load_[link].using_Bps -= flow.route->bound_Bps;
+      load_[link].using_Bps -= bound_Bps;
     machine.on_flow_done(flow.request.tag, requests_);
     releasing_ = index;
     for (const auto& request : requests_)
