@@ -54,7 +54,7 @@ class FlowRecorder {
             start_s,
             start_s,
             route.timeline_first,
-            static_cast<std::uint32_t>(RouteTable::recorded_links(route).size())};
+            route.recorded_count};
   }
   void number_new_route(Route& route);
 

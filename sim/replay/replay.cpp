@@ -545,9 +545,8 @@ class Replayer {
 
   // The flow's endpoints as the timeline records them: a leg to or from an
   // NVSwitch on its GPU.
-  std::pair<int, int> recorded_gpus(const Route& route) const {
-    const int gpus = zone_.gpu_count();
-    return {route.src < gpus ? route.src : route.dst, route.dst < gpus ? route.dst : route.src};
+  static std::pair<int, int> recorded_gpus(const Route& route) {
+    return {route.recorded_src, route.recorded_dst};
   }
 
   void record_isolated(TaskId id, const ScheduledFlow& flow) {
