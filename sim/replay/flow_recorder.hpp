@@ -47,14 +47,7 @@ class FlowRecorder {
   analysis::FlowRecord make(workloads::TaskId task, int src_gpu, int dst_gpu, Route& route, double bytes,
                             double start_s) {
     number_links(route);
-    return {task,
-            src_gpu,
-            dst_gpu,
-            bytes,
-            start_s,
-            start_s,
-            route.timeline_first,
-            route.recorded_count};
+    return {task, src_gpu, dst_gpu, bytes, start_s, start_s, route.timeline_first, route.recorded_count};
   }
   void number_new_route(Route& route);
 
