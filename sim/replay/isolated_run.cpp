@@ -1,20 +1,22 @@
 #include "sim/replay/isolated_run.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <functional>
 
 namespace trainsim::sim {
 bool IsolatedRunner::take_links(const Route& route, RouteTable& routes, const LinkClaims& claims) {
+  // Read once: the loads' stores could alias them for the compiler.
+  const double bound_Bps = route.bound_Bps;
+  LinkLoad* const loads = load_.data();
   for (const std::uint32_t link : route.links) {
-    if (using_Bps_.size() <= link) {
-      using_Bps_.resize(routes.link_count(), 0.0);
-      most_Bps_.resize(routes.link_count(), 0.0);
-    }
-    if (most_Bps_[link] == 0)
+    LinkLoad& load = loads[link];
+    if (load.most_Bps == 0)
       touched_.push_back(link);
-    const double using_Bps = using_Bps_[link] += route.bound_Bps;
-    most_Bps_[link] = std::max(most_Bps_[link], using_Bps);
-    if (using_Bps > routes.capacity_Bps(link) * (1 + kClaimSlack) || !claims.fits(link, using_Bps))
+    const double using_Bps = load.using_Bps += bound_Bps;
+    load.most_Bps = std::max(load.most_Bps, using_Bps);
+    const double limit_Bps = routes.capacity_Bps(link) * (1 + kClaimSlack);
+    if (using_Bps > limit_Bps || !claims.fits_under(link, using_Bps, limit_Bps))
       return false;
   }
   return true;
@@ -22,35 +24,56 @@ bool IsolatedRunner::take_links(const Route& route, RouteTable& routes, const Li
 
 bool IsolatedRunner::occupy(const ScheduledFlow& flow, RouteTable& routes, const LinkClaims& claims,
                             IsolatedRun& out) {
-  const auto index = static_cast<std::uint32_t>(out.flows.size());
+  out.flows.push_back(flow);
+  return take(out.flows.back(), routes, claims, out);
+}
+
+bool IsolatedRunner::take(const ScheduledFlow& flow, RouteTable& routes, const LinkClaims& claims,
+                          const IsolatedRun& out) {
   if (flow.request.delay_s > 0) {
     // A step's delay loads no link (SimGrid counts it as latency): the flow
     // takes its links when the delay is over, so that a rank's sends that
     // overlap only in their delays still run computed.
-    begins_.emplace_back(flow.start_s + flow.request.delay_s, index);
+    begins_.emplace_back(flow.start_s + flow.request.delay_s,
+                         static_cast<std::uint32_t>(out.flows.size() - 1));
     std::push_heap(begins_.begin(), begins_.end(), std::greater<>());
-  } else if (!take_links(*flow.route, routes, claims)) {
-    return false;
+    return true;
   }
-  out.flows.push_back(flow);
-  heap_.emplace_back(flow.end_s, index);
-  std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
-  return true;
+  return take_links(*flow.route, routes, claims);
 }
 
 bool IsolatedRunner::launch(const FlowRequest& request, double start_s, RouteTable& routes,
                             const LinkClaims& claims, IsolatedRun& out) {
   const auto tag = static_cast<std::size_t>(request.tag);
-  if (route_by_tag_.size() <= tag)
-    route_by_tag_.resize(tag + 1, nullptr);
-  Route*& route = route_by_tag_[tag];
-  if (route == nullptr || route->src != request.src || route->dst != request.dst)
-    route = &routes.route(request.src, request.dst);
-  const double latency = latency_s(request, *route), moving = moving_s(request, *route);
-  released_by_.push_back(releasing_);
-  latency_by_flow_.push_back(latency);
-  moving_by_flow_.push_back(moving);
-  return occupy({request, route, start_s, (start_s + latency) + moving}, routes, claims, out);
+  if (by_tag_.size() <= tag)
+    by_tag_.resize(tag + 1);
+  TagDates& dates = by_tag_[tag];
+  const std::uint64_t bytes_bits = std::bit_cast<std::uint64_t>(request.bytes);
+  const std::uint64_t delay_bits = std::bit_cast<std::uint64_t>(request.delay_s);
+  if (dates.route == nullptr || dates.route->src != request.src || dates.route->dst != request.dst) {
+    dates.route = &routes.route(request.src, request.dst);
+    cover_links(routes);
+    dates.latency_s = latency_s(request, *dates.route);
+    dates.moving_s = moving_s(request, *dates.route);
+  } else if (dates.bytes_bits != bytes_bits || dates.delay_bits != delay_bits) {
+    dates.latency_s = latency_s(request, *dates.route);
+    dates.moving_s = moving_s(request, *dates.route);
+  }
+  dates.bytes_bits = bytes_bits;
+  dates.delay_bits = delay_bits;
+  const double latency = dates.latency_s, moving = dates.moving_s;
+  if (scriptable_) {
+    released_by_.push_back(releasing_);
+    latency_by_flow_.push_back(latency);
+    moving_by_flow_.push_back(moving);
+  }
+  const auto index = static_cast<std::uint32_t>(out.flows.size());
+  const double end_s = (start_s + latency) + moving;
+  const ScheduledFlow& flow = out.flows.emplace_back(ScheduledFlow{request, dates.route, start_s, end_s});
+  if (!take(flow, routes, claims, out))
+    return false;
+  ends_.push({end_s, index}, latency, moving);
+  return true;
 }
 
 double IsolatedRunner::latency_s(const FlowRequest& request, const Route& route) {
@@ -62,12 +85,10 @@ double IsolatedRunner::moving_s(const FlowRequest& request, const Route& route) 
 }
 
 void IsolatedRunner::reset() {
-  for (const std::uint32_t link : touched_) {
-    using_Bps_[link] = 0;
-    most_Bps_[link] = 0;
-  }
+  for (const std::uint32_t link : touched_)
+    load_[link] = LinkLoad{};
   touched_.clear();
-  heap_.clear();
+  ends_.clear();
   begins_.clear();
   requests_.clear();
 }
@@ -77,8 +98,8 @@ bool IsolatedRunner::finish_all(Collective& machine, RouteTable& routes, const L
   // Flows finish in order of their end; ties in the order they started. A
   // delayed flow takes its links when its delay is over, before any flow
   // that ends at that instant gives them back (the cautious order).
-  while (!heap_.empty()) {
-    if (!begins_.empty() && begins_.front().first <= heap_.front().first) {
+  while (!ends_.empty()) {
+    if (!begins_.empty() && begins_.front().first <= ends_.top().first) {
       std::pop_heap(begins_.begin(), begins_.end(), std::greater<>());
       const auto index = begins_.back().second;
       begins_.pop_back();
@@ -86,14 +107,13 @@ bool IsolatedRunner::finish_all(Collective& machine, RouteTable& routes, const L
         return false;
       continue;
     }
-    std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
-    const auto [end_s, index] = heap_.back();
-    heap_.pop_back();
+    const auto [end_s, index] = ends_.pop();
     out.finish_order.push_back(index);
     out.end_s = end_s;
     const ScheduledFlow& flow = out.flows[index];
+    const double bound_Bps = flow.route->bound_Bps;
     for (const std::uint32_t link : flow.route->links)
-      using_Bps_[link] -= flow.route->bound_Bps;
+      load_[link].using_Bps -= bound_Bps;
     machine.on_flow_done(flow.request.tag, requests_);
     releasing_ = index;
     for (const auto& request : requests_)
@@ -102,14 +122,15 @@ bool IsolatedRunner::finish_all(Collective& machine, RouteTable& routes, const L
     requests_.clear();
   }
   for (const std::uint32_t link : touched_)
-    out.claims.emplace_back(link, most_Bps_[link]);
+    out.claims.emplace_back(link, load_[link].most_Bps);
   return true;
 }
 
 bool IsolatedRunner::run(Collective& machine, double start_s, RouteTable& routes, const LinkClaims& claims,
-                         IsolatedRun& out) {
+                         IsolatedRun& out, bool scriptable) {
   out = IsolatedRun{};
   out.end_s = start_s;
+  scriptable_ = scriptable;
   released_by_.clear();
   latency_by_flow_.clear();
   moving_by_flow_.clear();
@@ -128,15 +149,22 @@ bool IsolatedRunner::resume(Collective& machine, const std::vector<ScheduledFlow
                             RouteTable& routes, const LinkClaims& claims, IsolatedRun& out) {
   out = IsolatedRun{};
   out.end_s = now;
-  bool fits = std::all_of(in_flight.begin(), in_flight.end(),
-                          [&](const ScheduledFlow& flow) { return occupy(flow, routes, claims, out); });
+  scriptable_ = false;
+  cover_links(routes);
+  bool fits = std::all_of(in_flight.begin(), in_flight.end(), [&](const ScheduledFlow& flow) {
+    const auto index = static_cast<std::uint32_t>(out.flows.size());
+    if (!occupy(flow, routes, claims, out))
+      return false;
+    ends_.push({flow.end_s, index});
+    return true;
+  });
   fits = fits && finish_all(machine, routes, claims, out);
   reset();
   return fits;
 }
 
 std::optional<IsolatedScript> IsolatedRunner::script(const IsolatedRun& run) const {
-  if (released_by_.size() != run.flows.size())
+  if (!scriptable_ || released_by_.size() != run.flows.size())
     return std::nullopt;
   for (const ScheduledFlow& flow : run.flows)
     if (flow.request.delay_s > 0)

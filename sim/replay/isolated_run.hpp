@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "sim/collectives/collectives.hpp"
+#include "sim/replay/flow_end_queue.hpp"
 #include "sim/replay/link_claims.hpp"
 #include "sim/replay/route_table.hpp"
 
@@ -48,9 +49,11 @@ class IsolatedRunner {
  public:
   // Runs `machine` from `start_s` into `out`. Returns false as soon as its
   // own flows would ask a link for more than its bandwidth, or for more than
-  // `claims` leaves of it (the machine is then spent).
+  // `claims` leaves of it (the machine is then spent, `out` unusable). `scriptable` false:
+  // script() will not be asked of this run (what it keeps per flow for it
+  // is then not kept).
   bool run(Collective& machine, double start_s, RouteTable& routes, const LinkClaims& claims,
-           IsolatedRun& out);
+           IsolatedRun& out, bool scriptable = true);
 
   // The rest of a collective that ran as SimGrid flows until `now`:
   // `machine` is in its state at `now` and `in_flight` are the flows it has
@@ -78,10 +81,13 @@ class IsolatedRunner {
                      IsolatedRun& out);
 
  private:
-  // Adds `flow` to the flows in flight; false if a link cannot take it. A
-  // flow with a delay (FlowRequest::delay_s) takes its links when the delay
-  // is over.
+  // Adds `flow` to out.flows and takes its links (take()); false if a link
+  // cannot take it. The caller queues its end.
   bool occupy(const ScheduledFlow& flow, RouteTable& routes, const LinkClaims& claims, IsolatedRun& out);
+  // `flow`, the last of out.flows, takes its links; false if one cannot take
+  // it. A flow with a delay (FlowRequest::delay_s) takes them when the delay
+  // is over.
+  bool take(const ScheduledFlow& flow, RouteTable& routes, const LinkClaims& claims, const IsolatedRun& out);
   // Counts the route's bound on its links; false if one cannot take it.
   bool take_links(const Route& route, RouteTable& routes, const LinkClaims& claims);
   // Lets the flows in flight finish, launching what each end releases.
@@ -89,19 +95,37 @@ class IsolatedRunner {
   bool launch(const FlowRequest& request, double start_s, RouteTable& routes, const LinkClaims& claims,
               IsolatedRun& out);
   void reset();
+  // Sizes the per-link loads to the links the routes have met so far.
+  void cover_links(const RouteTable& routes) {
+    if (load_.size() < routes.link_count())
+      load_.resize(routes.link_count());
+  }
   // As SimGrid dates a flow: the latency (and the step's delay, charged as
   // latency) ends, then the bytes move at the bound; launch() and rerun()
   // add the two terms to the start in this order.
   static double latency_s(const FlowRequest& request, const Route& route);
   static double moving_s(const FlowRequest& request, const Route& route);
 
-  std::vector<double> using_Bps_;  // per link: this collective's flows in flight
-  std::vector<double> most_Bps_;   // per link: the most at once
+  struct LinkLoad {
+    double using_Bps = 0;  // this collective's flows in flight
+    double most_Bps = 0;   // the most at once
+  };
+  std::vector<LinkLoad> load_;  // per link
   std::vector<std::uint32_t> touched_;
   std::vector<FlowRequest> requests_;
-  std::vector<Route*> route_by_tag_;                    // the route a tag had last (tags mostly keep theirs)
-  std::vector<std::pair<double, std::uint32_t>> heap_;  // (end, flow index): the next to finish
+  // Per tag, the route it had last (tags mostly keep theirs) and the two
+  // terms of its last flow's date, for the same bytes and delay.
+  struct TagDates {
+    Route* route = nullptr;
+    std::uint64_t bytes_bits = 0;
+    std::uint64_t delay_bits = 0;
+    double latency_s = 0;
+    double moving_s = 0;
+  };
+  std::vector<TagDates> by_tag_;
+  FlowEndQueue ends_;                                     // the flows in flight: the next to finish
   std::vector<std::pair<double, std::uint32_t>> begins_;  // (end of delay, flow index): links to take
+  bool scriptable_ = false;
   // The last run(), per flow (script()): the flow whose end released it,
   // and the two terms of its date.
   std::uint32_t releasing_ = IsolatedScript::kAtStart;

@@ -10,11 +10,6 @@ void LinkClaims::grow(std::uint32_t link) {
   }
 }
 
-bool LinkClaims::fits(std::uint32_t link, double Bps) const {
-  const double claimed = link < claimed_Bps_.size() ? claimed_Bps_[link] : 0.0;
-  return claimed + Bps <= routes_.capacity_Bps(link) * (1 + kClaimSlack);
-}
-
 void LinkClaims::add_flow(const Route& route, std::vector<workloads::TaskId>& displaced) {
   for (const std::uint32_t link : route.links) {
     grow(link);

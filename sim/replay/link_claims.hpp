@@ -33,7 +33,15 @@ class LinkClaims {
   explicit LinkClaims(const RouteTable& routes) : routes_(routes) {}
 
   // Whether `link` can take `Bps` more on top of what is claimed now.
-  bool fits(std::uint32_t link, double Bps) const;
+  bool fits(std::uint32_t link, double Bps) const {
+    return fits_under(link, Bps, routes_.capacity_Bps(link) * (1 + kClaimSlack));
+  }
+  // The same for a caller that has the link's capacity with the slack,
+  // `limit_Bps`, at hand (the isolated runner, per link of every flow).
+  bool fits_under(std::uint32_t link, double Bps, double limit_Bps) const {
+    const double claimed = link < claimed_Bps_.size() ? claimed_Bps_[link] : 0.0;
+    return claimed + Bps <= limit_Bps;
+  }
 
   // A SimGrid flow on `route` starts (its bound on every link); appends to
   // `displaced` the isolated collectives on a link it pushes over capacity.

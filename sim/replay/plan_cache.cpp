@@ -37,13 +37,16 @@ CollectivePlan PlanCache::plan(const CollectiveRequest& request, int group, cons
                 fidelity ? static_cast<int>(*fidelity) : -1,
                 spanning != nullptr};
   auto it = plans_.find(key);
-  if (it == plans_.end())
+  if (it == plans_.end()) {
     it = plans_.emplace(key, Remembered{planned(), plans_.size()}).first;
+    by_number_.push_back(&it->second.plan);
+  }
   if (remembered_as != nullptr)
     *remembered_as = it->second.number;
   const CollectivePlan& first = it->second.plan;
   CollectivePlan copy;
-  copy.flows = first.flows->clone();
+  if (remembered_as == nullptr)
+    copy.flows = first.flows->clone();
   copy.extra_latency_s = first.extra_latency_s;
   copy.choice = first.choice;
   copy.detailed_flows = first.detailed_flows;

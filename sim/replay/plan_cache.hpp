@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 #include <unordered_map>
+#include <vector>
 
 #include "sim/collectives/collectives.hpp"
 #include "sim/replay/replica_fold.hpp"
@@ -35,11 +36,16 @@ class PlanCache {
   // folded: the quotient ring's checks and orbits are the plan's alone).
   // `remembered_as`, when given: the remembered plan's number (0, 1, ... in
   // the order first planned; equal numbers, alike requests and machines), or
-  // kNotRemembered for a plan made anew.
+  // kNotRemembered for a plan made anew; a remembered plan then comes
+  // without its machine (flows null): machine(number) makes one when it is
+  // needed (a collective dated from an alike run's script needs none, and a
+  // machine's copy and its release cost as much as the rerun).
   CollectivePlan plan(const CollectiveRequest& request, int group, const ClusterZone& zone,
                       std::optional<platforms::Fidelity> fidelity, const ReplicaFold* spanning = nullptr,
                       std::size_t* remembered_as = nullptr);
   static constexpr std::size_t kNotRemembered = static_cast<std::size_t>(-1);
+  // A fresh copy of remembered plan `number`'s machine.
+  std::unique_ptr<Collective> machine(std::size_t number) const { return by_number_[number]->flows->clone(); }
 
   // Distinct requests planned and remembered so far.
   std::size_t size() const { return plans_.size(); }
@@ -66,6 +72,7 @@ class PlanCache {
 
   bool remember_;
   std::unordered_map<Key, Remembered, KeyHash> plans_;
+  std::vector<const CollectivePlan*> by_number_;  // into plans_' nodes, which stay put
 };
 
 }  // namespace trainsim::sim

@@ -126,25 +126,25 @@ class Replayer {
     // member GPU of a collective.
     // Under the fold, the replayed tasks' records only: the others are read
     // as their images.
+    // Under the fold, a replayed task waits only for its replayed
+    // predecessors: the others are images of replayed ones and end with them.
     std::size_t records = 0;
-    for (TaskId id = 0; id < graph.size(); ++id)
-      if (replayed(id))
-        records += graph[id].kind == workloads::TaskKind::collective
-                       ? graph.groups[static_cast<std::size_t>(graph[id].group)].size()
-                       : 1;
+    if (fold_ != nullptr)
+      in_degree_.assign(replayed_count_, 0);
+    for (TaskId id = 0; id < graph.size(); ++id) {
+      if (!replayed(id))
+        continue;
+      records += graph[id].kind == workloads::TaskKind::collective
+                     ? graph.groups[static_cast<std::size_t>(graph[id].group)].size()
+                     : 1;
+      if (fold_ != nullptr)
+        for (auto [e, end] = boost::out_edges(workloads::task_vertex(id), graph.dependencies()); e != end;
+             ++e)
+          if (const TaskId next = boost::target(*e, graph.dependencies()); fold_->simulated[next])
+            ++in_degree_[at(next)];
+    }
     timeline_.records.reserve(records);
     timeline_.flows.reserve(options.expected_flows);
-    if (fold_ != nullptr) {
-      // A replayed task waits only for its replayed predecessors: the others
-      // are images of replayed ones and end with them.
-      in_degree_.assign(replayed_count_, 0);
-      for (TaskId v = 0; v < graph.size(); ++v)
-        if (fold_->simulated[v])
-          for (auto [e, end] = boost::out_edges(workloads::task_vertex(v), graph.dependencies()); e != end;
-               ++e)
-            if (const TaskId next = boost::target(*e, graph.dependencies()); fold_->simulated[next])
-              ++in_degree_[at(next)];
-    }
   }
 
   ReplayResult run() {
@@ -231,17 +231,22 @@ class Replayer {
   void begin_iteration() {
     iteration_start_s_.push_back(now());
     completed_ = 0;
-    for (TaskId v = 0; v < graph_.size(); ++v)
-      if (replayed(v))
-        remaining_[at(v)] =
-            fold_ != nullptr
-                ? in_degree_[at(v)]
-                : static_cast<int>(boost::in_degree(workloads::task_vertex(v), graph_.dependencies()));
     if (driver_ != nullptr)
-      driver_->begin_iteration(iteration_);
-    for (TaskId v = 0; v < graph_.size(); ++v)
-      if (replayed(v) && remaining_[at(v)] == 0)
+      driver_->begin_iteration(iteration_);  // perturbations only: no task state
+    // One pass in id order, where the replayed tasks' slots (at()) follow
+    // each other.
+    std::size_t slot = 0;
+    for (TaskId v = 0; v < graph_.size(); ++v) {
+      if (!replayed(v))
+        continue;
+      const int waiting =
+          fold_ != nullptr
+              ? in_degree_[slot]
+              : static_cast<int>(boost::in_degree(workloads::task_vertex(v), graph_.dependencies()));
+      remaining_[slot++] = waiting;
+      if (waiting == 0)
         ready_.push_back(v);
+    }
     drain();
   }
 
@@ -463,10 +468,13 @@ class Replayer {
   // run once (the spanning rings, 8,192 flows each at scale-16k) keep no
   // script, and only up to kMostScriptedFlows flows (a script holds ~80
   // bytes a flow).
-  bool run_alone(Collective& machine, std::size_t planned_as, IsolatedRun& out) {
+  //
+  // `plan`: as plan_collective() gave it with `planned_as` (a remembered
+  // plan without its machine: made here only to be run).
+  bool run_alone(CollectivePlan& plan, std::size_t planned_as, IsolatedRun& out) {
     const double t = now();
     if (planned_as == PlanCache::kNotRemembered)
-      return runner_.run(machine, t, routes_, claims_, out);
+      return runner_.run(*plan.flows, t, routes_, claims_, out, false);
     if (plan_runs_.size() <= planned_as)
       plan_runs_.resize(planned_as + 1);
     PlanRuns& runs = plan_runs_[planned_as];
@@ -477,10 +485,13 @@ class Replayer {
         case IsolatedRunner::Rerun::doesnt_fit:
           return false;
         case IsolatedRunner::Rerun::other_order:
-          return runner_.run(machine, t, routes_, claims_, out);
+          plan.flows = plans_.machine(planned_as);
+          return runner_.run(*plan.flows, t, routes_, claims_, out, false);
       }
     }
-    if (!runner_.run(machine, t, routes_, claims_, out))
+    plan.flows = plans_.machine(planned_as);
+    // Only the second run is scripted (below).
+    if (!runner_.run(*plan.flows, t, routes_, claims_, out, runs.runs == 1))
       return false;
     if (runs.runs < 2 && ++runs.runs == 2 && out.flows.size() <= kMostScriptedFlows)
       runs.script = runner_.script(out);
@@ -503,7 +514,7 @@ class Replayer {
       choice.representation = analysis::Representation::shared;  // links change: flows throughout
     if (automatic_ && plan.choice.fidelity == platforms::Fidelity::automatic) {
       auto isolated = std::make_unique<Isolated>();
-      if (run_alone(*plan.flows, planned_as, isolated->run)) {
+      if (run_alone(plan, planned_as, isolated->run)) {
         choice.representation = analysis::Representation::isolated;
         go_isolated(id, std::move(isolated));
         return;
@@ -524,6 +535,8 @@ class Replayer {
         shared_[at(id)] = std::make_unique<Shared>();
       }
     }
+    if (plan.flows == nullptr)
+      plan.flows = plans_.machine(planned_as);
     collectives_[at(id)] = std::move(plan.flows);
     flows_.clear();
     collectives_[at(id)]->start(flows_);
@@ -532,9 +545,8 @@ class Replayer {
 
   // The flow's endpoints as the timeline records them: a leg to or from an
   // NVSwitch on its GPU.
-  std::pair<int, int> recorded_gpus(const Route& route) const {
-    const int gpus = zone_.gpu_count();
-    return {route.src < gpus ? route.src : route.dst, route.dst < gpus ? route.dst : route.src};
+  static std::pair<int, int> recorded_gpus(const Route& route) {
+    return {route.recorded_src, route.recorded_dst};
   }
 
   void record_isolated(TaskId id, const ScheduledFlow& flow) {

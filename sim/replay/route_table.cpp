@@ -49,6 +49,10 @@ Route& RouteTable::look_up(int src, int dst) {
   if (zone_.folded())
     zone_.for_each_true_link(src, dst,
                              [&](simgrid::s4u::Link* link) { r.true_links.push_back(id_of(link)); });
+  const int gpus = zone_.gpu_count();
+  r.recorded_src = src < gpus ? src : dst;
+  r.recorded_dst = dst < gpus ? dst : src;
+  r.recorded_count = static_cast<std::uint32_t>(recorded_links(r).size());
   return r;
 }
 

@@ -37,6 +37,12 @@ struct Route {
   double bound_Bps = 0;  // the narrowest link: an uncontended flow's rate
   // The timeline's copy: flow_links[timeline_first, + links.size()).
   std::uint32_t timeline_first = kUnrecorded;
+  // What the timeline records of a flow on it, made once (scale-16k records
+  // 3M flows): its endpoints (a leg to or from an NVSwitch on its GPU) and
+  // how many links (recorded_links()).
+  int recorded_src = -1;
+  int recorded_dst = -1;
+  std::uint32_t recorded_count = 0;
   std::vector<simgrid::s4u::ActivityPtr> idle;  // finished communications of this pair
   // SimGrid's copy of the route as the zone remembers it
   // (ClusterZone::expect_route): starting a communication skips the zone's

@@ -142,6 +142,28 @@ TEST(IsolatedRerun, FlowsThatEndInAnotherOrderFromAnotherStartAreLeftToTheMachin
   EXPECT_LT(done, 300);
 }
 
+// The replay keeps what script() needs only for the run it scripts (a
+// plan's second): a run told it will not be scripted is the same run, bit
+// for bit, and gives no script.
+TEST(IsolatedRerun, ARunNotToBeScriptedIsTheSameRunAndGivesNoScript) {
+  Platform p(5e-6);
+  const auto ring = [&] {
+    return make_collective({workloads::CollectiveOp::all_reduce, all_gpus(), 512e6 / 3, 1,
+                            platforms::CollectiveAlgorithm::ring},
+                           *p.zone, platforms::Fidelity::detailed)
+        .flows;
+  };
+  IsolatedRunner runner;
+  for (const double start : {0.0, 1.0 / 3, 1e3 / 7}) {
+    IsolatedRun scripted, unscripted;
+    ASSERT_TRUE(runner.run(*ring(), start, p.routes, p.claims, scripted));
+    ASSERT_TRUE(runner.script(scripted).has_value());
+    ASSERT_TRUE(runner.run(*ring(), start, p.routes, p.claims, unscripted, false));
+    EXPECT_FALSE(runner.script(unscripted).has_value());
+    expect_same_run(unscripted, scripted);
+  }
+}
+
 TEST(IsolatedRerun, ARerunThatDoesNotFitTheClaimsIsRefusedAsTheRunIs) {
   Platform p(5e-6);
   const auto ring = [&] {

@@ -86,6 +86,32 @@ TEST(PlanCache, ARememberedPlanIsWhatMakeCollectiveGivesEveryTimeItIsAsked) {
   EXPECT_EQ(cache.size(), 6U);  // 3 ops x 2 fidelities
 }
 
+// The replay asks with the plan's number, and dates most collectives from a
+// script without running a machine: a remembered plan then comes without
+// one, and machine(number) makes a fresh one when it is run.
+TEST(PlanCache, APlanAskedWithItsNumberComesWithoutItsMachineWhichTheNumberMakes) {
+  const Platform platform;
+  const auto& zone = *platform.zone;
+  PlanCache cache(true);
+  const CollectiveRequest request{CollectiveOp::all_reduce, first_gpus(8), 48e6, 1,
+                                  CollectiveAlgorithm::automatic};
+  for (int ask = 0; ask < 3; ++ask) {
+    std::size_t number = PlanCache::kNotRemembered;
+    auto cached = cache.plan(request, 0, zone, std::nullopt, nullptr, &number);
+    EXPECT_EQ(number, 0U);
+    EXPECT_EQ(cached.flows, nullptr);
+    cached.flows = cache.machine(number);
+    auto fresh = make_collective(request, zone);
+    expect_same_plan(fresh, cached);
+  }
+  // Not remembered (a cache for links that change): with its machine.
+  PlanCache forgetting(false);
+  std::size_t number = 0;
+  const auto planned = forgetting.plan(request, 0, zone, std::nullopt, nullptr, &number);
+  EXPECT_EQ(number, PlanCache::kNotRemembered);
+  EXPECT_NE(planned.flows, nullptr);
+}
+
 TEST(PlanCache, RequestsThatDifferInBytesFoldAlgorithmOrGroupGetTheirOwnPlans) {
   const Platform platform;
   const auto& zone = *platform.zone;
