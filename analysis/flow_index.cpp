@@ -85,11 +85,45 @@ FlowIndex FlowIndex::of_tasks(const Timeline& timeline, bool recorded,
 FlowIndex FlowIndex::by_recorded_link(const Timeline& timeline,
                                       const std::vector<std::uint32_t>& representative) {
   const auto& flows = timeline.flows.recorded();
-  return FlowIndex(timeline, timeline.links.size(), [&](auto&& emit) {
-    for (std::size_t f = 0; f < flows.size(); ++f)
-      for (std::uint32_t k = 0; k < flows[f].link_count; ++k)
-        emit(representative[timeline.flow_links[flows[f].first_link + k]], f);
-  });
+  const auto& fl = timeline.flow_links;
+  if (flows.size() > std::numeric_limits<std::uint32_t>::max())
+    throw std::length_error("more than 2^32 flows in one timeline");
+  // Flows share routes (Timeline::flow_links holds each once): each entry
+  // of flow_links is mapped to its link's orbit once, not once per flow
+  // crossing it, and the flows are counted per route, then added to its
+  // links' orbits (a flow whose link count differs from the first flow's on
+  // its route is counted link by link).
+  std::vector<std::uint32_t> orbit(fl.size(), 0);
+  for (std::size_t i = 0; i < fl.size(); ++i)
+    if (fl[i] < representative.size())
+      orbit[i] = representative[fl[i]];
+  FlowIndex index;
+  index.begin_.assign(timeline.links.size() + 1, 0);
+  {
+    std::vector<std::uint32_t> uses(fl.size(), 0), count_of(fl.size(), 0);
+    for (const auto& flow : flows) {
+      if (uses[flow.first_link] == 0)
+        count_of[flow.first_link] = flow.link_count;
+      if (count_of[flow.first_link] == flow.link_count) {
+        ++uses[flow.first_link];
+        continue;
+      }
+      for (std::uint32_t k = 0; k < flow.link_count; ++k)
+        ++index.begin_[orbit[flow.first_link + k] + 1];
+    }
+    for (std::size_t r = 0; r < fl.size(); ++r)
+      if (uses[r] > 0)
+        for (std::uint32_t k = 0; k < count_of[r]; ++k)
+          index.begin_[orbit[r + k] + 1] += uses[r];
+  }
+  for (std::size_t k = 1; k < index.begin_.size(); ++k)
+    index.begin_[k] += index.begin_[k - 1];
+  index.flows_.resize(index.begin_.back());
+  std::vector<std::size_t> next(index.begin_.begin(), index.begin_.end() - 1);
+  for (std::size_t f = 0; f < flows.size(); ++f)
+    for (std::uint32_t k = 0; k < flows[f].link_count; ++k)
+      index.flows_[next[orbit[flows[f].first_link + k]]++] = static_cast<std::uint32_t>(f);
+  return index;
 }
 
 }  // namespace trainsim::analysis
