@@ -86,43 +86,54 @@ FlowIndex FlowIndex::by_recorded_link(const Timeline& timeline,
                                       const std::vector<std::uint32_t>& representative) {
   const auto& flows = timeline.flows.recorded();
   const auto& fl = timeline.flow_links;
-  if (flows.size() > std::numeric_limits<std::uint32_t>::max())
-    throw std::length_error("more than 2^32 flows in one timeline");
-  // Flows share routes (Timeline::flow_links holds each once): each entry
-  // of flow_links is mapped to its link's orbit once, not once per flow
-  // crossing it, and the flows are counted per route, then added to its
-  // links' orbits (a flow whose link count differs from the first flow's on
-  // its route is counted link by link).
-  std::vector<std::uint32_t> orbit(fl.size(), 0);
-  for (std::size_t i = 0; i < fl.size(); ++i)
-    if (fl[i] < representative.size())
-      orbit[i] = representative[fl[i]];
+  const auto each_crossing = [&] {
+    return FlowIndex(timeline, timeline.links.size(), [&](auto&& emit) {
+      for (std::size_t f = 0; f < flows.size(); ++f)
+        for (std::uint32_t k = 0; k < flows[f].link_count; ++k)
+          emit(representative[fl[flows[f].first_link + k]], f);
+    });
+  };
+  // A folded timeline numbers its recorded routes (FoldImages::route_slot),
+  // and flows share them: each route's links are mapped to their orbits
+  // once, not once per flow crossing them, and the flows are counted per
+  // route, then added to its links' orbits. The same entries, in the same
+  // order, as counting every crossing.
+  const FoldImages* images = timeline.flows.fold_images();
+  if (images == nullptr || images->order < 1 || flows.size() > std::numeric_limits<std::uint32_t>::max())
+    return each_crossing();
+  const std::size_t slots = images->route_images.size() / static_cast<std::size_t>(images->order);
+  std::vector<std::uint32_t> uses(slots, 0), first_of(slots, 0), count_of(slots, 0);
+  for (const auto& flow : flows) {
+    const std::uint32_t s =
+        flow.first_link < images->route_slot.size() ? images->route_slot[flow.first_link] : FoldImages::kNoRoute;
+    if (s >= slots || (uses[s] > 0 && (first_of[s] != flow.first_link || count_of[s] != flow.link_count)))
+      return each_crossing();
+    if (uses[s]++ == 0) {
+      first_of[s] = flow.first_link;
+      count_of[s] = flow.link_count;
+    }
+  }
+  // Each route's links' orbits, route after route from at[s].
+  std::vector<std::size_t> at(slots + 1, 0);
+  for (std::size_t s = 0; s < slots; ++s)
+    at[s + 1] = at[s] + (uses[s] > 0 ? count_of[s] : 0);
+  std::vector<std::uint32_t> orbit(at.back());
   FlowIndex index;
   index.begin_.assign(timeline.links.size() + 1, 0);
-  {
-    std::vector<std::uint32_t> uses(fl.size(), 0), count_of(fl.size(), 0);
-    for (const auto& flow : flows) {
-      if (uses[flow.first_link] == 0)
-        count_of[flow.first_link] = flow.link_count;
-      if (count_of[flow.first_link] == flow.link_count) {
-        ++uses[flow.first_link];
-        continue;
-      }
-      for (std::uint32_t k = 0; k < flow.link_count; ++k)
-        ++index.begin_[orbit[flow.first_link + k] + 1];
+  for (std::size_t s = 0; s < slots; ++s)
+    for (std::size_t k = 0; k < at[s + 1] - at[s]; ++k) {
+      orbit[at[s] + k] = representative[fl[first_of[s] + k]];
+      index.begin_[orbit[at[s] + k] + 1] += uses[s];
     }
-    for (std::size_t r = 0; r < fl.size(); ++r)
-      if (uses[r] > 0)
-        for (std::uint32_t k = 0; k < count_of[r]; ++k)
-          index.begin_[orbit[r + k] + 1] += uses[r];
-  }
   for (std::size_t k = 1; k < index.begin_.size(); ++k)
     index.begin_[k] += index.begin_[k - 1];
   index.flows_.resize(index.begin_.back());
   std::vector<std::size_t> next(index.begin_.begin(), index.begin_.end() - 1);
-  for (std::size_t f = 0; f < flows.size(); ++f)
+  for (std::size_t f = 0; f < flows.size(); ++f) {
+    const auto* route = orbit.data() + at[images->route_slot[flows[f].first_link]];
     for (std::uint32_t k = 0; k < flows[f].link_count; ++k)
-      index.flows_[next[orbit[flows[f].first_link + k]]++] = static_cast<std::uint32_t>(f);
+      index.flows_[next[route[k]]++] = static_cast<std::uint32_t>(f);
+  }
   return index;
 }
 

@@ -5,17 +5,22 @@
 namespace trainsim::analysis {
 
 std::vector<Interval> merge_intervals(std::vector<Interval> intervals) {
-  std::sort(intervals.begin(), intervals.end());
-  std::vector<Interval> merged;
+  // Most lists come in order already (a stream's records end in the order
+  // they start): checked in one pass rather than sorted again. Merged in
+  // place, each interval written at or before where it was read.
+  if (!std::is_sorted(intervals.begin(), intervals.end()))
+    std::sort(intervals.begin(), intervals.end());
+  std::size_t n = 0;
   for (const auto& iv : intervals) {
     if (iv.second <= iv.first)
       continue;
-    if (!merged.empty() && iv.first <= merged.back().second)
-      merged.back().second = std::max(merged.back().second, iv.second);
+    if (n > 0 && iv.first <= intervals[n - 1].second)
+      intervals[n - 1].second = std::max(intervals[n - 1].second, iv.second);
     else
-      merged.push_back(iv);
+      intervals[n++] = iv;
   }
-  return merged;
+  intervals.resize(n);
+  return intervals;
 }
 
 double total_length(const std::vector<Interval>& merged) {
