@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <span>
 #include <tuple>
 #include <unordered_map>
 #include <utility>
@@ -191,9 +192,13 @@ class GapWalker {
   // ended at the same instant (ExecutionIndex::tied), up to the first task
   // that is its own image under `fixed` (a spanning collective: the walks of
   // its members' images go on from it as this one does).
-  void walk(double a, double b, TaskId waiter, const std::vector<Interval>& comm,
-            const std::vector<Interval>& waits, GpuBubbles& out, std::vector<TaskId>* ties = nullptr,
+  void walk(double a, double b, TaskId waiter, const std::vector<Interval>& all_comm,
+            const std::vector<Interval>& all_waits, GpuBubbles& out, std::vector<TaskId>* ties = nullptr,
             const PermutationPowers* fixed = nullptr) const {
+    // Every piece blamed lies within [a, b): the intervals that can cover
+    // one are found once per walk.
+    const auto comm = within(all_comm, a, b);
+    const auto waits = within(all_waits, a, b);
     double hi = b;
     TaskId cur = waiter;
     while (hi > a) {
@@ -224,8 +229,8 @@ class GapWalker {
     }
   }
 
-  static void add(BubbleCause cause, double lo, double hi, const std::vector<Interval>& comm,
-                  const std::vector<Interval>& waits, GpuBubbles& out) {
+  static void add(BubbleCause cause, double lo, double hi, std::span<const Interval> comm,
+                  std::span<const Interval> waits, GpuBubbles& out) {
     if (hi <= lo)
       return;
     out.cause_s[at(cause)] += hi - lo;

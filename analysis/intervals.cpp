@@ -114,6 +114,10 @@ double overlap_length(const std::vector<Interval>& a, const std::vector<Interval
 namespace trainsim::analysis {
 
 double covered_length(const std::vector<Interval>& merged, double lo, double hi) {
+  return covered_length(std::span<const Interval>(merged), lo, hi);
+}
+
+double covered_length(std::span<const Interval> merged, double lo, double hi) {
   if (hi <= lo)
     return 0;
   // First interval ending after lo.
@@ -123,6 +127,16 @@ double covered_length(const std::vector<Interval>& merged, double lo, double hi)
   for (; it != merged.end() && it->first < hi; ++it)
     total += std::min(hi, it->second) - std::max(lo, it->first);
   return total;
+}
+
+std::span<const Interval> within(const std::vector<Interval>& merged, double lo, double hi) {
+  // From the first interval ending after lo to the first starting at or
+  // after hi (merged intervals are disjoint: their starts and ends rise).
+  const auto first = std::upper_bound(merged.begin(), merged.end(), lo,
+                                      [](double x, const Interval& iv) { return x < iv.second; });
+  const auto last =
+      std::partition_point(first, merged.end(), [&](const Interval& iv) { return iv.first < hi; });
+  return {first, last};
 }
 
 }  // namespace trainsim::analysis
