@@ -36,8 +36,9 @@ ExecutionIndex::ExecutionIndex(const workloads::TaskGraph& graph, const Timeline
         start_s_[task] = first.start_s;
         end_s_[task] = first.end_s;
         if (first.stream == Stream::compute) {
-          const int gpu = k == 0 ? first.gpu
-                                 : static_cast<int>(images->endpoints.power(static_cast<std::size_t>(first.gpu), k));
+          const int gpu =
+              k == 0 ? first.gpu
+                     : static_cast<int>(images->endpoints.power(static_cast<std::size_t>(first.gpu), k));
           if (gpu < 0 || gpu >= graph.gpu_count)
             throw std::invalid_argument("timeline record names a GPU the graph does not have");
           computed.emplace_back(static_cast<std::uint32_t>(gpu), static_cast<std::uint32_t>(task));
@@ -65,11 +66,15 @@ ExecutionIndex::ExecutionIndex(const workloads::TaskGraph& graph, const Timeline
   for (std::size_t g = 0; g + 1 < order_begin_.size(); ++g) {
     const auto order = compute_order_.begin() + order_begin_[g];
     const auto order_end = compute_order_.begin() + order_begin_[g + 1];
-    std::stable_sort(order, order_end, [&](std::uint32_t a, std::uint32_t b) {
+    const auto earlier = [&](std::uint32_t a, std::uint32_t b) {
       if (start_s_[a] != start_s_[b])
         return start_s_[a] < start_s_[b];
       return end_s_[a] < end_s_[b];
-    });
+    };
+    // A compute stream's records end in the order they start: mostly in
+    // order already, which a stable sort would leave as it is.
+    if (!std::is_sorted(order, order_end, earlier))
+      std::stable_sort(order, order_end, earlier);
     for (auto it = order + 1; it < order_end; ++it) {
       stream_pred_[*it] = *(it - 1);
       next_of[*(it - 1)] = *it;

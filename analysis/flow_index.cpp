@@ -104,8 +104,8 @@ FlowIndex FlowIndex::by_recorded_link(const Timeline& timeline,
   const std::size_t slots = images->route_images.size() / static_cast<std::size_t>(images->order);
   std::vector<std::uint32_t> uses(slots, 0), first_of(slots, 0), count_of(slots, 0);
   for (const auto& flow : flows) {
-    const std::uint32_t s =
-        flow.first_link < images->route_slot.size() ? images->route_slot[flow.first_link] : FoldImages::kNoRoute;
+    const std::uint32_t s = flow.first_link < images->route_slot.size() ? images->route_slot[flow.first_link]
+                                                                        : FoldImages::kNoRoute;
     if (s >= slots || (uses[s] > 0 && (first_of[s] != flow.first_link || count_of[s] != flow.link_count)))
       return each_crossing();
     if (uses[s]++ == 0) {

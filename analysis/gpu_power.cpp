@@ -145,7 +145,8 @@ std::vector<GpuActivity> gpu_activity(const workloads::TaskGraph& graph, const T
   for_each_span(
       graph, timeline, classes, gpus,
       [&](int gpu, const workloads::Task& task) {
-        const double watts = spec_of(static_cast<std::size_t>(gpu)).compute_power_W(task.memory_bound_fraction);
+        const double watts =
+            spec_of(static_cast<std::size_t>(gpu)).compute_power_W(task.memory_bound_fraction);
         same_walk = same_walk && watts > 0;
         return watts;
       },

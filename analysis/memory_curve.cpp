@@ -37,11 +37,14 @@ bool same_bits(const workloads::MemoryBreakdown& a, const workloads::MemoryBreak
 // One GPU's curve from its changes, in the graph's order (sorted here by
 // time, frees first at one instant, the graph's order otherwise).
 void fill_curve(GpuMemoryCurve& c, std::vector<Change>& list) {
-  std::stable_sort(list.begin(), list.end(), [](const Change& a, const Change& b) {
+  const auto before = [](const Change& a, const Change& b) {
     if (a.time_s != b.time_s)
       return a.time_s < b.time_s;
     return a.bytes < 0 && b.bytes >= 0;
-  });
+  };
+  // A stable sort leaves a list in order as it is: checked in one pass.
+  if (!std::is_sorted(list.begin(), list.end(), before))
+    std::stable_sort(list.begin(), list.end(), before);
   auto points = std::make_shared<std::vector<MemoryCurvePoint>>();
   workloads::MemoryBreakdown current = c.resident;
   c.peak_bytes = current.total();
