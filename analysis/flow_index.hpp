@@ -49,7 +49,6 @@ class FlowIndex {
  private:
   // `for_each_pair(emit)` calls emit(key, flow) for every entry, in flow
   // order; it is called twice (count, then fill).
-  FlowIndex() = default;
   template <class ForEachPair>
   FlowIndex(const Timeline& timeline, std::size_t keys, ForEachPair for_each_pair);
 
