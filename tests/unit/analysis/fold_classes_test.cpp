@@ -153,10 +153,10 @@ TEST(LinkClasses, AnImageLinkReadsItsRepresentativesRecordedFlows) {
   EXPECT_EQ(classes.record(classes.flows_of(1)[1]).bytes, 50);
 }
 
-TEST(LinkClasses, AnOrbitsFlowsCountedPerRouteAreThoseOfEveryCrossingInOrder) {
-  // Flows on the two recorded routes, interleaved: each orbit's list, counted
-  // route by route, holds every recorded flow crossing one of its links, in
-  // flow order.
+TEST(LinkClasses, AnOrbitsFlowsAreEveryRecordedFlowCrossingItInFlowOrder) {
+  // Flows on the two recorded routes, interleaved (routes shared by many
+  // flows, as in a real run): each orbit's list holds every recorded flow
+  // crossing one of its links, in flow order.
   Folded f;
   std::vector<FlowRecord> flows;
   for (std::uint32_t i = 0; i < 7; ++i)
