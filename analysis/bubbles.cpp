@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <map>
+#include <span>
 #include <tuple>
+#include <unordered_map>
 #include <utility>
 
+#include "analysis/content_hash.hpp"
 #include "analysis/execution_index.hpp"
 #include "analysis/fold_classes.hpp"
 #include "analysis/gpu_power.hpp"
@@ -113,7 +115,20 @@ std::vector<double> reference_durations(const workloads::TaskGraph& graph, const
   }
   // Each (op, piece) gets a slot, looked up once per task: the task keeps
   // its slot (`piece` reused), and the fastest duration sits in the slot.
-  std::map<std::tuple<Op, int>, int> slot_of;
+  // (Hashed: a 16k-GPU run looks up half a million compute tasks among a
+  // few hundred slots, which a tree's comparisons of five numbers made the
+  // costliest part of the bubbles; the slots' order is not read.)
+  struct OpPieceHash {
+    std::size_t operator()(const std::tuple<Op, int>& key) const {
+      const auto& [op, piece_of_op] = key;
+      ContentHash h;
+      h.add(static_cast<std::uint64_t>(std::get<0>(op)) << 32 | static_cast<std::uint32_t>(std::get<1>(op)));
+      h.add(static_cast<std::uint64_t>(std::get<2>(op)) << 32 | static_cast<std::uint32_t>(std::get<3>(op)));
+      h.add(static_cast<std::uint64_t>(static_cast<std::uint32_t>(piece_of_op)));
+      return static_cast<std::size_t>(h.value());
+    }
+  };
+  std::unordered_map<std::tuple<Op, int>, int, OpPieceHash> slot_of;
   std::vector<double> fastest;
   for (TaskId v = 0; v < graph.size(); ++v) {
     const Task& t = graph[v];
@@ -121,7 +136,7 @@ std::vector<double> reference_durations(const workloads::TaskGraph& graph, const
       continue;
     const double nominal = t.duration_s - t.imbalance_s;
     const auto [it, inserted] =
-        slot_of.emplace(std::make_tuple(op_of(t), piece[v]), static_cast<int>(fastest.size()));
+        slot_of.try_emplace(std::make_tuple(op_of(t), piece[v]), static_cast<int>(fastest.size()));
     if (inserted)
       fastest.push_back(nominal);
     else
@@ -177,9 +192,13 @@ class GapWalker {
   // ended at the same instant (ExecutionIndex::tied), up to the first task
   // that is its own image under `fixed` (a spanning collective: the walks of
   // its members' images go on from it as this one does).
-  void walk(double a, double b, TaskId waiter, const std::vector<Interval>& comm,
-            const std::vector<Interval>& waits, GpuBubbles& out, std::vector<TaskId>* ties = nullptr,
+  void walk(double a, double b, TaskId waiter, const std::vector<Interval>& all_comm,
+            const std::vector<Interval>& all_waits, GpuBubbles& out, std::vector<TaskId>* ties = nullptr,
             const PermutationPowers* fixed = nullptr) const {
+    // Every piece blamed lies within [a, b): the intervals that can cover
+    // one are found once per walk.
+    const auto comm = within(all_comm, a, b);
+    const auto waits = within(all_waits, a, b);
     double hi = b;
     TaskId cur = waiter;
     while (hi > a) {
@@ -210,8 +229,8 @@ class GapWalker {
     }
   }
 
-  static void add(BubbleCause cause, double lo, double hi, const std::vector<Interval>& comm,
-                  const std::vector<Interval>& waits, GpuBubbles& out) {
+  static void add(BubbleCause cause, double lo, double hi, std::span<const Interval> comm,
+                  std::span<const Interval> waits, GpuBubbles& out) {
     if (hi <= lo)
       return;
     out.cause_s[at(cause)] += hi - lo;

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <span>
 #include <vector>
 
 #include "analysis/timeline.hpp"
@@ -23,12 +24,13 @@ class ExecutionIndex {
 
   ExecutionIndex(const workloads::TaskGraph& graph, const Timeline& timeline);
 
-  bool ran(workloads::TaskId task) const { return ran_[task]; }
+  bool ran(workloads::TaskId task) const { return (flags_[task] & kRan) != 0; }
   double start_s(workloads::TaskId task) const { return start_s_[task]; }
   double end_s(workloads::TaskId task) const { return end_s_[task]; }
   // Compute tasks of `gpu` in execution order.
-  const std::vector<std::uint32_t>& compute_order(int gpu) const {
-    return compute_order_[static_cast<std::size_t>(gpu)];
+  std::span<const std::uint32_t> compute_order(int gpu) const {
+    const auto g = static_cast<std::size_t>(gpu);
+    return {compute_order_.data() + order_begin_[g], compute_order_.data() + order_begin_[g + 1]};
   }
   // The compute task that ran just before `task` on its GPU (kNone if none).
   workloads::TaskId stream_predecessor(workloads::TaskId task) const { return widen(stream_pred_[task]); }
@@ -37,7 +39,7 @@ class ExecutionIndex {
   // Whether another candidate finished at the same instant as `task`'s
   // releaser (the choice between them is by task id, which a fold's rotation
   // need not preserve: analysis/bubbles.cpp checks such tasks' images).
-  bool tied(workloads::TaskId task) const { return tied_[task]; }
+  bool tied(workloads::TaskId task) const { return (flags_[task] & kTied) != 0; }
   // The task that finished last in the iteration (ties: the last recorded).
   workloads::TaskId last_task() const { return last_task_; }
   // Tasks in an order where every releaser, graph predecessor and stream
@@ -52,9 +54,14 @@ class ExecutionIndex {
   static constexpr std::uint32_t kNone32 = std::numeric_limits<std::uint32_t>::max();
   static workloads::TaskId widen(std::uint32_t task) { return task == kNone32 ? kNone : task; }
 
-  std::vector<bool> ran_, tied_;
+  // ran and tied, a byte per task (a bit vector's reads and writes cost
+  // several instructions each, and every reader asks per task and per edge).
+  static constexpr std::uint8_t kRan = 1, kTied = 2;
+  std::vector<std::uint8_t> flags_;
   std::vector<double> start_s_, end_s_;
-  std::vector<std::vector<std::uint32_t>> compute_order_;
+  // The compute orders one after the other, GPU g's from order_begin_[g] to
+  // order_begin_[g + 1] (one array, not a vector per GPU).
+  std::vector<std::uint32_t> order_begin_, compute_order_;
   std::vector<std::uint32_t> stream_pred_, releaser_, topo_;
   workloads::TaskId last_task_ = kNone;
 };

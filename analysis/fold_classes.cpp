@@ -177,6 +177,9 @@ LinkClasses LinkClasses::of(const Timeline& timeline) {
   // Each link's image under the rotation, from the recorded routes' images:
   // image route k's j-th link maps to image route k + 1's.
   std::vector<std::size_t> next(links, kUnset);
+  // The distinct recorded routes (first link, link count), each at its
+  // first flow, for the check below.
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> routes;
   std::vector<char> seen(fl.size() + 1, 0);
   for (const auto& f : flows) {
     if (f.first_link >= images->route_slot.size() || images->route_slot[f.first_link] == FoldImages::kNoRoute)
@@ -184,6 +187,7 @@ LinkClasses LinkClasses::of(const Timeline& timeline) {
     if (seen[f.first_link])
       continue;
     seen[f.first_link] = 1;
+    routes.emplace_back(f.first_link, f.link_count);
     for (int k = 0; k < m; ++k) {
       const std::size_t a = images->route_image(f.first_link, k);
       const std::size_t b = images->route_image(f.first_link, (k + 1) % m);
@@ -213,16 +217,12 @@ LinkClasses LinkClasses::of(const Timeline& timeline) {
       rep[powers->power(l, k)] = static_cast<std::uint32_t>(l);
   }
   // No recorded route crosses two links of one orbit.
-  std::fill(seen.begin(), seen.end(), 0);
-  for (const auto& f : flows) {
-    if (seen[f.first_link])
-      continue;
-    seen[f.first_link] = 1;
-    for (std::uint32_t a = 0; a < f.link_count; ++a)
-      for (std::uint32_t b = a + 1; b < f.link_count; ++b)
-        if (rep[fl[f.first_link + a]] == rep[fl[f.first_link + b]])
+  std::vector<char>().swap(seen);
+  for (const auto& [first_link, link_count] : routes)
+    for (std::uint32_t a = 0; a < link_count; ++a)
+      for (std::uint32_t b = a + 1; b < link_count; ++b)
+        if (rep[fl[first_link + a]] == rep[fl[first_link + b]])
           return identity();
-  }
   LinkClasses c(timeline, FlowIndex::by_recorded_link(timeline, rep));
   c.folded_ = true;
   c.rep_ = std::move(rep);

@@ -134,15 +134,24 @@ std::vector<GpuActivity> gpu_activity(const workloads::TaskGraph& graph, const T
   bool same_walk = nccl_waits != nullptr && static_cast<std::size_t>(graph.gpu_count) == gpus;
   if (same_walk)
     waits.resize(gpus);
+  // Each GPU's spec located once (a search of the cluster's node groups),
+  // not once per compute record and span.
+  std::vector<const platforms::GpuSpec*> specs(gpus, nullptr);
+  const auto spec_of = [&](std::size_t g) -> const platforms::GpuSpec& {
+    if (specs[g] == nullptr)
+      specs[g] = &cluster.gpu_of(static_cast<int>(g));
+    return *specs[g];
+  };
   for_each_span(
       graph, timeline, classes, gpus,
       [&](int gpu, const workloads::Task& task) {
-        const double watts = cluster.gpu_of(gpu).compute_power_W(task.memory_bound_fraction);
+        const double watts =
+            spec_of(static_cast<std::size_t>(gpu)).compute_power_W(task.memory_bound_fraction);
         same_walk = same_walk && watts > 0;
         return watts;
       },
       [&](std::size_t g, Doing doing, double lo, double hi, double compute_W) {
-        const auto& spec = cluster.gpu_of(static_cast<int>(g));
+        const auto& spec = spec_of(g);
         auto& a = out[g];
         const double span = hi - lo;
         if (doing == Doing::waiting && same_walk)

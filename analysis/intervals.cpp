@@ -5,17 +5,22 @@
 namespace trainsim::analysis {
 
 std::vector<Interval> merge_intervals(std::vector<Interval> intervals) {
-  std::sort(intervals.begin(), intervals.end());
-  std::vector<Interval> merged;
+  // Most lists come in order already (a stream's records end in the order
+  // they start): checked in one pass rather than sorted again. Merged in
+  // place, each interval written at or before where it was read.
+  if (!std::is_sorted(intervals.begin(), intervals.end()))
+    std::sort(intervals.begin(), intervals.end());
+  std::size_t n = 0;
   for (const auto& iv : intervals) {
     if (iv.second <= iv.first)
       continue;
-    if (!merged.empty() && iv.first <= merged.back().second)
-      merged.back().second = std::max(merged.back().second, iv.second);
+    if (n > 0 && iv.first <= intervals[n - 1].second)
+      intervals[n - 1].second = std::max(intervals[n - 1].second, iv.second);
     else
-      merged.push_back(iv);
+      intervals[n++] = iv;
   }
-  return merged;
+  intervals.resize(n);
+  return intervals;
 }
 
 double total_length(const std::vector<Interval>& merged) {
@@ -109,6 +114,10 @@ double overlap_length(const std::vector<Interval>& a, const std::vector<Interval
 namespace trainsim::analysis {
 
 double covered_length(const std::vector<Interval>& merged, double lo, double hi) {
+  return covered_length(std::span<const Interval>(merged), lo, hi);
+}
+
+double covered_length(std::span<const Interval> merged, double lo, double hi) {
   if (hi <= lo)
     return 0;
   // First interval ending after lo.
@@ -118,6 +127,16 @@ double covered_length(const std::vector<Interval>& merged, double lo, double hi)
   for (; it != merged.end() && it->first < hi; ++it)
     total += std::min(hi, it->second) - std::max(lo, it->first);
   return total;
+}
+
+std::span<const Interval> within(const std::vector<Interval>& merged, double lo, double hi) {
+  // From the first interval ending after lo to the first starting at or
+  // after hi (merged intervals are disjoint: their starts and ends rise).
+  const auto first = std::upper_bound(merged.begin(), merged.end(), lo,
+                                      [](double x, const Interval& iv) { return x < iv.second; });
+  const auto last =
+      std::partition_point(first, merged.end(), [&](const Interval& iv) { return iv.first < hi; });
+  return {first, last};
 }
 
 }  // namespace trainsim::analysis

@@ -2,6 +2,7 @@
 // Busy time as sorted, disjoint intervals: what "utilization" and "overlap"
 // are computed from.
 #include <cstddef>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -39,5 +40,10 @@ namespace trainsim::analysis {
 
 // Length of [lo, hi) covered by a merged interval list (binary search).
 double covered_length(const std::vector<Interval>& merged, double lo, double hi);
+double covered_length(std::span<const Interval> merged, double lo, double hi);
+// The intervals of a merged list that can cover any of [lo, hi): for a
+// caller that asks covered_length many times within one window (the same
+// lengths, summed in the same order, from a search over a few intervals).
+std::span<const Interval> within(const std::vector<Interval>& merged, double lo, double hi);
 
 }  // namespace trainsim::analysis

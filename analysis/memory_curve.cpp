@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
+#include <unordered_map>
 
 #include "analysis/fold_classes.hpp"
 
@@ -36,11 +37,14 @@ bool same_bits(const workloads::MemoryBreakdown& a, const workloads::MemoryBreak
 // One GPU's curve from its changes, in the graph's order (sorted here by
 // time, frees first at one instant, the graph's order otherwise).
 void fill_curve(GpuMemoryCurve& c, std::vector<Change>& list) {
-  std::stable_sort(list.begin(), list.end(), [](const Change& a, const Change& b) {
+  const auto before = [](const Change& a, const Change& b) {
     if (a.time_s != b.time_s)
       return a.time_s < b.time_s;
     return a.bytes < 0 && b.bytes >= 0;
-  });
+  };
+  // A stable sort leaves a list in order as it is: checked in one pass.
+  if (!std::is_sorted(list.begin(), list.end(), before))
+    std::stable_sort(list.begin(), list.end(), before);
   auto points = std::make_shared<std::vector<MemoryCurvePoint>>();
   workloads::MemoryBreakdown current = c.resident;
   c.peak_bytes = current.total();
@@ -160,29 +164,30 @@ std::optional<MemoryCurves> per_orbit(const workloads::TaskGraph& graph, const T
   // task, a spanning collective: its own records only); so every task of a
   // cycle has the times of the last recorded record in the cycle, as a walk
   // over the full list leaves them. Keyed by the cycle's first task.
-  std::vector<std::uint32_t> keys;
+  // (Hashed: the recorded records' lookups, most of them of tasks without
+  // memory events, were the costliest part of the curves as binary searches.)
+  std::unordered_map<std::uint32_t, std::size_t> slot_of;
   for (const auto& list : mine)
     for (const std::uint32_t i : list)
-      keys.push_back(images->tasks.first(events[i].task));
-  std::sort(keys.begin(), keys.end());
-  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
-  std::vector<double> start(keys.size(), kNever), end(keys.size(), kNever);
+      slot_of.try_emplace(images->tasks.first(events[i].task), slot_of.size());
+  const std::size_t keys = slot_of.size();
+  std::vector<double> start(keys, kNever), end(keys, kNever);
   // A collective's records (one per member) and a GPU's events on one task
   // come one after another: the last key found is asked again first.
   std::uint32_t last_key = std::numeric_limits<std::uint32_t>::max();
-  std::size_t last_slot = keys.size();
+  std::size_t last_slot = keys;
   const auto slot = [&](std::uint32_t key) {
     if (key == last_key)
       return last_slot;
-    const auto it = std::lower_bound(keys.begin(), keys.end(), key);
+    const auto it = slot_of.find(key);
     last_key = key;
-    last_slot = it != keys.end() && *it == key ? static_cast<std::size_t>(it - keys.begin()) : keys.size();
+    last_slot = it != slot_of.end() ? it->second : keys;
     return last_slot;
   };
   for (const auto& r : timeline.records.recorded()) {
     if (r.task >= graph.size())
       return std::nullopt;
-    if (const auto s = slot(images->tasks.first(r.task)); s < keys.size()) {
+    if (const auto s = slot(images->tasks.first(r.task)); s < keys) {
       start[s] = r.start_s;
       end[s] = r.end_s;
     }

@@ -149,6 +149,10 @@ Utilization analyze_utilization(const workloads::TaskGraph& graph, const Timelin
       comm[static_cast<std::size_t>(task.peer)][k].emplace_back(r.start_s, r.end_s);
   });
   u.gpus.resize(gpus);
+  // The sums by label, GPU by GPU in rank order as into exposed_by_op_s
+  // (the same additions, without a lookup of the label's name in the map
+  // per GPU and label), filed there at the end.
+  std::vector<double> exposed_by_label_s(labels.size(), 0.0);
   // Each representative's exposed time by label, for its images.
   std::vector<std::vector<double>> op_split_of(gpus);
   // A representative whose merged intervals (compute, each kind's, each
@@ -180,7 +184,7 @@ Utilization analyze_utilization(const workloads::TaskGraph& graph, const Timelin
       for (std::size_t k = 0; k < kCommKinds.size(); ++k)
         u.exposed_by_kind_s[k] += s.exposed_by_kind_s[k];
       for (std::size_t k = 0; k < labels.size(); ++k)
-        u.exposed_by_op_s[labels[k]] += op_split_of[rep][k];
+        exposed_by_label_s[k] += op_split_of[rep][k];
       continue;
     }
     compute[g] = merge_intervals(std::move(compute[g]));
@@ -208,7 +212,7 @@ Utilization analyze_utilization(const workloads::TaskGraph& graph, const Timelin
       for (std::size_t k = 0; k < kCommKinds.size(); ++k)
         u.exposed_by_kind_s[k] += s.exposed_by_kind_s[k];
       for (std::size_t k = 0; k < labels.size(); ++k)
-        u.exposed_by_op_s[labels[k]] += op_split_of[twin->second][k];
+        exposed_by_label_s[k] += op_split_of[twin->second][k];
       if (classes.folded())
         op_split_of[g] = op_split_of[twin->second];
       compute[g] = {};
@@ -233,7 +237,7 @@ Utilization analyze_utilization(const workloads::TaskGraph& graph, const Timelin
       u.exposed_by_kind_s[k] += s.exposed_by_kind_s[k];
     auto op_split = exposed_split(c, lists);
     for (std::size_t k = 0; k < labels.size(); ++k)
-      u.exposed_by_op_s[labels[k]] += op_split[k];
+      exposed_by_label_s[k] += op_split[k];
     if (!first) {  // not kept (another's hash and other intervals, or past kKeptTwins)
       compute[g] = {};
       comm[g] = {};
@@ -241,6 +245,10 @@ Utilization analyze_utilization(const workloads::TaskGraph& graph, const Timelin
     }
     op_split_of[g] = std::move(op_split);
   }
+
+  if (gpus > 0)  // every label summed over at least one GPU, as before
+    for (std::size_t k = 0; k < labels.size(); ++k)
+      u.exposed_by_op_s[labels[k]] = exposed_by_label_s[k];
 
   // Links: bytes, busy time (union of flow lifetimes) and peak concurrency,
   // one link at a time from the flow index (a list per link of every flow's

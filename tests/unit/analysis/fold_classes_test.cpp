@@ -153,6 +153,32 @@ TEST(LinkClasses, AnImageLinkReadsItsRepresentativesRecordedFlows) {
   EXPECT_EQ(classes.record(classes.flows_of(1)[1]).bytes, 50);
 }
 
+TEST(LinkClasses, AnOrbitsFlowsAreEveryRecordedFlowCrossingItInFlowOrder) {
+  // Flows on the two recorded routes, interleaved (routes shared by many
+  // flows, as in a real run): each orbit's list holds every recorded flow
+  // crossing one of its links, in flow order.
+  Folded f;
+  std::vector<FlowRecord> flows;
+  for (std::uint32_t i = 0; i < 7; ++i)
+    flows.push_back(i % 3 == 0 ? FlowRecord{2, 0, 1, 10.0 + i, 1, 2, 4, 1}
+                               : FlowRecord{2, 0, 1, 10.0 + i, 1, 2, 0, 2});
+  auto images = f.timeline.flows.fold_images();
+  const auto shared = std::make_shared<const FoldImages>(*images);
+  f.timeline.flows.clear();
+  for (const auto& flow : flows)
+    f.timeline.flows.push_back(flow);
+  f.timeline.flows.expand(shared);
+  const auto classes = LinkClasses::of(f.timeline);
+  ASSERT_TRUE(classes.folded());
+  // Link 0: the flows on route 0 (links 0, 1); link 1: every flow.
+  const std::vector<std::uint32_t> on_0{1, 2, 4, 5}, on_1{0, 1, 2, 3, 4, 5, 6};
+  const auto l0 = classes.flows_of(0), l1 = classes.flows_of(1);
+  EXPECT_EQ(std::vector<std::uint32_t>(l0.begin(), l0.end()), on_0);
+  EXPECT_EQ(std::vector<std::uint32_t>(l1.begin(), l1.end()), on_1);
+  EXPECT_TRUE(classes.flows_of(2).empty());
+  EXPECT_TRUE(classes.flows_of(3).empty());
+}
+
 TEST(LinkClasses, AreTheIdentityWhenARouteCrossesTwoLinksOfOneOrbit) {
   const Folded f(1, 3, {0, 2});  // links 0 and 2 are images of each other
   const auto classes = LinkClasses::of(f.timeline);

@@ -24,6 +24,42 @@ TEST(Intervals, OverlapOfTwoListsIsTheLengthOfTheirIntersection) {
   EXPECT_DOUBLE_EQ(overlap_length(a, {}), 0);
 }
 
+TEST(Intervals, MergeOfAListInOrderEqualsTheMergeOfItsShuffle) {
+  // merge_intervals skips the sort of a list already in order: the same
+  // merged list either way, and the closed form's.
+  const std::vector<Interval> in_order{{0, 1}, {1, 2}, {2, 2}, {3, 4}, {3.5, 5}, {7, 7}, {8, 9}};
+  std::vector<Interval> shuffled{{8, 9}, {3.5, 5}, {0, 1}, {7, 7}, {3, 4}, {2, 2}, {1, 2}};
+  const auto a = merge_intervals(in_order);
+  EXPECT_EQ(a, merge_intervals(shuffled));
+  EXPECT_EQ(a, (std::vector<Interval>{{0, 2}, {3, 5}, {8, 9}}));
+}
+
+TEST(Intervals, CoveredLengthWithinAWindowEqualsItOverTheWholeListBitForBit) {
+  // A walk asks covered_length of many pieces of one window [a, b): over the
+  // window's intervals (within) as over the whole list, bit for bit.
+  for (std::uint64_t seed = 1; seed <= 200; ++seed) {
+    std::mt19937_64 rng(seed);
+    std::vector<Interval> intervals;
+    const int n = static_cast<int>(rng() % 40);
+    for (int i = 0; i < n; ++i) {
+      const double a = static_cast<double>(rng() % 30) * 0.1;
+      intervals.emplace_back(a, a + static_cast<double>(rng() % 7) * 0.3);
+    }
+    const auto merged = merge_intervals(intervals);
+    const double a = static_cast<double>(rng() % 40) * 0.1;
+    const double b = a + static_cast<double>(rng() % 20) * 0.17;
+    const auto window = within(merged, a, b);
+    for (int k = 0; k < 20; ++k) {
+      const double lo = a + (b - a) * static_cast<double>(rng() % 11) / 10;
+      const double hi = lo + (b - lo) * static_cast<double>(rng() % 11) / 10;
+      EXPECT_EQ(covered_length(window, lo, hi), covered_length(merged, lo, hi)) << "seed " << seed;
+    }
+  }
+  const std::vector<Interval> merged{{0, 1}, {2, 3}, {4, 5}};
+  EXPECT_EQ(within(merged, 1.5, 3.5).size(), 1u);  // [2, 3) alone
+  EXPECT_EQ(covered_length(within(merged, 0.5, 4.5), 0.5, 4.5), 0.5 + 1 + 0.5);
+}
+
 std::vector<std::pair<double, int>> sorted_events(const std::vector<Interval>& intervals) {
   std::vector<std::pair<double, int>> events;
   for (const auto& [a, b] : intervals) {
