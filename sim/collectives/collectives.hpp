@@ -72,6 +72,12 @@ class Collective {
   // the symmetry does not map its steps onto themselves; the caller then runs
   // it whole.
   virtual std::unique_ptr<Collective> quotient(const EndpointSymmetry& symmetry) const;
+  // How many flows this machine, not yet started, starts when driven to its
+  // end (each flow ending once, in any order), where that follows from its
+  // shape: the replay's estimate counts every distinct collective's flows
+  // before the replay, and driving the machine step by step cost as much as
+  // replaying it. Nullopt: unknown without driving a copy (or started).
+  virtual std::optional<std::size_t> flow_count() const { return std::nullopt; }
 };
 
 struct CollectiveRequest {

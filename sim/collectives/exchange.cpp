@@ -21,6 +21,9 @@ class FlowSet final : public Collective {
   void on_flow_done(int, std::vector<FlowRequest>&) override { ++completed_; }
   bool finished() const override { return completed_ == flows_.size(); }
   std::unique_ptr<Collective> clone() const override { return std::make_unique<FlowSet>(*this); }
+  std::optional<std::size_t> flow_count() const override {
+    return completed_ == 0 ? std::optional<std::size_t>(flows_.size()) : std::nullopt;
+  }
 
  private:
   std::vector<FlowRequest> flows_;
@@ -50,6 +53,17 @@ class Sequence final : public Collective {
     auto copy = std::make_unique<Sequence>(std::move(phases));
     copy->current_ = current_;
     return copy;
+  }
+  // Each phase runs to its end before the next starts: their counts added.
+  std::optional<std::size_t> flow_count() const override {
+    std::size_t flows = 0;
+    for (const auto& phase : phases_) {
+      const auto known = phase->flow_count();
+      if (!known || current_ > 0)
+        return std::nullopt;
+      flows += *known;
+    }
+    return flows;
   }
 
  private:

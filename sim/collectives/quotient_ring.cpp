@@ -86,6 +86,14 @@ class QuotientRingSteps final : public Collective {
 
   bool finished() const override { return completed_ == static_cast<std::size_t>(steps_) * counts_.size(); }
   std::unique_ptr<Collective> clone() const override { return std::make_unique<QuotientRingSteps>(*this); }
+  // The full machine's flows (RingSteps::flow_count: `steps` per position)
+  // handed on by the orbits' representatives: `steps` per orbit.
+  std::optional<std::size_t> flow_count() const override {
+    if (in_flight_ < 1 || completed_ > 0 ||
+        std::any_of(counts_.begin(), counts_.end(), [](const Counts& c) { return c.posted > 0; }))
+      return std::nullopt;
+    return static_cast<std::size_t>(std::max(steps_, 0)) * counts_.size();
+  }
 
  private:
   void try_send(std::size_t a, std::vector<FlowRequest>& out) {

@@ -60,6 +60,17 @@ class RingSteps final : public Collective {
       return nullptr;  // started: its state is no longer the orbits'
     return make_quotient_ring_steps(rings_, steps_, chunk_bytes_, in_flight_, delay_s_, symmetry);
   }
+  // Every position posts `steps` sends, never more (try_send's first test),
+  // and none is left short: with no flow in flight, a position short of its
+  // steps that cannot send lacks a chunk (received < posted), so its
+  // predecessor posted fewer steps and is short too, and so on around the
+  // ring back to itself, which would have posted fewer than itself.
+  std::optional<std::size_t> flow_count() const override {
+    if (in_flight_ < 1 || completed_ > 0 ||
+        std::any_of(posted_.begin(), posted_.end(), [](int p) { return p > 0; }))
+      return std::nullopt;
+    return static_cast<std::size_t>(std::max(steps_, 0)) * total_;
+  }
 
  private:
   int size(std::size_t c) const { return static_cast<int>(rings_[c].size()); }

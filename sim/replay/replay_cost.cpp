@@ -13,9 +13,12 @@
 namespace trainsim::sim {
 namespace {
 
-// Every flow the collective will start, by driving its state machine: each
-// flow finishes once, in any order, and may release more.
+// Every flow the collective will start: from its shape where it knows it
+// (Collective::flow_count), else by driving its state machine: each flow
+// finishes once, in any order, and may release more.
 std::size_t count_flows(Collective& collective) {
+  if (const auto known = collective.flow_count())
+    return *known;
   std::vector<FlowRequest> pending;
   collective.start(pending);
   std::size_t flows = 0;
@@ -139,9 +142,12 @@ ReplayCost count_replay(const workloads::TaskGraph& graph, const ClusterZone& zo
       // A spanning collective under the fold with a quotient form (the
       // quotient ring) is counted on it: each of its flows stands for itself
       // and its m - 1 images (an orbit of ring positions has m positions,
-      // each doing every step), without running the whole machine.
+      // each doing every step), without running the whole machine. Where
+      // the whole machine's flows are known from its shape
+      // (Collective::flow_count) they are that count either way, and the
+      // quotient is not built: it hands on one flow per orbit of m.
       std::unique_ptr<Collective> quotient;
-      if (fold != nullptr && fold->spanning[v])
+      if (fold != nullptr && fold->spanning[v] && !at.flows->flow_count())
         quotient = at.flows->quotient({&fold->endpoint_image, &fold->representative, fold->order});
       std::size_t flows =
           quotient ? count_flows(*quotient) * static_cast<std::size_t>(fold->order) : count_flows(*at.flows);

@@ -81,8 +81,8 @@ struct RingCase {
   int in_flight;
 };
 
-TEST(QuotientRing, HandsOnTheFlowsOfTheWholeRingDrivenWithItsImages) {
-  const std::vector<RingCase> cases{
+std::vector<RingCase> ring_cases() {
+  return {
       // Successor in another orbit (period 2 of 8: rank i's successor i + 1).
       {"8 ranks, 2 classes of 4, one in flight", 8, 2, {{0, 1, 2, 3, 4, 5, 6, 7}}, 14, 1},
       {"8 ranks, 2 classes of 4, NCCL_STEPS in flight", 8, 2, {{0, 1, 2, 3, 4, 5, 6, 7}}, 14, 8},
@@ -100,7 +100,10 @@ TEST(QuotientRing, HandsOnTheFlowsOfTheWholeRingDrivenWithItsImages) {
       // A ring whose successor skips (0 2 4 6 1 3 5 7) under period 2: edge
       // 6 -> 1 maps onto 0 -> 3, not an edge; no quotient (checked below).
   };
-  for (const auto& c : cases) {
+}
+
+TEST(QuotientRing, HandsOnTheFlowsOfTheWholeRingDrivenWithItsImages) {
+  for (const auto& c : ring_cases()) {
     SCOPED_TRACE(c.name);
     const ReplicaFold fold = rotation(c.gpus, c.period);
     std::vector<double> chunk(c.rings.size(), 1.5e6);
@@ -122,6 +125,64 @@ TEST(QuotientRing, HandsOnTheFlowsOfTheWholeRingDrivenWithItsImages) {
       EXPECT_TRUE(q == w) << "seed " << seed;
     }
   }
+}
+
+// Ends a flow in flight chosen at random (seeded) until none is left;
+// returns how many flows the machine started.
+std::size_t driven_flows(Collective& machine, unsigned seed) {
+  std::mt19937 pick(seed);
+  std::vector<FlowRequest> flight, released;
+  machine.start(flight);
+  std::size_t flows = flight.size();
+  while (!flight.empty()) {
+    const std::size_t k = std::uniform_int_distribution<std::size_t>(0, flight.size() - 1)(pick);
+    const int tag = flight[k].tag;
+    flight.erase(flight.begin() + static_cast<std::ptrdiff_t>(k));
+    released.clear();
+    machine.on_flow_done(tag, released);
+    flows += released.size();
+    flight.insert(flight.end(), released.begin(), released.end());
+  }
+  EXPECT_TRUE(machine.finished());
+  return flows;
+}
+
+// The replay's estimate counts a ring's flows from its shape
+// (Collective::flow_count) instead of driving it: the whole ring's, the
+// quotient ring's and a sequence of phases' counts are the driven counts,
+// whatever order the flows end in; a machine started, or one that cannot
+// send (no send in flight allowed), has none.
+TEST(QuotientRing, FlowCountFromTheShapeIsTheDrivenCount) {
+  for (const auto& c : ring_cases()) {
+    SCOPED_TRACE(c.name);
+    const ReplicaFold fold = rotation(c.gpus, c.period);
+    const std::vector<double> chunk(c.rings.size(), 1.5e6);
+    for (unsigned seed = 1; seed <= 5; ++seed) {
+      auto whole = make_ring_steps(c.rings, c.steps, chunk, c.in_flight);
+      auto quotient = whole->quotient({&fold.endpoint_image, &fold.representative, fold.order});
+      ASSERT_NE(quotient, nullptr);
+      const auto whole_count = whole->flow_count();
+      const auto quotient_count = quotient->flow_count();
+      ASSERT_TRUE(whole_count && quotient_count);
+      EXPECT_EQ(*whole_count, driven_flows(*whole, seed));
+      EXPECT_EQ(*quotient_count, driven_flows(*quotient, seed));
+      EXPECT_EQ(*quotient_count * static_cast<std::size_t>(fold.order), *whole_count);
+      EXPECT_FALSE(whole->flow_count());  // driven: started
+      EXPECT_FALSE(quotient->flow_count());
+    }
+  }
+  std::vector<std::unique_ptr<Collective>> phases;
+  phases.push_back(make_ring_steps({{0, 1, 2}}, 4, {1e6}, 2));
+  phases.push_back(make_flow_set({{0, 1, 1e6, 0}, {1, 2, 1e6, 0}}));
+  phases.push_back(make_ring_steps({{3, 2, 1, 0}, {0, 1, 2, 3}}, 3, {1e6, 1e6}, 1));
+  auto sequence = make_sequence(std::move(phases));
+  ASSERT_TRUE(sequence->flow_count());
+  EXPECT_EQ(*sequence->flow_count(), 12u + 2u + 24u);
+  EXPECT_EQ(*sequence->flow_count(), driven_flows(*sequence->clone(), 3));
+  EXPECT_FALSE(make_ring_steps({{0, 1, 2}}, 4, {1e6}, 0)->flow_count());
+  std::vector<std::unique_ptr<Collective>> with_unknown;
+  with_unknown.push_back(make_chain_pipeline({{0, 1, 2}}, 4, {1e6}));
+  EXPECT_FALSE(make_sequence(std::move(with_unknown))->flow_count());
 }
 
 TEST(QuotientRing, FoldSpanningCollectiveTakesTheQuotientWhenThereIsOne) {
