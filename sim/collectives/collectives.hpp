@@ -72,6 +72,17 @@ class Collective {
   // the symmetry does not map its steps onto themselves; the caller then runs
   // it whole.
   virtual std::unique_ptr<Collective> quotient(const EndpointSymmetry& symmetry) const;
+  // Whether this machine and `other`, neither started, release alike but
+  // for their endpoints: from their start and for the same ends in the same
+  // order, the same requests in the same order with the same tags, bytes and
+  // delays, and each tag always with the same endpoints in a machine
+  // (endpoints()). The replay then dates one from the other's run
+  // (sim/replay/isolated_run.hpp, IsolatedRunner::rerun_moved). False when
+  // not known (the default).
+  virtual bool alike_but_endpoints(const Collective& other) const;
+  // The endpoints of this machine's flows tagged `tag` (a machine that
+  // answers alike_but_endpoints()).
+  virtual std::pair<int, int> endpoints(int tag) const;
 };
 
 struct CollectiveRequest {
