@@ -210,8 +210,8 @@ bool IsolatedRunner::date_in_order(const IsolatedScript& script, double start_s,
 }
 
 IsolatedRunner::Rerun IsolatedRunner::rerun_moved(const IsolatedScript& script, const Collective& machine,
-                                                  double start_s, RouteTable& routes, const LinkClaims& claims,
-                                                  IsolatedRun& out) {
+                                                  double start_s, RouteTable& routes,
+                                                  const LinkClaims& claims, IsolatedRun& out) {
   const auto same_bits = [](double a, double b) {
     return std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b);
   };
