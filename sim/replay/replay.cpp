@@ -492,7 +492,8 @@ class Replayer {
     }
     plan.flows = plans_.machine(planned_as);
     if (runs.runs == 0 && plan.flows->alike_but_endpoints(*plan.flows))
-      return run_moved(*plan.flows, t, out);
+      if (const auto fits = run_moved(*plan.flows, t, out))
+        return *fits;
     // Only the second run is scripted (below).
     if (!runner_.run(*plan.flows, t, routes_, claims_, out, runs.runs == 1))
       return false;
@@ -509,8 +510,10 @@ class Replayer {
   // dated from the script of an alike machine's run on routes that map
   // link for link (IsolatedRunner::rerun_moved: the same run, bit for bit,
   // but for the endpoints), or run and, the first of its kind, scripted.
-  // Up to kMostMovedScripts kinds keep a script.
-  bool run_moved(Collective& machine, double t, IsolatedRun& out) {
+  // Up to kMostMovedScripts kinds keep a script; none (nullopt) when the
+  // machine is of no kept kind and no more are kept: the plan's own script
+  // (run_alone) then serves it.
+  std::optional<bool> run_moved(Collective& machine, double t, IsolatedRun& out) {
     for (const MovedScript& kind : moved_scripts_) {
       if (!kind.machine->alike_but_endpoints(machine))
         continue;
@@ -524,13 +527,13 @@ class Replayer {
           return runner_.run(machine, t, routes_, claims_, out, false);
       }
     }
-    const bool scripted = moved_scripts_.size() < kMostMovedScripts;
-    std::unique_ptr<Collective> fresh = scripted ? machine.clone() : nullptr;
-    if (!runner_.run(machine, t, routes_, claims_, out, scripted))
+    if (moved_scripts_.size() >= kMostMovedScripts)
+      return std::nullopt;
+    std::unique_ptr<Collective> fresh = machine.clone();
+    if (!runner_.run(machine, t, routes_, claims_, out))
       return false;
-    if (scripted)
-      if (auto script = runner_.script(out))
-        moved_scripts_.push_back({std::move(fresh), std::move(*script)});
+    if (auto script = runner_.script(out))
+      moved_scripts_.push_back({std::move(fresh), std::move(*script)});
     return true;
   }
   static constexpr std::size_t kMostMovedScripts = 8;
