@@ -78,6 +78,17 @@ class Collective {
   // before the replay, and driving the machine step by step cost as much as
   // replaying it. Nullopt: unknown without driving a copy (or started).
   virtual std::optional<std::size_t> flow_count() const { return std::nullopt; }
+  // Whether this machine and `other`, neither started, release alike but
+  // for their endpoints: from their start and for the same ends in the same
+  // order, the same requests in the same order with the same tags, bytes and
+  // delays, and each tag always with the same endpoints in a machine
+  // (endpoints()). The replay then dates one from the other's run
+  // (sim/replay/isolated_run.hpp, IsolatedRunner::rerun_moved). False when
+  // not known (the default).
+  virtual bool alike_but_endpoints(const Collective& other) const;
+  // The endpoints of this machine's flows tagged `tag` (a machine that
+  // answers alike_but_endpoints()).
+  virtual std::pair<int, int> endpoints(int tag) const;
 };
 
 struct CollectiveRequest {

@@ -34,6 +34,14 @@ std::unique_ptr<Collective> Collective::quotient(const EndpointSymmetry&) const 
   return nullptr;
 }
 
+bool Collective::alike_but_endpoints(const Collective&) const {
+  return false;
+}
+
+std::pair<int, int> Collective::endpoints(int) const {
+  return {-1, -1};
+}
+
 namespace {
 
 class QuotientRingSteps final : public Collective {
@@ -95,6 +103,35 @@ class QuotientRingSteps final : public Collective {
     return static_cast<std::size_t>(std::max(steps_, 0)) * counts_.size();
   }
 
+  // A quotient ring's releases depend on its positions' order, tags, ring
+  // structure (next, closes), bytes and delays, its steps and flows in
+  // flight and its counters, never on the endpoints, which are only copied
+  // into the requests: two fresh machines equal in all but the endpoints
+  // release alike, each position's flows always from its src to its dst.
+  bool alike_but_endpoints(const Collective& other) const override {
+    const auto* that = dynamic_cast<const QuotientRingSteps*>(&other);
+    if (that == nullptr || !fresh() || !that->fresh() || steps_ != that->steps_ ||
+        in_flight_ != that->in_flight_)
+      return false;
+    if (shape_ == that->shape_)
+      return true;
+    const auto same_bits = [](double a, double b) {
+      return std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b);
+    };
+    return shape_->index_of_tag == that->shape_->index_of_tag &&
+           std::equal(shape_->positions.begin(), shape_->positions.end(), that->shape_->positions.begin(),
+                      that->shape_->positions.end(), [&](const Position& a, const Position& b) {
+                        return a.tag == b.tag && a.next == b.next && a.closes == b.closes &&
+                               same_bits(a.bytes, b.bytes) && same_bits(a.delay_s, b.delay_s);
+                      });
+  }
+
+  std::pair<int, int> endpoints(int tag) const override {
+    const Position& p =
+        shape_->positions[static_cast<std::size_t>(shape_->index_of_tag[static_cast<std::size_t>(tag)])];
+    return {p.src, p.dst};
+  }
+
  private:
   void try_send(std::size_t a, std::vector<FlowRequest>& out) {
     Counts& c = counts_[a];
@@ -103,6 +140,12 @@ class QuotientRingSteps final : public Collective {
     ++c.posted;
     const Position& p = shape_->positions[a];
     out.push_back({p.src, p.dst, p.bytes, p.tag, p.delay_s});
+  }
+
+  bool fresh() const {
+    return completed_ == 0 && std::all_of(counts_.begin(), counts_.end(), [](const Counts& c) {
+             return c.sent == 0 && c.received == 0 && c.posted == 0;
+           });
   }
 
   // A representative position's steps sent (ended), received and posted.

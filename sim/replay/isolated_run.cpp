@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <functional>
+#include <unordered_map>
 
 namespace trainsim::sim {
 bool IsolatedRunner::take_links(const Route& route, RouteTable& routes, const LinkClaims& claims) {
@@ -181,6 +182,13 @@ IsolatedRunner::Rerun IsolatedRunner::rerun(const IsolatedScript& script, double
     if (!claims.fits(link, Bps))
       return Rerun::doesnt_fit;
   out.flows = script.run.flows;
+  if (!date_in_order(script, start_s, out))
+    return Rerun::other_order;
+  out.claims = script.run.claims;
+  return Rerun::done;
+}
+
+bool IsolatedRunner::date_in_order(const IsolatedScript& script, double start_s, IsolatedRun& out) {
   for (std::size_t f = 0; f < out.flows.size(); ++f) {
     ScheduledFlow& flow = out.flows[f];
     const std::uint32_t by = script.released_by[f];
@@ -194,12 +202,60 @@ IsolatedRunner::Rerun IsolatedRunner::rerun(const IsolatedScript& script, double
   for (std::size_t k = 1; k < order.size(); ++k) {
     const double before = out.flows[order[k - 1]].end_s, after = out.flows[order[k]].end_s;
     if (after < before || (after == before && order[k] < order[k - 1]))
-      return Rerun::other_order;
+      return false;
   }
   out.finish_order = order;
-  out.claims = script.run.claims;
   out.end_s = order.empty() ? start_s : out.flows[order.back()].end_s;
-  return Rerun::done;
+  return true;
+}
+
+IsolatedRunner::Rerun IsolatedRunner::rerun_moved(const IsolatedScript& script, const Collective& machine,
+                                                  double start_s, RouteTable& routes,
+                                                  const LinkClaims& claims, IsolatedRun& out) {
+  const auto same_bits = [](double a, double b) {
+    return std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b);
+  };
+  // Per tag, the new route (looked up at the tag's first flow, as run()'s
+  // launch() first asks for it); per script link, its new link, and back.
+  std::vector<Route*> moved;
+  std::unordered_map<std::uint32_t, std::uint32_t> to, from;
+  out.flows = script.run.flows;
+  for (ScheduledFlow& flow : out.flows) {
+    const auto tag = static_cast<std::size_t>(flow.request.tag);
+    if (moved.size() <= tag)
+      moved.resize(tag + 1, nullptr);
+    if (moved[tag] == nullptr) {
+      const auto [src, dst] = machine.endpoints(flow.request.tag);
+      Route& route = routes.route(src, dst);
+      const Route& was = *flow.route;
+      if (!same_bits(route.latency_s, was.latency_s) || !same_bits(route.bound_Bps, was.bound_Bps) ||
+          route.links.size() != was.links.size())
+        return Rerun::other_links;
+      for (std::size_t i = 0; i < route.links.size(); ++i) {
+        const std::uint32_t a = was.links[i], b = route.links[i];
+        const auto [ab, new_a] = to.emplace(a, b);
+        const auto [ba, new_b] = from.emplace(b, a);
+        if (ab->second != b || ba->second != a ||
+            (new_a && !same_bits(routes.capacity_Bps(a), routes.capacity_Bps(b))))
+          return Rerun::other_links;
+      }
+      moved[tag] = &route;
+    }
+    flow.request.src = moved[tag]->src;
+    flow.request.dst = moved[tag]->dst;
+    flow.route = moved[tag];
+  }
+  // The script's claims, link for link: the same flows' bounds summed in the
+  // same order on each image link (rerun()'s check then, on them).
+  out.claims.clear();
+  out.claims.reserve(script.run.claims.size());
+  for (const auto& [link, Bps] : script.run.claims) {
+    const std::uint32_t image = to.at(link);
+    if (!claims.fits(image, Bps))
+      return Rerun::doesnt_fit;
+    out.claims.emplace_back(image, Bps);
+  }
+  return date_in_order(script, start_s, out) ? Rerun::done : Rerun::other_order;
 }
 
 }  // namespace trainsim::sim

@@ -76,9 +76,25 @@ class IsolatedRunner {
   // the machine. `doesnt_fit` where run() would return false: a link's most
   // at once does not fit `claims` (the script's run fitted the links'
   // bandwidth, which does not change).
-  enum class Rerun { done, doesnt_fit, other_order };
+  enum class Rerun { done, doesnt_fit, other_order, other_links };
   static Rerun rerun(const IsolatedScript& script, double start_s, const LinkClaims& claims,
                      IsolatedRun& out);
+
+  // What run() would make from `start_s` of `machine`, fresh and alike to
+  // the script's but for its endpoints (Collective::alike_but_endpoints):
+  // every flow of the script with its tag's endpoints in `machine` and their
+  // route, dated as rerun() dates it. Exact under rerun()'s conditions when,
+  // besides, each tag's route has its script route's latency and bound, bit
+  // for bit, and the script's links map one to one onto the new routes'
+  // links, position for position along each route, onto links of the same
+  // capacity: each flow's two date terms are then the script's, and each
+  // link carries what its script link carried, the same sums in the same
+  // order (docs/performance.md, "Spanning rings dated from an alike ring's
+  // script", says why). `other_links` when they do not, and the caller runs
+  // the machine. Looks the routes up in the order run() would first ask for
+  // them.
+  static Rerun rerun_moved(const IsolatedScript& script, const Collective& machine, double start_s,
+                           RouteTable& routes, const LinkClaims& claims, IsolatedRun& out);
 
  private:
   // Adds `flow` to out.flows and takes its links (take()); false if a link
@@ -95,6 +111,10 @@ class IsolatedRunner {
   bool launch(const FlowRequest& request, double start_s, RouteTable& routes, const LinkClaims& claims,
               IsolatedRun& out);
   void reset();
+  // rerun()'s dates of out.flows (the script's flows) from `start_s`, and
+  // its order check: false when they end in another order than the
+  // script's.
+  static bool date_in_order(const IsolatedScript& script, double start_s, IsolatedRun& out);
   // Sizes the per-link loads to the links the routes have met so far.
   void cover_links(const RouteTable& routes) {
     if (load_.size() < routes.link_count())

@@ -485,11 +485,15 @@ class Replayer {
         case IsolatedRunner::Rerun::doesnt_fit:
           return false;
         case IsolatedRunner::Rerun::other_order:
+        case IsolatedRunner::Rerun::other_links:  // (rerun() does not move flows)
           plan.flows = plans_.machine(planned_as);
           return runner_.run(*plan.flows, t, routes_, claims_, out, false);
       }
     }
     plan.flows = plans_.machine(planned_as);
+    if (runs.runs == 0 && plan.flows->alike_but_endpoints(*plan.flows))
+      if (const auto fits = run_moved(*plan.flows, t, out))
+        return *fits;
     // Only the second run is scripted (below).
     if (!runner_.run(*plan.flows, t, routes_, claims_, out, runs.runs == 1))
       return false;
@@ -498,6 +502,41 @@ class Replayer {
     return true;
   }
   static constexpr std::size_t kMostScriptedFlows = 4096;
+
+  // A plan's first run, of a machine that can tell whether another is alike
+  // to it but for its endpoints (Collective::alike_but_endpoints: the
+  // spanning data-parallel quotient rings, each its own plan, 128 of 8,128
+  // flows each at scale-16k, alike across a stage's rings and the stages):
+  // dated from the script of an alike machine's run on routes that map
+  // link for link (IsolatedRunner::rerun_moved: the same run, bit for bit,
+  // but for the endpoints), or run and, the first of its kind, scripted.
+  // Up to kMostMovedScripts kinds keep a script; none (nullopt) when the
+  // machine is of no kept kind and no more are kept: the plan's own script
+  // (run_alone) then serves it.
+  std::optional<bool> run_moved(Collective& machine, double t, IsolatedRun& out) {
+    for (const MovedScript& kind : moved_scripts_) {
+      if (!kind.machine->alike_but_endpoints(machine))
+        continue;
+      switch (IsolatedRunner::rerun_moved(kind.script, machine, t, routes_, claims_, out)) {
+        case IsolatedRunner::Rerun::done:
+          return true;
+        case IsolatedRunner::Rerun::doesnt_fit:
+          return false;
+        case IsolatedRunner::Rerun::other_order:
+        case IsolatedRunner::Rerun::other_links:
+          return runner_.run(machine, t, routes_, claims_, out, false);
+      }
+    }
+    if (moved_scripts_.size() >= kMostMovedScripts)
+      return std::nullopt;
+    std::unique_ptr<Collective> fresh = machine.clone();
+    if (!runner_.run(machine, t, routes_, claims_, out))
+      return false;
+    if (auto script = runner_.script(out))
+      moved_scripts_.push_back({std::move(fresh), std::move(*script)});
+    return true;
+  }
+  static constexpr std::size_t kMostMovedScripts = 8;
 
   void start_collective(TaskId id) {
     const auto& task = graph_[id];
@@ -994,6 +1033,12 @@ class Replayer {
     std::optional<IsolatedScript> script;
   };
   std::vector<PlanRuns> plan_runs_;
+  // run_moved(): a machine as it was before its run, and the run's script.
+  struct MovedScript {
+    std::unique_ptr<Collective> machine;
+    IsolatedScript script;
+  };
+  std::vector<MovedScript> moved_scripts_;
   // The latency factor SimGrid applies to the communication being started
   // (below 1 only while a displaced collective's flow resumes).
   double latency_factor_ = 1.0;

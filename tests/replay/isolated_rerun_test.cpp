@@ -3,7 +3,9 @@
 // run() of a fresh machine from that start: the same flows, routes, dates,
 // order, claims and end, bit for bit, or `other_order` exactly when run()
 // finishes the flows in another order; `doesnt_fit` exactly when run() does
-// not fit the claims. SimGrid runs one engine per process: run each TEST
+// not fit the claims. Likewise a quotient ring dated from an alike ring's
+// script on other GPUs (IsolatedRunner::rerun_moved), refused when its
+// links differ. SimGrid runs one engine per process: run each TEST
 // with its own --gtest_filter.
 #include <gtest/gtest.h>
 
@@ -12,6 +14,7 @@
 #include <memory>
 
 #include "sim/collectives/collectives.hpp"
+#include "sim/collectives/flows.hpp"
 #include "sim/platform/cluster_zone.hpp"
 #include "sim/platform/engine_setup.hpp"
 #include "sim/replay/isolated_run.hpp"
@@ -187,6 +190,103 @@ TEST(IsolatedRerun, ARerunThatDoesNotFitTheClaimsIsRefusedAsTheRunIs) {
   EXPECT_TRUE(runner.run(*ring(), 0.25, p.routes, p.claims, run));
   EXPECT_EQ(IsolatedRunner::rerun(*script, 0.25, p.claims, rerun), Rerun::done);
   expect_same_run(rerun, run);
+}
+
+// Two 8-GPU rings folded by a half turn (the quotient by the symmetry
+// g -> g + 4 within each ring, GPUs 0-3 and 8-11 its representatives): alike
+// but for their endpoints, on GPUs 0-7 and 8-15, one GPU a node.
+struct FoldedRings {
+  std::vector<int> image;
+  std::vector<char> representative;
+  FoldedRings() {
+    for (int g = 0; g < 16; ++g) {
+      image.push_back(g / 8 * 8 + (g % 8 + 4) % 8);
+      representative.push_back(static_cast<char>(g % 8 < 4));
+    }
+  }
+  std::unique_ptr<Collective> ring(int first_gpu, double bytes = 96e6 / 7) const {
+    std::vector<int> gpus;
+    for (int g = first_gpu; g < first_gpu + 8; ++g)
+      gpus.push_back(g);
+    // All-reduce: 2(n-1) steps of a chunk, one at a time.
+    return make_quotient_ring_steps({gpus}, 14, {bytes / 8}, 1, std::vector<double>(8, 0.0),
+                                    {&image, &representative, 2});
+  }
+};
+
+// 16 nodes of one GPU, GPU `slow`'s NIC (when given) at half bandwidth.
+platforms::ClusterSpec sixteen_nodes(int slow = -1) {
+  platforms::ClusterSpec spec = testing::uniform_cluster(16, 1, 25e9, 5e-6);
+  if (slow < 0)
+    return spec;
+  platforms::NodeGroup before = spec.groups[0], one = before, after = before;
+  before.nodes = slow;
+  one.nodes = 1;
+  one.nic.bandwidth_Bps /= 2;
+  after.nodes = 16 - slow - 1;
+  spec.groups = {before, one, after};
+  return spec;
+}
+
+TEST(IsolatedRerun, AQuotientRingDatedFromAnAlikeRingsScriptOnOtherGpusIsItsRunBitForBit) {
+  const platforms::ClusterSpec spec = sixteen_nodes();
+  const auto engine = make_engine();
+  auto* zone = new ClusterZone(spec);  // owned by the engine
+  RouteTable routes{*zone};
+  LinkClaims claims{routes};
+  const FoldedRings rings;
+  ASSERT_NE(rings.ring(0), nullptr);
+  EXPECT_TRUE(rings.ring(0)->alike_but_endpoints(*rings.ring(8)));
+  EXPECT_FALSE(rings.ring(0)->alike_but_endpoints(*rings.ring(8, 96e6 / 5)));  // other bytes
+  IsolatedRunner runner;
+  IsolatedRun first;
+  ASSERT_TRUE(runner.run(*rings.ring(0), 0.0, routes, claims, first));
+  const auto script = runner.script(first);
+  ASSERT_TRUE(script.has_value());
+  int done = 0;
+  for (const double start : awkward_starts()) {
+    IsolatedRun run, rerun;
+    ASSERT_TRUE(runner.run(*rings.ring(8), start, routes, claims, run));
+    const Rerun answer = IsolatedRunner::rerun_moved(*script, *rings.ring(8), start, routes, claims, rerun);
+    ASSERT_NE(answer, Rerun::doesnt_fit) << start;
+    ASSERT_NE(answer, Rerun::other_links) << start;
+    if (answer == Rerun::done) {
+      ++done;
+      expect_same_run(rerun, run);
+    } else {
+      EXPECT_NE(run.finish_order, first.finish_order) << start;
+    }
+  }
+  EXPECT_EQ(done, 300);
+  // The moved ring's claims refuse it as they refuse its run: a flow from
+  // GPU 11 to GPU 13 at its bound leaves GPU 11's NIC nothing.
+  std::vector<workloads::TaskId> displaced;
+  claims.add_flow(routes.route(11, 13), displaced);
+  IsolatedRun run, rerun;
+  EXPECT_FALSE(runner.run(*rings.ring(8), 0.25, routes, claims, run));
+  EXPECT_EQ(IsolatedRunner::rerun_moved(*script, *rings.ring(8), 0.25, routes, claims, rerun),
+            Rerun::doesnt_fit);
+}
+
+TEST(IsolatedRerun, AQuotientRingWithASlowerLinkIsNotDatedFromAnAlikeRingsScript) {
+  const platforms::ClusterSpec spec = sixteen_nodes(10);
+  const auto engine = make_engine();
+  auto* zone = new ClusterZone(spec);  // owned by the engine
+  RouteTable routes{*zone};
+  LinkClaims claims{routes};
+  const FoldedRings rings;
+  // Alike machines (their requests do not see the links) ...
+  ASSERT_TRUE(rings.ring(0)->alike_but_endpoints(*rings.ring(8)));
+  IsolatedRunner runner;
+  IsolatedRun first, run, rerun;
+  ASSERT_TRUE(runner.run(*rings.ring(0), 0.0, routes, claims, first));
+  const auto script = runner.script(first);
+  ASSERT_TRUE(script.has_value());
+  // ... whose runs differ: GPU 10's sends and receptions take twice as long.
+  ASSERT_TRUE(runner.run(*rings.ring(8), 0.0, routes, claims, run));
+  EXPECT_GT(run.end_s, first.end_s);
+  EXPECT_EQ(IsolatedRunner::rerun_moved(*script, *rings.ring(8), 0.0, routes, claims, rerun),
+            Rerun::other_links);
 }
 
 }  // namespace
