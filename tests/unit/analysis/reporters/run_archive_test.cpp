@@ -196,8 +196,7 @@ TEST(RunArchive, AnArchiveOfAnotherVersionIsRefusedNamingTheVersionsRead) {
     parse_run_archive(bytes);
     FAIL() << "accepted version 5";
   } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find("format version 5, this trainsim reads 6 to 10"),
-              std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("format version 5, this trainsim reads 6 to 10"), std::string::npos)
         << e.what();
   }
 }
