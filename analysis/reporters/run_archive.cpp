@@ -31,18 +31,19 @@ constexpr char kMagic[8] = {'T', 'S', 'R', 'U', 'N', '\0', '\0', '\1'};
 // run's summary of the fold, and its classes stored once with the fold's
 // images (version 6 is still written for every run the fold did not consider);
 // 8: version 7 with the flows coded as differences; 9: version 8 with the
-// task records coded as differences too (delta_rows.hpp).
+// task records coded as differences too (delta_rows.hpp); 10: version 9
+// with the graph's fingerprint by FingerprintHash::multiply_rotate.
 static_assert(kRunArchiveWholeVersion == 6 && kRunArchiveRawFlowsFoldVersion == 7 &&
-              kRunArchiveCodedFlowsFoldVersion == 8 && kRunArchiveFoldVersion == 9);
+              kRunArchiveCodedFlowsFoldVersion == 8 && kRunArchiveCodedRecordsFoldVersion == 9 &&
+              kRunArchiveFoldVersion == 10);
 bool is_read(std::uint32_t version) {
-  return version == kRunArchiveWholeVersion || version == kRunArchiveRawFlowsFoldVersion ||
-         version == kRunArchiveCodedFlowsFoldVersion || version == kRunArchiveFoldVersion;
+  return version >= kRunArchiveWholeVersion && version <= kRunArchiveFoldVersion;
 }
 bool flows_coded(std::uint32_t version) {
-  return version == kRunArchiveCodedFlowsFoldVersion || version == kRunArchiveFoldVersion;
+  return version >= kRunArchiveCodedFlowsFoldVersion;
 }
 bool records_coded(std::uint32_t version) {
-  return version == kRunArchiveFoldVersion;
+  return version >= kRunArchiveCodedRecordsFoldVersion;
 }
 // zstd level 3 (its default) for version 6: about 20x smaller than the raw
 // body at some 200 MB/s on one core; higher levels gain little on these
@@ -51,7 +52,7 @@ bool records_coded(std::uint32_t version) {
 // run's classes (56.6 MB, mostly ring steps with distinct times) it is
 // twice as fast as level 3 (0.09 s against 0.17 s) for 0.01% more bytes
 // (docs/performance.md, "The archive per class").
-// Level 1 for versions 8 and 9 too: its flows coded, level 3 would take
+// Level 1 for versions 8 to 10 too: its flows coded, level 3 would take
 // ~30% longer for ~5% fewer bytes; on version 9's scale-16k body (47.7 MB)
 // level -1 saves 7% of zstd's work for 14% more bytes (docs/performance.md,
 // "The archive's records coded as differences").
@@ -535,7 +536,7 @@ void write_body(CompressedStream& compressed, std::uint32_t version, const std::
 
   w.put<std::int32_t>(graph.gpu_count);
   w.put<std::uint64_t>(graph.size());
-  w.put<std::uint64_t>(workloads::graph_fingerprint(graph));
+  w.put<std::uint64_t>(workloads::graph_fingerprint(graph, run_archive_fingerprint_hash(version)));
 
   const FoldImages* images = classes.images;
   if (version != kRunArchiveWholeVersion) {
@@ -605,6 +606,11 @@ void write_body(CompressedStream& compressed, std::uint32_t version, const std::
 
 }  // namespace
 
+workloads::FingerprintHash run_archive_fingerprint_hash(std::uint32_t version) {
+  return version >= kRunArchiveFoldVersion ? workloads::FingerprintHash::multiply_rotate
+                                           : workloads::FingerprintHash::fnv1a;
+}
+
 void write_run_archive(std::ostream& out, const std::string& metadata_json, const workloads::TaskGraph& graph,
                        const Timeline& timeline, const FoldSummary& fold) {
   const Classes classes = classes_of(graph, timeline);
@@ -642,10 +648,9 @@ std::string run_archive_body(std::string_view bytes, std::uint32_t* version_read
   Reader r(bytes.substr(sizeof(kMagic)));
   const auto version = r.get<std::uint32_t>();
   if (!is_read(version))
-    throw std::runtime_error(fmt::format(
-        "run archive format version {}, this trainsim reads {}, {}, {} and {}: run the scenario again",
-        version, kRunArchiveWholeVersion, kRunArchiveRawFlowsFoldVersion, kRunArchiveCodedFlowsFoldVersion,
-        kRunArchiveFoldVersion));
+    throw std::runtime_error(
+        fmt::format("run archive format version {}, this trainsim reads {} to {}: run the scenario again",
+                    version, kRunArchiveWholeVersion, kRunArchiveFoldVersion));
   constexpr std::size_t kHeader = sizeof(kMagic) + sizeof(std::uint32_t);
   constexpr std::size_t kTrailer = 2 * sizeof(std::uint64_t);  // body size, checksum
   if (bytes.size() < kHeader + kTrailer)
@@ -739,6 +744,7 @@ RunArchive decode_run_archive_body(std::string_view body, std::uint32_t version)
   check(a.gpu_count >= 0, "negative GPU count");
   a.task_count = r.get<std::uint64_t>();
   a.graph_fingerprint = r.get<std::uint64_t>();
+  a.fingerprint_hash = run_archive_fingerprint_hash(version);
   const std::uint64_t tasks = a.task_count;
   const int gpus = a.gpu_count;
 

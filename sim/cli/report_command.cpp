@@ -108,7 +108,7 @@ int report_command(const ReportOptions& options) {
   // different one, and the timeline would then not match it.
   const workloads::TaskGraph graph = sim::build_task_graph(scenario);
   if (graph.gpu_count != archive.gpu_count || graph.size() != archive.task_count ||
-      workloads::graph_fingerprint(graph) != archive.graph_fingerprint)
+      workloads::graph_fingerprint(graph, archive.fingerprint_hash) != archive.graph_fingerprint)
     throw platforms::InputError({fmt::format(
         "{}: saved by trainsim {}, whose task graph for this scenario differs from this trainsim's "
         "({} tasks on {} GPUs saved, {} tasks on {} GPUs now); run the scenario again",

@@ -32,7 +32,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // ranges must hold on any bytes.
   for (const auto version :
        {trainsim::analysis::kRunArchiveWholeVersion, trainsim::analysis::kRunArchiveRawFlowsFoldVersion,
-        trainsim::analysis::kRunArchiveCodedFlowsFoldVersion, trainsim::analysis::kRunArchiveFoldVersion}) {
+        trainsim::analysis::kRunArchiveCodedFlowsFoldVersion,
+        trainsim::analysis::kRunArchiveCodedRecordsFoldVersion, trainsim::analysis::kRunArchiveFoldVersion}) {
     try {
       const auto archive = trainsim::analysis::decode_run_archive_body(bytes, version);
       (void)trainsim::analysis::run_metadata_from_json(archive.metadata_json);

@@ -13,6 +13,7 @@
 #include "sim/replay/simulation.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "support/cli.hpp"
+#include "workloads/task_graph_fingerprint.hpp"
 
 namespace trainsim::testing {
 namespace {
@@ -137,13 +138,12 @@ TEST(ReportCli, ReportRegeneratesByteIdenticalOutputsAndTheHtmlPage) {
   fs::remove_all(third);
 }
 
-// A folded run's archive (format version 8: version 7 with its flows coded
-// as differences) holds each class once with the fold's images; `report`
-// expands them as the run did: every file is the run's, summary.json's fold
-// included, and the archive written again is the same bytes. The same
-// timeline saved whole (version 6, as trainsim saved a folded run before
-// version 7) still reports the same files, summary.json without its fold
-// (version 6 has no place for it).
+// A folded run's archive (format version 10: version 7 with its flows and
+// records coded as differences, the fingerprint multiply-rotate) holds each class once with the fold's
+// images; `report` expands them as the run did: every file is the run's, summary.json's fold included, and
+// the archive written again is the same bytes. The same timeline saved whole (version 6, as trainsim saved a
+// folded run before version 7) still reports the same files, summary.json without its fold (version 6 has no
+// place for it).
 TEST(ReportCli, AFoldedRunsArchiveHoldsEachClassOnceAndReportsTheRunsFiles) {
   // scale-131k's plan on rail groups of 2 nodes: 2 classes of 4 replicas,
   // the data-parallel rings spanning them as quotient rings.
@@ -206,7 +206,35 @@ TEST(ReportCli, AFoldedRunsArchiveHoldsEachClassOnceAndReportsTheRunsFiles) {
   auto with_fold = nlohmann::json::parse(read_file(dir / "summary.json"));
   with_fold.erase("fold");
   EXPECT_EQ(with_fold.dump(), nlohmann::json::parse(read_file(old_report / "summary.json")).dump());
-  for (const auto& d : {dir, again, old_dir, old_report})
+
+  // The same body as version 9 wrote it: its fingerprint FNV-1a. `report`
+  // checks it with version 9's hash, writes the run's files, and saves the
+  // run again as version 10: the run's own bytes.
+  std::string body = analysis::run_archive_body(archive);
+  std::uint64_t metadata_length = 0;
+  std::memcpy(&metadata_length, body.data(), sizeof(metadata_length));
+  const std::size_t fingerprint_at = 8 + metadata_length + 4 + 8;
+  std::uint64_t stored = 0;
+  std::memcpy(&stored, body.data() + fingerprint_at, sizeof(stored));
+  EXPECT_EQ(stored, workloads::graph_fingerprint(graph, workloads::FingerprintHash::multiply_rotate));
+  const auto v9_dir = fresh_dir("folded-run-v9");
+  std::ofstream(v9_dir / "run.trainsim", std::ios::binary)
+      << analysis::seal_run_archive(body, analysis::kRunArchiveCodedRecordsFoldVersion);
+  const auto refused = run_cli({"report", v9_dir.string(), "--quiet"});
+  EXPECT_EQ(refused.status, 1);  // version 9 with version 10's fingerprint: another graph
+  EXPECT_NE(refused.err.find("task graph for this scenario differs"), std::string::npos) << refused.err;
+  const std::uint64_t fnv1a = workloads::graph_fingerprint(graph, workloads::FingerprintHash::fnv1a);
+  EXPECT_NE(fnv1a, stored);
+  std::memcpy(body.data() + fingerprint_at, &fnv1a, sizeof(fnv1a));
+  std::ofstream(v9_dir / "run.trainsim", std::ios::binary)
+      << analysis::seal_run_archive(body, analysis::kRunArchiveCodedRecordsFoldVersion);
+  const auto v9_report = fresh_dir("folded-report-v9");
+  const auto v9 = run_cli({"report", v9_dir.string(), "--out", v9_report.string(), "--quiet"});
+  ASSERT_EQ(v9.status, 0) << v9.err;
+  for (const auto& f : kOutputs)
+    EXPECT_EQ(read_file(dir / f), read_file(v9_report / f)) << f;
+  EXPECT_EQ(read_file(v9_report / "run.trainsim"), archive);
+  for (const auto& d : {dir, again, old_dir, old_report, v9_dir, v9_report})
     fs::remove_all(d);
 }
 

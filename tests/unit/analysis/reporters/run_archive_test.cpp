@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <sstream>
 
 #include "support/hand_made_runs.hpp"
@@ -182,7 +183,7 @@ TEST(RunArchive, ACorruptCountIsRefusedBeforeAnyAllocation) {
   }
 }
 
-// Versions 6, 7, 8 and 9 are read; another is refused, saying which are read.
+// Versions 6 to 10 are read; another is refused, saying which are read.
 TEST(RunArchive, AnArchiveOfAnotherVersionIsRefusedNamingTheVersionsRead) {
   testing::TwoStagePipeline h;
   std::stringstream buffer;
@@ -195,8 +196,7 @@ TEST(RunArchive, AnArchiveOfAnotherVersionIsRefusedNamingTheVersionsRead) {
     parse_run_archive(bytes);
     FAIL() << "accepted version 5";
   } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find("format version 5, this trainsim reads 6, 7, 8 and 9"),
-              std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("format version 5, this trainsim reads 6 to 10"), std::string::npos)
         << e.what();
   }
 }
@@ -328,6 +328,125 @@ TEST(GraphFingerprint, ChangesWithAnyTaskFieldDependencyOrMemoryEvent) {
   auto memory = h.graph;
   memory.add_memory(0, 0, workloads::MemoryEvent::At::start, workloads::MemoryKind::activations, 1);
   EXPECT_NE(workloads::graph_fingerprint(memory), base);
+}
+
+// Version 10's fingerprint reads every field of a task: one field of one
+// task changed, to any other value, changes it (each step a bijection of
+// the hash, each field its own bits of one hashed word). Version 6-9's
+// changes with every field it reads.
+TEST(GraphFingerprint, MultiplyRotateChangesWithEachFieldOfOneTask) {
+  using workloads::FingerprintHash;
+  using workloads::graph_fingerprint;
+  using workloads::Task;
+  testing::TwoStagePipeline h;
+  const auto base = graph_fingerprint(h.graph, FingerprintHash::multiply_rotate);
+  const auto base_fnv1a = graph_fingerprint(h.graph, FingerprintHash::fnv1a);
+  EXPECT_NE(base, base_fnv1a);
+  struct Edit {
+    const char* field;
+    void (*edit)(Task&);
+    bool fnv1a_reads;
+  };
+  const Edit edits[] = {
+      {"kind", [](Task& t) { t.kind = static_cast<workloads::TaskKind>(static_cast<int>(t.kind) + 1); },
+       true},
+      {"comm", [](Task& t) { t.comm = static_cast<workloads::CommKind>(static_cast<int>(t.comm) + 1); },
+       true},
+      {"op", [](Task& t) { t.op = static_cast<workloads::CollectiveOp>(static_cast<int>(t.op) + 1); }, true},
+      {"transfer",
+       [](Task& t) { t.transfer = static_cast<workloads::TransferKind>(static_cast<int>(t.transfer) + 1); },
+       true},
+      {"algorithm",
+       [](Task& t) {
+         t.algorithm = static_cast<platforms::CollectiveAlgorithm>(static_cast<int>(t.algorithm) + 1);
+       },
+       true},
+      {"attention", [](Task& t) { t.attention = !t.attention; }, true},
+      {"copy_engine", [](Task& t) { t.copy_engine = !t.copy_engine; }, false},
+      {"chunk", [](Task& t) { t.chunk = static_cast<std::int16_t>(-t.chunk - 1); }, true},
+      {"layer", [](Task& t) { t.layer = static_cast<std::int16_t>(t.layer + 0x100); }, true},
+      {"gpu", [](Task& t) { t.gpu ^= 1 << 20; }, true},
+      {"peer", [](Task& t) { t.peer += 1; }, true},
+      {"group", [](Task& t) { t.group -= 1; }, true},
+      {"stage", [](Task& t) { t.stage += 3; }, true},
+      {"micro_batch", [](Task& t) { t.micro_batch = -7; }, true},
+      {"exchange", [](Task& t) { t.exchange = 0; }, true},
+      {"fold", [](Task& t) { t.fold = 2; }, true},
+      {"duration_s", [](Task& t) { t.duration_s = std::nextafter(t.duration_s, 1e9); }, true},
+      {"memory_bound_fraction", [](Task& t) { t.memory_bound_fraction = 0.25; }, false},
+      {"model_flops", [](Task& t) { t.model_flops = -0.0; }, true},
+      {"hardware_flops", [](Task& t) { t.hardware_flops += 1; }, true},
+      {"bytes", [](Task& t) { t.bytes = std::nextafter(t.bytes, -1.0); }, true},
+      {"imbalance_s", [](Task& t) { t.imbalance_s = 1e-9; }, true},
+      {"memory_begin", [](Task& t) { t.memory_begin += 1u << 31; }, true},
+      {"memory_end", [](Task& t) { t.memory_end += 1; }, true},
+  };
+  for (const workloads::TaskId v : {workloads::TaskId{0}, workloads::TaskId{3}}) {
+    for (const Edit& e : edits) {
+      auto g = h.graph;
+      e.edit(g[v]);
+      EXPECT_NE(graph_fingerprint(g, FingerprintHash::multiply_rotate), base) << e.field << " of task " << v;
+      if (e.fnv1a_reads) {
+        EXPECT_NE(graph_fingerprint(g, FingerprintHash::fnv1a), base_fnv1a) << e.field << " of task " << v;
+      } else {
+        EXPECT_EQ(graph_fingerprint(g, FingerprintHash::fnv1a), base_fnv1a) << e.field << " of task " << v;
+      }
+    }
+  }
+}
+
+// The step is a bijection of the hash for each value: two hashes never meet
+// after the same value (checked on hashes differing in one bit, and on
+// 100,000 pairs), nor one hash after two values.
+TEST(GraphFingerprint, MultiplyRotateStepKeepsDifferentHashesAndValuesApart) {
+  std::mt19937_64 draw(5);
+  for (int i = 0; i < 100000; ++i) {
+    const std::uint64_t hash = draw(), value = draw(), other = draw() | 1;
+    ASSERT_NE(workloads::multiply_rotate(hash, value), workloads::multiply_rotate(hash ^ other, value));
+    ASSERT_NE(workloads::multiply_rotate(hash, value), workloads::multiply_rotate(hash, value ^ other));
+    const std::uint64_t bit = std::uint64_t{1} << (i % 64);
+    ASSERT_NE(workloads::multiply_rotate(hash, value), workloads::multiply_rotate(hash ^ bit, value));
+  }
+  // The closed form: (hash ^ value) times 2^64 / the golden ratio (odd), rotated left by 29.
+  EXPECT_EQ(workloads::multiply_rotate(0, 1), std::rotl(0x9e3779b97f4a7c15ull, 29));
+  EXPECT_EQ(workloads::multiply_rotate(3, 1), std::rotl(0x9e3779b97f4a7c15ull * 2, 29));
+}
+
+// Which hash each format version's fingerprint is: FNV-1a through version
+// 9, multiply-rotate from 10; written and read back accordingly.
+TEST(RunArchive, EachVersionStoresAndReadsItsOwnFingerprintHash) {
+  using workloads::FingerprintHash;
+  for (const auto version : {kRunArchiveWholeVersion, kRunArchiveRawFlowsFoldVersion,
+                             kRunArchiveCodedFlowsFoldVersion, kRunArchiveCodedRecordsFoldVersion})
+    EXPECT_EQ(run_archive_fingerprint_hash(version), FingerprintHash::fnv1a) << version;
+  EXPECT_EQ(run_archive_fingerprint_hash(kRunArchiveFoldVersion), FingerprintHash::multiply_rotate);
+  testing::TwoStagePipeline h;
+  FoldSummary considered;
+  considered.considered = true;
+  for (const bool folded : {false, true}) {
+    std::stringstream buffer;
+    write_run_archive(buffer, "{}", h.graph, h.timeline, folded ? considered : FoldSummary{});
+    std::uint32_t version = 0;
+    const std::string body = run_archive_body(buffer.str(), &version);
+    EXPECT_EQ(version, folded ? kRunArchiveFoldVersion : kRunArchiveWholeVersion);
+    const auto hash = folded ? FingerprintHash::multiply_rotate : FingerprintHash::fnv1a;
+    const auto a = decode_run_archive_body(body, version);
+    EXPECT_EQ(a.fingerprint_hash, hash);
+    EXPECT_EQ(a.graph_fingerprint, workloads::graph_fingerprint(h.graph, hash));
+    if (folded) {  // the same body read as version 9: the same numbers, its hash FNV-1a
+      const auto v9 = decode_run_archive_body(body, kRunArchiveCodedRecordsFoldVersion);
+      EXPECT_EQ(v9.fingerprint_hash, FingerprintHash::fnv1a);
+      EXPECT_EQ(v9.graph_fingerprint, a.graph_fingerprint);
+      ASSERT_EQ(v9.timeline.records.size(), a.timeline.records.size());
+      const auto bits = [](double x) { return std::bit_cast<std::uint64_t>(x); };
+      for (std::size_t i = 0; i < a.timeline.records.size(); ++i) {
+        const TaskRecord x = v9.timeline.records[i], y = a.timeline.records[i];
+        EXPECT_TRUE(x.task == y.task && x.gpu == y.gpu && x.stream == y.stream &&
+                    bits(x.start_s) == bits(y.start_s) && bits(x.end_s) == bits(y.end_s))
+            << i;
+      }
+    }
+  }
 }
 
 }  // namespace
