@@ -163,19 +163,20 @@ double retimed_iteration_s(const workloads::TaskGraph& graph, const ExecutionInd
   std::vector<double> end(graph.size(), 0.0);
   double t_end = 0;
   for (TaskId v : index.topological_order()) {
-    double ready = -1, actual_ready = -1;
+    double ready = -1;
     auto consider = [&](TaskId u) {
       if (u == ExecutionIndex::kNone || !index.ran(u))
         return;
       ready = std::max(ready, end[u]);
-      actual_ready = std::max(actual_ready, index.end_s(u));
     };
     for (auto [e, e_end] = boost::in_edges(workloads::task_vertex(v), graph.dependencies()); e != e_end; ++e)
       consider(boost::source(*e, graph.dependencies()));
     consider(index.stream_predecessor(v));
     double start = index.start_s(v);
+    // When it was released as recorded: its releaser is the latest-ending of
+    // the same candidates (ExecutionIndex), so its end is their latest.
     if (ready >= 0)
-      start = ready + std::max(0.0, index.start_s(v) - actual_ready);
+      start = ready + std::max(0.0, index.start_s(v) - index.end_s(index.releaser(v)));
     end[v] = start + duration_s[v];
     t_end = std::max(t_end, end[v]);
   }
