@@ -85,37 +85,11 @@ ExecutionIndex::ExecutionIndex(const workloads::TaskGraph& graph, const Timeline
   // (Kahn's algorithm; ready tasks taken by start time for a stable order).
   // A task's count of ran predecessors is whole once its own turn is done:
   // it is ready from the start when that count is 0.
-  //
-  // Under a fold, a task that is not the first of its class (the image under
-  // a power k of the rotation of the class's first task, which comes before
-  // it) takes its first's releaser's image and count when its first's
-  // releaser was the only latest-ending candidate: the fold maps dependencies
-  // onto dependencies (sim/replay checks it), an image runs and ends when its
-  // record does, so the task's candidates are the images of its first's and
-  // the only latest-ending one is the image of its first's. Checked here: the
-  // stream predecessor is the image of the first's (the compute orders map
-  // onto each other). Otherwise, and for a tie (chosen by task id, which the
-  // rotation need not keep), the task's in-edges are read.
-  const PermutationPowers* classes =
-      images != nullptr && images->tasks.size() >= graph.size() ? &images->tasks : nullptr;
   std::vector<std::uint32_t> waiting(graph.size(), 0);
   std::vector<TaskId> ready;
   for (TaskId v = 0; v < graph.size(); ++v) {
     if ((flags_[v] & kRan) == 0)
       continue;
-    if (classes != nullptr && !classes->fixed(v)) {
-      const std::uint32_t first = classes->first(v);
-      const int k = classes->step(v);
-      const auto image = [&](std::uint32_t t) { return t == kNone32 ? t : classes->power(t, k); };
-      if (first != v && (flags_[first] & (kRan | kTied)) == kRan &&
-          stream_pred_[v] == image(stream_pred_[first])) {
-        releaser_[v] = image(releaser_[first]);
-        waiting[v] = waiting[first];
-        if (waiting[v] == 0)
-          ready.push_back(v);
-        continue;
-      }
-    }
     TaskId best = widen(stream_pred_[v]);
     int at_best = best == kNone ? 0 : 1;  // candidates ending when `best` does
     std::uint32_t preds = best == kNone ? 0 : 1;

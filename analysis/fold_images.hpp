@@ -38,12 +38,6 @@ class PermutationPowers {
     return cycle_[where_[x] - p + q];
   }
   bool fixed(std::size_t x) const { return pos_[x] == kFixed; }
-  // How many steps x lies from first(x) along its cycle (0 when fixed):
-  // x == power(first(x), step(x)).
-  int step(std::size_t x) const {
-    const std::uint32_t p = pos_[x];
-    return p == kFixed ? 0 : static_cast<int>(p);
-  }
   // The first element of x's cycle, its smallest (x when fixed): one element
   // per cycle, e.g. the one an archive keeps a class's entry under.
   std::uint32_t first(std::size_t x) const {
