@@ -96,7 +96,11 @@ std::size_t at(BubbleCause cause) {
 // every GPU, and the pieces differ in length) on any GPU, capped by its own
 // actual duration. Nominal durations are under balanced routing (less the
 // task's imbalance_s).
-std::vector<double> reference_durations(const workloads::TaskGraph& graph, const ExecutionIndex& index) {
+// `orbits`, when given, are GPU classes whose compute orders map onto their
+// representatives' (compute_orders_are_images): an image GPU's tasks have
+// its representative's ops in the same order, so their pieces are copied.
+std::vector<double> reference_durations(const workloads::TaskGraph& graph, const ExecutionIndex& index,
+                                        const GpuClasses* orbits) {
   using Op = std::tuple<int, int, int, int>;
   auto op_of = [](const Task& t) { return Op{static_cast<int>(t.kind), t.stage, t.chunk, t.micro_batch}; };
   // A task's piece: how many tasks of its op ran before it on its GPU (its
@@ -105,6 +109,8 @@ std::vector<double> reference_durations(const workloads::TaskGraph& graph, const
   std::vector<std::pair<Op, std::uint32_t>> ops;
   for (int gpu = 0; gpu < graph.gpu_count; ++gpu) {
     const auto& order = index.compute_order(gpu);
+    if (orbits != nullptr && !orbits->is_representative(static_cast<std::size_t>(gpu)))
+      continue;
     ops.clear();
     for (std::uint32_t i = 0; i < order.size(); ++i)
       ops.emplace_back(op_of(graph[order[i]]), i);
@@ -112,6 +118,15 @@ std::vector<double> reference_durations(const workloads::TaskGraph& graph, const
     for (std::size_t k = 1; k < ops.size(); ++k)
       if (ops[k].first == ops[k - 1].first)
         piece[order[ops[k].second]] = piece[order[ops[k - 1].second]] + 1;
+  }
+  for (int gpu = 0; orbits != nullptr && gpu < graph.gpu_count; ++gpu) {
+    const auto rep = orbits->representative(static_cast<std::size_t>(gpu));
+    if (rep == static_cast<std::size_t>(gpu))
+      continue;
+    const auto& order = index.compute_order(gpu);
+    const auto& theirs = index.compute_order(static_cast<int>(rep));
+    for (std::size_t i = 0; i < order.size(); ++i)
+      piece[order[i]] = piece[theirs[i]];
   }
   // Each (op, piece) gets a slot, looked up once per task: the task keeps
   // its slot (`piece` reused), and the fastest duration sits in the slot.
@@ -163,19 +178,20 @@ double retimed_iteration_s(const workloads::TaskGraph& graph, const ExecutionInd
   std::vector<double> end(graph.size(), 0.0);
   double t_end = 0;
   for (TaskId v : index.topological_order()) {
-    double ready = -1, actual_ready = -1;
+    double ready = -1;
     auto consider = [&](TaskId u) {
       if (u == ExecutionIndex::kNone || !index.ran(u))
         return;
       ready = std::max(ready, end[u]);
-      actual_ready = std::max(actual_ready, index.end_s(u));
     };
     for (auto [e, e_end] = boost::in_edges(workloads::task_vertex(v), graph.dependencies()); e != e_end; ++e)
       consider(boost::source(*e, graph.dependencies()));
     consider(index.stream_predecessor(v));
     double start = index.start_s(v);
+    // When it was released as recorded: its releaser is the latest-ending of
+    // the same candidates (ExecutionIndex), so its end is their latest.
     if (ready >= 0)
-      start = ready + std::max(0.0, index.start_s(v) - actual_ready);
+      start = ready + std::max(0.0, index.start_s(v) - index.end_s(index.releaser(v)));
     end[v] = start + duration_s[v];
     t_end = std::max(t_end, end[v]);
   }
@@ -331,7 +347,12 @@ BubbleReport analyze_bubbles(const workloads::TaskGraph& graph, const Timeline& 
   // Reference durations under balanced routing, and with each task's
   // expert imbalance put back (the same when the run has none).
   // (A copy over every task only when some task has an imbalance.)
-  const std::vector<double> balanced = reference_durations(graph, index);
+  // Per GPU orbit too when the compute orders map onto each other: an image
+  // GPU's figures are then its representative's, computed from the images
+  // of its tasks, times and causes (walks_are_images), and its tasks'
+  // pieces are its representative's.
+  const bool per_orbit = classes.folded() && compute_orders_are_images(graph, index, classes);
+  const std::vector<double> balanced = reference_durations(graph, index, per_orbit ? &classes : nullptr);
   std::vector<double> imbalanced;
   for (TaskId v = 0; v < graph.size(); ++v)
     if (graph[v].imbalance_s != 0 && index.ran(v)) {
@@ -353,10 +374,6 @@ BubbleReport analyze_bubbles(const workloads::TaskGraph& graph, const Timeline& 
     nccl_waits = &computed_waits;
   }
   const auto& waits = *nccl_waits;
-  // Per GPU orbit too when the walks map onto each other (walks_are_images):
-  // an image GPU's figures are then its representative's, computed from the
-  // images of its tasks, times and causes.
-  const bool per_orbit = classes.folded() && compute_orders_are_images(graph, index, classes);
   std::vector<std::vector<TaskId>> ties(per_orbit ? gpus : 0);
   report.gpus.resize(gpus);
   for (std::size_t g = 0; g < gpus; ++g) {

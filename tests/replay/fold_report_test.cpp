@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/execution_index.hpp"
 #include "analysis/fold_classes.hpp"
 #include "analysis/gpu_power.hpp"
 #include "analysis/memory_curve.hpp"
@@ -105,6 +106,22 @@ void expect_same(const CriticalPath& a, const CriticalPath& b) {
   EXPECT_GT(links, 0) << "the critical path crosses no link: the link-load index is not exercised";
 }
 
+// The execution index over the folded records (an image task's releaser
+// taken as the image of its class's first's) against the one over every
+// record: task by task, and the same topological order.
+void expect_same(const ExecutionIndex& a, const ExecutionIndex& b, std::size_t tasks) {
+  for (workloads::TaskId v = 0; v < tasks; ++v) {
+    ASSERT_EQ(a.ran(v), b.ran(v)) << "task " << v;
+    EXPECT_EQ(a.start_s(v), b.start_s(v)) << "task " << v;
+    EXPECT_EQ(a.end_s(v), b.end_s(v)) << "task " << v;
+    EXPECT_EQ(a.stream_predecessor(v), b.stream_predecessor(v)) << "task " << v;
+    EXPECT_EQ(a.releaser(v), b.releaser(v)) << "task " << v;
+    EXPECT_EQ(a.tied(v), b.tied(v)) << "task " << v;
+  }
+  EXPECT_EQ(a.last_task(), b.last_task());
+  EXPECT_EQ(a.topological_order(), b.topological_order());
+}
+
 // Every GPU's memory curve, peak and breakdown, bit for bit; `shared`: the
 // GPUs of one orbit hold their representative's curve (one copy of its
 // points), else every GPU its own.
@@ -164,6 +181,9 @@ void expect_per_class_equals_full(const std::string& file, const std::vector<std
   const auto b = build_report(run, full, &result.summary);
   expect_same(a.utilization, b.utilization);
   expect_same(a.bubbles, b.bubbles);
+  EXPECT_EQ(a.bubbles.reference_iteration_time_s, b.bubbles.reference_iteration_time_s);
+  EXPECT_EQ(a.bubbles.balanced_routing_iteration_time_s, b.bubbles.balanced_routing_iteration_time_s);
+  expect_same(ExecutionIndex(result.graph, folded), ExecutionIndex(result.graph, full), result.graph.size());
   // The image GPUs' gaps are their representative's, not walked again.
   EXPECT_EQ(a.bubbles.gpus_from_representative, gpus - gpus / static_cast<std::size_t>(class_size));
   EXPECT_EQ(b.bubbles.gpus_from_representative, 0u);

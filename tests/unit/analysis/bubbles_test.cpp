@@ -131,6 +131,33 @@ TEST(Bubbles, PiecesOfOneOpKeepTheirOwnReferenceDurations) {
     EXPECT_DOUBLE_EQ(cause(g, BubbleCause::straggler), 0);
 }
 
+// A backward started 0.5 s after its forward ended (a launch delay) on both
+// GPUs; GPU 1's forward ran 2 s for a nominal 1 s. Re-timed at the reference
+// durations, each backward starts its delay after its forward's re-timed
+// end: 1 + 0.5, ending at 2.5 on both (not 1 + 1.5 on GPU 1, which its
+// recorded start less the forward's re-timed end would give).
+//   GPU 0: F [0,1]  B [1.5,2.5]      GPU 1: F [0,2]  B [2.5,3.5]
+TEST(Bubbles, TheRetimedIterationKeepsEachLaunchDelayAfterTheRecordedRelease) {
+  workloads::TaskGraph graph;
+  graph.gpu_count = 2;
+  analysis::Timeline timeline;
+  for (int gpu = 0; gpu < 2; ++gpu) {
+    const double f_end = gpu == 0 ? 1 : 2;
+    const auto f =
+        graph.add({.kind = TaskKind::forward, .gpu = gpu, .stage = 0, .micro_batch = 0, .duration_s = 1});
+    const auto b =
+        graph.add({.kind = TaskKind::backward, .gpu = gpu, .stage = 0, .micro_batch = 0, .duration_s = 1});
+    graph.depend(f, b);
+    timeline.records.push_back({f, gpu, Stream::compute, 0, f_end});
+    timeline.records.push_back({b, gpu, Stream::compute, f_end + 0.5, f_end + 1.5});
+  }
+  timeline.end_s = 3.5;
+  const workloads::ParallelPlan plan{
+      .dp = 2, .tp = 1, .pp = 1, .micro_batch_size = 1, .global_batch_size = 2};
+  graph.seal();
+  EXPECT_DOUBLE_EQ(analyze_bubbles(graph, timeline, plan).reference_iteration_time_s, 2.5);
+}
+
 // A task whose releaser was picked among tasks that ended at one instant is
 // marked tied (the pick is by task id: a fold's rotation need not keep it);
 // a task with one latest candidate, or whose stream predecessor is also its
