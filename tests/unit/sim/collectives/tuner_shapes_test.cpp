@@ -10,8 +10,7 @@
 
 #include "sim/collectives/collectives.hpp"
 #include "sim/platform/cluster_zone.hpp"
-#include "sim/platform/engine_setup.hpp"
-#include "sim/scenario/cluster_loader.hpp"
+#include "support/preset_platform.hpp"
 
 namespace trainsim::sim {
 namespace {
@@ -19,15 +18,7 @@ namespace {
 using platforms::CollectiveAlgorithm;
 using workloads::CollectiveOp;
 
-struct Platform {
-  platforms::ClusterSpec spec;
-  std::unique_ptr<simgrid::s4u::Engine> engine;
-  ClusterZone* zone = nullptr;
-  explicit Platform(const std::string& preset, std::vector<std::string> overrides = {})
-      : spec(scenario::load_cluster(preset, overrides)), engine(make_engine()) {
-    zone = new ClusterZone(spec);  // owned by the engine
-  }
-};
+using Platform = testing::PresetPlatform;
 
 // One GPU (local rank `rail`) on each of `count` nodes from `first_node`.
 std::vector<int> across_nodes(int first_node, int count, int rail) {
