@@ -9,6 +9,20 @@
 namespace trainsim::analysis {
 namespace {
 
+// Up to 39 intervals with endpoints on a coarse grid (many ties and touching
+// intervals) and lengths in steps of 0.3 (a different summation order shows
+// in the last bits); a quarter of them of zero length if asked.
+std::vector<Interval> random_intervals(std::mt19937_64& rng, bool zero_lengths) {
+  std::vector<Interval> intervals;
+  const int n = static_cast<int>(rng() % 40);
+  for (int i = 0; i < n; ++i) {
+    const double a = static_cast<double>(rng() % 30) * 0.1;
+    const double b = zero_lengths && rng() % 4 == 0 ? a : a + static_cast<double>(rng() % 7) * 0.3;
+    intervals.emplace_back(a, b);
+  }
+  return intervals;
+}
+
 TEST(Intervals, MergeJoinsOverlappingAndTouchingIntervals) {
   const auto m = merge_intervals({{3, 4}, {0, 1}, {1, 2}, {3.5, 5}, {7, 7}});
   ASSERT_EQ(m.size(), 2u);
@@ -39,12 +53,7 @@ TEST(Intervals, CoveredLengthWithinAWindowEqualsItOverTheWholeListBitForBit) {
   // window's intervals (within) as over the whole list, bit for bit.
   for (std::uint64_t seed = 1; seed <= 200; ++seed) {
     std::mt19937_64 rng(seed);
-    std::vector<Interval> intervals;
-    const int n = static_cast<int>(rng() % 40);
-    for (int i = 0; i < n; ++i) {
-      const double a = static_cast<double>(rng() % 30) * 0.1;
-      intervals.emplace_back(a, a + static_cast<double>(rng() % 7) * 0.3);
-    }
+    const auto intervals = random_intervals(rng, false);
     const auto merged = merge_intervals(intervals);
     const double a = static_cast<double>(rng() % 40) * 0.1;
     const double b = a + static_cast<double>(rng() % 20) * 0.17;
@@ -88,13 +97,7 @@ TEST(Intervals, SweepEqualsMergedLengthBitForBitOnRandomIntervals) {
   // order would show in the last bits.
   for (std::uint64_t seed = 1; seed <= 200; ++seed) {
     std::mt19937_64 rng(seed);
-    std::vector<Interval> intervals;
-    const int n = static_cast<int>(rng() % 40);
-    for (int i = 0; i < n; ++i) {
-      const double a = static_cast<double>(rng() % 30) * 0.1;
-      const double b = rng() % 4 == 0 ? a : a + static_cast<double>(rng() % 7) * 0.3;
-      intervals.emplace_back(a, b);
-    }
+    const auto intervals = random_intervals(rng, true);
     const auto sweep = sweep_sorted_events(sorted_events(intervals));
     EXPECT_EQ(sweep.busy_s, total_length(merge_intervals(intervals))) << "seed " << seed;
     int peak = 0;

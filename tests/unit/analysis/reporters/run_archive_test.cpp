@@ -35,6 +35,23 @@ TEST(RunArchive, RoundTripKeepsTheTimelineBitExactAndTheGraphsFingerprint) {
   EXPECT_EQ(a.timeline.end_s, 8.5);
 }
 
+// A run the fold considered is written in the fold's format version (its
+// records and flows coded as differences) and read back.
+RunArchive folded_round_trip(const testing::TwoStagePipeline& h) {
+  FoldSummary fold;
+  fold.considered = true;
+  std::stringstream buffer;
+  write_run_archive(buffer, "{}", h.graph, h.timeline, fold);
+  std::uint32_t version = 0;
+  std::memcpy(&version, buffer.str().data() + 8, sizeof version);
+  EXPECT_EQ(version, kRunArchiveFoldVersion);
+  return read_run_archive(buffer);
+}
+
+std::uint64_t bits(double x) {
+  return std::bit_cast<std::uint64_t>(x);
+}
+
 // Version 8 codes each flow against the one before: GPUs and routes going
 // down as well as up, task ids far apart, bytes and times repeated, a start
 // at the previous end, -0 against 0 and a NaN must read back bit for bit.
@@ -47,15 +64,7 @@ TEST(RunArchive, FlowsCodedAsDifferencesReadBackBitForBit) {
                       {last, 1, 0, -0.0, 0.2, 1e300, 1, 3},
                       {1, 0, 0, 0.0, std::nan(""), 0.0, 0, 0},
                       {1, 0, 0, 0.0, std::nan(""), -0.0, 4, 0}};
-  FoldSummary fold;
-  fold.considered = true;
-  std::stringstream buffer;
-  write_run_archive(buffer, "{}", h.graph, h.timeline, fold);
-  std::uint32_t version = 0;
-  std::memcpy(&version, buffer.str().data() + 8, sizeof version);
-  EXPECT_EQ(version, kRunArchiveFoldVersion);
-  const auto a = read_run_archive(buffer);
-  const auto bits = [](double x) { return std::bit_cast<std::uint64_t>(x); };
+  const auto a = folded_round_trip(h);
   ASSERT_EQ(a.timeline.flows.size(), h.timeline.flows.size());
   for (std::size_t i = 0; i < h.timeline.flows.size(); ++i) {
     const FlowRecord x = a.timeline.flows[i], y = h.timeline.flows[i];
@@ -80,15 +89,7 @@ TEST(RunArchive, RecordsCodedAsDifferencesReadBackBitForBit) {
       {0, 1, Stream::tp_comm, 0.75, 0.75},        {3, 0, Stream::pp_comm, -0.0, 0.0},
       {2, 1, Stream::dp_comm, 0.0, std::nan("")}, {2, 0, Stream::cp_comm, std::nan(""), HUGE_VAL},
       {1, 1, Stream::compute, 0.0, -0.0}};
-  FoldSummary fold;
-  fold.considered = true;
-  std::stringstream buffer;
-  write_run_archive(buffer, "{}", h.graph, h.timeline, fold);
-  std::uint32_t version = 0;
-  std::memcpy(&version, buffer.str().data() + 8, sizeof version);
-  EXPECT_EQ(version, kRunArchiveFoldVersion);
-  const auto a = read_run_archive(buffer);
-  const auto bits = [](double x) { return std::bit_cast<std::uint64_t>(x); };
+  const auto a = folded_round_trip(h);
   ASSERT_EQ(a.timeline.records.size(), h.timeline.records.size());
   for (std::size_t i = 0; i < h.timeline.records.size(); ++i) {
     const TaskRecord x = a.timeline.records[i], y = h.timeline.records[i];
