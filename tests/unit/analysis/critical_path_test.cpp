@@ -7,6 +7,15 @@
 namespace trainsim::analysis {
 namespace {
 
+// A second flow (of task f1, from a GPU 2 over its own up link) crossing GPU
+// 1's NIC down link while the activation from GPU 0 is in flight.
+void add_flow_sharing_the_nic_down_link(testing::TwoStagePipeline& h) {
+  h.timeline.links.push_back({"gpu2-nic_UP", 1e9, 0});
+  h.timeline.flow_links.push_back(4);
+  h.timeline.flow_links.push_back(1);
+  h.timeline.flows.push_back({h.f1, 2, 1, 1e9, 1, 2, 4, 2});
+}
+
 double blamed(const std::vector<Blame>& list, const std::string& name) {
   for (const auto& b : list)
     if (b.name == name)
@@ -74,10 +83,7 @@ TEST(CriticalPath, TheBusiestLinkOfATransferIsTheOneCarryingMostLoad) {
   testing::TwoStagePipeline h;
   // A second flow shares GPU 1's NIC down link while the activation is in
   // flight: that link, not GPU 0's up link, is the bottleneck.
-  h.timeline.links.push_back({"gpu2-nic_UP", 1e9, 0});
-  h.timeline.flow_links.push_back(4);
-  h.timeline.flow_links.push_back(1);
-  h.timeline.flows.push_back({h.f1, 2, 1, 1e9, 1, 2, 4, 2});
+  add_flow_sharing_the_nic_down_link(h);
   const LinkLoadIndex index(h.timeline);
   EXPECT_EQ(index.busiest_link(h.s0, 1, 2), 1);
   EXPECT_EQ(index.flows_of(h.s0).size(), 1u);
@@ -88,10 +94,7 @@ TEST(CriticalPath, TheBusiestLinkOfATransferIsTheOneCarryingMostLoad) {
 // every flow gives.
 TEST(CriticalPath, AnIndexOfTheAskedTasksAnswersAsTheIndexOfEveryTask) {
   testing::TwoStagePipeline h;
-  h.timeline.links.push_back({"gpu2-nic_UP", 1e9, 0});
-  h.timeline.flow_links.push_back(4);
-  h.timeline.flow_links.push_back(1);
-  h.timeline.flows.push_back({h.f1, 2, 1, 1e9, 1, 2, 4, 2});
+  add_flow_sharing_the_nic_down_link(h);
   const LinkLoadIndex every(h.timeline);
   const LinkLoadIndex asked(h.timeline, LinkClasses::of(h.timeline), {h.s0, h.f1});
   const auto flows = FlowIndex::of_tasks(h.timeline, false, {h.s0, h.f1});
