@@ -11,11 +11,13 @@
 #include <simgrid/s4u/NetZone.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <deque>
 #include <limits>
 #include <memory>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
@@ -34,6 +36,7 @@
 #include "sim/replay/replayed_index.hpp"
 #include "sim/replay/route_table.hpp"
 #include "sim/replay/task_fifo.hpp"
+#include "sim/replay/vm_model_hooks.hpp"
 
 // The trainsim executable's allocator (sim/cli/small_object_pool.cpp) serves
 // every small size from its pool while this is on; tests and other programs
@@ -145,9 +148,14 @@ class Replayer {
     }
     timeline_.records.reserve(records);
     timeline_.flows.reserve(options.expected_flows);
+    if (fold_ != nullptr)
+      list_replayed_successors();
   }
 
   ReplayResult run() {
+    // Before ours: SimGrid's VM callbacks, a failing dynamic_cast or two per
+    // activity, do nothing here (vm_model_hooks.hpp).
+    unhook_vm_model_from_activities();
     sg::Activity::on_completion_cb([this](const sg::Activity& activity) { on_activity_done(activity); });
     if (driver_ != nullptr)
       driver_->start();
@@ -227,6 +235,44 @@ class Replayer {
 
   static double now() { return sg::Engine::get_clock(); }
 
+  // Under the fold, each replayed task's replayed successors in the graph's
+  // order, by its index (at()): a completion walks these few megabytes
+  // instead of the whole graph's rows and the fold's per-task flags, which
+  // scale-16k's 300,000 replayed tasks reach scattered across a graph four
+  // times their size (a cache miss or three per successor).
+  void list_replayed_successors() {
+    std::size_t edges = 0;
+    for (const int n : in_degree_)
+      edges += static_cast<std::size_t>(n);
+    successors_.reserve(edges);
+    successors_begin_.reserve(replayed_count_ + 1);
+    for (TaskId id = 0; id < graph_.size(); ++id) {
+      if (!replayed(id))
+        continue;
+      successors_begin_.push_back(static_cast<std::uint32_t>(successors_.size()));
+      for (auto [e, end] = boost::out_edges(workloads::task_vertex(id), graph_.dependencies()); e != end; ++e)
+        if (const TaskId next = boost::target(*e, graph_.dependencies()); fold_->simulated[next])
+          successors_.push_back(static_cast<std::uint32_t>(next));
+    }
+    successors_begin_.push_back(static_cast<std::uint32_t>(successors_.size()));
+  }
+
+  // A task ended: its successors wait for one task fewer.
+  void release_successors(TaskId id) {
+    const auto released = [this](TaskId next) {
+      if (--remaining_[at(next)] == 0)
+        ready_.push_back(next);
+    };
+    if (fold_ != nullptr) {
+      const std::size_t k = at(id);
+      for (std::uint32_t i = successors_begin_[k]; i < successors_begin_[k + 1]; ++i)
+        released(successors_[i]);
+      return;
+    }
+    for (auto [e, end] = boost::out_edges(workloads::task_vertex(id), graph_.dependencies()); e != end; ++e)
+      released(boost::target(*e, graph_.dependencies()));
+  }
+
   // Every task of the graph becomes pending again; the sources start now.
   void begin_iteration() {
     iteration_start_s_.push_back(now());
@@ -301,7 +347,7 @@ class Replayer {
         start_s_[at(id)] = now();
         if (task.bytes <= 0)
           return complete(id);
-        communication_starts(id, {task.gpu, task.peer});
+        communication_starts(id, std::array{task.gpu, task.peer});
         start_comm(id, -1, task.gpu, task.peer, task.bytes);
         return;
       case TaskKind::collective:
@@ -904,7 +950,8 @@ class Replayer {
   // communication (ComputeInterference.ComputeAfterAGpusSecondCommunicationRunsAtFullSpeed);
   // nor a new execution per communication (cancelling a suspended one
   // mid-run stalls 3.32's replay, and keeping them slows its solver).
-  void communication_starts(TaskId id, const std::vector<int>& gpus) {
+  // (`gpus`: a span, so that a send's pair allocates nothing.)
+  void communication_starts(TaskId id, std::span<const int> gpus) {
     if (interference_share_ <= 0 || graph_[id].copy_engine)
       return;
     interfering_[at(id)] = true;
@@ -961,12 +1008,7 @@ class Replayer {
     ++completed_;
     if ((++tasks_done_ & 255) == 0)
       report_progress();
-    for (auto [e, e_end] = boost::out_edges(workloads::task_vertex(id), graph_.dependencies()); e != e_end;
-         ++e) {
-      const TaskId next = boost::target(*e, graph_.dependencies());
-      if (replayed(next) && --remaining_[at(next)] == 0)
-        ready_.push_back(next);
-    }
+    release_successors(id);
     if (completed_ == replayed_count())
       end_iteration();
   }
@@ -980,6 +1022,11 @@ class Replayer {
   ReplayedIndex local_;  // under the fold: each replayed task's index
   std::size_t replayed_count_;
   std::vector<int> in_degree_;  // under the fold: replayed predecessors
+  // Under the fold: replayed successors (list_replayed_successors), task k's
+  // at successors_[successors_begin_[k], successors_begin_[k + 1]). (The
+  // graph's vertices are 32-bit.)
+  std::vector<std::uint32_t> successors_begin_;
+  std::vector<std::uint32_t> successors_;
   int iteration_ = 0;
   std::vector<double> iteration_start_s_;
   std::vector<double> iteration_end_s_;
