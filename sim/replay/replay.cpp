@@ -148,8 +148,6 @@ class Replayer {
     }
     timeline_.records.reserve(records);
     timeline_.flows.reserve(options.expected_flows);
-    if (fold_ != nullptr)
-      list_replayed_successors();
   }
 
   ReplayResult run() {
@@ -234,44 +232,6 @@ class Replayer {
   static constexpr std::size_t kNoFlow = static_cast<std::size_t>(-1);
 
   static double now() { return sg::Engine::get_clock(); }
-
-  // Under the fold, each replayed task's replayed successors in the graph's
-  // order, by its index (at()): a completion walks these few megabytes
-  // instead of the whole graph's rows and the fold's per-task flags, which
-  // scale-16k's 300,000 replayed tasks reach scattered across a graph four
-  // times their size (a cache miss or three per successor).
-  void list_replayed_successors() {
-    std::size_t edges = 0;
-    for (const int n : in_degree_)
-      edges += static_cast<std::size_t>(n);
-    successors_.reserve(edges);
-    successors_begin_.reserve(replayed_count_ + 1);
-    for (TaskId id = 0; id < graph_.size(); ++id) {
-      if (!replayed(id))
-        continue;
-      successors_begin_.push_back(static_cast<std::uint32_t>(successors_.size()));
-      for (auto [e, end] = boost::out_edges(workloads::task_vertex(id), graph_.dependencies()); e != end; ++e)
-        if (const TaskId next = boost::target(*e, graph_.dependencies()); fold_->simulated[next])
-          successors_.push_back(static_cast<std::uint32_t>(next));
-    }
-    successors_begin_.push_back(static_cast<std::uint32_t>(successors_.size()));
-  }
-
-  // A task ended: its successors wait for one task fewer.
-  void release_successors(TaskId id) {
-    const auto released = [this](TaskId next) {
-      if (--remaining_[at(next)] == 0)
-        ready_.push_back(next);
-    };
-    if (fold_ != nullptr) {
-      const std::size_t k = at(id);
-      for (std::uint32_t i = successors_begin_[k]; i < successors_begin_[k + 1]; ++i)
-        released(successors_[i]);
-      return;
-    }
-    for (auto [e, end] = boost::out_edges(workloads::task_vertex(id), graph_.dependencies()); e != end; ++e)
-      released(boost::target(*e, graph_.dependencies()));
-  }
 
   // Every task of the graph becomes pending again; the sources start now.
   void begin_iteration() {
@@ -1008,7 +968,12 @@ class Replayer {
     ++completed_;
     if ((++tasks_done_ & 255) == 0)
       report_progress();
-    release_successors(id);
+    for (auto [e, e_end] = boost::out_edges(workloads::task_vertex(id), graph_.dependencies()); e != e_end;
+         ++e) {
+      const TaskId next = boost::target(*e, graph_.dependencies());
+      if (replayed(next) && --remaining_[at(next)] == 0)
+        ready_.push_back(next);
+    }
     if (completed_ == replayed_count())
       end_iteration();
   }
@@ -1022,11 +987,6 @@ class Replayer {
   ReplayedIndex local_;  // under the fold: each replayed task's index
   std::size_t replayed_count_;
   std::vector<int> in_degree_;  // under the fold: replayed predecessors
-  // Under the fold: replayed successors (list_replayed_successors), task k's
-  // at successors_[successors_begin_[k], successors_begin_[k + 1]). (The
-  // graph's vertices are 32-bit.)
-  std::vector<std::uint32_t> successors_begin_;
-  std::vector<std::uint32_t> successors_;
   int iteration_ = 0;
   std::vector<double> iteration_start_s_;
   std::vector<double> iteration_end_s_;
