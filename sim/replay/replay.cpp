@@ -185,12 +185,6 @@ class Replayer {
   // What a running SimGrid activity stands for.
   struct Slot {
     TaskId task = 0;
-    // The task's record as it was when the activity started, when it was
-    // at hand: scale-16k's 300,000 replayed tasks lie scattered across a
-    // graph of 1.2M 96-byte records, and reading it again at the activity's
-    // end was a cache miss per completion. (The graph is sealed: records do
-    // not change during the replay.)
-    workloads::Task record;
     int rank = -1;  // collective flows: the collective's tag for the flow
     sg::ActivityPtr activity;
     // Where the activity waits, once finished, to be started again.
@@ -783,7 +777,7 @@ class Replayer {
       index = slots_.size();
       slots_.emplace_back();
     }
-    slots_[index] = Slot{id, graph_[id], rank, std::move(activity), idle, flow, route};
+    slots_[index] = Slot{id, rank, std::move(activity), idle, flow, route};
     // Slot indices travel in the activity's data pointer, offset by one so
     // that no slot is a null pointer.
     return reinterpret_cast<void*>(index + 1);
@@ -828,7 +822,7 @@ class Replayer {
     if (slot.route != nullptr)
       count_flows_done(1);
     const TaskId id = slot.task;
-    const workloads::Task task = slot.record;  // (the slot is free from here on)
+    const auto& task = graph_[id];
     if (slot.orphan >= 0) {
       // Its collective went isolated while it was in flight (try_isolate),
       // which dated this end already.
@@ -860,7 +854,7 @@ class Replayer {
     } else {
       if (workloads::is_compute(task.kind))
         compute_busy_[static_cast<std::size_t>(task.gpu)] = false;
-      complete(id, task);
+      complete(id);
       if (workloads::is_compute(task.kind))
         start_compute(task.gpu);
     }
@@ -957,10 +951,9 @@ class Replayer {
     }
   }
 
-  void complete(TaskId id) { complete(id, graph_[id]); }
-  // `task`: graph_[id], or a copy of it.
-  void complete(TaskId id, const workloads::Task& task) {
+  void complete(TaskId id) {
     communication_ends(id);
+    const auto& task = graph_[id];
     const double end = now();
     if (recording()) {
       const auto stream = analysis::stream_of(task);
