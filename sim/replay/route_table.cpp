@@ -1,35 +1,20 @@
 #include "sim/replay/route_table.hpp"
 
 #include <algorithm>
-#include <utility>
 
 namespace trainsim::sim {
 
 Route& RouteTable::route(int src, int dst) {
-  // A source's flows mostly go to one or two destinations at a time (its
-  // successor in a ring; a pipeline stage's next and previous stages, in
-  // turn): its last two routes are checked before the table, by their
-  // destinations kept here (a route's own fields are a cache miss away).
+  // A source's flows mostly go to one destination at a time (its successor
+  // in a ring): its last route is checked before the table.
   const auto s = static_cast<std::size_t>(src);
-  if (src >= 0 && s < recent_.size()) {
-    Recent& recent = recent_[s];
-    if (recent.dst[0] == dst)
-      return *recent.route[0];
-    if (recent.dst[1] == dst) {
-      std::swap(recent.dst[0], recent.dst[1]);
-      std::swap(recent.route[0], recent.route[1]);
-      return *recent.route[0];
-    }
-  }
+  if (src >= 0 && s < last_.size() && last_[s] != nullptr && last_[s]->dst == dst)
+    return *last_[s];
   Route& r = look_up(src, dst);
   if (src >= 0) {
-    if (recent_.size() <= s)
-      recent_.resize(s + 1);
-    Recent& recent = recent_[s];
-    recent.dst[1] = recent.dst[0];
-    recent.route[1] = recent.route[0];
-    recent.dst[0] = dst;
-    recent.route[0] = &r;
+    if (last_.size() <= s)
+      last_.resize(s + 1, nullptr);
+    last_[s] = &r;
   }
   return r;
 }

@@ -7,8 +7,7 @@
 // the narrowest link's bandwidth), where the timeline keeps its copy of the
 // route (FlowRecorder), and the pair's finished communications waiting to be
 // started again (replay.cpp says why). One hash lookup per flow serves all of
-// it, none when the flow's source asked for the same pair
-// last or the time before.
+// it, none when the flow's source asked for the same pair last.
 #include <simgrid/s4u/Activity.hpp>
 #include <simgrid/s4u/Host.hpp>
 #include <simgrid/s4u/Link.hpp>
@@ -76,13 +75,7 @@ class RouteTable {
  private:
   const ClusterZone& zone_;
   std::unordered_map<std::uint64_t, Route> routes_;  // nodes: stable addresses
-  // By source endpoint: the routes it asked for last, the latest first
-  // (dst -1: none).
-  struct Recent {
-    int dst[2] = {-1, -1};
-    Route* route[2] = {nullptr, nullptr};
-  };
-  std::vector<Recent> recent_;
+  std::vector<Route*> last_;                         // by source endpoint: the route it asked for last
   std::unordered_map<const simgrid::s4u::Link*, std::uint32_t> link_id_;
   std::vector<simgrid::s4u::Link*> links_;
   std::vector<double> capacity_Bps_;
