@@ -16,9 +16,9 @@ using CompletionSignal = simgrid::xbt::signal<void(const simgrid::s4u::Activity&
 using ExecStartSignal = simgrid::xbt::signal<void(const simgrid::s4u::Exec&)>;
 
 // SimGrid 3.32 keeps both signals private (only connecting is public). An
-// explicit instantiation may name a private member ([temp.spec.general]/6:
-// access is not checked there), and the friend function it defines hands
-// out its address.
+// explicit instantiation may name a private member (the standard's
+// [temp.spec]: access is not checked in one), and the friend function it
+// defines hands out its address.
 struct CompletionSignalTag {
   friend CompletionSignal* signal_of(CompletionSignalTag);
 };
