@@ -20,6 +20,7 @@
 #include <tuple>
 
 #include "analysis/images_alike.hpp"
+#include "analysis/record_prefetch.hpp"
 #include "analysis/reporters/reporters.hpp"
 #include "analysis/reporters/svg_style.hpp"
 #include "platforms/number_format.hpp"
@@ -91,7 +92,9 @@ std::vector<Row> gantt_rows(const RunContext& run, const Timeline& timeline,
   // of those, and the peers' images) is, without reading its images' tasks.
   const auto& records = timeline.records;
   std::vector<char> class_alike(records.recorded().size(), 1);
+  const RecordPrefetch prefetch(run.graph, records);
   for (std::size_t i = 0; i < records.recorded().size(); ++i) {
+    prefetch.ahead_of(i);
     const TaskRecord& first = records.recorded()[i];
     const auto& first_task = run.graph[first.task];
     const bool compute = first.stream == Stream::compute;
@@ -158,6 +161,7 @@ std::vector<Row> gantt_rows(const RunContext& run, const Timeline& timeline,
   // An image of a record with alike images draws as its record's task (its
   // colour is of the row fields' kind and comm), to its peer's image.
   for (std::size_t i = 0; i < records.recorded().size(); ++i) {
+    prefetch.ahead_of(i);
     const TaskRecord& first = records.recorded()[i];
     const auto& first_task = run.graph[first.task];
     const bool sends = !class_alike[i] || first_task.kind == workloads::TaskKind::send;

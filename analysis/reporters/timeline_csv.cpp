@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "analysis/images_alike.hpp"
+#include "analysis/record_prefetch.hpp"
 #include "analysis/reporters/machine_numbers.hpp"
 #include "analysis/reporters/reporters.hpp"
 
@@ -149,7 +150,9 @@ void write_timeline_csv(std::ostream& out, const RunContext& run, const Timeline
   const auto& records = timeline.records;
   const TaskRecord* previous = nullptr;
   std::string_view algorithm;
+  const RecordPrefetch prefetch(run.graph, records);
   for (std::size_t i = 0; i < records.recorded().size(); ++i) {
+    prefetch.ahead_of(i);
     const TaskRecord& first = records.recorded()[i];
     const int n = records.images_of(first);
     const bool new_task = previous == nullptr || previous->task != first.task;
