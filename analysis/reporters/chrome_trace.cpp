@@ -33,7 +33,6 @@
 #include <vector>
 
 #include "analysis/images_alike.hpp"
-#include "analysis/record_prefetch.hpp"
 #include "analysis/reporters/machine_numbers.hpp"
 #include "analysis/reporters/reporters.hpp"
 #include "platforms/number_format.hpp"
@@ -227,13 +226,9 @@ double estimated_full_trace_bytes(const RunContext& run, const Timeline& timelin
   // two arrow ends; a memory counter per sample; names for every GPU's
   // streams; the critical path's segments.
   std::size_t events = timeline.records.size();
-  const RecordPrefetch prefetch(run.graph, timeline.records);
-  for (std::size_t i = 0; i < timeline.records.recorded().size(); ++i) {
-    prefetch.ahead_of(i);
-    const TaskRecord& r = timeline.records.recorded()[i];
+  for (const auto& r : timeline.records.recorded())
     if (run.graph[r.task].kind == workloads::TaskKind::send)
       events += 4 * static_cast<std::size_t>(timeline.records.images_of(r));
-  }
   events += 4 * std::min(collective_flows(run, timeline, kMaxCollectiveArrows), kMaxCollectiveArrows);
   for (const auto& m : report.memory.gpus)
     events += m.samples().size();
