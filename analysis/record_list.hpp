@@ -141,6 +141,8 @@ class RecordList {
   // The images it reads through (null before expand): the analyses that
   // compute per class (analysis/fold_classes.hpp).
   const FoldImages* fold_images() const { return images_.get(); }
+  // The same, shared: what a fact about the images holds on to (ImagesAlike).
+  const std::shared_ptr<const FoldImages>& shared_fold_images() const { return images_; }
 
  private:
   // (recorded record, image) of record i, once expanded.

@@ -4,9 +4,11 @@
 // SimGrid energy plugin measured. Analysis and exporters read these records;
 // they never see SimGrid.
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "analysis/fold_images.hpp"
@@ -110,14 +112,58 @@ struct FlowRecordImages {
 using TaskRecords = RecordList<TaskRecord, TaskRecordImages>;
 using FlowRecords = RecordList<FlowRecord, FlowRecordImages>;
 
+// Which recorded records of a folded timeline have alike images
+// (analysis/images_alike.hpp): every image k runs a task with its record's
+// task's row fields and, as its peer, image k of that task's peer. The
+// writers take such a record's images' fields from the record instead of
+// reading each image's task. Known for the images it was found for, held
+// here so that a list read through other images (or none) has no record
+// alike; unknown (the default): none.
+class ImagesAlike {
+ public:
+  ImagesAlike() = default;
+  // Every record of a list read through `images`: a fact about the tasks
+  // (the fold's check compared each task with its image, whatever records
+  // the replay made of them).
+  static ImagesAlike every(std::shared_ptr<const FoldImages> images) {
+    ImagesAlike a;
+    a.images_ = std::move(images);
+    a.every_ = true;
+    return a;
+  }
+  // Recorded record i's is alike[i], for the list of alike.size() recorded
+  // records that read through `images`.
+  ImagesAlike(std::shared_ptr<const FoldImages> images, std::vector<char> alike)
+      : images_(std::move(images)), alike_(std::move(alike)) {}
+
+  bool of(const TaskRecords& records, std::size_t i) const {
+    if (images_ == nullptr || records.fold_images() != images_.get())
+      return false;
+    return every_ || (alike_.size() == records.recorded().size() && alike_[i] != 0);
+  }
+  bool known() const { return images_ != nullptr; }
+
+ private:
+  // Held, not only compared: another list's images cannot take its address.
+  std::shared_ptr<const FoldImages> images_;
+  bool every_ = false;
+  std::vector<char> alike_;
+};
+
 struct Timeline {
   // One record per (task, GPU): a compute task or a send has one (on the
   // sender), a collective one per member GPU. Ordered by completion. A folded
   // replay's records hold the representatives' and read as every GPU's.
   TaskRecords records;
+  // Which of them have alike images (set with the images: the fold's
+  // expansion, sim/replay/fold_expansion.cpp).
+  ImagesAlike alike;
   double end_s = 0;
   // One entry per collective task that moved data.
   std::unordered_map<workloads::TaskId, CollectiveChoice> collectives;
+
+  // Whether recorded record i's images are alike (ImagesAlike).
+  bool images_alike(std::size_t i) const { return alike.of(records, i); }
 
   const CollectiveChoice* collective_choice(workloads::TaskId task) const {
     const auto it = collectives.find(task);

@@ -32,7 +32,7 @@
 #include <string_view>
 #include <vector>
 
-#include "analysis/reporters/image_rows.hpp"
+#include "analysis/images_alike.hpp"
 #include "analysis/reporters/machine_numbers.hpp"
 #include "analysis/reporters/reporters.hpp"
 #include "platforms/number_format.hpp"
@@ -402,7 +402,7 @@ void write_chrome_trace(std::ostream& out, const RunContext& run, const Timeline
 
   long flow_id = 0;
   // A class's images are read one after the other and share their record's
-  // times; the ones whose tasks write the same row fields (image_rows.hpp)
+  // times; the ones whose tasks write the same row fields (images_alike.hpp)
   // and make the same collective choice share its label and arguments too:
   // what they share is formatted once, checked for each image, not assumed.
   struct Shared {

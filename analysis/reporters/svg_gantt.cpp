@@ -19,6 +19,8 @@
 #include <set>
 #include <tuple>
 
+#include "analysis/images_alike.hpp"
+#include "analysis/record_prefetch.hpp"
 #include "analysis/reporters/reporters.hpp"
 #include "analysis/reporters/svg_style.hpp"
 #include "platforms/number_format.hpp"
@@ -85,10 +87,14 @@ std::vector<Row> gantt_rows(const RunContext& run, const Timeline& timeline,
   // the record's).
   // class_alike: whether every image of a class was alike (its task of its
   // record's kind, comm, micro-batch and chunk); pass 2 then reads an
-  // image's task only where its box could be drawn.
+  // image's task only where its box could be drawn. A record the run found
+  // with alike images (Timeline::images_alike: the row fields, a superset
+  // of those, and the peers' images) is, without reading its images' tasks.
   const auto& records = timeline.records;
   std::vector<char> class_alike(records.recorded().size(), 1);
+  const RecordPrefetch prefetch(run.graph, records);
   for (std::size_t i = 0; i < records.recorded().size(); ++i) {
+    prefetch.ahead_of(i);
     const TaskRecord& first = records.recorded()[i];
     const auto& first_task = run.graph[first.task];
     const bool compute = first.stream == Stream::compute;
@@ -98,6 +104,15 @@ std::vector<Row> gantt_rows(const RunContext& run, const Timeline& timeline,
                                         ? box_hash(false, first.start_s, first.end_s, first_task)
                                         : 0;
     const int n = records.images_of(first);
+    if (n > 1 && timeline.images_alike(i)) {
+      const bool sends = first_task.kind == workloads::TaskKind::send && first_task.peer >= 0;
+      for (int k = 0; k < n; ++k) {
+        note(records.image(first, k).gpu, hash);
+        if (sends)
+          note(image_peer(first_task.peer, k, run.graph.gpu_count, *records.fold_images()), peer_hash);
+      }
+      continue;
+    }
     for (int k = 0; k < n; ++k) {
       const TaskRecord r = records.image(first, k);
       const auto& task = run.graph[r.task];
@@ -143,18 +158,24 @@ std::vector<Row> gantt_rows(const RunContext& run, const Timeline& timeline,
   const auto is_send = [](const workloads::Task& task) {
     return task.kind == workloads::TaskKind::send && task.peer >= 0;
   };
+  // An image of a record with alike images draws as its record's task (its
+  // colour is of the row fields' kind and comm), to its peer's image.
   for (std::size_t i = 0; i < records.recorded().size(); ++i) {
+    prefetch.ahead_of(i);
     const TaskRecord& first = records.recorded()[i];
-    const bool sends = !class_alike[i] || run.graph[first.task].kind == workloads::TaskKind::send;
+    const auto& first_task = run.graph[first.task];
+    const bool sends = !class_alike[i] || first_task.kind == workloads::TaskKind::send;
     const int n = records.images_of(first);
+    const bool known_alike = n > 1 && timeline.images_alike(i);
     for (int k = 0; k < n; ++k) {
       const TaskRecord r = records.image(first, k);
       if (!sends && !drawn(r.gpu))
         continue;
-      const auto& task = run.graph[r.task];
+      const auto& task = known_alike ? first_task : run.graph[r.task];
       add(r.gpu, r, r.stream == Stream::compute, task);
       if (is_send(task))
-        add(task.peer, r, false, task);
+        add(known_alike ? image_peer(task.peer, k, run.graph.gpu_count, *records.fold_images()) : task.peer,
+            r, false, task);
     }
   }
   return rows;

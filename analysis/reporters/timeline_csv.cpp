@@ -12,7 +12,8 @@
 #include <string_view>
 #include <vector>
 
-#include "analysis/reporters/image_rows.hpp"
+#include "analysis/images_alike.hpp"
+#include "analysis/record_prefetch.hpp"
 #include "analysis/reporters/machine_numbers.hpp"
 #include "analysis/reporters/reporters.hpp"
 
@@ -127,7 +128,9 @@ void write_timeline_csv(std::ostream& out, const RunContext& run, const Timeline
   // depends on the record's fields and k only: the record's images' tails
   // are made when those change, and each row copies its GPU's digits and
   // its tail. Whether an image's task writes its record's row fields
-  // (same_row_fields) is checked for each image's tail, not assumed.
+  // (same_row_fields), and its peer, are known for a record whose images
+  // the run found alike (Timeline::images_alike: image k's peer is
+  // image_peer of the record's), else read from each image's task.
   struct Span {
     std::size_t from, length;
   };
@@ -147,7 +150,10 @@ void write_timeline_csv(std::ostream& out, const RunContext& run, const Timeline
   const auto& records = timeline.records;
   const TaskRecord* previous = nullptr;
   std::string_view algorithm;
-  for (const TaskRecord& first : records.recorded()) {
+  const RecordPrefetch prefetch(run.graph, records);
+  for (std::size_t i = 0; i < records.recorded().size(); ++i) {
+    prefetch.ahead_of(i);
+    const TaskRecord& first = records.recorded()[i];
     const int n = records.images_of(first);
     const bool new_task = previous == nullptr || previous->task != first.task;
     if (new_task) {
@@ -163,12 +169,22 @@ void write_timeline_csv(std::ostream& out, const RunContext& run, const Timeline
     if (new_task || !same_shared_fields(*previous, first)) {
       tails.clear();
       tail_of.clear();
+      const bool known_alike = n > 1 && timeline.images_alike(i);
       int first_peer = 0;
       std::size_t shared_length = 0;  // image 0's ",stream,...,bytes,"
       for (int k = 0; k < n; ++k) {
-        const TaskRecord r = records.image(first, k);
-        const bool alike = k == 0 || same_row_fields(run.graph, first.task, r.task);
-        const int peer = run.graph[r.task].peer;
+        TaskRecord r = first;
+        bool alike = true;
+        int peer = 0;
+        if (k == 0) {
+          peer = run.graph[first.task].peer;
+        } else if (known_alike) {
+          peer = image_peer(first_peer, k, run.graph.gpu_count, *records.fold_images());
+        } else {
+          r = records.image(first, k);
+          alike = same_row_fields(run.graph, first.task, r.task);
+          peer = run.graph[r.task].peer;
+        }
         if (k == 0)
           first_peer = peer;
         else if (alike && peer == first_peer) {  // image 0's tail (not a send's: its peer moves)

@@ -177,6 +177,14 @@ void expand_folded_timeline(analysis::Timeline& timeline, const ReplicaFold& fol
   auto shared = std::make_shared<const analysis::FoldImages>(std::move(*images));
   timeline.records.expand(shared);
   timeline.flows.expand(shared);
+  // Every image is alike its record (analysis/images_alike.hpp), which the
+  // writers rest on instead of reading 2.1M image tasks (scale-16k): the
+  // rotation's check (sim/replay/replica_fold.cpp), before this replay,
+  // compared every task with its image in every attribute, a peer mapped
+  // as image_peer maps it (fold_task_match.hpp's alike), and refuses named
+  // tasks (an imported trace's labels).
+  if (!fold.classes)
+    timeline.alike = analysis::ImagesAlike::every(shared);
 }
 
 void expand_class_fold(analysis::Timeline& timeline, const ReplicaFold& fold,

@@ -9,7 +9,10 @@
 #include <memory>
 #include <sstream>
 #include <stdexcept>
+#include <utility>
+#include <vector>
 
+#include "analysis/images_alike.hpp"
 #include "analysis/report.hpp"
 #include "analysis/reporters/reporters.hpp"
 #include "analysis/reporters/run_archive.hpp"
@@ -196,6 +199,80 @@ TEST(FoldedWriters, RecordsOfOneTaskInARowWriteTheMaterialisedOnesBytes) {
     EXPECT_EQ(text([&](std::ostream& o) { write_gantt_svg(o, p.run(), p.folded, folded_report); }),
               text([&](std::ostream& o) { write_gantt_svg(o, p.run(), p.full, full_report); }))
         << "image_mb " << image_mb;
+  }
+}
+
+// Which records have alike images, read image by image: the pair's record
+// of task 5 when its image (task 6) is of another micro-batch, the send's
+// when its image sends elsewhere than its peer's image; none known of a
+// list that is not folded, nor of one read through other images than those
+// the fact was found for.
+TEST(FoldedWriters, ImagesAlikeByReadingFindsTheRecordWhoseImageDiffers) {
+  const auto alike = [](const Timeline& t) {
+    std::vector<int> out;
+    for (std::size_t i = 0; i < t.records.recorded().size(); ++i)
+      out.push_back(t.images_alike(i) ? 1 : 0);
+    return out;
+  };
+  // Records: task 0, the send 2, the all-reduce 4 on each GPU (its own
+  // image), task 5.
+  for (int image_mb : {1, 2}) {
+    FoldedPair p(image_mb);
+    EXPECT_EQ(alike(p.folded), (std::vector<int>{0, 0, 0, 0, 0})) << "not known until found";
+    p.folded.alike = images_alike_by_reading(p.graph, p.folded.records);
+    EXPECT_EQ(alike(p.folded), (std::vector<int>{1, 1, 1, 1, image_mb == 1 ? 1 : 0})) << image_mb;
+  }
+  {
+    FoldedPair p(1);
+    p.graph[3].peer = 1;  // GPU 1 sends to itself, not to GPU 0 (the image of GPU 0's peer)
+    p.folded.alike = images_alike_by_reading(p.graph, p.folded.records);
+    EXPECT_EQ(alike(p.folded), (std::vector<int>{1, 0, 1, 1, 1}));
+  }
+  FoldedPair p(1);
+  EXPECT_FALSE(images_alike_by_reading(p.graph, p.full.records).known());
+  p.folded.alike = ImagesAlike::every(p.folded.records.shared_fold_images());
+  EXPECT_EQ(alike(p.folded), (std::vector<int>{1, 1, 1, 1, 1}));
+  // The same records read through a copy of the images: not the ones found.
+  Timeline other = p.folded;
+  const std::vector<TaskRecord> records = std::as_const(p.folded.records).recorded();
+  other.records.clear();
+  for (const TaskRecord& r : records)
+    other.records.push_back(r);
+  other.records.expand(std::make_shared<const FoldImages>(*p.folded.records.fold_images()));
+  EXPECT_EQ(alike(other), (std::vector<int>{0, 0, 0, 0, 0}));
+}
+
+// timeline.csv, gantt.svg and trace.json take an alike record's images'
+// fields and peers from the record (Timeline::alike) instead of reading
+// their tasks: the same bytes as without the fact and as the records
+// materialised, with a record whose image differs (image_mb 2) among them.
+TEST(FoldedWriters, WritersThatTakeAlikeImagesFromTheirRecordWriteTheSameBytes) {
+  const auto text = [](const auto& write) {
+    std::ostringstream out;
+    write(out);
+    return out.str();
+  };
+  for (const bool repeated : {false, true}) {
+    for (int image_mb : {1, 2}) {
+      FoldedPair p(image_mb, repeated);
+      Timeline known = p.folded;
+      known.alike = images_alike_by_reading(p.graph, known.records);
+      ASSERT_TRUE(known.images_alike(0));
+      const Report folded_report = build_report(p.run(), p.folded);
+      const Report full_report = build_report(p.run(), p.full);
+      for (const Timeline* t : {&p.full, &p.folded, &known}) {
+        const Report& report = t == &p.full ? full_report : folded_report;
+        EXPECT_EQ(text([&](std::ostream& o) { write_timeline_csv(o, p.run(), *t); }),
+                  text([&](std::ostream& o) { write_timeline_csv(o, p.run(), p.full); }))
+            << image_mb << repeated;
+        EXPECT_EQ(text([&](std::ostream& o) { write_gantt_svg(o, p.run(), *t, report); }),
+                  text([&](std::ostream& o) { write_gantt_svg(o, p.run(), p.full, full_report); }))
+            << image_mb << repeated;
+        EXPECT_EQ(text([&](std::ostream& o) { write_chrome_trace(o, p.run(), *t, report); }),
+                  text([&](std::ostream& o) { write_chrome_trace(o, p.run(), p.full, full_report); }))
+            << image_mb << repeated;
+      }
+    }
   }
 }
 
