@@ -80,9 +80,10 @@ ClusterZone::ClusterZone(const platforms::ClusterSpec& spec, std::vector<std::ve
 }
 
 std::uint32_t ClusterZone::duplex(const std::string& name, double bandwidth_Bps) {
+  // Left with SimGrid's default latency, 0 (route latencies are computed per
+  // route in walk()), and sealed with the zone (seal() seals every link
+  // again: once is enough).
   auto* link = create_split_duplex_link(name, {bandwidth_Bps});
-  link->set_latency(0);  // route latencies are computed per route in walk()
-  link->seal();
   const auto index = static_cast<std::uint32_t>(duplexes_.size());
   duplexes_.push_back(link);
   directions_.push_back(link->get_link_up());
