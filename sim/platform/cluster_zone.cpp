@@ -257,7 +257,7 @@ void ClusterZone::get_local_route(const kr::NetPoint* src, const kr::NetPoint* d
   if (memo != nullptr && (expected_src_ != a || expected_dst_ != b))
     memo = nullptr;
   const KernelRoute* known =
-      memo != nullptr && memo->generation_ == routes_generation_ ? memo->route_ : nullptr;
+      memo != nullptr && memo->generation_ == routes_generation_ ? &memo->route_ : nullptr;
   if (known == nullptr) {
     auto [it, first_use] = kernel_routes_.try_emplace(key);
     KernelRoute& fresh = it->second;
@@ -270,7 +270,7 @@ void ClusterZone::get_local_route(const kr::NetPoint* src, const kr::NetPoint* d
     }
     known = &fresh;
     if (memo != nullptr) {
-      memo->route_ = known;
+      memo->route_ = fresh;
       memo->generation_ = routes_generation_;
     }
   }
