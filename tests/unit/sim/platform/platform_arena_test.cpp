@@ -1,9 +1,9 @@
 // The platform's chunks in the trainsim executable's small-object pool
 // (sim/platform/platform_arena.hpp): this test executable links that pool,
-// as trainsim does. What a cluster zone builds there is freed with the
-// engine, so its chunks go back to the system (else sim::simulate would keep
-// the platform's memory through the analyses after the replay); an object
-// that lives on keeps them, readable.
+// as trainsim does. What a cluster zone builds there, for every node shape
+// and fabric, is freed with the engine, so its chunks go back to the system
+// (else sim::simulate would keep the platform's memory through the analyses
+// after the replay); an object that lives on keeps them, readable.
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -13,7 +13,7 @@
 #include "sim/platform/cluster_zone.hpp"
 #include "sim/platform/engine_setup.hpp"
 #include "sim/platform/platform_arena.hpp"
-#include "support/test_cluster.hpp"
+#include "sim/scenario/cluster_loader.hpp"
 
 namespace trainsim::sim {
 namespace {
@@ -47,16 +47,53 @@ TEST(PlatformArena, ChunksGoBackOnlyOnceNoObjectBuiltThereLivesOn) {
   EXPECT_TRUE(PlatformArena::release());
 }
 
-TEST(PlatformArena, ClusterZoneBuildsThereAndTheEngineFreesEveryObjectOfIt) {
-  const auto spec = testing::uniform_cluster(4, 8, 100e9, 1e-6);
+// A fresh process (one per test) builds a zone as sim::simulate does, the
+// cluster read first: every object its constructor allocates in the
+// platform's chunks (at least one per host and link direction) is freed by
+// the engine's destruction, so the chunks go back. A lazily filled table
+// or a callback hooked during the build would keep them.
+void expect_every_object_freed_with_the_engine(const std::string& yaml) {
+  const auto spec = scenario::parse_cluster_text(yaml, "t.yaml");
   auto engine = make_engine();
-  auto* zone = new ClusterZone(spec);  // owned by the engine
-  EXPECT_EQ(zone->gpu_count(), 32);
-  // Several per host (32) and link direction (2 x 32 NVLink ports, 2 x 32 NICs): 1,066 here.
-  EXPECT_GT(PlatformArena::objects_in_use(), 32 + 2 * 64);
+  auto* zone = new ClusterZone(spec);                                 // owned by the engine
+  EXPECT_GT(PlatformArena::objects_in_use(), 3 * zone->gpu_count());  // a host and two directions each
   engine.reset();
   EXPECT_EQ(PlatformArena::objects_in_use(), 0);
   EXPECT_TRUE(PlatformArena::release());
+}
+
+TEST(PlatformArena, EngineFreesEveryObjectOfARailOptimisedClusterWithNvlsSwitches) {
+  expect_every_object_freed_with_the_engine("cluster: {preset: dgx-h100-ndr, nodes: 8}\n");
+}
+
+TEST(PlatformArena, EngineFreesEveryObjectOfCubeMeshNodesOnPcie) {
+  expect_every_object_freed_with_the_engine("cluster: {preset: dgx1-v100, nodes: 2}\n");
+}
+
+TEST(PlatformArena, EngineFreesEveryObjectOfFullMeshNodes) {
+  expect_every_object_freed_with_the_engine("cluster: {preset: mi300x-roce, nodes: 2}\n");
+}
+
+TEST(PlatformArena, EngineFreesEveryObjectOfNvlinkDomainsOfTrays) {
+  expect_every_object_freed_with_the_engine("cluster: {preset: gb200-nvl72, nodes: 36}\n");
+}
+
+TEST(PlatformArena, EngineFreesEveryObjectOfAThreeLevelFatTree) {
+  expect_every_object_freed_with_the_engine(
+      "cluster: {gpu: A100, nodes: 8, fabric: {topology: fat_tree, levels: 3, nodes_per_leaf: 2, "
+      "leaves_per_pod: 2}}\n");
+}
+
+TEST(PlatformArena, EngineFreesEveryObjectOfADragonfly) {
+  expect_every_object_freed_with_the_engine(
+      "cluster: {gpu: A100, nodes: 16, gpus_per_node: 1, fabric: {topology: dragonfly, nodes_per_router: 2, "
+      "routers_per_group: 4, local_bandwidth: 800Gbps, global_bandwidth: 400Gbps}}\n");
+}
+
+TEST(PlatformArena, EngineFreesEveryObjectOfATorus) {
+  expect_every_object_freed_with_the_engine(
+      "cluster: {gpu: A100, nodes: 32, gpus_per_node: 1, fabric: {topology: torus, dims: [8, 4], "
+      "link_bandwidth: 100Gbps}}\n");
 }
 
 }  // namespace
