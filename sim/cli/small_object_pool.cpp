@@ -34,9 +34,9 @@
 // the cluster zone's construction: sim/platform/platform_arena.hpp) come
 // from chunks of their own. Each link direction and host is several small
 // objects (the link, its constraint, its name, the nodes of SimGrid's maps
-// by name: 1,066 for 32 GPUs and their 128 link directions); glibc's free of the 66,560 directions of
-// scale-16k at the engine's end walked and merged its free chunks
-// (malloc_consolidate, unlink_chunk) for ~2% of the run's user time. Here
+// by name: 1,066 for 32 GPUs and their 128 link directions); glibc's free
+// of scale-16k's at the engine's end walked and merged its free chunks
+// (malloc_consolidate, unlink_chunk) for 1.9% of the run's user time. Here
 // their frees are pushes on the platform's free lists, and once none of its
 // objects is left (the engine is gone), its chunks' pages go back to the
 // system at once (madvise), which glibc's merged chunks did not: the

@@ -2,10 +2,11 @@
 // Where the SimGrid platform's small objects live: chunks of their own in
 // the trainsim executable's small-object pool (sim/cli/small_object_pool.cpp),
 // freed by a push on a free list and given back to the system at once when
-// the engine is gone. glibc's free of scale-16k's 66,560 link directions and
-// 16,384 hosts at the engine's end took ~2% of the run's user time, walking
-// and merging its free chunks (docs/performance.md, "The platform's small
-// objects in chunks of their own"). Programs without that pool (the tests,
+// the engine is gone. The engine's teardown, over scale-16k's 66,560 link
+// directions and 18,432 hosts, took 3.65% of the run's user time, 1.9% in
+// glibc's free walking and merging its free chunks; 0.96% with these chunks
+// (docs/performance.md, "The platform's small objects in chunks of their
+// own"). Programs without that pool (the tests,
 // the Python module) build the platform from malloc as before.
 //
 //   const PlatformArena arena;          // before the engine: destroyed after it
