@@ -182,10 +182,11 @@ extern "C" void trainsim_small_object_pool_widen(bool wide) {
 }
 
 // While open, this thread's small allocations come from the platform's
-// chunks (sim/platform/platform_arena.hpp).
+// chunks (sim/platform/platform_arena.hpp); never without the reservation
+// (as under valgrind), where each would try the pool before malloc.
 extern "C" void trainsim_platform_arena_open(bool open) {
-  pool.platform_open = open;
-  if (open)
+  pool.platform_open = open && arena().base != nullptr;
+  if (pool.platform_open)
     pool.platform_owner = true;
 }
 
