@@ -11,6 +11,8 @@
 #include <string_view>
 #include <type_traits>
 
+#include "sim/platform/platform_arena.hpp"
+
 namespace trainsim::sim {
 namespace sg = simgrid::s4u;
 namespace kr = simgrid::kernel::routing;
@@ -38,6 +40,13 @@ ClusterZone::ClusterZone(const platforms::ClusterSpec& spec, std::vector<std::ve
       throw std::invalid_argument(
           fmt::format("an NVLink domain of {} GPUs needs nvswitch nodes of a divisor of it ({} {} GPUs)",
                       group.gpus_per_domain(), group.gpus_per_node, to_string(group.shape)));
+  fabric_ = platforms::make_fabric_layout(spec_);
+  // The hosts and links in the platform's own chunks (platform_arena.hpp),
+  // which go back to the system only if all they hold dies with the
+  // engine: not SimGrid's models, set up by NetZoneImpl's constructor
+  // above, which hook callbacks that outlive the engine, nor the fabric's
+  // layout, whose first use fills a table kept for the process.
+  const PlatformArena::Building building;
   gpu_.resize(static_cast<std::size_t>(spec.gpu_count()));
   node_.resize(static_cast<std::size_t>(nodes));
   for (int node = 0; node < nodes; ++node) {
@@ -71,9 +80,10 @@ ClusterZone::ClusterZone(const platforms::ClusterSpec& spec, std::vector<std::ve
 }
 
 std::uint32_t ClusterZone::duplex(const std::string& name, double bandwidth_Bps) {
+  // Left with SimGrid's default latency, 0 (route latencies are computed per
+  // route in walk()), and sealed with the zone (seal() seals every link
+  // again: once is enough).
   auto* link = create_split_duplex_link(name, {bandwidth_Bps});
-  link->set_latency(0);  // route latencies are computed per route in walk()
-  link->seal();
   const auto index = static_cast<std::uint32_t>(duplexes_.size());
   duplexes_.push_back(link);
   directions_.push_back(link->get_link_up());
@@ -148,7 +158,6 @@ void ClusterZone::build_node(int node, const platforms::NodeGroup& group) {
 }
 
 void ClusterZone::build_fabric() {
-  fabric_ = platforms::make_fabric_layout(spec_);
   for (const auto& link : fabric_->links())
     fabric_links_.push_back(duplex(link.name, link.bandwidth_Bps));
 }
@@ -248,7 +257,7 @@ void ClusterZone::get_local_route(const kr::NetPoint* src, const kr::NetPoint* d
   if (memo != nullptr && (expected_src_ != a || expected_dst_ != b))
     memo = nullptr;
   const KernelRoute* known =
-      memo != nullptr && memo->generation_ == routes_generation_ ? memo->route_ : nullptr;
+      memo != nullptr && memo->generation_ == routes_generation_ ? &memo->route_ : nullptr;
   if (known == nullptr) {
     auto [it, first_use] = kernel_routes_.try_emplace(key);
     KernelRoute& fresh = it->second;
@@ -261,7 +270,7 @@ void ClusterZone::get_local_route(const kr::NetPoint* src, const kr::NetPoint* d
     }
     known = &fresh;
     if (memo != nullptr) {
-      memo->route_ = known;
+      memo->route_ = fresh;
       memo->generation_ = routes_generation_;
     }
   }

@@ -6,6 +6,7 @@
 #include "sim/collectives/collectives.hpp"
 #include "sim/platform/cluster_zone.hpp"
 #include "sim/platform/engine_setup.hpp"
+#include "sim/platform/platform_arena.hpp"
 #include "sim/replay/replay.hpp"
 #include "sim/replay/replay_cost.hpp"
 
@@ -60,6 +61,9 @@ CollectiveBenchmark run_collective_benchmark(const platforms::ClusterSpec& clust
   }
   graph.seal();
 
+  // Destroyed after the engine: the platform's memory goes back to the
+  // system (platform_arena.hpp).
+  const PlatformArena platform_arena;
   auto engine = make_engine();
   // The engine owns its root netzone and frees it on destruction.
   auto* zone = new ClusterZone(cluster);

@@ -10,6 +10,7 @@
 #include "analysis/gpu_power.hpp"
 #include "sim/platform/cluster_zone.hpp"
 #include "sim/platform/engine_setup.hpp"
+#include "sim/platform/platform_arena.hpp"
 #include "sim/replay/class_fold.hpp"
 #include "sim/replay/replay.hpp"
 #include "sim/replay/replay_cost.hpp"
@@ -96,6 +97,9 @@ SimulationResult simulate(const scenario::Scenario& scenario, const SimulationOp
   SimulationResult result;
   result.graph = build_task_graph(scenario);
 
+  // Declared before the engine, so destroyed after it: the platform's
+  // memory goes back to the system once the engine has freed it.
+  const PlatformArena platform_arena;
   auto engine = make_engine();
   // Perturbed GPUs need a pstate per speed they will run at, before the
   // platform is sealed.
