@@ -317,8 +317,7 @@ BubbleReport analyze_bubbles(const workloads::TaskGraph& graph, const Timeline& 
 
 BubbleReport analyze_bubbles(const workloads::TaskGraph& graph, const Timeline& timeline,
                              const workloads::ParallelPlan& plan, const ExecutionIndex& index,
-                             const GpuClasses& classes,
-                             const std::vector<std::vector<Interval>>* nccl_waits,
+                             const GpuClasses& classes, const std::vector<std::vector<Interval>>* nccl_waits,
                              const std::vector<std::vector<Interval>>* comm_busy) {
   const auto gpus = static_cast<std::size_t>(graph.gpu_count);
   if (classes.size() != gpus)
