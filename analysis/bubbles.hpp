@@ -139,6 +139,6 @@ BubbleReport analyze_bubbles(const workloads::TaskGraph& graph, const Timeline& 
                              const workloads::ParallelPlan& plan, const ExecutionIndex& index,
                              const GpuClasses& classes,
                              const std::vector<std::vector<Interval>>* nccl_waits = nullptr,
-                             const std::vector<std::vector<Interval>>* comm_busy = nullptr);
+                             const SharedIntervalLists* comm_busy = nullptr);
 
 }  // namespace trainsim::analysis

@@ -83,10 +83,10 @@ Utilization analyze_utilization(const workloads::TaskGraph& graph, const Timelin
 
 Utilization analyze_utilization(const workloads::TaskGraph& graph, const Timeline& timeline,
                                 const GpuClasses& classes, const LinkClasses& link_classes,
-                                std::vector<std::vector<Interval>>* comm_busy) {
+                                SharedIntervalLists* comm_busy) {
   if (classes.size() != static_cast<std::size_t>(graph.gpu_count)) {
     if (comm_busy != nullptr)
-      comm_busy->clear();
+      *comm_busy = {};
     return analyze_utilization(graph, timeline);
   }
   Utilization u;
@@ -163,10 +163,11 @@ Utilization analyze_utilization(const workloads::TaskGraph& graph, const Timelin
   // merge gives the union's maximal intervals, whatever the lists' order or
   // grouping).
   if (comm_busy != nullptr) {
-    comm_busy->clear();
+    *comm_busy = {};
     if (!outside_kinds)
-      comm_busy->resize(gpus);
+      comm_busy->list_of.assign(gpus, 0);
   }
+  const bool keep_comm_busy = comm_busy != nullptr && !outside_kinds;
   u.gpus.resize(gpus);
   // The sums by label, GPU by GPU in rank order as into exposed_by_op_s
   // (the same additions, without a lookup of the label's name in the map
@@ -234,8 +235,8 @@ Utilization analyze_utilization(const workloads::TaskGraph& graph, const Timelin
         exposed_by_label_s[k] += op_split_of[twin->second][k];
       if (classes.folded())
         op_split_of[g] = op_split_of[twin->second];
-      if (comm_busy != nullptr && !comm_busy->empty())  // the same kinds' lists, so their union
-        (*comm_busy)[g] = (*comm_busy)[twin->second];
+      if (keep_comm_busy)  // the same kinds' lists, so their union
+        comm_busy->list_of[g] = comm_busy->list_of[twin->second];
       compute[g] = {};
       comm[g] = {};
       lists = {};
@@ -248,12 +249,14 @@ Utilization analyze_utilization(const workloads::TaskGraph& graph, const Timelin
       s.comm_busy_by_kind_s[k] = total_length(comm[g][k]);
       all.insert(all.end(), comm[g][k].begin(), comm[g][k].end());
     }
-    const auto any = merge_intervals(std::move(all));
-    if (comm_busy != nullptr && !comm_busy->empty())
-      (*comm_busy)[g] = any;
+    auto any = merge_intervals(std::move(all));
     s.compute_busy_s = total_length(c);
     s.comm_busy_s = total_length(any);
     s.overlap_s = overlap_length(c, any);
+    if (keep_comm_busy) {
+      comm_busy->list_of[g] = static_cast<std::uint32_t>(comm_busy->lists.size());
+      comm_busy->lists.push_back(std::move(any));
+    }
     const auto split = exposed_split(c, comm[g]);
     std::copy(split.begin(), split.end(), s.exposed_by_kind_s.begin());
     for (std::size_t k = 0; k < kCommKinds.size(); ++k)

@@ -72,11 +72,12 @@ Utilization analyze_utilization(const workloads::TaskGraph& graph, const Timelin
 // `comm_busy`, when not null, gets what analyze_bubbles reads of the same
 // records (analysis/bubbles.hpp), from this one pass over them: each
 // representative GPU's communication busy intervals, merged (every record
-// off the compute stream, a send's on both ends; the others' lists empty).
-// It is left empty when some such record's parallelism is none of
-// kCommKinds (the union of the kinds' lists here would not hold it).
+// off the compute stream, a send's on both ends), representatives alike
+// sharing one list (the image GPUs' entries are not set). It is left empty
+// when some such record's parallelism is none of kCommKinds (the union of
+// the kinds' lists here would not hold it).
 Utilization analyze_utilization(const workloads::TaskGraph& graph, const Timeline& timeline,
                                 const GpuClasses& classes, const LinkClasses& link_classes,
-                                std::vector<std::vector<Interval>>* comm_busy = nullptr);
+                                SharedIntervalLists* comm_busy = nullptr);
 
 }  // namespace trainsim::analysis

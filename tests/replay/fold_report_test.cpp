@@ -189,7 +189,7 @@ void expect_per_class_equals_full(const std::string& file, const std::vector<std
   // (the full timeline's are held against these above).
   {
     const auto classes = GpuClasses::of(result.graph, folded, gpus);
-    std::vector<std::vector<Interval>> comm_busy;
+    SharedIntervalLists comm_busy;
     analyze_utilization(result.graph, folded, classes, LinkClasses::of(folded), &comm_busy);
     ASSERT_EQ(comm_busy.size(), gpus);
     const ExecutionIndex index(result.graph, folded);

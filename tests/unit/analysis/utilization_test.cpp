@@ -280,12 +280,12 @@ TEST(Utilization, CommBusyIsEveryCommunicationRecordMergedPerGpuAndTheBubblesRea
   };
   const Timeline t = timeline(false);
   const auto classes = GpuClasses::of(graph, t, 2);
-  std::vector<std::vector<Interval>> comm_busy;
+  SharedIntervalLists comm_busy;
   analyze_utilization(graph, t, classes, LinkClasses::of(t), &comm_busy);
   ASSERT_EQ(comm_busy.size(), 2u);
   const std::vector<Interval> gpu0{{1, 3}, {4, 5}}, gpu1{{1, 2}, {4, 5}};
-  EXPECT_EQ(comm_busy[0], gpu0);
-  EXPECT_EQ(comm_busy[1], gpu1);
+  EXPECT_EQ(comm_busy.of(0), gpu0);
+  EXPECT_EQ(comm_busy.of(1), gpu1);
 
   const ExecutionIndex index(graph, t);
   const auto given = analyze_bubbles(graph, t, plan, index, classes, nullptr, &comm_busy);
@@ -301,7 +301,7 @@ TEST(Utilization, CommBusyIsEveryCommunicationRecordMergedPerGpuAndTheBubblesRea
   const Timeline outside = timeline(true);
   analyze_utilization(graph, outside, GpuClasses::of(graph, outside, 2), LinkClasses::of(outside),
                       &comm_busy);
-  EXPECT_TRUE(comm_busy.empty());
+  EXPECT_EQ(comm_busy.size(), 0u);
 }
 
 TEST(Utilization, APipelineTransferIsCommunicationOnBothEnds) {
