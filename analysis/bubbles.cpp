@@ -317,8 +317,8 @@ BubbleReport analyze_bubbles(const workloads::TaskGraph& graph, const Timeline& 
 
 BubbleReport analyze_bubbles(const workloads::TaskGraph& graph, const Timeline& timeline,
                              const workloads::ParallelPlan& plan, const ExecutionIndex& index,
-                             const GpuClasses& classes,
-                             const std::vector<std::vector<Interval>>* nccl_waits) {
+                             const GpuClasses& classes, const std::vector<std::vector<Interval>>* nccl_waits,
+                             const SharedIntervalLists* comm_busy) {
   const auto gpus = static_cast<std::size_t>(graph.gpu_count);
   if (classes.size() != gpus)
     return analyze_bubbles(graph, timeline, plan, index);
@@ -328,21 +328,31 @@ BubbleReport analyze_bubbles(const workloads::TaskGraph& graph, const Timeline& 
 
   // Communication busy intervals per GPU (a send counts for both ends),
   // merged; per GPU orbit (analysis/fold_classes.hpp): an image GPU's are its
-  // representative's.
-  std::vector<std::vector<Interval>> comm(gpus);
-  classes.for_each_record([&](const TaskRecord& r) {
-    if (r.stream == Stream::compute)
-      return;
-    if (classes.is_representative(static_cast<std::size_t>(r.gpu)))
-      comm[static_cast<std::size_t>(r.gpu)].emplace_back(r.start_s, r.end_s);
-    const Task& task = graph[r.task];
-    if (task.kind == TaskKind::send && task.peer >= 0 &&
-        classes.is_representative(static_cast<std::size_t>(task.peer)))
-      comm[static_cast<std::size_t>(task.peer)].emplace_back(r.start_s, r.end_s);
-  });
-  for (std::size_t g = 0; g < gpus; ++g)
-    if (classes.is_representative(g))
-      comm[g] = merge_intervals(std::move(comm[g]));
+  // representative's. Given, they come from utilisation's pass over the same
+  // records (analysis/report.cpp), which then is the only one.
+  SharedIntervalLists computed_comm;
+  if (comm_busy == nullptr || comm_busy->size() != gpus) {
+    auto& lists = computed_comm.lists;
+    lists.resize(gpus);
+    classes.for_each_record([&](const TaskRecord& r) {
+      if (r.stream == Stream::compute)
+        return;
+      if (classes.is_representative(static_cast<std::size_t>(r.gpu)))
+        lists[static_cast<std::size_t>(r.gpu)].emplace_back(r.start_s, r.end_s);
+      const Task& task = graph[r.task];
+      if (task.kind == TaskKind::send && task.peer >= 0 &&
+          classes.is_representative(static_cast<std::size_t>(task.peer)))
+        lists[static_cast<std::size_t>(task.peer)].emplace_back(r.start_s, r.end_s);
+    });
+    computed_comm.list_of.resize(gpus);
+    for (std::size_t g = 0; g < gpus; ++g) {
+      computed_comm.list_of[g] = static_cast<std::uint32_t>(g);
+      if (classes.is_representative(g))
+        lists[g] = merge_intervals(std::move(lists[g]));
+    }
+    comm_busy = &computed_comm;
+  }
+  const SharedIntervalLists& comm = *comm_busy;
 
   // Reference durations under balanced routing, and with each task's
   // expert imbalance put back (the same when the run has none).
@@ -392,7 +402,7 @@ BubbleReport analyze_bubbles(const workloads::TaskGraph& graph, const Timeline& 
     out.gpu = static_cast<int>(g);
     out.stage = plan.pp_rank_of(out.gpu);
     std::vector<TaskId>* my_ties = per_orbit && rep == g ? &ties[g] : nullptr;
-    const auto& merged_comm = comm[rep];
+    const auto& merged_comm = comm.of(rep);
     double prev_end = 0, compute_s = 0, forward_backward_ref_s = 0, forward_backward_balanced_s = 0;
     std::vector<Interval> compute;
     for (TaskId v : index.compute_order(out.gpu)) {

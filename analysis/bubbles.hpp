@@ -131,11 +131,14 @@ BubbleReport analyze_bubbles(const workloads::TaskGraph& graph, const Timeline& 
                              const workloads::ParallelPlan& plan, const ExecutionIndex& index);
 // The same, on the GPU orbits already built (GpuClasses::of(graph, timeline,
 // graph.gpu_count)), and with `nccl_waits` = nccl_wait_spans(graph, timeline,
-// classes) already computed (analysis/gpu_power.hpp; null, or not one list
-// per GPU: computed here).
+// classes) already computed (analysis/gpu_power.hpp) and `comm_busy` the
+// representatives' merged communication intervals as analyze_utilization
+// gives them for these classes (analysis/utilization.hpp); either null, or
+// not one list per GPU: computed here.
 BubbleReport analyze_bubbles(const workloads::TaskGraph& graph, const Timeline& timeline,
                              const workloads::ParallelPlan& plan, const ExecutionIndex& index,
                              const GpuClasses& classes,
-                             const std::vector<std::vector<Interval>>* nccl_waits = nullptr);
+                             const std::vector<std::vector<Interval>>* nccl_waits = nullptr,
+                             const SharedIntervalLists* comm_busy = nullptr);
 
 }  // namespace trainsim::analysis

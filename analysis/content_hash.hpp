@@ -17,22 +17,29 @@ namespace trainsim::analysis {
 
 class ContentHash {
  public:
-  void add(std::uint64_t x) {
-    h_ = (h_ ^ x) * 0x100000001b3ULL;
-    h_ ^= h_ >> 29;
-  }
+  void add(std::uint64_t x) { h_ = mix(h_, x); }
   void add(double x) { add(std::bit_cast<std::uint64_t>(x)); }
-  // A list's length, then its intervals' ends.
+  // A list's length, then its intervals' ends: the starts and the ends in
+  // two chains of their own, joined at the end (one chain waits on each
+  // multiply in turn; two run side by side, and utilisation hashes every
+  // link orbit's flow times).
   void add(const std::vector<std::pair<double, double>>& intervals) {
     add(static_cast<std::uint64_t>(intervals.size()));
+    std::uint64_t starts = h_, ends = h_ ^ 0x9e3779b97f4a7c15ULL;
     for (const auto& [a, b] : intervals) {
-      add(a);
-      add(b);
+      starts = mix(starts, std::bit_cast<std::uint64_t>(a));
+      ends = mix(ends, std::bit_cast<std::uint64_t>(b));
     }
+    h_ = mix(starts, ends);
   }
   std::uint64_t value() const { return h_; }
 
  private:
+  static std::uint64_t mix(std::uint64_t h, std::uint64_t x) {
+    h = (h ^ x) * 0x100000001b3ULL;
+    return h ^ (h >> 29);
+  }
+
   std::uint64_t h_ = 0xcbf29ce484222325ULL;
 };
 

@@ -10,8 +10,7 @@ using workloads::TaskId;
 
 ExecutionIndex::ExecutionIndex(const workloads::TaskGraph& graph, const Timeline& timeline)
     : flags_(graph.size(), 0),
-      start_s_(graph.size(), 0.0),
-      end_s_(graph.size(), 0.0),
+      times_(graph.size()),
       order_begin_(static_cast<std::size_t>(std::max(graph.gpu_count, 0)) + 1, 0),
       stream_pred_(graph.size(), kNone32),
       releaser_(graph.size(), kNone32) {
@@ -33,8 +32,7 @@ ExecutionIndex::ExecutionIndex(const workloads::TaskGraph& graph, const Timeline
         throw std::invalid_argument("timeline record names a task the graph does not have");
       if ((flags_[task] & kRan) == 0) {
         flags_[task] = kRan;
-        start_s_[task] = first.start_s;
-        end_s_[task] = first.end_s;
+        times_[task] = {first.start_s, first.end_s};
         if (first.stream == Stream::compute) {
           const int gpu =
               k == 0 ? first.gpu
@@ -67,9 +65,9 @@ ExecutionIndex::ExecutionIndex(const workloads::TaskGraph& graph, const Timeline
     const auto order = compute_order_.begin() + order_begin_[g];
     const auto order_end = compute_order_.begin() + order_begin_[g + 1];
     const auto earlier = [&](std::uint32_t a, std::uint32_t b) {
-      if (start_s_[a] != start_s_[b])
-        return start_s_[a] < start_s_[b];
-      return end_s_[a] < end_s_[b];
+      if (times_[a].start_s != times_[b].start_s)
+        return times_[a].start_s < times_[b].start_s;
+      return times_[a].end_s < times_[b].end_s;
     };
     // A compute stream's records end in the order they start: mostly in
     // order already, which a stable sort would leave as it is.
@@ -99,10 +97,10 @@ ExecutionIndex::ExecutionIndex(const workloads::TaskGraph& graph, const Timeline
       if ((flags_[u] & kRan) == 0)
         continue;
       ++preds;
-      if (best == kNone || end_s_[u] > end_s_[best]) {
+      if (best == kNone || times_[u].end_s > times_[best].end_s) {
         best = u;
         at_best = 1;
-      } else if (end_s_[u] == end_s_[best] && u != best) {
+      } else if (times_[u].end_s == times_[best].end_s && u != best) {
         ++at_best;
         best = std::min(best, u);
       }

@@ -47,6 +47,7 @@ GpuClasses GpuClasses::of(const workloads::TaskGraph& graph, const Timeline& tim
   c.timeline_ = &timeline;
   const auto identity = [&] {
     c.images_ = nullptr;
+    std::vector<std::uint32_t>().swap(c.landings_);
     c.rep_.resize(gpus);
     c.step_.assign(gpus, 0);
     for (std::size_t g = 0; g < gpus; ++g)
@@ -67,17 +68,28 @@ GpuClasses GpuClasses::of(const workloads::TaskGraph& graph, const Timeline& tim
     return static_cast<std::uint64_t>(task) * gpus + gpu;
   };
   const auto& recorded = timeline.records.recorded();
+  // landing_counts(): a record lands on its GPU's representative (one image
+  // of it does) and a send's on its peer's; a spanning collective's only on
+  // its own GPU (and peer) when that is a representative.
+  c.landings_.assign(gpus, 0);
   for (std::size_t i = 0; i < recorded.size(); ++i) {
     const auto& r = recorded[i];
     if (r.task >= graph.size() || r.gpu < 0 || static_cast<std::size_t>(r.gpu) >= gpus)
       return identity();
     const auto& task = graph[r.task];
+    const bool fixed = images->tasks.fixed(r.task);
+    const auto lands = [&](std::size_t gpu) {
+      if (!fixed || c.rep_[gpu] == gpu)
+        ++c.landings_[c.rep_[gpu]];
+    };
+    lands(static_cast<std::size_t>(r.gpu));
     if (task.kind == workloads::TaskKind::send && task.peer >= 0) {
       if (static_cast<std::size_t>(task.peer) >= gpus ||
           c.rep_[static_cast<std::size_t>(task.peer)] == c.rep_[static_cast<std::size_t>(r.gpu)])
         return identity();
+      lands(static_cast<std::size_t>(task.peer));
     }
-    if (images->tasks.fixed(r.task))
+    if (fixed)
       spanning.emplace_back(key(r.task, static_cast<std::size_t>(r.gpu)), i);
   }
   // The replay records a collective's members one after the other: when

@@ -47,6 +47,12 @@ class GpuClasses {
   const FoldImages* images() const { return images_; }
   int step(std::size_t gpu) const { return step_[gpu]; }
 
+  // Folded: for each GPU, at least as many records as for_each_record gives
+  // with it as their GPU or as a send's peer (counted in of()'s pass over the
+  // records, so that a caller filing them per GPU reserves its lists without
+  // a pass of its own). Not folded: empty.
+  std::span<const std::uint32_t> landing_counts() const { return landings_; }
+
   // Every record of the timeline (as the full list reads) that lands on a
   // representative GPU, on its GPU or, for a send, on its peer; in the full
   // list's order. Not folded: every record. A caller keeps what lands on a
@@ -95,9 +101,10 @@ class GpuClasses {
 
   const workloads::TaskGraph* graph_ = nullptr;
   const Timeline* timeline_ = nullptr;
-  const FoldImages* images_ = nullptr;  // null: not folded
-  std::vector<std::uint32_t> rep_;      // each GPU's representative (the lowest of its orbit)
-  std::vector<std::uint16_t> step_;     // gpu = the rotation's step-th power of its representative
+  const FoldImages* images_ = nullptr;   // null: not folded
+  std::vector<std::uint32_t> rep_;       // each GPU's representative (the lowest of its orbit)
+  std::vector<std::uint16_t> step_;      // gpu = the rotation's step-th power of its representative
+  std::vector<std::uint32_t> landings_;  // landing_counts()
 };
 
 // Link orbits. Folded when the timeline's flows are read as images, every

@@ -30,7 +30,13 @@ void for_each_span(const workloads::TaskGraph& graph, const Timeline& timeline, 
            classes.is_representative(static_cast<std::size_t>(gpu));
   };
   std::vector<std::vector<Change>> changes(gpus);
-  {
+  if (const auto landing = classes.landing_counts(); landing.size() == gpus) {
+    // Two changes for each record landing on the GPU, at most (the classes
+    // counted them): each list allocated once, without a pass to count.
+    for (std::size_t g = 0; g < gpus; ++g)
+      if (landing[g] > 0 && classes.is_representative(g))
+        changes[g].reserve(2 * std::size_t{landing[g]} + 1);
+  } else {
     // Each GPU's changes counted first, so that its list is allocated once.
     std::vector<std::size_t> count(gpus, 0);
     const auto counted = [&](int gpu) {

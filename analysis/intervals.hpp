@@ -2,6 +2,7 @@
 // Busy time as sorted, disjoint intervals: what "utilization" and "overlap"
 // are computed from.
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <utility>
 #include <vector>
@@ -9,6 +10,17 @@
 namespace trainsim::analysis {
 
 using Interval = std::pair<double, double>;
+
+// Interval lists per GPU, GPUs with equal lists sharing one (on a folded
+// run the data-parallel replicas of one place run the same intervals: held
+// once, not copied per GPU).
+struct SharedIntervalLists {
+  std::vector<std::vector<Interval>> lists;
+  std::vector<std::uint32_t> list_of;  // per GPU, into `lists`
+
+  std::size_t size() const { return list_of.size(); }
+  const std::vector<Interval>& of(std::size_t gpu) const { return lists[list_of[gpu]]; }
+};
 
 // Sorts and merges overlapping or touching intervals.
 std::vector<Interval> merge_intervals(std::vector<Interval> intervals);

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
-#include <unordered_map>
+#include <span>
 
 #include "analysis/fold_classes.hpp"
 
@@ -67,6 +67,56 @@ void fill_curve(GpuMemoryCurve& c, std::vector<Change>& list) {
   c.curve = std::move(points);
 }
 
+// Dense slots 0, 1, ... for 32-bit keys (task ids), in one array: open
+// addressing over a power-of-2 table of (key, slot), a key's place found by
+// a multiply. The memory curves look up every recorded record's cycle here;
+// std::unordered_map allocated a node per key and read the bucket array
+// and then the node for each lookup (its hashing, nodes and lookups were
+// most of the curves' time on a folded 16k-GPU run).
+class SlotTable {
+ public:
+  static constexpr std::uint32_t kAbsent = std::numeric_limits<std::uint32_t>::max();
+
+  std::size_t size() const { return used_; }
+  // The key's slot, a new one (the next number) when it has none.
+  std::uint32_t insert(std::uint32_t key) {
+    if (2 * (used_ + 1) > table_.size())
+      grow();
+    Entry& e = table_[place(key)];
+    if (e.key != kAbsent)
+      return e.slot;
+    e = {key, static_cast<std::uint32_t>(used_++)};
+    return e.slot;
+  }
+  std::uint32_t find(std::uint32_t key) const { return table_.empty() ? kAbsent : table_[place(key)].slot; }
+
+ private:
+  struct Entry {
+    std::uint32_t key = kAbsent;  // kAbsent: empty (task ids are below it)
+    std::uint32_t slot = kAbsent;
+  };
+  // Where `key` is, or the empty entry where it would go.
+  std::size_t place(std::uint32_t key) const {
+    const std::size_t mask = table_.size() - 1;
+    std::size_t i = (static_cast<std::uint64_t>(key) * 0x9e3779b97f4a7c15ULL) >> shift_;
+    while (table_[i].key != key && table_[i].key != kAbsent)
+      i = (i + 1) & mask;
+    return i;
+  }
+  void grow() {
+    std::vector<Entry> old = std::move(table_);
+    table_.assign(old.empty() ? 1024 : 2 * old.size(), Entry{});
+    shift_ = 64 - std::countr_zero(table_.size());
+    for (const Entry& e : old)
+      if (e.key != kAbsent)
+        table_[place(e.key)] = e;
+  }
+
+  std::vector<Entry> table_;
+  int shift_ = 64;
+  std::size_t used_ = 0;
+};
+
 void track_peak(MemoryCurves& curves, const GpuMemoryCurve& c) {
   if (curves.peak_gpu < 0 || c.peak_bytes > curves.peak_bytes) {
     curves.peak_bytes = c.peak_bytes;
@@ -117,15 +167,31 @@ std::optional<MemoryCurves> per_orbit(const workloads::TaskGraph& graph, const T
   const auto gpu_of = [&](const MemoryEvent& e) {
     return e.gpu >= 0 && static_cast<std::size_t>(e.gpu) < gpus ? static_cast<std::size_t>(e.gpu) : gpus;
   };
-  // Each representative's events, as positions in graph.memory, in order.
-  std::vector<std::vector<std::uint32_t>> mine(gpus);
-  for (std::size_t i = 0; i < events.size(); ++i) {
-    if (events[i].task >= graph.size())
+  // Each representative's events, as positions in graph.memory, in order:
+  // GPU g's from mine_begin[g] to mine_begin[g + 1] of `mine` (counted,
+  // then filed: one array, not a vector per GPU).
+  std::vector<std::uint32_t> mine_begin(gpus + 1, 0);
+  for (const MemoryEvent& e : events) {
+    if (e.task >= graph.size())
       return std::nullopt;
-    const auto g = gpu_of(events[i]);
+    const auto g = gpu_of(e);
     if (g < gpus && classes.is_representative(g))
-      mine[g].push_back(static_cast<std::uint32_t>(i));
+      ++mine_begin[g + 1];
   }
+  for (std::size_t g = 1; g <= gpus; ++g)
+    mine_begin[g] += mine_begin[g - 1];
+  std::vector<std::uint32_t> mine(mine_begin.back());
+  {
+    std::vector<std::uint32_t> next(mine_begin.begin(), mine_begin.end() - 1);
+    for (std::size_t i = 0; i < events.size(); ++i) {
+      const auto g = gpu_of(events[i]);
+      if (g < gpus && classes.is_representative(g))
+        mine[next[g]++] = static_cast<std::uint32_t>(i);
+    }
+  }
+  const auto mine_of = [&](std::size_t g) {
+    return std::span<const std::uint32_t>(mine.data() + mine_begin[g], mine.data() + mine_begin[g + 1]);
+  };
   // An image GPU's events are its representative's, in the same order, each
   // on the image (under the GPU's power of the rotation) of the
   // representative's task, at the same end of it, of the same kind and bytes.
@@ -134,7 +200,7 @@ std::optional<MemoryCurves> per_orbit(const workloads::TaskGraph& graph, const T
     const auto g = gpu_of(e);
     if (g >= gpus || classes.is_representative(g))
       continue;
-    const auto& list = mine[classes.representative(g)];
+    const auto list = mine_of(classes.representative(g));
     auto& j = seen[g];
     if (j >= list.size())
       return std::nullopt;
@@ -150,7 +216,7 @@ std::optional<MemoryCurves> per_orbit(const workloads::TaskGraph& graph, const T
     const auto rep = classes.representative(g);
     if (rep == g)
       continue;
-    if (seen[g] != mine[rep].size())
+    if (seen[g] != mine_begin[rep + 1] - mine_begin[rep])
       return std::nullopt;
     const auto *a = resident(g), *b = resident(rep);
     if ((a == nullptr) != (b == nullptr) || (a != nullptr && !same_bits(*a, *b)))
@@ -166,10 +232,9 @@ std::optional<MemoryCurves> per_orbit(const workloads::TaskGraph& graph, const T
   // over the full list leaves them. Keyed by the cycle's first task.
   // (Hashed: the recorded records' lookups, most of them of tasks without
   // memory events, were the costliest part of the curves as binary searches.)
-  std::unordered_map<std::uint32_t, std::size_t> slot_of;
-  for (const auto& list : mine)
-    for (const std::uint32_t i : list)
-      slot_of.try_emplace(images->tasks.first(events[i].task), slot_of.size());
+  SlotTable slot_of;
+  for (const std::uint32_t i : mine)
+    slot_of.insert(images->tasks.first(events[i].task));
   const std::size_t keys = slot_of.size();
   std::vector<double> start(keys, kNever), end(keys, kNever);
   // A collective's records (one per member) and a GPU's events on one task
@@ -179,9 +244,9 @@ std::optional<MemoryCurves> per_orbit(const workloads::TaskGraph& graph, const T
   const auto slot = [&](std::uint32_t key) {
     if (key == last_key)
       return last_slot;
-    const auto it = slot_of.find(key);
+    const std::uint32_t found = slot_of.find(key);
     last_key = key;
-    last_slot = it != slot_of.end() ? it->second : keys;
+    last_slot = found != SlotTable::kAbsent ? found : keys;
     return last_slot;
   };
   for (const auto& r : timeline.records.recorded()) {
@@ -208,7 +273,7 @@ std::optional<MemoryCurves> per_orbit(const workloads::TaskGraph& graph, const T
     if (const auto* r = resident(g))
       c.resident = *r;
     list.clear();
-    for (const std::uint32_t i : mine[g]) {
+    for (const std::uint32_t i : mine_of(g)) {
       const MemoryEvent& e = events[i];
       const auto s = slot(images->tasks.first(e.task));
       const double t = e.at == MemoryEvent::At::start ? start[s] : end[s];
@@ -216,7 +281,6 @@ std::optional<MemoryCurves> per_orbit(const workloads::TaskGraph& graph, const T
         continue;  // a task that did not run (a partial timeline)
       list.push_back({t, e.bytes, e.kind});
     }
-    std::vector<std::uint32_t>().swap(mine[g]);
     fill_curve(c, list);
     track_peak(curves, c);
   }

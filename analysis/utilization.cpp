@@ -82,9 +82,13 @@ Utilization analyze_utilization(const workloads::TaskGraph& graph, const Timelin
 }
 
 Utilization analyze_utilization(const workloads::TaskGraph& graph, const Timeline& timeline,
-                                const GpuClasses& classes, const LinkClasses& link_classes) {
-  if (classes.size() != static_cast<std::size_t>(graph.gpu_count))
+                                const GpuClasses& classes, const LinkClasses& link_classes,
+                                SharedIntervalLists* comm_busy) {
+  if (classes.size() != static_cast<std::size_t>(graph.gpu_count)) {
+    if (comm_busy != nullptr)
+      *comm_busy = {};
     return analyze_utilization(graph, timeline);
+  }
   Utilization u;
   const double t = timeline.end_s;
   u.iteration_time_s = t;
@@ -124,6 +128,7 @@ Utilization analyze_utilization(const workloads::TaskGraph& graph, const Timelin
       lists.resize(label + 1);
     lists[label].emplace_back(a, b);
   };
+  bool outside_kinds = false;
   // Per GPU orbit (analysis/fold_classes.hpp): the representatives' records.
   const auto on_rep = [&](int gpu) { return classes.is_representative(static_cast<std::size_t>(gpu)); };
   classes.for_each_record([&](const TaskRecord& r) {
@@ -141,13 +146,28 @@ Utilization analyze_utilization(const workloads::TaskGraph& graph, const Timelin
         add_op(static_cast<std::size_t>(task.peer), label, r.start_s, r.end_s);
     }
     const std::size_t k = comm_kind_index(task.comm);
-    if (k >= kCommKinds.size())
+    if (k >= kCommKinds.size()) {
+      // A communication record the kinds' lists leave out: their union is
+      // not every communication record's (comm_busy).
+      outside_kinds = outside_kinds || on_rep(r.gpu) || to_peer;
       return;
+    }
     if (on_rep(r.gpu))
       comm[static_cast<std::size_t>(r.gpu)][k].emplace_back(r.start_s, r.end_s);
     if (to_peer)
       comm[static_cast<std::size_t>(task.peer)][k].emplace_back(r.start_s, r.end_s);
   });
+  // Each representative's communication busy intervals: the merge of its
+  // kinds' merged lists (`any` below), which is the merge of every
+  // communication record landing on it when each has one of the kinds (a
+  // merge gives the union's maximal intervals, whatever the lists' order or
+  // grouping).
+  if (comm_busy != nullptr) {
+    *comm_busy = {};
+    if (!outside_kinds)
+      comm_busy->list_of.assign(gpus, 0);
+  }
+  const bool keep_comm_busy = comm_busy != nullptr && !outside_kinds;
   u.gpus.resize(gpus);
   // The sums by label, GPU by GPU in rank order as into exposed_by_op_s
   // (the same additions, without a lookup of the label's name in the map
@@ -215,6 +235,8 @@ Utilization analyze_utilization(const workloads::TaskGraph& graph, const Timelin
         exposed_by_label_s[k] += op_split_of[twin->second][k];
       if (classes.folded())
         op_split_of[g] = op_split_of[twin->second];
+      if (keep_comm_busy)  // the same kinds' lists, so their union
+        comm_busy->list_of[g] = comm_busy->list_of[twin->second];
       compute[g] = {};
       comm[g] = {};
       lists = {};
@@ -227,10 +249,14 @@ Utilization analyze_utilization(const workloads::TaskGraph& graph, const Timelin
       s.comm_busy_by_kind_s[k] = total_length(comm[g][k]);
       all.insert(all.end(), comm[g][k].begin(), comm[g][k].end());
     }
-    const auto any = merge_intervals(std::move(all));
+    auto any = merge_intervals(std::move(all));
     s.compute_busy_s = total_length(c);
     s.comm_busy_s = total_length(any);
     s.overlap_s = overlap_length(c, any);
+    if (keep_comm_busy) {
+      comm_busy->list_of[g] = static_cast<std::uint32_t>(comm_busy->lists.size());
+      comm_busy->lists.push_back(std::move(any));
+    }
     const auto split = exposed_split(c, comm[g]);
     std::copy(split.begin(), split.end(), s.exposed_by_kind_s.begin());
     for (std::size_t k = 0; k < kCommKinds.size(); ++k)

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "analysis/fold_classes.hpp"
+#include "analysis/intervals.hpp"
 #include "analysis/timeline.hpp"
 #include "workloads/task_graph.hpp"
 
@@ -68,7 +69,15 @@ std::string comm_op_label(const workloads::Task& task);
 Utilization analyze_utilization(const workloads::TaskGraph& graph, const Timeline& timeline);
 // The same, on the GPU and link orbits already built for this graph and
 // timeline (GpuClasses::of(graph, timeline, graph.gpu_count), LinkClasses::of).
+// `comm_busy`, when not null, gets what analyze_bubbles reads of the same
+// records (analysis/bubbles.hpp), from this one pass over them: each
+// representative GPU's communication busy intervals, merged (every record
+// off the compute stream, a send's on both ends), representatives alike
+// sharing one list (the image GPUs' entries are not set). It is left empty
+// when some such record's parallelism is none of kCommKinds (the union of
+// the kinds' lists here would not hold it).
 Utilization analyze_utilization(const workloads::TaskGraph& graph, const Timeline& timeline,
-                                const GpuClasses& classes, const LinkClasses& link_classes);
+                                const GpuClasses& classes, const LinkClasses& link_classes,
+                                SharedIntervalLists* comm_busy = nullptr);
 
 }  // namespace trainsim::analysis

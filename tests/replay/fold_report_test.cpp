@@ -184,6 +184,35 @@ void expect_per_class_equals_full(const std::string& file, const std::vector<std
   EXPECT_EQ(a.bubbles.reference_iteration_time_s, b.bubbles.reference_iteration_time_s);
   EXPECT_EQ(a.bubbles.balanced_routing_iteration_time_s, b.bubbles.balanced_routing_iteration_time_s);
   expect_same(ExecutionIndex(result.graph, folded), ExecutionIndex(result.graph, full), result.graph.size());
+  // The report's bubbles read their communication intervals from
+  // utilisation's pass: the same figures as the bubbles' own pass, per class
+  // (the full timeline's are held against these above).
+  {
+    const auto classes = GpuClasses::of(result.graph, folded, gpus);
+    SharedIntervalLists comm_busy;
+    analyze_utilization(result.graph, folded, classes, LinkClasses::of(folded), &comm_busy);
+    ASSERT_EQ(comm_busy.size(), gpus);
+    const ExecutionIndex index(result.graph, folded);
+    const auto own = analyze_bubbles(result.graph, folded, scenario.plan, index, classes);
+    expect_same(a.bubbles, own);
+    expect_same(analyze_bubbles(result.graph, folded, scenario.plan, index, classes, nullptr, &comm_busy),
+                own);
+    // GPU activity's lists reserved from the classes' landing counts: each
+    // representative's count is its records as for_each_record gives them.
+    std::vector<std::uint32_t> read(gpus, 0);
+    classes.for_each_record([&](const TaskRecord& r) {
+      ++read[static_cast<std::size_t>(r.gpu)];
+      const auto& task = result.graph[r.task];
+      if (task.kind == workloads::TaskKind::send && task.peer >= 0)
+        ++read[static_cast<std::size_t>(task.peer)];
+    });
+    ASSERT_EQ(classes.landing_counts().size(), gpus);
+    for (std::size_t g = 0; g < gpus; ++g) {
+      if (classes.is_representative(g)) {
+        EXPECT_EQ(classes.landing_counts()[g], read[g]) << "gpu " << g;
+      }
+    }
+  }
   // The image GPUs' gaps are their representative's, not walked again.
   EXPECT_EQ(a.bubbles.gpus_from_representative, gpus - gpus / static_cast<std::size_t>(class_size));
   EXPECT_EQ(b.bubbles.gpus_from_representative, 0u);

@@ -88,6 +88,34 @@ TEST(GpuClasses, RepresentativesReadTheRecordsThatLandOnThemInTheFullListsOrder)
   EXPECT_EQ(read, want);
 }
 
+// What GPU activity reserves its lists from instead of a pass of its own:
+// each GPU's count is how many records for_each_record gives with it as
+// their GPU or as a send's peer (a send whose peer's orbit lands under
+// another power of the rotation is read twice, once per end).
+TEST(GpuClasses, LandingCountsAreTheRecordsReadWithEachGpuAsTheirGpuOrPeer) {
+  for (const int send_peer : {1, 3}) {
+    const Folded f(send_peer);
+    const auto classes = GpuClasses::of(f.graph, f.timeline, 4);
+    ASSERT_TRUE(classes.folded());
+    std::vector<std::uint32_t> read(4, 0);
+    classes.for_each_record([&](const TaskRecord& r) {
+      ++read[static_cast<std::size_t>(r.gpu)];
+      const auto& task = f.graph[r.task];
+      if (task.kind == TaskKind::send && task.peer >= 0)
+        ++read[static_cast<std::size_t>(task.peer)];
+    });
+    // Only representatives' counts are read; an image GPU's may be anything.
+    const auto counts = classes.landing_counts();
+    ASSERT_EQ(counts.size(), 4u) << "send to " << send_peer;
+    for (std::size_t g = 0; g < 4; ++g) {
+      if (classes.is_representative(g)) {
+        EXPECT_EQ(counts[g], read[g]) << "gpu " << g << ", send to " << send_peer;
+      }
+    }
+  }
+  EXPECT_TRUE(GpuClasses::of(Folded().graph, Timeline{}, 4).landing_counts().empty());
+}
+
 TEST(GpuClasses, AreTheIdentityWhenASpanningRecordDiffersFromItsImageGpus) {
   const Folded f(1, 2.5);
   const auto classes = GpuClasses::of(f.graph, f.timeline, 4);

@@ -1,5 +1,7 @@
 #include "analysis/utilization.hpp"
 
+#include "analysis/bubbles.hpp"
+#include "analysis/execution_index.hpp"
 #include "analysis/flow_index.hpp"
 
 #include <gtest/gtest.h>
@@ -236,6 +238,70 @@ TEST(Utilization, GpusAndLinksAlikeGetTheFiguresOfTheirOwnComputation) {
   EXPECT_EQ(u.links[0].busy_s, 3);
   EXPECT_EQ(u.links[1].bytes, 100);
   EXPECT_EQ(u.links[2].busy_s, 2);
+}
+
+// What the bubbles read from utilisation's pass (analysis/report.cpp): per
+// GPU, every record off the compute stream (a send's on both ends) merged,
+// whichever kinds' lists the records sit in (GPUs 0 and 1 alike, GPU 2's
+// lists shifted); a record whose parallelism is none of the kinds leaves it
+// empty, and the bubbles then merge the records themselves.
+TEST(Utilization, CommBusyIsEveryCommunicationRecordMergedPerGpuAndTheBubblesReadIt) {
+  // GPU 0: F0 [0,1], send -> 1 [1,2], TP [1.5,3], B0 [3,4], DP [4,5];
+  // GPU 1: F1 [2,3], TP [4,4.5], DP [4.5,5].
+  workloads::TaskGraph graph;
+  graph.gpu_count = 2;
+  const int group = graph.add_group({0, 1});
+  const auto f0 = graph.add({.kind = TaskKind::forward, .gpu = 0, .stage = 0, .micro_batch = 0});
+  const auto send =
+      graph.add({.kind = TaskKind::send, .comm = CommKind::pp, .gpu = 0, .peer = 1, .stage = 0});
+  const auto f1 = graph.add({.kind = TaskKind::forward, .gpu = 1, .stage = 1, .micro_batch = 0});
+  const auto b0 = graph.add({.kind = TaskKind::backward, .gpu = 0, .stage = 0, .micro_batch = 0});
+  const auto tp = graph.add({.kind = TaskKind::collective, .comm = CommKind::tp, .group = group});
+  const auto dp = graph.add({.kind = TaskKind::collective, .comm = CommKind::dp, .group = group});
+  const auto none = graph.add({.kind = TaskKind::collective, .group = group});
+  graph.depend(f0, send);
+  graph.depend(send, f1);
+  graph.depend(f0, b0);
+  graph.depend(f1, tp);
+  graph.depend(tp, dp);
+  graph.seal();
+  const workloads::ParallelPlan plan{
+      .dp = 1, .tp = 1, .pp = 2, .micro_batch_size = 1, .global_batch_size = 1};
+  const auto timeline = [&](bool with_none) {
+    Timeline t;
+    t.end_s = 5;
+    t.records = {{f0, 0, Stream::compute, 0, 1}, {send, 0, Stream::pp_comm, 1, 2},
+                 {f1, 1, Stream::compute, 2, 3}, {tp, 0, Stream::tp_comm, 1.5, 3},
+                 {b0, 0, Stream::compute, 3, 4}, {tp, 1, Stream::tp_comm, 4, 4.5},
+                 {dp, 0, Stream::dp_comm, 4, 5}, {dp, 1, Stream::dp_comm, 4.5, 5}};
+    if (with_none)
+      t.records.push_back({none, 1, Stream::dp_comm, 2, 2.5});
+    return t;
+  };
+  const Timeline t = timeline(false);
+  const auto classes = GpuClasses::of(graph, t, 2);
+  SharedIntervalLists comm_busy;
+  analyze_utilization(graph, t, classes, LinkClasses::of(t), &comm_busy);
+  ASSERT_EQ(comm_busy.size(), 2u);
+  const std::vector<Interval> gpu0{{1, 3}, {4, 5}}, gpu1{{1, 2}, {4, 5}};
+  EXPECT_EQ(comm_busy.of(0), gpu0);
+  EXPECT_EQ(comm_busy.of(1), gpu1);
+
+  const ExecutionIndex index(graph, t);
+  const auto given = analyze_bubbles(graph, t, plan, index, classes, nullptr, &comm_busy);
+  const auto own = analyze_bubbles(graph, t, plan, index, classes);
+  for (std::size_t g = 0; g < 2; ++g) {
+    EXPECT_EQ(given.gpus[g].cause_s, own.gpus[g].cause_s) << "gpu " << g;
+    EXPECT_EQ(given.gpus[g].idle_part_s, own.gpus[g].idle_part_s) << "gpu " << g;
+    EXPECT_EQ(given.gpus[g].exposed_comm_s, own.gpus[g].exposed_comm_s) << "gpu " << g;
+    EXPECT_EQ(given.gpus[g].idle_s, own.gpus[g].idle_s) << "gpu " << g;
+  }
+  EXPECT_GT(own.gpus[1].idle_s, 0);
+
+  const Timeline outside = timeline(true);
+  analyze_utilization(graph, outside, GpuClasses::of(graph, outside, 2), LinkClasses::of(outside),
+                      &comm_busy);
+  EXPECT_EQ(comm_busy.size(), 0u);
 }
 
 TEST(Utilization, APipelineTransferIsCommunicationOnBothEnds) {
