@@ -97,8 +97,8 @@ using Pieces = boost::container::small_vector<Piece, 1>;
 struct BuiltOp {
   PipeOp op;
   int virtual_stage = 0;
-  Pieces pieces;  // in execution order (a backward runs its layers last to first)
-  TaskId done = kNone;        // output ready: the last piece, or the op's (last) TP collective
+  Pieces pieces;        // in execution order (a backward runs its layers last to first)
+  TaskId done = kNone;  // output ready: the last piece, or the op's (last) TP collective
 };
 
 inline bool produces_gradients(PipeOpKind kind) {
