@@ -187,7 +187,7 @@ void IterationBuilder::add_per_layer_all_to_alls(const PipeOp& op, std::size_t k
                                                  int group, const std::vector<int>& members,
                                                  const EpNodes& nodes) {
   const double bytes = ep_all_to_all_bytes(model_, plan_);
-  const Pieces& pieces = ops_[idx(members.front())][k].pieces;
+  const std::vector<Piece>& pieces = ops_[idx(members.front())][k].pieces;
   for (std::size_t p = 0; p < pieces.size(); ++p) {
     StageSlice piece = slice;
     if (pieces.size() > 1) {

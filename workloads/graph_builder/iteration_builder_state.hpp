@@ -21,7 +21,6 @@
 //                            (Megatron's embedding group), before the step
 //   dualpipe_copy_sync.cpp   DualPipe: the all-reduce of the gradients of
 //                            the two copies of each stage, before the step
-#include <boost/container/small_vector.hpp>
 #include <map>
 #include <optional>
 #include <tuple>
@@ -87,18 +86,12 @@ struct Piece {
   TaskId gradients_done() const { return weight_gradient != kNone ? weight_gradient : last; }
 };
 
-// An op's pieces, the one of an unsplit op (most ops) held in place: a
-// GPU's op list is then one allocation, not one per op (scale-16k's
-// 16,384 GPUs hold 524,288 ops, built or copied with their replica, then
-// freed; docs/performance.md, "The builder's op lists and sealed rows").
-using Pieces = boost::container::small_vector<Piece, 1>;
-
 // One op of a rank's schedule as built on one GPU.
 struct BuiltOp {
   PipeOp op;
   int virtual_stage = 0;
-  Pieces pieces;        // in execution order (a backward runs its layers last to first)
-  TaskId done = kNone;  // output ready: the last piece, or the op's (last) TP collective
+  std::vector<Piece> pieces;  // in execution order (a backward runs its layers last to first)
+  TaskId done = kNone;        // output ready: the last piece, or the op's (last) TP collective
 };
 
 inline bool produces_gradients(PipeOpKind kind) {
