@@ -130,7 +130,7 @@ void TaskGraph::depend(TaskId before, TaskId after) {
     throw std::logic_error("a dependency on a task not added");
   if (added_.size() >= std::numeric_limits<std::uint32_t>::max())
     throw std::length_error("a task graph of 2^32 - 1 dependencies or more (edge indices are 32-bit)");
-  added_.push_back({static_cast<std::uint32_t>(before), static_cast<std::uint32_t>(after)});
+  added_.emplace_back(static_cast<std::uint32_t>(before), static_cast<std::uint32_t>(after));
 }
 
 TaskGraph::Mark TaskGraph::mark() const {
@@ -185,7 +185,7 @@ void TaskGraph::append_image(const Mark& begin, const Mark& end, const std::vect
     groups.push_back(std::move(members));
   }
   for (std::size_t k = begin.tasks; k < end.tasks; ++k) {
-    Task& task = tasks_.push_back(tasks_[k]);
+    Task& task = tasks_.emplace_back(tasks_[k]);
     task.gpu = image_gpu(task.gpu);
     task.peer = image_gpu(task.peer);
     if (task.group >= 0) {
@@ -199,8 +199,8 @@ void TaskGraph::append_image(const Mark& begin, const Mark& end, const std::vect
   }
   for (std::size_t k = begin.dependencies; k < end.dependencies; ++k) {
     const auto [before, after] = added_[k];
-    added_.push_back(
-        {static_cast<std::uint32_t>(image_task(before)), static_cast<std::uint32_t>(image_task(after))});
+    added_.emplace_back(static_cast<std::uint32_t>(image_task(before)),
+                        static_cast<std::uint32_t>(image_task(after)));
   }
   for (std::size_t k = begin.memory_events; k < end.memory_events; ++k) {
     MemoryEvent event = memory[k];
@@ -227,7 +227,7 @@ void TaskGraph::seal() {
     throw std::logic_error("a task graph sealed twice");
   seal_memory();
   seal_rows();
-  added_.clear_and_free();
+  std::vector<std::pair<std::uint32_t, std::uint32_t>>().swap(added_);
   sealed_ = true;
 }
 

@@ -15,7 +15,6 @@
 #include <vector>
 
 #include "platforms/collective_config.hpp"
-#include "platforms/realloc_array.hpp"
 
 namespace trainsim::workloads {
 
@@ -310,14 +309,9 @@ struct TaskGraph {
   void seal_memory();
   void seal_rows();
 
-  // Grown by realloc (platforms/realloc_array.hpp): the builder adds 1.16M
-  // tasks on scale-16k without knowing their count first.
-  platforms::ReallocArray<Task> tasks_;
-  // Until seal(): the dependencies as added.
-  struct Added {
-    std::uint32_t before = 0, after = 0;
-  };
-  platforms::ReallocArray<Added> added_;
+  std::vector<Task> tasks_;
+  // Until seal(): the dependencies as added (before, after).
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> added_;
   GraphStorage dependencies_;
   bool sealed_ = false;
 };
