@@ -307,6 +307,7 @@ struct TaskGraph {
 
  private:
   void seal_memory();
+  void seal_rows();
 
   std::vector<Task> tasks_;
   // Until seal(): the dependencies as added (before, after).

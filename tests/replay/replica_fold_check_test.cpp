@@ -2,7 +2,8 @@
 // scenario's graph with its image, however the graph was built: the
 // builder copies replicas alike from the first (TaskGraph::append_image),
 // but a replica that differs in one task, one memory event or one
-// dependency is still refused. One TEST = one zone (one engine per process).
+// dependency is still refused, and so is a task across two classes. One TEST = one zone (one engine per
+// process).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -70,6 +71,25 @@ TEST(ReplicaFoldCheck, AReplicaThatDiffersInOneTaskOrOneMemoryEventIsRefused) {
     t.gpu = s.plan.gpu_of(s.plan.pp_rank_of(t.gpu), 5, (s.plan.tp_rank_of(t.gpu) + 1) % s.plan.tp);
     ReplicaFold refused;
     EXPECT_NE(rotation_problem(changed, s, *zone, period, refused), "");
+  }
+  // A send of replica 1 to replica 5 and its image from replica 5 to
+  // replica 1: each task still maps onto its image, but the send spans the
+  // windows of two classes (its window is found as its anchor is).
+  {
+    TaskId send = 0;
+    while (graph[send].kind != TaskKind::send || s.plan.dp_rank_of(graph[send].gpu) != 1)
+      ++send;
+    const TaskId image = fold.task_image[send];
+    TaskGraph changed = graph;
+    const auto moved = [&](int gpu, int dp) {
+      return s.plan.gpu_of(s.plan.pp_rank_of(gpu), dp, s.plan.tp_rank_of(gpu), s.plan.cp_rank_of(gpu));
+    };
+    changed[send].peer = moved(graph[send].peer, 1 + period);
+    changed[image].peer = moved(graph[image].peer, 1);
+    ReplicaFold refused;
+    EXPECT_NE(
+        rotation_problem(changed, s, *zone, period, refused).find("spans replicas of different classes"),
+        std::string::npos);
   }
 }
 

@@ -9,7 +9,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <stdexcept>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -119,6 +121,49 @@ TEST(TaskGraph, SealedKeepsEachTasksOutAndInEdgesInTheOrderAdded) {
     }
   }
   EXPECT_DOUBLE_EQ(g[4].duration_s, 5);
+}
+
+// seal() fills the rows itself: they are what Boost's constructor from
+// the unsorted edges makes (out-edges by source in the order added, each
+// with its position), with each task's in-edges put in the order added.
+TEST(TaskGraph, SealedRowsAreBoostsWithEachInEdgeRowInTheOrderAdded) {
+  constexpr std::uint32_t kTasks = 300;
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> added;
+  std::uint64_t state = 12345;
+  const auto next = [&] {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<std::uint32_t>(state >> 33);
+  };
+  for (int k = 0; k < 3000; ++k)
+    added.emplace_back(next() % kTasks, next() % (kTasks / 3));  // rows of many in-edges, repeats
+  TaskGraph g;
+  for (std::uint32_t k = 0; k < kTasks; ++k)
+    g.add({});
+  for (const auto& [before, after] : added)
+    g.depend(before, after);
+  g.seal();
+  const GraphStorage boost_rows(boost::edges_are_unsorted_multi_pass, added.begin(), added.end(),
+                                boost::counting_iterator<DependencyPosition>(0), kTasks);
+  const auto& rows = g.dependencies();
+  EXPECT_EQ(rows.m_forward.m_rowstart, boost_rows.m_forward.m_rowstart);
+  EXPECT_EQ(rows.m_forward.m_column, boost_rows.m_forward.m_column);
+  EXPECT_EQ(rows.m_forward.m_edge_properties, boost_rows.m_forward.m_edge_properties);
+  EXPECT_EQ(rows.m_backward.m_rowstart, boost_rows.m_backward.m_rowstart);
+  for (std::uint32_t v = 0; v < kTasks; ++v) {
+    // Boost's in-edges by source, as (position, source, forward edge);
+    // sealed, the same by position.
+    using InEdge = std::tuple<DependencyPosition, std::uint32_t, std::uint32_t>;
+    const auto row = [&](const GraphStorage& s) {
+      std::vector<InEdge> out;
+      for (auto k = s.m_backward.m_rowstart[v]; k < s.m_backward.m_rowstart[v + 1]; ++k)
+        out.emplace_back(s.m_forward.m_edge_properties[s.m_backward.m_edge_properties[k]],
+                         s.m_backward.m_column[k], s.m_backward.m_edge_properties[k]);
+      return out;
+    };
+    std::vector<InEdge> expected = row(boost_rows);
+    std::sort(expected.begin(), expected.end());
+    EXPECT_EQ(row(rows), expected) << "task " << v;
+  }
 }
 
 TEST(TaskGraph, WalksEveryDependencyInTheOrderAddedInAnyWindowSize) {
