@@ -36,7 +36,6 @@
 #include "sim/replay/replayed_index.hpp"
 #include "sim/replay/route_table.hpp"
 #include "sim/replay/task_fifo.hpp"
-#include "sim/replay/vm_model_hooks.hpp"
 
 // The trainsim executable's allocator (sim/cli/small_object_pool.cpp) serves
 // every small size from its pool while this is on; tests and other programs
@@ -151,9 +150,6 @@ class Replayer {
   }
 
   ReplayResult run() {
-    // Before ours: SimGrid's VM callbacks, a failing dynamic_cast or two per
-    // activity, do nothing here (vm_model_hooks.hpp).
-    unhook_vm_model_from_activities();
     sg::Activity::on_completion_cb([this](const sg::Activity& activity) { on_activity_done(activity); });
     if (driver_ != nullptr)
       driver_->start();
