@@ -1,12 +1,12 @@
 #include "analysis/memory_curve.hpp"
 
 #include <algorithm>
-#include <bit>
 #include <cstdint>
 #include <limits>
 #include <optional>
 #include <span>
 
+#include "analysis/content_hash.hpp"
 #include "analysis/fold_classes.hpp"
 
 namespace trainsim::analysis {
@@ -23,9 +23,9 @@ struct Change {
   workloads::MemoryKind kind;
 };
 
-bool same_bits(double a, double b) {
-  return std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b);
-}
+// Beside content_hash.hpp's overloads (for numbers and interval lists), not
+// hiding them.
+using analysis::same_bits;
 
 bool same_bits(const workloads::MemoryBreakdown& a, const workloads::MemoryBreakdown& b) {
   for (int k = 0; k < workloads::kMemoryKindCount; ++k)
